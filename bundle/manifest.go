@@ -1,0 +1,143 @@
+// Package bundle defines a nodesnap bundle: its manifest, how it is written
+// (atomically, manifest first) and how it is read back safely (no entry
+// may escape, claim absurd sizes, or be anything but a regular file).
+package bundle
+
+import (
+	"time"
+
+	"github.com/nodesnap/nodesnap/isolate"
+)
+
+// SchemaVersion of manifest.json this code writes and reads.
+const SchemaVersion = 1
+
+// ManifestName is the first entry of every bundle.
+const ManifestName = "manifest.json"
+
+// Manifest accounts for every collector and every byte in a bundle.
+type Manifest struct {
+	SchemaVersion int       `json:"schema_version"`
+	Tool          Tool      `json:"tool"`
+	CommandLine   []string  `json:"command_line"`
+	Host          Host      `json:"host"`
+	StartedAt     time.Time `json:"started_at"`
+	FinishedAt    time.Time `json:"finished_at"`
+	// DurationSeconds is the wall time of the collection.
+	DurationSeconds float64 `json:"duration_seconds"`
+	// Status is "complete" when every collector that ran ended ok,
+	// unsupported or skipped; otherwise "partial".
+	Status      string            `json:"status"`
+	Interrupted *Interrupt        `json:"interrupted,omitempty"`
+	Settings    Settings          `json:"settings"`
+	Collectors  []CollectorResult `json:"collectors"`
+	Files       []FileEntry       `json:"files"`
+	Redaction   RedactionSummary  `json:"redaction"`
+	HungMounts  []HungItem        `json:"hung_mounts"`
+	Omitted     []Omitted         `json:"omitted"`
+}
+
+// Tool identifies the nodesnap build that wrote the bundle.
+type Tool struct {
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	GoVersion string `json:"go_version"`
+}
+
+// Host identifies the node.
+type Host struct {
+	Hostname  string `json:"hostname"`
+	Kernel    string `json:"kernel,omitempty"`
+	BootID    string `json:"boot_id,omitempty"`
+	MachineID string `json:"machine_id,omitempty"`
+}
+
+// Interrupt records that a signal stopped collection early and the bundle
+// was finished with what had been gathered.
+type Interrupt struct {
+	Signal string    `json:"signal"`
+	At     time.Time `json:"at"`
+}
+
+// Settings are the limits the run worked under.
+type Settings struct {
+	Root                string  `json:"root"`
+	TimeoutSeconds      float64 `json:"timeout_seconds"`
+	ProbeTimeoutSeconds float64 `json:"probe_timeout_seconds"`
+	MaxFileBytes        int64   `json:"max_file_bytes"`
+	MaxCollectorBytes   int64   `json:"max_collector_bytes"`
+	MaxBundleBytes      int64   `json:"max_bundle_bytes"`
+	Concurrency         int     `json:"concurrency"`
+	SinceSeconds        float64 `json:"since_seconds"`
+	Compression         string  `json:"compression"`
+}
+
+// Collector statuses.
+const (
+	StatusOK          = "ok"
+	StatusPartial     = "partial"
+	StatusTimeout     = "timeout"
+	StatusError       = "error"
+	StatusSkipped     = "skipped"
+	StatusUnsupported = "unsupported"
+)
+
+// CollectorResult is one collector's account.
+type CollectorResult struct {
+	Name            string                `json:"name"`
+	Status          string                `json:"status"`
+	StartedAt       *time.Time            `json:"started_at,omitempty"`
+	DurationSeconds float64               `json:"duration_seconds"`
+	TimeoutSeconds  float64               `json:"timeout_seconds"`
+	Error           string                `json:"error,omitempty"`
+	Notes           []string              `json:"notes,omitempty"`
+	ExitCode        *int                  `json:"exit_code,omitempty"`
+	Stderr          string                `json:"stderr,omitempty"`
+	HangEvidence    *isolate.HangEvidence `json:"hang_evidence,omitempty"`
+	HungItems       []HungItem            `json:"hung_items,omitempty"`
+	Files           []string              `json:"files"`
+}
+
+// HungItem is one operation (a probe of a mount, a command) that missed its
+// deadline, with where it was blocked.
+type HungItem struct {
+	Op        string                `json:"op"`
+	Target    string                `json:"target"`
+	Collector string                `json:"collector,omitempty"`
+	Evidence  *isolate.HangEvidence `json:"evidence,omitempty"`
+}
+
+// File kinds.
+const (
+	KindText   = "text"
+	KindBinary = "binary"
+)
+
+// FileEntry accounts for one file in the bundle.
+type FileEntry struct {
+	Path         string `json:"path"`
+	Collector    string `json:"collector"`
+	Size         int64  `json:"size"`
+	SHA256       string `json:"sha256"`
+	Kind         string `json:"kind"`
+	BinaryReason string `json:"binary_reason,omitempty"`
+	Truncated    bool   `json:"truncated"`
+	// Incomplete files were still being written when their collector was
+	// stopped; what they hold was redacted, but may end mid-record.
+	Incomplete bool           `json:"incomplete,omitempty"`
+	Redactions map[string]int `json:"redactions,omitempty"`
+}
+
+// RedactionSummary totals redactions per rule over the bundle.
+type RedactionSummary struct {
+	Rules map[string]int `json:"rules"`
+	Total int            `json:"total"`
+	// Obfuscated names the value classes replaced by consistent tokens.
+	Obfuscated []string `json:"obfuscated,omitempty"`
+}
+
+// Omitted is something deliberately left out of the bundle, and why.
+type Omitted struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}

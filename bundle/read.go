@@ -1,0 +1,244 @@
+package bundle
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/mholt/archives"
+)
+
+// Limits protect readers of untrusted bundles.
+type Limits struct {
+	// MaxEntryBytes refuses an entry that claims, or turns out, to be
+	// larger.
+	MaxEntryBytes int64
+	// MaxTotalBytes bounds everything decompressed (a decompression bomb
+	// stops here).
+	MaxTotalBytes int64
+	// MaxEntries bounds the number of entries.
+	MaxEntries int
+}
+
+// DefaultLimits suit any bundle nodesnap writes with its default caps.
+var DefaultLimits = Limits{MaxEntryBytes: 2 << 30, MaxTotalBytes: 8 << 30, MaxEntries: 2_000_000}
+
+// ErrUnsafe is wrapped by every refusal of a hostile or malformed archive.
+var ErrUnsafe = errors.New("unsafe or malformed bundle")
+
+// Entry is one file as it is read from a bundle.
+type Entry struct {
+	Name string
+	Size int64
+	// Reader yields the entry's bytes; valid only inside the callback.
+	Reader io.Reader
+}
+
+// Walk reads a bundle from path, calling fn for each entry in order. It
+// never writes to disk. It refuses (with an error wrapping ErrUnsafe)
+// entries that are not regular files, names that are absolute, contain
+// "..", or repeat, and sizes beyond the limits.
+func Walk(ctx context.Context, p string, lim Limits, fn func(Entry) error) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("opening the bundle: %w", err)
+	}
+	defer f.Close()
+	return WalkReader(ctx, f, lim, fn)
+}
+
+// WalkReader is Walk over a stream.
+func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	magic, _ := br.Peek(4)
+	var af archives.CompressedArchive
+	switch {
+	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
+		af, _ = Format(Gzip)
+	case len(magic) >= 4 && bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		af, _ = Format(Zstd)
+	default:
+		return fmt.Errorf("%w: not a gzip or zstd compressed tar archive", ErrUnsafe)
+	}
+	seen := map[string]bool{}
+	var total int64
+	count := 0
+	err := af.Extract(ctx, br, func(ctx context.Context, fi archives.FileInfo) error {
+		hdr, _ := fi.Header.(*tar.Header)
+		if hdr == nil {
+			return fmt.Errorf("%w: entry without a tar header", ErrUnsafe)
+		}
+		name, err := safeName(hdr.Name)
+		if err != nil {
+			return err
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			return fmt.Errorf("%w: entry %q is %s; a bundle holds only regular files", ErrUnsafe, hdr.Name, typeName(hdr.Typeflag))
+		}
+		if seen[name] {
+			return fmt.Errorf("%w: entry %q appears twice", ErrUnsafe, name)
+		}
+		seen[name] = true
+		count++
+		if lim.MaxEntries > 0 && count > lim.MaxEntries {
+			return fmt.Errorf("%w: more than %d entries", ErrUnsafe, lim.MaxEntries)
+		}
+		if hdr.Size < 0 || (lim.MaxEntryBytes > 0 && hdr.Size > lim.MaxEntryBytes) {
+			return fmt.Errorf("%w: entry %q claims %d bytes, over the limit of %d", ErrUnsafe, name, hdr.Size, lim.MaxEntryBytes)
+		}
+		if lim.MaxTotalBytes > 0 && total+hdr.Size > lim.MaxTotalBytes {
+			return fmt.Errorf("%w: the bundle decompresses to more than %d bytes", ErrUnsafe, lim.MaxTotalBytes)
+		}
+		total += hdr.Size
+		rc, err := fi.Open()
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		// tar.Reader already stops at hdr.Size; the counter makes a short
+		// entry (truncated archive) visible.
+		cr := &countReader{r: rc}
+		if err := fn(Entry{Name: name, Size: hdr.Size, Reader: cr}); err != nil {
+			return err
+		}
+		// Drain what fn left, so the checks below see the whole entry.
+		if _, err := io.Copy(io.Discard, cr); err != nil {
+			return fmt.Errorf("%w: reading entry %q: %w", ErrUnsafe, name, err)
+		}
+		if cr.n != hdr.Size {
+			return fmt.Errorf("%w: entry %q is cut short (%d of %d bytes)", ErrUnsafe, name, cr.n, hdr.Size)
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrUnsafe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		var ue *userError
+		if errors.As(err, &ue) {
+			return ue.err
+		}
+		return fmt.Errorf("%w: %w", ErrUnsafe, cleanArchiveErr(err))
+	}
+	return nil
+}
+
+// userError carries a callback's own error through unchanged.
+type userError struct{ err error }
+
+func (u *userError) Error() string { return u.err.Error() }
+func (u *userError) Unwrap() error { return u.err }
+
+// Stop returns an error that ends a Walk early and is returned as is.
+func Stop(err error) error { return &userError{err: err} }
+
+func cleanArchiveErr(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return errors.New("the archive is truncated (unexpected end of data)")
+	}
+	return err
+}
+
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func safeName(name string) (string, error) {
+	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "\\") || strings.ContainsRune(name, 0) {
+		return "", fmt.Errorf("%w: entry name %q is absolute or malformed", ErrUnsafe, name)
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("%w: entry name %q leaves the bundle (..)", ErrUnsafe, name)
+		}
+	}
+	c := path.Clean(name)
+	if c != name || c == "." {
+		return "", fmt.Errorf("%w: entry name %q is not in canonical form", ErrUnsafe, name)
+	}
+	return c, nil
+}
+
+func typeName(t byte) string {
+	switch t {
+	case tar.TypeSymlink:
+		return "a symbolic link"
+	case tar.TypeLink:
+		return "a hard link"
+	case tar.TypeDir:
+		return "a directory"
+	case tar.TypeChar, tar.TypeBlock:
+		return "a device node"
+	case tar.TypeFifo:
+		return "a FIFO"
+	}
+	return fmt.Sprintf("of tar type %q", t)
+}
+
+// MaxManifestBytes bounds manifest.json.
+const MaxManifestBytes = 256 << 20
+
+// ReadManifest returns the manifest and its raw bytes, reading only the
+// first entry.
+func ReadManifest(ctx context.Context, p string) (*Manifest, []byte, error) {
+	var raw []byte
+	errFound := errors.New("found")
+	err := Walk(ctx, p, DefaultLimits, func(e Entry) error {
+		if e.Name != ManifestName {
+			return Stop(fmt.Errorf("%w: the first entry is %q, not %s", ErrUnsafe, e.Name, ManifestName))
+		}
+		b, err := io.ReadAll(io.LimitReader(e.Reader, MaxManifestBytes+1))
+		if err != nil {
+			return err
+		}
+		if len(b) > MaxManifestBytes {
+			return Stop(fmt.Errorf("%w: manifest.json is larger than %d bytes", ErrUnsafe, MaxManifestBytes))
+		}
+		raw = b
+		return Stop(errFound)
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return nil, nil, err
+	}
+	if raw == nil {
+		return nil, nil, fmt.Errorf("%w: the archive is empty", ErrUnsafe)
+	}
+	m, err := ParseManifest(raw)
+	return m, raw, err
+}
+
+// ParseManifest decodes manifest bytes and checks the schema version.
+func ParseManifest(raw []byte) (*Manifest, error) {
+	var probe struct {
+		SchemaVersion *int `json:"schema_version"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("%w: manifest.json is not valid JSON: %w", ErrUnsafe, err)
+	}
+	if probe.SchemaVersion == nil {
+		return nil, fmt.Errorf("%w: manifest.json has no schema_version", ErrUnsafe)
+	}
+	if *probe.SchemaVersion != SchemaVersion {
+		return nil, fmt.Errorf("%w: manifest schema version %d is not supported (this nodesnap reads version %d)", ErrUnsafe, *probe.SchemaVersion, SchemaVersion)
+	}
+	var m Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%w: manifest.json does not match the schema: %w", ErrUnsafe, err)
+	}
+	return &m, nil
+}

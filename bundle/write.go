@@ -1,0 +1,248 @@
+package bundle
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mholt/archives"
+)
+
+// Compression formats.
+const (
+	Gzip = "tar.gz"
+	Zstd = "tar.zst"
+)
+
+// Format returns the archives format for a compression name.
+func Format(name string) (archives.CompressedArchive, error) {
+	switch name {
+	case Gzip, "":
+		return archives.CompressedArchive{Compression: archives.Gz{Multithreaded: true}, Archival: archives.Tar{NumericUIDGID: true}, Extraction: archives.Tar{}}, nil
+	case Zstd:
+		return archives.CompressedArchive{Compression: archives.Zstd{}, Archival: archives.Tar{NumericUIDGID: true}, Extraction: archives.Tar{}}, nil
+	}
+	return archives.CompressedArchive{}, fmt.Errorf("unknown bundle format %q (want %s or %s)", name, Gzip, Zstd)
+}
+
+// Written describes a finished bundle.
+type Written struct {
+	Path   string
+	Size   int64
+	SHA256 string
+}
+
+// ErrNoSpace is wrapped when the output filesystem is full.
+var ErrNoSpace = errors.New("no space left on the output filesystem")
+
+// Write archives manifest (first) and the files it lists, read from
+// staging, into out. It writes to a temporary file beside out and renames it
+// into place only when complete and synced, so a reader never sees half a
+// bundle. On any error the temporary file is removed.
+func Write(ctx context.Context, out, format string, m *Manifest, staging string, mtime time.Time) (w Written, err error) {
+	af, err := Format(format)
+	if err != nil {
+		return w, err
+	}
+	mj, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return w, fmt.Errorf("encoding the manifest: %w", err)
+	}
+	mj = append(mj, '\n')
+	files := []archives.FileInfo{memFile(ManifestName, mj, mtime)}
+	for _, fe := range m.Files {
+		files = append(files, diskFile(fe.Path, filepath.Join(staging, filepath.FromSlash(fe.Path)), fe.Size, mtime))
+	}
+
+	tmp, f, err := createTemp(out)
+	if err != nil {
+		return w, err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	h := sha256.New()
+	ew := &errWriter{w: f, h: h}
+	// archives ignores the errors of the compressor's and tar writer's
+	// Close; errWriter remembers the first write error so a full disk at
+	// the very end is still caught.
+	if err = af.Archive(ctx, ew, files); err != nil {
+		return w, wrapSpace(fmt.Errorf("writing the bundle: %w", err))
+	}
+	if ew.err != nil {
+		return w, wrapSpace(fmt.Errorf("writing the bundle: %w", ew.err))
+	}
+	if err = f.Sync(); err != nil {
+		return w, wrapSpace(fmt.Errorf("flushing the bundle to disk: %w", err))
+	}
+	if err = f.Close(); err != nil {
+		return w, wrapSpace(fmt.Errorf("closing the bundle: %w", err))
+	}
+	if err = os.Rename(tmp, out); err != nil {
+		return w, fmt.Errorf("moving the bundle into place: %w", err)
+	}
+	syncDir(filepath.Dir(out))
+	return Written{Path: out, Size: ew.n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// TempPrefix starts the name of every temporary file nodesnap writes beside
+// its output, so stale ones (from a run that was SIGKILLed) can be found.
+const TempPrefix = ".nodesnap-"
+
+func createTemp(out string) (string, *os.File, error) {
+	dir, base := filepath.Split(out)
+	if dir == "" {
+		dir = "."
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(dir, fmt.Sprintf("%s%d-%s-%s.tmp", TempPrefix, os.Getpid(), hex.EncodeToString(rnd[:]), base))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", nil, wrapSpace(fmt.Errorf("creating the bundle in %s: %w", dir, err))
+	}
+	return tmp, f, nil
+}
+
+func wrapSpace(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%w: %w", ErrNoSpace, err)
+	}
+	return err
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+type errWriter struct {
+	w   io.Writer
+	h   hash.Hash
+	n   int64
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.h.Write(p[:n])
+	e.n += int64(n)
+	if err != nil {
+		e.err = err
+	}
+	return n, err
+}
+
+// entryInfo is the fs.FileInfo of an archive entry: a regular file, 0600,
+// with the run's end time, owned by nobody in particular.
+type entryInfo struct {
+	name  string
+	size  int64
+	mtime time.Time
+}
+
+func (e entryInfo) Name() string       { return filepath.Base(e.name) }
+func (e entryInfo) Size() int64        { return e.size }
+func (e entryInfo) Mode() fs.FileMode  { return 0o600 }
+func (e entryInfo) ModTime() time.Time { return e.mtime }
+func (e entryInfo) IsDir() bool        { return false }
+func (e entryInfo) Sys() any           { return nil }
+
+func memFile(name string, data []byte, mtime time.Time) archives.FileInfo {
+	return archives.FileInfo{
+		FileInfo:      entryInfo{name: name, size: int64(len(data)), mtime: mtime},
+		NameInArchive: name,
+		Open: func() (fs.File, error) {
+			return &memHandle{Reader: bytes.NewReader(data), info: entryInfo{name: name, size: int64(len(data)), mtime: mtime}}, nil
+		},
+	}
+}
+
+type memHandle struct {
+	*bytes.Reader
+	info entryInfo
+}
+
+func (m *memHandle) Stat() (fs.FileInfo, error) { return m.info, nil }
+func (m *memHandle) Close() error               { return nil }
+
+// diskFile is a staged file. Its size was fixed when it was hashed; the
+// reader is limited to it so that the tar header is always right.
+func diskFile(name, path string, size int64, mtime time.Time) archives.FileInfo {
+	info := entryInfo{name: name, size: size, mtime: mtime}
+	return archives.FileInfo{
+		FileInfo:      info,
+		NameInArchive: name,
+		Open: func() (fs.File, error) {
+			f, err := os.Open(path)
+			if err != nil {
+				return nil, err
+			}
+			return &limitedFile{f: f, r: io.LimitReader(f, size), info: info}, nil
+		},
+	}
+}
+
+type limitedFile struct {
+	f    *os.File
+	r    io.Reader
+	info entryInfo
+}
+
+func (l *limitedFile) Read(p []byte) (int, error)  { return l.r.Read(p) }
+func (l *limitedFile) Stat() (fs.FileInfo, error) { return l.info, nil }
+func (l *limitedFile) Close() error               { return l.f.Close() }
+
+// HashFile returns the size and sha256 of a staged file.
+func HashFile(path string) (int64, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return n, "", err
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// DefaultName is nodesnap-<host>-<UTC timestamp>.<ext>.
+func DefaultName(host string, t time.Time, format string) string {
+	if format == "" {
+		format = Gzip
+	}
+	host = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.', r == '_':
+			return r
+		}
+		return '_'
+	}, host)
+	if host == "" {
+		host = "unknown"
+	}
+	return fmt.Sprintf("nodesnap-%s-%s.%s", host, t.UTC().Format("20060102T150405Z"), format)
+}

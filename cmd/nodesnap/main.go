@@ -1,0 +1,88 @@
+// Command nodesnap captures everything needed to diagnose a sick Kubernetes
+// node into one redacted bundle, and reads bundles back.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/supervisor"
+)
+
+// Exit statuses, in one place. Every command's help refers to these.
+const (
+	exitOK      = 0
+	exitFatal   = 1
+	exitUsage   = 2
+	exitPartial = 3
+)
+
+const exitStatusHelp = `Exit status:
+  0  success (collect: the bundle is complete)
+  1  fatal error: no bundle was written (collect), or the bundle is unreadable
+  2  usage error: bad flags or arguments
+  3  collect: the bundle was written but is partial (a collector timed out,
+     failed or was interrupted); validate: the bundle did not validate`
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = ""
+
+func main() {
+	// Hidden internal modes: the same binary re-executed by the isolation
+	// layer. They never reach cobra.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case isolate.ModeCollector:
+			os.Exit(collectors.ChildMain())
+		case isolate.ModeWorker:
+			os.Exit(isolate.WorkerMain())
+		}
+	}
+	os.Exit(run(context.Background(), os.Args[1:]))
+}
+
+// partialError reports success with a partial result (exit status 3).
+type partialError struct{ msg string }
+
+func (p *partialError) Error() string { return p.msg }
+
+func run(ctx context.Context, args []string) int {
+	root := newRootCommand()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	return exitCode(root.ErrOrStderr(), err)
+}
+
+func exitCode(w interface{ Write([]byte) (int, error) }, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var pe *partialError
+	if errors.As(err, &pe) {
+		if pe.msg != "" {
+			fmt.Fprintln(w, "nodesnap: "+pe.msg)
+		}
+		return exitPartial
+	}
+	fmt.Fprintln(w, "nodesnap: "+err.Error())
+	var ue *supervisor.UsageError
+	var fe *flagError
+	switch {
+	case errors.As(err, &ue), errors.As(err, &fe):
+		return exitUsage
+	case errors.Is(err, bundle.ErrInvalid):
+		return exitPartial
+	}
+	return exitFatal
+}
+
+// flagError wraps cobra's own argument and flag errors.
+type flagError struct{ err error }
+
+func (f *flagError) Error() string { return f.err.Error() }
+func (f *flagError) Unwrap() error { return f.err }

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+func toolVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "nodesnap",
+		Short: "Capture a sick Kubernetes node into one redacted bundle, and read it back",
+		Long: `nodesnap captures everything needed to diagnose a sick Kubernetes node (mounts in
+every namespace, who holds them, hung mounts, directory shapes, the kubelet's and the
+runtime's own view, CSI state, logs) into one redacted tarball. No stale mount, hung
+process or slow command can freeze it: every risky touch happens in a child process
+with a deadline.
+
+` + exitStatusHelp,
+		Example: `  # on the node, as root: writes /var/tmp/nodesnap-<host>-<time>.tar.gz
+  sudo nodesnap collect
+
+  # later, anywhere
+  nodesnap validate nodesnap-node1-20261121T101500Z.tar.gz
+  nodesnap inspect nodesnap-node1-20261121T101500Z.tar.gz`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       toolVersion(),
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
+	root.AddCommand(
+		newCollectCommand(),
+		newCollectorsCommand(),
+		newInspectCommand(),
+		newValidateCommand(),
+		newVersionCommand(),
+	)
+	return root
+}
+
+// argsUsage wraps a cobra positional-argument check so that its error is a
+// usage error (exit status 2).
+func argsUsage(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return &flagError{err}
+		}
+		return nil
+	}
+}
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the nodesnap version",
+		Args:  argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.Println("nodesnap " + toolVersion())
+			return nil
+		},
+	}
+}

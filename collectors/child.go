@@ -1,0 +1,124 @@
+package collectors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	"github.com/nodesnap/nodesnap/redact"
+)
+
+// NewRedactor builds the run's redactor from the JSON redaction settings
+// the supervisor passes down. It is a variable so the redaction package's
+// configuration can be wired in one place.
+var NewRedactor = func(raw json.RawMessage) (*redact.Redactor, error) {
+	return redact.Default(), nil
+}
+
+type eventSink struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func (s *eventSink) send(ev Event) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// A write error means the supervisor is gone; nothing useful to do.
+	_ = s.enc.Encode(ev)
+}
+
+// ChildMain is the body of the hidden collector mode: read the ChildConfig
+// from stdin, run the collector, report on fd 3. The exit status is 0 when
+// the collector returned (whatever its status), 1 when it could not start,
+// and 2 when it panicked.
+func ChildMain() int {
+	evf := os.NewFile(3, "events")
+	if evf == nil {
+		fmt.Fprintln(os.Stderr, "nodesnap: internal collector mode needs its event pipe")
+		return 1
+	}
+	sink := &eventSink{enc: json.NewEncoder(evf)}
+	raw, err := io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
+	if err != nil {
+		sink.send(Event{Type: EventDone, Status: StatusError, Error: "reading collector configuration: " + err.Error()})
+		return 1
+	}
+	var cfg ChildConfig
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		sink.send(Event{Type: EventDone, Status: StatusError, Error: "reading collector configuration: " + err.Error()})
+		return 1
+	}
+	spec, ok := Lookup(cfg.Collector)
+	if !ok {
+		sink.send(Event{Type: EventDone, Status: StatusError, Error: "unknown collector " + cfg.Collector})
+		return 1
+	}
+	red, err := NewRedactor(cfg.Common.Redaction)
+	if err != nil {
+		sink.send(Event{Type: EventDone, Status: StatusError, Error: "setting up redaction: " + err.Error()})
+		return 1
+	}
+	env := &Env{Common: cfg.Common, name: cfg.Collector, dir: cfg.Dir, options: cfg.Options,
+		red: red, events: sink, openFiles: map[string]bool{}}
+	if env.Proc == "" {
+		env.Proc = env.HostPath("/proc")
+	}
+	if env.Sys == "" {
+		env.Sys = env.HostPath("/sys")
+	}
+	ctx := context.Background()
+	if !cfg.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, cfg.Deadline)
+		defer cancel()
+	}
+	status, msg, code := run(ctx, spec, env)
+	if env.pool != nil {
+		env.pool.Close()
+	}
+	if msg != "" {
+		msg, _ = red.String(msg)
+	}
+	sink.send(Event{Type: EventDone, Status: status, Error: msg})
+	return code
+}
+
+func run(ctx context.Context, spec *Spec, env *Env) (status, msg string, code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			stack := string(debug.Stack())
+			status, msg, code = StatusError, fmt.Sprintf("collector panicked: %v\n%s", r, trimStack(stack)), 2
+		}
+	}()
+	err := spec.Run(ctx, env)
+	switch {
+	case err == nil && len(env.partial) == 0:
+		return StatusOK, "", 0
+	case err == nil:
+		return StatusPartial, strings.Join(env.partial, "; "), 0
+	case errors.Is(err, ErrUnsupported):
+		return StatusUnsupported, err.Error(), 0
+	case errors.Is(err, context.DeadlineExceeded):
+		return StatusTimeout, err.Error(), 0
+	default:
+		return StatusError, err.Error(), 0
+	}
+}
+
+// trimStack keeps the frames a maintainer needs from a panic's stack.
+func trimStack(s string) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > 40 {
+		lines = lines[:40]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,427 @@
+package collectors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/redact"
+)
+
+// Env is what a collector sees of the world. It exists only inside a
+// collector's child process.
+type Env struct {
+	Common
+	name    string
+	dir     string
+	options json.RawMessage
+	red     *redact.Redactor
+	events  *eventSink
+
+	mu        sync.Mutex
+	written   int64
+	partial   []string
+	pool      *isolate.Pool
+	hung      map[string]bool
+	openFiles map[string]bool
+}
+
+// Name of the collector this Env belongs to.
+func (e *Env) Name() string { return e.name }
+
+// Redactor is the run's redactor, for collectors that must redact a value
+// they do not write to a file (a command line in a JSON record is written
+// through a File and needs nothing more).
+func (e *Env) Redactor() *redact.Redactor { return e.red }
+
+// Options decodes the collector's own options into v.
+func (e *Env) Options(v any) error {
+	if len(e.options) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(e.options, v); err != nil {
+		return fmt.Errorf("reading %s options: %w", e.name, err)
+	}
+	return nil
+}
+
+// HostPath maps an absolute host path to where nodesnap sees it (under
+// Root).
+func (e *Env) HostPath(p string) string {
+	if e.Root == "" || e.Root == "/" {
+		return p
+	}
+	return filepath.Join(e.Root, p)
+}
+
+// ProcPath joins elements under the proc root.
+func (e *Env) ProcPath(elem ...string) string {
+	return filepath.Join(append([]string{e.Proc}, elem...)...)
+}
+
+// SysPath joins elements under the sys root.
+func (e *Env) SysPath(elem ...string) string {
+	return filepath.Join(append([]string{e.Sys}, elem...)...)
+}
+
+// Pool returns the collector's pool of isolated workers for risky
+// per-item operations (stat/statfs/open/readdir of one path under a mount
+// that may hang, reads of other processes' /proc files).
+func (e *Env) Pool() *isolate.Pool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.pool == nil {
+		e.pool = isolate.NewPool(e.Workers, e.ProbeTimeout)
+	}
+	return e.pool
+}
+
+// Do runs one per-item operation in the pool. A hung item is recorded in
+// the manifest (with its evidence) and the collector is marked partial;
+// the error is returned so the caller can move on.
+func (e *Env) Do(ctx context.Context, op, target string, req, resp any) error {
+	err := e.Pool().Do(ctx, op, req, resp)
+	var he *isolate.HungError
+	if errors.As(err, &he) {
+		e.events.send(Event{Type: EventHungItem, Item: &HungItem{Op: op, Target: target, Evidence: he.Evidence}})
+	}
+	return err
+}
+
+// IsHung reports whether p is, or lies under, a mountpoint found hung
+// earlier in this run. Collectors must not touch such paths.
+func (e *Env) IsHung(p string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.hung == nil {
+		e.hung = map[string]bool{}
+		for _, h := range e.HungMounts {
+			e.hung[path.Clean(h)] = true
+		}
+	}
+	for q := path.Clean(p); ; q = path.Dir(q) {
+		if e.hung[q] {
+			return true
+		}
+		if q == "/" || q == "." {
+			return false
+		}
+	}
+}
+
+// ReportHungMount tells the supervisor (and so every later collector) that
+// a mountpoint hangs when touched.
+func (e *Env) ReportHungMount(mountpoint string, ev *isolate.HangEvidence) {
+	e.mu.Lock()
+	if e.hung == nil {
+		e.mu.Unlock()
+		e.IsHung("/")
+		e.mu.Lock()
+	}
+	e.hung[path.Clean(mountpoint)] = true
+	e.mu.Unlock()
+	e.events.send(Event{Type: EventHungMount, Item: &HungItem{Op: "mount", Target: mountpoint, Evidence: ev}})
+}
+
+// Notef records a remark in the manifest for this collector. It passes
+// through the redactor like everything else.
+func (e *Env) Notef(format string, args ...any) {
+	s, _ := e.red.String(fmt.Sprintf(format, args...))
+	e.events.send(Event{Type: EventNote, Text: s})
+}
+
+// Partialf records something the collector could not gather; the
+// collector's status becomes "partial".
+func (e *Env) Partialf(format string, args ...any) {
+	s, _ := e.red.String(fmt.Sprintf(format, args...))
+	e.mu.Lock()
+	e.partial = append(e.partial, s)
+	e.mu.Unlock()
+	e.events.send(Event{Type: EventNote, Text: "partial: " + s})
+}
+
+// Fact reports a value the supervisor uses (such as the host's name).
+func (e *Env) Fact(key, value string) {
+	e.events.send(Event{Type: EventFact, Key: key, Value: value})
+}
+
+// FileOption changes how a File is written.
+type FileOption func(*fileOpts)
+
+type fileOpts struct {
+	binaryReason string
+	max          int64
+}
+
+// Binary marks a file as an artifact the redactor cannot read (a pprof
+// protobuf, say). Its bytes bypass redaction; the manifest says why. With
+// --no-binary such files are dropped.
+func Binary(reason string) FileOption {
+	return func(o *fileOpts) { o.binaryReason = reason }
+}
+
+// MaxBytes sets a cap for this file below the run's per-file cap.
+func MaxBytes(n int64) FileOption {
+	return func(o *fileOpts) { o.max = n }
+}
+
+// File is a file in the bundle being written by a collector. Writes go
+// through the redactor, then the caps, then to the staging directory.
+type File struct {
+	env       *Env
+	rel       string
+	f         *os.File
+	red       *redact.Writer
+	capped    *capWriter
+	binary    string
+	omitted   string
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Create opens a new file in the collector's part of the bundle. name is a
+// slash-separated relative path.
+func (e *Env) Create(name string, opts ...FileOption) (*File, error) {
+	var o fileOpts
+	for _, fn := range opts {
+		fn(&o)
+	}
+	rel, err := cleanRel(name)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if e.openFiles[rel] {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("bundle file %s/%s written twice", e.name, rel)
+	}
+	e.openFiles[rel] = true
+	e.mu.Unlock()
+	f := &File{env: e, rel: rel, binary: o.binaryReason}
+	if o.binaryReason != "" && e.NoBinary {
+		f.omitted = "binary artifact dropped by --no-binary (" + o.binaryReason + ")"
+		f.capped = &capWriter{w: io.Discard, max: 0, env: e}
+		return f, nil
+	}
+	full := filepath.Join(e.dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
+		return nil, fmt.Errorf("creating staging directory: %w", err)
+	}
+	fh, err := os.OpenFile(full, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("creating staging file: %w", err)
+	}
+	f.f = fh
+	max := e.MaxFileBytes
+	if o.max > 0 && (max <= 0 || o.max < max) {
+		max = o.max
+	}
+	f.capped = &capWriter{w: fh, max: max, env: e}
+	if o.binaryReason == "" {
+		f.red = e.red.NewWriter(f.capped)
+	}
+	return f, nil
+}
+
+func cleanRel(name string) (string, error) {
+	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "\\") {
+		return "", fmt.Errorf("bad bundle file name %q", name)
+	}
+	c := path.Clean(name)
+	if c == "." || c == ".." || strings.HasPrefix(c, "../") || c == "manifest.json" {
+		return "", fmt.Errorf("bad bundle file name %q", name)
+	}
+	return c, nil
+}
+
+// Write writes p (redacted, unless the file is binary).
+func (f *File) Write(p []byte) (int, error) {
+	if f.red != nil {
+		return f.red.Write(p)
+	}
+	return f.capped.Write(p)
+}
+
+// WriteString writes s.
+func (f *File) WriteString(s string) (int, error) { return f.Write([]byte(s)) }
+
+// Truncated reports whether a cap cut this file short.
+func (f *File) Truncated() bool { return f.capped.truncated }
+
+// Close flushes, closes and reports the file to the supervisor.
+func (f *File) Close() error {
+	f.closeOnce.Do(func() {
+		rec := &FileRecord{Path: f.rel, Omitted: f.omitted}
+		if f.red != nil {
+			if err := f.red.Close(); err != nil {
+				f.closeErr = fmt.Errorf("writing %s: %w", f.rel, err)
+			}
+			rec.Redactions = f.red.Counts()
+		}
+		if f.binary != "" {
+			rec.Binary = true
+			rec.BinaryReason = f.binary
+		}
+		rec.Truncated = f.capped.truncated
+		if f.f != nil {
+			if err := f.f.Close(); err != nil && f.closeErr == nil {
+				f.closeErr = fmt.Errorf("writing %s: %w", f.rel, err)
+			}
+		}
+		if f.capped.err != nil && f.closeErr == nil {
+			f.closeErr = fmt.Errorf("writing %s: %w", f.rel, f.capped.err)
+		}
+		f.env.events.send(Event{Type: EventFile, File: rec})
+	})
+	return f.closeErr
+}
+
+// WriteFile writes a whole file.
+func (e *Env) WriteFile(name string, data []byte, opts ...FileOption) error {
+	f, err := e.Create(name, opts...)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr != nil {
+		return werr
+	}
+	return cerr
+}
+
+// WriteJSON writes v as indented JSON.
+func (e *Env) WriteJSON(name string, v any) error {
+	f, err := e.Create(name)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	enc.SetIndent("", "  ")
+	werr := enc.Encode(v)
+	cerr := f.Close()
+	if werr != nil {
+		return fmt.Errorf("writing %s: %w", name, werr)
+	}
+	return cerr
+}
+
+// capWriter enforces the per-file and per-collector byte caps. Past a cap
+// it drops bytes and remembers that it did; the write still "succeeds" so
+// producers (external commands) are not broken mid-stream.
+type capWriter struct {
+	w         io.Writer
+	max       int64
+	n         int64
+	truncated bool
+	env       *Env
+	err       error
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n := len(p)
+	allow := int64(len(p))
+	if c.max > 0 && c.n+allow > c.max {
+		allow = c.max - c.n
+	}
+	c.env.mu.Lock()
+	if c.env.MaxCollectorBytes > 0 && c.env.written+allow > c.env.MaxCollectorBytes {
+		allow = c.env.MaxCollectorBytes - c.env.written
+	}
+	if allow < 0 {
+		allow = 0
+	}
+	c.env.written += allow
+	c.env.mu.Unlock()
+	if allow < int64(len(p)) {
+		c.truncated = true
+	}
+	if allow > 0 {
+		m, err := c.w.Write(p[:allow])
+		c.n += int64(m)
+		if err != nil {
+			c.err = err
+			return m, err
+		}
+	}
+	return n, nil
+}
+
+// Command runs an external program under a deadline in the isolation
+// layer, its standard output written to the bundle file out (redacted) and
+// its standard error kept, redacted and bounded, in out+".stderr" when not
+// empty. A missing program returns an error wrapping ErrUnsupported.
+func (e *Env) Command(ctx context.Context, timeout time.Duration, out string, name string, args ...string) (isolate.Result, error) {
+	f, err := e.Create(out)
+	if err != nil {
+		return isolate.Result{}, err
+	}
+	var stderr limitedBuffer
+	stderr.max = 64 << 10
+	res, rerr := isolate.Run(ctx, timeout, isolate.Spec{Path: name, Args: args, Stdout: f, Stderr: &stderr,
+		Env: append(os.Environ(), "LC_ALL=C", "SYSTEMD_PAGER=", "PAGER=cat", "SYSTEMD_COLORS=0", "NO_COLOR=1")})
+	cerr := f.Close()
+	if s := stderr.String(); s != "" {
+		_ = e.WriteFile(out+".stderr", []byte(s))
+	}
+	if errors.Is(rerr, isolate.ErrNotFound) {
+		return res, fmt.Errorf("%w: %w", ErrUnsupported, rerr)
+	}
+	if rerr != nil {
+		if res.TimedOut {
+			e.events.send(Event{Type: EventHungItem, Item: &HungItem{Op: "exec", Target: name + " " + strings.Join(args, " "), Evidence: res.Evidence}})
+		}
+		return res, rerr
+	}
+	if res.ExitCode != 0 {
+		return res, fmt.Errorf("%s exited with status %d: %s", name, res.ExitCode, firstLine(stderr.String()))
+	}
+	return res, cerr
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+type limitedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if room := l.max - len(l.buf); room > 0 {
+		if len(p) < room {
+			room = len(p)
+		}
+		l.buf = append(l.buf, p[:room]...)
+	}
+	return len(p), nil
+}
+
+func (l *limitedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.buf)
+}

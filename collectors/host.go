@@ -1,0 +1,178 @@
+package collectors
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/shirou/gopsutil/v4/common"
+	"github.com/shirou/gopsutil/v4/cpu"
+	"github.com/shirou/gopsutil/v4/host"
+	"github.com/shirou/gopsutil/v4/load"
+	"github.com/shirou/gopsutil/v4/mem"
+
+	"github.com/nodesnap/nodesnap/isolate"
+)
+
+func init() {
+	Register(Spec{
+		Name:           "host",
+		Description:    "hostname, kernel, os-release, uptime, load, cpu and memory, cgroup version, boot id",
+		DefaultEnabled: true,
+		DefaultTimeout: 15 * time.Second,
+		Run:            collectHost,
+	})
+}
+
+// hostSummary is host/summary.json.
+type hostSummary struct {
+	Hostname       string    `json:"hostname"`
+	Kernel         string    `json:"kernel"`
+	KernelVersion  string    `json:"kernel_version,omitempty"`
+	Arch           string    `json:"arch"`
+	OS             string    `json:"os,omitempty"`
+	OSVersion      string    `json:"os_version,omitempty"`
+	BootID         string    `json:"boot_id,omitempty"`
+	MachineID      string    `json:"machine_id,omitempty"`
+	BootTime       time.Time `json:"boot_time,omitzero"`
+	UptimeSeconds  uint64    `json:"uptime_seconds"`
+	Load1          float64   `json:"load1"`
+	Load5          float64   `json:"load5"`
+	Load15         float64   `json:"load15"`
+	CPUs           int       `json:"cpus"`
+	CPUModel       string    `json:"cpu_model,omitempty"`
+	MemTotal       uint64    `json:"mem_total_bytes"`
+	MemAvailable   uint64    `json:"mem_available_bytes"`
+	SwapTotal      uint64    `json:"swap_total_bytes"`
+	CgroupVersion  string    `json:"cgroup_version"`
+	Virtualization string    `json:"virtualization,omitempty"`
+	Errors         []string  `json:"errors,omitempty"`
+}
+
+// hostRawFiles are copied verbatim (redacted): an expert reads these first.
+var hostRawFiles = []struct{ src, dst string }{
+	{"/etc/os-release", "os-release"},
+	{"/proc/version", "proc/version"},
+	{"/proc/cmdline", "proc/cmdline"},
+	{"/proc/uptime", "proc/uptime"},
+	{"/proc/loadavg", "proc/loadavg"},
+	{"/proc/meminfo", "proc/meminfo"},
+	{"/proc/cpuinfo", "proc/cpuinfo"},
+	{"/proc/pressure/io", "proc/pressure-io"},
+	{"/proc/pressure/memory", "proc/pressure-memory"},
+	{"/proc/pressure/cpu", "proc/pressure-cpu"},
+	{"/proc/diskstats", "proc/diskstats"},
+	{"/proc/vmstat", "proc/vmstat"},
+	{"/proc/sys/kernel/hung_task_timeout_secs", "proc/sys-kernel-hung_task_timeout_secs"},
+	{"/proc/filesystems", "proc/filesystems"},
+	{"/proc/partitions", "proc/partitions"},
+}
+
+func collectHost(ctx context.Context, env *Env) error {
+	// Tell gopsutil where the host's files are (a container sees the host
+	// under --root).
+	gctx := context.WithValue(ctx, common.EnvKey, common.EnvMap{
+		common.HostProcEnvKey: env.Proc,
+		common.HostSysEnvKey:  env.Sys,
+		common.HostEtcEnvKey:  env.HostPath("/etc"),
+		common.HostVarEnvKey:  env.HostPath("/var"),
+		common.HostRunEnvKey:  env.HostPath("/run"),
+		common.HostDevEnvKey:  env.HostPath("/dev"),
+	})
+	s := hostSummary{Arch: runtime.GOARCH}
+	read := func(p string) string {
+		r, err := isolate.ReadFileLimited(p, 64<<10)
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(r.Data))
+	}
+	// The host's own view, read through the proc root (correct inside a
+	// container, where uname would describe the container's UTS namespace).
+	s.Hostname = read(env.ProcPath("sys/kernel/hostname"))
+	s.Kernel = read(env.ProcPath("sys/kernel/osrelease"))
+	s.KernelVersion = read(env.ProcPath("sys/kernel/version"))
+	s.BootID = read(env.ProcPath("sys/kernel/random/boot_id"))
+	s.MachineID = read(env.HostPath("/etc/machine-id"))
+
+	if hi, err := host.InfoWithContext(gctx); err == nil {
+		s.OS, s.OSVersion = hi.Platform, hi.PlatformVersion
+		s.UptimeSeconds = hi.Uptime
+		if hi.BootTime > 0 {
+			s.BootTime = time.Unix(int64(hi.BootTime), 0).UTC()
+		}
+		if hi.VirtualizationSystem != "" {
+			s.Virtualization = hi.VirtualizationSystem + "/" + hi.VirtualizationRole
+		}
+		if s.Hostname == "" {
+			s.Hostname = hi.Hostname
+		}
+	} else {
+		s.Errors = append(s.Errors, "host info: "+err.Error())
+	}
+	if la, err := load.AvgWithContext(gctx); err == nil {
+		s.Load1, s.Load5, s.Load15 = la.Load1, la.Load5, la.Load15
+	} else {
+		s.Errors = append(s.Errors, "load: "+err.Error())
+	}
+	if vm, err := mem.VirtualMemoryWithContext(gctx); err == nil {
+		s.MemTotal, s.MemAvailable, s.SwapTotal = vm.Total, vm.Available, vm.SwapTotal
+	} else {
+		s.Errors = append(s.Errors, "memory: "+err.Error())
+	}
+	if n, err := cpu.CountsWithContext(gctx, true); err == nil {
+		s.CPUs = n
+	}
+	if ci, err := cpu.InfoWithContext(gctx); err == nil && len(ci) > 0 {
+		s.CPUModel = ci[0].ModelName
+	}
+	s.CgroupVersion = cgroupVersion(env)
+
+	if s.Hostname != "" {
+		env.Fact("hostname", s.Hostname)
+	}
+	env.Fact("kernel", s.Kernel)
+	env.Fact("boot_id", s.BootID)
+	env.Fact("machine_id", s.MachineID)
+	if err := env.WriteJSON("summary.json", s); err != nil {
+		return err
+	}
+	missing := 0
+	for _, f := range hostRawFiles {
+		src := env.HostPath(f.src)
+		if strings.HasPrefix(f.src, "/proc/") {
+			src = env.ProcPath(strings.TrimPrefix(f.src, "/proc/"))
+		}
+		r, err := isolate.ReadFileLimited(src, 8<<20)
+		if err != nil {
+			missing++
+			continue
+		}
+		if err := env.WriteFile(f.dst, r.Data); err != nil {
+			return err
+		}
+	}
+	if missing > 0 {
+		env.Notef("%d of %d host files were not present (normal on older kernels: pressure files need PSI)", missing, len(hostRawFiles))
+	}
+	if len(s.Errors) > 0 {
+		env.Notef("%s", strings.Join(s.Errors, "; "))
+	}
+	return nil
+}
+
+// cgroupVersion tells v1, v2 (unified) or hybrid from the cgroup mount
+// root, without statfs (its magic would need a syscall on a host path).
+func cgroupVersion(env *Env) string {
+	if _, err := isolate.ReadFileLimited(env.SysPath("fs/cgroup/cgroup.controllers"), 4096); err == nil {
+		return "v2"
+	}
+	if _, err := isolate.ReadFileLimited(env.SysPath("fs/cgroup/unified/cgroup.controllers"), 4096); err == nil {
+		return "hybrid"
+	}
+	if _, err := isolate.ReadFileLimited(env.SysPath("fs/cgroup/memory/memory.limit_in_bytes"), 4096); err == nil {
+		return "v1"
+	}
+	return "unknown"
+}

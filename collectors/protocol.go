@@ -1,0 +1,95 @@
+package collectors
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/nodesnap/nodesnap/isolate"
+)
+
+// Common settings every collector child receives.
+type Common struct {
+	// Root is the host's root as nodesnap sees it ("/" on the host,
+	// "/host" in a container with the host mounted). Proc and Sys default
+	// to Root/proc and Root/sys.
+	Root string `json:"root"`
+	Proc string `json:"proc"`
+	Sys  string `json:"sys"`
+	// Since bounds how far back logs go.
+	Since time.Duration `json:"since"`
+	// MaxFileBytes caps one file; MaxCollectorBytes all of a collector's.
+	MaxFileBytes      int64 `json:"max_file_bytes"`
+	MaxCollectorBytes int64 `json:"max_collector_bytes"`
+	// ProbeTimeout bounds one risky per-item operation; Workers is how many
+	// run at once.
+	ProbeTimeout time.Duration `json:"probe_timeout"`
+	Workers      int           `json:"workers"`
+	// HungMounts are mountpoints found hung earlier in this run: no
+	// collector may enter them.
+	HungMounts []string `json:"hung_mounts,omitempty"`
+	// NoBinary drops artifacts that cannot be redacted.
+	NoBinary bool `json:"no_binary,omitempty"`
+	// Redaction is the redaction configuration, as JSON, given to
+	// NewRedactor in the child.
+	Redaction json.RawMessage `json:"redaction,omitempty"`
+}
+
+// ChildConfig is what the supervisor sends a collector child on stdin.
+type ChildConfig struct {
+	Collector string          `json:"collector"`
+	Dir       string          `json:"dir"`
+	Deadline  time.Time       `json:"deadline"`
+	Common    Common          `json:"common"`
+	Options   json.RawMessage `json:"options,omitempty"`
+}
+
+// Event kinds a child sends on its event pipe (fd 3), one JSON object per
+// line.
+const (
+	EventFile      = "file"
+	EventNote      = "note"
+	EventHungMount = "hung_mount"
+	EventHungItem  = "hung_item"
+	EventFact      = "fact"
+	EventDone      = "done"
+)
+
+// FileRecord is what a child knows about a file it finished writing.
+type FileRecord struct {
+	// Path is relative to the collector's directory.
+	Path         string         `json:"path"`
+	Binary       bool           `json:"binary,omitempty"`
+	BinaryReason string         `json:"binary_reason,omitempty"`
+	Truncated    bool           `json:"truncated,omitempty"`
+	Omitted      string         `json:"omitted,omitempty"`
+	Redactions   map[string]int `json:"redactions,omitempty"`
+}
+
+// HungItem is one per-item operation that missed its deadline.
+type HungItem struct {
+	Op       string                `json:"op"`
+	Target   string                `json:"target"`
+	Evidence *isolate.HangEvidence `json:"evidence,omitempty"`
+}
+
+// Event is one message from a collector child.
+type Event struct {
+	Type   string      `json:"type"`
+	File   *FileRecord `json:"file,omitempty"`
+	Text   string      `json:"text,omitempty"`
+	Item   *HungItem   `json:"item,omitempty"`
+	Key    string      `json:"key,omitempty"`
+	Value  string      `json:"value,omitempty"`
+	Status string      `json:"status,omitempty"`
+	Error  string      `json:"error,omitempty"`
+}
+
+// Collector statuses, as in the manifest.
+const (
+	StatusOK          = "ok"
+	StatusPartial     = "partial"
+	StatusTimeout     = "timeout"
+	StatusError       = "error"
+	StatusSkipped     = "skipped"
+	StatusUnsupported = "unsupported"
+)

@@ -1,0 +1,92 @@
+// Package collectors holds nodesnap's collectors and the small framework
+// they run in.
+//
+// A collector is one file that registers a Spec from init(). The supervisor
+// runs each enabled collector in its own child process (this binary in a
+// hidden mode) under a deadline; inside that child the collector gets an
+// Env, through which every byte it writes is redacted, capped and accounted
+// for, and through which it reaches the isolation layer for risky per-item
+// work. A collector only gathers.
+package collectors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Spec describes one collector.
+type Spec struct {
+	// Name is the collector's stable identifier: flag values, bundle
+	// directory, manifest key.
+	Name string
+	// Description says in one line what it gathers.
+	Description string
+	// DefaultEnabled collectors run unless skipped.
+	DefaultEnabled bool
+	// DefaultTimeout is the collector's own deadline.
+	DefaultTimeout time.Duration
+	// After names collectors whose results this one needs (for example the
+	// hung mounts mountprobe found). It starts once those have finished, if
+	// they are part of the run.
+	After []string
+	// Options, if not nil, is a pointer to the collector's options struct.
+	// Flags fills it in the supervisor; it reaches the child as JSON.
+	Options any
+	// Flags registers the collector's own command-line flags.
+	Flags func(fs *pflag.FlagSet)
+	// Run gathers. It returns nil (ok, or partial if the Env was told of
+	// anything missed), an error wrapping ErrUnsupported when the thing it
+	// collects is absent on this node, or another error.
+	Run func(ctx context.Context, env *Env) error
+	// Hidden collectors are left out of listings (test fixtures).
+	Hidden bool
+}
+
+// ErrUnsupported marks a collector whose subject is absent on this node
+// (no journald, no containerd...). Its status is "unsupported", not an error.
+var ErrUnsupported = errors.New("not present on this node")
+
+var (
+	regMu    sync.Mutex
+	registry = map[string]*Spec{}
+)
+
+// Register adds a collector. It panics on a programming error (duplicate or
+// incomplete spec), at init time, never on user input.
+func Register(s Spec) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if s.Name == "" || s.Run == nil || s.DefaultTimeout <= 0 {
+		panic(fmt.Sprintf("collectors: incomplete spec %q", s.Name))
+	}
+	if _, dup := registry[s.Name]; dup {
+		panic("collectors: registered twice: " + s.Name)
+	}
+	registry[s.Name] = &s
+}
+
+// All returns every registered collector in name order.
+func All() []*Spec {
+	regMu.Lock()
+	defer regMu.Unlock()
+	out := make([]*Spec, 0, len(registry))
+	for _, s := range registry {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Lookup finds a collector by name.
+func Lookup(name string) (*Spec, bool) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	s, ok := registry[name]
+	return s, ok
+}

@@ -1,0 +1,196 @@
+package isolate
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// TaskEvidence says where one thread of a hung child was when it was killed.
+type TaskEvidence struct {
+	TID     int      `json:"tid"`
+	Comm    string   `json:"comm,omitempty"`
+	State   string   `json:"state,omitempty"`
+	Wchan   string   `json:"wchan,omitempty"`
+	Syscall string   `json:"syscall,omitempty"`
+	Stack   []string `json:"stack,omitempty"`
+}
+
+// HangEvidence is what the manifest records about a child that missed its
+// deadline: every thread's state, wait channel, syscall and kernel stack, and
+// whether the child could be reaped after SIGKILL.
+type HangEvidence struct {
+	PID   int    `json:"pid"`
+	Comm  string `json:"comm,omitempty"`
+	Phase string `json:"phase,omitempty"`
+	// Blocked summarises the most telling thread: the first in
+	// uninterruptible sleep, or else the first not parked in the Go
+	// runtime's own waits.
+	Blocked  *TaskEvidence   `json:"blocked,omitempty"`
+	Tasks    []TaskEvidence  `json:"tasks,omitempty"`
+	Children []*HangEvidence `json:"children,omitempty"`
+	Unreaped bool            `json:"unreaped,omitempty"`
+	Note     string          `json:"note,omitempty"`
+}
+
+// String is a one-line summary for logs and error messages.
+func (h *HangEvidence) String() string {
+	if h == nil {
+		return ""
+	}
+	b := h.Blocked
+	if b == nil {
+		for _, c := range h.Children {
+			if c.Blocked != nil {
+				b = c.Blocked
+				break
+			}
+		}
+	}
+	if b == nil {
+		return fmt.Sprintf("pid %d: no thread found blocked", h.PID)
+	}
+	top := ""
+	if len(b.Stack) > 0 {
+		top = " in " + b.Stack[0]
+	}
+	return fmt.Sprintf("pid %d tid %d state %s wchan %s%s", h.PID, b.TID, b.State, b.Wchan, top)
+}
+
+// evidenceReadTimeout bounds each /proc read of a child's state. These files
+// (stack, syscall) take the task's exec lock, which only an exec holds; a
+// read still runs in a goroutine that may be abandoned, so the caller never
+// waits on it past this.
+const evidenceReadTimeout = 500 * time.Millisecond
+
+// CaptureEvidence reads the state of every thread of pid, and of its direct
+// children, from /proc. It never blocks for longer than a few read timeouts.
+func CaptureEvidence(pid int) *HangEvidence {
+	return captureEvidence(pid, 0)
+}
+
+func captureEvidence(pid, depth int) *HangEvidence {
+	h := &HangEvidence{PID: pid}
+	base := filepath.Join("/proc", strconv.Itoa(pid))
+	h.Comm = strings.TrimSpace(readProcBounded(filepath.Join(base, "comm")))
+	tids := listTasks(base)
+	for _, tid := range tids {
+		tb := filepath.Join(base, "task", strconv.Itoa(tid))
+		te := TaskEvidence{TID: tid}
+		te.Comm = strings.TrimSpace(readProcBounded(filepath.Join(tb, "comm")))
+		te.State = taskState(readProcBounded(filepath.Join(tb, "stat")))
+		te.Wchan = strings.TrimSpace(readProcBounded(filepath.Join(tb, "wchan")))
+		te.Syscall = strings.TrimSpace(readProcBounded(filepath.Join(tb, "syscall")))
+		for _, l := range strings.Split(readProcBounded(filepath.Join(tb, "stack")), "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				te.Stack = append(te.Stack, l)
+			}
+		}
+		h.Tasks = append(h.Tasks, te)
+		if h.Blocked == nil && te.State == "D" {
+			h.Blocked = &h.Tasks[len(h.Tasks)-1]
+		}
+	}
+	if h.Blocked == nil {
+		for i := range h.Tasks {
+			if !runtimeWait(h.Tasks[i]) {
+				h.Blocked = &h.Tasks[i]
+				break
+			}
+		}
+	}
+	if h.Blocked != nil {
+		b := *h.Blocked
+		h.Blocked = &b
+	}
+	if depth < 2 {
+		for _, tid := range tids {
+			for _, c := range strings.Fields(readProcBounded(filepath.Join(base, "task", strconv.Itoa(tid), "children"))) {
+				if cpid, err := strconv.Atoi(c); err == nil {
+					h.Children = append(h.Children, captureEvidence(cpid, depth+1))
+				}
+			}
+		}
+	}
+	if len(h.Tasks) == 0 {
+		h.Note = "process state could not be read (already gone, or /proc not readable)"
+	}
+	return h
+}
+
+// runtimeWait reports whether a thread is parked in one of the Go runtime's
+// idle waits, which say nothing about where the work hung.
+func runtimeWait(t TaskEvidence) bool {
+	switch t.Wchan {
+	case "futex_wait_queue", "futex_wait_queue_me", "futex_wait", "do_epoll_wait", "ep_poll", "hrtimer_nanosleep", "do_nanosleep", "pipe_read", "pipe_write", "anon_pipe_read", "do_wait", "kernel_wait4", "0", "":
+		return true
+	}
+	return false
+}
+
+func listTasks(base string) []int {
+	d, err := os.Open(filepath.Join(base, "task"))
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	var tids []int
+	for _, n := range names {
+		if t, err := strconv.Atoi(n); err == nil {
+			tids = append(tids, t)
+		}
+	}
+	sort.Ints(tids)
+	return tids
+}
+
+// taskState extracts the one-letter state from a /proc stat line; the comm
+// field may hold spaces and parentheses, so it is cut at the last ')'.
+func taskState(stat string) string {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 || i+3 > len(stat) {
+		return ""
+	}
+	return stat[i+2 : i+3]
+}
+
+// readProcBounded reads a small /proc file of one of our own children with
+// a deadline. The read runs in a goroutine; if it does not return in time it
+// is abandoned (the goroutine ends when the kernel lets it).
+func readProcBounded(path string) string {
+	ch := make(chan string, 1)
+	go func() {
+		f, err := os.Open(path)
+		if err != nil {
+			ch <- ""
+			return
+		}
+		defer f.Close()
+		buf := make([]byte, 16<<10)
+		n, _ := readFull(f, buf)
+		ch <- string(buf[:n])
+	}()
+	select {
+	case s := <-ch:
+		return s
+	case <-time.After(evidenceReadTimeout):
+		return ""
+	}
+}
+
+func readFull(f *os.File, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := f.Read(buf[n:])
+		n += m
+		if err != nil || m == 0 {
+			return n, err
+		}
+	}
+	return n, nil
+}

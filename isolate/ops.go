@@ -1,0 +1,149 @@
+package isolate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Built-in per-item operations. Each one touches exactly one path, so that
+// a path on a hung mount costs exactly one item's deadline.
+const (
+	OpStat     = "stat"
+	OpStatfs   = "statfs"
+	OpReadFile = "readfile"
+	OpReadlink = "readlink"
+)
+
+// StatRequest asks for stat (or lstat) of a path.
+type StatRequest struct {
+	Path   string `json:"path"`
+	Follow bool   `json:"follow,omitempty"`
+}
+
+// StatResult is the part of struct stat nodesnap uses.
+type StatResult struct {
+	Dev     uint64 `json:"dev"`
+	Ino     uint64 `json:"ino"`
+	Mode    uint32 `json:"mode"`
+	Nlink   uint64 `json:"nlink"`
+	UID     uint32 `json:"uid"`
+	GID     uint32 `json:"gid"`
+	Rdev    uint64 `json:"rdev"`
+	Size    int64  `json:"size"`
+	Blocks  int64  `json:"blocks"`
+	MtimeNs int64  `json:"mtime_ns"`
+}
+
+// StatfsResult is the part of struct statfs nodesnap uses.
+type StatfsResult struct {
+	Type    int64  `json:"type"`
+	Bsize   int64  `json:"bsize"`
+	Blocks  uint64 `json:"blocks"`
+	Bfree   uint64 `json:"bfree"`
+	Bavail  uint64 `json:"bavail"`
+	Files   uint64 `json:"files"`
+	Ffree   uint64 `json:"ffree"`
+	Flags   int64  `json:"flags"`
+	Namelen int64  `json:"namelen"`
+}
+
+// ReadFileRequest reads at most Max bytes of a file (default 1 MiB).
+type ReadFileRequest struct {
+	Path string `json:"path"`
+	Max  int64  `json:"max,omitempty"`
+}
+
+// ReadFileResult holds the bytes read.
+type ReadFileResult struct {
+	Data      []byte `json:"data"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// PathRequest names one path.
+type PathRequest struct {
+	Path string `json:"path"`
+}
+
+// StatFromUnix converts a unix.Stat_t.
+func StatFromUnix(st *unix.Stat_t) StatResult {
+	return StatResult{
+		Dev: st.Dev, Ino: st.Ino, Mode: st.Mode, Nlink: uint64(st.Nlink),
+		UID: st.Uid, GID: st.Gid, Rdev: st.Rdev, Size: st.Size, Blocks: st.Blocks,
+		MtimeNs: st.Mtim.Nano(),
+	}
+}
+
+func init() {
+	RegisterOp(OpStat, func(raw json.RawMessage) (any, error) {
+		var rq StatRequest
+		if err := json.Unmarshal(raw, &rq); err != nil {
+			return nil, err
+		}
+		var st unix.Stat_t
+		var err error
+		if rq.Follow {
+			err = unix.Stat(rq.Path, &st)
+		} else {
+			err = unix.Lstat(rq.Path, &st)
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "stat", Path: rq.Path, Err: err}
+		}
+		return StatFromUnix(&st), nil
+	})
+	RegisterOp(OpStatfs, func(raw json.RawMessage) (any, error) {
+		var rq PathRequest
+		if err := json.Unmarshal(raw, &rq); err != nil {
+			return nil, err
+		}
+		var st unix.Statfs_t
+		if err := unix.Statfs(rq.Path, &st); err != nil {
+			return nil, &os.PathError{Op: "statfs", Path: rq.Path, Err: err}
+		}
+		return StatfsResult{Type: st.Type, Bsize: st.Bsize, Blocks: st.Blocks, Bfree: st.Bfree,
+			Bavail: st.Bavail, Files: st.Files, Ffree: st.Ffree, Flags: st.Flags, Namelen: st.Namelen}, nil
+	})
+	RegisterOp(OpReadFile, func(raw json.RawMessage) (any, error) {
+		var rq ReadFileRequest
+		if err := json.Unmarshal(raw, &rq); err != nil {
+			return nil, err
+		}
+		return ReadFileLimited(rq.Path, rq.Max)
+	})
+	RegisterOp(OpReadlink, func(raw json.RawMessage) (any, error) {
+		var rq PathRequest
+		if err := json.Unmarshal(raw, &rq); err != nil {
+			return nil, err
+		}
+		return os.Readlink(rq.Path)
+	})
+}
+
+// ReadFileLimited reads at most max bytes (1 MiB when max <= 0) without
+// stat()ing first: /proc and /sys files report sizes of 0 or 4096.
+// It is for use inside isolated children only.
+func ReadFileLimited(path string, max int64) (ReadFileResult, error) {
+	if max <= 0 {
+		max = 1 << 20
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ReadFileResult{}, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return ReadFileResult{Data: data}, fmt.Errorf("reading %s: %w", path, err)
+	}
+	r := ReadFileResult{Data: data}
+	if int64(len(data)) > max {
+		r.Data = data[:max]
+		r.Truncated = true
+	}
+	return r, nil
+}

@@ -1,0 +1,767 @@
+// Package supervisor runs a collection: it starts each collector in its own
+// child process under a deadline, keeps the run's global deadline, turns
+// what the children report into the manifest, and writes the bundle
+// atomically. It never touches host paths itself: the only files it opens
+// are in the output directory the user chose and the /proc entries of its
+// own children.
+package supervisor
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/redact"
+)
+
+// Options of one collection run.
+type Options struct {
+	// OutputDir receives the bundle under its default name, unless
+	// OutputFile names it.
+	OutputDir  string
+	OutputFile string
+	// Format is bundle.Gzip or bundle.Zstd.
+	Format string
+	// Timeout is the global deadline: the bundle is written within it.
+	Timeout time.Duration
+	// CollectorTimeout, when set, replaces every collector's default.
+	CollectorTimeout time.Duration
+	Only, Skip       []string
+	Concurrency      int
+	MaxBundleBytes   int64
+	Common           collectors.Common
+	CommandLine      []string
+	Version          string
+	// Progress, when set, is told as collectors start and finish.
+	Progress func(Progress)
+	// HandleSignals makes the run catch SIGINT and SIGTERM: the first
+	// stops collection and finishes the bundle with what was gathered,
+	// the second abandons it.
+	HandleSignals bool
+}
+
+// Progress is one step of the run, for a progress display.
+type Progress struct {
+	Collector string
+	// Phase is "start", "done", or "writing" (Collector empty).
+	Phase    string
+	Status   string
+	Elapsed  time.Duration
+	Error    string
+	Deadline time.Time
+}
+
+// Result of a run that wrote a bundle.
+type Result struct {
+	Bundle   bundle.Written
+	Manifest *bundle.Manifest
+	// Partial is true when any collector ended timeout, error or partial,
+	// or the run was interrupted.
+	Partial bool
+}
+
+// ErrAborted is returned when a second signal abandoned the run.
+var ErrAborted = errors.New("collection abandoned by a second interrupt; no bundle was written")
+
+// Defaults.
+const (
+	DefaultTimeout        = 2 * time.Minute
+	DefaultConcurrency    = 4
+	DefaultMaxFileBytes   = 64 << 20
+	DefaultMaxCollector   = 256 << 20
+	DefaultMaxBundleBytes = 1 << 30
+	DefaultProbeTimeout   = 3 * time.Second
+	DefaultWorkers        = 8
+	DefaultOutputDir      = "/var/tmp"
+)
+
+type run struct {
+	opts     Options
+	staging  string
+	start    time.Time
+	collectD time.Time // collectors must end by then
+	abortCtx context.Context
+	stopCtx  context.Context
+
+	mu        sync.Mutex
+	hung      []bundle.HungItem
+	hungSet   map[string]bool
+	facts     map[string]string
+	results   map[string]*collectorRun
+	children  map[*isolate.Child]struct{}
+	interrupt *bundle.Interrupt
+}
+
+type collectorRun struct {
+	spec    *collectors.Spec
+	res     bundle.CollectorResult
+	records map[string]*collectors.FileRecord
+	done    chan struct{}
+}
+
+// Run collects and writes one bundle.
+func Run(parent context.Context, opts Options) (*Result, error) {
+	if err := fillDefaults(&opts); err != nil {
+		return nil, err
+	}
+	specs, err := Select(opts.Only, opts.Skip)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Timeout <= 0 {
+		return nil, &UsageError{Msg: "--timeout must be positive"}
+	}
+	outDir := opts.OutputDir
+	if opts.OutputFile != "" {
+		outDir = filepath.Dir(opts.OutputFile)
+	}
+	if err := checkOutputDir(outDir); err != nil {
+		return nil, err
+	}
+	cleanStale(outDir)
+
+	r := &run{opts: opts, start: time.Now(), hungSet: map[string]bool{}, facts: map[string]string{},
+		results: map[string]*collectorRun{}, children: map[*isolate.Child]struct{}{}}
+	abortCtx, abort := context.WithCancel(parent)
+	defer abort()
+	stopCtx, stop := context.WithCancel(abortCtx)
+	defer stop()
+	r.abortCtx, r.stopCtx = abortCtx, stopCtx
+
+	if opts.HandleSignals {
+		sigs := make(chan os.Signal, 2)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(sigs)
+		go func() {
+			n := 0
+			for {
+				select {
+				case s := <-sigs:
+					n++
+					if n == 1 {
+						r.mu.Lock()
+						r.interrupt = &bundle.Interrupt{Signal: signalName(s), At: time.Now().UTC()}
+						r.mu.Unlock()
+						stop()
+					} else {
+						abort()
+						return
+					}
+				case <-abortCtx.Done():
+					return
+				}
+			}
+		}()
+	}
+
+	staging, err := os.MkdirTemp(outDir, fmt.Sprintf("%s%d-staging-", bundle.TempPrefix, os.Getpid()))
+	if err != nil {
+		return nil, fmt.Errorf("creating the staging directory in %s: %w", outDir, err)
+	}
+	r.staging = staging
+	defer os.RemoveAll(staging)
+	if err := os.Chmod(staging, 0o700); err != nil {
+		return nil, fmt.Errorf("securing the staging directory: %w", err)
+	}
+
+	reserve := opts.Timeout / 10
+	reserve = min(max(reserve, 2*time.Second), 15*time.Second)
+	if reserve > opts.Timeout/2 {
+		reserve = opts.Timeout / 2
+	}
+	r.collectD = r.start.Add(opts.Timeout - reserve)
+
+	r.schedule(specs)
+
+	if abortCtx.Err() != nil {
+		r.killAll()
+		return nil, ErrAborted
+	}
+	r.progress(Progress{Phase: "writing"})
+	m, err := r.manifest(specs)
+	if err != nil {
+		return nil, err
+	}
+	out := opts.OutputFile
+	if out == "" {
+		out = uniquePath(filepath.Join(outDir, bundle.DefaultName(m.Host.Hostname, r.start, opts.Format)))
+	}
+	w, err := bundle.Write(abortCtx, out, opts.Format, m, staging, m.FinishedAt)
+	if err != nil {
+		if abortCtx.Err() != nil {
+			return nil, ErrAborted
+		}
+		return nil, err
+	}
+	return &Result{Bundle: w, Manifest: m, Partial: m.Status != "complete"}, nil
+}
+
+func fillDefaults(o *Options) error {
+	if o.OutputDir == "" {
+		o.OutputDir = DefaultOutputDir
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.MaxBundleBytes == 0 {
+		o.MaxBundleBytes = DefaultMaxBundleBytes
+	}
+	if o.Format == "" {
+		o.Format = bundle.Gzip
+	}
+	if _, err := bundle.Format(o.Format); err != nil {
+		return &UsageError{Msg: err.Error()}
+	}
+	c := &o.Common
+	if c.Root == "" {
+		c.Root = "/"
+	}
+	if !filepath.IsAbs(c.Root) {
+		return &UsageError{Msg: "--root must be an absolute path"}
+	}
+	if c.Proc == "" {
+		c.Proc = filepath.Join(c.Root, "proc")
+	}
+	if c.Sys == "" {
+		c.Sys = filepath.Join(c.Root, "sys")
+	}
+	if c.MaxFileBytes == 0 {
+		c.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if c.MaxCollectorBytes == 0 {
+		c.MaxCollectorBytes = DefaultMaxCollector
+	}
+	if c.ProbeTimeout == 0 {
+		c.ProbeTimeout = DefaultProbeTimeout
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Since == 0 {
+		c.Since = 24 * time.Hour
+	}
+	return nil
+}
+
+// checkOutputDir makes sure the output directory exists and is a
+// directory. It is the user's own choice of a local directory, the one
+// place the supervisor writes.
+func checkOutputDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("output directory %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("output directory %s is not a directory", dir)
+	}
+	return nil
+}
+
+// cleanStale removes staging directories and temporary bundles left in dir
+// by nodesnap runs that were killed outright (SIGKILL, power loss): their
+// names carry the pid, and a pid that no longer runs nodesnap left them.
+func cleanStale(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, bundle.TempPrefix) {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(name, bundle.TempPrefix), "%d-", &pid); err != nil || pid <= 0 {
+			continue
+		}
+		if pid == os.Getpid() || processAlive(pid) {
+			continue
+		}
+		os.RemoveAll(filepath.Join(dir, name))
+	}
+}
+
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func uniquePath(p string) string {
+	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+		return p
+	}
+	ext := ""
+	base := p
+	for _, e := range []string{".tar.gz", ".tar.zst"} {
+		if strings.HasSuffix(p, e) {
+			ext, base = e, strings.TrimSuffix(p, e)
+		}
+	}
+	for i := 2; ; i++ {
+		q := fmt.Sprintf("%s-%d%s", base, i, ext)
+		if _, err := os.Lstat(q); errors.Is(err, os.ErrNotExist) {
+			return q
+		}
+	}
+}
+
+func signalName(s os.Signal) string {
+	if ss, ok := s.(syscall.Signal); ok {
+		switch ss {
+		case syscall.SIGINT:
+			return "SIGINT"
+		case syscall.SIGTERM:
+			return "SIGTERM"
+		}
+	}
+	return s.String()
+}
+
+func (r *run) progress(p Progress) {
+	if r.opts.Progress != nil {
+		r.opts.Progress(p)
+	}
+}
+
+// schedule runs the collectors, honouring After and the concurrency limit.
+func (r *run) schedule(specs []*collectors.Spec) {
+	selected := map[string]*collectorRun{}
+	for _, s := range specs {
+		cr := &collectorRun{spec: s, records: map[string]*collectors.FileRecord{}, done: make(chan struct{})}
+		cr.res = bundle.CollectorResult{Name: s.Name, Status: bundle.StatusSkipped, Files: []string{}}
+		selected[s.Name] = cr
+	}
+	r.results = selected
+	sem := make(chan struct{}, r.opts.Concurrency)
+	var wg sync.WaitGroup
+	for _, s := range specs {
+		cr := selected[s.Name]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(cr.done)
+			for _, dep := range s.After {
+				if d := selected[dep]; d != nil {
+					select {
+					case <-d.done:
+					case <-r.stopCtx.Done():
+					}
+				}
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-r.stopCtx.Done():
+			}
+			if r.stopCtx.Err() != nil {
+				cr.res.Status = bundle.StatusSkipped
+				cr.res.Error = r.stopReason("before it could start")
+				return
+			}
+			defer func() { <-sem }()
+			if time.Until(r.collectD) <= 0 {
+				cr.res.Status = bundle.StatusSkipped
+				cr.res.Error = "the global deadline was reached before it could start"
+				return
+			}
+			r.runOne(cr)
+		}()
+	}
+	wg.Wait()
+}
+
+func (r *run) stopReason(when string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.interrupt != nil {
+		return fmt.Sprintf("collection was interrupted by %s %s", r.interrupt.Signal, when)
+	}
+	return "collection was stopped " + when
+}
+
+// childGrace is how long after its own deadline a child gets to report
+// before it is killed: enough to flush and say "timeout" itself.
+const childGrace = time.Second
+
+func (r *run) runOne(cr *collectorRun) {
+	s := cr.spec
+	timeout := s.DefaultTimeout
+	if r.opts.CollectorTimeout > 0 {
+		timeout = r.opts.CollectorTimeout
+	}
+	started := time.Now()
+	deadline := started.Add(timeout)
+	hardStop := deadline.Add(childGrace)
+	if hardStop.After(r.collectD) {
+		hardStop = r.collectD
+		deadline = r.collectD.Add(-childGrace)
+	}
+	st := started.UTC()
+	cr.res.StartedAt = &st
+	cr.res.TimeoutSeconds = timeout.Seconds()
+	r.progress(Progress{Collector: s.Name, Phase: "start", Deadline: hardStop})
+	defer func() {
+		cr.res.DurationSeconds = time.Since(started).Seconds()
+		r.progress(Progress{Collector: s.Name, Phase: "done", Status: cr.res.Status, Elapsed: time.Since(started), Error: firstLine(cr.res.Error)})
+	}()
+
+	dir := filepath.Join(r.staging, s.Name)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		cr.res.Status, cr.res.Error = bundle.StatusError, "creating its staging directory: "+err.Error()
+		return
+	}
+	common := r.opts.Common
+	r.mu.Lock()
+	for m := range r.hungSet {
+		common.HungMounts = append(common.HungMounts, m)
+	}
+	r.mu.Unlock()
+	sort.Strings(common.HungMounts)
+	cfg := collectors.ChildConfig{Collector: s.Name, Dir: dir, Deadline: deadline, Common: common}
+	if s.Options != nil {
+		raw, err := json.Marshal(s.Options)
+		if err != nil {
+			cr.res.Status, cr.res.Error = bundle.StatusError, "encoding its options: "+err.Error()
+			return
+		}
+		cfg.Options = raw
+	}
+	in, err := json.Marshal(cfg)
+	if err != nil {
+		cr.res.Status, cr.res.Error = bundle.StatusError, "encoding its configuration: "+err.Error()
+		return
+	}
+	stderr := &tailBuffer{max: 16 << 10}
+	child, err := isolate.Start(isolate.Spec{Args: []string{isolate.ModeCollector, s.Name}, Stdin: bytes.NewReader(in), Stderr: stderr, Events: true})
+	if err != nil {
+		cr.res.Status, cr.res.Error = bundle.StatusError, err.Error()
+		return
+	}
+	r.mu.Lock()
+	r.children[child] = struct{}{}
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.children, child)
+		r.mu.Unlock()
+	}()
+
+	var done *collectors.Event
+	eventsDone := make(chan struct{})
+	go func() {
+		defer close(eventsDone)
+		sc := bufio.NewScanner(child.Events)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			var ev collectors.Event
+			if json.Unmarshal(sc.Bytes(), &ev) != nil {
+				continue
+			}
+			switch ev.Type {
+			case collectors.EventDone:
+				e := ev
+				r.mu.Lock()
+				done = &e
+				r.mu.Unlock()
+			default:
+				r.handleEvent(cr, ev)
+			}
+		}
+	}()
+
+	timer := time.NewTimer(time.Until(hardStop))
+	defer timer.Stop()
+	var killed *isolate.HangEvidence
+	reason := ""
+	select {
+	case <-child.Done():
+	case <-timer.C:
+		killed = child.Kill(true)
+		reason = "timeout"
+	case <-r.stopCtx.Done():
+		killed = child.Kill(true)
+		reason = "stopped"
+	}
+	// The pipe closes when the child is gone; an unreaped child keeps it
+	// open, so do not wait forever for the reader.
+	select {
+	case <-eventsDone:
+	case <-time.After(500 * time.Millisecond):
+	}
+	child.Events.Close()
+
+	r.mu.Lock()
+	d := done
+	r.mu.Unlock()
+	if tail := stderr.String(); tail != "" {
+		cr.res.Stderr = r.redactString(tail)
+	}
+	switch {
+	case reason == "timeout":
+		cr.res.Status = bundle.StatusTimeout
+		cr.res.HangEvidence = killed
+		cr.res.Error = fmt.Sprintf("did not finish within %s; killed (%s)", hardStop.Sub(started).Round(time.Millisecond), killed.String())
+		if killed != nil {
+			killed.Phase = "collector"
+		}
+	case reason == "stopped":
+		cr.res.Status = bundle.StatusError
+		cr.res.HangEvidence = killed
+		cr.res.Error = r.stopReason("while it was running; what it wrote so far is kept")
+	case d != nil:
+		cr.res.Status = d.Status
+		cr.res.Error = d.Error
+		if code := child.ExitCode(); code != 0 {
+			cr.res.ExitCode = &code
+		}
+	default:
+		code := child.ExitCode()
+		cr.res.ExitCode = &code
+		cr.res.Status = bundle.StatusError
+		if sig, ok := child.Signaled(); ok {
+			cr.res.Error = fmt.Sprintf("collector process was killed by signal %s without reporting", sig)
+		} else if strings.Contains(stderr.String(), "panic:") {
+			cr.res.Error = "collector process panicked: " + firstLine(cr.res.Stderr[strings.Index(cr.res.Stderr, "panic:"):])
+		} else {
+			cr.res.Error = fmt.Sprintf("collector process exited with status %d without reporting", code)
+		}
+	}
+	if cr.res.Status == "" {
+		cr.res.Status = bundle.StatusError
+	}
+}
+
+func (r *run) handleEvent(cr *collectorRun, ev collectors.Event) {
+	switch ev.Type {
+	case collectors.EventFile:
+		if ev.File != nil {
+			cr.records[ev.File.Path] = ev.File
+		}
+	case collectors.EventNote:
+		if len(cr.res.Notes) < 1000 {
+			cr.res.Notes = append(cr.res.Notes, ev.Text)
+		}
+	case collectors.EventHungItem:
+		if ev.Item != nil && len(cr.res.HungItems) < 1000 {
+			cr.res.HungItems = append(cr.res.HungItems, bundle.HungItem{Op: ev.Item.Op, Target: ev.Item.Target, Evidence: ev.Item.Evidence})
+		}
+	case collectors.EventHungMount:
+		if ev.Item != nil {
+			r.mu.Lock()
+			if !r.hungSet[ev.Item.Target] {
+				r.hungSet[ev.Item.Target] = true
+				r.hung = append(r.hung, bundle.HungItem{Op: ev.Item.Op, Target: ev.Item.Target, Collector: cr.spec.Name, Evidence: ev.Item.Evidence})
+			}
+			r.mu.Unlock()
+		}
+	case collectors.EventFact:
+		r.mu.Lock()
+		r.facts[ev.Key] = ev.Value
+		r.mu.Unlock()
+	}
+}
+
+// redactString redacts text the supervisor itself records (a child's
+// stderr), with the run's own rules.
+func (r *run) redactString(s string) string {
+	red, err := collectors.NewRedactor(r.opts.Common.Redaction)
+	if err != nil {
+		red = redact.Default()
+	}
+	out, _ := red.String(s)
+	return out
+}
+
+// killAll kills every running child (an abort).
+func (r *run) killAll() {
+	r.mu.Lock()
+	cs := make([]*isolate.Child, 0, len(r.children))
+	for c := range r.children {
+		cs = append(cs, c)
+	}
+	r.mu.Unlock()
+	for _, c := range cs {
+		c.Kill(false)
+	}
+}
+
+// manifest builds the manifest from the results and the staged files.
+func (r *run) manifest(specs []*collectors.Spec) (*bundle.Manifest, error) {
+	end := time.Now()
+	m := &bundle.Manifest{
+		SchemaVersion:   bundle.SchemaVersion,
+		Tool:            bundle.Tool{Name: "nodesnap", Version: r.opts.Version, GoVersion: runtime.Version()},
+		CommandLine:     r.opts.CommandLine,
+		StartedAt:       r.start.UTC(),
+		FinishedAt:      end.UTC(),
+		DurationSeconds: end.Sub(r.start).Seconds(),
+		Settings: bundle.Settings{
+			Root: r.opts.Common.Root, TimeoutSeconds: r.opts.Timeout.Seconds(),
+			ProbeTimeoutSeconds: r.opts.Common.ProbeTimeout.Seconds(),
+			MaxFileBytes:        r.opts.Common.MaxFileBytes, MaxCollectorBytes: r.opts.Common.MaxCollectorBytes,
+			MaxBundleBytes: r.opts.MaxBundleBytes, Concurrency: r.opts.Concurrency,
+			SinceSeconds: r.opts.Common.Since.Seconds(), Compression: r.opts.Format,
+		},
+		Redaction:  bundle.RedactionSummary{Rules: map[string]int{}},
+		Collectors: []bundle.CollectorResult{},
+		Files:      []bundle.FileEntry{},
+		HungMounts: []bundle.HungItem{},
+		Omitted:    []bundle.Omitted{},
+	}
+	if m.CommandLine == nil {
+		m.CommandLine = []string{}
+	}
+	if m.Tool.Version == "" {
+		m.Tool.Version = "dev"
+	}
+	var uts unix.Utsname
+	if unix.Uname(&uts) == nil {
+		m.Host.Hostname = unix.ByteSliceToString(uts.Nodename[:])
+		m.Host.Kernel = unix.ByteSliceToString(uts.Release[:])
+	}
+	r.mu.Lock()
+	if h := r.facts["hostname"]; h != "" {
+		m.Host.Hostname = h
+	}
+	if k := r.facts["kernel"]; k != "" {
+		m.Host.Kernel = k
+	}
+	m.Host.BootID = r.facts["boot_id"]
+	m.Host.MachineID = r.facts["machine_id"]
+	m.Interrupted = r.interrupt
+	m.HungMounts = append(m.HungMounts, r.hung...)
+	r.mu.Unlock()
+
+	var total int64
+	partial := m.Interrupted != nil
+	for _, s := range specs {
+		cr := r.results[s.Name]
+		switch cr.res.Status {
+		case bundle.StatusTimeout, bundle.StatusError, bundle.StatusPartial:
+			partial = true
+		}
+		files, err := r.stagedFiles(s.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, rel := range files {
+			p := s.Name + "/" + rel
+			size, sum, err := bundle.HashFile(filepath.Join(r.staging, s.Name, filepath.FromSlash(rel)))
+			if err != nil {
+				return nil, fmt.Errorf("reading staged file %s: %w", p, err)
+			}
+			if r.opts.MaxBundleBytes > 0 && total+size > r.opts.MaxBundleBytes {
+				m.Omitted = append(m.Omitted, bundle.Omitted{Path: p, Reason: fmt.Sprintf("the bundle size cap (%d bytes) was reached", r.opts.MaxBundleBytes)})
+				continue
+			}
+			total += size
+			fe := bundle.FileEntry{Path: p, Collector: s.Name, Size: size, SHA256: sum, Kind: bundle.KindText}
+			if rec := cr.records[rel]; rec != nil {
+				if rec.Binary {
+					fe.Kind, fe.BinaryReason = bundle.KindBinary, rec.BinaryReason
+				}
+				fe.Truncated = rec.Truncated
+				if len(rec.Redactions) > 0 {
+					fe.Redactions = rec.Redactions
+				}
+			} else {
+				fe.Incomplete = true
+			}
+			for rule, n := range fe.Redactions {
+				m.Redaction.Rules[rule] += n
+				m.Redaction.Total += n
+			}
+			m.Files = append(m.Files, fe)
+			cr.res.Files = append(cr.res.Files, p)
+		}
+		for rel, rec := range cr.records {
+			if rec.Omitted != "" {
+				m.Omitted = append(m.Omitted, bundle.Omitted{Path: s.Name + "/" + rel, Reason: rec.Omitted})
+			}
+		}
+		m.Collectors = append(m.Collectors, cr.res)
+	}
+	sort.Slice(m.Omitted, func(i, j int) bool { return m.Omitted[i].Path < m.Omitted[j].Path })
+	m.Status = "complete"
+	if partial {
+		m.Status = "partial"
+	}
+	return m, nil
+}
+
+// stagedFiles lists the regular files a collector left in staging, as
+// slash-separated paths relative to its directory, sorted.
+func (r *run) stagedFiles(name string) ([]string, error) {
+	root := filepath.Join(r.staging, name)
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.Type().IsRegular() {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing staged files of %s: %w", name, err)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// tailBuffer keeps the first max bytes written to it (a panic's message
+// and top frames come first).
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if room := t.max - len(t.buf); room > 0 {
+		t.buf = append(t.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+var _ io.Writer = (*tailBuffer)(nil)
