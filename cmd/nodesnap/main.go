@@ -10,7 +10,6 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/supervisor"
 )
 
@@ -35,14 +34,7 @@ var version = ""
 func main() {
 	// Hidden internal modes: the same binary re-executed by the isolation
 	// layer. They never reach cobra.
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case isolate.ModeCollector:
-			os.Exit(collectors.ChildMain())
-		case isolate.ModeWorker:
-			os.Exit(isolate.WorkerMain())
-		}
-	}
+	collectors.MaybeRunHidden()
 	os.Exit(run(context.Background(), os.Args[1:]))
 }
 

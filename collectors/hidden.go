@@ -1,0 +1,23 @@
+package collectors
+
+import (
+	"os"
+
+	"github.com/nodesnap/nodesnap/isolate"
+)
+
+// MaybeRunHidden runs the hidden internal mode named by os.Args[1], if
+// any, and exits. Call it first thing in main, and in TestMain of any test
+// binary that runs collectors (the isolation layer re-executes the running
+// binary, which in a test is the test binary).
+func MaybeRunHidden() {
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
+	case isolate.ModeCollector:
+		os.Exit(ChildMain())
+	case isolate.ModeWorker:
+		os.Exit(isolate.WorkerMain())
+	}
+}
