@@ -425,3 +425,8 @@ func (l *limitedBuffer) String() string {
 	defer l.mu.Unlock()
 	return string(l.buf)
 }
+
+// jsonLine encodes v compactly on one line.
+func jsonLine(v any) ([]byte, error) {
+	return json.Marshal(v)
+}

@@ -70,7 +70,46 @@ const evidenceReadTimeout = 500 * time.Millisecond
 // CaptureEvidence reads the state of every thread of pid, and of its direct
 // children, from /proc. It never blocks for longer than a few read timeouts.
 func CaptureEvidence(pid int) *HangEvidence {
-	return captureEvidence(pid, 0)
+	h := captureEvidence(pid, 0)
+	if b := pickBlocked(h); b != nil {
+		c := *b
+		h.Blocked = &c
+	}
+	return h
+}
+
+// pickBlocked chooses the thread that best says where a process tree is
+// stuck: one in uninterruptible sleep anywhere in the tree, else one not
+// parked in an idle wait, else the main thread of the deepest process (a
+// shell waiting for its child says less than the child).
+func pickBlocked(h *HangEvidence) *TaskEvidence {
+	var dstate, busy, leaf *TaskEvidence
+	var walk func(*HangEvidence)
+	walk = func(e *HangEvidence) {
+		for i := range e.Tasks {
+			t := &e.Tasks[i]
+			if dstate == nil && t.State == "D" {
+				dstate = t
+			}
+			if busy == nil && !runtimeWait(*t) {
+				busy = t
+			}
+		}
+		if len(e.Children) == 0 && len(e.Tasks) > 0 {
+			leaf = &e.Tasks[0]
+		}
+		for _, c := range e.Children {
+			walk(c)
+		}
+	}
+	walk(h)
+	switch {
+	case dstate != nil:
+		return dstate
+	case busy != nil:
+		return busy
+	}
+	return leaf
 }
 
 func captureEvidence(pid, depth int) *HangEvidence {
@@ -91,21 +130,6 @@ func captureEvidence(pid, depth int) *HangEvidence {
 			}
 		}
 		h.Tasks = append(h.Tasks, te)
-		if h.Blocked == nil && te.State == "D" {
-			h.Blocked = &h.Tasks[len(h.Tasks)-1]
-		}
-	}
-	if h.Blocked == nil {
-		for i := range h.Tasks {
-			if !runtimeWait(h.Tasks[i]) {
-				h.Blocked = &h.Tasks[i]
-				break
-			}
-		}
-	}
-	if h.Blocked != nil {
-		b := *h.Blocked
-		h.Blocked = &b
 	}
 	if depth < 2 {
 		for _, tid := range tids {

@@ -109,6 +109,7 @@ type worker struct {
 	child *Child
 	in    *json.Encoder
 	inW   io.WriteCloser
+	outR  io.Closer
 	out   *bufio.Reader
 }
 
@@ -201,18 +202,31 @@ func (p *Pool) get() (*worker, error) {
 		return w, nil
 	}
 	p.mu.Unlock()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	c, err := Start(Spec{Args: []string{ModeWorker}, Stdin: inR, Stdout: outW, Stderr: p.stderr})
+	// Real pipes handed to the child as its fds 0 and 1: no copying
+	// goroutines that Wait would have to wait for when a worker is killed.
+	inR, inW, err := os.Pipe()
 	if err != nil {
+		return nil, fmt.Errorf("creating a pipe for a worker: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("creating a pipe for a worker: %w", err)
+	}
+	c, err := Start(Spec{Args: []string{ModeWorker}, Stdin: inR, Stdout: outW, Stderr: p.stderr})
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
 		return nil, err
 	}
 	go func() {
 		<-c.Done()
-		outW.Close()
-		inR.Close()
+		outR.Close()
 	}()
-	w := &worker{child: c, in: json.NewEncoder(inW), inW: inW, out: bufio.NewReaderSize(outR, 64<<10)}
+	w := &worker{child: c, in: json.NewEncoder(inW), inW: inW, outR: outR, out: bufio.NewReaderSize(outR, 64<<10)}
 	p.mu.Lock()
 	p.all[w] = struct{}{}
 	p.mu.Unlock()
@@ -234,6 +248,10 @@ func (p *Pool) discard(w *worker, evidence bool) *HangEvidence {
 	delete(p.all, w)
 	p.mu.Unlock()
 	h := w.child.Kill(evidence)
+	// Unblock the goroutine reading its answer even if the worker could
+	// not be reaped.
+	w.inW.Close()
+	w.outR.Close()
 	if h != nil {
 		h.Phase = "worker"
 	}
@@ -329,3 +347,6 @@ func serve(rq request) (json.RawMessage, string, int) {
 	}
 	return raw, "", 0
 }
+
+// IsTimeout reports whether err is an operation that missed its deadline.
+func IsTimeout(err error) bool { return errors.Is(err, ErrTimeout) }

@@ -1,10 +1,8 @@
-//go:build testcollectors
+package main
 
-package collectors
-
-// Fault-injection collectors for the framework's end-to-end tests. They
-// exist only in binaries built with -tags testcollectors, never in a
-// release build, and are hidden and off by default even there.
+// Fault-injection collectors for the end-to-end tests. They exist only in
+// this package's test binary, which the tests run as nodesnap itself (see
+// TestMain), never in a release build.
 
 import (
 	"context"
@@ -14,12 +12,14 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nodesnap/nodesnap/collectors"
 )
 
 func init() {
-	Register(Spec{Name: "test-hang-stat", Hidden: true, DefaultTimeout: 3 * time.Second,
+	collectors.Register(collectors.Spec{Name: "test-hang-stat", Hidden: true, DefaultTimeout: 3 * time.Second,
 		Description: "stat()s $NODESNAP_TEST_STAT_PATH in-process (the mistake the kubelet made in incident 003)",
-		Run: func(ctx context.Context, env *Env) error {
+		Run: func(ctx context.Context, env *collectors.Env) error {
 			if err := env.WriteFile("before.txt", []byte("written before the stat\n")); err != nil {
 				return err
 			}
@@ -27,24 +27,24 @@ func init() {
 			err := unix.Stat(os.Getenv("NODESNAP_TEST_STAT_PATH"), &st)
 			return env.WriteFile("after.txt", []byte(fmt.Sprintf("stat returned %v\n", err)))
 		}})
-	Register(Spec{Name: "test-panic", Hidden: true, DefaultTimeout: 5 * time.Second,
+	collectors.Register(collectors.Spec{Name: "test-panic", Hidden: true, DefaultTimeout: 5 * time.Second,
 		Description: "panics after writing one file",
-		Run: func(ctx context.Context, env *Env) error {
+		Run: func(ctx context.Context, env *collectors.Env) error {
 			_ = env.WriteFile("note.txt", []byte("about to panic\n"))
 			var m map[string]int
 			m["boom"]++ // nil map write: a real runtime panic
 			return nil
 		}})
-	Register(Spec{Name: "test-exit", Hidden: true, DefaultTimeout: 5 * time.Second,
+	collectors.Register(collectors.Spec{Name: "test-exit", Hidden: true, DefaultTimeout: 5 * time.Second,
 		Description: "exits with status 7 without reporting",
-		Run: func(ctx context.Context, env *Env) error {
+		Run: func(ctx context.Context, env *collectors.Env) error {
 			_ = env.WriteFile("note.txt", []byte("about to exit\n"))
 			os.Exit(7)
 			return nil
 		}})
-	Register(Spec{Name: "test-bigfile", Hidden: true, DefaultTimeout: 10 * time.Second,
+	collectors.Register(collectors.Spec{Name: "test-bigfile", Hidden: true, DefaultTimeout: 10 * time.Second,
 		Description: "writes $NODESNAP_TEST_BIG_BYTES bytes (default 3 MiB) of text to one file",
-		Run: func(ctx context.Context, env *Env) error {
+		Run: func(ctx context.Context, env *collectors.Env) error {
 			n := 3 << 20
 			if v := os.Getenv("NODESNAP_TEST_BIG_BYTES"); v != "" {
 				fmt.Sscan(v, &n)
@@ -62,9 +62,9 @@ func init() {
 			}
 			return f.Close()
 		}})
-	Register(Spec{Name: "test-slow", Hidden: true, DefaultTimeout: 60 * time.Second,
+	collectors.Register(collectors.Spec{Name: "test-slow", Hidden: true, DefaultTimeout: 60 * time.Second,
 		Description: "writes a line every 10ms for $NODESNAP_TEST_SLOW (default 2s)",
-		Run: func(ctx context.Context, env *Env) error {
+		Run: func(ctx context.Context, env *collectors.Env) error {
 			d := 2 * time.Second
 			if v := os.Getenv("NODESNAP_TEST_SLOW"); v != "" {
 				if p, err := time.ParseDuration(v); err == nil {

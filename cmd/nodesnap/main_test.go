@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/internal/testkit"
+)
+
+// TestMain lets the tests run this test binary as nodesnap itself: with
+// NODESNAP_TEST_AS_MAIN=1 it is main(), fault-injection collectors
+// included, and its children (re-executions of the same binary) inherit
+// the variable.
+func TestMain(m *testing.M) {
+	if os.Getenv("NODESNAP_TEST_AS_MAIN") == "1" {
+		main()
+		return
+	}
+	testkit.Main(m)
+}
+
+type runResult struct {
+	code    int
+	stdout  string
+	stderr  string
+	elapsed time.Duration
+}
+
+// nodesnapCmd prepares this test binary to run as nodesnap.
+func nodesnapCmd(env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), "NODESNAP_TEST_AS_MAIN=1"), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+// runNodesnap runs nodesnap to completion, killing it (by its pid's
+// process group) if it overstays limit.
+func runNodesnap(t *testing.T, limit time.Duration, env []string, args ...string) runResult {
+	t.Helper()
+	cmd := nodesnapCmd(env, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting nodesnap: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		t.Fatalf("nodesnap %v did not finish within %s\nstdout:\n%s\nstderr:\n%s", args, limit, out.String(), errb.String())
+	}
+	return runResult{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
+}
+
+// bundlePath returns the one bundle in dir, failing if there is not
+// exactly one, and checks nothing else (staging, temporary files) is left.
+func bundlePath(t *testing.T, dir string) string {
+	t.Helper()
+	var found []string
+	for _, e := range readDir(t, dir) {
+		if strings.HasPrefix(e, ".nodesnap-") {
+			t.Errorf("left behind in %s: %s", dir, e)
+		}
+		if strings.HasSuffix(e, ".tar.gz") || strings.HasSuffix(e, ".tar.zst") {
+			found = append(found, filepath.Join(dir, e))
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want exactly one bundle in %s, found %v", dir, found)
+	}
+	return found[0]
+}
+
+func readDir(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// mustValidate validates a bundle and returns its contents.
+func mustValidate(t *testing.T, p string) *bundle.Contents {
+	t.Helper()
+	if rep, err := bundle.Validate(context.Background(), p); err != nil {
+		var probs string
+		if rep != nil {
+			probs = strings.Join(rep.Problems, "\n")
+		}
+		t.Fatalf("bundle %s does not validate: %v\n%s", p, err, probs)
+	}
+	c, err := bundle.ReadAll(context.Background(), p, 0)
+	if err != nil {
+		t.Fatalf("reading bundle: %v", err)
+	}
+	return c
+}
+
+func collectorByName(t *testing.T, m *bundle.Manifest, name string) *bundle.CollectorResult {
+	t.Helper()
+	c := m.Collector(name)
+	if c == nil {
+		t.Fatalf("collector %s missing from manifest", name)
+	}
+	return c
+}

@@ -1,0 +1,305 @@
+package collectors
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/isolate"
+)
+
+func init() {
+	Register(Spec{
+		Name:           "processes",
+		Description:    "every task: pid, tid, comm, state, wchan, ppid, start time, mount namespace; D-state kernel stacks; kernel threads; command lines (redacted)",
+		DefaultEnabled: true,
+		DefaultTimeout: 45 * time.Second,
+		Run:            collectProcesses,
+	})
+}
+
+// Task is one thread in processes/tasks.json.
+type Task struct {
+	PID        int       `json:"pid"`
+	TID        int       `json:"tid"`
+	PPID       int       `json:"ppid"`
+	Comm       string    `json:"comm"`
+	State      string    `json:"state"`
+	Wchan      string    `json:"wchan,omitempty"`
+	StartTicks uint64    `json:"start_ticks"`
+	StartTime  time.Time `json:"start_time,omitzero"`
+	MountNS    uint64    `json:"mnt_ns,omitempty"`
+	Kernel     bool      `json:"kernel_thread,omitempty"`
+	UID        int       `json:"uid"`
+	RSSKiB     uint64    `json:"rss_kib,omitempty"`
+	// Cmdline is set on the thread-group leader only (pid == tid).
+	Cmdline      []string `json:"cmdline,omitempty"`
+	CmdlineError string   `json:"cmdline_error,omitempty"`
+	// Stack is the kernel stack of a task in uninterruptible sleep.
+	Stack      []string `json:"stack,omitempty"`
+	StackError string   `json:"stack_error,omitempty"`
+}
+
+// ProcessesSummary is processes/summary.json.
+type ProcessesSummary struct {
+	Processes     int            `json:"processes"`
+	Tasks         int            `json:"tasks"`
+	KernelThreads int            `json:"kernel_threads"`
+	States        map[string]int `json:"states"`
+	DState        []int          `json:"d_state_tids"`
+	MountNS       int            `json:"mount_namespaces"`
+	Vanished      int            `json:"vanished"`
+	CmdlineHung   []int          `json:"cmdline_hung_pids,omitempty"`
+}
+
+// clockTicks is USER_HZ, which is 100 on every Linux architecture that
+// Kubernetes runs on (the kernel exports it unchanged to user space).
+const clockTicks = 100
+
+func collectProcesses(ctx context.Context, env *Env) error {
+	btime := bootTime(env)
+	pids, err := listNumeric(env.ProcPath())
+	if err != nil {
+		return fmt.Errorf("listing processes in %s: %w", env.ProcPath(), err)
+	}
+	var tasks []Task
+	sum := ProcessesSummary{States: map[string]int{}, DState: []int{}}
+	nss := map[uint64]bool{}
+	for _, pid := range pids {
+		if ctx.Err() != nil {
+			env.Partialf("stopped at pid %d of %d: %v", pid, len(pids), ctx.Err())
+			break
+		}
+		pdir := env.ProcPath(strconv.Itoa(pid))
+		tids, err := listNumeric(pdir + "/task")
+		if err != nil {
+			sum.Vanished++
+			continue
+		}
+		sum.Processes++
+		var uid int
+		var rss uint64
+		if b, err := os.ReadFile(pdir + "/status"); err == nil {
+			if st, err := procfs.ParseStatus(b); err == nil {
+				uid = int(st.UID.Real)
+				rss = st.VmRSS
+			}
+		}
+		for _, tid := range tids {
+			tdir := pdir + "/task/" + strconv.Itoa(tid)
+			b, err := os.ReadFile(tdir + "/stat")
+			if err != nil {
+				continue
+			}
+			st, err := procfs.ParseStat(b)
+			if err != nil {
+				continue
+			}
+			t := Task{PID: pid, TID: tid, PPID: st.PPID, Comm: st.Comm, State: st.State,
+				StartTicks: st.StartTime, Kernel: st.IsKernelThread(), UID: uid}
+			if tid == pid {
+				t.RSSKiB = rss
+			}
+			if !btime.IsZero() {
+				t.StartTime = btime.Add(time.Duration(st.StartTime) * time.Second / clockTicks).UTC()
+			}
+			if w, err := os.ReadFile(tdir + "/wchan"); err == nil {
+				if ws := strings.TrimSpace(string(w)); ws != "0" {
+					t.Wchan = ws
+				}
+			}
+			if l, err := os.Readlink(tdir + "/ns/mnt"); err == nil {
+				if ino, err := procfs.ParseMountNS(l); err == nil {
+					t.MountNS = ino
+					nss[ino] = true
+				}
+			}
+			sum.Tasks++
+			sum.States[t.State]++
+			if t.Kernel {
+				sum.KernelThreads++
+			}
+			tasks = append(tasks, t)
+		}
+	}
+	sum.MountNS = len(nss)
+	readCmdlines(ctx, env, tasks, &sum)
+	readDStacks(ctx, env, tasks, &sum)
+
+	if err := writeTasks(env, tasks); err != nil {
+		return err
+	}
+	if err := env.WriteJSON("summary.json", sum); err != nil {
+		return err
+	}
+	return writePS(env, tasks)
+}
+
+// readCmdlines reads every user process's command line in the isolated
+// pool: /proc/<pid>/cmdline takes the process's mmap lock, which a process
+// stuck in a page fault on a dead mount holds forever.
+func readCmdlines(ctx context.Context, env *Env, tasks []Task, sum *ProcessesSummary) {
+	var idx []int
+	for i := range tasks {
+		if tasks[i].PID == tasks[i].TID && !tasks[i].Kernel {
+			idx = append(idx, i)
+		}
+	}
+	var mu sync.Mutex
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < max(1, env.Workers); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				t := &tasks[i]
+				var res isolate.ReadFileResult
+				path := env.ProcPath(strconv.Itoa(t.PID), "cmdline")
+				err := env.Do(ctx, isolate.OpReadFile, path, isolate.ReadFileRequest{Path: path, Max: 128 << 10}, &res)
+				if err != nil {
+					t.CmdlineError = err.Error()
+					if isolate.IsTimeout(err) {
+						mu.Lock()
+						sum.CmdlineHung = append(sum.CmdlineHung, t.PID)
+						mu.Unlock()
+					}
+					continue
+				}
+				t.Cmdline = procfs.ParseCmdline(res.Data)
+			}
+		}()
+	}
+	for _, i := range idx {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	sort.Ints(sum.CmdlineHung)
+}
+
+func readDStacks(ctx context.Context, env *Env, tasks []Task, sum *ProcessesSummary) {
+	for i := range tasks {
+		t := &tasks[i]
+		if t.State != "D" {
+			continue
+		}
+		sum.DState = append(sum.DState, t.TID)
+		var res isolate.ReadFileResult
+		path := env.ProcPath(strconv.Itoa(t.PID), "task", strconv.Itoa(t.TID), "stack")
+		if err := env.Do(ctx, isolate.OpReadFile, path, isolate.ReadFileRequest{Path: path, Max: 64 << 10}, &res); err != nil {
+			t.StackError = err.Error()
+			continue
+		}
+		for _, l := range strings.Split(string(res.Data), "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				t.Stack = append(t.Stack, l)
+			}
+		}
+	}
+}
+
+// writeTasks writes tasks.json as one JSON array with one task per line:
+// readable, greppable, and streamable by the analyzer.
+func writeTasks(env *Env, tasks []Task) error {
+	f, err := env.Create("tasks.json")
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 64<<10)
+	w.WriteString("[\n")
+	for i := range tasks {
+		b, err := jsonLine(&tasks[i])
+		if err != nil {
+			f.Close()
+			return err
+		}
+		w.Write(b)
+		if i < len(tasks)-1 {
+			w.WriteByte(',')
+		}
+		w.WriteByte('\n')
+	}
+	w.WriteString("]\n")
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func writePS(env *Env, tasks []Task) error {
+	f, err := env.Create("ps.txt")
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 64<<10)
+	fmt.Fprintf(w, "%7s %7s %7s %1s %-12s %-20s %-24s %s\n", "PID", "TID", "PPID", "S", "MNTNS", "STARTED", "WCHAN", "COMMAND")
+	for _, t := range tasks {
+		cmd := "[" + t.Comm + "]"
+		if len(t.Cmdline) > 0 {
+			cmd = strings.Join(t.Cmdline, " ")
+		} else if !t.Kernel {
+			cmd = t.Comm
+		}
+		started := ""
+		if !t.StartTime.IsZero() {
+			started = t.StartTime.Format("2006-01-02T15:04:05Z")
+		}
+		fmt.Fprintf(w, "%7d %7d %7d %1s %-12d %-20s %-24s %s\n", t.PID, t.TID, t.PPID, t.State, t.MountNS, started, t.Wchan, cmd)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func bootTime(env *Env) time.Time {
+	b, err := os.ReadFile(env.ProcPath("stat"))
+	if err != nil {
+		return time.Time{}
+	}
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(l, []byte("btime ")); ok {
+			if s, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64); err == nil {
+				return time.Unix(s, 0)
+			}
+		}
+	}
+	return time.Time{}
+}
+
+// listNumeric lists the numeric entries of a /proc directory, sorted.
+func listNumeric(dir string) ([]int, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	var out []int
+	for {
+		names, err := d.Readdirnames(1024)
+		for _, n := range names {
+			if v, err := strconv.Atoi(n); err == nil {
+				out = append(out, v)
+			}
+		}
+		if err != nil || len(names) == 0 {
+			break
+		}
+	}
+	sort.Ints(out)
+	return out, nil
+}
