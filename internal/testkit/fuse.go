@@ -1,0 +1,750 @@
+package testkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultFUSESubtype is the FUSE subtype of testkit mounts unless
+// FUSESubtype says otherwise: they show up in mountinfo with filesystem
+// type "fuse.nodesnap-testkit". Leftovers of a crashed test run can be
+// found with `grep fuse.nodesnap-testkit /proc/self/mountinfo` and removed
+// with `umount -l`.
+const DefaultFUSESubtype = "nodesnap-testkit"
+
+// DefaultFUSEFiles is the tree a testkit FUSE mount serves unless
+// FUSEFiles says otherwise.
+var DefaultFUSEFiles = map[string]string{
+	"README":         "nodesnap testkit FUSE mount\n",
+	"data/a.txt":     "a\n",
+	"data/b.txt":     "bb\n",
+	"data/sub/c.txt": "ccc\n",
+	"empty/":         "",
+}
+
+// FUSEOption configures HungFUSE and DeadFUSE.
+type FUSEOption func(*fuseConfig)
+
+type fuseConfig struct {
+	files   map[string]string
+	hung    bool
+	subtype string
+	source  string
+}
+
+// FUSEFiles replaces the served tree. Keys are slash-separated paths
+// relative to the mount root, values the file contents; a key ending in
+// "/" is an (empty) directory. Parent directories are implied.
+func FUSEFiles(files map[string]string) FUSEOption {
+	return func(c *fuseConfig) { c.files = files }
+}
+
+// FUSEStartHung makes HungFUSE return a mount that is already hung: the
+// mount is set up and the kernel handshake (INIT) done, but every request
+// after that blocks.
+func FUSEStartHung() FUSEOption {
+	return func(c *fuseConfig) { c.hung = true }
+}
+
+// FUSESubtype sets the FUSE subtype, so the mount's filesystem type in
+// mountinfo is "fuse.<subtype>" (for example FUSESubtype("ceph-fuse")
+// gives "fuse.ceph-fuse", like a real ceph-fuse mount).
+func FUSESubtype(subtype string) FUSEOption {
+	return func(c *fuseConfig) { c.subtype = subtype }
+}
+
+// FUSESource sets the mount source shown in mountinfo (default
+// "nodesnap-testkit").
+func FUSESource(source string) FUSEOption {
+	return func(c *fuseConfig) { c.source = source }
+}
+
+// FUSE is a FUSE mount served by goroutines of the test process. See
+// HungFUSE and DeadFUSE.
+type FUSE struct {
+	t          testing.TB
+	mountpoint string
+	mountID    int
+	connID     uint32
+	created    []string
+	ctl        *fusectl
+	server     *fuse.Server
+	served     chan struct{}
+	gate       *gate
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// HungFUSE mounts a FUSE filesystem at mountpoint (created if missing; ""
+// means a fresh directory under t.TempDir()) and serves a small tree
+// (DefaultFUSEFiles, or FUSEFiles) from goroutines of the test process.
+// Entry and attribute caching are off, so every stat(2) reaches the
+// server.
+//
+// After f.Hang() (or from the start, with FUSEStartHung) every request
+// (LOOKUP, GETATTR, STATX, STATFS, OPEN, OPENDIR, READDIR, READ, ...)
+// blocks forever: any process that stats, statfs()es, opens or lists the
+// mount sits in the kernel. A blocked request that the server has
+// already read cannot be interrupted, not even by SIGKILL: the caller
+// stays in D state until Close. Never touch a hung mount from the test
+// process itself; use child processes.
+//
+// Close (also registered with t.Cleanup) aborts the connection through
+// fusectl (blocked callers wake up with an error), releases the blocked
+// handlers, stops the server, unmounts (lazily if busy) and verifies that
+// the mount is gone from /proc/self/mountinfo.
+func HungFUSE(t testing.TB, mountpoint string, opts ...FUSEOption) *FUSE {
+	t.Helper()
+	f := mountFUSE(t, mountpoint, opts...)
+	if f.gate.hungAtStart {
+		f.Hang()
+	}
+	return f
+}
+
+// DeadFUSE mounts a FUSE filesystem at mountpoint ("" means a fresh
+// directory under t.TempDir()) and then aborts its connection without
+// unmounting it, as when a FUSE daemon such as ceph-fuse dies: the mount
+// stays in the mount table and every access fails at once with ENOTCONN
+// ("Transport endpoint is not connected"). It is unmounted and verified
+// gone on cleanup (or Close).
+func DeadFUSE(t testing.TB, mountpoint string, opts ...FUSEOption) *FUSE {
+	t.Helper()
+	f := mountFUSE(t, mountpoint, opts...)
+	if err := f.abort(); err != nil {
+		t.Fatalf("testkit: DeadFUSE: %v", err)
+	}
+	select {
+	case <-f.served:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("testkit: DeadFUSE: server still running 10s after abort")
+	}
+	return f
+}
+
+// Mountpoint returns the canonical path of the mount, as it appears in
+// mountinfo.
+func (f *FUSE) Mountpoint() string { return f.mountpoint }
+
+// ConnID returns the FUSE connection number: the minor device number of
+// the mount (its major is 0), and the name of the connection's directory
+// under /sys/fs/fuse/connections.
+func (f *FUSE) ConnID() uint32 { return f.connID }
+
+// MountID returns the mount ID (first field of mountinfo) of the mount in
+// the test's mount namespace.
+func (f *FUSE) MountID() int { return f.mountID }
+
+// Hang makes every later request block until Close. Requests already
+// being answered complete normally. Hang is idempotent.
+func (f *FUSE) Hang() { f.gate.hung.Store(true) }
+
+// Blocked returns how many requests are blocked in the server right now.
+// Tests can poll it to know that a child process really is in the
+// kernel waiting on this mount.
+func (f *FUSE) Blocked() int { return int(f.gate.blocked.Load()) }
+
+// WaitBlocked waits until at least n requests are blocked in the server,
+// or fails the test after timeout.
+func (f *FUSE) WaitBlocked(n int, timeout time.Duration) {
+	f.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for f.Blocked() < n {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("testkit: %d requests blocked on %s after %v, want %d", f.Blocked(), f.mountpoint, timeout, n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Waiting returns the kernel's count of requests waiting on this
+// connection (the "waiting" file of the connection in fusectl): requests
+// queued for the server plus requests the server has read but not
+// answered.
+func (f *FUSE) Waiting() (int, error) {
+	b, err := os.ReadFile(filepath.Join(f.ctl.dir, strconv.FormatUint(uint64(f.connID), 10), "waiting"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// Close aborts the connection, releases blocked requests, stops the
+// server, unmounts the filesystem and checks that it is gone. Close is
+// idempotent and is also run by t.Cleanup; failures are reported with
+// t.Errorf and returned.
+func (f *FUSE) Close() error {
+	f.closeOnce.Do(func() {
+		f.closeErr = f.close()
+		if f.closeErr != nil {
+			f.t.Errorf("testkit: closing FUSE mount %s: %v", f.mountpoint, f.closeErr)
+		}
+	})
+	return f.closeErr
+}
+
+func (f *FUSE) close() error {
+	var errs []error
+	// 1. Abort: every request waiting on the connection, queued or
+	// already read by the server, completes with an error, so
+	// processes stuck in the mount wake up.
+	if err := f.abort(); err != nil {
+		errs = append(errs, err)
+	}
+	// 2. Release the server's blocked handlers; their replies fail
+	// because the connection is gone, and the readers see ENODEV.
+	f.gate.releaseAll()
+	select {
+	case <-f.served:
+	case <-time.After(10 * time.Second):
+		errs = append(errs, errors.New("FUSE server still running 10s after abort"))
+	}
+	// Processes that testkit killed while they were stuck in this mount
+	// can be reaped now.
+	waitOrphans(5 * time.Second)
+	// 3. Unmount and verify.
+	if err := unmountVerified(f.mountID, f.mountpoint); err != nil {
+		errs = append(errs, err)
+	} else {
+		removeCreated(f.created)
+	}
+	if err := f.ctl.release(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// abort writes to the connection's abort file. A connection that is
+// already gone (the filesystem was unmounted and released) is fine.
+func (f *FUSE) abort() error {
+	p := filepath.Join(f.ctl.dir, strconv.FormatUint(uint64(f.connID), 10), "abort")
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("abort FUSE connection %d: %w", f.connID, err)
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, []byte("1")); err != nil {
+		return fmt.Errorf("abort FUSE connection %d: %w", f.connID, err)
+	}
+	return nil
+}
+
+func mountFUSE(t testing.TB, mountpoint string, opts ...FUSEOption) *FUSE {
+	t.Helper()
+	RequireFUSE(t)
+	cfg := fuseConfig{files: DefaultFUSEFiles, subtype: DefaultFUSESubtype, source: DefaultFUSESubtype}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if mountpoint == "" {
+		mountpoint = tempMountpoint(t, "fuse")
+	}
+	mp, created, err := prepareDir(mountpoint)
+	if err != nil {
+		t.Fatalf("testkit: FUSE mountpoint: %v", err)
+	}
+	ctl, err := acquireFusectl()
+	if err != nil {
+		removeCreated(created)
+		t.Fatalf("testkit: fusectl: %v", err)
+	}
+
+	g := &gate{release: make(chan struct{}), hungAtStart: cfg.hung}
+	zero := time.Duration(0)
+	discard := log.New(io.Discard, "", 0)
+	root := &treeRoot{files: cfg.files}
+	raw := fs.NewNodeFS(root, &fs.Options{
+		EntryTimeout:    &zero,
+		AttrTimeout:     &zero,
+		NegativeTimeout: &zero,
+		Logger:          discard,
+	})
+
+	// Open /dev/fuse close-on-exec and mount it ourselves, then hand
+	// the fd to go-fuse with its /dev/fd/N convention. (go-fuse's own
+	// DirectMount leaves the fd inheritable, so every child process the
+	// tests start would hold /dev/fuse open.)
+	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		ctl.release()
+		removeCreated(created)
+		t.Fatalf("testkit: open /dev/fuse: %v", err)
+	}
+	data := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other", fd)
+	if err := unix.Mount(cfg.source, mp, "fuse."+cfg.subtype, unix.MS_NOSUID|unix.MS_NODEV, data); err != nil {
+		unix.Close(fd)
+		ctl.release()
+		removeCreated(created)
+		t.Fatalf("testkit: mount fuse.%s at %s: %v", cfg.subtype, mp, err)
+	}
+	f := &FUSE{t: t, mountpoint: mp, created: created, ctl: ctl, gate: g, served: make(chan struct{})}
+	m, ok, err := lastMountAt(0, mp, func(m MountEntry) bool { return m.FSType == "fuse."+cfg.subtype && m.Major == 0 })
+	if err != nil || !ok {
+		// Without the connection number we cannot abort; the server
+		// is not running, so a plain unmount cannot hang.
+		unix.Unmount(mp, unix.MNT_DETACH)
+		unix.Close(fd)
+		ctl.release()
+		t.Fatalf("testkit: FUSE mount at %s not found in /proc/self/mountinfo (err=%v)", mp, err)
+	}
+	f.mountID, f.connID = m.ID, m.Minor
+
+	server, err := fuse.NewServer(&hungFS{RawFileSystem: raw, g: g}, fmt.Sprintf("/dev/fd/%d", fd), &fuse.MountOptions{
+		Name:   cfg.subtype,
+		FsName: cfg.source,
+		Logger: discard,
+	})
+	if err != nil {
+		// NewServer closed fd on failure; the connection is dead.
+		f.abort()
+		close(f.served)
+		f.gate.releaseAll()
+		unmountVerified(f.mountID, mp)
+		ctl.release()
+		t.Fatalf("testkit: FUSE server: %v", err)
+	}
+	f.server = server
+	go func() {
+		defer close(f.served)
+		server.Serve()
+	}()
+	t.Cleanup(func() { f.Close() })
+
+	if _, err := os.Stat(filepath.Join(ctl.dir, strconv.FormatUint(uint64(f.connID), 10), "abort")); err != nil {
+		t.Fatalf("testkit: FUSE connection %d has no abort file in fusectl: %v", f.connID, err)
+	}
+	// go-fuse's poll hack (what Server.WaitMount does for ordinary
+	// mountpoints): make the kernel send one POLL, which go-fuse answers
+	// ENOSYS, so the kernel never sends POLL again. Otherwise a POLL
+	// triggered by the Go runtime's epoll registration of a file on this
+	// mount could deadlock the server. The lookup of this magic name is
+	// answered by go-fuse itself, never by the (possibly hung) tree.
+	if hfd, err := unix.Open(filepath.Join(mp, ".go-fuse-epoll-hack"), unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+		unix.Poll([]unix.PollFd{{Fd: int32(hfd), Events: unix.POLLIN | unix.POLLPRI | unix.POLLOUT}}, 0)
+		unix.Close(hfd)
+	}
+	return f
+}
+
+// fusectl is a mount of the fusectl filesystem: the host's at
+// /sys/fs/fuse/connections when it is mounted there, or else a private
+// one that testkit mounts in a temporary directory for the lifetime of
+// one FUSE fixture (fusectl has a single superblock, so every mount of it
+// shows every connection).
+type fusectl struct {
+	dir     string
+	private bool
+	mountID int
+	tmp     string
+}
+
+func acquireFusectl() (*fusectl, error) {
+	ms, err := ReadMountinfo(0)
+	if err != nil {
+		return nil, err
+	}
+	// Only the system's mount at its standard place is used: a fusectl
+	// mount elsewhere may be another test's private one that can go
+	// away under us, and then a missing abort file would wrongly look
+	// like a connection that is already gone.
+	for _, m := range ms {
+		if m.FSType == "fusectl" && m.Mountpoint == "/sys/fs/fuse/connections" {
+			return &fusectl{dir: m.Mountpoint}, nil
+		}
+	}
+	tmp, err := os.MkdirTemp("", "nodesnap-testkit-fusectl-")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.EvalSymlinks(tmp)
+	if err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	if err := unix.Mount("fusectl", dir, "fusectl", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		os.Remove(tmp)
+		return nil, fmt.Errorf("mount fusectl at %s: %w", dir, err)
+	}
+	m, ok, err := lastMountAt(0, dir, func(m MountEntry) bool { return m.FSType == "fusectl" })
+	if err != nil || !ok {
+		unix.Unmount(dir, unix.MNT_DETACH)
+		os.Remove(tmp)
+		return nil, fmt.Errorf("fusectl mount at %s not in mountinfo (err=%v)", dir, err)
+	}
+	return &fusectl{dir: dir, private: true, mountID: m.ID, tmp: dir}, nil
+}
+
+func (c *fusectl) release() error {
+	if !c.private || c.tmp == "" {
+		return nil
+	}
+	err := unmountVerified(c.mountID, c.dir)
+	if err == nil {
+		os.Remove(c.tmp)
+	}
+	c.tmp = ""
+	return err
+}
+
+// gate blocks requests once hung is set, until release is closed.
+type gate struct {
+	hung        atomic.Bool
+	hungAtStart bool
+	blocked     atomic.Int64
+	release     chan struct{}
+	releaseOnce sync.Once
+}
+
+// wait blocks if the mount is hung and reports whether it did.
+func (g *gate) wait() bool {
+	if !g.hung.Load() {
+		return false
+	}
+	g.blocked.Add(1)
+	<-g.release
+	g.blocked.Add(-1)
+	return true
+}
+
+func (g *gate) releaseAll() { g.releaseOnce.Do(func() { close(g.release) }) }
+
+// hungFS wraps the served tree and blocks every request that expects a
+// reply while the gate is hung. Forget, Init and OnUnmount pass through.
+type hungFS struct {
+	fuse.RawFileSystem
+	g *gate
+}
+
+func (h *hungFS) String() string { return "nodesnap-testkit" }
+
+func (h *hungFS) Lookup(c <-chan struct{}, hd *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Lookup(c, hd, name, out)
+}
+
+func (h *hungFS) GetAttr(c <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.GetAttr(c, in, out)
+}
+
+func (h *hungFS) SetAttr(c <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.SetAttr(c, in, out)
+}
+
+func (h *hungFS) Mknod(c <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Mknod(c, in, name, out)
+}
+
+func (h *hungFS) Mkdir(c <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Mkdir(c, in, name, out)
+}
+
+func (h *hungFS) Unlink(c <-chan struct{}, hd *fuse.InHeader, name string) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Unlink(c, hd, name)
+}
+
+func (h *hungFS) Rmdir(c <-chan struct{}, hd *fuse.InHeader, name string) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Rmdir(c, hd, name)
+}
+
+func (h *hungFS) Rename(c <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Rename(c, in, oldName, newName)
+}
+
+func (h *hungFS) Link(c <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Link(c, in, name, out)
+}
+
+func (h *hungFS) Symlink(c <-chan struct{}, hd *fuse.InHeader, to, name string, out *fuse.EntryOut) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Symlink(c, hd, to, name, out)
+}
+
+func (h *hungFS) Readlink(c <-chan struct{}, hd *fuse.InHeader) ([]byte, fuse.Status) {
+	if h.g.wait() {
+		return nil, fuse.EIO
+	}
+	return h.RawFileSystem.Readlink(c, hd)
+}
+
+func (h *hungFS) Access(c <-chan struct{}, in *fuse.AccessIn) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Access(c, in)
+}
+
+func (h *hungFS) GetXAttr(c <-chan struct{}, hd *fuse.InHeader, attr string, dest []byte) (uint32, fuse.Status) {
+	if h.g.wait() {
+		return 0, fuse.EIO
+	}
+	return h.RawFileSystem.GetXAttr(c, hd, attr, dest)
+}
+
+func (h *hungFS) ListXAttr(c <-chan struct{}, hd *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
+	if h.g.wait() {
+		return 0, fuse.EIO
+	}
+	return h.RawFileSystem.ListXAttr(c, hd, dest)
+}
+
+func (h *hungFS) SetXAttr(c <-chan struct{}, in *fuse.SetXAttrIn, attr string, data []byte) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.SetXAttr(c, in, attr, data)
+}
+
+func (h *hungFS) RemoveXAttr(c <-chan struct{}, hd *fuse.InHeader, attr string) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.RemoveXAttr(c, hd, attr)
+}
+
+func (h *hungFS) Create(c <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Create(c, in, name, out)
+}
+
+func (h *hungFS) Tmpfile(c <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Tmpfile(c, in, out)
+}
+
+func (h *hungFS) Open(c <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Open(c, in, out)
+}
+
+func (h *hungFS) Read(c <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	if h.g.wait() {
+		return nil, fuse.EIO
+	}
+	return h.RawFileSystem.Read(c, in, buf)
+}
+
+func (h *hungFS) Lseek(c <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Lseek(c, in, out)
+}
+
+func (h *hungFS) GetLk(c <-chan struct{}, in *fuse.LkIn, out *fuse.LkOut) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.GetLk(c, in, out)
+}
+
+func (h *hungFS) SetLk(c <-chan struct{}, in *fuse.LkIn) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.SetLk(c, in)
+}
+
+func (h *hungFS) SetLkw(c <-chan struct{}, in *fuse.LkIn) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.SetLkw(c, in)
+}
+
+func (h *hungFS) Release(c <-chan struct{}, in *fuse.ReleaseIn) {
+	if h.g.wait() {
+		return
+	}
+	h.RawFileSystem.Release(c, in)
+}
+
+func (h *hungFS) Write(c <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	if h.g.wait() {
+		return 0, fuse.EIO
+	}
+	return h.RawFileSystem.Write(c, in, data)
+}
+
+func (h *hungFS) Writev(c <-chan struct{}, in *fuse.WriteIn, data [][]byte) (uint32, fuse.Status) {
+	if h.g.wait() {
+		return 0, fuse.EIO
+	}
+	return h.RawFileSystem.Writev(c, in, data)
+}
+
+func (h *hungFS) CopyFileRange(c <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
+	if h.g.wait() {
+		return 0, fuse.EIO
+	}
+	return h.RawFileSystem.CopyFileRange(c, in)
+}
+
+func (h *hungFS) Ioctl(c <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, out *fuse.IoctlOut, outbuf []byte) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Ioctl(c, in, inbuf, out, outbuf)
+}
+
+func (h *hungFS) Flush(c <-chan struct{}, in *fuse.FlushIn) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Flush(c, in)
+}
+
+func (h *hungFS) Fsync(c <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Fsync(c, in)
+}
+
+func (h *hungFS) Fallocate(c <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Fallocate(c, in)
+}
+
+func (h *hungFS) OpenDir(c <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.OpenDir(c, in, out)
+}
+
+func (h *hungFS) ReadDir(c <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.ReadDir(c, in, out)
+}
+
+func (h *hungFS) ReadDirPlus(c <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.ReadDirPlus(c, in, out)
+}
+
+func (h *hungFS) ReleaseDir(in *fuse.ReleaseIn) {
+	if h.g.wait() {
+		return
+	}
+	h.RawFileSystem.ReleaseDir(in)
+}
+
+func (h *hungFS) FsyncDir(c <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.FsyncDir(c, in)
+}
+
+func (h *hungFS) StatFs(c <-chan struct{}, hd *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.StatFs(c, hd, out)
+}
+
+func (h *hungFS) Statx(c <-chan struct{}, in *fuse.StatxIn, out *fuse.StatxOut) fuse.Status {
+	if h.g.wait() {
+		return fuse.EIO
+	}
+	return h.RawFileSystem.Statx(c, in, out)
+}
+
+// treeRoot is the root of the served tree; it builds the tree from the
+// files map when the filesystem is created.
+type treeRoot struct {
+	fs.Inode
+	files map[string]string
+}
+
+var _ fs.NodeOnAdder = (*treeRoot)(nil)
+
+func (r *treeRoot) OnAdd(ctx context.Context) {
+	paths := make([]string, 0, len(r.files))
+	for p := range r.files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		isDir := strings.HasSuffix(p, "/")
+		parts := strings.Split(strings.Trim(p, "/"), "/")
+		dir := &r.Inode
+		for i, name := range parts {
+			if name == "" || name == "." || name == ".." {
+				continue
+			}
+			if i == len(parts)-1 && !isDir {
+				file := &fs.MemRegularFile{Data: []byte(r.files[p]), Attr: fuse.Attr{Mode: 0o644}}
+				dir.AddChild(name, dir.NewPersistentInode(ctx, file, fs.StableAttr{Mode: syscall.S_IFREG}), true)
+				break
+			}
+			child := dir.GetChild(name)
+			if child == nil {
+				child = dir.NewPersistentInode(ctx, &fs.Inode{}, fs.StableAttr{Mode: syscall.S_IFDIR})
+				dir.AddChild(name, child, false)
+			}
+			dir = child
+		}
+	}
+}
