@@ -46,11 +46,13 @@ func Validate(ctx context.Context, p string) (*Report, error) {
 			if len(raw) > MaxManifestBytes {
 				return Stop(fmt.Errorf("%w: manifest.json is larger than %d bytes", ErrInvalid, MaxManifestBytes))
 			}
-			if err := bundleschema.ValidateManifest(raw); err != nil {
-				return Stop(fmt.Errorf("%w: %w", ErrInvalid, err))
-			}
+			// The version first: a bundle from a newer nodesnap deserves
+			// that answer, not a list of schema differences.
 			m, err := ParseManifest(raw)
 			if err != nil {
+				return Stop(fmt.Errorf("%w: %w", ErrInvalid, err))
+			}
+			if err := bundleschema.ValidateManifest(raw); err != nil {
 				return Stop(fmt.Errorf("%w: %w", ErrInvalid, err))
 			}
 			rep.Manifest = m
