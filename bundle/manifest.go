@@ -35,6 +35,14 @@ type Manifest struct {
 	Redaction   RedactionSummary  `json:"redaction"`
 	HungMounts  []HungItem        `json:"hung_mounts"`
 	Omitted     []Omitted         `json:"omitted"`
+	// Resources is what the run itself cost the node.
+	Resources *Resources `json:"resources,omitempty"`
+}
+
+// Resources are the run's own peak memory figures.
+type Resources struct {
+	SupervisorMaxRSSKiB   int64 `json:"supervisor_max_rss_kib"`
+	LargestChildMaxRSSKiB int64 `json:"largest_child_max_rss_kib"`
 }
 
 // Tool identifies the nodesnap build that wrote the bundle.
@@ -95,6 +103,7 @@ type CollectorResult struct {
 	Stderr          string                `json:"stderr,omitempty"`
 	HangEvidence    *isolate.HangEvidence `json:"hang_evidence,omitempty"`
 	HungItems       []HungItem            `json:"hung_items,omitempty"`
+	MaxRSSKiB       int64                 `json:"max_rss_kib,omitempty"`
 	Files           []string              `json:"files"`
 }
 

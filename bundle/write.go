@@ -210,7 +210,7 @@ type limitedFile struct {
 	info entryInfo
 }
 
-func (l *limitedFile) Read(p []byte) (int, error)  { return l.r.Read(p) }
+func (l *limitedFile) Read(p []byte) (int, error) { return l.r.Read(p) }
 func (l *limitedFile) Stat() (fs.FileInfo, error) { return l.info, nil }
 func (l *limitedFile) Close() error               { return l.f.Close() }
 

@@ -121,6 +121,23 @@ func (c *Child) ExitCode() int {
 	return c.cmd.ProcessState.ExitCode()
 }
 
+// MaxRSSKiB is the peak resident memory of the child (and of the largest
+// of its own reaped children), once it has been reaped; 0 before.
+func (c *Child) MaxRSSKiB() int64 {
+	select {
+	case <-c.done:
+	default:
+		return 0
+	}
+	if c.cmd.ProcessState == nil {
+		return 0
+	}
+	if ru, ok := c.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss
+	}
+	return 0
+}
+
 // Signaled returns the signal that ended the child, if any.
 func (c *Child) Signaled() (syscall.Signal, bool) {
 	select {

@@ -549,6 +549,7 @@ func (r *run) runOne(cr *collectorRun) {
 	if cr.res.Status == "" {
 		cr.res.Status = bundle.StatusError
 	}
+	cr.res.MaxRSSKiB = child.MaxRSSKiB()
 }
 
 func (r *run) handleEvent(cr *collectorRun, ev collectors.Event) {
@@ -702,6 +703,15 @@ func (r *run) manifest(specs []*collectors.Spec) (*bundle.Manifest, error) {
 		m.Collectors = append(m.Collectors, cr.res)
 	}
 	sort.Slice(m.Omitted, func(i, j int) bool { return m.Omitted[i].Path < m.Omitted[j].Path })
+	res := &bundle.Resources{}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		res.SupervisorMaxRSSKiB = ru.Maxrss
+	}
+	for _, c := range m.Collectors {
+		res.LargestChildMaxRSSKiB = max(res.LargestChildMaxRSSKiB, c.MaxRSSKiB)
+	}
+	m.Resources = res
 	m.Status = "complete"
 	if partial {
 		m.Status = "partial"

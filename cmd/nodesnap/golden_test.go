@@ -65,7 +65,9 @@ func normaliseManifest(t *testing.T, m *bundle.Manifest) []byte {
 		c := &m.Collectors[i]
 		c.StartedAt = nil
 		c.DurationSeconds = 0
+		c.MaxRSSKiB = 0
 	}
+	m.Resources = nil
 	for i := range m.Files {
 		f := &m.Files[i]
 		if f.Path == "host/summary.json" {
