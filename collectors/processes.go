@@ -156,7 +156,9 @@ func readCmdlines(ctx context.Context, env *Env, tasks []Task, sum *ProcessesSum
 	var mu sync.Mutex
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for w := 0; w < max(1, env.Workers); w++ {
+	// Two workers keep up: a healthy read takes microseconds, and each
+	// worker is a process to start.
+	for w := 0; w < min(2, max(1, env.Workers)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
