@@ -35,6 +35,9 @@ type Manifest struct {
 	Redaction   RedactionSummary  `json:"redaction"`
 	HungMounts  []HungItem        `json:"hung_mounts"`
 	Omitted     []Omitted         `json:"omitted"`
+	// Warnings are run-wide caveats a reader must know (not running as
+	// root, say).
+	Warnings []string `json:"warnings,omitempty"`
 	// Resources is what the run itself cost the node.
 	Resources *Resources `json:"resources,omitempty"`
 }

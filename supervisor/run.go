@@ -712,6 +712,10 @@ func (r *run) manifest(specs []*collectors.Spec) (*bundle.Manifest, error) {
 		res.LargestChildMaxRSSKiB = max(res.LargestChildMaxRSSKiB, c.MaxRSSKiB)
 	}
 	m.Resources = res
+	if uid := os.Geteuid(); uid != 0 {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("nodesnap ran as uid %d, not root: other users' process files, kernel stacks, mount namespaces and root-only logs could not be read, so evidence is missing", uid))
+		partial = true
+	}
 	m.Status = "complete"
 	if partial {
 		m.Status = "partial"

@@ -44,7 +44,11 @@ func printManifest(w io.Writer, m *bundle.Manifest, files bool) {
 	if m.Interrupted != nil {
 		status += fmt.Sprintf(" (interrupted by %s)", m.Interrupted.Signal)
 	}
-	fmt.Fprintf(w, "status:    %s\n\n", status)
+	fmt.Fprintf(w, "status:    %s\n", status)
+	for _, warn := range m.Warnings {
+		fmt.Fprintf(w, "warning:   %s\n", warn)
+	}
+	fmt.Fprintln(w)
 	sizes := map[string]int64{}
 	for _, f := range m.Files {
 		sizes[f.Collector] += f.Size
