@@ -1,16 +1,26 @@
 // Package redact removes secrets from text before it reaches disk.
 //
 // Every byte a collector writes passes through a Writer, which works a line
-// at a time (so memory is bounded by the longest line it keeps, itself
-// capped) and understands multi-line secrets such as PEM private key blocks.
-// The Redactor counts what each named rule removed; the counts, never the
-// values, go into the bundle's manifest.
+// at a time (so memory is bounded by MaxLine, however long a line or binary
+// blob is) and understands multi-line secrets: PEM private key blocks, YAML
+// block scalars under a secret key, and the data of Kubernetes Secret
+// manifests. Each removal is counted under a stable, named rule; the counts,
+// never the values, go into the bundle's manifest.
+//
+// Speed comes from not running regular expressions on the common line: one
+// pass of a keyword automaton (see matcher) finds the few places where a
+// secret can start, and hand-written rules look only there.
+//
+// Optionally the Redactor also replaces IP addresses, hostnames, MAC
+// addresses and user names with tokens that are a keyed hash of the value
+// (see Options), so separate processes of one run agree on every token
+// without talking to each other.
 package redact
 
 import (
 	"bytes"
-	"io"
 	"regexp"
+	"regexp/syntax"
 	"sort"
 	"sync"
 )
@@ -20,11 +30,11 @@ import (
 const Marker = "[REDACTED]"
 
 // MaxLine is the longest line the Writer buffers. A longer line is processed
-// in MaxLine pieces: memory stays bounded even for binary input with no
-// newlines.
+// in pieces of at most MaxLine bytes: memory stays bounded even for binary
+// input with no newlines.
 const MaxLine = 1 << 20
 
-// Rule is one named, single-line redaction.
+// Rule is one named, single-line redaction added by a caller (see New).
 type Rule struct {
 	Name string
 	// Re matches the secret. If it has a capture group named "secret", only
@@ -32,91 +42,308 @@ type Rule struct {
 	Re *regexp.Regexp
 	// Quick, when set, is a byte string that must occur in the line (case
 	// sensitive) for Re to be tried at all; it keeps the common case fast.
+	// When it is nil, a literal the pattern requires is used if it has one.
 	Quick []byte
 }
 
-// Redactor holds the rule set. It is safe for concurrent use.
-type Redactor struct {
-	rules []Rule
+// Built-in rule identifiers, in priority order: when two rules claim the
+// same bytes, the earlier one counts them. Structure-aware rules come first
+// (they know the most about what the bytes are), then rules keyed on a field
+// name, then rules recognising a secret by its shape alone.
+const (
+	rulePEM         int32 = iota // pem-private-key
+	ruleSecretData               // k8s-secret-data
+	ruleEnvSecret                // env-secret
+	ruleAuthHeader               // authorization-header
+	ruleKubeconfig               // kubeconfig-secret
+	ruleAWSSecret                // aws-secret-key
+	ruleAzureKey                 // azure-storage-key
+	ruleGCPKey                   // gcp-private-key
+	ruleMountSecret              // mount-secret-option
+	ruleCLIFlag                  // cli-secret-flag
+	ruleAssignment               // secret-assignment
+	ruleField                    // secret-field
+	ruleURLCreds                 // url-credentials
+	ruleBearer                   // bearer-token
+	ruleJWT                      // jwt
+	ruleAWSKeyID                 // aws-access-key-id
+	ruleCephKey                  // ceph-key
+	ruleAzureSAS                 // azure-sas-signature
+	numBuiltin
+)
+
+// builtinNames are the stable names the manifest uses; never rename one.
+var builtinNames = [numBuiltin]string{
+	rulePEM:         "pem-private-key",
+	ruleSecretData:  "k8s-secret-data",
+	ruleEnvSecret:   "env-secret",
+	ruleAuthHeader:  "authorization-header",
+	ruleKubeconfig:  "kubeconfig-secret",
+	ruleAWSSecret:   "aws-secret-key",
+	ruleAzureKey:    "azure-storage-key",
+	ruleGCPKey:      "gcp-private-key",
+	ruleMountSecret: "mount-secret-option",
+	ruleCLIFlag:     "cli-secret-flag",
+	ruleAssignment:  "secret-assignment",
+	ruleField:       "secret-field",
+	ruleURLCreds:    "url-credentials",
+	ruleBearer:      "bearer-token",
+	ruleJWT:         "jwt",
+	ruleAWSKeyID:    "aws-access-key-id",
+	ruleCephKey:     "ceph-key",
+	ruleAzureSAS:    "azure-sas-signature",
 }
 
-// New returns a Redactor with the given rules, after the built-in ones.
+// BuiltinRuleNames lists the names of the built-in rules, all on by default.
+func BuiltinRuleNames() []string {
+	return append([]string(nil), builtinNames[:]...)
+}
+
+// kwKind says what a matcher keyword means.
+type kwKind uint8
+
+const (
+	kwKey        kwKind = iota // a secret stem or custom key: try key/value forms
+	kwAuth                     // "authorization"
+	kwBearer                   // "bearer"
+	kwJWT                      // "eyJ"
+	kwAWSKeyID                 // "AKIA", "ASIA"
+	kwCeph                     // "AQ"
+	kwURL                      // "://"
+	kwSAS                      // "sig="
+	kwPEMBegin                 // "-----BEGIN"
+	kwB64PEM                   // base64 of "-----BEGIN"
+	kwDataInline               // "data": / "stringData": (arg 1 for stringData)
+	kwLiteral                  // a custom literal (arg: rule; exact: the bytes)
+	kwRegex                    // prefilter of a regex rule (arg: index in regexes)
+	kwHost                     // an explicit hostname (arg: index in obf.hosts)
+	kwHostRegex                // prefilter of a hostname pattern (arg: index)
+	kwUser                     // an explicit user name
+	kwHome                     // "/home/": the next path element is a user name
+)
+
+type keyword struct {
+	kind kwKind
+	arg  int32
+	n    int32 // length in bytes
+	// exact, when set, must match the bytes case-sensitively (the matcher
+	// folds case).
+	exact []byte
+}
+
+type regexRule struct {
+	rule  int32
+	re    *regexp.Regexp
+	group int // index of the "secret" group; 0 means the whole match
+}
+
+// Redactor holds the rule set. It is safe for concurrent use; each Writer
+// keeps its own state.
+type Redactor struct {
+	names []string // rule id → name: built-ins, then custom rules
+	off   []bool   // rule id → disabled by configuration
+
+	m       *matcher
+	kws     []keyword
+	regexes []regexRule
+	always  []int32          // regex rules with no literal to prefilter on
+	keys    map[string]int32 // normalised custom key → rule
+
+	obf *obfuscator // nil unless obfuscation is on
+
+	mu       sync.Mutex
+	mappings map[string]string // token → original, from every Writer
+}
+
+// New returns a Redactor with the built-in rules and then extra. A Rule
+// without a pattern is ignored.
 func New(extra ...Rule) *Redactor {
-	r := &Redactor{rules: append(builtinRules(), extra...)}
-	return r
+	b := newBuilder()
+	for _, rl := range extra {
+		if rl.Re == nil {
+			continue
+		}
+		name := rl.Name
+		if name == "" {
+			name = "custom"
+		}
+		b.addRegex(b.ruleID(name), rl.Re, rl.Quick)
+	}
+	return b.finish()
 }
 
 // Default returns the built-in rule set.
 func Default() *Redactor { return New() }
 
-// RuleNames lists the names of the rules in order, PEM included.
+type builder struct {
+	r     *Redactor
+	words [][]byte
+}
+
+func newBuilder() *builder {
+	r := &Redactor{
+		names:    append([]string(nil), builtinNames[:]...),
+		keys:     map[string]int32{},
+		mappings: map[string]string{},
+	}
+	b := &builder{r: r}
+	word := func(k kwKind, arg int32, ws ...string) {
+		for _, w := range ws {
+			b.word([]byte(w), keyword{kind: k, arg: arg})
+		}
+	}
+	word(kwKey, 0, "password", "passwd", "passphrase", "secret", "token",
+		"credential", "apikey", "api_key", "api-key", "privatekey",
+		"private_key", "private-key", "key-data", "accountkey",
+		"sharedaccesskey", "auth")
+	word(kwAuth, 0, "authorization")
+	word(kwBearer, 0, "bearer")
+	b.word([]byte("eyJ"), keyword{kind: kwJWT, exact: []byte("eyJ")})
+	b.word([]byte("AKIA"), keyword{kind: kwAWSKeyID, exact: []byte("AKIA")})
+	b.word([]byte("ASIA"), keyword{kind: kwAWSKeyID, exact: []byte("ASIA")})
+	b.word([]byte("AQ"), keyword{kind: kwCeph, exact: []byte("AQ")})
+	word(kwURL, 0, "://")
+	word(kwSAS, 0, "sig=")
+	b.word([]byte("-----BEGIN"), keyword{kind: kwPEMBegin, exact: []byte("-----BEGIN")})
+	b.word([]byte(b64Begin), keyword{kind: kwB64PEM, exact: []byte(b64Begin)})
+	word(kwDataInline, 0, `"data":`, `\"data\":`)
+	word(kwDataInline, 1, `"stringdata":`, `\"stringdata\":`)
+	return b
+}
+
+// b64Begin is base64("-----BEGIN"): a PEM block stored base64-encoded, as in
+// a kubeconfig's client-key-data or a Secret's tls.key.
+const b64Begin = "LS0tLS1CRUdJTi"
+
+func (b *builder) word(w []byte, k keyword) {
+	k.n = int32(len(w))
+	b.words = append(b.words, w)
+	b.r.kws = append(b.r.kws, k)
+}
+
+// ruleID returns the id of the named rule, adding it if it is new.
+func (b *builder) ruleID(name string) int32 {
+	for i, n := range b.r.names {
+		if n == name {
+			return int32(i)
+		}
+	}
+	b.r.names = append(b.r.names, name)
+	return int32(len(b.r.names) - 1)
+}
+
+func (b *builder) addRegex(rule int32, re *regexp.Regexp, quick []byte) {
+	idx := int32(len(b.r.regexes))
+	g := re.SubexpIndex("secret")
+	if g < 0 {
+		g = 0
+	}
+	b.r.regexes = append(b.r.regexes, regexRule{rule: rule, re: re, group: g})
+	lit := quick
+	if lit == nil {
+		lit = []byte(requiredLiteral(re))
+	}
+	if len(lit) < 3 {
+		b.r.always = append(b.r.always, idx)
+		return
+	}
+	// The matcher folds case, so it is a prefilter for quick and for a
+	// case-insensitive pattern's literal alike.
+	b.word(lit, keyword{kind: kwRegex, arg: idx})
+}
+
+func (b *builder) finish() *Redactor {
+	b.r.m = newMatcher(b.words)
+	b.r.off = make([]bool, len(b.r.names))
+	return b.r
+}
+
+// requiredLiteral returns the longest run of literal text every match of re
+// must contain, or "" if it has none (alternations, optional parts).
+func requiredLiteral(re *regexp.Regexp) string {
+	t, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return ""
+	}
+	return longestLiteral(t.Simplify())
+}
+
+func longestLiteral(t *syntax.Regexp) string {
+	switch t.Op {
+	case syntax.OpLiteral:
+		if t.Flags&syntax.FoldCase != 0 {
+			// The matcher folds ASCII only; a case-insensitive non-ASCII
+			// letter could match bytes the prefilter would not see.
+			for _, c := range t.Rune {
+				if c > 127 {
+					return ""
+				}
+			}
+		}
+		return string(t.Rune)
+	case syntax.OpCapture, syntax.OpPlus:
+		return longestLiteral(t.Sub[0])
+	case syntax.OpRepeat:
+		if t.Min >= 1 {
+			return longestLiteral(t.Sub[0])
+		}
+	case syntax.OpConcat:
+		best, run := "", ""
+		for _, s := range t.Sub {
+			if s.Op == syntax.OpLiteral {
+				if l := longestLiteral(s); l != "" {
+					run += l
+					continue
+				}
+			}
+			// Anything but usable literal text ends the run.
+			if len(run) > len(best) {
+				best = run
+			}
+			run = ""
+			if l := longestLiteral(s); len(l) > len(best) {
+				best = l
+			}
+		}
+		if len(run) > len(best) {
+			best = run
+		}
+		return best
+	}
+	return ""
+}
+
+// RuleNames lists the names of the rules in order: built-ins, custom rules,
+// then the obfuscation counters ("obfuscate-ip", ...) when obfuscation is on.
 func (r *Redactor) RuleNames() []string {
-	names := []string{rulePEM}
-	for _, rl := range r.rules {
-		names = append(names, rl.Name)
+	var names []string
+	for i, n := range r.names {
+		if !r.off[i] {
+			names = append(names, n)
+		}
+	}
+	if r.obf != nil {
+		for _, c := range r.obf.cats {
+			if c.on {
+				names = append(names, c.counter)
+			}
+		}
 	}
 	return names
 }
 
-const rulePEM = "pem-private-key"
-
-func builtinRules() []Rule {
-	return []Rule{
-		{
-			Name:  "authorization-header",
-			Re:    regexp.MustCompile(`(?i)(authorization\s*[:=]\s*"?(?:bearer|basic|token)?\s*)(?P<secret>[^\s",;]+)`),
-			Quick: nil,
-		},
-		{
-			Name: "bearer-token",
-			Re:   regexp.MustCompile(`(?i)(bearer\s+)(?P<secret>[A-Za-z0-9\-._~+/]{8,}=*)`),
-		},
-	}
-}
-
-var (
-	pemBegin = regexp.MustCompile(`-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY( BLOCK)?-----`)
-	pemEnd   = regexp.MustCompile(`-----END ([A-Z0-9 ]*)PRIVATE KEY( BLOCK)?-----`)
-)
-
 // Line redacts one line (without its newline) and adds what it removed to
-// counts. It does not handle multi-line blocks; use a Writer for streams.
+// counts. It has no memory of earlier lines, so it cannot see multi-line
+// secrets such as PEM blocks; use a Writer for streams.
 func (r *Redactor) Line(line []byte, counts map[string]int) []byte {
-	for i := range r.rules {
-		rl := &r.rules[i]
-		if rl.Quick != nil && !bytes.Contains(line, rl.Quick) {
-			continue
-		}
-		line = replaceAll(rl, line, counts)
+	var out bytes.Buffer
+	w := r.NewWriter(&out)
+	_, _ = w.Write(line)
+	_ = w.Close()
+	for k, v := range w.Counts() {
+		counts[k] += v
 	}
-	return line
-}
-
-func replaceAll(rl *Rule, line []byte, counts map[string]int) []byte {
-	idx := rl.Re.FindAllSubmatchIndex(line, -1)
-	if idx == nil {
-		return line
-	}
-	g := rl.Re.SubexpIndex("secret")
-	var out []byte
-	last := 0
-	for _, m := range idx {
-		s, e := m[0], m[1]
-		if g > 0 && m[2*g] >= 0 {
-			s, e = m[2*g], m[2*g+1]
-		}
-		if s < last || e <= s {
-			continue
-		}
-		out = append(out, line[last:s]...)
-		out = append(out, Marker...)
-		last = e
-		counts[rl.Name]++
-	}
-	if out == nil {
-		return line
-	}
-	return append(out, line[last:]...)
+	return out.Bytes()
 }
 
 // String redacts a short string (an error message, a command line) and
@@ -129,129 +356,23 @@ func (r *Redactor) String(s string) (string, map[string]int) {
 	return b.String(), w.Counts()
 }
 
-// Writer redacts a stream line by line on its way to an underlying writer.
-// Close must be called to flush the last partial line.
-type Writer struct {
-	r      *Redactor
-	dst    io.Writer
-	buf    []byte
-	inPEM  bool
-	mu     sync.Mutex
-	counts map[string]int
-	err    error
+// Mappings returns a copy of every obfuscation token this Redactor's
+// Writers produced, mapped to the original value. The supervisor writes
+// them beside the bundle, never inside it. Empty when obfuscation is off.
+func (r *Redactor) Mappings() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := make(map[string]string, len(r.mappings))
+	for k, v := range r.mappings {
+		m[k] = v
+	}
+	return m
 }
 
-// NewWriter returns a Writer that writes redacted bytes to dst.
-func (r *Redactor) NewWriter(dst io.Writer) *Writer {
-	return &Writer{r: r, dst: dst, counts: map[string]int{}}
-}
-
-// Write buffers p and writes every complete line, redacted.
-func (w *Writer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		return 0, w.err
-	}
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			room := MaxLine - len(w.buf)
-			if len(p) < room {
-				w.buf = append(w.buf, p...)
-				break
-			}
-			w.buf = append(w.buf, p[:room]...)
-			p = p[room:]
-			if err := w.emit(false); err != nil {
-				return n - len(p), err
-			}
-			continue
-		}
-		w.buf = append(w.buf, p[:i]...)
-		p = p[i+1:]
-		if err := w.emit(true); err != nil {
-			return n - len(p), err
-		}
-	}
-	return n, nil
-}
-
-// emit redacts and writes the buffered line; nl says whether it ended in a
-// newline (a line cut at MaxLine does not).
-func (w *Writer) emit(nl bool) error {
-	line := w.buf
-	var out []byte
-	switch {
-	case w.inPEM:
-		if loc := pemEnd.FindIndex(line); loc != nil {
-			w.inPEM = false
-			out = append(out, Marker...)
-			out = append(out, line[loc[0]:]...)
-		} else if !nl {
-			// a very long line inside a PEM block: drop it.
-		}
-	default:
-		if loc := pemBegin.FindIndex(line); loc != nil {
-			w.counts[rulePEM]++
-			head := w.r.Line(append([]byte(nil), line[:loc[1]]...), w.counts)
-			rest := line[loc[1]:]
-			if end := pemEnd.FindIndex(rest); end != nil {
-				// single-line block ("\n" written as literal \n in JSON)
-				out = append(head, Marker...)
-				out = append(out, rest[end[0]:]...)
-			} else {
-				w.inPEM = true
-				out = head
-			}
-		} else {
-			out = w.r.Line(line, w.counts)
-		}
-	}
-	if nl && !(w.inPEM && out == nil) {
-		out = append(out, '\n')
-	}
-	w.buf = w.buf[:0]
-	if len(out) == 0 {
-		return nil
-	}
-	if _, err := w.dst.Write(out); err != nil {
-		w.err = err
-		return err
-	}
-	return nil
-}
-
-// Close writes the last partial line, if any.
-func (w *Writer) Close() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		return w.err
-	}
-	if len(w.buf) > 0 {
-		return w.emit(false)
-	}
-	if w.inPEM {
-		// An unterminated key block: the key lines were dropped; say so.
-		if _, err := w.dst.Write([]byte(Marker + "\n")); err != nil {
-			return err
-		}
-		w.inPEM = false
-	}
-	return nil
-}
-
-// Counts returns a copy of the per-rule counts so far.
-func (w *Writer) Counts() map[string]int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	c := make(map[string]int, len(w.counts))
-	for k, v := range w.counts {
-		c[k] = v
-	}
-	return c
+func (r *Redactor) addMapping(token, orig string) {
+	r.mu.Lock()
+	r.mappings[token] = orig
+	r.mu.Unlock()
 }
 
 // SortedNames returns the keys of a count map in order, for stable output.

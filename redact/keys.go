@@ -1,0 +1,152 @@
+package redact
+
+import "bytes"
+
+// Deciding whether a key names a secret. The key is normalised (lower case,
+// separators '-', '_', '.' and spaces removed) so DB_PASSWORD, dbPassword,
+// db-password and "db.password" are one key, then:
+//   - it must contain a secret stem (password, secret, token, ...);
+//   - it must not end in a word that makes it metadata about a secret rather
+//     than the secret itself: secretName, tokenFile, passwordRef,
+//     tokenExpirationSeconds, token_type. Those values are what a support
+//     engineer needs (which secret, which file) and carry nothing secret;
+//   - plurals "tokens"/"secrets" are lists or counts ("max_tokens=5",
+//     "secrets: [...]"), not secrets.
+
+// secretStems are the words whose presence makes a key secret.
+var secretStems = []string{
+	"password", "passwd", "passphrase", "secret", "token", "credential",
+	"apikey", "privatekey",
+}
+
+// metaSuffixes end keys that describe a secret without holding it.
+var metaSuffixes = []string{
+	"name", "names", "namespace", "ref", "refs", "reference", "file", "files",
+	"filename", "path", "paths", "dir", "directory", "location",
+	"expiration", "expirationseconds", "expiry", "expires", "expiresin",
+	"expiresat", "seconds", "ttl", "duration", "timeout", "interval",
+	"period", "type", "types", "kind", "length", "count", "size", "url",
+	"uri", "endpoint", "audience", "audiences", "mode", "policy", "format",
+	"enabled", "enable", "disabled", "required", "source", "provider",
+	"stdin", "version", "generation", "selector", "store", "tokens",
+	"secrets", "cacerthash",
+}
+
+// codeExtensions: a key like "token.go" is a source file in a goroutine
+// frame or a compiler message ("token.go:123"), not a field.
+var codeExtensions = []string{
+	"go", "c", "h", "cc", "cpp", "py", "rs", "java", "js", "ts", "sh", "rb",
+}
+
+// kubeconfigKeys are the secret fields of a kubeconfig's user entry
+// (including auth-provider config), matched exactly so their count is
+// reported under the kubeconfig rule.
+var kubeconfigKeys = []string{
+	"token", "password", "id-token", "refresh-token", "access-token",
+	"client-secret", "client-key-data",
+}
+
+// keyForm says how a key was written, which decides the rule that claims it.
+type keyForm uint8
+
+const (
+	formField  keyForm = iota // "key": "value", Key:value, key = value (INI)
+	formYAML                  // key: value starting a line, as in a kubeconfig
+	formAssign                // key=value
+	formFlag                  // --key=value, --key value
+)
+
+// normKey lowercases key and drops separators into buf. Over-long keys keep
+// their tail, where the deciding words are.
+func normKey(key []byte, buf *[96]byte) []byte {
+	n := 0
+	for _, b := range key {
+		switch b {
+		case '-', '_', '.', ' ':
+			continue
+		}
+		if n == len(buf) {
+			copy(buf[:], buf[len(buf)/2:])
+			n = len(buf) / 2
+		}
+		buf[n] = fold(b)
+		n++
+	}
+	return buf[:n]
+}
+
+func hasSuffixStr(b []byte, s string) bool {
+	return len(b) >= len(s) && string(b[len(b)-len(s):]) == s
+}
+
+func containsStr(b []byte, s string) bool {
+	return bytes.Contains(b, []byte(s))
+}
+
+// classifyKey returns the rule that redacts the value of key, or -1. key is
+// the key as written, without leading dashes or quotes.
+func (r *Redactor) classifyKey(key []byte, form keyForm) int32 {
+	if len(key) == 0 {
+		return -1
+	}
+	var buf [96]byte
+	n := normKey(key, &buf)
+	if id, ok := r.keys[string(n)]; ok {
+		return id
+	}
+	if string(n) == "clientkeydata" {
+		return ruleKubeconfig
+	}
+	if string(n) == "auth" && (form == formField || form == formYAML) {
+		// Docker/containerd registry config: "auth" is base64(user:pass).
+		return ruleField
+	}
+	if hasSuffixStr(n, "accountkey") || hasSuffixStr(n, "sharedaccesskey") {
+		return ruleAzureKey
+	}
+	stem := false
+	for _, s := range secretStems {
+		if containsStr(n, s) {
+			stem = true
+			break
+		}
+	}
+	if !stem {
+		return -1
+	}
+	for _, s := range metaSuffixes {
+		if hasSuffixStr(n, s) {
+			return -1
+		}
+	}
+	if dot := bytes.LastIndexByte(key, '.'); dot >= 0 {
+		ext := key[dot+1:]
+		for _, e := range codeExtensions {
+			if foldEq(ext, e) {
+				return -1
+			}
+		}
+	}
+	switch {
+	case containsStr(n, "secretaccesskey"), containsStr(n, "aws") && containsStr(n, "sessiontoken"):
+		return ruleAWSSecret
+	case foldEq(key, "private_key"), foldEq(key, "private_key_id"):
+		// The field names of a GCP service-account key file.
+		return ruleGCPKey
+	case form == formFlag:
+		return ruleCLIFlag
+	case form == formAssign && string(key) == "secret":
+		// Lower-case secret= is the ceph/rbd mount option.
+		return ruleMountSecret
+	case form == formAssign:
+		return ruleAssignment
+	}
+	if form == formYAML {
+		for _, k := range kubeconfigKeys {
+			if foldEq(key, k) {
+				return ruleKubeconfig
+			}
+		}
+	}
+	return ruleField
+}

@@ -1,0 +1,136 @@
+package redact
+
+// matcher finds every occurrence of a set of keywords in one pass over a
+// line, with ASCII letters folded to lower case (an Aho-Corasick automaton
+// compiled to a DFA). Almost every line a collector writes contains none of
+// the words that introduce a secret, so one table-driven pass that proves it
+// is what keeps the redactor fast; the rules only look at the places the
+// matcher points to.
+type matcher struct {
+	// class maps a byte to its column in next; bytes that occur in no
+	// keyword share column 0, which keeps the table small enough for L1.
+	class  [256]uint8
+	nclass uint32
+	// next[state+class] is the next state, already multiplied by nclass so
+	// the scan loop needs no multiply; hitFlag marks states that end a
+	// keyword.
+	next []uint32
+	// hits[state/nclass] lists the keywords (indexes into the words the
+	// matcher was built from) that end in that state.
+	hits [][]int32
+}
+
+const hitFlag = 1 << 31
+
+// event is one keyword occurrence: the keyword's index and the offset just
+// past its last byte.
+type event struct {
+	kw  int32
+	end int
+}
+
+func fold(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
+}
+
+// newMatcher builds the automaton. Empty words are ignored.
+func newMatcher(words [][]byte) *matcher {
+	m := &matcher{}
+	// Columns: one per distinct folded byte used by a keyword.
+	var col [256]uint8
+	n := uint8(0)
+	for _, w := range words {
+		for _, b := range w {
+			f := fold(b)
+			if col[f] == 0 {
+				n++
+				col[f] = n
+			}
+		}
+	}
+	for b := 0; b < 256; b++ {
+		m.class[b] = col[fold(byte(b))]
+	}
+	m.nclass = uint32(n) + 1
+
+	// Trie over columns.
+	type node struct {
+		child map[uint8]int32
+		fail  int32
+		out   []int32
+	}
+	nodes := []node{{child: map[uint8]int32{}}}
+	for i, w := range words {
+		if len(w) == 0 {
+			continue
+		}
+		s := int32(0)
+		for _, b := range w {
+			c := m.class[b]
+			nx, ok := nodes[s].child[c]
+			if !ok {
+				nx = int32(len(nodes))
+				nodes = append(nodes, node{child: map[uint8]int32{}})
+				nodes[s].child[c] = nx
+			}
+			s = nx
+		}
+		nodes[s].out = append(nodes[s].out, int32(i))
+	}
+
+	// Breadth-first: failure links, inherited outputs and the full
+	// transition table (missing edges follow the failure link).
+	nc := m.nclass
+	m.next = make([]uint32, uint32(len(nodes))*nc)
+	m.hits = make([][]int32, len(nodes))
+	queue := []int32{0}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		if s != 0 {
+			f := nodes[s].fail
+			nodes[s].out = append(nodes[s].out, nodes[f].out...)
+		}
+		m.hits[s] = nodes[s].out
+		for c := uint32(0); c < nc; c++ {
+			var t int32
+			if nx, ok := nodes[s].child[uint8(c)]; ok {
+				t = nx
+				if s != 0 {
+					nodes[nx].fail = int32(m.next[uint32(nodes[s].fail)*nc+c] &^ hitFlag / nc)
+				}
+				queue = append(queue, nx)
+			} else if s != 0 {
+				t = int32(m.next[uint32(nodes[s].fail)*nc+c] &^ hitFlag / nc)
+			}
+			m.next[uint32(s)*nc+c] = uint32(t) * nc
+		}
+	}
+	// Mark states with outputs. Done after the table is complete because
+	// a state's outputs are only final once its failure chain is.
+	for i := range m.next {
+		if len(m.hits[m.next[i]/nc]) > 0 {
+			m.next[i] |= hitFlag
+		}
+	}
+	return m
+}
+
+// scan appends every keyword occurrence in line to ev.
+func (m *matcher) scan(line []byte, ev []event) []event {
+	next, class := m.next, &m.class
+	s := uint32(0)
+	for i, b := range line {
+		s = next[s+uint32(class[b])]
+		if s&hitFlag != 0 {
+			s &^= hitFlag
+			for _, k := range m.hits[s/m.nclass] {
+				ev = append(ev, event{kw: k, end: i + 1})
+			}
+		}
+	}
+	return ev
+}

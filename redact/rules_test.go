@@ -1,0 +1,267 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/base64"
+	"strings"
+	"testing"
+)
+
+// ruleCase is one input to one rule: want is the exact output, n how many
+// times the rule fires. A negative case has want == in and n == 0.
+type ruleCase struct {
+	rule string
+	in   string
+	want string
+	n    int
+}
+
+// pos and neg keep the tables readable.
+func pos(rule, in, want string, n int) ruleCase { return ruleCase{rule, in, want, n} }
+func neg(rule, in string) ruleCase              { return ruleCase{rule, in, in, 0} }
+
+// keyBody is 64-column base64 like a real key's body.
+const keyBody = "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM2dDRDb0xEJDMgUw5SgZ6lOQO2m7h\n" +
+	"ZkhXWr5ZRrGkUvGvY8m0sdqXzjJ6s0lYwqUHvXvC8Yq1Ez0T7yL1p5Q2Wm7n3Kx9\n" +
+	"a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0u1V2w3X4y5Z6A7B8C9D0E1F2\n"
+
+func pemBlock(kind string) string {
+	return "-----BEGIN " + kind + "-----\n" + keyBody + "-----END " + kind + "-----\n"
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// wrap76 wraps base64 the way base64(1) does.
+func wrap76(s string) string {
+	var b strings.Builder
+	for len(s) > 76 {
+		b.WriteString(s[:76] + "\n")
+		s = s[76:]
+	}
+	b.WriteString(s + "\n")
+	return b.String()
+}
+
+func ruleCases() []ruleCase {
+	jwt := "eyJhbGciOiJSUzI1NiIsImtpZCI6Ik1qQTJPVEUifQ.eyJpc3MiOiJrdWJlcm5ldGVzL3NlcnZpY2VhY2NvdW50In0.dGhpcy1pcy1hLXNpZ25hdHVyZS1vZi1zb3J0cw"
+	rsaB64 := b64(pemBlock("RSA PRIVATE KEY"))
+	certB64 := b64("-----BEGIN CERTIFICATE-----\nMIIC5zCCAc+gAwIBAgIBATANBgkqhkiG9w0BAQsFADAVMRMwEQYDVQQDEwptaW5p\n-----END CERTIFICATE-----\n")
+	return []ruleCase{
+		// authorization-header
+		pos("authorization-header", "Authorization: Bearer abcdef0123456789", "Authorization: Bearer [REDACTED]", 1),
+		pos("authorization-header", `curl -H "Authorization: Basic dXNlcjpwYXNzd29yZA==" https://x`, `curl -H "Authorization: Basic [REDACTED]" https://x`, 1),
+		pos("authorization-header", `curl -H 'authorization: token ghp_abc123def456' https://x`, `curl -H 'authorization: token [REDACTED]' https://x`, 1),
+		pos("authorization-header", `headers=map[Authorization:[Bearer s3cr3t-t0k3n] Accept:[*/*]]`, `headers=map[Authorization:[Bearer [REDACTED]] Accept:[*/*]]`, 1),
+		pos("authorization-header", `{"Authorization": "Digest username=\"bob\", response=\"6629fae4\"", "x": 1}`, `{"Authorization": "Digest [REDACTED]", "x": 1}`, 1),
+		pos("authorization-header", `Proxy-Authorization: Basic Ym9iOnNlY3JldA==`, `Proxy-Authorization: Basic [REDACTED]`, 1),
+		neg("authorization-header", "--authorization-mode=Webhook --authorization-webhook-cache-authorized-ttl=5m"),
+		neg("authorization-header", `"authorization":{"mode":"Webhook","webhook":{"cacheAuthorizedTTL":"5m0s"}}`),
+		neg("authorization-header", "authorization failed for user system:node:worker-1"),
+		neg("authorization-header", "Authorization: Bearer [REDACTED]"),
+
+		// bearer-token
+		pos("bearer-token", "using Bearer 8f14e45fceea167a5a36dedd4bea2543 for the request", "using Bearer [REDACTED] for the request", 1),
+		neg("bearer-token", `err="invalid bearer token, square/go-jose: error in cryptographic primitive"`),
+		neg("bearer-token", "falling back to bearer authentication"),
+		neg("bearer-token", "--bearer-token-file=/var/run/secrets/token"),
+
+		// jwt
+		pos("jwt", "token is "+jwt+" ok", "token is [REDACTED] ok", 1),
+		pos("jwt", `{"status":{"value":"`+jwt+`"}}`, `{"status":{"value":"[REDACTED]"}}`, 1),
+		neg("jwt", "eyJhbGciOiJSUzI1NiJ9 alone is only a header"),
+
+		// pem-private-key
+		pos("pem-private-key", pemBlock("RSA PRIVATE KEY"), "-----BEGIN RSA PRIVATE KEY-----\n[REDACTED]\n-----END RSA PRIVATE KEY-----\n", 1),
+		pos("pem-private-key", pemBlock("EC PRIVATE KEY"), "-----BEGIN EC PRIVATE KEY-----\n[REDACTED]\n-----END EC PRIVATE KEY-----\n", 1),
+		pos("pem-private-key", pemBlock("OPENSSH PRIVATE KEY"), "-----BEGIN OPENSSH PRIVATE KEY-----\n[REDACTED]\n-----END OPENSSH PRIVATE KEY-----\n", 1),
+		pos("pem-private-key", "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00112233\n\n"+keyBody+"-----END RSA PRIVATE KEY-----\n",
+			"-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00112233\n\n[REDACTED]\n-----END RSA PRIVATE KEY-----\n", 1),
+		pos("pem-private-key", "tls.key: |\n    "+strings.ReplaceAll(pemBlock("PRIVATE KEY"), "\n", "\n    ")+"x: 1\n",
+			"tls.key: |\n    -----BEGIN PRIVATE KEY-----\n    [REDACTED]\n    -----END PRIVATE KEY-----\n    x: 1\n", 1),
+		pos("pem-private-key", `{"key":"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----\n","cert":"-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n"}`,
+			`{"key":"-----BEGIN PRIVATE KEY-----[REDACTED]-----END PRIVATE KEY-----\n","cert":"-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n"}`, 1),
+		pos("pem-private-key", "  ca.key: "+rsaB64+"\n", "  ca.key: [REDACTED]\n", 1),
+		pos("pem-private-key", wrap76(rsaB64)+"done\n", "[REDACTED]\ndone\n", 1),
+		neg("pem-private-key", "-----BEGIN CERTIFICATE-----\nMIIC5zCCAc+gAwIBAgIBATANBgkqhkiG9w0BAQsFADAVMRMwEQYDVQQDEwptaW5p\n-----END CERTIFICATE-----\n"),
+		neg("pem-private-key", "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n-----END PUBLIC KEY-----\n"),
+		neg("pem-private-key", "    client-certificate-data: "+certB64+"\n"),
+		// A log line that only names the armour must not eat what follows.
+		neg("pem-private-key", "error: expected -----BEGIN RSA PRIVATE KEY----- header\nI0101 12:00:00.000000 next line stays\n"),
+		// Re-redacting a redacted key changes and counts nothing.
+		neg("pem-private-key", "-----BEGIN RSA PRIVATE KEY-----\n[REDACTED]\n-----END RSA PRIVATE KEY-----\n"),
+
+		// kubeconfig-secret
+		pos("kubeconfig-secret", "    token: 0123456789abcdef0123456789abcdef\n", "    token: [REDACTED]\n", 1),
+		pos("kubeconfig-secret", "    client-key-data: "+rsaB64+"\n", "    client-key-data: [REDACTED]\n", 1),
+		pos("kubeconfig-secret", "    password: 'hunter2 with spaces'\n", "    password: '[REDACTED]'\n", 1),
+		pos("kubeconfig-secret", "        id-token: abc.def\n        refresh-token: xyz123\n", "        id-token: [REDACTED]\n        refresh-token: [REDACTED]\n", 2),
+		pos("kubeconfig-secret", "# password: changeme\n", "# password: [REDACTED]\n", 1),
+		neg("kubeconfig-secret", "    client-certificate-data: "+certB64+"\n"),
+		neg("kubeconfig-secret", "    client-key: /var/lib/kubelet/pki/kubelet-client-current.pem\n    tokenFile: /var/run/secrets/token\n"),
+		neg("kubeconfig-secret", "    token: [REDACTED]\n"),
+
+		// ceph-key
+		pos("ceph-key", "[client.admin]\n\tkey = AQBvaBFZAAAAABAA6Nd5HhMJaNUmtVJ9p6Ad5Q==\n", "[client.admin]\n\tkey = [REDACTED]\n", 1),
+		pos("ceph-key", `ceph auth get-key client.k8s: "AQD5vMFbAAAAABAAPSHbbcrBX6S8pj4xWKk7Dg=="`, `ceph auth get-key client.k8s: "[REDACTED]"`, 1),
+		neg("ceph-key", "type: Opaque\naqua AQUEOUS AQ=="),
+
+		// mount-secret-option
+		pos("mount-secret-option", "mount -t ceph 10.0.0.1:6789:/ /mnt -o name=admin,secret=plainsecret,mds_namespace=x",
+			"mount -t ceph 10.0.0.1:6789:/ /mnt -o name=admin,secret=[REDACTED],mds_namespace=x", 1),
+		neg("mount-secret-option", "mount -t ceph 10.0.0.1:6789:/ /mnt -o name=admin,secretfile=/etc/ceph/admin.secret"),
+		neg("mount-secret-option", "1520 30 0:58 / /mnt/cephfs rw,relatime shared:512 - ceph 10.0.0.1:6789:/ rw,name=admin,secret=<hidden>,acl"),
+
+		// aws
+		pos("aws-access-key-id", "aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "aws_access_key_id = [REDACTED]", 1),
+		pos("aws-access-key-id", `"AccessKeyId": "ASIAY34FZKBOKMUTVV7A"`, `"AccessKeyId": "[REDACTED]"`, 1),
+		neg("aws-access-key-id", "timezone Asia/Tokyo; AKIA is a prefix; AKIAIOSFODNN7EXAMPLEX"),
+		pos("aws-secret-key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_access_key = [REDACTED]", 1),
+		pos("aws-secret-key", "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "export AWS_SECRET_ACCESS_KEY=[REDACTED]", 1),
+		pos("aws-secret-key", `"SecretAccessKey": "wJalrXUtnFEMI/K7MDENG", "Expiration": "2024-01-01T00:00:00Z"`, `"SecretAccessKey": "[REDACTED]", "Expiration": "2024-01-01T00:00:00Z"`, 1),
+
+		neg("aws-secret-key", "AWS_SECRET_ACCESS_KEY_FILE=/run/secrets/aws AWS_REGION=eu-west-1"),
+
+		// azure
+		pos("azure-storage-key", "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;EndpointSuffix=core.windows.net",
+			"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=[REDACTED];EndpointSuffix=core.windows.net", 1),
+		neg("azure-storage-key", "AccountName=acct;EndpointSuffix=core.windows.net storageAccountKeyRef: x"),
+		pos("azure-sas-signature", "https://acct.blob.core.windows.net/c/b?sv=2020-08-04&ss=b&sp=r&sig=abc%2Bdef%3D&se=2024-01-01",
+			"https://acct.blob.core.windows.net/c/b?sv=2020-08-04&ss=b&sp=r&sig=[REDACTED]&se=2024-01-01", 1),
+		neg("azure-sas-signature", "kill -s sig=9 is not a url parameter; design=x"),
+
+		// gcp
+		pos("gcp-private-key", `  "private_key_id": "3f5e0c5ab4b1d8c0f27d1e7b7a7c4d5e6f708192",`, `  "private_key_id": "[REDACTED]",`, 1),
+		neg("gcp-private-key", `  "client_email": "sa@proj.iam.gserviceaccount.com", "private_key_file": "/etc/gcp/key.json",`),
+
+		// url-credentials
+		pos("url-credentials", "HTTPS_PROXY=http://proxyuser:pr0xyP4ss@proxy.corp:3128", "HTTPS_PROXY=http://proxyuser:[REDACTED]@proxy.corp:3128", 1),
+		pos("url-credentials", "redis://:s3cret@redis:6379/0", "redis://:[REDACTED]@redis:6379/0", 1),
+		pos("url-credentials", "git clone https://bob:p@ss@git.corp/repo.git", "git clone https://bob:[REDACTED]@git.corp/repo.git", 1),
+		neg("url-credentials", "https://127.0.0.1:10250/debug/pprof/goroutine?debug=2 ssh://git@github.com/x unix:///run/containerd/containerd.sock"),
+
+		// cli-secret-flag
+		pos("cli-secret-flag", "kubelet --token=abc123 --password s3cretpw --token-file=/x", "kubelet --token=[REDACTED] --password [REDACTED] --token-file=/x", 2),
+		pos("cli-secret-flag", "kubeadm\x00join\x0010.0.0.1:6443\x00--token\x00abcdef.0123456789abcdef\x00--discovery-token-ca-cert-hash\x00sha256:1234",
+			"kubeadm\x00join\x0010.0.0.1:6443\x00--token\x00[REDACTED]\x00--discovery-token-ca-cert-hash\x00sha256:1234", 1),
+		pos("cli-secret-flag", "csi-driver --client-secret=abc --secret xyz", "csi-driver --client-secret=[REDACTED] --secret [REDACTED]", 2),
+		neg("cli-secret-flag", "docker login --password-stdin -u bob registry.io"),
+		neg("cli-secret-flag", "kube-apiserver --service-account-key-file=/etc/k/sa.pub --token-auth-file=/etc/k/tokens.csv --secret-name=x --enable-bootstrap-token-auth=true"),
+
+		// secret-assignment
+		pos("secret-assignment", `level=info msg="login" password=hunter2 user=bob`, `level=info msg="login" password=[REDACTED] user=bob`, 1),
+		pos("secret-assignment", `DB_PASSWORD="two words" API_KEY=k-123 X=1`, `DB_PASSWORD="[REDACTED]" API_KEY=[REDACTED] X=1`, 2),
+		pos("secret-assignment", "GET /v1/objects?access_token=ya29.a0AfH6SMB&page=2", "GET /v1/objects?access_token=[REDACTED]&page=2", 1),
+		pos("secret-assignment", `Environment="REGISTRY_PASSWORD=pa55"`, `Environment="REGISTRY_PASSWORD=[REDACTED]"`, 1),
+		neg("secret-assignment", "max_tokens=5 PASSWORD_FILE=/run/pw TOKEN_TTL=3600 token_type=Bearer enabled=true"),
+		neg("secret-assignment", "if token == expected {"),
+
+		// secret-field
+		pos("secret-field", `{"apiKey": "k-8f14e45f", "user": "bob", "db": {"password": "x\"y"}}`, `{"apiKey": "[REDACTED]", "user": "bob", "db": {"password": "[REDACTED]"}}`, 2),
+		pos("secret-field", `"{\"clientSecret\":\"abc\",\"id\":1}"`, `"{\"clientSecret\":\"[REDACTED]\",\"id\":1}"`, 1),
+		pos("secret-field", "&Config{Host:https://10.0.0.1:6443, BearerToken:abc123secret, Password:pw}", "&Config{Host:https://10.0.0.1:6443, BearerToken:[REDACTED], Password:[REDACTED]}", 2),
+		pos("secret-field", `{"auths":{"registry.io":{"auth":"dXNlcjpwYXNz","identitytoken":"xyz"}}}`, `{"auths":{"registry.io":{"auth":"[REDACTED]","identitytoken":"[REDACTED]"}}}`, 2),
+		pos("secret-field", "X-Auth-Token: 0123456789abcdef\n", "X-Auth-Token: [REDACTED]\n", 1),
+		pos("secret-field", "db:\n  admin_password: |\n    line one\n    line two\n  host: x\n", "db:\n  admin_password: |\n    [REDACTED]\n  host: x\n", 1),
+		pos("secret-field", "[default]\nsecret_key = abc def\n", "[default]\nsecret_key = [REDACTED]\n", 1),
+		neg("secret-field", "secretName: my-secret\nsecretRef:\n  name: x\ntokenExpirationSeconds: 3600\nautomountServiceAccountToken: false\n"),
+		neg("secret-field", "error validating token: expired; the password: check failed"),
+		neg("secret-field", `{"serviceAccountToken":{"expirationSeconds":3607,"path":"token"},"secret":{"secretName":"x"}}`),
+		neg("secret-field", "image: registry.corp/secret-app:v1.2 token.go:123 +0x1a"),
+
+		// env-secret
+		pos("env-secret", `"env":[{"name":"DB_PASSWORD","value":"hunter2"},{"name":"HOME","value":"/root"}]`, `"env":[{"name":"DB_PASSWORD","value":"[REDACTED]"},{"name":"HOME","value":"/root"}]`, 1),
+		pos("env-secret", "env:\n- name: DB_PASSWORD\n  value: hunter2\n- name: X\n  value: y\n", "env:\n- name: DB_PASSWORD\n  value: [REDACTED]\n- name: X\n  value: y\n", 1),
+		pos("env-secret", "Env:[]EnvVar{EnvVar{Name:API_TOKEN,Value:t0k3n,ValueFrom:nil,},}", "Env:[]EnvVar{EnvVar{Name:API_TOKEN,Value:[REDACTED],ValueFrom:nil,},}", 1),
+		neg("env-secret", `{"name":"TOKEN_FILE","value":"/var/run/t"},{"name":"my-secret-vol","secret":{"secretName":"s"}}`),
+		neg("env-secret", "- name: default-token-x9z2q\n  secret:\n    secretName: default-token-x9z2q\n"),
+
+		// k8s-secret-data
+		pos("k8s-secret-data", "apiVersion: v1\ndata:\n  password: aHVudGVyMg==\n  username: YWRtaW4=\nkind: Secret\nmetadata:\n  name: db\n",
+			"apiVersion: v1\ndata:\n  password: [REDACTED]\n  username: [REDACTED]\nkind: Secret\nmetadata:\n  name: db\n", 2),
+		pos("k8s-secret-data", "kind: Secret\nstringData:\n  config.yaml: |\n    user: a\n    pass: b\n  plain: text\ntype: Opaque\n",
+			"kind: Secret\nstringData:\n  config.yaml: |\n    [REDACTED]\n  plain: [REDACTED]\ntype: Opaque\n", 2),
+		pos("k8s-secret-data", "items:\n- apiVersion: v1\n  data:\n    .dockerconfigjson: eyJhdXRocyI6e319\n  kind: Secret\n",
+			"items:\n- apiVersion: v1\n  data:\n    .dockerconfigjson: [REDACTED]\n  kind: Secret\n", 1),
+		pos("k8s-secret-data", `"kubectl.kubernetes.io/last-applied-configuration":"{\"apiVersion\":\"v1\",\"data\":{\"token\":\"aHVudGVyMg==\"},\"kind\":\"Secret\"}"`,
+			`"kubectl.kubernetes.io/last-applied-configuration":"{\"apiVersion\":\"v1\",\"data\":{\"token\":\"[REDACTED]\"},\"kind\":\"Secret\"}"`, 1),
+		pos("k8s-secret-data", "{\n  \"data\": {\n    \"tls.crt\": \"Y2VydA==\",\n    \"tls.key\": \"a2V5\"\n  },\n  \"kind\": \"Secret\"\n}\n",
+			"{\n  \"data\": {\n    \"tls.crt\": \"[REDACTED]\",\n    \"tls.key\": \"[REDACTED]\"\n  },\n  \"kind\": \"Secret\"\n}\n", 2),
+		neg("k8s-secret-data", "apiVersion: v1\nkind: ConfigMap\ndata:\n  mode: aGVsbG8=\n  config: |\n    a: b\n"),
+		neg("k8s-secret-data", `{"apiVersion":"v1","data":{"mode":"aGVsbG8="},"kind":"ConfigMap"}`),
+		neg("k8s-secret-data", "metadata:\n  name: x\nspec:\n  data: plain\n"),
+	}
+}
+
+func TestRules(t *testing.T) {
+	r := Default()
+	for _, tc := range ruleCases() {
+		got, counts := r.String(tc.in)
+		if got != tc.want {
+			t.Errorf("%s: %q\n got %q\nwant %q", tc.rule, tc.in, got, tc.want)
+			continue
+		}
+		if counts[tc.rule] != tc.n {
+			t.Errorf("%s: %q: counted %d, want %d (all counts %v)", tc.rule, tc.in, counts[tc.rule], tc.n, counts)
+		}
+		total := 0
+		for _, n := range counts {
+			total += n
+		}
+		if total != tc.n {
+			t.Errorf("%s: %q: other rules fired too: %v", tc.rule, tc.in, counts)
+		}
+		// Redacting again changes nothing and counts nothing: the manifest
+		// of a re-redacted bundle must not claim new secrets.
+		again, c2 := r.String(got)
+		if again != got || len(c2) != 0 {
+			t.Errorf("%s: not idempotent on %q: %q %v", tc.rule, got, again, c2)
+		}
+	}
+}
+
+// TestEveryRuleTested keeps the table honest: every built-in rule has at
+// least one positive and one negative case.
+func TestEveryRuleTested(t *testing.T) {
+	p, n := map[string]bool{}, map[string]bool{}
+	for _, tc := range ruleCases() {
+		if tc.n > 0 {
+			p[tc.rule] = true
+		} else {
+			n[tc.rule] = true
+		}
+	}
+	for _, name := range BuiltinRuleNames() {
+		if !p[name] {
+			t.Errorf("rule %s has no positive case", name)
+		}
+		if !n[name] {
+			t.Errorf("rule %s has no negative case", name)
+		}
+	}
+}
+
+// TestChunking: how the input is split into Write calls must not change the
+// output (collectors write in whatever pieces they read).
+func TestChunking(t *testing.T) {
+	r := Default()
+	for _, tc := range ruleCases() {
+		for _, size := range []int{1, 2, 3, 7, 64} {
+			var out bytes.Buffer
+			w := r.NewWriter(&out)
+			in := []byte(tc.in)
+			for len(in) > 0 {
+				n := min(size, len(in))
+				if _, err := w.Write(in[:n]); err != nil {
+					t.Fatal(err)
+				}
+				in = in[n:]
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tc.want {
+				t.Errorf("%s in %d-byte writes: got %q, want %q", tc.rule, size, out.String(), tc.want)
+			}
+		}
+	}
+}
