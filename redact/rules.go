@@ -90,6 +90,14 @@ func (p *pass) keyValue(ks, ke int) {
 		default:
 			return // "validating token: expired" is prose
 		}
+	case dashes > 0 && quoted && j < len(line) && line[j] == ',':
+		// ["--token", "value"]: a command line kept as a JSON or YAML list.
+		vs = skipSpace(line, j+1)
+		if vs+1 >= len(line) || line[vs] != line[qs] || line[vs+1] == '-' {
+			return
+		}
+		form = formFlag
+		sep = ' '
 	case dashes > 0 && (spacedBefore || i < len(line) && line[i] == 0):
 		// --flag value, the arguments separated by spaces or, in a raw
 		// /proc/<pid>/cmdline, by NULs.
