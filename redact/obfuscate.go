@@ -250,8 +250,9 @@ func (p *pass) obfScan() {
 
 // scanIPv4 finds dotted quads. To stay off version numbers and device
 // numbers it wants exactly four parts of 0-255 without leading zeros, not
-// preceded by a letter (v1.28.3.4, go1.21.0.1) or digits/dots (longer
-// dotted numbers such as OIDs), not followed by more of the same.
+// preceded by a letter (v1.28.3.4, go1.21.0.1), by digits/dots (longer
+// dotted numbers such as OIDs) or by the word "version", and not followed
+// by more of the same.
 // Addresses that identify nothing are left: 0.0.0.0/8, loopback, link-local
 // (169.254.169.254 is every cloud's metadata server), multicast, broadcast.
 func (p *pass) scanIPv4() {
@@ -279,11 +280,20 @@ func (p *pass) scanIPv4() {
 			continue
 		}
 		i = e
-		if a == 0 || a == 127 || a >= 224 || a == 169 && b == 254 {
+		if a == 0 || a == 127 || a >= 224 || a == 169 && b == 254 || versionBefore(line, s) {
 			continue
 		}
 		p.obf(s, e, catIP, line[s:e])
 	}
+}
+
+// versionBefore reports whether the word "version" shortly precedes s
+// ("version 1.28.3.4", "gitVersion":"1.2.3.4"): four-part versions look
+// exactly like addresses otherwise.
+func versionBefore(line []byte, s int) bool {
+	lo := max(0, s-24)
+	var buf [24]byte
+	return bytes.Contains(lowerInto(line[lo:s], buf[:]), []byte("version"))
 }
 
 // dotted4 parses a.b.c.d at line[s:], returning its end and first two
