@@ -179,4 +179,3 @@ func TestObfuscationOptionsErrors(t *testing.T) {
 		t.Errorf("NewKey: %v %d", err, len(k))
 	}
 }
-
