@@ -137,17 +137,17 @@ func (w *Writer) Write(p []byte) (int, error) {
 			look = look[:room+1]
 		}
 		if i := bytes.IndexByte(look, '\n'); i >= 0 {
-			w.buf = append(w.buf, p[:i]...)
+			w.appendBuf(p[:i])
 			p = p[i+1:]
 			w.piece(w.buf, true)
 			w.buf = w.buf[:0]
 		} else if len(p) <= room {
-			w.buf = append(w.buf, p...)
+			w.appendBuf(p)
 			p = nil
 		} else {
 			// The line is longer than maxLine: redact a piece of it now,
 			// cut where no secret is likely to straddle the cut.
-			w.buf = append(w.buf, p[:room]...)
+			w.appendBuf(p[:room])
 			p = p[room:]
 			c := cutPoint(w.buf)
 			w.piece(w.buf[:c], false)
@@ -161,6 +161,19 @@ func (w *Writer) Write(p []byte) (int, error) {
 		return n, err
 	}
 	return n, nil
+}
+
+// appendBuf adds b to the pending line. It grows the buffer itself so its
+// capacity, not just its length, stays within maxLine (append's doubling
+// would overshoot).
+func (w *Writer) appendBuf(b []byte) {
+	if n := len(w.buf) + len(b); n > cap(w.buf) {
+		c := min(w.maxLine, max(2*cap(w.buf), n, 512))
+		nb := make([]byte, len(w.buf), c)
+		copy(nb, w.buf)
+		w.buf = nb
+	}
+	w.buf = append(w.buf, b...)
 }
 
 // flush writes the staged output: all of it when all is set, otherwise
@@ -202,13 +215,22 @@ func cutPoint(buf []byte) int {
 		c = len(buf)
 	}
 	// Keep "-----BEGIN RSA PRIVATE KEY-----" whole: it has spaces in it.
-	tail := c - 80
-	if tail < 0 {
-		tail = 0
-	}
+	// Cut before the armour, or, when it starts the buffer, after all of
+	// the buffer (the armour is far shorter than any buffer).
+	tail := max(0, c-80)
 	for _, armour := range []string{"-----BEGIN", "-----END"} {
-		if i := bytes.LastIndex(buf[tail:c], []byte(armour)); i >= 0 && tail+i > 0 {
-			c = tail + i
+		i := bytes.LastIndex(buf[tail:c], []byte(armour))
+		if i < 0 {
+			continue
+		}
+		a := tail + i
+		if bytes.Contains(buf[a+len(armour):c], []byte("-----")) {
+			continue // the armour line ends before the cut
+		}
+		if a > 0 {
+			c = a
+		} else {
+			c = len(buf)
 		}
 	}
 	return c
@@ -265,12 +287,12 @@ func (w *Writer) Mappings() map[string]string {
 	return m
 }
 
-// buffered reports how many input bytes the Writer holds (for tests of the
-// memory bound).
-func (w *Writer) buffered() int {
+// memory reports the capacity of the Writer's input and output buffers
+// (for tests of the memory bound).
+func (w *Writer) memory() (in, out int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.buf)
+	return cap(w.buf), cap(w.out)
 }
 
 func (w *Writer) count(rule int32) {
@@ -701,8 +723,9 @@ func pemBodyLike(line []byte) bool {
 			i++
 		case isSpace(b) || b == '"' || b == ',':
 			i++
-		case b == '\\' && i+1 < len(line) && (line[i+1] == 'n' || line[i+1] == 'r'):
-			i += 2
+		case b == '\\' && (i+1 == len(line) || line[i+1] == 'n' || line[i+1] == 'r'):
+			i += 2 // a literal \n, or a piece of a long line cut after the '\\'
+
 		default:
 			ok = false
 			i = len(line)
