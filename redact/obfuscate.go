@@ -78,11 +78,11 @@ type obfuscator struct {
 }
 
 // token derives the token for a normalised value.
-func (o *obfuscator) token(cat int, norm []byte) string {
+func (o *obfuscator) token(cat int, norm string) string {
 	m := hmac.New(sha256.New, o.key)
 	m.Write([]byte(catNames[cat]))
 	m.Write([]byte{0})
-	m.Write(norm)
+	m.Write([]byte(norm))
 	sum := m.Sum(nil)
 	return catPrefix[cat] + "-" + hex.EncodeToString(sum[:6])
 }
@@ -124,8 +124,9 @@ func (w *Writer) tokenFor(cat int, norm []byte) tokenEntry {
 		m = map[string]tokenEntry{}
 		w.tokens[cat] = m
 	}
-	t := tokenEntry{token: w.r.obf.token(cat, norm), orig: string(norm)}
-	m[t.orig] = t
+	orig := string(norm)
+	t := tokenEntry{token: w.r.obf.token(cat, orig), orig: orig}
+	m[orig] = t
 	return t
 }
 

@@ -39,7 +39,7 @@ func TestObfuscation(t *testing.T) {
 		if cat != "user" {
 			norm = lowerInto(norm, n[:])
 		}
-		return r.obf.token(catIndex(cat), norm)
+		return r.obf.token(catIndex(cat), string(norm))
 	}
 	ip, ip6, mac := tok("ip", "10.0.0.5"), tok("ip", "fd00::1"), tok("mac", "0a:1b:2c:3d:4e:5f")
 	host, fqdn, db := tok("hostname", "node-b17"), tok("hostname", "node-b17.corp.example"), tok("hostname", "db7.corp.example")
