@@ -1,0 +1,6 @@
+package collectors
+
+// Internals the external tests exercise directly.
+
+// NewKubeletScrubberForTest exposes the token scrubber.
+var NewKubeletScrubberForTest = newKubeletScrubber

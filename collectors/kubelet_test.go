@@ -1,0 +1,669 @@
+package collectors_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/pprof"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/supervisor"
+)
+
+// Helpers shared by the kubelet, runtime and csi tests ("agent" tests:
+// the node agents' own view).
+
+// agentFlags sets a collector's options as the command line would, and
+// puts the defaults back when the test ends.
+func agentFlags(t *testing.T, name string, args ...string) {
+	t.Helper()
+	s, ok := collectors.Lookup(name)
+	if !ok {
+		t.Fatalf("collector %q is not registered", name)
+	}
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	s.Flags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("flags %q: %v", args, err)
+	}
+	t.Cleanup(func() { s.Flags(pflag.NewFlagSet("reset", pflag.ContinueOnError)) })
+}
+
+// agentBundle is a finished collection, read back.
+type agentBundle struct {
+	*bundle.Contents
+	path     string
+	raw      map[string][]byte // every entry, manifest.json included
+	progress string            // what the run reported as it went
+	res      *bundle.CollectorResult
+}
+
+// agentCollect runs one collector through the real supervisor (children
+// are re-executions of this test binary) and reads the bundle back.
+func agentCollect(t *testing.T, name string, common collectors.Common) *agentBundle {
+	t.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var prog strings.Builder
+	res, err := supervisor.Run(ctx, supervisor.Options{
+		OutputDir: t.TempDir(), Only: []string{name}, Timeout: 90 * time.Second, Common: common,
+		Progress: func(p supervisor.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(&prog, "%s %s %s %s\n", p.Collector, p.Phase, p.Status, p.Error)
+		},
+	})
+	if err != nil {
+		t.Fatalf("collect %s: %v", name, err)
+	}
+	if rep, err := bundle.Validate(ctx, res.Bundle.Path); err != nil || len(rep.Problems) > 0 {
+		t.Errorf("bundle does not validate: %v %v", err, rep)
+	}
+	c, err := bundle.ReadAll(ctx, res.Bundle.Path, 0)
+	if err != nil {
+		t.Fatalf("reading the bundle: %v", err)
+	}
+	raw := map[string][]byte{}
+	err = bundle.Walk(ctx, res.Bundle.Path, bundle.DefaultLimits, func(e bundle.Entry) error {
+		b, err := io.ReadAll(e.Reader)
+		raw[e.Name] = b
+		return err
+	})
+	if err != nil {
+		t.Fatalf("walking the bundle: %v", err)
+	}
+	b := &agentBundle{Contents: c, path: res.Bundle.Path, raw: raw, progress: prog.String(), res: c.Manifest.Collector(name)}
+	if b.res == nil {
+		t.Fatalf("manifest has no %s collector", name)
+	}
+	t.Logf("%s: status %s in %.2fs, error %q, notes:\n  %s", name, b.res.Status, b.res.DurationSeconds, b.res.Error, strings.Join(b.res.Notes, "\n  "))
+	return b
+}
+
+func (b *agentBundle) file(t *testing.T, name string) []byte {
+	t.Helper()
+	data, ok := b.Files[name]
+	if !ok {
+		var have []string
+		for n := range b.Files {
+			have = append(have, n)
+		}
+		t.Fatalf("bundle has no %s; it has %q", name, have)
+	}
+	return data
+}
+
+func (b *agentBundle) notes() string { return strings.Join(b.res.Notes, "\n") }
+
+// fileEntry returns the manifest's record of a bundle file.
+func (b *agentBundle) fileEntry(t *testing.T, name string) bundle.FileEntry {
+	t.Helper()
+	for _, f := range b.Manifest.Files {
+		if f.Path == name {
+			return f
+		}
+	}
+	t.Fatalf("manifest lists no %s", name)
+	return bundle.FileEntry{}
+}
+
+// --- a fake kubelet -----------------------------------------------------
+
+const (
+	goodToken      = "kubelet-test-token-7f3a9c1e5b2d4086a1e9"
+	forbiddenToken = "weak-identity-token-0c5e8b7a6d4f3e2a1b"
+	podSecretValue = "hunter2-database-password-value"
+)
+
+// cleanupOrphanedPodDirs stands in for the kubelet's housekeeping stuck on
+// a dead cephfs path (incident 003): a goroutine parks here so the
+// goroutine dumps must show this frame.
+//
+//go:noinline
+func cleanupOrphanedPodDirs(stuck <-chan struct{}, parked chan<- struct{}) {
+	close(parked)
+	<-stuck
+}
+
+type fakeKubelet struct {
+	srv      *httptest.Server
+	requests map[string]int
+	mu       sync.Mutex
+}
+
+// newFakeKubelet serves, over TLS on 127.0.0.1 with bearer auth, the real
+// net/http/pprof handlers of this test process plus healthz, metrics,
+// configz and pods.
+func newFakeKubelet(t *testing.T) *fakeKubelet {
+	t.Helper()
+	stuck, parked := make(chan struct{}), make(chan struct{})
+	go cleanupOrphanedPodDirs(stuck, parked)
+	<-parked
+	t.Cleanup(func() { close(stuck) })
+
+	fk := &fakeKubelet{requests: map[string]int{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, "[+]ping ok\n[+]log ok\n[-]syncloop failed: reason withheld\nhealthz check failed\n")
+	})
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "# TYPE kubelet_running_pods gauge\nkubelet_running_pods 2\n")
+	})
+	mux.HandleFunc("/configz", func(w http.ResponseWriter, r *http.Request) {
+		// A careless server echoing the caller's token in a field the line
+		// redactor has no rule for: nodesnap must scrub the bare value.
+		fmt.Fprintf(w, `{"kubeletconfig":{"enableDebuggingHandlers":true,"readOnlyPort":0,"staticPodURL":"https://example.invalid/%s"}}`, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+	})
+	mux.HandleFunc("/pods", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"kind":"PodList","apiVersion":"v1","items":[{"metadata":{"name":"db-0","namespace":"prod","uid":"8b5c1e2a-0000-4000-8000-000000000001","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"spec\":{\"containers\":[{\"env\":[{\"name\":\"DB_PASSWORD\",\"value\":\"%[1]s\"}]}]}}"}},"spec":{"containers":[{"name":"db","image":"postgres:16","env":[{"name":"DB_PASSWORD","value":"%[1]s"},{"name":"FROM_SECRET","valueFrom":{"secretKeyRef":{"name":"db","key":"pw"}}}]}]}}]}`, podSecretValue)
+	})
+	fk.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fk.mu.Lock()
+		fk.requests[r.URL.Path]++
+		fk.mu.Unlock()
+		switch r.Header.Get("Authorization") {
+		case "Bearer " + goodToken:
+			mux.ServeHTTP(w, r)
+		case "Bearer " + forbiddenToken:
+			http.Error(w, "Forbidden (user=system:serviceaccount:monitoring:nodesnap, verb=get, resource=nodes, subresource=proxy)", http.StatusForbidden)
+		default:
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		}
+	}))
+	fk.srv.StartTLS()
+	t.Cleanup(fk.srv.Close)
+	if !strings.HasPrefix(fk.srv.URL, "https://127.0.0.1:") {
+		t.Fatalf("fake kubelet at %s, want 127.0.0.1", fk.srv.URL)
+	}
+	return fk
+}
+
+// caFile writes the fake kubelet's certificate as a CA bundle.
+func (fk *fakeKubelet) caFile(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "kubelet-ca.crt")
+	data := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: fk.srv.Certificate().Raw})
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// newFakeReadOnly serves what the kubelet's read-only port serves.
+func newFakeReadOnly(t *testing.T) *httptest.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "[+]ping ok\n[-]syncloop failed: reason withheld (read-only port)\n")
+	})
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "kubelet_running_pods 2\n") })
+	mux.HandleFunc("/pods", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"kind":"PodList","items":[]}`) })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			// The token must never be sent to the plain-HTTP port.
+			http.Error(w, "a token reached the read-only port", http.StatusTeapot)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func kubeletRequests(t *testing.T, b *agentBundle) collectors.KubeletRequests {
+	t.Helper()
+	var r collectors.KubeletRequests
+	if err := json.Unmarshal(b.file(t, "kubelet/requests.json"), &r); err != nil {
+		t.Fatalf("kubelet/requests.json: %v", err)
+	}
+	return r
+}
+
+// assertAbsent fails if secret occurs in any byte of the bundle (every
+// file and the manifest) or of the run's progress output.
+func assertAbsent(t *testing.T, b *agentBundle, secret string) {
+	t.Helper()
+	if len(b.raw) == 0 {
+		t.Fatal("no bundle entries to search")
+	}
+	if _, ok := b.raw[bundle.ManifestName]; !ok {
+		t.Fatal("the manifest was not among the entries searched")
+	}
+	for name, data := range b.raw {
+		if bytes.Contains(data, []byte(secret)) {
+			t.Errorf("%q appears in %s", secret, name)
+		}
+	}
+	if strings.Contains(b.progress, secret) {
+		t.Errorf("%q appears in the progress output", secret)
+	}
+}
+
+// --- tests ---------------------------------------------------------------
+
+// Everything incident 003 needed comes back from a kubelet on loopback,
+// and the token is nowhere in the bundle.
+func TestKubeletCollectsEverything(t *testing.T) {
+	fk := newFakeKubelet(t)
+	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-token", goodToken,
+		"--kubelet-readonly-url", "http://"+closedPort(t), "--kubelet-profile-seconds", "1")
+	b := agentCollect(t, "kubelet", collectors.Common{})
+	if b.res.Status != bundle.StatusOK {
+		t.Fatalf("status %q (%s), want ok", b.res.Status, b.res.Error)
+	}
+	if h := string(b.file(t, "kubelet/healthz.txt")); !strings.Contains(h, "[-]syncloop failed: reason withheld") {
+		t.Errorf("healthz.txt = %q", h)
+	}
+	for _, f := range []string{"kubelet/goroutine-debug1.txt", "kubelet/goroutine-debug2.txt"} {
+		if d := b.file(t, f); !bytes.Contains(d, []byte("cleanupOrphanedPodDirs")) {
+			t.Errorf("%s has no cleanupOrphanedPodDirs frame (%d bytes)", f, len(d))
+		}
+	}
+	if d := b.file(t, "kubelet/goroutine-debug2.txt"); !bytes.Contains(d, []byte("[chan receive]")) {
+		t.Errorf("goroutine-debug2.txt is not a debug=2 dump (no goroutine states)")
+	}
+	for _, f := range []string{"kubelet/heap.pb.gz", "kubelet/cpu.pb.gz"} {
+		d := b.file(t, f)
+		if len(d) < 2 || d[0] != 0x1f || d[1] != 0x8b {
+			t.Errorf("%s is not a gzipped profile: % x", f, d[:min(len(d), 8)])
+		}
+		if fe := b.fileEntry(t, f); fe.Kind != "binary" || !strings.Contains(fe.BinaryReason, "pprof protobuf") {
+			t.Errorf("%s recorded as kind %q reason %q, want binary pprof protobuf", f, fe.Kind, fe.BinaryReason)
+		}
+	}
+	if d := b.file(t, "kubelet/metrics.txt"); !bytes.Contains(d, []byte("kubelet_running_pods 2")) {
+		t.Errorf("metrics.txt = %q", d)
+	}
+	configz := b.file(t, "kubelet/configz.json")
+	if !bytes.Contains(configz, []byte(`"enableDebuggingHandlers": true`)) {
+		t.Errorf("configz.json is not the indented configuration: %s", configz)
+	}
+	if !bytes.Contains(configz, []byte("example.invalid/[REDACTED]")) {
+		t.Errorf("the echoed token was not replaced in configz.json: %s", configz)
+	}
+	pods := b.file(t, "kubelet/pods.json")
+	if !bytes.Contains(pods, []byte(`"DB_PASSWORD"`)) || !bytes.Contains(pods, []byte(`"secretKeyRef"`)) {
+		t.Errorf("pods.json lost the variable names or references: %s", pods)
+	}
+	if bytes.Contains(pods, []byte(podSecretValue)) {
+		t.Errorf("pods.json holds an environment value: %s", pods)
+	}
+	rq := kubeletRequests(t, b)
+	if rq.TokenSource != "flag --kubelet-token" {
+		t.Errorf("token source %q", rq.TokenSource)
+	}
+	if len(rq.Requests) != 8 {
+		t.Errorf("%d requests, want 8 (7 endpoints and the CPU profile): %+v", len(rq.Requests), rq.Requests)
+	}
+	for _, r := range rq.Requests {
+		if r.Port != "secure" || r.TLSVerified || r.Bytes == 0 || r.File == "" || r.DurationSeconds <= 0 {
+			t.Errorf("request %+v: want secure, unverified, with bytes, file and duration", r)
+		}
+		if r.Endpoint == "healthz" && r.StatusCode != 500 {
+			t.Errorf("healthz status %d, want 500 recorded", r.StatusCode)
+		}
+	}
+	notes := b.notes()
+	if !strings.Contains(notes, "was not verified") || !strings.Contains(notes, "loopback") {
+		t.Errorf("the manifest does not say TLS was not verified on loopback:\n%s", notes)
+	}
+	if !strings.Contains(notes, "[-]syncloop failed") {
+		t.Errorf("the manifest does not surface healthz's failing check:\n%s", notes)
+	}
+	assertAbsent(t, b, goodToken)
+	assertAbsent(t, b, podSecretValue)
+}
+
+// With the kubelet's CA the certificate is verified, and the token may
+// come from the environment.
+func TestKubeletVerifiesWithCA(t *testing.T) {
+	fk := newFakeKubelet(t)
+	t.Setenv(collectors.KubeletTokenEnv, goodToken)
+	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-ca-file", fk.caFile(t), "--kubelet-readonly-url", "")
+	b := agentCollect(t, "kubelet", collectors.Common{NoBinary: true})
+	if b.res.Status != bundle.StatusOK {
+		t.Fatalf("status %q (%s), want ok", b.res.Status, b.res.Error)
+	}
+	rq := kubeletRequests(t, b)
+	if rq.TokenSource != "environment "+collectors.KubeletTokenEnv || !strings.HasPrefix(rq.TLS, "verified") {
+		t.Errorf("token source %q, tls %q", rq.TokenSource, rq.TLS)
+	}
+	for _, r := range rq.Requests {
+		if r.Endpoint == "heap" {
+			if r.Skipped == "" {
+				t.Errorf("heap requested despite --no-binary: %+v", r)
+			}
+			continue
+		}
+		if !r.TLSVerified || r.File == "" {
+			t.Errorf("request %+v: want verified and saved", r)
+		}
+	}
+	if _, ok := b.Files["kubelet/heap.pb.gz"]; ok {
+		t.Errorf("heap profile kept despite --no-binary")
+	}
+	if strings.Contains(b.notes(), "not verified") {
+		t.Errorf("notes say unverified although a CA was given:\n%s", b.notes())
+	}
+	assertAbsent(t, b, goodToken)
+}
+
+// A rejected token is reported as such, with the permission needed; the
+// read-only port still gives healthz, metrics and pods, and never sees the
+// token.
+func TestKubeletWrongToken(t *testing.T) {
+	fk := newFakeKubelet(t)
+	ro := newFakeReadOnly(t)
+	const wrong = "not-the-right-token-5a4b3c2d1e0f"
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(wrong+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-token-file", tokenFile, "--kubelet-readonly-url", ro.URL)
+	b := agentCollect(t, "kubelet", collectors.Common{})
+	if b.res.Status != bundle.StatusPartial {
+		t.Fatalf("status %q (%s), want partial", b.res.Status, b.res.Error)
+	}
+	notes := b.notes()
+	for _, want := range []string{"the token was rejected (401)", "get on nodes/proxy"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("manifest notes lack %q:\n%s", want, notes)
+		}
+	}
+	if h := string(b.file(t, "kubelet/healthz.txt")); !strings.Contains(h, "(read-only port)") {
+		t.Errorf("healthz.txt = %q, want the read-only port's", h)
+	}
+	for _, f := range []string{"kubelet/metrics.txt", "kubelet/pods.json"} {
+		b.file(t, f)
+	}
+	for _, f := range []string{"kubelet/goroutine-debug1.txt", "kubelet/configz.json"} {
+		if _, ok := b.Files[f]; ok {
+			t.Errorf("%s present although the token was rejected", f)
+		}
+	}
+	rq := kubeletRequests(t, b)
+	if !strings.HasPrefix(rq.TokenSource, "file ") {
+		t.Errorf("token source %q", rq.TokenSource)
+	}
+	var n401, nro int
+	for _, r := range rq.Requests {
+		switch {
+		case r.Port == "secure" && r.StatusCode == 401:
+			n401++
+		case r.Port == "read-only" && r.StatusCode == 200:
+			nro++
+		case r.Port == "read-only":
+			t.Errorf("read-only request %+v", r)
+		}
+	}
+	if n401 != 7 || nro != 3 {
+		t.Errorf("%d secure 401s and %d read-only answers, want 7 and 3: %+v", n401, nro, rq.Requests)
+	}
+	assertAbsent(t, b, wrong)
+}
+
+// A token whose identity lacks permission is told apart from a rejected
+// one, with the kubelet's own explanation.
+func TestKubeletForbidden(t *testing.T) {
+	fk := newFakeKubelet(t)
+	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-token", forbiddenToken, "--kubelet-readonly-url", "")
+	b := agentCollect(t, "kubelet", collectors.Common{})
+	if b.res.Status != bundle.StatusError {
+		t.Fatalf("status %q, want error", b.res.Status)
+	}
+	want := "the token's identity lacks permission: needs get on nodes/proxy (and nodes/metrics, nodes/stats) (403)"
+	if !strings.Contains(b.res.Error, want) {
+		t.Errorf("error %q lacks %q", b.res.Error, want)
+	}
+	notes := b.notes()
+	for _, want := range []string{"subresource=proxy", "/metrics is authorized as get nodes/metrics"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	assertAbsent(t, b, forbiddenToken)
+}
+
+// Where the secure port refuses connections, the read-only port serves
+// what it can.
+func TestKubeletReadOnlyFallback(t *testing.T) {
+	ro := newFakeReadOnly(t)
+	agentFlags(t, "kubelet", "--kubelet-url", "https://"+closedPort(t), "--kubelet-token", goodToken, "--kubelet-readonly-url", ro.URL)
+	b := agentCollect(t, "kubelet", collectors.Common{})
+	if b.res.Status != bundle.StatusPartial {
+		t.Fatalf("status %q (%s), want partial", b.res.Status, b.res.Error)
+	}
+	for _, f := range []string{"kubelet/healthz.txt", "kubelet/metrics.txt", "kubelet/pods.json"} {
+		b.file(t, f)
+	}
+	if !strings.Contains(b.notes(), "connection refused") {
+		t.Errorf("notes do not say the secure port refused:\n%s", b.notes())
+	}
+	assertAbsent(t, b, goodToken)
+}
+
+// A kubelet that accepts connections and never answers costs one request
+// deadline, not one per endpoint, and not the collector's.
+func TestKubeletUnresponsive(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never read or answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	const deadline = 2 * time.Second
+	agentFlags(t, "kubelet", "--kubelet-url", "https://"+l.Addr().String(), "--kubelet-token", goodToken,
+		"--kubelet-readonly-url", "", "--kubelet-request-timeout", deadline.String())
+	start := time.Now()
+	b := agentCollect(t, "kubelet", collectors.Common{})
+	elapsed := time.Since(start)
+	if b.res.Status != bundle.StatusError {
+		t.Errorf("status %q, want error", b.res.Status)
+	}
+	// Seven endpoints one after another would take 7×2s.
+	if limit := 2*deadline + 3*time.Second; b.res.DurationSeconds > limit.Seconds() {
+		t.Errorf("collector took %.1fs, want about one %s deadline (limit %s)", b.res.DurationSeconds, deadline, limit)
+	}
+	rq := kubeletRequests(t, b)
+	for _, r := range rq.Requests {
+		if !strings.Contains(r.Error, "no answer within 2s") {
+			t.Errorf("request %s: error %q, want no answer within 2s", r.Endpoint, r.Error)
+		}
+	}
+	t.Logf("whole run %s", elapsed)
+	assertAbsent(t, b, goodToken)
+}
+
+// The token is never sent, unverified, to a kubelet that is not this host.
+func TestKubeletRefusesUnverifiedRemote(t *testing.T) {
+	agentFlags(t, "kubelet", "--kubelet-url", "https://192.0.2.10:10250", "--kubelet-token", goodToken, "--kubelet-readonly-url", "")
+	b := agentCollect(t, "kubelet", collectors.Common{})
+	if b.res.Status != bundle.StatusError {
+		t.Errorf("status %q, want error", b.res.Status)
+	}
+	all := b.res.Error + "\n" + b.notes()
+	for _, want := range []string{"refusing to send the kubelet token to 192.0.2.10:10250", "--kubelet-ca-file"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("manifest lacks %q:\n%s", want, all)
+		}
+	}
+	if b.res.DurationSeconds > 5 {
+		t.Errorf("took %.1fs: it must refuse before connecting", b.res.DurationSeconds)
+	}
+	assertAbsent(t, b, goodToken)
+}
+
+// The token does not leak through fmt or pflag's usage text either.
+func TestKubeletTokenNeverPrints(t *testing.T) {
+	s, _ := collectors.Lookup("kubelet")
+	fs := pflag.NewFlagSet("kubelet", pflag.ContinueOnError)
+	s.Flags(fs)
+	t.Cleanup(func() { s.Flags(pflag.NewFlagSet("reset", pflag.ContinueOnError)) })
+	if err := fs.Parse([]string{"--kubelet-token", goodToken}); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	fs.SetOutput(&out)
+	fs.PrintDefaults()
+	fmt.Fprintf(&out, "%v %+v %#v %s %q", s.Options, s.Options, s.Options, s.Options, s.Options)
+	fmt.Fprint(&out, fs.Lookup("kubelet-token").Value.String())
+	if strings.Contains(out.String(), goodToken) {
+		t.Errorf("token printed: %s", out.String())
+	}
+	raw, err := json.Marshal(s.Options)
+	if err != nil || !bytes.Contains(raw, []byte(goodToken)) {
+		t.Errorf("options JSON (the child's only way to get the token) = %s, %v", raw, err)
+	}
+}
+
+func TestKubeletScrubberSplitWrites(t *testing.T) {
+	const secret = "s3cr3t-t0ken"
+	text := strings.Repeat("x", 100) + secret + "mid" + secret + secret + "end" + secret[:5]
+	for chunk := 1; chunk <= len(text); chunk++ {
+		var out bytes.Buffer
+		w := collectors.NewKubeletScrubberForTest(&out, secret)
+		for i := 0; i < len(text); i += chunk {
+			w.Write([]byte(text[i:min(i+chunk, len(text))]))
+		}
+		w.Close()
+		want := strings.ReplaceAll(text, secret, "[REDACTED]")
+		if out.String() != want {
+			t.Fatalf("chunk %d: %q, want %q", chunk, out.String(), want)
+		}
+	}
+}
+
+func FuzzRedactPodSecrets(f *testing.F) {
+	f.Add([]byte(`{"items":[{"spec":{"containers":[{"env":[{"name":"A","value":"x"}]}]}}]}`))
+	f.Add([]byte(`{"metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"}}}`))
+	f.Add([]byte(`[1, "env", {"env": {"value": 3}}]`))
+	f.Add([]byte(`{"env":[{"value":"a"},{"value":""}],`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, n, err := collectors.RedactPodSecrets(data)
+		if err != nil {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("output is not JSON: %s", out)
+		}
+		if n < 0 {
+			t.Fatalf("negative count")
+		}
+		// A second pass finds only markers, which it leaves as they are.
+		again, _, err := collectors.RedactPodSecrets(out)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("not idempotent: %s -> %s (%v)", out, again, err)
+		}
+		if bytes.Contains(data, []byte(`"value"`)) && bytes.Contains(out, []byte(`"env"`)) {
+			var v any
+			_ = json.Unmarshal(out, &v)
+			checkNoEnvValues(t, v, "")
+		}
+	})
+}
+
+// checkNoEnvValues fails if any object in an "env" list keeps a non-empty
+// string value other than the marker.
+func checkNoEnvValues(t *testing.T, v any, key string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, c := range x {
+			if key == "env" && k == "value" {
+				if s, ok := c.(string); ok && s != "" && s != "[REDACTED]" {
+					t.Fatalf("env value %q kept", s)
+				}
+				continue
+			}
+			checkNoEnvValues(t, c, k)
+		}
+	case []any:
+		for _, c := range x {
+			checkNoEnvValues(t, c, key)
+		}
+	}
+}
+
+// The token scrubber sits on every text byte from the kubelet: a 100k
+// goroutine dump is tens of megabytes.
+func BenchmarkKubeletScrubber(b *testing.B) {
+	var dump bytes.Buffer
+	for dump.Len() < 8<<20 {
+		dump.WriteString("goroutine 4242 [chan receive, 93 minutes]:\nk8s.io/kubernetes/pkg/kubelet.(*Kubelet).cleanupOrphanedPodDirs(0xc000a1b000, {0xc0012d4000, 0x3a, 0x40}, 0xc0003f2b40)\n\tpkg/kubelet/kubelet_volumes.go:190 +0x6a5\n")
+	}
+	data := dump.Bytes()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		w := collectors.NewKubeletScrubberForTest(io.Discard, goodToken)
+		for i := 0; i < len(data); i += 32 << 10 {
+			w.Write(data[i:min(i+32<<10, len(data))])
+		}
+		w.Close()
+	}
+}
+
+// /pods of a full node: 110 pods with 20 variables each.
+func BenchmarkRedactPodSecrets(b *testing.B) {
+	var items []string
+	for p := 0; p < 110; p++ {
+		var env []string
+		for e := 0; e < 20; e++ {
+			env = append(env, fmt.Sprintf(`{"name":"VAR_%d","value":"value-%d-%d"}`, e, p, e))
+		}
+		items = append(items, fmt.Sprintf(`{"metadata":{"name":"pod-%d","uid":"%08d-0000-4000-8000-000000000000","annotations":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"busybox","env":[%s]}]},"status":{"phase":"Running"}}`, p, p, strings.Join(env, ",")))
+	}
+	data := []byte(`{"kind":"PodList","apiVersion":"v1","items":[` + strings.Join(items, ",") + `]}`)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, n, err := collectors.RedactPodSecrets(data); err != nil || n != 2200 {
+			b.Fatalf("%d, %v", n, err)
+		}
+	}
+}
