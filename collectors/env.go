@@ -371,7 +371,7 @@ func (e *Env) Command(ctx context.Context, timeout time.Duration, out string, na
 	var stderr limitedBuffer
 	stderr.max = 64 << 10
 	res, rerr := isolate.Run(ctx, timeout, isolate.Spec{Path: name, Args: args, Stdout: f, Stderr: &stderr,
-		Env: append(os.Environ(), "LC_ALL=C", "SYSTEMD_PAGER=", "PAGER=cat", "SYSTEMD_COLORS=0", "NO_COLOR=1")})
+		Env: append(commandEnv(), "LC_ALL=C", "SYSTEMD_PAGER=", "PAGER=cat", "SYSTEMD_COLORS=0", "NO_COLOR=1")})
 	cerr := f.Close()
 	if s := stderr.String(); s != "" {
 		_ = e.WriteFile(out+".stderr", []byte(s))
@@ -389,6 +389,21 @@ func (e *Env) Command(ctx context.Context, timeout time.Duration, out string, na
 		return res, fmt.Errorf("%s exited with status %d: %s", name, res.ExitCode, firstLine(stderr.String()))
 	}
 	return res, cerr
+}
+
+// commandEnv is nodesnap's environment less its own secrets (a kubelet
+// token given by environment variable): external programs never see them.
+func commandEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		upper := strings.ToUpper(name)
+		if strings.HasPrefix(upper, "NODESNAP_") && (strings.Contains(upper, "TOKEN") || strings.Contains(upper, "SECRET") || strings.Contains(upper, "PASSWORD")) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 func firstLine(s string) string {
