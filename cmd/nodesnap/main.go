@@ -26,7 +26,8 @@ const exitStatusHelp = `Exit status:
   1  fatal error: no bundle was written (collect), or the bundle is unreadable
   2  usage error: bad flags or arguments
   3  collect: the bundle was written but is partial (a collector timed out,
-     failed or was interrupted); validate: the bundle did not validate`
+     failed or was interrupted); validate: the bundle did not validate;
+     analyze: a finding of severity warning or critical`
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = ""

@@ -39,6 +39,7 @@ with a deadline.
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
 	root.AddCommand(
+		newAnalyzeCommand(),
 		newCollectCommand(),
 		newCollectorsCommand(),
 		newInspectCommand(),

@@ -1,0 +1,171 @@
+package analyze
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"runtime/debug"
+	"strings"
+
+	"github.com/nodesnap/nodesnap/bundle"
+)
+
+// Options tune an analysis.
+type Options struct {
+	// Limits bound what the bundle may claim; zero means
+	// bundle.DefaultLimits.
+	Limits bundle.Limits
+}
+
+// ErrNotBundle is wrapped when the archive is safe but is not a nodesnap
+// bundle (no manifest first, or a manifest of another schema version).
+var ErrNotBundle = errors.New("not a nodesnap bundle")
+
+// AnalyzeFile analyses the bundle at p: one streaming pass over the
+// archive, nothing written to disk.
+func AnalyzeFile(ctx context.Context, p string, opts Options) (*Report, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("opening the bundle: %w", err)
+	}
+	defer f.Close()
+	rep, err := Analyze(ctx, f, opts)
+	if rep != nil {
+		rep.Bundle = p
+	}
+	return rep, err
+}
+
+// Analyze analyses a bundle read from r (a .tar.gz or .tar.zst stream).
+// Unsafe archives (entries leaving the bundle, links, absurd sizes) and
+// archives that are not nodesnap bundles are refused with an error; a
+// collector file that cannot be decoded is reported as an info finding
+// and the analysis goes on.
+func Analyze(ctx context.Context, r io.Reader, opts Options) (*Report, error) {
+	lim := opts.Limits
+	if lim == (bundle.Limits{}) {
+		lim = bundle.DefaultLimits
+	}
+	st := newState()
+	first := true
+	err := bundle.WalkReader(ctx, r, lim, func(e bundle.Entry) error {
+		if first {
+			first = false
+			if e.Name != bundle.ManifestName {
+				return bundle.Stop(fmt.Errorf("%w: its first entry is %q, not %s", ErrNotBundle, e.Name, bundle.ManifestName))
+			}
+			raw, err := io.ReadAll(io.LimitReader(e.Reader, bundle.MaxManifestBytes+1))
+			if err != nil {
+				return err
+			}
+			if len(raw) > bundle.MaxManifestBytes {
+				return bundle.Stop(fmt.Errorf("%w: manifest.json is larger than %d bytes", bundle.ErrUnsafe, bundle.MaxManifestBytes))
+			}
+			m, err := bundle.ParseManifest(raw)
+			if err != nil {
+				// Its own words: "manifest schema version 7 is not
+				// supported (this nodesnap reads version 1)".
+				return bundle.Stop(err)
+			}
+			st.manifest = m
+			st.filesRead++
+			st.bytesRead += int64(len(raw))
+			return nil
+		}
+		st.filesRead++
+		st.bytesRead += e.Size
+		return st.consume(ctx, e)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if st.manifest == nil {
+		return nil, fmt.Errorf("%w: the archive is empty", ErrNotBundle)
+	}
+	return st.report(), nil
+}
+
+// consume feeds one entry to the reader that wants it. A reader's failure
+// on bad data becomes "unreadable evidence", never the end of the
+// analysis; a panic in a reader (a bug meeting data nobody foresaw) is
+// caught and reported the same way.
+func (st *state) consume(ctx context.Context, e bundle.Entry) (err error) {
+	read := st.readerFor(e.Name)
+	if read == nil {
+		return nil
+	}
+	st.present[e.Name] = true
+	defer func() {
+		if p := recover(); p != nil {
+			st.unreadable = append(st.unreadable, unreadable{Path: e.Name, Err: fmt.Sprintf("internal error while reading it: %v\n%s", p, firstLines(string(debug.Stack()), 12))})
+			err = nil
+		}
+	}()
+	if rerr := read(e.Name, e.Reader); rerr != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(rerr, bundle.ErrUnsafe) {
+			return rerr
+		}
+		st.unreadable = append(st.unreadable, unreadable{Path: e.Name, Err: describeReadError(rerr)})
+	}
+	return nil
+}
+
+func describeReadError(err error) string {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "the file ends in the middle of a JSON value (cut short): " + err.Error()
+	}
+	return err.Error()
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// readerFor picks the reader of a bundle file by its path.
+func (st *state) readerFor(name string) func(string, io.Reader) error {
+	dir, base := path.Split(name)
+	switch {
+	case name == "processes/tasks.json":
+		return st.readTasks
+	case name == "mounts/mounts.json":
+		return st.readMounts
+	case strings.HasPrefix(name, "mounts/ns/") && base == "mountinfo":
+		return st.readMountinfo
+	case name == "openfiles/holders.json":
+		return st.readHolders
+	case name == "openfiles/processes.jsonl":
+		return st.readOpenFiles
+	case name == "mountprobe/probes.json":
+		return st.readProbes
+	case name == "dirshape/shape.json":
+		return st.readShape
+	case name == "csi/inventory.json":
+		return st.readCSI
+	case name == "kubelet/healthz.txt":
+		return st.readHealthz
+	case name == "kubelet/pods.json":
+		return st.readPods
+	case strings.HasPrefix(name, "kubelet/goroutine-debug") && strings.HasSuffix(name, ".txt"):
+		return st.readKubeletGoroutines
+	case strings.HasPrefix(name, "runtime/") && strings.HasPrefix(base, "goroutine") && strings.HasSuffix(base, ".txt"):
+		return st.readRuntimeGoroutines
+	case strings.HasPrefix(dir, "journal/"):
+		// Logs as text; journal JSON exports repeat the text logs and
+		// sources.json is the index.
+		if strings.HasSuffix(base, ".json") || base == "boots.txt" {
+			return nil
+		}
+		return st.logs.scanLog
+	}
+	return nil
+}

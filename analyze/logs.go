@@ -1,0 +1,356 @@
+package analyze
+
+import (
+	"bytes"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Log signatures: lines of the kubelet's, the runtime's and the kernel's
+// logs that name a storage incident. Each log file is read once, line by
+// line; a line is tested against every signature's literal first (cheap),
+// and only then against its regular expression. What is kept per
+// signature is bounded: a count and a few lines per key (volume, pod,
+// device, server), however long the log.
+
+// logSig is one signature.
+type logSig struct {
+	id string
+	// needles: the line must contain all of them (each may list
+	// alternatives separated by "|").
+	needles []string
+	// re extracts the key from the line (the first group that matched);
+	// nil or no match keys the hit by "".
+	re *regexp.Regexp
+	// unless: a line containing any of these belongs to a more specific
+	// signature.
+	unless []string
+	// trace keeps the lines after a hit that continue it (a kernel call
+	// trace).
+	trace bool
+}
+
+// Signature IDs.
+const (
+	sigTeardownBusy     = "teardown-busy"
+	sigUnmountDevice    = "unmount-device-failed"
+	sigPodNotCleaned    = "pod-volumes-not-cleaned-up"
+	sigOrphanedPod      = "orphaned-pod-volume-paths"
+	sigRmdirBusy        = "rmdir-volume-busy"
+	sigPLEG             = "pleg-unhealthy"
+	sigSyncLoop         = "syncloop-slow"
+	sigOperationExists  = "csi-operation-exists"
+	sigOtherReferences  = "still-mounted-by-other-references"
+	sigUnlinkatBusy     = "unlinkat-busy"
+	sigHungTask         = "kernel-hung-task"
+	sigCephSessionLost  = "libceph-session-lost"
+	sigNFSNotResponding = "nfs-not-responding"
+	sigNFSOK            = "nfs-ok"
+	sigTransportNotConn = "transport-not-connected"
+	sigNotPublished     = "csi-not-published"
+	sigDeleting         = "deleting-dir"
+	sigByteOutput       = "byte-array-output"
+)
+
+// One regular expression per signature: the key is the first group that
+// matched. Quotes may be escaped (klog prints `\"` inside quoted errors).
+var logSigs = []logSig{
+	{id: sigTeardownBusy, needles: []string{"TearDown", "resource busy"},
+		re: regexp.MustCompile(`UniqueName: \\*"([^"\\]+)`)},
+	{id: sigUnmountDevice, needles: []string{"UnmountDevice failed|unmap failed|failed to unmap"}, unless: []string{"still mounted by other references"},
+		re: regexp.MustCompile(`UniqueName: \\*"([^"\\]+)|failed to unmap device (/dev/[A-Za-z0-9]+)`)},
+	{id: sigPodNotCleaned, needles: []string{"some volumes have not been cleaned up"},
+		re: regexp.MustCompile(`podUID=\\*"?([0-9a-fA-F-]{36})|pod \\*"?([0-9a-fA-F-]{36})|pod=\\*"([^"\\]+)`)},
+	{id: sigOrphanedPod, needles: []string{"orphaned pod", "volume paths are still present"},
+		re: regexp.MustCompile(`orphaned pod \\*"([^"\\]+)`)},
+	{id: sigRmdirBusy, needles: []string{"failed to rmdir() volume at path", "busy"},
+		re: regexp.MustCompile(`(/\S*?/pods/[0-9a-fA-F-]{36})/volumes`)},
+	{id: sigPLEG, needles: []string{"PLEG is not healthy"}},
+	{id: sigSyncLoop, needles: []string{"sync Loop took longer than expected|syncloop failed|syncLoop is not healthy"}},
+	{id: sigOperationExists, needles: []string{"operation with the given Volume ID"},
+		re: regexp.MustCompile(`Volume ID ([^\s"\\]+) already exists`)},
+	{id: sigOtherReferences, needles: []string{"is still mounted by other references"},
+		re: regexp.MustCompile(`device mount path \\*"([^"\\]+)`)},
+	{id: sigUnlinkatBusy, needles: []string{"unlinkat ", "resource busy"},
+		re: regexp.MustCompile(`unlinkat (/[^\s:"\\]+)`)},
+	{id: sigHungTask, needles: []string{"blocked for more than"}, trace: true,
+		re: regexp.MustCompile(`task (\S+?:\d+) blocked for more than`)},
+	{id: sigCephSessionLost, needles: []string{"libceph", "session lost"},
+		re: regexp.MustCompile(`libceph: (mon\d+ \S+)`)},
+	{id: sigNFSNotResponding, needles: []string{"nfs: server", "not responding"},
+		re: regexp.MustCompile(`nfs: server (\S+) not responding`)},
+	{id: sigNFSOK, needles: []string{"nfs: server", " OK"},
+		re: regexp.MustCompile(`nfs: server (\S+) OK`)},
+	{id: sigTransportNotConn, needles: []string{"ransport endpoint is not connected"},
+		re: regexp.MustCompile(`(/[^\s:"'\\]+)[\s"'\\]*:\s*[Tt]ransport endpoint is not connected`)},
+	{id: sigNotPublished, needles: []string{"is not published at", "nothing to do"},
+		re: regexp.MustCompile(`Volume \\*"([^"\\]+)\\*" is not published`)},
+	{id: sigDeleting, needles: []string{".deleting~"},
+		re: regexp.MustCompile(`(/[^\s"\\]*?)\.deleting~`)},
+}
+
+// logHit is one line that matched, where it is.
+type logHit struct {
+	Path string
+	Line Line
+	// Groups are the regular expression's submatches (nil without one).
+	Groups []string
+	// Trace are the continuation lines (kernel call trace).
+	Trace []Line
+}
+
+// keyHits are the hits of one signature with one key.
+type keyHits struct {
+	Key   string
+	Count int
+	// First are the first hits (up to maxKeyHits); Last the latest.
+	First []logHit
+	Last  *logHit
+	// Decoded are distinct byte-array outputs carried by the hits.
+	Decoded []string
+	// claimed is set when a finding used these hits as its evidence.
+	claimed bool
+}
+
+// sigHits are all hits of one signature.
+type sigHits struct {
+	Count int
+	keys  map[string]*keyHits
+	order []string
+	// Overflow counts hits whose key was not kept (too many keys).
+	Overflow int
+}
+
+const (
+	maxKeyHits  = 3
+	maxSigKeys  = 2000
+	maxTraceLen = 40
+	maxDecoded  = 8
+)
+
+// logIndex holds every signature's hits over every log file.
+type logIndex struct {
+	sigs  map[string]*sigHits
+	files []string
+	lines int
+}
+
+func newLogIndex() *logIndex { return &logIndex{sigs: map[string]*sigHits{}} }
+
+// get returns a signature's hits (never nil).
+func (x *logIndex) get(id string) *sigHits {
+	s := x.sigs[id]
+	if s == nil {
+		s = &sigHits{keys: map[string]*keyHits{}}
+		x.sigs[id] = s
+	}
+	return s
+}
+
+// keyed returns the hits of one signature, in the order keys were first
+// seen.
+func (s *sigHits) list() []*keyHits {
+	out := make([]*keyHits, 0, len(s.order))
+	for _, k := range s.order {
+		out = append(out, s.keys[k])
+	}
+	return out
+}
+
+// unclaimed returns the keys no finding has used yet.
+func (s *sigHits) unclaimed() []*keyHits {
+	var out []*keyHits
+	for _, k := range s.order {
+		if kh := s.keys[k]; !kh.claimed {
+			out = append(out, kh)
+		}
+	}
+	return out
+}
+
+func (s *sigHits) add(key string, h logHit, decoded []string) *keyHits {
+	s.Count++
+	kh := s.keys[key]
+	if kh == nil {
+		if len(s.keys) >= maxSigKeys {
+			s.Overflow++
+			return nil
+		}
+		kh = &keyHits{Key: key}
+		s.keys[key] = kh
+		s.order = append(s.order, key)
+	}
+	kh.Count++
+	if len(kh.First) < maxKeyHits {
+		kh.First = append(kh.First, h)
+	} else {
+		hh := h
+		kh.Last = &hh
+	}
+	for _, d := range decoded {
+		if len(kh.Decoded) < maxDecoded && !contains(kh.Decoded, d) {
+			kh.Decoded = append(kh.Decoded, d)
+		}
+	}
+	return kh
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// hits returns the kept hits, first ones then the latest.
+func (k *keyHits) hits() []logHit {
+	out := append([]logHit(nil), k.First...)
+	if k.Last != nil {
+		out = append(out, *k.Last)
+	}
+	return out
+}
+
+// evidence turns key hits into evidence grouped by file.
+func (k *keyHits) evidence(what string) []Evidence {
+	byPath := map[string]*Evidence{}
+	var order []string
+	for _, h := range k.hits() {
+		e := byPath[h.Path]
+		if e == nil {
+			e = &Evidence{Path: h.Path, What: what}
+			byPath[h.Path] = e
+			order = append(order, h.Path)
+		}
+		e.Lines = append(e.Lines, h.Line)
+		e.Lines = append(e.Lines, h.Trace...)
+	}
+	out := make([]Evidence, 0, len(order))
+	shown := len(k.hits())
+	for i, p := range order {
+		e := *byPath[p]
+		if i == 0 && k.Count > shown {
+			e.More = k.Count - shown
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func matchNeedle(line []byte, needle string) bool {
+	if !strings.Contains(needle, "|") {
+		return bytes.Contains(line, []byte(needle))
+	}
+	for _, alt := range strings.Split(needle, "|") {
+		if bytes.Contains(line, []byte(alt)) {
+			return true
+		}
+	}
+	return false
+}
+
+// scanLog reads one log file into the index.
+func (x *logIndex) scanLog(path string, r io.Reader) error {
+	x.files = append(x.files, path)
+	lr := newLineReader(r)
+	// tracing: the hit whose call trace is being collected.
+	var tracing *keyHits
+	var traceHit int
+	for {
+		b, n, cut, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		x.lines++
+		if tracing != nil {
+			if isTraceLine(b) && len(tracing.First[traceHit].Trace) < maxTraceLen {
+				tracing.First[traceHit].Trace = append(tracing.First[traceHit].Trace, keepLine(n, b, cut))
+				continue
+			}
+			tracing = nil
+		}
+		matched := false
+		var decoded []string
+		if bytes.Contains(b, []byte("utput")) {
+			decoded = decodeByteArrays(b)
+		}
+		for i := range logSigs {
+			sig := &logSigs[i]
+			ok := true
+			for _, nd := range sig.needles {
+				if !matchNeedle(b, nd) {
+					ok = false
+					break
+				}
+			}
+			for _, u := range sig.unless {
+				if ok && bytes.Contains(b, []byte(u)) {
+					ok = false
+				}
+			}
+			if !ok {
+				continue
+			}
+			matched = true
+			h := logHit{Path: path, Line: keepLine(n, b, cut)}
+			if len(decoded) > 0 {
+				h.Line.Decoded = strings.Join(decoded, "\n")
+			}
+			key := ""
+			if sig.re != nil {
+				if m := sig.re.FindSubmatch(b); m != nil {
+					for _, g := range m[1:] {
+						h.Groups = append(h.Groups, string(g))
+						if key == "" && len(g) > 0 {
+							key = string(g)
+						}
+					}
+				}
+			}
+			kh := x.get(sig.id).add(key, h, decoded)
+			if sig.trace && kh != nil && len(kh.First) > 0 && kh.First[len(kh.First)-1].Line.N == n && kh.First[len(kh.First)-1].Path == path {
+				tracing, traceHit = kh, len(kh.First)-1
+			}
+		}
+		if !matched && len(decoded) > 0 {
+			h := logHit{Path: path, Line: keepLine(n, b, cut)}
+			h.Line.Decoded = strings.Join(decoded, "\n")
+			x.get(sigByteOutput).add(strings.Join(decoded, "\n"), h, decoded)
+		}
+	}
+}
+
+// isTraceLine tells the lines that continue a kernel hung-task report:
+// "Call Trace:", "<TASK>", " __schedule+0x1d5/0x5b0", "task:ls state:D ...",
+// the "echo 0 > ..." hint; with or without a journal/dmesg prefix.
+func isTraceLine(b []byte) bool {
+	s := string(b)
+	for _, m := range []string{"Call Trace", "<TASK>", "</TASK>", "+0x", "task:", "hung_task_timeout_secs", "Not tainted", "Tainted:"} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// allDecoded returns every decoded byte-array output in a signature's
+// hits, sorted.
+func allDecoded(ks []*keyHits) []string {
+	var out []string
+	for _, k := range ks {
+		for _, d := range k.Decoded {
+			if !contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,527 @@
+package analyze
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/collectors/procfs"
+)
+
+// Readers: one per collector file. Each keeps what the rules need and
+// nothing else; big files are decoded one record at a time.
+
+const (
+	maxKeptTasks      = 5000
+	maxKeptProbes     = 5000
+	maxMountinfoLines = 50_000
+	maxHoldersKept    = 32
+	maxDeviceNS       = 64
+	maxKernelThreads  = 20_000
+)
+
+// readTasks reads processes/tasks.json: an array of collectors.Task, one
+// per line.
+func (st *state) readTasks(_ string, r io.Reader) error {
+	st.tasksSeen = true
+	dec := newDecoder(r)
+	err := walkArray(dec, func() error {
+		var t collectors.Task
+		if err := dec.Decode(&t); err != nil {
+			return err
+		}
+		st.addTask(&t)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return endOfInput(dec)
+}
+
+func (st *state) addTask(t *collectors.Task) {
+	if t.PID == t.TID {
+		p := &procInfo{PID: t.PID, PPID: t.PPID, Comm: t.Comm, State: t.State, MountNS: t.MountNS, Kernel: t.Kernel}
+		if len(t.Cmdline) > 0 {
+			p.Cmdline = shorten(strings.Join(t.Cmdline, " "), 512)
+		}
+		st.procs[t.PID] = p
+		if t.Kernel && len(st.kthreads) < maxKernelThreads {
+			st.kthreads = append(st.kthreads, collectors.KernelThreadRef{PID: t.PID, Comm: t.Comm})
+		}
+	}
+	if t.State == "D" || fsWait(t.Wchan) {
+		if len(st.tasks) < maxKeptTasks {
+			st.tasks = append(st.tasks, *t)
+		} else {
+			st.tasksDropped++
+		}
+	}
+}
+
+// fsWait reports whether a wait channel is a filesystem's or a block
+// layer's: a task sleeping there waits on a mount or a device. A process
+// on a hung FUSE mount sleeps in request_wait_answer (state S or D).
+func fsWait(w string) bool {
+	if w == "" {
+		return false
+	}
+	for _, s := range []string{"request_wait_answer", "fuse_", "nfs", "rpc_wait", "ceph", "rbd", "xprt", "cifs", "smb2", "afs_", "io_schedule", "folio_wait", "wait_on_page", "jbd2", "blk_mq_", "iscsi", "nbd_"} {
+		if strings.Contains(w, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// readMounts reads mounts/mounts.json (collectors.MountsReport), one
+// mount and one device at a time.
+func (st *state) readMounts(_ string, r io.Reader) error {
+	st.mountsSeen = true
+	dec := newDecoder(r)
+	err := walkObject(dec, func(key string) error {
+		switch key {
+		case "host_namespace":
+			return dec.Decode(&st.hostNS)
+		case "namespaces":
+			return walkArray(dec, func() error { return st.readMountNamespace(dec) })
+		case "devices":
+			return walkArray(dec, func() error {
+				var d collectors.MountDevice
+				if err := dec.Decode(&d); err != nil {
+					return err
+				}
+				st.addDevice(&d)
+				return nil
+			})
+		}
+		return skipValue(dec)
+	})
+	if err != nil {
+		return err
+	}
+	for i := range st.mounts {
+		if st.hostNS != 0 && st.mounts[i].NS == st.hostNS {
+			st.mounts[i].Host = true
+		}
+	}
+	return endOfInput(dec)
+}
+
+func (st *state) readMountNamespace(dec *json.Decoder) error {
+	ni := &nsInfo{}
+	var mounts []mountRec
+	err := walkObject(dec, func(key string) error {
+		switch key {
+		case "inode":
+			return dec.Decode(&ni.Inode)
+		case "host":
+			return dec.Decode(&ni.Host)
+		case "mountinfo":
+			return dec.Decode(&ni.Mountinfo)
+		case "process_count":
+			return dec.Decode(&ni.ProcessCount)
+		case "processes":
+			return walkArray(dec, func() error {
+				if len(ni.Processes) >= maxNSProcesses {
+					return skipValue(dec)
+				}
+				var p collectors.NamespaceProcess
+				if err := dec.Decode(&p); err != nil {
+					return err
+				}
+				ni.Processes = append(ni.Processes, p)
+				return nil
+			})
+		case "mounts":
+			return walkArray(dec, func() error {
+				var m collectors.NamespaceMount
+				if err := dec.Decode(&m); err != nil {
+					return err
+				}
+				mounts = append(mounts, mountRec{ID: m.ID, ParentID: m.ParentID, Dev: m.Dev(), Major: m.Major,
+					Root: m.Root, MountPoint: m.MountPoint, FSType: m.FSType, Source: m.Source,
+					Propagation: m.Propagation.String(), Class: m.Class})
+				return nil
+			})
+		}
+		return skipValue(dec)
+	})
+	if err != nil {
+		return err
+	}
+	if ni.Host && st.hostNS == 0 {
+		st.hostNS = ni.Inode
+	}
+	for i := range mounts {
+		mounts[i].NS, mounts[i].Host = ni.Inode, ni.Host
+	}
+	st.mounts = append(st.mounts, mounts...)
+	if ni.Mountinfo != "" {
+		st.mountinfoPath[ni.Inode] = "mounts/" + ni.Mountinfo
+	}
+	st.nsInfo[ni.Inode] = ni
+	return nil
+}
+
+func (st *state) addDevice(d *collectors.MountDevice) {
+	if !d.OnlyOutsideHostNamespace {
+		// Only devices held outside the host are looked at namespace by
+		// namespace; the others keep a few.
+		if len(d.Namespaces) > maxDeviceNS {
+			d.Namespaces = d.Namespaces[:maxDeviceNS]
+		}
+		for i := range d.Namespaces {
+			if len(d.Namespaces[i].Processes) > maxNSProcesses {
+				d.Namespaces[i].Processes = d.Namespaces[i].Processes[:maxNSProcesses]
+			}
+		}
+	}
+	if _, ok := st.devices[d.Dev]; !ok {
+		st.deviceOrder = append(st.deviceOrder, d.Dev)
+	}
+	st.devices[d.Dev] = &deviceRec{MountDevice: *d}
+}
+
+// readMountinfo reads a raw mounts/ns/<inode>/mountinfo, keeping the lines
+// that evidence may quote: mounts outside the host's namespace of a block
+// device, a network or FUSE filesystem, or under a kubelet or runtime
+// directory; in the host's namespace only the last two.
+func (st *state) readMountinfo(name string, r io.Reader) error {
+	ns, err := strconv.ParseUint(path.Base(path.Dir(name)), 10, 64)
+	if err != nil {
+		return nil // not one of the collector's
+	}
+	if _, ok := st.mountinfoPath[ns]; !ok {
+		st.mountinfoPath[ns] = name
+	}
+	lr := newLineReader(r)
+	for {
+		b, n, cut, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ms, _ := procfs.ParseMountInfo(b)
+		if len(ms) != 1 {
+			continue
+		}
+		m := ms[0]
+		class := procfs.Classify(m)
+		if class == procfs.ClassPseudo {
+			continue
+		}
+		host := st.hostNS != 0 && ns == st.hostNS
+		keep := class == procfs.ClassNetwork || class == procfs.ClassFUSE || dataPath(m.MountPoint)
+		if !host && m.Major != 0 {
+			keep = true
+		}
+		if !keep {
+			continue
+		}
+		if len(st.mountinfoLines) >= maxMountinfoLines {
+			st.mountinfoSpare++
+			continue
+		}
+		st.mountinfoLines[nsMount{ns, m.ID}] = keepLine(n, b, cut)
+	}
+}
+
+// dataPath reports whether a path is in a kubelet, runtime or CSI tree.
+func dataPath(p string) bool {
+	for _, s := range []string{"/kubelet/", "/docker/", "/containerd/", "/containers/", "/csi", "/volumes/", "/merged", "/rootfs", ".deleting~", "/rook/", "/longhorn/", "/openebs/"} {
+		if strings.Contains(p, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// readHolders reads openfiles/holders.json (collectors.OpenFilesSummary).
+func (st *state) readHolders(_ string, r io.Reader) error {
+	st.holdersSeen = true
+	dec := newDecoder(r)
+	trim := func(hs []collectors.FileHolder) []collectors.FileHolder {
+		if len(hs) > maxHoldersKept {
+			return hs[:maxHoldersKept]
+		}
+		return hs
+	}
+	err := walkObject(dec, func(key string) error {
+		switch key {
+		case "devices":
+			return walkArray(dec, func() error {
+				var d collectors.DeviceHolders
+				if err := dec.Decode(&d); err != nil {
+					return err
+				}
+				d.Holders = trim(d.Holders)
+				st.devHolders[d.Dev] = &d
+				return nil
+			})
+		case "mounts":
+			return walkArray(dec, func() error {
+				var m collectors.MountHolders
+				if err := dec.Decode(&m); err != nil {
+					return err
+				}
+				m.Holders = trim(m.Holders)
+				st.mountHolders[nsMount{m.Namespace, m.MountID}] = &m
+				return nil
+			})
+		}
+		return skipValue(dec)
+	})
+	if err != nil {
+		return err
+	}
+	return endOfInput(dec)
+}
+
+// ofLine is what readOpenFiles decodes of a processes.jsonl line.
+type ofLine struct {
+	PID       int                  `json:"pid"`
+	Comm      string               `json:"comm"`
+	Namespace uint64               `json:"mnt_ns"`
+	Cwd       *collectors.OpenFile `json:"cwd"`
+	FDs       []collectors.OpenFD  `json:"fds"`
+	Threads   []ofThread           `json:"threads"`
+}
+
+type ofThread struct {
+	TID int                  `json:"tid"`
+	Cwd *collectors.OpenFile `json:"cwd"`
+}
+
+// dataMarkers are substrings of paths in data trees; a processes.jsonl
+// line without any is not decoded (most are not: /usr/lib, /dev/null,
+// sockets).
+var dataMarkers = [][]byte{[]byte("/var/lib/"), []byte("/volumes/"), []byte(".deleting~"), []byte("/var/openebs"), []byte("/opt/local-path-provisioner"), []byte("/data")}
+
+// readOpenFiles reads openfiles/processes.jsonl (one
+// collectors.OpenFilesProcess per line), keeping the files and working
+// directories in data trees: who may be writing into a huge directory.
+func (st *state) readOpenFiles(_ string, r io.Reader) error {
+	lr := newLineReader(r)
+	hostTag := []byte{}
+	for {
+		b, n, cut, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if cut || len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		if len(hostTag) == 0 && st.hostNS != 0 {
+			hostTag = []byte(`"mnt_ns":` + strconv.FormatUint(st.hostNS, 10) + `,`)
+		}
+		// Processes in containers see volumes under their own paths
+		// (/data), so their lines are always decoded; host processes
+		// only when a data path appears.
+		if len(hostTag) > 0 && bytes.Contains(b, hostTag) && !containsAny(b, dataMarkers) {
+			continue
+		}
+		if len(hostTag) == 0 && !containsAny(b, dataMarkers) {
+			continue
+		}
+		var p ofLine
+		if err := json.Unmarshal(b, &p); err != nil {
+			return fmt.Errorf("line %d: %w", n, err)
+		}
+		if p.Cwd != nil {
+			st.addWriter(&p, "cwd", p.Cwd, n)
+		}
+		for _, t := range p.Threads {
+			if t.Cwd != nil {
+				st.addWriter(&p, "cwd of thread "+strconv.Itoa(t.TID), t.Cwd, n)
+			}
+		}
+		for i := range p.FDs {
+			fd := &p.FDs[i]
+			use := "fd " + strconv.Itoa(fd.FD)
+			if fd.Flags != "" {
+				use += " (" + fd.Flags + ")"
+			}
+			st.addWriter(&p, use, &fd.OpenFile, n)
+		}
+	}
+}
+
+func containsAny(b []byte, subs [][]byte) bool {
+	for _, s := range subs {
+		if bytes.Contains(b, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (st *state) addWriter(p *ofLine, use string, f *collectors.OpenFile, line int) {
+	if f.Path == "" || f.Path[0] != '/' || f.Kind != procfs.LinkPath {
+		return
+	}
+	data := dataPath(f.Path) || strings.HasPrefix(f.Path, "/data") || strings.HasPrefix(f.Path, "/var/lib/")
+	// A file on a mount other than the root, in a container: a volume.
+	volume := p.Namespace != st.hostNS && f.MountPoint != "" && f.MountPoint != "/" && !systemPath(f.MountPoint)
+	if !data && !volume {
+		return
+	}
+	dir := f.Path
+	if !strings.HasPrefix(use, "cwd") {
+		dir = path.Dir(f.Path)
+	}
+	k := writerKey{p.PID, dir}
+	if st.writerSeen[k] {
+		return
+	}
+	if len(st.writers) >= maxWriters {
+		st.writersDropped++
+		return
+	}
+	st.writerSeen[k] = true
+	st.writers = append(st.writers, writerRec{PID: p.PID, Comm: p.Comm, Namespace: p.Namespace, Use: use,
+		Path: f.Path, Dev: f.Dev, MountID: f.MountID, MountPoint: f.MountPoint, Line: line})
+}
+
+func systemPath(p string) bool {
+	for _, s := range []string{"/proc", "/sys", "/dev", "/etc/", "/etc", "/usr", "/lib", "/bin", "/sbin", "/run/secrets", "/var/run/secrets"} {
+		if p == s || strings.HasPrefix(p, s+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// readProbes reads mountprobe/probes.json, keeping every probe that was
+// not ok.
+func (st *state) readProbes(_ string, r io.Reader) error {
+	st.probesSeen = true
+	dec := newDecoder(r)
+	err := walkObject(dec, func(key string) error {
+		if key != "probes" {
+			return skipValue(dec)
+		}
+		return walkArray(dec, func() error {
+			var p collectors.MountProbe
+			if err := dec.Decode(&p); err != nil {
+				return err
+			}
+			st.probeCounts[p.Result]++
+			if p.Result != collectors.ProbeOK && len(st.probes) < maxKeptProbes {
+				st.probes = append(st.probes, p)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return endOfInput(dec)
+}
+
+// readShape reads dirshape/shape.json: bounded by the collector (top N
+// directories, bounded leftover lists).
+func (st *state) readShape(_ string, r io.Reader) error {
+	var s collectors.DirShapeReport
+	dec := newDecoder(r)
+	if err := dec.Decode(&s); err != nil {
+		return err
+	}
+	st.shape = &s
+	return endOfInput(dec)
+}
+
+// readCSI reads csi/inventory.json (bounded by --csi-max-entries).
+func (st *state) readCSI(_ string, r io.Reader) error {
+	var inv collectors.CSIInventory
+	dec := newDecoder(r)
+	if err := dec.Decode(&inv); err != nil {
+		return err
+	}
+	st.csi = &inv
+	return endOfInput(dec)
+}
+
+// readHealthz reads kubelet/healthz.txt ("[+]ping ok", "[-]syncloop
+// failed: reason withheld").
+func (st *state) readHealthz(_ string, r io.Reader) error {
+	lr := newLineReader(r)
+	for {
+		b, n, cut, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if len(st.healthz) < 200 {
+			st.healthz = append(st.healthz, keepLine(n, b, cut))
+		}
+		if bytes.HasPrefix(bytes.TrimSpace(b), []byte("[-]")) && len(st.healthzBad) < 50 {
+			st.healthzBad = append(st.healthzBad, keepLine(n, b, cut))
+		}
+	}
+}
+
+// readPods reads kubelet/pods.json (the kubelet's PodList), one pod at a
+// time.
+func (st *state) readPods(_ string, r io.Reader) error {
+	dec := newDecoder(r)
+	err := walkObject(dec, func(key string) error {
+		if key != "items" {
+			return skipValue(dec)
+		}
+		return walkArray(dec, func() error {
+			var p struct {
+				Metadata struct {
+					UID               string  `json:"uid"`
+					Name              string  `json:"name"`
+					Namespace         string  `json:"namespace"`
+					DeletionTimestamp *string `json:"deletionTimestamp"`
+				} `json:"metadata"`
+				Status struct {
+					Phase string `json:"phase"`
+				} `json:"status"`
+			}
+			if err := dec.Decode(&p); err != nil {
+				return err
+			}
+			if p.Metadata.UID != "" {
+				st.pods[p.Metadata.UID] = podRec{UID: p.Metadata.UID, Namespace: p.Metadata.Namespace, Name: p.Metadata.Name,
+					Phase: p.Status.Phase, Deleting: p.Metadata.DeletionTimestamp != nil}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	st.podsSeen = true
+	return endOfInput(dec)
+}
+
+func (st *state) readKubeletGoroutines(name string, r io.Reader) error {
+	d, err := parseGoroutines(name, r)
+	if d != nil {
+		st.kubeDumps = append(st.kubeDumps, d)
+	}
+	return err
+}
+
+func (st *state) readRuntimeGoroutines(name string, r io.Reader) error {
+	d, err := parseGoroutines(name, r)
+	if d != nil {
+		st.runtimeDump = append(st.runtimeDump, d)
+	}
+	return err
+}

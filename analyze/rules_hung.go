@@ -1,0 +1,560 @@
+package analyze
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/isolate"
+)
+
+// Incident 003: a leftover cephfs mount hung every stat(); the kubelet's
+// housekeeping stat()ed it in cleanupOrphanedPodDirs and its sync loop
+// stopped, so new pods never started. The mount probe finds mounts that
+// do not answer (safely, in a worker with a deadline); this family names
+// them, the tasks sleeping on them (in D state, or in S with the FUSE
+// wait channel request_wait_answer), the kubelet's stuck goroutines, and
+// the kernel's own complaints (hung tasks, libceph session lost, NFS not
+// responding), as one finding per filesystem.
+
+// IDs of this family.
+const (
+	idHungMount       = "hung-mount"
+	idDeadFUSE        = "fuse-transport-not-connected"
+	idMountError      = "mount-probe-error"
+	idBlockedTasks    = "tasks-blocked-in-kernel"
+	idCephSession     = "ceph-session-lost"
+	idNFSNotReponding = "nfs-server-not-responding"
+	idKernelHungTask  = "kernel-hung-task"
+)
+
+// hungFS is one filesystem (device) whose probes hung.
+type hungFS struct {
+	dev    string
+	fstype string
+	source string
+	class  string
+	probes []collectors.MountProbe
+	// manifest hung_mounts entries for it (also when probes.json is
+	// missing).
+	items []bundle.HungItem
+}
+
+func (h *hungFS) mountpoints() []string {
+	var out []string
+	for _, p := range h.probes {
+		if !contains(out, p.Mountpoint) {
+			out = append(out, p.Mountpoint)
+		}
+	}
+	for _, it := range h.items {
+		if len(h.probes) == 0 && !contains(out, it.Target) {
+			out = append(out, it.Target)
+		}
+	}
+	return out
+}
+
+func ruleHungMounts(st *state) {
+	own := st.ownPIDs()
+	groups := map[string]*hungFS{}
+	var order []string
+	for _, p := range st.probes {
+		if p.Result != collectors.ProbeHung {
+			continue
+		}
+		g := groups[p.Dev]
+		if g == nil {
+			g = &hungFS{dev: p.Dev, fstype: p.FSType, source: p.Source, class: p.Class}
+			groups[p.Dev] = g
+			order = append(order, p.Dev)
+		}
+		g.probes = append(g.probes, p)
+	}
+	// Hung mounts the manifest knows of (from any collector) that the
+	// probe file does not list: the probe file may be missing or cut.
+	if st.manifest != nil {
+		for _, it := range st.manifest.HungMounts {
+			found := false
+			for _, g := range groups {
+				for _, p := range g.probes {
+					if p.ProbePath == it.Target || p.Mountpoint == it.Target {
+						g.items = append(g.items, it)
+						found = true
+					}
+				}
+			}
+			if !found && !st.probesSeen {
+				key := "target:" + it.Target
+				g := groups[key]
+				if g == nil {
+					g = &hungFS{dev: "", class: st.classOfPath(it.Target)}
+					groups[key] = g
+					order = append(order, key)
+				}
+				g.items = append(g.items, it)
+			}
+		}
+	}
+	used := map[int]bool{}
+	for _, k := range order {
+		st.hungFinding(groups[k], own, used, len(order))
+	}
+	st.deadFUSE()
+	st.probeErrors()
+	st.blockedTasks(own, used)
+}
+
+// classOfPath guesses a path's filesystem class from the mount table.
+func (st *state) classOfPath(p string) string {
+	best := ""
+	class := ""
+	for _, m := range st.mounts {
+		if m.Host && strings.HasPrefix(p, m.MountPoint) && len(m.MountPoint) > len(best) {
+			best, class = m.MountPoint, m.Class
+		}
+	}
+	return class
+}
+
+// ownPIDs are nodesnap's own workers that hung on purpose (probing a hung
+// mount): the manifest's hang evidence names them.
+func (st *state) ownPIDs() map[int]bool {
+	own := map[int]bool{}
+	var walk func(h *isolate.HangEvidence)
+	walk = func(h *isolate.HangEvidence) {
+		if h == nil {
+			return
+		}
+		own[h.PID] = true
+		for _, t := range h.Tasks {
+			own[t.TID] = true
+		}
+		for _, c := range h.Children {
+			walk(c)
+		}
+	}
+	if m := st.manifest; m != nil {
+		for _, it := range m.HungMounts {
+			walk(it.Evidence)
+		}
+		for _, c := range m.Collectors {
+			walk(c.HangEvidence)
+			for _, it := range c.HungItems {
+				walk(it.Evidence)
+			}
+		}
+	}
+	return own
+}
+
+// fsMarkers are kernel function name prefixes per filesystem family, as
+// they appear in /proc/<pid>/stack, wchan and hung-task call traces.
+func fsMarkers(fstype, class string) []string {
+	t := strings.ToLower(fstype)
+	switch {
+	case strings.Contains(t, "ceph") && strings.HasPrefix(t, "fuse"):
+		return []string{"fuse_", "request_wait_answer"}
+	case strings.Contains(t, "ceph"):
+		return []string{"ceph_", "libceph"}
+	case strings.HasPrefix(t, "nfs"):
+		return []string{"nfs", "rpc_", "xprt"}
+	case strings.Contains(t, "cifs") || strings.Contains(t, "smb"):
+		return []string{"cifs", "smb2"}
+	case strings.HasPrefix(t, "fuse") || class == "fuse":
+		return []string{"fuse_", "request_wait_answer"}
+	case class == "block":
+		return []string{"io_schedule", "folio_wait", "wait_on_page", "jbd2", "blk_mq_"}
+	}
+	return nil
+}
+
+func taskOn(t *collectors.Task, markers []string) bool {
+	for _, m := range markers {
+		if strings.Contains(t.Wchan, m) {
+			return true
+		}
+		for _, f := range t.Stack {
+			if strings.Contains(f, m) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (st *state) hungFinding(g *hungFS, own, used map[int]bool, groups int) {
+	mps := g.mountpoints()
+	kind := g.fstype
+	if kind == "" {
+		kind = g.class
+	}
+	if kind == "" {
+		kind = "filesystem"
+	}
+	subject := g.dev
+	if subject == "" && len(mps) > 0 {
+		subject = mps[0]
+	}
+	f := Finding{
+		ID:       idHungMount,
+		Severity: Critical,
+		Title:    "Mount does not answer (hung)",
+		Subject:  subject,
+	}
+	var timeout string
+	if len(g.probes) > 0 {
+		timeout = strconv.FormatFloat(g.probes[0].LatencyMS/1000, 'f', -1, 64) + "s"
+	}
+	// Tasks waiting on it.
+	markers := fsMarkers(g.fstype, g.class)
+	var waiting []collectors.Task
+	var kubelet []string
+	for i := range st.tasks {
+		t := &st.tasks[i]
+		if own[t.TID] || own[t.PID] || !taskOn(t, markers) {
+			continue
+		}
+		waiting = append(waiting, *t)
+		used[t.TID] = true
+		if t.Comm == "kubelet" || strings.HasPrefix(t.Comm, "kubelet") {
+			kubelet = append(kubelet, fmt.Sprintf("kubelet thread %d (state %s, wchan %s)", t.TID, t.State, t.Wchan))
+		}
+	}
+	// The kubelet's housekeeping stuck on a path under its own tree.
+	underKubelet := false
+	for _, mp := range mps {
+		if strings.Contains(mp, "/kubelet/") {
+			underKubelet = true
+		}
+	}
+	var stuck []goroutine
+	if underKubelet || len(kubelet) > 0 {
+		stuck = st.stuckCleanup()
+	}
+	syncBad := st.syncloopBad()
+
+	f.Summary = fmt.Sprintf("%s mount %s (%s) did not answer stat/statfs within %s", kind, listOf(mps, 2), g.source, orUnknown(timeout))
+	if len(stuck) > 0 || len(kubelet) > 0 {
+		f.Summary += "; the kubelet is stuck on it"
+		if len(syncBad) > 0 {
+			f.Summary += " and its sync loop is unhealthy"
+		}
+	} else if len(waiting) > 0 {
+		f.Summary += fmt.Sprintf("; %s waiting in the kernel", plural(len(waiting), "task is", "tasks are"))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "A stat/statfs of %s (device %s, %s from %s) in an isolated worker did not return within its deadline: any process that touches the mount blocks in the kernel, ",
+		listOf(mps, 6), orUnknown(g.dev), kind, orUnknown(g.source))
+	b.WriteString("often unkillably, and stays there until the mount answers or is force-unmounted. ")
+	switch {
+	case strings.Contains(kind, "ceph"):
+		b.WriteString("A cephfs mount hangs like this when the ceph client lost its monitors or MDS (\"libceph: ... session lost\"), typically a leftover mount of a deleted pod after the cluster or the CSI plugin moved on. ")
+	case strings.HasPrefix(kind, "nfs"):
+		b.WriteString("An NFS hard mount hangs like this when its server does not answer (\"nfs: server ... not responding\"). ")
+	case g.class == "fuse":
+		b.WriteString("A FUSE mount hangs like this when its daemon is alive but stuck; processes waiting on it sleep in request_wait_answer (state S or D). ")
+	}
+	if len(waiting) > 0 {
+		var names []string
+		for _, t := range waiting {
+			names = append(names, fmt.Sprintf("%s[%d] (state %s, wchan %s)", t.Comm, t.TID, t.State, orUnknown(t.Wchan)))
+		}
+		fmt.Fprintf(&b, "Tasks waiting in %s code: %s. ", kind, listOf(names, 6))
+		if groups > 1 {
+			b.WriteString("(Several mounts hang; these tasks wait in code of this filesystem type, not necessarily on this mount.) ")
+		}
+	}
+	if len(stuck) > 0 {
+		fmt.Fprintf(&b, "The kubelet's goroutine dump shows pod cleanup stuck: %s. Its housekeeping stat()s the volume paths of dead pods (cleanupOrphanedPodDirs), and one on this mount never returns, so the sync loop stops and new pods never start (incident 003). ",
+			describeGoroutines(stuck))
+	}
+	if len(syncBad) > 0 {
+		b.WriteString("The kubelet's healthz says: " + syncBad[0].Text + ". ")
+	}
+	f.Explanation = strings.TrimSpace(b.String())
+
+	// Evidence.
+	for _, p := range g.probes {
+		f.Evidence = append(f.Evidence, Evidence{Path: "mountprobe/probes.json", What: "the probe that did not answer", Record: p})
+	}
+	if len(g.items) > 0 {
+		f.Evidence = append(f.Evidence, Evidence{Path: "manifest.json", What: "hung_mounts: where the probe's worker was blocked", Record: g.items})
+	}
+	var ms []mountRec
+	for _, p := range g.probes {
+		for _, ns := range p.Namespaces {
+			ms = append(ms, mountRec{NS: ns, ID: p.MountID})
+		}
+	}
+	f.Evidence = append(f.Evidence, st.mountinfoEvidence(ms, "the mount in the mount table")...)
+	for _, m := range ms {
+		if h := st.mountHolders[nsMount{m.NS, m.ID}]; h != nil && len(h.Holders) > 0 {
+			f.Evidence = append(f.Evidence, Evidence{Path: "openfiles/holders.json", What: "processes with files, a working directory or a root on the mount", Record: h})
+		}
+	}
+	if len(waiting) > 0 {
+		f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "tasks sleeping in the filesystem's code (stack or wait channel)", Record: waiting})
+	}
+	if len(stuck) > 0 {
+		f.Evidence = append(f.Evidence, goroutineEvidence(stuck, "the kubelet's goroutines stuck in pod cleanup, and for how long")...)
+		st.kubeletExplained = true
+	}
+	if len(syncBad) > 0 {
+		f.Evidence = append(f.Evidence, Evidence{Path: "kubelet/healthz.txt", What: "the kubelet's failing health checks", Lines: syncBad})
+		st.kubeletExplained = true
+	}
+	// Kernel and kubelet log lines about this filesystem.
+	tokens := append([]string{}, mps...)
+	for _, mp := range mps {
+		tokens = append(tokens, pathTokens(mp)...)
+	}
+	st.claimLogs(&f, tokens, sigTransportNotConn, sigTeardownBusy, sigOrphanedPod)
+	st.claimTraceLogs(&f, markers)
+	if strings.Contains(kind, "ceph") {
+		st.claimAll(&f, sigCephSessionLost)
+	}
+	if strings.HasPrefix(kind, "nfs") {
+		host, _, _ := strings.Cut(g.source, ":")
+		st.claimLogs(&f, []string{host}, sigNFSNotResponding)
+	}
+	if len(stuck) > 0 || len(syncBad) > 0 {
+		st.claimAll(&f, sigSyncLoop)
+		st.claimAll(&f, sigPLEG)
+	}
+
+	// Remediation.
+	for _, mp := range mps {
+		q := shellQuote(mp)
+		switch {
+		case g.class == "fuse":
+			conn := ""
+			for _, p := range g.probes {
+				if p.FUSE != nil {
+					conn = strconv.FormatUint(uint64(p.FUSE.Conn), 10)
+				}
+			}
+			if conn != "" {
+				f.Remediation = append(f.Remediation, "Wake everything blocked on it by aborting the FUSE connection: echo 1 > /sys/fs/fuse/connections/"+conn+"/abort")
+			}
+			f.Remediation = append(f.Remediation, "Unmount it lazily: fusermount -uz "+q+"   (or umount -l "+q+")")
+		default:
+			f.Remediation = append(f.Remediation, "Force-unmount it: umount -f "+q+"   and if it is still busy: umount -l "+q)
+		}
+	}
+	switch {
+	case strings.Contains(kind, "ceph"):
+		f.Remediation = append(f.Remediation, "Check that the node reaches the ceph monitors and MDS; if the mount belonged to a deleted pod nothing needs it: leave it unmounted.")
+	case strings.HasPrefix(kind, "nfs"):
+		f.Remediation = append(f.Remediation, "Check the NFS server "+orUnknown(g.source)+"; consider soft or timeo/retrans mount options for volumes whose server may go away.")
+	case g.class == "fuse":
+		f.Remediation = append(f.Remediation, "Restart the FUSE daemon (or the CSI node plugin that runs it) and the pods that use the volume, so they mount it afresh.")
+	}
+	if len(stuck) > 0 || len(kubelet) > 0 || len(syncBad) > 0 {
+		f.Remediation = append(f.Remediation, "The kubelet's sync loop resumes once the stat returns (it fails fast on an unmounted path); if it does not within a minute, restart the kubelet (systemctl restart kubelet).")
+	}
+	st.add(f)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// claimTraceLogs attaches hung-task reports whose call traces run through
+// the filesystem's code.
+func (st *state) claimTraceLogs(f *Finding, markers []string) {
+	if len(markers) == 0 {
+		return
+	}
+	s := st.logs.sigs[sigHungTask]
+	if s == nil {
+		return
+	}
+	for _, k := range s.unclaimed() {
+		match := false
+		for _, h := range k.hits() {
+			for _, l := range h.Trace {
+				for _, m := range markers {
+					if strings.Contains(l.Text, m) {
+						match = true
+					}
+				}
+			}
+		}
+		if match {
+			k.claimed = true
+			f.addEvidence(k.evidence(sigWhat[sigHungTask])...)
+		}
+	}
+}
+
+// claimAll attaches every unclaimed hit of a signature.
+func (st *state) claimAll(f *Finding, sig string) {
+	s := st.logs.sigs[sig]
+	if s == nil {
+		return
+	}
+	for _, k := range s.unclaimed() {
+		k.claimed = true
+		f.addEvidence(k.evidence(sigWhat[sig])...)
+	}
+}
+
+// deadFUSE reports FUSE mounts whose daemon is gone: every access fails
+// at once with ENOTCONN ("Transport endpoint is not connected"), e.g.
+// ceph-fuse mounts after the CSI plugin restarted (ceph-csi#792).
+func (st *state) deadFUSE() {
+	groups := map[string][]collectors.MountProbe{}
+	var order []string
+	for _, p := range st.probes {
+		if p.Result != collectors.ProbeError || (p.Errno != "ENOTCONN" && p.Errno != "ECONNABORTED") {
+			continue
+		}
+		if p.Class != "fuse" && !strings.HasPrefix(p.FSType, "fuse") {
+			continue
+		}
+		if _, ok := groups[p.Dev]; !ok {
+			order = append(order, p.Dev)
+		}
+		groups[p.Dev] = append(groups[p.Dev], p)
+	}
+	for _, dev := range order {
+		ps := groups[dev]
+		var mps []string
+		for _, p := range ps {
+			mps = append(mps, p.Mountpoint)
+		}
+		f := Finding{
+			ID:       idDeadFUSE,
+			Severity: Critical,
+			Title:    "FUSE mount whose daemon is gone (Transport endpoint is not connected)",
+			Subject:  dev,
+			Summary:  fmt.Sprintf("%s at %s fails every access with %s: its FUSE daemon exited or its connection was aborted", ps[0].FSType, listOf(mps, 2), ps[0].Errno),
+			Explanation: "The mount is still in the mount table but nothing serves it: every stat, open or list fails at once with \"Transport endpoint is not connected\". " +
+				"Pods using it see I/O errors, and the kubelet cannot tear it down cleanly. A FUSE daemon such as ceph-fuse dies with the CSI node plugin that started it " +
+				"when the plugin is restarted or upgraded (ceph-csi#792).",
+		}
+		if d := ps[0].Diagnosis; d != "" {
+			f.Explanation += " The probe says: " + d + "."
+		}
+		var ms []mountRec
+		for _, p := range ps {
+			f.Evidence = append(f.Evidence, Evidence{Path: "mountprobe/probes.json", What: "the probe failed with " + p.Errno, Record: p})
+			for _, ns := range p.Namespaces {
+				ms = append(ms, mountRec{NS: ns, ID: p.MountID})
+			}
+		}
+		f.Evidence = append(f.Evidence, st.mountinfoEvidence(ms, "the dead mount in the mount table")...)
+		var tokens []string
+		for _, mp := range mps {
+			tokens = append(tokens, pathTokens(mp)...)
+		}
+		st.claimLogs(&f, tokens, sigTransportNotConn, sigTeardownBusy, sigOrphanedPod)
+		for _, mp := range mps {
+			f.Remediation = append(f.Remediation, "Unmount it: fusermount -uz "+shellQuote(mp)+"   (or umount -l "+shellQuote(mp)+")")
+		}
+		f.Remediation = append(f.Remediation, "Restart the FUSE daemon or the CSI node plugin that runs it, then restart the pods that use the volume so it is mounted afresh.")
+		st.add(f)
+	}
+}
+
+// probeErrors reports mounts that answered with a fault (stale handle,
+// I/O error, device gone), one finding per filesystem.
+func (st *state) probeErrors() {
+	bad := map[string]bool{"ESTALE": true, "EIO": true, "ENODEV": true, "ENXIO": true, "EHOSTDOWN": true, "EHOSTUNREACH": true, "ETIMEDOUT": true, "ECONNREFUSED": true, "ECONNRESET": true}
+	groups := map[string][]collectors.MountProbe{}
+	var order []string
+	for _, p := range st.probes {
+		if p.Result != collectors.ProbeError || !bad[p.Errno] {
+			continue
+		}
+		if _, ok := groups[p.Dev]; !ok {
+			order = append(order, p.Dev)
+		}
+		groups[p.Dev] = append(groups[p.Dev], p)
+	}
+	for _, dev := range order {
+		ps := groups[dev]
+		var mps []string
+		for _, p := range ps {
+			mps = append(mps, p.Mountpoint)
+		}
+		f := Finding{
+			ID:          idMountError,
+			Severity:    Warning,
+			Title:       "Mount answers with an error",
+			Subject:     dev,
+			Summary:     fmt.Sprintf("%s mount %s answers stat/statfs with %s", ps[0].FSType, listOf(mps, 2), ps[0].Errno),
+			Explanation: "The mount is reachable but broken: " + orUnknown(ps[0].Diagnosis) + ". Pods using it get the same error.",
+		}
+		for _, p := range ps {
+			f.Evidence = append(f.Evidence, Evidence{Path: "mountprobe/probes.json", What: "the probe's error", Record: p})
+		}
+		var tokens []string
+		for _, mp := range mps {
+			tokens = append(tokens, pathTokens(mp)...)
+		}
+		st.claimLogs(&f, tokens, sigTeardownBusy, sigOrphanedPod)
+		for _, mp := range mps {
+			f.Remediation = append(f.Remediation, "Unmount it (umount -l "+shellQuote(mp)+") and let the pod that needs it mount it again (restart the pod).")
+		}
+		st.add(f)
+	}
+}
+
+// blockedTasks reports tasks in uninterruptible sleep that no hung mount
+// explains.
+func (st *state) blockedTasks(own, used map[int]bool) {
+	var ts []collectors.Task
+	for _, t := range st.tasks {
+		if own[t.TID] || own[t.PID] || used[t.TID] || t.State != "D" {
+			continue
+		}
+		ts = append(ts, t)
+	}
+	if len(ts) == 0 {
+		return
+	}
+	sev := Info
+	var names []string
+	for _, t := range ts {
+		if fsWait(t.Wchan) || len(t.Stack) > 0 && fsStack(t.Stack) {
+			sev = Warning
+		}
+		names = append(names, fmt.Sprintf("%s[%d] (wchan %s)", t.Comm, t.TID, orUnknown(t.Wchan)))
+	}
+	sort.Strings(names)
+	f := Finding{
+		ID:       idBlockedTasks,
+		Severity: sev,
+		Title:    "Tasks in uninterruptible sleep",
+		Summary:  fmt.Sprintf("%s in D state: %s", plural(len(ts), "task", "tasks"), listOf(names, 3)),
+		Explanation: "These tasks sleep in the kernel and cannot be interrupted, usually waiting for a disk or a network filesystem. " +
+			"A few for a moment are normal under I/O load; the same tasks in several bundles, or kernel stacks in a filesystem or block driver, mean I/O that does not complete. " +
+			"No probed mount hung, so the wait is on something the probe did not touch (a device, a path below a mountpoint).",
+		Evidence: []Evidence{{Path: "processes/tasks.json", What: "the tasks in D state with their kernel stacks", Record: ts}},
+		Remediation: []string{
+			"Read the stacks: a filesystem or driver function names the culprit; check that device's or server's health (dmesg, iostat -x 1).",
+			"Take a second bundle a minute later: tasks still in D with the same stack are stuck, not busy.",
+		},
+	}
+	st.claimTraceLogs(&f, []string{"ext4", "xfs", "jbd2", "io_schedule", "blk_", "nvme", "scsi", "rbd", "nbd"})
+	st.add(f)
+}
+
+func fsStack(stack []string) bool {
+	for _, l := range stack {
+		for _, m := range []string{"nfs", "ceph", "fuse", "rpc_", "xprt", "cifs", "rbd", "nbd", "iscsi"} {
+			if strings.Contains(l, m) {
+				return true
+			}
+		}
+	}
+	return false
+}

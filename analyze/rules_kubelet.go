@@ -1,0 +1,220 @@
+package analyze
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The kubelet's own view (incident 003): healthz "[-]syncloop failed", and
+// the goroutine dump showing housekeeping stuck in HandlePodCleanups →
+// cleanupOrphanedPodDirs, and since when ("goroutine 123 [syscall, 12
+// minutes]:"). When a hung mount explains it, the hung-mount finding
+// carries this evidence; otherwise it is a finding of its own.
+
+// IDs of this family.
+const (
+	idSyncloop       = "kubelet-syncloop-unhealthy"
+	idHealthz        = "kubelet-healthz-failing"
+	idPLEG           = "kubelet-pleg-unhealthy"
+	maxGoroutineShow = 3
+	maxFrameLines    = 14
+)
+
+// cleanupFuncs are the kubelet functions of pod cleanup.
+var cleanupFuncs = []string{"cleanupOrphanedPodDirs", "HandlePodCleanups", "getPodVolumePathListFromDisk"}
+
+// stuckCleanup returns the kubelet's goroutines in pod cleanup: from the
+// debug=2 dump when there is one (it says how long), else debug=1.
+func (st *state) stuckCleanup() []goroutine {
+	var withState, without []goroutine
+	for _, d := range st.kubeDumps {
+		for _, g := range d.Kept {
+			hit := false
+			for _, fn := range cleanupFuncs {
+				hit = hit || g.has(fn)
+			}
+			switch {
+			case !hit:
+			case g.State != "":
+				withState = append(withState, g)
+			default:
+				without = append(without, g)
+			}
+		}
+	}
+	if len(withState) > 0 {
+		return withState
+	}
+	return without
+}
+
+// syncloopBad returns the healthz lines of a failing sync loop.
+func (st *state) syncloopBad() []Line {
+	var out []Line
+	for _, l := range st.healthzBad {
+		if strings.Contains(strings.ToLower(l.Text), "syncloop") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func describeGoroutines(gs []goroutine) string {
+	var parts []string
+	longest := 0
+	for _, g := range gs {
+		longest = max(longest, g.Minutes)
+	}
+	for i, g := range gs {
+		if i == maxGoroutineShow {
+			parts = append(parts, fmt.Sprintf("and %d more", len(gs)-i))
+			break
+		}
+		frames := g.Frames
+		where := ""
+		for _, fn := range cleanupFuncs {
+			for _, f := range frames {
+				if strings.Contains(f, fn) && where == "" {
+					where = fn
+				}
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s in %s (in %s)", g.describe(), where, innermostCall(frames)))
+	}
+	s := strings.Join(parts, "; ")
+	if longest > 0 {
+		s += fmt.Sprintf("; stuck for %d minutes", longest)
+	}
+	return s
+}
+
+// innermostCall is the innermost frame worth naming: not the runtime's or
+// a syscall wrapper, not an unexported helper (os.Stat, not
+// os.statNolog.func1).
+func innermostCall(frames []string) string {
+	for _, f := range frames {
+		if strings.HasPrefix(f, "runtime.") || strings.HasPrefix(f, "syscall.") || strings.HasPrefix(f, "internal/") ||
+			strings.HasPrefix(f, "golang.org/x/sys/") {
+			continue
+		}
+		name := f[strings.LastIndexByte(f, '.')+1:]
+		if name == "" || name[0] < 'A' || name[0] > 'Z' {
+			continue
+		}
+		return f
+	}
+	if len(frames) > 0 {
+		return frames[0]
+	}
+	return "unknown"
+}
+
+func goroutineEvidence(gs []goroutine, what string) []Evidence {
+	byPath := map[string]*Evidence{}
+	var order []string
+	shown := 0
+	for _, g := range gs {
+		p := g.Path
+		e := byPath[p]
+		if e == nil {
+			e = &Evidence{Path: p, What: what}
+			byPath[p] = e
+			order = append(order, p)
+		}
+		if shown >= maxGoroutineShow {
+			e.More++
+			continue
+		}
+		shown++
+		lines := g.Lines
+		if len(lines) > maxFrameLines {
+			lines = lines[:maxFrameLines]
+		}
+		e.Lines = append(e.Lines, lines...)
+	}
+	var out []Evidence
+	for _, p := range order {
+		out = append(out, *byPath[p])
+	}
+	return out
+}
+
+func ruleKubelet(st *state) {
+	syncBad := st.syncloopBad()
+	stuck := st.stuckCleanup()
+	if !st.kubeletExplained {
+		longest := 0
+		for _, g := range stuck {
+			longest = max(longest, g.Minutes)
+		}
+		logs := st.logs.sigs[sigSyncLoop]
+		if len(syncBad) > 0 || (len(stuck) > 0 && longest >= 2) || (logs != nil && len(logs.unclaimed()) > 0) {
+			st.syncloopFinding(syncBad, stuck)
+		}
+	}
+	// Other failing health checks.
+	var other []Line
+	for _, l := range st.healthzBad {
+		if !strings.Contains(strings.ToLower(l.Text), "syncloop") {
+			other = append(other, l)
+		}
+	}
+	if len(other) > 0 {
+		var names []string
+		for _, l := range other {
+			names = append(names, strings.TrimSpace(l.Text))
+		}
+		st.add(Finding{
+			ID:          idHealthz,
+			Severity:    Warning,
+			Title:       "Kubelet health checks failing",
+			Summary:     "the kubelet's healthz reports " + listOf(names, 3),
+			Explanation: "The kubelet's /healthz?verbose lists each internal check; these fail. The node is marked NotReady if they keep failing.",
+			Evidence:    []Evidence{{Path: "kubelet/healthz.txt", What: "the failing checks", Lines: other}},
+			Remediation: []string{"Read the kubelet's log around the time of the bundle (journal/kubelet.log) for the failing check's cause."},
+		})
+	}
+}
+
+func (st *state) syncloopFinding(syncBad []Line, stuck []goroutine) {
+	f := Finding{
+		ID:       idSyncloop,
+		Severity: Critical,
+		Title:    "Kubelet sync loop unhealthy",
+	}
+	if len(syncBad) == 0 {
+		f.Severity = Warning
+	}
+	switch {
+	case len(stuck) > 0:
+		f.Summary = "the kubelet's pod cleanup is stuck: " + describeGoroutines(stuck)
+	case len(syncBad) > 0:
+		f.Summary = "the kubelet's healthz says: " + strings.TrimSpace(syncBad[0].Text)
+	default:
+		f.Summary = "the kubelet logs that its sync loop takes longer than expected"
+	}
+	f.Explanation = "The kubelet's sync loop starts, updates and cleans up every pod; when one iteration does not return, no pod on the node changes state any more: " +
+		"new pods stay Pending/ContainerCreating and deleted ones Terminating. "
+	if len(stuck) > 0 {
+		f.Explanation += "The goroutine dump shows it in pod housekeeping (HandlePodCleanups → cleanupOrphanedPodDirs), which stat()s the volume paths of deleted pods: " +
+			"a path on a mount that hangs keeps it there forever (incident 003). No probed mount hung in this bundle; the path may lie below a mountpoint, " +
+			"or on a mount in another namespace."
+	}
+	if len(syncBad) > 0 {
+		f.Evidence = append(f.Evidence, Evidence{Path: "kubelet/healthz.txt", What: "the kubelet's failing health check", Lines: syncBad})
+	}
+	f.Evidence = append(f.Evidence, goroutineEvidence(stuck, "the kubelet's goroutines in pod cleanup, and for how long")...)
+	for i := range st.tasks {
+		t := &st.tasks[i]
+		if strings.HasPrefix(t.Comm, "kubelet") && t.State == "D" {
+			f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "a kubelet thread in D state", Record: t})
+		}
+	}
+	st.claimAll(&f, sigSyncLoop)
+	st.claimAll(&f, sigPLEG)
+	f.Remediation = []string{
+		"Find the path the stuck goroutine touches: list /var/lib/kubelet/pods/*/volumes/* of pods no longer running and stat each with a timeout (timeout 5 stat <path>); the one that hangs is on a dead mount.",
+		"Force-unmount that mount (umount -f <path>, then umount -l <path>); the sync loop resumes, or restart the kubelet if it does not.",
+	}
+	st.add(f)
+}

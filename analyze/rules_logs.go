@@ -1,0 +1,396 @@
+package analyze
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Log signatures that no joined cause explained: each is still worth a
+// finding of its own, with what the bundle says about its subject (is the
+// path still mounted, and where).
+
+// IDs of this family.
+const (
+	idTeardownBusy      = "volume-teardown-busy"
+	idUnmountDevice     = "volume-unmount-device-failed"
+	idPodNotCleaned     = "pod-volumes-not-cleaned-up"
+	idOrphanedPod       = "orphaned-pod-volume-paths"
+	idOperationExists   = "csi-operation-already-exists"
+	idOtherReferences   = "staging-mount-still-referenced"
+	idRootfsBusy        = "container-rootfs-busy"
+	idNotPublished      = "csi-driver-not-published"
+	idDecodedOutput     = "decoded-command-output"
+	idTransportLogs     = "fuse-transport-not-connected-logged"
+	idHungTaskLogged    = idKernelHungTask
+	maxLogFindingsPerID = 50
+)
+
+var (
+	reRemoveBusy = regexp.MustCompile(`(?:remove|rmdir\(\) volume at path|failed to remove dir \[?)\s*\\*"?(/[^\s:"\\\]]+)\]?:? device or resource busy`)
+	reBackoff    = regexp.MustCompile(`durationBeforeRetry ([0-9a-zµ.]+)`)
+)
+
+func ruleVolumeLogs(st *state) {
+	st.teardownBusy()
+	st.simpleLogFindings(sigUnmountDevice, idUnmountDevice, Warning, "Kubelet cannot unmount or unmap a volume's device",
+		func(k *keyHits) (string, string, []string) {
+			out := ""
+			if len(k.Decoded) > 0 {
+				out = " Command output (decoded from the log's byte array): " + strings.Join(k.Decoded, " / ") + "."
+			}
+			return fmt.Sprintf("UnmountDevice of %s failed %s", orUnknown(k.Key), plural(k.Count, "time", "times")),
+				"The kubelet's unmount (or rbd unmap) of the volume's device fails, typically \"device or resource busy\": something still uses the device. " +
+					"When lsof on the host shows only kernel threads (rbd3-task, jbd2/rbd3), the holder is a mount in another mount namespace (incident 002), which this bundle's " +
+					"mounts collector would have named; otherwise an open file or a leftover mount on the host." + out,
+				[]string{"Find who holds the device: grep <device> /proc/*/task/*/mountinfo and lsof <device>; unmount it there (nsenter -t <pid> -m umount <mountpoint>) or stop the holder; the kubelet then retries."}
+		})
+	st.simpleLogFindings(sigPodNotCleaned, idPodNotCleaned, Warning, "Terminated pod waiting for its volumes",
+		func(k *keyHits) (string, string, []string) {
+			return fmt.Sprintf("pod %s is terminated but its volumes are not cleaned up (%s)", st.podName(k.Key), plural(k.Count, "log line", "log lines")),
+				"The kubelet keeps the pod Terminating until every volume is unmounted and removed; it logs this every 100 ms while a volume's teardown keeps failing (incident 004). " +
+					"The cause is the volume whose TearDown fails: see that volume's lines in the kubelet log.",
+				[]string{"Find the pod's volume errors: grep " + k.Key + " in the kubelet log (UnmountVolume.TearDown failed ...); fix what keeps that volume mounted."}
+		})
+	st.orphanedPods()
+	st.simpleLogFindings(sigOperationExists, idOperationExists, Warning, "CSI operation already in progress for a volume",
+		func(k *keyHits) (string, string, []string) {
+			return fmt.Sprintf("the CSI driver refuses operations on volume %s: one is already in progress (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
+				"ceph-csi (and other drivers) serialise operations per volume ID with a lock; \"an operation with the given Volume ID ... already exists\" means an earlier one " +
+					"never returned, usually a mount, map or fsck child process hung on the storage (ceph-csi#2289). Every retry fails until it ends.",
+				[]string{"Look for the driver's hung child processes (D state, stack in rbd/ceph/nfs) on the node; restart the CSI node plugin pod to release the lock once the storage answers again."}
+		})
+	st.otherReferences()
+	st.rootfsBusy()
+	st.simpleLogFindings(sigNotPublished, idNotPublished, Info, "CSI driver says a volume is not published",
+		func(k *keyHits) (string, string, []string) {
+			return fmt.Sprintf("the CSI driver answered unpublish of volume %s with \"not published, nothing to do\"", orUnknown(k.Key)),
+				"Harmless when the volume is indeed unmounted; when its target is still mounted, the driver lost its state and the kubelet's teardown will fail with EBUSY (incident 004).",
+				[]string{"Check that the volume's target path is not in the mount table (findmnt <target>); if it is, unmount it by hand."}
+		})
+	st.simpleLogFindings(sigPLEG, idPLEG, Warning, "Kubelet PLEG is not healthy",
+		func(k *keyHits) (string, string, []string) {
+			return fmt.Sprintf("the kubelet reports \"PLEG is not healthy\" (%s)", plural(k.Count, "time", "times")),
+				"The pod lifecycle event generator relists containers through the runtime; when a relist does not finish (the runtime hangs inspecting a container on a dead mount, " +
+					"kubernetes#61117, or is overloaded), the node goes NotReady.",
+				[]string{"Check the runtime: crictl ps and crictl inspect of each container with a timeout; a hanging one points at its mounts. Read the runtime's goroutine dump in this bundle."}
+		})
+	st.simpleLogFindings(sigByteOutput, idDecodedOutput, Info, "Command output in the logs, decoded",
+		func(k *keyHits) (string, string, []string) {
+			return "a log line carries command output as a byte array: " + shorten(strings.ReplaceAll(k.Key, "\n", " / "), 200),
+				"Go programs that print a command's []byte output with %v log it as numbers ([114 98 100 58 ...]); this is the text.",
+				nil
+		})
+}
+
+// simpleLogFindings makes one finding per unclaimed key of a signature.
+func (st *state) simpleLogFindings(sig, id string, sev Severity, title string, text func(*keyHits) (summary, explanation string, remediation []string)) {
+	s := st.logs.sigs[sig]
+	if s == nil {
+		return
+	}
+	for i, k := range s.unclaimed() {
+		if i == maxLogFindingsPerID {
+			break
+		}
+		k.claimed = true
+		summary, expl, rem := text(k)
+		f := Finding{ID: id, Severity: sev, Title: title, Subject: k.Key, Summary: summary, Explanation: expl,
+			Evidence: k.evidence(sigWhat[sig]), Remediation: rem}
+		st.add(f)
+	}
+}
+
+// teardownBusy: "UnmountVolume.TearDown failed ... remove <dir>: device or
+// resource busy", retried with backoff. Says whether the directory is
+// still mounted and where.
+func (st *state) teardownBusy() {
+	s := st.logs.sigs[sigTeardownBusy]
+	if s == nil {
+		return
+	}
+	for i, k := range s.unclaimed() {
+		if i == maxLogFindingsPerID {
+			break
+		}
+		k.claimed = true
+		dir, backoff := "", ""
+		for _, h := range k.hits() {
+			if m := reRemoveBusy.FindStringSubmatch(h.Line.Text); m != nil {
+				dir = m[1]
+			}
+			if m := reBackoff.FindStringSubmatch(h.Line.Text); m != nil {
+				backoff = m[1]
+			}
+		}
+		f := Finding{
+			ID:       idTeardownBusy,
+			Severity: Warning,
+			Title:    "Volume teardown fails with \"device or resource busy\"",
+			Subject:  k.Key,
+			Summary:  fmt.Sprintf("TearDown of %s fails with EBUSY (%s", orUnknown(k.Key), plural(k.Count, "time", "times")),
+		}
+		if backoff != "" {
+			f.Summary += ", retry backoff now " + backoff
+		}
+		f.Summary += ")"
+		var b strings.Builder
+		b.WriteString("The kubelet cannot remove the volume's directory because it is still a mountpoint or in use; it retries with exponential backoff " +
+			"(\"No retries permitted until ...\") and the pod stays Terminating. ")
+		var rem []string
+		if dir != "" {
+			ms := st.mountsAt(dir)
+			var where []string
+			for _, m := range ms {
+				where = append(where, fmt.Sprintf("namespace %d%s at %s", m.NS, map[bool]string{true: " (host)", false: ""}[m.Host], m.MountPoint))
+			}
+			switch {
+			case len(ms) > 0:
+				fmt.Fprintf(&b, "%s is still mounted: %s. ", dir, listOf(where, 4))
+				f.Evidence = append(f.Evidence, st.mountinfoEvidence(ms, "the volume's directory is still mounted")...)
+				for _, m := range ms {
+					if h := st.mountHolders[nsMount{m.NS, m.ID}]; h != nil && len(h.Holders) > 0 {
+						f.Evidence = append(f.Evidence, Evidence{Path: "openfiles/holders.json", What: "processes using the mount", Record: h})
+						fmt.Fprintf(&b, "Processes using it: %s. ", listOf(holderNames(h.Holders), 4))
+					}
+				}
+				if ms[0].Host {
+					b.WriteString("On the host itself: the unmount (CSI NodeUnpublishVolume) returned success without unmounting, or an open file keeps it busy. ")
+					rem = append(rem, "If no process uses it, unmount it by hand: umount "+shellQuote(dir))
+				}
+			case st.mountsSeen:
+				fmt.Fprintf(&b, "%s is not mounted in any namespace now: the busy error may have been transient, or the mount was removed since. ", dir)
+			}
+		}
+		f.Explanation = strings.TrimSpace(b.String())
+		f.Evidence = append(k.evidence(sigWhat[sigTeardownBusy]), f.Evidence...)
+		rem = append(rem, "Find what keeps it busy: findmnt "+shellQuote(orUnknown(dir))+"; grep the volume in /proc/*/task/*/mountinfo; lsof +D on the directory.")
+		f.Remediation = rem
+		st.add(f)
+	}
+}
+
+// orphanedPods: "orphaned pod <uid> found, but volume paths are still
+// present on disk", and rmdir EBUSY under a pod's volumes.
+func (st *state) orphanedPods() {
+	byUID := map[string][]*keyHits{}
+	for _, sig := range []string{sigOrphanedPod, sigRmdirBusy} {
+		s := st.logs.sigs[sig]
+		if s == nil {
+			continue
+		}
+		for _, k := range s.unclaimed() {
+			uid := k.Key
+			if i := strings.LastIndex(uid, "/pods/"); i >= 0 {
+				uid = uid[i+len("/pods/"):]
+			}
+			byUID[uid] = append(byUID[uid], k)
+		}
+	}
+	uids := sortedKeys(byUID)
+	for i, uid := range uids {
+		if i == maxLogFindingsPerID {
+			break
+		}
+		f := Finding{
+			ID:       idOrphanedPod,
+			Severity: Warning,
+			Title:    "Orphaned pod directory whose volumes are still present",
+			Subject:  uid,
+		}
+		count := 0
+		for _, k := range byUID[uid] {
+			k.claimed = true
+			count += k.Count
+			f.Evidence = append(f.Evidence, k.evidence("the kubelet cannot clean up the deleted pod's directory")...)
+		}
+		var ms []mountRec
+		if uid != "" {
+			ms = st.mountsUnder("/pods/" + uid)
+		}
+		f.Summary = fmt.Sprintf("the kubelet cannot remove deleted pod %s's directory: volume paths are still there (%s)", orUnknown(uid), plural(count, "log line", "log lines"))
+		f.Explanation = "The pod is gone, but the kubelet's orphan cleanup finds volume directories under it and will not remove them while they may be mounted " +
+			"(kubernetes#60987). A volume still mounted somewhere (or on a mount that hangs) keeps the directory forever."
+		if len(ms) > 0 {
+			var where []string
+			for _, m := range ms {
+				where = append(where, fmt.Sprintf("%s (namespace %d)", m.MountPoint, m.NS))
+			}
+			f.Summary += fmt.Sprintf("; %s still mounted", plural(len(ms), "volume is", "volumes are"))
+			f.Explanation += " Still mounted: " + listOf(where, 4) + "."
+			f.Evidence = append(f.Evidence, st.mountinfoEvidence(ms, "the pod's volumes still in a mount table")...)
+		} else if st.mountsSeen {
+			f.Explanation += " Nothing under the pod's directory is mounted now, so the leftover directories can be removed."
+		}
+		f.Remediation = []string{
+			"Check nothing under /var/lib/kubelet/pods/" + uid + " is mounted in any namespace (grep " + uid + " /proc/*/task/*/mountinfo); unmount what is.",
+			"Then remove the leftover volume directories (rmdir the empty ones under /var/lib/kubelet/pods/" + uid + "/volumes/*/*); the kubelet removes the rest.",
+		}
+		st.add(f)
+	}
+}
+
+// otherReferences: "the device mount path .../globalmount is still mounted
+// by other references": the staging mount's device is mounted elsewhere.
+func (st *state) otherReferences() {
+	s := st.logs.sigs[sigOtherReferences]
+	if s == nil {
+		return
+	}
+	for i, k := range s.unclaimed() {
+		if i == maxLogFindingsPerID {
+			break
+		}
+		k.claimed = true
+		f := Finding{
+			ID:       idOtherReferences,
+			Severity: Warning,
+			Title:    "Staging mount still referenced by other mounts",
+			Subject:  k.Key,
+			Summary:  fmt.Sprintf("the kubelet will not unstage %s: it is still mounted by other references (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
+			Explanation: "Before unmounting a volume's global (staging) mount, the kubelet checks that no other mount uses the same device; other references remain — " +
+				"a pod's bind mount that was not torn down, or a copy in another mount namespace (kubernetes#105323).",
+			Evidence: k.evidence(sigWhat[sigOtherReferences]),
+		}
+		if k.Key != "" {
+			var refs []mountRec
+			for _, m := range st.mountsAt(k.Key) {
+				for _, o := range st.mounts {
+					if o.Dev == m.Dev && !(o.NS == m.NS && o.ID == m.ID) {
+						refs = append(refs, o)
+					}
+				}
+			}
+			if len(refs) > 0 {
+				var where []string
+				for _, r := range refs {
+					where = append(where, fmt.Sprintf("%s (namespace %d)", r.MountPoint, r.NS))
+				}
+				sort.Strings(where)
+				f.Explanation += " Other mounts of the same device: " + listOf(where, 6) + "."
+				f.Evidence = append(f.Evidence, st.mountinfoEvidence(refs, "the other mounts of the same device")...)
+			}
+		}
+		f.Remediation = []string{"Unmount the leftover references (pod bind mounts under /var/lib/kubelet/pods/*/volumes, or copies in other namespaces), then the kubelet unstages the volume."}
+		st.add(f)
+	}
+}
+
+// rootfsBusy: "unlinkat .../merged: device or resource busy": a container's
+// rootfs mount leaked into another process's private namespace
+// (moby#22260).
+func (st *state) rootfsBusy() {
+	s := st.logs.sigs[sigUnlinkatBusy]
+	if s == nil {
+		return
+	}
+	for i, k := range s.unclaimed() {
+		if i == maxLogFindingsPerID {
+			break
+		}
+		k.claimed = true
+		f := Finding{
+			ID:       idRootfsBusy,
+			Severity: Warning,
+			Title:    "Container filesystem cannot be removed (busy)",
+			Subject:  k.Key,
+			Summary:  fmt.Sprintf("removing %s fails with EBUSY (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
+			Explanation: "The runtime cannot remove a container's filesystem because it is still mounted: usually a copy of the container's rootfs mount in the private " +
+				"mount namespace of a service started while the container ran (moby#22260).",
+			Evidence: k.evidence(sigWhat[sigUnlinkatBusy]),
+		}
+		if k.Key != "" {
+			ms := st.mountsAt(k.Key)
+			if len(ms) > 0 {
+				var where []string
+				for _, m := range ms {
+					where = append(where, fmt.Sprintf("namespace %d (%s)", m.NS, st.nsHolders(m.NS)))
+				}
+				f.Explanation += " Still mounted in: " + listOf(where, 4) + "."
+				f.Evidence = append(f.Evidence, st.mountinfoEvidence(ms, "the rootfs still mounted")...)
+			}
+		}
+		f.Remediation = []string{"Find the namespace that still mounts it (grep the container ID in /proc/*/task/*/mountinfo) and unmount it there (nsenter -t <pid> -m umount <path>), or restart that service."}
+		st.add(f)
+	}
+}
+
+// nsHolders names a few processes of a namespace.
+func (st *state) nsHolders(ns uint64) string {
+	ni := st.nsInfo[ns]
+	if ni == nil {
+		return "processes unknown"
+	}
+	var ps []string
+	for _, p := range ni.Processes {
+		ps = append(ps, st.procName(p.PID, p.Comm))
+	}
+	return listOf(ps, 3)
+}
+
+func ruleKernelLogs(st *state) {
+	// Hung tasks, as one finding.
+	if s := st.logs.sigs[sigHungTask]; s != nil {
+		ks := s.unclaimed()
+		if len(ks) > 0 {
+			var names []string
+			f := Finding{ID: idHungTaskLogged, Severity: Warning, Title: "Kernel reports hung tasks", Subject: "kernel"}
+			for _, k := range ks {
+				k.claimed = true
+				names = append(names, k.Key)
+				f.Evidence = append(f.Evidence, k.evidence(sigWhat[sigHungTask])...)
+			}
+			f.Summary = fmt.Sprintf("the kernel's hung-task detector reported %s blocked for more than its timeout: %s", plural(len(ks), "task", "tasks"), listOf(names, 4))
+			f.Explanation = "\"INFO: task <comm>:<pid> blocked for more than 120 seconds\" means the task sat in uninterruptible sleep that long, usually on a network filesystem, " +
+				"a block device whose I/O does not complete, or a lock held by such a task. The call trace below each report names the code it waits in."
+			f.Remediation = []string{"Read the call traces: ceph_/nfs_/fuse_ functions point at a mount (unmount it with umount -f / -l), blk_/scsi/nvme at a disk (check it with dmesg and iostat -x)."}
+			st.add(f)
+		}
+	}
+	if s := st.logs.sigs[sigCephSessionLost]; s != nil {
+		ks := s.unclaimed()
+		if len(ks) > 0 {
+			f := Finding{ID: idCephSession, Severity: Warning, Title: "Ceph client lost its monitor session", Subject: "libceph"}
+			var mons []string
+			for _, k := range ks {
+				k.claimed = true
+				mons = append(mons, k.Key)
+				f.Evidence = append(f.Evidence, k.evidence(sigWhat[sigCephSessionLost])...)
+			}
+			f.Summary = "the kernel ceph client lost its session with " + listOf(mons, 3)
+			f.Explanation = "\"libceph: monN ... session lost, hunting for new mon\": the node lost contact with the ceph monitors. Brief losses recover; if they do not, cephfs and rbd I/O " +
+				"hangs, and so does everything that touches those mounts (ceph-csi#5265)."
+			f.Remediation = []string{"Check the network path to the monitors and the cluster's health (ceph -s); mounts that stay hung need umount -f."}
+			st.add(f)
+		}
+	}
+	if s := st.logs.sigs[sigNFSNotResponding]; s != nil {
+		ok := st.logs.sigs[sigNFSOK]
+		for _, k := range s.unclaimed() {
+			k.claimed = true
+			f := Finding{ID: idNFSNotReponding, Severity: Warning, Title: "NFS server not responding", Subject: k.Key,
+				Summary: fmt.Sprintf("NFS server %s did not respond (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
+				Explanation: "\"nfs: server ... not responding, still trying\": on a hard mount every process touching it waits until the server answers. " +
+					"No probe of its mounts hung when the bundle was taken.",
+				Evidence:    k.evidence(sigWhat[sigNFSNotResponding]),
+				Remediation: []string{"Check the server and the network path to it; unmount (umount -f -l) mounts of a server that is gone for good."}}
+			if ok != nil {
+				if r := ok.keys[k.Key]; r != nil {
+					f.Severity = Info
+					f.Summary += "; it answered again later (\"nfs: server " + k.Key + " OK\")"
+					r.claimed = true
+					f.Evidence = append(f.Evidence, r.evidence(sigWhat[sigNFSOK])...)
+				}
+			}
+			st.add(f)
+		}
+	}
+	st.simpleLogFindings(sigTransportNotConn, idTransportLogs, Warning, "Transport endpoint is not connected (logged)",
+		func(k *keyHits) (string, string, []string) {
+			return fmt.Sprintf("%s: Transport endpoint is not connected (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
+				"A FUSE daemon behind this path (e.g. ceph-fuse) is gone: accesses fail with ENOTCONN. It happens when the CSI node plugin that ran the daemon restarts (ceph-csi#792). " +
+					"The mount probe did not find it dead, so it may have been unmounted since.",
+				[]string{"If the path is still mounted: umount -l <path>, then restart the pods using the volume so it is mounted again."}
+		})
+}

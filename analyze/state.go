@@ -1,0 +1,328 @@
+package analyze
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/collectors"
+)
+
+// state is what the readers keep of a bundle for the rules: compact facts,
+// bounded by the number of processes, mounts and matches, never by the
+// number of open files or log lines. Files arrive in archive order, which
+// the rules must not rely on: readers keep facts, rules join them at the
+// end.
+type state struct {
+	manifest   *bundle.Manifest
+	present    map[string]bool
+	unreadable []unreadable
+	filesRead  int
+	bytesRead  int64
+
+	// processes/tasks.json
+	tasksSeen    bool
+	procs        map[int]*procInfo
+	tasks        []collectors.Task // D state, or waiting in a filesystem
+	tasksDropped int
+	kthreads     []collectors.KernelThreadRef
+
+	// mounts/mounts.json and mounts/ns/*/mountinfo
+	mountsSeen     bool
+	hostNS         uint64
+	mounts         []mountRec
+	nsInfo         map[uint64]*nsInfo
+	devices        map[string]*deviceRec
+	deviceOrder    []string
+	mountinfoPath  map[uint64]string
+	mountinfoLines map[nsMount]Line
+	mountinfoSpare int
+
+	// openfiles
+	holdersSeen    bool
+	devHolders     map[string]*collectors.DeviceHolders
+	mountHolders   map[nsMount]*collectors.MountHolders
+	writers        []writerRec
+	writerSeen     map[writerKey]bool
+	writersDropped int
+
+	// mountprobe
+	probesSeen  bool
+	probes      []collectors.MountProbe // every probe not ok
+	probeCounts map[string]int
+
+	// dirshape, csi
+	shape *collectors.DirShapeReport
+	csi   *collectors.CSIInventory
+
+	// kubelet
+	healthz     []Line
+	healthzBad  []Line
+	kubeDumps   []*goroutineDump
+	podsSeen    bool
+	pods        map[string]podRec
+	runtimeDump []*goroutineDump
+	// kubeletExplained is set when a finding already carries the
+	// kubelet's stuck goroutines and failing healthz.
+	kubeletExplained bool
+
+	logs *logIndex
+
+	findings []Finding
+}
+
+type unreadable struct {
+	Path string `json:"path"`
+	Err  string `json:"error"`
+}
+
+func newState() *state {
+	return &state{
+		present:        map[string]bool{},
+		procs:          map[int]*procInfo{},
+		nsInfo:         map[uint64]*nsInfo{},
+		devices:        map[string]*deviceRec{},
+		mountinfoPath:  map[uint64]string{},
+		mountinfoLines: map[nsMount]Line{},
+		devHolders:     map[string]*collectors.DeviceHolders{},
+		mountHolders:   map[nsMount]*collectors.MountHolders{},
+		writerSeen:     map[writerKey]bool{},
+		probeCounts:    map[string]int{},
+		pods:           map[string]podRec{},
+		logs:           newLogIndex(),
+	}
+}
+
+// procInfo is a process (thread-group leader).
+type procInfo struct {
+	PID     int    `json:"pid"`
+	PPID    int    `json:"ppid"`
+	Comm    string `json:"comm"`
+	State   string `json:"state"`
+	Cmdline string `json:"cmdline,omitempty"`
+	MountNS uint64 `json:"mnt_ns,omitempty"`
+	Kernel  bool   `json:"kernel_thread,omitempty"`
+}
+
+// nsMount names a mount in a namespace.
+type nsMount struct {
+	ns uint64
+	id int
+}
+
+// mountRec is one mount of one namespace.
+type mountRec struct {
+	NS          uint64 `json:"namespace"`
+	Host        bool   `json:"host"`
+	ID          int    `json:"mount_id"`
+	ParentID    int    `json:"parent_id"`
+	Dev         string `json:"dev"`
+	Major       uint32 `json:"-"`
+	Root        string `json:"root"`
+	MountPoint  string `json:"mount_point"`
+	FSType      string `json:"fs_type"`
+	Source      string `json:"source"`
+	Propagation string `json:"propagation"`
+	Class       string `json:"class"`
+}
+
+// nsInfo is one mount namespace: some of its processes.
+type nsInfo struct {
+	Inode        uint64                        `json:"inode"`
+	Host         bool                          `json:"host"`
+	ProcessCount int                           `json:"process_count"`
+	Processes    []collectors.NamespaceProcess `json:"processes"`
+	Mountinfo    string                        `json:"mountinfo,omitempty"`
+}
+
+// maxNSProcesses bounds the processes kept per namespace.
+const maxNSProcesses = 16
+
+// deviceRec is one device of the mount index.
+type deviceRec struct {
+	collectors.MountDevice
+}
+
+// podRec is one pod the kubelet knows.
+type podRec struct {
+	UID       string `json:"uid"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Phase     string `json:"phase,omitempty"`
+	Deleting  bool   `json:"deleting,omitempty"`
+}
+
+// writerRec is a process with a file or working directory on a data
+// directory (kubelet, runtime, CSI and volume trees): who may be filling
+// a huge directory.
+type writerRec struct {
+	PID       int    `json:"pid"`
+	Comm      string `json:"comm"`
+	Namespace uint64 `json:"mnt_ns"`
+	// Use is "cwd" or "fd N (flags)".
+	Use        string `json:"use"`
+	Path       string `json:"path"`
+	Dev        string `json:"dev,omitempty"`
+	MountID    int    `json:"mount_id,omitempty"`
+	MountPoint string `json:"mount_point,omitempty"`
+	// Line is the process's line in openfiles/processes.jsonl.
+	Line int `json:"line"`
+}
+
+type writerKey struct {
+	pid int
+	dir string
+}
+
+const maxWriters = 100_000
+
+// procName is "comm[pid]" with the command line when known.
+func (st *state) procName(pid int, comm string) string {
+	s := comm + "[" + strconv.Itoa(pid) + "]"
+	if p := st.procs[pid]; p != nil {
+		if comm == "" {
+			s = p.Comm + s
+		}
+		if p.Cmdline != "" {
+			s += " `" + shorten(p.Cmdline, 160) + "`"
+		}
+	}
+	return s
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// mountsAt returns every mount, in any namespace, whose mount point is p
+// or, outside the host's namespace, ends with p: a container with the
+// host's root mounted at /host shows /var/lib/kubelet/... as
+// /host/var/lib/kubelet/... (incident 002).
+func (st *state) mountsAt(p string) []mountRec {
+	p = strings.TrimSuffix(p, "/")
+	var out []mountRec
+	for _, m := range st.mounts {
+		if rest, ok := pathWithin(m.MountPoint, p, !m.Host); ok && rest == "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// mountsUnder returns the mounts (any namespace) at or below directory
+// p, with the same rule as mountsAt.
+func (st *state) mountsUnder(p string) []mountRec {
+	p = strings.TrimSuffix(p, "/")
+	var out []mountRec
+	for _, m := range st.mounts {
+		if _, ok := pathWithin(m.MountPoint, p, !m.Host); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// pathWithin reports whether mp is p or below it (rest is what follows
+// p); with prefixed, p may also appear after a leading path (a host root
+// mounted elsewhere).
+func pathWithin(mp, p string, prefixed bool) (rest string, ok bool) {
+	if p == "" || p[0] != '/' {
+		return "", false
+	}
+	i := strings.Index(mp, p)
+	if i < 0 || (i > 0 && !prefixed) {
+		return "", false
+	}
+	rest = mp[i+len(p):]
+	return rest, rest == "" || rest[0] == '/'
+}
+
+// hostMounted reports whether the host namespace mounts something at p.
+func (st *state) hostMounted(p string) bool {
+	for _, m := range st.mounts {
+		if m.Host && m.MountPoint == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (st *state) mountinfoEvidence(ms []mountRec, what string) []Evidence {
+	byNS := map[uint64]*Evidence{}
+	var order []uint64
+	for _, m := range ms {
+		l, ok := st.mountinfoLines[nsMount{m.NS, m.ID}]
+		if !ok {
+			continue
+		}
+		e := byNS[m.NS]
+		if e == nil {
+			e = &Evidence{Path: st.mountinfoPath[m.NS], What: what}
+			byNS[m.NS] = e
+			order = append(order, m.NS)
+		}
+		e.Lines = append(e.Lines, l)
+	}
+	var out []Evidence
+	for _, ns := range order {
+		out = append(out, *byNS[ns])
+	}
+	return out
+}
+
+func (st *state) add(f Finding) {
+	if f.Evidence == nil {
+		f.Evidence = []Evidence{}
+	}
+	if f.Remediation == nil {
+		f.Remediation = []string{}
+	}
+	st.findings = append(st.findings, f)
+}
+
+// report runs the rules and builds the report.
+func (st *state) report() *Report {
+	for _, rule := range rules {
+		rule.run(st)
+	}
+	sortFindings(st.findings)
+	m := st.manifest
+	rep := &Report{Hostname: m.Host.Hostname, Kernel: m.Host.Kernel, CollectedAt: m.StartedAt,
+		ToolVersion: m.Tool.Version, BundleStatus: m.Status, Counts: map[string]int{},
+		Findings: st.findings, FilesRead: st.filesRead, BytesRead: st.bytesRead}
+	if rep.Findings == nil {
+		rep.Findings = []Finding{}
+	}
+	for _, s := range []Severity{Critical, Warning, Info} {
+		rep.Counts[s.String()] = 0
+	}
+	for _, f := range st.findings {
+		rep.Counts[f.Severity.String()]++
+	}
+	return rep
+}
+
+// rule is one family of findings.
+type rule struct {
+	name string
+	run  func(*state)
+}
+
+// rules run in this order: the ones that join evidence from several
+// collectors into one cause come first and claim the log lines they use,
+// so that the generic log-signature rules report only what no cause
+// explained.
+var rules = []rule{
+	{"mount-held-in-foreign-namespace", ruleHeldMounts},
+	{"csi", ruleCSI},
+	{"hung-mounts", ruleHungMounts},
+	{"kubelet", ruleKubelet},
+	{"directories", ruleDirectories},
+	{"runtime", ruleRuntimeLock},
+	{"volume-logs", ruleVolumeLogs},
+	{"kernel-logs", ruleKernelLogs},
+	{"bundle", ruleBundle},
+}
