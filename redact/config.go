@@ -30,6 +30,11 @@ import (
 //	  hostname_patterns: ['[a-z0-9-]+\.corp\.example']
 //	  users: [alice]
 //
+// A regex is only tried on lines that contain the longest literal text it
+// requires; one with no literal of three characters or more is tried on
+// every line and slows redaction down, so give it one (a prefix such as
+// acme_).
+//
 // A Config is plain data and JSON-serialisable, so the supervisor can pass
 // it to child processes; Build turns it into a Redactor.
 type Config struct {

@@ -37,7 +37,12 @@ type pass struct {
 	events []event
 	cands  []edit
 	acc    []edit
-	lastKS int   // start of the last key the key/value rule examined
+	lastKS int // the last key the key/value rule examined: [lastKS, lastKE)
+	lastKE int
+	coverS int // the proposed edit reaching furthest: [coverS, coverE)
+	coverE int
+	endAt  int   // where "-----END " is at or after endFrom, -1 if nowhere
+	endFrm int   // -1: not searched yet
 	ran    []int // regex rules already run on this piece
 	kindS  int8  // does the line say "kind":"Secret"? 0 not checked, 1 yes, 2 no
 }
@@ -46,20 +51,22 @@ func (p *pass) begin(line []byte, start bool) {
 	p.line = line
 	p.start = start
 	p.cands = p.cands[:0]
-	p.lastKS = -1
+	p.lastKS, p.lastKE = -1, -1
+	p.coverS, p.coverE = 0, 0
+	p.endFrm = -1
 	p.ran = p.ran[:0]
 	p.kindS = 0
 }
 
 // add proposes replacing line[s:e] with repl under rule.
 func (p *pass) add(s, e int, rule int32, prio int32, open contKind, repl string) {
-	if e <= s && repl == "" {
-		return
-	}
-	if rule >= 0 && p.w.r.off[rule] {
+	if e <= s || rule >= 0 && p.w.r.off[rule] {
 		return
 	}
 	p.cands = append(p.cands, edit{s: s, e: e, rule: rule, prio: prio, open: open, repl: repl})
+	if e > p.coverE {
+		p.coverS, p.coverE = s, e
+	}
 }
 
 // redact proposes replacing line[s:e] with the Marker under rule, at the
@@ -78,6 +85,12 @@ func (p *pass) run() {
 		k := &r.kws[ev.kw]
 		s := ev.end - int(k.n)
 		if k.exact != nil && string(p.line[s:ev.end]) != string(k.exact) {
+			continue
+		}
+		if s >= p.coverS && s < p.coverE && k.kind != kwPEMBegin && k.kind != kwB64PEM {
+			// Inside a value already being redacted: whatever the keyword
+			// starts is part of that secret. Skipping it also keeps a line
+			// made of one keyword repeated ("token=token=...") linear.
 			continue
 		}
 		switch k.kind {
@@ -137,58 +150,85 @@ func (p *pass) runRegex(i int32) {
 	}
 }
 
-// resolve picks the edits to apply: in priority order, an edit that
-// overlaps one already accepted is dropped if it lies inside it, and merged
-// with it otherwise (so no byte of either secret survives); obfuscation
-// tokens never merge. Each accepted edit counts once for its rule.
+// resolve picks the edits to apply. Candidates that overlap form a
+// cluster; within one, in priority order, an edit that overlaps one already
+// accepted is dropped if it lies inside it, and merged with it otherwise (so
+// no byte of either secret survives); obfuscation tokens never merge. Each
+// accepted edit counts once for its rule. Clusters keep the work linear in
+// the number of candidates however many a line has.
 func (p *pass) resolve() {
 	w := p.w
-	slices.SortStableFunc(p.cands, func(a, b edit) int {
-		if c := cmp.Compare(a.prio, b.prio); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.e-b.s, a.e-a.s) // longer first: FQDN before hostname
-	})
+	slices.SortFunc(p.cands, func(a, b edit) int { return cmp.Compare(a.s, b.s) })
 	acc := p.acc[:0]
-	for _, c := range p.cands {
-		// acc is sorted and disjoint: find the accepted edits c overlaps.
-		lo, _ := slices.BinarySearchFunc(acc, c.s, func(e edit, s int) int {
-			if e.e <= s {
-				return -1
+	for i := 0; i < len(p.cands); {
+		j, end := i+1, p.cands[i].e
+		for j < len(p.cands) && p.cands[j].s < end {
+			end = max(end, p.cands[j].e)
+			j++
+		}
+		cluster := p.cands[i:j]
+		i = j
+		if len(cluster) == 1 {
+			acc = append(acc, cluster[0])
+			w.accepted(&cluster[0])
+			continue
+		}
+		slices.SortStableFunc(cluster, func(a, b edit) int {
+			if c := cmp.Compare(a.prio, b.prio); c != 0 {
+				return c
 			}
-			return 1
+			return cmp.Compare(b.e-b.s, a.e-a.s) // longer first: FQDN before hostname
 		})
-		hi := lo
-		for hi < len(acc) && acc[hi].s < c.e {
-			hi++
+		base := len(acc)
+		for _, c := range cluster {
+			acc = w.acceptInto(acc, base, c)
 		}
-		if lo == hi {
-			acc = slices.Insert(acc, lo, c)
-			if c.obf {
-				w.obfAccepted(&c)
-			} else {
-				w.count(c.rule)
-			}
-			continue
-		}
-		if c.obf || slices.ContainsFunc(acc[lo:hi], func(e edit) bool { return e.obf }) {
-			continue
-		}
-		merged := acc[lo]
-		if hi-lo == 1 && merged.s <= c.s && c.e <= merged.e {
-			continue
-		}
-		merged.s = min(merged.s, c.s)
-		merged.e = max(acc[hi-1].e, c.e)
-		if merged.e == acc[hi-1].e {
-			merged.open = acc[hi-1].open
-		} else {
-			merged.open = c.open
-		}
-		if merged.repl == "" {
-			merged.repl = c.repl
-		}
-		acc = slices.Replace(acc, lo, hi, merged)
 	}
 	p.acc = acc
+}
+
+// accepted counts an applied edit.
+func (w *Writer) accepted(e *edit) {
+	if e.obf {
+		w.obfAccepted(e)
+	} else {
+		w.count(e.rule)
+	}
+}
+
+// acceptInto adds candidate c to acc[base:], which is sorted and disjoint.
+func (w *Writer) acceptInto(acc []edit, base int, c edit) []edit {
+	cur := acc[base:]
+	lo, _ := slices.BinarySearchFunc(cur, c.s, func(e edit, s int) int {
+		if e.e <= s {
+			return -1
+		}
+		return 1
+	})
+	hi := lo
+	for hi < len(cur) && cur[hi].s < c.e {
+		hi++
+	}
+	if lo == hi {
+		w.accepted(&c)
+		return slices.Insert(acc, base+lo, c)
+	}
+	if c.obf || slices.ContainsFunc(cur[lo:hi], func(e edit) bool { return e.obf }) {
+		return acc
+	}
+	merged := cur[lo]
+	if hi-lo == 1 && merged.s <= c.s && c.e <= merged.e {
+		return acc
+	}
+	merged.s = min(merged.s, c.s)
+	merged.e = max(cur[hi-1].e, c.e)
+	if merged.e == cur[hi-1].e {
+		merged.open = cur[hi-1].open
+	} else {
+		merged.open = c.open
+	}
+	if merged.repl == "" {
+		merged.repl = c.repl
+	}
+	return slices.Replace(acc, base+lo, base+hi, merged)
 }

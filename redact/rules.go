@@ -16,16 +16,16 @@ import (
 // The key and the shape stay; only the value goes.
 func (p *pass) keyValue(ks, ke int) {
 	line := p.line
+	if ks >= p.lastKS && ks < p.lastKE {
+		return // several stems in one key ("client_secret_token")
+	}
 	for ks > 0 && isKeyByte(line[ks-1]) {
 		ks--
 	}
 	for ke < len(line) && isKeyByte(line[ke]) {
 		ke++
 	}
-	if ks == p.lastKS {
-		return // several stems in one key ("client_secret_token")
-	}
-	p.lastKS = ks
+	p.lastKS, p.lastKE = ks, ke
 	if p.envName(ks, ke) {
 		return
 	}
@@ -603,9 +603,9 @@ func (p *pass) pemBegin(s, e int) {
 		return
 	}
 	body := j + 5
-	if end := bytes.Index(line[body:], []byte("-----END ")); end >= 0 {
-		if b := line[body : body+end]; pemBodyLike(b) && pemBodyContent(b) && b64Count(b) >= 16 {
-			p.add(body, body+end, rulePEM, prioOf(rulePEM), contNone, Marker)
+	if end := p.nextEnd(body); end >= 0 {
+		if b := line[body:end]; pemBodyLike(b) && pemBodyContent(b) && b64Count(b) >= 16 {
+			p.add(body, end, rulePEM, prioOf(rulePEM), contNone, Marker)
 		}
 		return
 	}
@@ -625,6 +625,19 @@ func (p *pass) pemBegin(s, e int) {
 		p.add(body, len(line), rulePEM, prioOf(rulePEM), contNone, Marker)
 		st.blockMarked, st.blockCounted, st.blockBody = true, true, true
 	}
+}
+
+// nextEnd returns the index of the first "-----END " at or after i, or
+// -1. The answer is remembered, so a line of many BEGINs is searched once.
+func (p *pass) nextEnd(i int) int {
+	if p.endFrm < 0 || i < p.endFrm || p.endAt >= 0 && p.endAt < i {
+		p.endFrm = i
+		p.endAt = bytes.Index(p.line[i:], []byte("-----END "))
+		if p.endAt >= 0 {
+			p.endAt += i
+		}
+	}
+	return p.endAt
 }
 
 // b64Count counts base64 alphabet bytes.

@@ -186,6 +186,8 @@ func ruleCases() []ruleCase {
 			`"kubectl.kubernetes.io/last-applied-configuration":"{\"apiVersion\":\"v1\",\"data\":{\"token\":\"[REDACTED]\"},\"kind\":\"Secret\"}"`, 1),
 		pos("k8s-secret-data", "{\n  \"data\": {\n    \"tls.crt\": \"Y2VydA==\",\n    \"tls.key\": \"a2V5\"\n  },\n  \"kind\": \"Secret\"\n}\n",
 			"{\n  \"data\": {\n    \"tls.crt\": \"[REDACTED]\",\n    \"tls.key\": \"[REDACTED]\"\n  },\n  \"kind\": \"Secret\"\n}\n", 2),
+		pos("k8s-secret-data", "apiVersion: v1\nkind: Secret\nmetadata:\n  ownerReferences:\n  - kind: Deployment\n    name: app\ndata:\n  note: not base64 but secret\n",
+			"apiVersion: v1\nkind: Secret\nmetadata:\n  ownerReferences:\n  - kind: Deployment\n    name: app\ndata:\n  note: [REDACTED]\n", 1),
 		neg("k8s-secret-data", "apiVersion: v1\nkind: ConfigMap\ndata:\n  mode: aGVsbG8=\n  config: |\n    a: b\n"),
 		neg("k8s-secret-data", `{"apiVersion":"v1","data":{"mode":"aGVsbG8="},"kind":"ConfigMap"}`),
 		neg("k8s-secret-data", "metadata:\n  name: x\nspec:\n  data: plain\n"),

@@ -90,6 +90,7 @@ type state struct {
 	childIndent int
 
 	kind      int8 // YAML/JSON document kind: 0 unknown, 1 Secret, 2 something else
+	objIndent int  // column of the object's apiVersion, -1 before one is seen
 	envIndent int  // >= 0: the previous line was "name: X_PASSWORD" at this column
 }
 
@@ -103,6 +104,7 @@ func (r *Redactor) NewWriter(dst io.Writer) *Writer {
 	}
 	w.st.scalarIndent = -1
 	w.st.envIndent = -1
+	w.st.objIndent = -1
 	w.p.w = w
 	return w
 }
@@ -455,16 +457,19 @@ func (w *Writer) structure(line []byte) {
 	case '-':
 		if bytes.Equal(line[ks:trimRight(line, len(line))], []byte("---")) {
 			st.kind = 0
+			st.objIndent = -1
 			st.data = dataNone
 		}
 		return
 	case 'a', '"':
 		if hasFoldPrefix(line, ks, "apiversion:") || hasFoldPrefix(line, ks, `"apiversion"`) {
 			st.kind = 0
+			st.objIndent = ks
 		}
-	case 'k':
 	}
-	if hasFoldPrefix(line, ks, "kind:") || hasFoldPrefix(line, ks, `"kind"`) {
+	// Only the object's own kind counts, not an ownerReference's.
+	objKey := ks == st.objIndent || st.objIndent < 0 && ks == 0
+	if objKey && (hasFoldPrefix(line, ks, "kind:") || hasFoldPrefix(line, ks, `"kind"`)) {
 		i := bytes.IndexByte(line[ks:], ':')
 		v := bytes.Trim(line[ks+i+1:trimRight(line, len(line))], " \t\"',")
 		if string(v) == "Secret" {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // redactAll runs in through a Writer with the given maxLine, writing in
@@ -190,5 +191,28 @@ func TestWriterDetails(t *testing.T) {
 	_ = w.Close()
 	if w.Counts()["secret-assignment"] != 1000 {
 		t.Errorf("counts %v", w.Counts())
+	}
+}
+
+// TestPathologicalLines: a line made of one keyword repeated must cost
+// linear time. Each of these took seconds to minutes per MiB before the
+// rules learned to skip keywords inside a value being redacted, to expand
+// a key once, and to look for a PEM END once. (A node's logs can hold
+// anything a workload prints; the collector must not stall on it.)
+func TestPathologicalLines(t *testing.T) {
+	for _, unit := range []string{
+		"-----BEGIN A PRIVATE KEY----- x ", "token", "token=", "authorization:", `"token":"`,
+		"eyJ", "AQ", "://", "&sig=", `"data":{`, "password: |", "a:b:", "1.2.3.4.", "::",
+		"aa:bb:", "--token ", "Bearer ", `\"token\":\"`, "name: X_PASSWORD, value:", b64Begin,
+		"password=x ", "10.0.0.1 ",
+	} {
+		line := bytes.Repeat([]byte(unit), (1<<20)/len(unit))
+		for i, r := range fuzzRedactors() {
+			start := time.Now()
+			_, _ = redactAll(t, r, line, MaxLine, len(line))
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("%q repeated over 1 MiB took %v (redactor %d)", unit, d, i)
+			}
+		}
 	}
 }
