@@ -146,6 +146,8 @@ type RedactionSummary struct {
 	Total int            `json:"total"`
 	// Obfuscated names the value classes replaced by consistent tokens.
 	Obfuscated []string `json:"obfuscated,omitempty"`
+	// Rewrites are the times `nodesnap redact` re-redacted this bundle.
+	Rewrites []time.Time `json:"rewrites,omitempty"`
 }
 
 // Omitted is something deliberately left out of the bundle, and why.

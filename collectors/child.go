@@ -18,7 +18,14 @@ import (
 // the supervisor passes down. It is a variable so the redaction package's
 // configuration can be wired in one place.
 var NewRedactor = func(raw json.RawMessage) (*redact.Redactor, error) {
-	return redact.Default(), nil
+	if len(raw) == 0 {
+		return redact.Default(), nil
+	}
+	var s redact.Settings
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("reading the redaction settings: %w", err)
+	}
+	return s.Build()
 }
 
 type eventSink struct {
@@ -87,6 +94,11 @@ func ChildMain() int {
 	}
 	if msg != "" {
 		msg, _ = red.String(msg)
+	}
+	// Obfuscation tokens this child made, for the mapping file the
+	// supervisor writes beside (never inside) the bundle.
+	if m := red.Mappings(); len(m) > 0 {
+		sink.send(Event{Type: EventMappings, Mappings: m})
 	}
 	sink.send(Event{Type: EventDone, Status: status, Error: msg})
 	return code

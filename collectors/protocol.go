@@ -52,6 +52,7 @@ const (
 	EventHungItem  = "hung_item"
 	EventFact      = "fact"
 	EventDone      = "done"
+	EventMappings  = "mappings"
 )
 
 // FileRecord is what a child knows about a file it finished writing.
@@ -82,6 +83,8 @@ type Event struct {
 	Value  string      `json:"value,omitempty"`
 	Status string      `json:"status,omitempty"`
 	Error  string      `json:"error,omitempty"`
+	// Mappings are obfuscation tokens and the values they stand for.
+	Mappings map[string]string `json:"mappings,omitempty"`
 }
 
 // Collector statuses, as in the manifest.

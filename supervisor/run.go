@@ -52,6 +52,10 @@ type Options struct {
 	Version          string
 	// Progress, when set, is told as collectors start and finish.
 	Progress func(Progress)
+	// Redaction, when set, adds custom rules and obfuscation to the
+	// built-in redaction. It holds the run's obfuscation key: it reaches
+	// the children on their stdin, never a file.
+	Redaction *redact.Settings
 	// HandleSignals makes the run catch SIGINT and SIGTERM: the first
 	// stops collection and finishes the bundle with what was gathered,
 	// the second abandons it.
@@ -76,6 +80,9 @@ type Result struct {
 	// Partial is true when any collector ended timeout, error or partial,
 	// or the run was interrupted.
 	Partial bool
+	// MappingFile is the obfuscation mapping written beside the bundle
+	// (mode 0600), when obfuscation was on.
+	MappingFile string
 }
 
 // ErrAborted is returned when a second signal abandoned the run.
@@ -108,6 +115,8 @@ type run struct {
 	results   map[string]*collectorRun
 	children  map[*isolate.Child]struct{}
 	interrupt *bundle.Interrupt
+	mappings  map[string]string
+	red       *redact.Redactor
 }
 
 type collectorRun struct {
@@ -139,7 +148,10 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 	cleanStale(outDir)
 
 	r := &run{opts: opts, start: time.Now(), hungSet: map[string]bool{}, facts: map[string]string{},
-		results: map[string]*collectorRun{}, children: map[*isolate.Child]struct{}{}}
+		results: map[string]*collectorRun{}, children: map[*isolate.Child]struct{}{}, mappings: map[string]string{}}
+	if err := r.setupRedaction(); err != nil {
+		return nil, err
+	}
 	abortCtx, abort := context.WithCancel(parent)
 	defer abort()
 	stopCtx, stop := context.WithCancel(abortCtx)
@@ -211,7 +223,17 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 		}
 		return nil, err
 	}
-	return &Result{Bundle: w, Manifest: m, Partial: m.Status != "complete"}, nil
+	res := &Result{Bundle: w, Manifest: m, Partial: m.Status != "complete"}
+	if len(r.mappings) > 0 {
+		for k, v := range r.red.Mappings() {
+			r.mappings[k] = v
+		}
+		res.MappingFile, err = WriteMappings(out, r.mappings)
+		if err != nil {
+			return res, fmt.Errorf("the bundle was written to %s, but the obfuscation mapping was not: %w", out, err)
+		}
+	}
+	return res, nil
 }
 
 func fillDefaults(o *Options) error {
@@ -564,17 +586,23 @@ func (r *run) handleEvent(cr *collectorRun, ev collectors.Event) {
 		}
 	case collectors.EventHungItem:
 		if ev.Item != nil && len(cr.res.HungItems) < 1000 {
-			cr.res.HungItems = append(cr.res.HungItems, bundle.HungItem{Op: ev.Item.Op, Target: ev.Item.Target, Evidence: ev.Item.Evidence})
+			cr.res.HungItems = append(cr.res.HungItems, bundle.HungItem{Op: ev.Item.Op, Target: r.redactString(ev.Item.Target), Evidence: ev.Item.Evidence})
 		}
 	case collectors.EventHungMount:
 		if ev.Item != nil {
 			r.mu.Lock()
 			if !r.hungSet[ev.Item.Target] {
 				r.hungSet[ev.Item.Target] = true
-				r.hung = append(r.hung, bundle.HungItem{Op: ev.Item.Op, Target: ev.Item.Target, Collector: cr.spec.Name, Evidence: ev.Item.Evidence})
+				r.hung = append(r.hung, bundle.HungItem{Op: ev.Item.Op, Target: r.redactString(ev.Item.Target), Collector: cr.spec.Name, Evidence: ev.Item.Evidence})
 			}
 			r.mu.Unlock()
 		}
+	case collectors.EventMappings:
+		r.mu.Lock()
+		for k, v := range ev.Mappings {
+			r.mappings[k] = v
+		}
+		r.mu.Unlock()
 	case collectors.EventFact:
 		r.mu.Lock()
 		r.facts[ev.Key] = ev.Value
@@ -582,14 +610,47 @@ func (r *run) handleEvent(cr *collectorRun, ev collectors.Event) {
 	}
 }
 
+// setupRedaction builds the run's redactor and the settings every child
+// gets. Obfuscation needs a per-run key (made here unless given) and the
+// node's own names, which uname tells without touching the host's files.
+func (r *run) setupRedaction() error {
+	if s := r.opts.Redaction; s != nil {
+		if len(s.Options.Obfuscate) > 0 {
+			if len(s.Options.Key) == 0 {
+				k, err := redact.NewKey()
+				if err != nil {
+					return err
+				}
+				s.Options.Key = k
+			}
+			var uts unix.Utsname
+			if unix.Uname(&uts) == nil {
+				if h := unix.ByteSliceToString(uts.Nodename[:]); h != "" {
+					s.Options.Hostnames = append(s.Options.Hostnames, h)
+					if short, _, ok := strings.Cut(h, "."); ok {
+						s.Options.Hostnames = append(s.Options.Hostnames, short)
+					}
+				}
+			}
+		}
+		raw, err := json.Marshal(s)
+		if err != nil {
+			return fmt.Errorf("encoding the redaction settings: %w", err)
+		}
+		r.opts.Common.Redaction = raw
+	}
+	red, err := collectors.NewRedactor(r.opts.Common.Redaction)
+	if err != nil {
+		return &UsageError{Msg: err.Error()}
+	}
+	r.red = red
+	return nil
+}
+
 // redactString redacts text the supervisor itself records (a child's
 // stderr), with the run's own rules.
 func (r *run) redactString(s string) string {
-	red, err := collectors.NewRedactor(r.opts.Common.Redaction)
-	if err != nil {
-		red = redact.Default()
-	}
-	out, _ := red.String(s)
+	out, _ := r.red.String(s)
 	return out
 }
 
@@ -632,6 +693,9 @@ func (r *run) manifest(specs []*collectors.Spec) (*bundle.Manifest, error) {
 	if m.CommandLine == nil {
 		m.CommandLine = []string{}
 	}
+	for i, a := range m.CommandLine {
+		m.CommandLine[i] = r.redactString(a)
+	}
 	if m.Tool.Version == "" {
 		m.Tool.Version = "dev"
 	}
@@ -646,6 +710,14 @@ func (r *run) manifest(specs []*collectors.Spec) (*bundle.Manifest, error) {
 	}
 	if k := r.facts["kernel"]; k != "" {
 		m.Host.Kernel = k
+	}
+	if s := r.opts.Redaction; s != nil {
+		m.Redaction.Obfuscated = append([]string(nil), s.Options.Obfuscate...)
+	}
+	if h := m.Host.Hostname; h != "" {
+		// With hostname obfuscation on, the manifest and the bundle's
+		// name carry the token, like every file does.
+		m.Host.Hostname, _ = r.red.String(h)
 	}
 	m.Host.BootID = r.facts["boot_id"]
 	m.Host.MachineID = r.facts["machine_id"]

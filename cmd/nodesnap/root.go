@@ -44,6 +44,7 @@ with a deadline.
 		newCollectorsCommand(),
 		newInspectCommand(),
 		newValidateCommand(),
+		newRedactCommand(),
 		newVersionCommand(),
 	)
 	return root
