@@ -129,3 +129,24 @@ func FuzzParseConfig(f *testing.F) {
 		_, _ = r.String("password=x token: y " + string(data))
 	})
 }
+
+// FuzzRedactTwice: redacting output again changes and counts nothing.
+// `nodesnap redact BUNDLE` re-redacts bundles; its manifest must not
+// claim secrets the first pass already removed. testdata/fuzz holds the
+// inputs it found that did (a marker taken for a Go map's "[", a marker
+// line in a PEM block taken for its header).
+func FuzzRedactTwice(f *testing.F) {
+	for _, tc := range ruleCases() {
+		f.Add([]byte(tc.in), uint8(0))
+		f.Add([]byte(tc.in), uint8(1))
+	}
+	reds := fuzzRedactors()
+	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
+		r := reds[int(mode)%len(reds)]
+		out, _ := r.String(string(data))
+		again, counts := r.String(out)
+		if again != out || len(counts) != 0 {
+			t.Fatalf("second pass changed %q\n  first:  %q\n  second: %q %v", data, out, again, counts)
+		}
+	})
+}

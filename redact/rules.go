@@ -395,6 +395,9 @@ func (p *pass) authHeader(ks, ke int) {
 		return
 	}
 	i = skipSpace(line, i+1)
+	if bytes.HasPrefix(line[i:], []byte(Marker)) {
+		return // redacted before
+	}
 	var closer byte
 	esc := false
 	if i < len(line) && line[i] == '[' {

@@ -649,7 +649,7 @@ func (w *Writer) inBlock(line []byte, start bool) bool {
 			return false
 		}
 		if isMarkerLine(line) {
-			st.blockMarked = true
+			st.blockMarked, st.blockBody = true, true
 			return false
 		}
 		if pemBodyLike(line) {
