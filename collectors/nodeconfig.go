@@ -1,0 +1,134 @@
+package collectors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/nodesnap/nodesnap/isolate"
+)
+
+// nodeConfigOptions are the nodeconfig collector's flags.
+type nodeConfigOptions struct {
+	Extra []string `json:"extra,omitempty"`
+}
+
+var nodeConfigOpts nodeConfigOptions
+
+// nodeConfigFiles are the node's configuration files an expert reads when a
+// volume will not mount or unmount: how the kubelet, the runtime and the
+// storage clients are set up. Secrets in them (kubeconfig tokens and keys,
+// ceph keys, iSCSI CHAP secrets) are removed by the redactor like every
+// other byte; the rest of each file is kept because its shape is evidence.
+var nodeConfigFiles = []string{
+	"/var/lib/kubelet/config.yaml",
+	"/var/lib/kubelet/kubeconfig",
+	"/etc/kubernetes/kubelet.conf",
+	"/etc/kubernetes/bootstrap-kubelet.conf",
+	"/etc/kubernetes/kubelet/kubelet-config.json",
+	"/etc/default/kubelet",
+	"/etc/sysconfig/kubelet",
+	"/etc/systemd/system/kubelet.service.d/10-kubeadm.conf",
+	"/var/lib/kubelet/kubeadm-flags.env",
+	"/etc/containerd/config.toml",
+	"/etc/crio/crio.conf",
+	"/etc/docker/daemon.json",
+	"/etc/fstab",
+	"/etc/multipath.conf",
+	"/etc/iscsi/iscsid.conf",
+	"/etc/iscsi/initiatorname.iscsi",
+	"/etc/nfsmount.conf",
+	"/etc/ceph/ceph.conf",
+	"/etc/ceph/ceph.client.admin.keyring",
+	"/etc/ceph/keyring",
+	"/etc/modprobe.d/rbd.conf",
+	"/etc/lvm/lvm.conf",
+}
+
+func init() {
+	Register(Spec{
+		Name:           "nodeconfig",
+		Description:    "kubelet, runtime and storage-client configuration files (kubelet config and kubeconfig, containerd, fstab, multipath, iSCSI, ceph), redacted",
+		DefaultEnabled: true,
+		DefaultTimeout: 20 * time.Second,
+		After:          []string{"mountprobe"},
+		Options:        &nodeConfigOpts,
+		Flags: func(fs *pflag.FlagSet) {
+			fs.StringSliceVar(&nodeConfigOpts.Extra, "config-file", nil, "nodeconfig: also collect this host file (repeatable)")
+		},
+		Run: collectNodeConfig,
+	})
+}
+
+// NodeConfigFile is one entry of nodeconfig/files.json.
+type NodeConfigFile struct {
+	Path      string `json:"path"`
+	Collected bool   `json:"collected"`
+	File      string `json:"file,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+func collectNodeConfig(ctx context.Context, env *Env) error {
+	var o nodeConfigOptions
+	if err := env.Options(&o); err != nil {
+		return err
+	}
+	paths := append(append([]string(nil), nodeConfigFiles...), o.Extra...)
+	var list []NodeConfigFile
+	for _, p := range paths {
+		if !path.IsAbs(p) {
+			env.Notef("skipping %q: host paths must be absolute", p)
+			continue
+		}
+		rec := NodeConfigFile{Path: p}
+		src := env.HostPath(p)
+		if env.IsHung(src) {
+			rec.Error = "on a mount found hung earlier in this run; not touched"
+			list = append(list, rec)
+			continue
+		}
+		var res isolate.ReadFileResult
+		// One worker item per file: /etc may hold a file on a network
+		// mount, and one hung file must cost one item.
+		err := env.Do(ctx, isolate.OpReadFile, src, isolate.ReadFileRequest{Path: src, Max: 4 << 20}, &res)
+		switch {
+		case err == nil:
+		case errors.Is(err, os.ErrNotExist):
+			continue
+		default:
+			rec.Error = err.Error()
+			list = append(list, rec)
+			continue
+		}
+		rec.Collected = true
+		rec.Truncated = res.Truncated
+		rec.File = "files" + p
+		if err := env.WriteFile(rec.File, res.Data); err != nil {
+			return err
+		}
+		list = append(list, rec)
+	}
+	if list == nil {
+		list = []NodeConfigFile{}
+	}
+	b, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := env.WriteFile("files.json", append(b, '\n')); err != nil {
+		return err
+	}
+	for _, r := range list {
+		if r.Error != "" && !strings.Contains(r.Error, "permission denied") {
+			env.Partialf("%s: %s", r.Path, r.Error)
+		}
+	}
+	return nil
+}
