@@ -99,9 +99,15 @@ func ruleHungMounts(st *state) {
 			}
 		}
 	}
+	kinds := map[string]int{}
+	for _, k := range order {
+		g := groups[k]
+		kinds[strings.Join(fsMarkers(g.fstype, g.class), ",")]++
+	}
 	used := map[int]bool{}
 	for _, k := range order {
-		st.hungFinding(groups[k], own, used, len(order))
+		g := groups[k]
+		st.hungFinding(g, own, used, kinds[strings.Join(fsMarkers(g.fstype, g.class), ",")])
 	}
 	st.deadFUSE()
 	st.probeErrors()
@@ -186,7 +192,31 @@ func taskOn(t *collectors.Task, markers []string) bool {
 	return false
 }
 
-func (st *state) hungFinding(g *hungFS, own, used map[int]bool, groups int) {
+// taskNames names tasks with their state and wait channel.
+func taskNames(ts []collectors.Task) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, fmt.Sprintf("%s[%d] (state %s, wchan %s)", t.Comm, t.TID, t.State, orUnknown(t.Wchan)))
+	}
+	return out
+}
+
+// fuseServer tells a FUSE daemon's thread waiting for requests (it sleeps
+// in FUSE code too, but serves the mount rather than waits on it).
+func fuseServer(t *collectors.Task) bool {
+	if strings.HasPrefix(t.Wchan, "fuse_dev_") {
+		return true
+	}
+	for _, l := range t.Stack {
+		if strings.Contains(l, "fuse_dev_do_read") || strings.Contains(l, "fuse_dev_read") {
+			return true
+		}
+	}
+	return false
+}
+
+// sameKind is how many hung groups share a filesystem family with g.
+func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 	mps := g.mountpoints()
 	kind := g.fstype
 	if kind == "" {
@@ -209,18 +239,40 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, groups int) {
 	if len(g.probes) > 0 {
 		timeout = strconv.FormatFloat(g.probes[0].LatencyMS/1000, 'f', -1, 64) + "s"
 	}
-	// Tasks waiting on it.
+	// Tasks waiting on it: those whose command line names the mount or
+	// that hold files on it for sure; the others sleeping in the same
+	// filesystem's code too when no other mount of that kind hangs.
 	markers := fsMarkers(g.fstype, g.class)
-	var waiting []collectors.Task
+	holders := map[int]bool{}
+	for _, p := range g.probes {
+		for _, ns := range p.Namespaces {
+			if h := st.mountHolders[nsMount{ns, p.MountID}]; h != nil {
+				for _, fh := range h.Holders {
+					holders[fh.PID] = true
+				}
+			}
+		}
+	}
+	var waiting, possible []collectors.Task
 	var kubelet []string
 	for i := range st.tasks {
 		t := &st.tasks[i]
-		if own[t.TID] || own[t.PID] || !taskOn(t, markers) {
+		if own[t.TID] || own[t.PID] || fuseServer(t) || !taskOn(t, markers) {
 			continue
 		}
-		waiting = append(waiting, *t)
 		used[t.TID] = true
-		if t.Comm == "kubelet" || strings.HasPrefix(t.Comm, "kubelet") {
+		direct := holders[t.PID]
+		if p := st.procs[t.PID]; p != nil && p.Cmdline != "" {
+			for _, mp := range mps {
+				direct = direct || tokenIn(p.Cmdline, mp)
+			}
+		}
+		if direct || sameKind <= 1 {
+			waiting = append(waiting, *t)
+		} else {
+			possible = append(possible, *t)
+		}
+		if strings.HasPrefix(t.Comm, "kubelet") && (direct || sameKind <= 1) {
 			kubelet = append(kubelet, fmt.Sprintf("kubelet thread %d (state %s, wchan %s)", t.TID, t.State, t.Wchan))
 		}
 	}
@@ -246,27 +298,24 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, groups int) {
 	} else if len(waiting) > 0 {
 		f.Summary += fmt.Sprintf("; %s waiting in the kernel", plural(len(waiting), "task is", "tasks are"))
 	}
+	fuse := strings.HasPrefix(g.fstype, "fuse") || g.class == "fuse"
 	var b strings.Builder
 	fmt.Fprintf(&b, "A stat/statfs of %s (device %s, %s from %s) in an isolated worker did not return within its deadline: any process that touches the mount blocks in the kernel, ",
 		listOf(mps, 6), orUnknown(g.dev), kind, orUnknown(g.source))
 	b.WriteString("often unkillably, and stays there until the mount answers or is force-unmounted. ")
 	switch {
+	case fuse:
+		b.WriteString("A FUSE mount hangs like this when its daemon is alive but stuck; processes waiting on it sleep in request_wait_answer (state S or D). ")
 	case strings.Contains(kind, "ceph"):
 		b.WriteString("A cephfs mount hangs like this when the ceph client lost its monitors or MDS (\"libceph: ... session lost\"), typically a leftover mount of a deleted pod after the cluster or the CSI plugin moved on. ")
 	case strings.HasPrefix(kind, "nfs"):
 		b.WriteString("An NFS hard mount hangs like this when its server does not answer (\"nfs: server ... not responding\"). ")
-	case g.class == "fuse":
-		b.WriteString("A FUSE mount hangs like this when its daemon is alive but stuck; processes waiting on it sleep in request_wait_answer (state S or D). ")
 	}
 	if len(waiting) > 0 {
-		var names []string
-		for _, t := range waiting {
-			names = append(names, fmt.Sprintf("%s[%d] (state %s, wchan %s)", t.Comm, t.TID, t.State, orUnknown(t.Wchan)))
-		}
-		fmt.Fprintf(&b, "Tasks waiting in %s code: %s. ", kind, listOf(names, 6))
-		if groups > 1 {
-			b.WriteString("(Several mounts hang; these tasks wait in code of this filesystem type, not necessarily on this mount.) ")
-		}
+		fmt.Fprintf(&b, "Tasks waiting on it: %s. ", listOf(taskNames(waiting), 6))
+	}
+	if len(possible) > 0 {
+		fmt.Fprintf(&b, "%d other mounts of this kind hang too; tasks waiting in %s code on one of them: %s. ", sameKind-1, kind, listOf(taskNames(possible), 6))
 	}
 	if len(stuck) > 0 {
 		fmt.Fprintf(&b, "The kubelet's goroutine dump shows pod cleanup stuck: %s. Its housekeeping stat()s the volume paths of dead pods (cleanupOrphanedPodDirs), and one on this mount never returns, so the sync loop stops and new pods never start (incident 003). ",
@@ -297,7 +346,10 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, groups int) {
 		}
 	}
 	if len(waiting) > 0 {
-		f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "tasks sleeping in the filesystem's code (stack or wait channel)", Record: waiting})
+		f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "tasks waiting on the mount (kernel stack or wait channel in its filesystem's code)", Record: waiting})
+	}
+	if len(possible) > 0 {
+		f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "tasks waiting in the same filesystem's code, on this or another hung mount of its kind", Record: possible})
 	}
 	if len(stuck) > 0 {
 		f.Evidence = append(f.Evidence, goroutineEvidence(stuck, "the kubelet's goroutines stuck in pod cleanup, and for how long")...)
@@ -314,7 +366,7 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, groups int) {
 	}
 	st.claimLogs(&f, tokens, sigTransportNotConn, sigTeardownBusy, sigOrphanedPod)
 	st.claimTraceLogs(&f, markers)
-	if strings.Contains(kind, "ceph") {
+	if strings.Contains(kind, "ceph") && !fuse {
 		st.claimAll(&f, sigCephSessionLost)
 	}
 	if strings.HasPrefix(kind, "nfs") {
@@ -330,7 +382,7 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, groups int) {
 	for _, mp := range mps {
 		q := shellQuote(mp)
 		switch {
-		case g.class == "fuse":
+		case fuse:
 			conn := ""
 			for _, p := range g.probes {
 				if p.FUSE != nil {
@@ -346,12 +398,12 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, groups int) {
 		}
 	}
 	switch {
+	case fuse:
+		f.Remediation = append(f.Remediation, "Restart the FUSE daemon (or the CSI node plugin that runs it) and the pods that use the volume, so they mount it afresh.")
 	case strings.Contains(kind, "ceph"):
 		f.Remediation = append(f.Remediation, "Check that the node reaches the ceph monitors and MDS; if the mount belonged to a deleted pod nothing needs it: leave it unmounted.")
 	case strings.HasPrefix(kind, "nfs"):
 		f.Remediation = append(f.Remediation, "Check the NFS server "+orUnknown(g.source)+"; consider soft or timeo/retrans mount options for volumes whose server may go away.")
-	case g.class == "fuse":
-		f.Remediation = append(f.Remediation, "Restart the FUSE daemon (or the CSI node plugin that runs it) and the pods that use the volume, so they mount it afresh.")
 	}
 	if len(stuck) > 0 || len(kubelet) > 0 || len(syncBad) > 0 {
 		f.Remediation = append(f.Remediation, "The kubelet's sync loop resumes once the stat returns (it fails fast on an unmounted path); if it does not within a minute, restart the kubelet (systemctl restart kubelet).")

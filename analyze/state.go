@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"fmt"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -286,7 +288,7 @@ func (st *state) add(f Finding) {
 // report runs the rules and builds the report.
 func (st *state) report() *Report {
 	for _, rule := range rules {
-		rule.run(st)
+		st.runRule(rule)
 	}
 	sortFindings(st.findings)
 	m := st.manifest
@@ -304,6 +306,23 @@ func (st *state) report() *Report {
 	}
 	return rep
 }
+
+// runRule runs one rule; a panic (a bug meeting data nobody foresaw) is
+// reported as an info finding instead of ending the analysis.
+func (st *state) runRule(r rule) {
+	defer func() {
+		if p := recover(); p != nil {
+			st.add(Finding{ID: idInternalError, Severity: Info, Title: "A rule failed", Subject: r.name,
+				Summary:     fmt.Sprintf("rule %s stopped with an internal error: %v", r.name, p),
+				Explanation: "This is a bug in nodesnap analyze; the other rules ran. Please report it with the bundle if you can share it.",
+				Evidence:    []Evidence{{Path: "manifest.json", What: firstLines(string(debug.Stack()), 16)}}})
+		}
+	}()
+	r.run(st)
+}
+
+// idInternalError is the finding of a rule that panicked.
+const idInternalError = "analyze-internal-error"
 
 // rule is one family of findings.
 type rule struct {

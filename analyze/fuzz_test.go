@@ -1,0 +1,54 @@
+package analyze_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/nodesnap/nodesnap/analyze"
+	"github.com/nodesnap/nodesnap/bundle"
+)
+
+// FuzzAnalyze feeds arbitrary bytes to the whole analysis, archive reading
+// included: it must return a report or an error, never panic, and never
+// report an internal error.
+func FuzzAnalyze(f *testing.F) {
+	for _, name := range []string{"healthy", "incident002-rbd-held-in-namespace", "incident003-cephfs-hung", "signatures"} {
+		b, err := os.ReadFile(makeBundle(f, fixture(f, name), bundle.Gzip))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte{0x1f, 0x8b})
+	f.Add([]byte{0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0})
+	lim := bundle.Limits{MaxEntryBytes: 1 << 20, MaxTotalBytes: 8 << 20, MaxEntries: 1000}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := analyze.Analyze(context.Background(), bytes.NewReader(data), analyze.Options{Limits: lim})
+		if err != nil {
+			if r != nil {
+				t.Fatal("report and error")
+			}
+			return
+		}
+		for _, fd := range r.Findings {
+			if fd.ID == "analyze-internal-error" || strings.Contains(fd.Explanation+fd.Summary, "internal error") {
+				t.Fatalf("internal error: %+v", fd)
+			}
+			for _, e := range fd.Evidence {
+				if strings.Contains(e.What, "internal error") {
+					t.Fatalf("reader panicked: %s", e.What)
+				}
+			}
+		}
+		var buf bytes.Buffer
+		if err := analyze.WriteText(&buf, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := analyze.WriteJSON(&buf, r); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
