@@ -1,0 +1,1107 @@
+package collectors
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/isolate"
+)
+
+// opMountProbe is the worker operation that stats and statfs()es one
+// mountpoint. Both calls run in the same worker item, so a hung mount
+// costs one deadline, and the hang evidence shows which call blocked.
+const opMountProbe = "mountprobe.probe"
+
+// Probe results, as in MountProbe.Result.
+const (
+	ProbeOK      = "ok"
+	ProbeHung    = "hung"
+	ProbeError   = "error"
+	ProbeSkipped = "skipped"
+	// ProbeUnfinished is a probe cut short by the collector's own
+	// deadline before its probe deadline passed: neither ok nor proven
+	// hung.
+	ProbeUnfinished = "unfinished"
+)
+
+// MountprobeOptions are mountprobe's own settings. The probe deadline is
+// the run's --probe-timeout.
+type MountprobeOptions struct {
+	// MaxWorkers bounds concurrent probes. --workers probes run at once
+	// normally; a probe still running after SlowAfter no longer counts
+	// against that, so a stuck mount is replaced by a fresh worker, up to
+	// MaxWorkers in all. Network and FUSE mounts, the ones likely to
+	// hang, are started up to MaxWorkers at once.
+	MaxWorkers int `json:"max_workers"`
+	// SlowAfter is when a probe counts as stuck for scheduling.
+	SlowAfter time.Duration `json:"slow_after"`
+}
+
+var mountprobeOpts = MountprobeOptions{MaxWorkers: 32, SlowAfter: 200 * time.Millisecond}
+
+func init() {
+	Register(Spec{
+		Name:           "mountprobe",
+		Description:    "stat + statfs of every mount of every mount namespace, each in an isolated worker with the probe deadline: ok, hung or error, latency, class; hung mounts are skipped by every later collector",
+		DefaultEnabled: true,
+		// A few probe deadlines: probes run concurrently and stuck
+		// workers are replaced, so even many hung mounts cost about one
+		// deadline (plus the kill of each stuck worker).
+		DefaultTimeout: 20 * time.Second,
+		Options:        &mountprobeOpts,
+		Flags: func(fs *pflag.FlagSet) {
+			fs.IntVar(&mountprobeOpts.MaxWorkers, "mountprobe-max-workers", mountprobeOpts.MaxWorkers,
+				"mountprobe: most probes at once, counting workers stuck on hung mounts (at least --workers)")
+		},
+		Run: collectMountprobe,
+	})
+	isolate.RegisterOp(opMountProbe, mpProbeOp)
+}
+
+// MountProbeReport is mountprobe/probes.json.
+type MountProbeReport struct {
+	StartedAt      time.Time             `json:"started_at"`
+	DurationMS     float64               `json:"duration_ms"`
+	ProbeTimeoutMS int64                 `json:"probe_timeout_ms"`
+	Workers        int                   `json:"workers"`
+	MaxWorkers     int                   `json:"max_workers"`
+	Namespaces     []MountProbeNamespace `json:"namespaces"`
+	// Counts is the number of probes per result (ok, hung, error,
+	// skipped, unfinished).
+	Counts map[string]int `json:"counts"`
+	// Probes has one record per distinct mount, network and FUSE first.
+	Probes []MountProbe `json:"probes"`
+	Notes  []string     `json:"notes,omitempty"`
+}
+
+// MountProbeNamespace is one distinct mount namespace whose table was read.
+type MountProbeNamespace struct {
+	// Inode identifies the namespace (the number in /proc/<pid>/ns/mnt).
+	Inode uint64 `json:"inode"`
+	// Host is the namespace of pid 1; Self is nodesnap's own.
+	Host bool `json:"host,omitempty"`
+	Self bool `json:"self,omitempty"`
+	// PID is the task whose mountinfo was read and through whose
+	// /proc/<pid>/root its mounts were probed.
+	PID  int    `json:"pid"`
+	Comm string `json:"comm,omitempty"`
+	// PIDs are some of the tasks in it (at most 16); Tasks counts all.
+	PIDs   []int  `json:"pids"`
+	Tasks  int    `json:"tasks"`
+	Mounts int    `json:"mounts"`
+	Error  string `json:"error,omitempty"`
+}
+
+// MountProbe is one mount's probe record.
+type MountProbe struct {
+	// Mountpoint is the path as the namespace's mountinfo shows it.
+	Mountpoint string `json:"mountpoint"`
+	// ProbePath is the path that was (or would have been) probed: the
+	// mountpoint itself in nodesnap's own namespace, else
+	// /proc/<pid>/root/<mountpoint>.
+	ProbePath string `json:"probe_path"`
+	// Namespaces lists every mount namespace with this same mount
+	// (filesystem, root and mountpoint); ProbeNamespace is the one probed.
+	Namespaces     []uint64 `json:"namespaces"`
+	ProbeNamespace uint64   `json:"probe_namespace"`
+	MountID        int      `json:"mount_id"`
+	FSType         string   `json:"fstype"`
+	Source         string   `json:"source"`
+	Dev            string   `json:"dev"`
+	Root           string   `json:"root"`
+	// Class is network, fuse, block, local or pseudo.
+	Class string `json:"class"`
+	// Result is ok, hung, error, skipped or unfinished.
+	Result string `json:"result"`
+	// Probed is false when no probe ran: skipped, or hung inferred from
+	// another mount of the same filesystem (HungVia).
+	Probed bool   `json:"probed"`
+	Errno  string `json:"errno,omitempty"`
+	Error  string `json:"error,omitempty"`
+	// Diagnosis says in words what the result means.
+	Diagnosis  string `json:"diagnosis,omitempty"`
+	SkipReason string `json:"skip_reason,omitempty"`
+	HungVia    string `json:"hung_via,omitempty"`
+	// LatencyMS is stat + statfs time in the worker; for a hung probe,
+	// the deadline it missed.
+	LatencyMS float64           `json:"latency_ms"`
+	StatMS    float64           `json:"stat_ms,omitempty"`
+	StatfsMS  float64           `json:"statfs_ms,omitempty"`
+	StatDev   string            `json:"stat_dev,omitempty"`
+	Statfs    *MountProbeStatfs `json:"statfs,omitempty"`
+	FUSE      *MountProbeFUSE   `json:"fuse,omitempty"`
+	// BlockedIn is where the hung probe's worker was blocked (the full
+	// evidence is in the manifest's hung_mounts).
+	BlockedIn string `json:"blocked_in,omitempty"`
+}
+
+// MountProbeStatfs summarises statfs(2).
+type MountProbeStatfs struct {
+	TypeMagic     string  `json:"type_magic"`
+	BlockSize     int64   `json:"block_size"`
+	TotalBytes    uint64  `json:"total_bytes"`
+	FreeBytes     uint64  `json:"free_bytes"`
+	AvailBytes    uint64  `json:"avail_bytes"`
+	UsedPct       float64 `json:"used_pct"`
+	Inodes        uint64  `json:"inodes"`
+	InodesFree    uint64  `json:"inodes_free"`
+	InodesUsedPct float64 `json:"inodes_used_pct"`
+	ReadOnly      bool    `json:"read_only,omitempty"`
+}
+
+// MountProbeFUSE is what fusectl (/sys/fs/fuse/connections/<minor>) says
+// about a FUSE mount's connection: requests queued for, or being served
+// by, its daemon.
+type MountProbeFUSE struct {
+	Conn uint32 `json:"conn"`
+	// WaitingBefore is read before any probe ran, WaitingAfter after a
+	// hung or failed probe; null when fusectl could not be read.
+	WaitingBefore *int `json:"waiting_before"`
+	WaitingAfter  *int `json:"waiting_after,omitempty"`
+}
+
+type mpRequest struct {
+	Path string `json:"path"`
+}
+
+// mpResponse is what one probe found. Failures are data here, not
+// errors, so that stat's errno and statfs's are both kept.
+type mpResponse struct {
+	Stat        *isolate.StatResult   `json:"stat,omitempty"`
+	StatErr     string                `json:"stat_err,omitempty"`
+	StatErrno   int                   `json:"stat_errno,omitempty"`
+	StatNS      int64                 `json:"stat_ns"`
+	Statfs      *isolate.StatfsResult `json:"statfs,omitempty"`
+	StatfsErr   string                `json:"statfs_err,omitempty"`
+	StatfsErrno int                   `json:"statfs_errno,omitempty"`
+	StatfsNS    int64                 `json:"statfs_ns"`
+}
+
+// mpProbeOp runs in a worker: lstat (the mountpoint is crossed, a
+// symlink at the end is not followed) then statfs. statfs is tried even
+// when stat failed, since their errors can differ.
+func mpProbeOp(raw json.RawMessage) (any, error) {
+	var rq mpRequest
+	if err := json.Unmarshal(raw, &rq); err != nil {
+		return nil, err
+	}
+	var r mpResponse
+	t := time.Now()
+	var st unix.Stat_t
+	if err := unix.Lstat(rq.Path, &st); err != nil {
+		r.StatErr, r.StatErrno = err.Error(), mpErrno(err)
+	} else {
+		s := isolate.StatFromUnix(&st)
+		r.Stat = &s
+	}
+	r.StatNS = time.Since(t).Nanoseconds()
+	t = time.Now()
+	var sf unix.Statfs_t
+	if err := unix.Statfs(rq.Path, &sf); err != nil {
+		r.StatfsErr, r.StatfsErrno = err.Error(), mpErrno(err)
+	} else {
+		r.Statfs = &isolate.StatfsResult{Type: sf.Type, Bsize: sf.Bsize, Blocks: sf.Blocks, Bfree: sf.Bfree,
+			Bavail: sf.Bavail, Files: sf.Files, Ffree: sf.Ffree, Flags: sf.Flags, Namelen: sf.Namelen}
+	}
+	r.StatfsNS = time.Since(t).Nanoseconds()
+	return r, nil
+}
+
+func mpErrno(err error) int {
+	var e unix.Errno
+	if errors.As(err, &e) {
+		return int(e)
+	}
+	return 0
+}
+
+// mpNamespace is one mount namespace and the tasks in it.
+type mpNamespace struct {
+	inode uint64
+	pids  []int
+	rep   int // task whose mountinfo is read ("self" when rep == 0)
+	host  bool
+	self  bool
+	// prefix is prepended to a mountpoint to reach it from nodesnap:
+	// "" in nodesnap's own namespace, /proc/<rep>/root elsewhere.
+	prefix string
+	mounts []procfs.Mount
+	err    string
+}
+
+// mpListNamespaces finds every distinct mount namespace by the ns/mnt
+// link of every task (threads can unshare their own). readlink of these
+// links takes no lock another process can hold.
+func mpListNamespaces(proc string) (map[uint64]*mpNamespace, uint64, uint64, error) {
+	ents, err := os.ReadDir(proc)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("listing %s: %w", proc, err)
+	}
+	nss := map[uint64]*mpNamespace{}
+	add := func(ino uint64, tid int) {
+		ns := nss[ino]
+		if ns == nil {
+			ns = &mpNamespace{inode: ino}
+			nss[ino] = ns
+		}
+		ns.pids = append(ns.pids, tid)
+	}
+	nsOf := func(p string) (uint64, bool) {
+		l, err := os.Readlink(p)
+		if err != nil {
+			return 0, false
+		}
+		ino, err := procfs.ParseMountNS(l)
+		return ino, err == nil
+	}
+	var hostNS uint64
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		base := path.Join(proc, e.Name())
+		ino, ok := nsOf(base + "/ns/mnt")
+		if !ok {
+			continue // exited, or a kernel thread without one
+		}
+		add(ino, pid)
+		if pid == 1 {
+			hostNS = ino
+		}
+		tasks, err := os.ReadDir(base + "/task")
+		if err != nil || len(tasks) < 2 {
+			continue
+		}
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || tid == pid {
+				continue
+			}
+			if tino, ok := nsOf(base + "/task/" + t.Name() + "/ns/mnt"); ok && tino != ino {
+				add(tino, tid)
+			}
+		}
+	}
+	selfNS, _ := nsOf(path.Join(proc, "self/ns/mnt"))
+	if len(nss) == 0 {
+		return nil, 0, 0, fmt.Errorf("no readable mount namespace links under %s", proc)
+	}
+	return nss, hostNS, selfNS, nil
+}
+
+// mpItem is one distinct mount: one record, at most one probe.
+type mpItem struct {
+	rec    MountProbe
+	m      procfs.Mount
+	ns     *mpNamespace
+	class  procfs.FSClass
+	order  int
+	hidden bool // over-mounted in its namespace
+	autofs bool
+	// parent is the nearest ancestor mount in the probe namespace: its
+	// path is walked to reach this one, so it is probed first. devRep is
+	// the first mount of the same filesystem: when it hangs, this one is
+	// known hung without spending another deadline.
+	parent, devRep *mpItem
+	waiters        []*mpItem
+	pending        int
+	underHung      string // hung mount this one lies under
+	hangEvidence   *isolate.HangEvidence
+	started        time.Time
+	state          int
+}
+
+// mpItem states.
+const (
+	mpWaiting = iota // dependencies unfinished
+	mpReady
+	mpRunning
+	mpDone
+)
+
+func mpClassName(c procfs.FSClass) string {
+	if c == procfs.ClassOther {
+		return "local"
+	}
+	return c.String()
+}
+
+type mpProber struct {
+	env          *Env
+	probeTimeout time.Duration
+	base, max    int
+	slowAfter    time.Duration
+	fusectl      []string
+	notes        []string
+	mu           sync.Mutex
+}
+
+func collectMountprobe(ctx context.Context, env *Env) error {
+	opts := MountprobeOptions{MaxWorkers: 32, SlowAfter: 200 * time.Millisecond}
+	if err := env.Options(&opts); err != nil {
+		return err
+	}
+	started := time.Now()
+	p := &mpProber{env: env, probeTimeout: env.ProbeTimeout, base: env.Workers, slowAfter: opts.SlowAfter}
+	if p.probeTimeout <= 0 {
+		p.probeTimeout = 3 * time.Second
+	}
+	if p.base < 1 {
+		p.base = 1
+	}
+	p.max = max(opts.MaxWorkers, p.base)
+	if p.slowAfter <= 0 {
+		p.slowAfter = 200 * time.Millisecond
+	}
+	// The pool is sized for the maximum; the scheduler below decides how
+	// many probes actually run.
+	env.Workers = p.max
+	env.ProbeTimeout = p.probeTimeout
+
+	// Leave time to kill stuck workers (each may take isolate.ReapGrace)
+	// and to write the report.
+	soft := time.Now().Add(10 * time.Minute)
+	if dl, ok := ctx.Deadline(); ok {
+		total := time.Until(dl)
+		reserve := min(isolate.ReapGrace+time.Second, total/3)
+		soft = dl.Add(-reserve)
+	}
+	pctx, cancel := context.WithDeadline(ctx, soft)
+	defer cancel()
+
+	nss, hostNS, selfNS, err := mpListNamespaces(env.Proc)
+	if err != nil {
+		return fmt.Errorf("finding mount namespaces: %w", err)
+	}
+	order := p.readTables(pctx, nss, hostNS, selfNS)
+	items := p.buildItems(order)
+
+	p.fusectl = mpFindFusectl(env, order)
+	fuseSeen := false
+	for _, it := range items {
+		if procfs.IsFUSE(it.m.FSType) && it.m.Major == 0 {
+			fuseSeen = true
+			it.rec.FUSE = &MountProbeFUSE{Conn: it.m.Minor, WaitingBefore: p.fuseWaiting(it.m.Minor)}
+		}
+	}
+	if fuseSeen && len(p.fusectl) == 0 {
+		p.notef("fusectl is not mounted (normally at /sys/fs/fuse/connections): the FUSE request queues could not be read")
+	}
+
+	p.schedule(pctx, items)
+
+	rep := MountProbeReport{StartedAt: started.UTC(), ProbeTimeoutMS: p.probeTimeout.Milliseconds(),
+		Workers: p.base, MaxWorkers: p.max, Counts: map[string]int{}}
+	for _, ns := range order {
+		mn := MountProbeNamespace{Inode: ns.inode, Host: ns.host, Self: ns.self, PID: ns.rep, Tasks: len(ns.pids),
+			Mounts: len(ns.mounts), Error: ns.err}
+		mn.PIDs = ns.pids[:min(len(ns.pids), 16)]
+		if ns.rep > 0 {
+			if r, err := isolate.ReadFileLimited(env.ProcPath(strconv.Itoa(ns.rep), "comm"), 256); err == nil {
+				mn.Comm = strings.TrimSpace(string(r.Data))
+			}
+		}
+		rep.Namespaces = append(rep.Namespaces, mn)
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		if items[i].class != items[j].class {
+			return items[i].class < items[j].class
+		}
+		return items[i].order < items[j].order
+	})
+	for _, it := range items {
+		rep.Counts[it.rec.Result]++
+		rep.Probes = append(rep.Probes, it.rec)
+	}
+	rep.DurationMS = mpMS(time.Since(started))
+	rep.Notes = p.notes
+	if rep.Probes == nil {
+		rep.Probes = []MountProbe{}
+	}
+	if err := env.WriteJSON("probes.json", rep); err != nil {
+		return err
+	}
+	if err := env.WriteFile("summary.txt", []byte(mpSummary(&rep))); err != nil {
+		return err
+	}
+	if n := rep.Counts[ProbeHung]; n > 0 {
+		env.Notef("%d mount(s) hung: stat/statfs did not answer within %s", n, p.probeTimeout)
+	}
+	if n := rep.Counts[ProbeUnfinished]; n > 0 {
+		env.Partialf("%d mount(s) could not be probed before the collector's deadline", n)
+	}
+	for _, ns := range order {
+		if ns.err != "" && ns.host {
+			env.Partialf("the host's mount table could not be read: %s", ns.err)
+		}
+	}
+	return nil
+}
+
+func (p *mpProber) notef(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.notes = append(p.notes, fmt.Sprintf(format, args...))
+}
+
+// readTables reads each namespace's mountinfo through a worker: the read
+// takes the kernel's global namespace lock, which an unmount stuck on a
+// dead server can hold. The host's table is read first; if that read
+// hangs, every other one would too, so they are not attempted.
+func (p *mpProber) readTables(ctx context.Context, nss map[uint64]*mpNamespace, hostNS, selfNS uint64) []*mpNamespace {
+	order := make([]*mpNamespace, 0, len(nss))
+	for _, ns := range nss {
+		sort.Ints(ns.pids)
+		ns.rep = ns.pids[0]
+		ns.host = ns.inode == hostNS
+		ns.self = ns.inode == selfNS
+		if ns.self {
+			ns.prefix = ""
+		} else {
+			ns.prefix = p.env.ProcPath(strconv.Itoa(ns.rep), "root")
+		}
+		order = append(order, ns)
+	}
+	rank := func(ns *mpNamespace) int {
+		switch {
+		case ns.host:
+			return 0
+		case ns.self:
+			return 1
+		}
+		return 2
+	}
+	sort.Slice(order, func(i, j int) bool {
+		if ri, rj := rank(order[i]), rank(order[j]); ri != rj {
+			return ri < rj
+		}
+		return order[i].rep < order[j].rep
+	})
+	read := func(ns *mpNamespace) error {
+		src := p.env.ProcPath(strconv.Itoa(ns.rep), "mountinfo")
+		if ns.self {
+			// Paths relative to our own root: probed as they are.
+			src = p.env.ProcPath("self", "mountinfo")
+		}
+		var res isolate.ReadFileResult
+		err := p.env.Do(ctx, isolate.OpReadFile, src, isolate.ReadFileRequest{Path: src, Max: 32 << 20}, &res)
+		if err != nil {
+			ns.err = fmt.Sprintf("reading %s: %v", src, err)
+			return err
+		}
+		mounts, bad := procfs.ParseMountInfo(res.Data)
+		ns.mounts = mounts
+		if len(bad) > 0 {
+			p.notef("mount namespace %d: %d mountinfo line(s) could not be parsed (first: %v)", ns.inode, len(bad), bad[0])
+		}
+		if res.Truncated {
+			p.notef("mount namespace %d: mountinfo longer than 32 MiB; the rest was not read", ns.inode)
+		}
+		return nil
+	}
+	if len(order) == 0 {
+		return order
+	}
+	if err := read(order[0]); err != nil {
+		var he *isolate.HungError
+		if errors.As(err, &he) {
+			for _, ns := range order[1:] {
+				ns.err = "not read: reading the first mount table hung (an unmount stuck on a dead server may hold the kernel's namespace lock)"
+			}
+			return order
+		}
+	}
+	sem := make(chan struct{}, p.base)
+	var wg sync.WaitGroup
+	for _, ns := range order[1:] {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_ = read(ns)
+		}()
+	}
+	wg.Wait()
+	return order
+}
+
+// buildItems turns the namespaces' tables into one item per distinct
+// mount (same filesystem, root and mountpoint in several namespaces is one
+// mount) and links each to the mounts that must be probed before it.
+func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
+	type nsID struct {
+		ns *mpNamespace
+		id int
+	}
+	byKey := map[string]*mpItem{}
+	byNSID := map[nsID]*mpItem{}
+	var items []*mpItem
+	for _, ns := range order {
+		// The mount visible at a path is the one no other mount at the
+		// same path sits on.
+		under := map[string]map[int]bool{} // mountpoint -> IDs something is mounted on there
+		for _, m := range ns.mounts {
+			if under[m.MountPoint] == nil {
+				under[m.MountPoint] = map[int]bool{}
+			}
+		}
+		ids := map[int]procfs.Mount{}
+		for _, m := range ns.mounts {
+			ids[m.ID] = m
+		}
+		for _, m := range ns.mounts {
+			if pm, ok := ids[m.ParentID]; ok && pm.MountPoint == m.MountPoint && pm.ID != m.ID {
+				under[m.MountPoint][pm.ID] = true
+			}
+		}
+		for _, m := range ns.mounts {
+			key := m.Dev() + "\x00" + m.Root + "\x00" + m.MountPoint
+			if it := byKey[key]; it != nil {
+				it.rec.Namespaces = append(it.rec.Namespaces, ns.inode)
+				byNSID[nsID{ns, m.ID}] = it
+				continue
+			}
+			it := &mpItem{m: m, ns: ns, class: procfs.Classify(m), order: len(items)}
+			it.hidden = under[m.MountPoint][m.ID]
+			it.autofs = m.FSType == "autofs"
+			it.rec = MountProbe{
+				Mountpoint: m.MountPoint, ProbePath: ns.prefix + m.MountPoint,
+				Namespaces: []uint64{ns.inode}, ProbeNamespace: ns.inode, MountID: m.ID,
+				FSType: m.FSType, Source: m.Source, Dev: m.Dev(), Root: m.Root,
+				Class: mpClassName(it.class),
+			}
+			if ns.prefix != "" && m.MountPoint == "/" {
+				it.rec.ProbePath = ns.prefix + "/"
+			}
+			byKey[key] = it
+			byNSID[nsID{ns, m.ID}] = it
+			items = append(items, it)
+		}
+	}
+	// Dependencies, in the namespace each item is probed through.
+	devRep := map[string]*mpItem{}
+	for _, it := range items {
+		if it.hidden || it.autofs {
+			continue
+		}
+		if pm, ok := byNSID[nsID{it.ns, it.m.ParentID}]; ok && pm != it {
+			it.parent = pm
+		}
+		if r := devRep[it.rec.Dev]; r != nil {
+			it.devRep = r
+		} else {
+			devRep[it.rec.Dev] = it
+		}
+	}
+	return items
+}
+
+// mpFindFusectl lists mounts of fusectl, the FUSE control filesystem:
+// /sys/fs/fuse/connections normally, then wherever the mount tables show
+// one (it has a single superblock, so every mount shows every connection)
+// as long as no network or FUSE mount lies on its path.
+func mpFindFusectl(env *Env, order []*mpNamespace) []string {
+	std := env.SysPath("fs/fuse/connections")
+	var out []string
+	for _, ns := range order {
+		for _, m := range ns.mounts {
+			if m.FSType != "fusectl" {
+				continue
+			}
+			p := ns.prefix + m.MountPoint
+			if p == std {
+				out = append([]string{std}, out...)
+			} else if mpSafePath(ns, m.MountPoint) && len(out) < 8 {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// mpSafePath reports whether no network or FUSE mount of ns lies on the
+// way to mountpoint p (so walking to it cannot wait on a server).
+func mpSafePath(ns *mpNamespace, p string) bool {
+	for _, m := range ns.mounts {
+		c := procfs.Classify(m)
+		if c != procfs.ClassNetwork && c != procfs.ClassFUSE {
+			continue
+		}
+		if m.MountPoint == "/" || p == m.MountPoint || strings.HasPrefix(p, m.MountPoint+"/") {
+			return false
+		}
+	}
+	return true
+}
+
+// fuseWaiting reads a FUSE connection's count of requests waiting for its
+// daemon (queued plus being served), from the first fusectl mount that
+// answers. fusectl is a kernel pseudo filesystem: reading it cannot block
+// on the daemon.
+func (p *mpProber) fuseWaiting(conn uint32) *int {
+	for _, dir := range p.fusectl {
+		r, err := isolate.ReadFileLimited(path.Join(dir, strconv.FormatUint(uint64(conn), 10), "waiting"), 64)
+		if err != nil {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(r.Data)))
+		if err != nil {
+			continue
+		}
+		return &n
+	}
+	return nil
+}
+
+// mpQueue orders probes: network first, then FUSE, block, local,
+// pseudo; mountinfo order within a class.
+type mpQueue []*mpItem
+
+func (q mpQueue) Len() int { return len(q) }
+func (q mpQueue) Less(i, j int) bool {
+	if q[i].class != q[j].class {
+		return q[i].class < q[j].class
+	}
+	return q[i].order < q[j].order
+}
+func (q mpQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *mpQueue) Push(x any)   { *q = append(*q, x.(*mpItem)) }
+func (q *mpQueue) Pop() any {
+	old := *q
+	it := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return it
+}
+
+// schedule probes every item, honouring dependencies and the concurrency
+// rules (see MountprobeOptions), until all are done or ctx ends.
+func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
+	var ready mpQueue
+	remaining := len(items)
+	var finish func(it *mpItem)
+	// resolve decides an item whose dependencies are all done: skip it,
+	// infer its result, or queue its probe.
+	resolve := func(it *mpItem) {
+		switch {
+		case it.parent != nil && (it.parent.rec.Result == ProbeHung || it.parent.underHung != ""):
+			it.underHung = it.parent.underHung
+			if it.underHung == "" {
+				it.underHung = it.parent.rec.ProbePath
+			}
+			it.rec.Result = ProbeSkipped
+			it.rec.SkipReason = "lies under hung mount " + it.underHung + ": not touched"
+			finish(it)
+		case it.devRep != nil && it.devRep.rec.Result == ProbeHung && it.devRep.rec.Probed:
+			it.rec.Result = ProbeHung
+			it.rec.HungVia = it.devRep.rec.ProbePath
+			it.rec.Diagnosis = "same filesystem (device " + it.rec.Dev + ") as " + it.devRep.rec.ProbePath + ", which hung; not probed again"
+			it.rec.LatencyMS = it.devRep.rec.LatencyMS
+			p.reportHung(it)
+			finish(it)
+		default:
+			it.state = mpReady
+			heap.Push(&ready, it)
+		}
+	}
+	finish = func(it *mpItem) {
+		it.state = mpDone
+		remaining--
+		for _, w := range it.waiters {
+			w.pending--
+			if w.pending == 0 && w.state == mpWaiting {
+				resolve(w)
+			}
+		}
+	}
+	for _, it := range items {
+		switch {
+		case it.hidden:
+			it.rec.Result = ProbeSkipped
+			it.rec.SkipReason = "over-mounted: another mount at the same path hides it, so no path reaches it"
+		case it.autofs:
+			it.rec.Result = ProbeSkipped
+			it.rec.SkipReason = "autofs trigger: touching it would mount what is behind it"
+		}
+		for _, d := range []*mpItem{it.parent, it.devRep} {
+			if d != nil && d != it {
+				d.waiters = append(d.waiters, it)
+				it.pending++
+			}
+		}
+	}
+	for _, it := range items {
+		if it.rec.Result == ProbeSkipped && it.state == mpWaiting {
+			finish(it)
+		}
+	}
+	for _, it := range items {
+		if it.state == mpWaiting && it.pending == 0 {
+			resolve(it)
+		}
+	}
+
+	done := make(chan *mpItem, len(items))
+	running := map[*mpItem]bool{}
+	tick := time.NewTicker(max(p.slowAfter/2, 10*time.Millisecond))
+	defer tick.Stop()
+	complete := func(it *mpItem) {
+		delete(running, it)
+		if it.rec.Result == ProbeHung {
+			p.reportHung(it)
+		}
+		finish(it)
+	}
+	for remaining > 0 {
+		for ready.Len() > 0 && ctx.Err() == nil && len(running) < p.max {
+			it := ready[0]
+			now := time.Now()
+			slow := 0
+			for r := range running {
+				if now.Sub(r.started) >= p.slowAfter {
+					slow++
+				}
+			}
+			likelyHang := it.class == procfs.ClassNetwork || it.class == procfs.ClassFUSE
+			if !likelyHang && len(running)-slow >= p.base {
+				break
+			}
+			heap.Pop(&ready)
+			it.state = mpRunning
+			it.started = now
+			running[it] = true
+			go func() {
+				p.probe(ctx, it)
+				done <- it
+			}()
+		}
+		if len(running) == 0 {
+			if ctx.Err() != nil {
+				break
+			}
+			if ready.Len() == 0 {
+				// Nothing runs and nothing is ready, yet items wait:
+				// their dependencies form a cycle (a mount moved under
+				// its own descendant). Release the earliest one.
+				var first *mpItem
+				for _, it := range items {
+					if it.state == mpWaiting && (first == nil || it.order < first.order) {
+						first = it
+					}
+				}
+				if first == nil {
+					break
+				}
+				first.pending = 0
+				first.state = mpReady
+				heap.Push(&ready, first)
+				continue
+			}
+		}
+		select {
+		case it := <-done:
+			complete(it)
+		case <-tick.C:
+		case <-ctx.Done():
+			// The pool ends running probes itself when ctx ends.
+			if len(running) > 0 {
+				complete(<-done)
+			}
+		}
+	}
+	for _, it := range items {
+		if it.rec.Result == "" {
+			it.rec.Result = ProbeUnfinished
+			it.rec.SkipReason = "not probed: the collector's deadline came first"
+		}
+	}
+}
+
+// reportHung tells the run that a mount hangs. Later collectors may name
+// a path as nodesnap sees it (with the --root prefix), as the host sees
+// it, or through /proc/<pid>/root: each form that applies is reported.
+func (p *mpProber) reportHung(it *mpItem) {
+	paths := []string{it.rec.ProbePath}
+	switch {
+	case it.ns.self:
+		if hp, ok := mpUnroot(p.env.Root, it.rec.Mountpoint); ok {
+			paths = append(paths, hp)
+		}
+	case it.ns.host:
+		paths = append(paths, it.rec.Mountpoint, p.env.HostPath(it.rec.Mountpoint))
+	}
+	seen := map[string]bool{}
+	for _, q := range paths {
+		if !seen[q] {
+			seen[q] = true
+			p.env.ReportHungMount(q, it.hangEvidence)
+		}
+	}
+}
+
+// mpUnroot turns a path as nodesnap sees it into the host's path by
+// removing the --root prefix; ok is false when p is not under root.
+func mpUnroot(root, p string) (string, bool) {
+	if root == "" || root == "/" {
+		return p, false
+	}
+	root = path.Clean(root)
+	if p == root {
+		return "/", true
+	}
+	if rest, ok := strings.CutPrefix(p, root+"/"); ok {
+		return "/" + rest, true
+	}
+	return p, false
+}
+
+// probe runs one probe and fills the record.
+func (p *mpProber) probe(ctx context.Context, it *mpItem) {
+	it.rec.Probed = true
+	start := time.Now()
+	var res mpResponse
+	err := p.env.Do(ctx, opMountProbe, it.rec.ProbePath, mpRequest{Path: it.rec.ProbePath}, &res)
+	elapsed := time.Since(start)
+	var he *isolate.HungError
+	switch {
+	case errors.As(err, &he):
+		if ctx.Err() != nil && elapsed < p.probeTimeout {
+			it.rec.Result = ProbeUnfinished
+			it.rec.SkipReason = fmt.Sprintf("cut short after %s by the collector's deadline", elapsed.Round(time.Millisecond))
+			return
+		}
+		it.rec.Result = ProbeHung
+		it.rec.LatencyMS = mpMS(he.Timeout)
+		it.hangEvidence = he.Evidence
+		it.rec.BlockedIn = mpBlockedIn(he.Evidence)
+		it.rec.Diagnosis = fmt.Sprintf("stat/statfs did not answer within %s", p.probeTimeout)
+		if it.rec.FUSE != nil {
+			it.rec.FUSE.WaitingAfter = p.fuseWaiting(it.rec.FUSE.Conn)
+			if w := it.rec.FUSE.WaitingBefore; w != nil && *w > 0 {
+				it.rec.Diagnosis += fmt.Sprintf("; its FUSE daemon is alive but not answering: %d request(s) were already waiting before the probe", *w)
+			} else {
+				it.rec.Diagnosis += "; its FUSE daemon is alive (the connection is open) but does not answer"
+			}
+		}
+		return
+	case err != nil:
+		it.rec.Result = ProbeError
+		it.rec.Error = err.Error()
+		var oe *isolate.OpError
+		if errors.As(err, &oe) && oe.Errno != 0 {
+			it.rec.Errno = unix.ErrnoName(oe.Errno)
+		}
+		return
+	}
+	it.rec.StatMS = float64(res.StatNS) / 1e6
+	it.rec.StatfsMS = float64(res.StatfsNS) / 1e6
+	it.rec.LatencyMS = it.rec.StatMS + it.rec.StatfsMS
+	if res.Stat != nil {
+		it.rec.StatDev = fmt.Sprintf("%d:%d", unix.Major(res.Stat.Dev), unix.Minor(res.Stat.Dev))
+	}
+	if s := res.Statfs; s != nil {
+		it.rec.Statfs = mpStatfs(s)
+	}
+	errno, msg := res.StatErrno, res.StatErr
+	if msg == "" {
+		errno, msg = res.StatfsErrno, res.StatfsErr
+	}
+	if msg == "" {
+		it.rec.Result = ProbeOK
+		if f := it.rec.FUSE; f != nil && f.WaitingBefore != nil && *f.WaitingBefore > 0 {
+			it.rec.Diagnosis = fmt.Sprintf("its FUSE daemon answered, but %d request(s) were already waiting on it: slow, or stuck on some requests", *f.WaitingBefore)
+		}
+		return
+	}
+	it.rec.Result = ProbeError
+	it.rec.Error = msg
+	if errno != 0 {
+		it.rec.Errno = unix.ErrnoName(unix.Errno(errno))
+	}
+	it.rec.Diagnosis = mpDiagnose(unix.Errno(errno), it)
+	if it.rec.FUSE != nil {
+		it.rec.FUSE.WaitingAfter = p.fuseWaiting(it.rec.FUSE.Conn)
+	}
+}
+
+// mpBlockedIn summarises where a hung probe's worker was blocked: the
+// thread in uninterruptible sleep, or else the one not parked in a Go
+// runtime wait (newer kernels name the futex wait futex_do_wait, which
+// the evidence's own summary does not know yet).
+func mpBlockedIn(h *isolate.HangEvidence) string {
+	if h == nil {
+		return ""
+	}
+	parked := func(w string) bool {
+		return w == "" || w == "0" || strings.HasPrefix(w, "futex") || strings.Contains(w, "epoll") || strings.Contains(w, "ep_poll") ||
+			strings.Contains(w, "nanosleep") || strings.HasPrefix(w, "pipe_") || strings.HasSuffix(w, "pipe_read")
+	}
+	if b := h.Blocked; b != nil && (b.State == "D" || !parked(b.Wchan)) {
+		return h.String()
+	}
+	for _, t := range h.Tasks {
+		if !parked(t.Wchan) {
+			top := ""
+			if len(t.Stack) > 0 {
+				top = " in " + t.Stack[0]
+			}
+			return fmt.Sprintf("pid %d tid %d state %s wchan %s%s", h.PID, t.TID, t.State, t.Wchan, top)
+		}
+	}
+	return h.String()
+}
+
+// mpDiagnose says what a failed probe usually means.
+func mpDiagnose(e unix.Errno, it *mpItem) string {
+	fuse := procfs.IsFUSE(it.m.FSType)
+	switch e {
+	case unix.ENOTCONN:
+		if fuse {
+			return "FUSE daemon gone: its connection was aborted or its server exited (Transport endpoint is not connected); the mount stays until unmounted"
+		}
+		return "Transport endpoint is not connected: the filesystem lost its server"
+	case unix.ESTALE:
+		return "Stale file handle: the export, volume or directory behind this mount was removed or replaced on the server"
+	case unix.EIO:
+		return "Input/output error: the device or server failed the request"
+	case unix.EACCES, unix.EPERM:
+		if fuse {
+			return "permission denied: a FUSE mount without allow_other answers only its owner (not by itself a fault of the filesystem)"
+		}
+		return "permission denied to nodesnap"
+	case unix.ENOENT:
+		if it.ns.prefix != "" {
+			return "not found: the mount or the process it was reached through (pid " + strconv.Itoa(it.ns.rep) + ") went away during the run"
+		}
+		return "not found: unmounted during the run"
+	case unix.ENODEV, unix.ENXIO:
+		return "device gone: the block device or FUSE connection behind this mount no longer exists"
+	case unix.EHOSTDOWN, unix.EHOSTUNREACH, unix.ETIMEDOUT, unix.ECONNREFUSED, unix.ECONNRESET:
+		return "the filesystem's server cannot be reached"
+	case unix.ECONNABORTED:
+		return "the FUSE connection was aborted while the probe waited"
+	}
+	return ""
+}
+
+// mpFSMagic names the statfs f_type values most often seen on nodes.
+var mpFSMagic = map[int64]string{
+	0xEF53: "ext2/3/4", 0x58465342: "xfs", 0x9123683E: "btrfs", 0x01021994: "tmpfs",
+	0x794C7630: "overlay", 0x6969: "nfs", 0x65735546: "fuse", 0x00C36400: "ceph",
+	0xFF534D42: "cifs", 0xFE534D42: "smb2", 0x9FA0: "proc", 0x62656572: "sysfs",
+	0x63677270: "cgroup2", 0x27E0EB: "cgroup", 0x1CD1: "devpts", 0x73717368: "squashfs",
+	0x2FC12FC1: "zfs", 0x858458F6: "ramfs", 0x6E736673: "nsfs", 0x19800202: "mqueue",
+	0xCAFE4A11: "bpf", 0x74726163: "tracefs", 0x64626720: "debugfs",
+}
+
+func mpStatfs(s *isolate.StatfsResult) *MountProbeStatfs {
+	f := &MountProbeStatfs{BlockSize: s.Bsize, Inodes: s.Files, InodesFree: s.Ffree,
+		ReadOnly: s.Flags&unix.ST_RDONLY != 0}
+	f.TypeMagic = fmt.Sprintf("0x%x", uint64(s.Type))
+	if n := mpFSMagic[s.Type]; n != "" {
+		f.TypeMagic += " (" + n + ")"
+	}
+	if s.Bsize > 0 {
+		bs := uint64(s.Bsize)
+		f.TotalBytes, f.FreeBytes, f.AvailBytes = s.Blocks*bs, s.Bfree*bs, s.Bavail*bs
+	}
+	if s.Blocks > 0 {
+		f.UsedPct = mpRound1(100 * float64(s.Blocks-s.Bfree) / float64(s.Blocks))
+	}
+	if s.Files > 0 && s.Files >= s.Ffree {
+		f.InodesUsedPct = mpRound1(100 * float64(s.Files-s.Ffree) / float64(s.Files))
+	}
+	return f
+}
+
+func mpRound1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
+
+func mpMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func mpSummary(r *MountProbeReport) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mountprobe: %d distinct mounts in %d mount namespace(s), probed in %.2fs (probe deadline %s, %d-%d workers)\n",
+		len(r.Probes), len(r.Namespaces), r.DurationMS/1000, time.Duration(r.ProbeTimeoutMS)*time.Millisecond, r.Workers, r.MaxWorkers)
+	keys := []string{ProbeOK, ProbeHung, ProbeError, ProbeSkipped, ProbeUnfinished}
+	var parts []string
+	for _, k := range keys {
+		if n := r.Counts[k]; n > 0 || k == ProbeOK || k == ProbeHung || k == ProbeError {
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	fmt.Fprintf(&b, "results: %s\n", strings.Join(parts, ", "))
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	section := func(title, result string) {
+		first := true
+		for _, p := range r.Probes {
+			if p.Result != result {
+				continue
+			}
+			if first {
+				fmt.Fprintf(&b, "\n%s\n", title)
+				first = false
+			}
+			fmt.Fprintf(&b, "  %s  [%s %s %s dev %s, ns %d]\n", p.ProbePath, p.Class, p.FSType, p.Source, p.Dev, p.ProbeNamespace)
+			if p.Errno != "" || p.Error != "" {
+				fmt.Fprintf(&b, "      error: %s %s\n", p.Errno, p.Error)
+			}
+			if p.Diagnosis != "" {
+				fmt.Fprintf(&b, "      %s\n", p.Diagnosis)
+			}
+			if p.BlockedIn != "" {
+				fmt.Fprintf(&b, "      blocked: %s\n", p.BlockedIn)
+			}
+			if p.FUSE != nil {
+				fmt.Fprintf(&b, "      fuse connection %d: waiting before %s, after %s\n", p.FUSE.Conn, mpIntOrUnknown(p.FUSE.WaitingBefore), mpIntOrUnknown(p.FUSE.WaitingAfter))
+			}
+			if p.SkipReason != "" {
+				fmt.Fprintf(&b, "      %s\n", p.SkipReason)
+			}
+		}
+	}
+	section("HUNG (later collectors do not touch these paths):", ProbeHung)
+	section("ERRORS:", ProbeError)
+	section("UNFINISHED:", ProbeUnfinished)
+	fmt.Fprintf(&b, "\nALL MOUNTS (network, fuse, block, local, pseudo):\n")
+	fmt.Fprintf(&b, "  %-10s %9s  %-7s %-16s %-9s %s\n", "RESULT", "LATENCY", "CLASS", "FSTYPE", "DEV", "MOUNTPOINT")
+	for _, p := range r.Probes {
+		lat := "-"
+		if p.Probed || p.Result == ProbeHung {
+			lat = fmt.Sprintf("%.2fms", p.LatencyMS)
+		}
+		res := p.Result
+		if p.Errno != "" {
+			res += " " + p.Errno
+		}
+		fmt.Fprintf(&b, "  %-10s %9s  %-7s %-16s %-9s %s", res, lat, p.Class, p.FSType, p.Dev, p.ProbePath)
+		if n := len(p.Namespaces); n > 1 {
+			fmt.Fprintf(&b, "  (in %d namespaces)", n)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func mpIntOrUnknown(p *int) string {
+	if p == nil {
+		return "unknown"
+	}
+	return strconv.Itoa(*p)
+}

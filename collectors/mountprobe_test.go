@@ -1,0 +1,261 @@
+package collectors_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/supervisor"
+)
+
+// mpRun runs a real collection (children are re-runs of this test
+// binary), checks that the bundle validates and reads it back.
+func mpRun(t testing.TB, opts supervisor.Options) (*bundle.Contents, time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	if opts.OutputDir == "" {
+		opts.OutputDir = t.TempDir()
+	}
+	start := time.Now()
+	res, err := supervisor.Run(ctx, opts)
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatalf("collect %v: %v", opts.Only, err)
+	}
+	if rep, err := bundle.Validate(ctx, res.Bundle.Path); err != nil {
+		var problems []string
+		if rep != nil {
+			problems = rep.Problems
+		}
+		t.Fatalf("bundle does not validate: %v %v", err, problems)
+	}
+	c, err := bundle.ReadAll(ctx, res.Bundle.Path, 0)
+	if err != nil {
+		t.Fatalf("reading bundle: %v", err)
+	}
+	return c, elapsed
+}
+
+func mpDecode(t testing.TB, c *bundle.Contents, name string, v any) {
+	t.Helper()
+	b, ok := c.Files[name]
+	if !ok {
+		t.Fatalf("bundle has no %s (files: %v)", name, mpKeys(c.Files))
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("decoding %s: %v", name, err)
+	}
+}
+
+func mpKeys(m map[string][]byte) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+func mpFind(rep *collectors.MountProbeReport, mountpoint string) *collectors.MountProbe {
+	for i := range rep.Probes {
+		if rep.Probes[i].Mountpoint == mountpoint {
+			return &rep.Probes[i]
+		}
+	}
+	return nil
+}
+
+func mpHungTargets(m *bundle.Manifest) map[string]bool {
+	out := map[string]bool{}
+	for _, h := range m.HungMounts {
+		out[h.Target] = true
+	}
+	return out
+}
+
+// A stuck FUSE daemon, a dead one, a healthy tmpfs, and a bind mount of
+// the hung filesystem: mountprobe reports hung, ENOTCONN and ok within
+// about one probe deadline, tells the run which mounts hang, and spends no
+// second deadline on the bind mount.
+func TestMountprobeHungAndDeadFUSE(t *testing.T) {
+	testkit.RequireFUSE(t)
+	dir := t.TempDir()
+	hung := testkit.HungFUSE(t, filepath.Join(dir, "cephfs"), testkit.FUSEStartHung(),
+		testkit.FUSESubtype("ceph-fuse"), testkit.FUSESource("ceph-fuse"))
+	dead := testkit.DeadFUSE(t, filepath.Join(dir, "dead"))
+	tmp := testkit.MountTmpfs(t, filepath.Join(dir, "tmp"))
+
+	const probe = time.Second
+	c, elapsed := mpRun(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: 30 * time.Second,
+		Common: collectors.Common{ProbeTimeout: probe}})
+	res := c.Manifest.Collector("mountprobe")
+	if res == nil {
+		t.Fatal("no mountprobe result in the manifest")
+	}
+	var rep collectors.MountProbeReport
+	mpDecode(t, c, "mountprobe/probes.json", &rep)
+	t.Logf("run %v; mountprobe %.2fs (its own measure %.2fs), status %s; counts %v", elapsed, res.DurationSeconds, rep.DurationMS/1000, res.Status, rep.Counts)
+
+	h := mpFind(&rep, hung.Mountpoint())
+	if h == nil {
+		t.Fatalf("hung mount %s not in probes.json", hung.Mountpoint())
+	}
+	if h.Result != collectors.ProbeHung || h.Class != "network" || h.FSType != "fuse.ceph-fuse" || !h.Probed {
+		t.Errorf("hung mount record: %+v", *h)
+	}
+	if h.FUSE == nil || h.FUSE.Conn != hung.ConnID() {
+		t.Errorf("hung mount FUSE state %+v, want connection %d", h.FUSE, hung.ConnID())
+	} else if h.FUSE.WaitingAfter == nil || *h.FUSE.WaitingAfter < 1 {
+		t.Errorf("fusectl waiting after the hung probe: %v, want >= 1", h.FUSE.WaitingAfter)
+	}
+	// The worker was caught waiting for the daemon's answer.
+	if !strings.Contains(h.BlockedIn, "request_wait_answer") {
+		t.Errorf("hung mount's evidence %q does not show the wait for the FUSE daemon", h.BlockedIn)
+	}
+	if !mpHungTargets(c.Manifest)[hung.Mountpoint()] {
+		t.Errorf("manifest hung_mounts %v lacks %s", c.Manifest.HungMounts, hung.Mountpoint())
+	}
+
+	d := mpFind(&rep, dead.Mountpoint())
+	if d == nil || d.Result != collectors.ProbeError || d.Errno != "ENOTCONN" || !strings.Contains(d.Diagnosis, "FUSE daemon gone") {
+		t.Errorf("dead FUSE record: %+v", d)
+	}
+	if mpHungTargets(c.Manifest)[dead.Mountpoint()] {
+		t.Errorf("a dead FUSE mount fails at once; it must not be reported hung")
+	}
+	ok := mpFind(&rep, tmp)
+	if ok == nil || ok.Result != collectors.ProbeOK || ok.Class != "local" || ok.Statfs == nil || !strings.Contains(ok.Statfs.TypeMagic, "tmpfs") {
+		t.Errorf("tmpfs record: %+v", ok)
+	}
+	// Network and FUSE first.
+	if rep.Probes[0].Class != "network" {
+		t.Errorf("first record is %s %s, want the network (ceph-fuse) mount first", rep.Probes[0].Class, rep.Probes[0].Mountpoint)
+	}
+	// Only this test's mounts are counted: tests of other packages may
+	// have hung mounts of their own at the same time.
+	for _, p := range rep.Probes {
+		if strings.HasPrefix(p.Mountpoint, dir+"/") && p.Result == collectors.ProbeHung && p.Mountpoint != hung.Mountpoint() {
+			t.Errorf("%s reported hung: %+v", p.Mountpoint, p)
+		}
+	}
+	// One deadline, plus the kill of the stuck worker (up to
+	// isolate.ReapGrace for a task the kernel will not let die), plus
+	// slack for a loaded machine; not a second deadline per mount.
+	if own, limit := time.Duration(rep.DurationMS*float64(time.Millisecond)), probe+isolate.ReapGrace+2*time.Second; own > limit {
+		t.Errorf("mountprobe measured %v for itself with one hung mount; want under %v", own, limit)
+	}
+	if limit := probe + isolate.ReapGrace + 5*time.Second; time.Duration(res.DurationSeconds*float64(time.Second)) > limit {
+		t.Errorf("mountprobe took %.2fs with one hung mount; want under %v", res.DurationSeconds, limit)
+	}
+	summary := string(c.Files["mountprobe/summary.txt"])
+	if !strings.Contains(summary, "HUNG") || !strings.Contains(summary, hung.Mountpoint()) || !strings.Contains(summary, "ENOTCONN") {
+		t.Errorf("summary.txt does not show the hung and dead mounts:\n%s", summary)
+	}
+}
+
+// A mount under a hung one is not touched, and a second mount of the
+// hung filesystem is known hung without a second deadline.
+func TestMountprobeUnderAndSameAsHung(t *testing.T) {
+	testkit.RequireFUSE(t)
+	dir := t.TempDir()
+	// A FUSE mount holding a tmpfs and bind-mounted elsewhere, made to
+	// hang afterwards.
+	f := testkit.HungFUSE(t, filepath.Join(dir, "fuse"), testkit.FUSEFiles(map[string]string{"sub/": "", "other/": ""}))
+	inner := filepath.Join(f.Mountpoint(), "sub")
+	// Not testkit.MountTmpfs: its cleanup would walk the path through
+	// the hung mount. The FUSE cleanup's lazy unmount takes it along.
+	if err := unix.Mount("nodesnap-testkit", inner, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m"); err != nil {
+		t.Fatalf("mount tmpfs on the FUSE mount: %v", err)
+	}
+	bind := filepath.Join(dir, "bind")
+	if err := os.Mkdir(bind, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(filepath.Join(f.Mountpoint(), "other"), bind, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind mount: %v", err)
+	}
+	// Runs before the FUSE cleanup; unmounting a bind mount sends the
+	// daemon nothing.
+	t.Cleanup(func() { _ = unix.Unmount(bind, unix.MNT_DETACH) })
+	f.Hang()
+
+	c, _ := mpRun(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: 30 * time.Second,
+		Common: collectors.Common{ProbeTimeout: time.Second}})
+	var rep collectors.MountProbeReport
+	mpDecode(t, c, "mountprobe/probes.json", &rep)
+	top := mpFind(&rep, f.Mountpoint())
+	under := mpFind(&rep, inner)
+	same := mpFind(&rep, bind)
+	if top == nil || under == nil || same == nil {
+		t.Fatalf("records missing: fuse %v, tmpfs under it %v, bind %v", top, under, same)
+	}
+	if top.Result != collectors.ProbeHung {
+		t.Errorf("FUSE mount: %+v", *top)
+	}
+	if under.Result != collectors.ProbeSkipped || under.Probed || !strings.Contains(under.SkipReason, f.Mountpoint()) {
+		t.Errorf("tmpfs under the hung mount: %+v", *under)
+	}
+	if same.Result != collectors.ProbeHung || same.Probed || same.HungVia != f.Mountpoint() {
+		t.Errorf("bind mount of the hung filesystem: %+v", *same)
+	}
+	hung := mpHungTargets(c.Manifest)
+	if !hung[f.Mountpoint()] || !hung[bind] {
+		t.Errorf("manifest hung_mounts %v: want %s and %s", c.Manifest.HungMounts, f.Mountpoint(), bind)
+	}
+
+}
+
+// BenchmarkMountprobe200 probes 200 extra mounts of which 20 hang (each
+// its own stuck FUSE daemon) and reports the collector's time against the
+// probe deadline. Run by bench/dirshape_mountprobe.sh.
+func BenchmarkMountprobe200(b *testing.B) {
+	testkit.RequireFUSE(b)
+	dir := b.TempDir()
+	const hung, total = 20, 200
+	for i := 0; i < hung; i++ {
+		testkit.HungFUSE(b, filepath.Join(dir, fmt.Sprintf("hung%02d", i)), testkit.FUSEStartHung())
+	}
+	for i := 0; i < total-hung; i++ {
+		testkit.MountTmpfs(b, filepath.Join(dir, fmt.Sprintf("ok%03d", i)), "size=1m")
+	}
+	probe := 2 * time.Second
+	if v := os.Getenv("NODESNAP_BENCH_PROBE_TIMEOUT"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			probe = d
+		}
+	}
+	var worst time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, elapsed := mpRun(b, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
+			Common: collectors.Common{ProbeTimeout: probe}})
+		res := c.Manifest.Collector("mountprobe")
+		var rep collectors.MountProbeReport
+		mpDecode(b, c, "mountprobe/probes.json", &rep)
+		d := time.Duration(res.DurationSeconds * float64(time.Second))
+		worst = max(worst, d)
+		b.Logf("round %d: %d mounts, counts %v; mountprobe %.3fs (probe deadline %v, over by %.3fs); whole run %.3fs",
+			i, len(rep.Probes), rep.Counts, d.Seconds(), probe, (d - probe).Seconds(), elapsed.Seconds())
+		n := 0
+		for _, p := range rep.Probes {
+			if strings.HasPrefix(p.Mountpoint, dir+"/") && p.Result == collectors.ProbeHung {
+				n++
+			}
+		}
+		if n != hung {
+			b.Errorf("%d of the benchmark's mounts hung, want %d", n, hung)
+		}
+	}
+	b.ReportMetric(worst.Seconds(), "s/collector")
+	b.ReportMetric((worst - probe).Seconds(), "s-over-deadline")
+}
