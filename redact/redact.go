@@ -15,6 +15,39 @@
 // addresses and user names with tokens that are a keyed hash of the value
 // (see Options), so separate processes of one run agree on every token
 // without talking to each other.
+//
+// The built-in rules, all on by default (the names are what the manifest
+// counts under, and never change):
+//
+//	pem-private-key       PEM private key blocks (also in a JSON string with
+//	                      literal \n, and base64-encoded, wrapped or not)
+//	k8s-secret-data       values of a Secret's data/stringData, in YAML, JSON
+//	                      and the last-applied-configuration annotation
+//	env-secret            env entries named like a secret ({"name":"DB_PASSWORD","value":...})
+//	authorization-header  Authorization/Proxy-Authorization credentials
+//	kubeconfig-secret     token, password, client-key-data, id-/refresh-/access-token,
+//	                      client-secret in a kubeconfig
+//	aws-secret-key        aws_secret_access_key, SecretAccessKey, AWS session tokens
+//	azure-storage-key     AccountKey= / SharedAccessKey= in connection strings
+//	gcp-private-key       private_key_id (and private_key) of a service-account key
+//	mount-secret-option   secret= in ceph/rbd mount options
+//	cli-secret-flag       --password=x, --token x, ["--client-secret","x"]
+//	secret-assignment     KEY=value (env, logfmt, query strings, mount options)
+//	secret-field          "key": "value", key: value, Key:value, key = value
+//	url-credentials       the password in scheme://user:password@host
+//	bearer-token          "Bearer <token>" in free text
+//	jwt                   header.payload.signature tokens (eyJ...)
+//	aws-access-key-id     AKIA.../ASIA... key ids
+//	ceph-key              ceph secrets (AQ...==), keyrings included
+//	azure-sas-signature   sig= of a shared access signature URL
+//
+// A key names a secret when it contains password, passwd, passphrase,
+// secret, token, credential, apikey or private key, and does not end in a
+// word that makes it metadata about one (secretName, tokenFile,
+// passwordRef, tokenExpirationSeconds, token_type, max_tokens). Left alone
+// on purpose, because diagnosis needs them and they hold nothing secret:
+// certificates and public keys, file paths (tokenFile, --token-auth-file,
+// ceph's secretfile=), secret names and references, counts and TTLs.
 package redact
 
 import (

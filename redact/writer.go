@@ -551,9 +551,7 @@ func (w *Writer) dataLine(line []byte) {
 	}
 	if ind != st.childIndent {
 		// A continuation line of a multi-line value.
-		if st.dataString || st.kind == 1 || (st.kind == 0 && base64Shaped(bytes.TrimSpace(line))) {
-			p.add(ind, trimRight(line, len(line)), ruleSecretData, prioData, contEOL, Marker)
-		}
+		w.secretData(ind, trimRight(line, len(line)), contEOL)
 		return
 	}
 	// key: value, with the key maybe quoted.
@@ -567,10 +565,7 @@ func (w *Writer) dataLine(line []byte) {
 	}
 	c := bytes.Index(line[i:], []byte(": "))
 	if c < 0 {
-		if e := trimRight(line, len(line)); e > i && line[e-1] == ':' {
-			return // a nested map: not Secret data
-		}
-		return
+		return // "key:" opening a nested map: not Secret data
 	}
 	vs := skipSpace(line, i+c+2)
 	if vs >= len(line) {
