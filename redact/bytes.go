@@ -70,14 +70,17 @@ func trimRight(line []byte, e int) int {
 	return e
 }
 
-// indentOf is the number of leading spaces and tabs.
-func indentOf(line []byte) int {
-	i := 0
+// skipBlanks returns the first index at or after i that is not a space or
+// tab (YAML indentation; unlike skipSpace it stops at CR).
+func skipBlanks(line []byte, i int) int {
 	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
 		i++
 	}
 	return i
 }
+
+// indentOf is the number of leading spaces and tabs.
+func indentOf(line []byte) int { return skipBlanks(line, 0) }
 
 // blank reports whether line holds only spaces.
 func blank(line []byte) bool { return skipSpace(line, 0) == len(line) }
@@ -106,14 +109,7 @@ func hasFoldPrefix(line []byte, i int, w string) bool {
 func keyStart(line []byte) int {
 	i := indentOf(line)
 	for i+1 < len(line) && line[i] == '-' && (line[i+1] == ' ' || line[i+1] == '\t') {
-		i = indentOf2(line, i+1)
-	}
-	return i
-}
-
-func indentOf2(line []byte, i int) int {
-	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
-		i++
+		i = skipBlanks(line, i+1)
 	}
 	return i
 }

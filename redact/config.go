@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -458,7 +459,7 @@ func Build(cfg *Config, opts Options) (*Redactor, error) {
 		if cats[catHost] {
 			for _, h := range hosts {
 				h = strings.ToLower(strings.TrimSpace(h))
-				if len(h) > 0 && len(h) <= 253 && !slicesContains(notHostnames, h) {
+				if len(h) > 0 && len(h) <= 253 && !slices.Contains(notHostnames, h) {
 					b.word([]byte(h), keyword{kind: kwHost})
 				}
 			}
@@ -487,15 +488,6 @@ func Build(cfg *Config, opts Options) (*Redactor, error) {
 		r.off[id] = true
 	}
 	return r, nil
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func catIndex(c string) int {

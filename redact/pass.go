@@ -44,7 +44,7 @@ type pass struct {
 	endAt  int   // where "-----END " is at or after endFrom, -1 if nowhere
 	endFrm int   // -1: not searched yet
 	ran    []int // regex rules already run on this piece
-	kindS  int8  // does the line say "kind":"Secret"? 0 not checked, 1 yes, 2 no
+	kindS  int8  // the line's JSON "kind": 0 not looked for yet, 1 Secret, 2 other, 3 none
 }
 
 func (p *pass) begin(line []byte, start bool) {
@@ -72,7 +72,9 @@ func (p *pass) add(s, e int, rule int32, prio int32, open contKind, repl string)
 // redact proposes replacing line[s:e] with the Marker under rule, at the
 // rule's own priority.
 func (p *pass) redact(s, e int, rule int32, open contKind) {
-	if e > s {
+	// An obfuscation token is not a secret (and must survive re-redaction
+	// even where it stands in a secret's place, as in "Bearer ip-...").
+	if e > s && !isToken(p.line[s:e]) {
 		p.add(s, e, rule, prioOf(rule), open, Marker)
 	}
 }

@@ -130,14 +130,7 @@ func (p *pass) keyValue(ks, ke int) {
 func commentedKeyStart(line []byte) int {
 	i := keyStart(line)
 	for i < len(line) && line[i] == '#' {
-		i = keyStart2(line, i+1)
-	}
-	return i
-}
-
-func keyStart2(line []byte, i int) int {
-	for i < len(line) && (line[i] == ' ' || line[i] == '\t' || line[i] == '#') {
-		i++
+		i = skipBlanks(line, i+1)
 	}
 	return i
 }
