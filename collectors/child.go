@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nodesnap/nodesnap/redact"
 )
 
@@ -48,6 +50,9 @@ func (s *eventSink) send(ev Event) {
 // the collector returned (whatever its status), 1 when it could not start,
 // and 2 when it panicked.
 func ChildMain() int {
+	// Workers and external programs must not inherit the event pipe: one
+	// stuck in the kernel would keep it open after this child is gone.
+	unix.CloseOnExec(3)
 	evf := os.NewFile(3, "events")
 	if evf == nil {
 		fmt.Fprintln(os.Stderr, "nodesnap: internal collector mode needs its event pipe")

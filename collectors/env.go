@@ -89,7 +89,13 @@ func (e *Env) Pool() *isolate.Pool {
 // the manifest (with its evidence) and the collector is marked partial;
 // the error is returned so the caller can move on.
 func (e *Env) Do(ctx context.Context, op, target string, req, resp any) error {
-	err := e.Pool().Do(ctx, op, req, resp)
+	return e.DoTimeout(ctx, e.ProbeTimeout, op, target, req, resp)
+}
+
+// DoTimeout is Do with its own deadline, for an item that legitimately
+// takes longer than a probe (a bounded scan of one directory tree).
+func (e *Env) DoTimeout(ctx context.Context, timeout time.Duration, op, target string, req, resp any) error {
+	err := e.Pool().DoTimeout(ctx, timeout, op, req, resp)
 	var he *isolate.HungError
 	if errors.As(err, &he) {
 		e.events.send(Event{Type: EventHungItem, Item: &HungItem{Op: op, Target: target, Evidence: he.Evidence}})
@@ -108,6 +114,17 @@ func (e *Env) IsHung(p string) bool {
 			e.hung[path.Clean(h)] = true
 		}
 	}
+	// Collectors may hold a path with or without the --root prefix; the
+	// hung set holds what was reported, so try both forms.
+	if e.Root != "" && e.Root != "/" {
+		if rel, ok := strings.CutPrefix(path.Clean(p), path.Clean(e.Root)+"/"); ok && e.isHungLocked("/"+rel) {
+			return true
+		}
+	}
+	return e.isHungLocked(p)
+}
+
+func (e *Env) isHungLocked(p string) bool {
 	for q := path.Clean(p); ; q = path.Dir(q) {
 		if e.hung[q] {
 			return true

@@ -158,6 +158,11 @@ func (c *Child) Signaled() (syscall.Signal, bool) {
 // Kill captures hang evidence (when evidence is true), SIGKILLs the child's
 // whole process group, and waits at most ReapGrace for it to be reaped.
 func (c *Child) Kill(evidence bool) *HangEvidence {
+	return c.KillWithin(evidence, ReapGrace)
+}
+
+// KillWithin is Kill waiting at most grace for the reap.
+func (c *Child) KillWithin(evidence bool, grace time.Duration) *HangEvidence {
 	var h *HangEvidence
 	if evidence {
 		h = CaptureEvidence(c.PID())
@@ -167,12 +172,12 @@ func (c *Child) Kill(evidence bool) *HangEvidence {
 	_ = syscall.Kill(-c.PID(), syscall.SIGKILL)
 	select {
 	case <-c.done:
-	case <-time.After(ReapGrace):
+	case <-time.After(grace):
 		if h == nil {
 			h = &HangEvidence{PID: c.PID()}
 		}
 		h.Unreaped = true
-		h.Note = "the child did not die within " + ReapGrace.String() + " of SIGKILL (uninterruptible sleep); it was left behind"
+		h.Note = "the child did not die within " + grace.String() + " of SIGKILL (uninterruptible sleep); it was left behind"
 	}
 	return h
 }

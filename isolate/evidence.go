@@ -150,7 +150,7 @@ func captureEvidence(pid, depth int) *HangEvidence {
 // idle waits, which say nothing about where the work hung.
 func runtimeWait(t TaskEvidence) bool {
 	switch t.Wchan {
-	case "futex_wait_queue", "futex_wait_queue_me", "futex_wait", "do_epoll_wait", "ep_poll", "hrtimer_nanosleep", "do_nanosleep", "pipe_read", "pipe_write", "anon_pipe_read", "do_wait", "kernel_wait4", "0", "":
+	case "futex_wait_queue", "futex_wait_queue_me", "futex_do_wait", "futex_wait", "do_epoll_wait", "ep_poll", "hrtimer_nanosleep", "do_nanosleep", "pipe_read", "pipe_write", "anon_pipe_read", "do_wait", "kernel_wait4", "0", "":
 		return true
 	}
 	return false

@@ -214,14 +214,30 @@ func (p *Pool) get() (*worker, error) {
 		inW.Close()
 		return nil, fmt.Errorf("creating a pipe for a worker: %w", err)
 	}
-	c, err := Start(Spec{Args: []string{ModeWorker}, Stdin: inR, Stdout: outW, Stderr: p.stderr})
+	// A worker left stuck in the kernel must not hold our stderr open
+	// either: it gets a pipe of its own, copied on.
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("creating a pipe for a worker: %w", err)
+	}
+	c, err := Start(Spec{Args: []string{ModeWorker}, Stdin: inR, Stdout: outW, Stderr: errW})
 	inR.Close()
 	outW.Close()
+	errW.Close()
 	if err != nil {
 		inW.Close()
 		outR.Close()
+		errR.Close()
 		return nil, err
 	}
+	go func() {
+		_, _ = io.Copy(p.stderr, errR)
+		errR.Close()
+	}()
 	go func() {
 		<-c.Done()
 		outR.Close()
@@ -243,11 +259,17 @@ func (p *Pool) put(w *worker) {
 	p.idle = append(p.idle, w)
 }
 
+// workerReapGrace is how long a killed worker gets to be reaped. A worker
+// stuck uninterruptibly (a FUSE request the daemon already read) cannot die
+// until the kernel lets it; waiting the full ReapGrace would hold the
+// pool's slot, so hung items would cost their deadline plus that.
+const workerReapGrace = 100 * time.Millisecond
+
 func (p *Pool) discard(w *worker, evidence bool) *HangEvidence {
 	p.mu.Lock()
 	delete(p.all, w)
 	p.mu.Unlock()
-	h := w.child.Kill(evidence)
+	h := w.child.KillWithin(evidence, workerReapGrace)
 	// Unblock the goroutine reading its answer even if the worker could
 	// not be reaped.
 	w.inW.Close()
