@@ -17,13 +17,18 @@
 # pids it started.
 #
 # Usage: sudo bench/mounts_openfiles.sh
-#   env: ROUNDS=7 NS=100 THREADS=20 HOLDERS=5 OUTDIR=<dir for the bundles>
+#   env: ROUNDS=7 NS=100 THREADS=20 HOLDERS=5 EXTRA_MOUNTS=0
+#        OUTDIR=<dir for the bundles>
 set -eu
 
 ROUNDS=${ROUNDS:-7}
 NS=${NS:-100}
 THREADS=${THREADS:-20}
 HOLDERS=${HOLDERS:-5}
+# EXTRA_MOUNTS tmpfs mounts are added on the host before the namespaces
+# are made (a kubelet node has hundreds: every pod's secrets and volumes),
+# so every namespace's table grows by that many lines.
+EXTRA_MOUNTS=${EXTRA_MOUNTS:-0}
 
 die() { echo "bench: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (loop devices, mount namespaces)"
@@ -43,6 +48,9 @@ cleanup() {
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
 	if mountpoint -q "$mnt" 2>/dev/null; then umount "$mnt" || umount -l "$mnt"; fi
+	for d in "$work"/extra/*; do
+		mountpoint -q "$d" 2>/dev/null && umount "$d"
+	done
 	[ -n "$loopdev" ] && losetup -d "$loopdev" 2>/dev/null
 	rm -rf "$work"
 	[ -n "${OUTDIR:-}" ] && rm -f "$OUTDIR"/nodesnap-*.tar.gz
@@ -88,7 +96,7 @@ go 1.21
 EOF
 CGO_ENABLED=0 go build -o "$work/thread-holder" .)
 
-echo "== scenario: loop ext4, $HOLDERS fd + $HOLDERS cwd holders, $NS namespaces x $THREADS threads"
+echo "== scenario: loop ext4, $HOLDERS fd + $HOLDERS cwd holders, $EXTRA_MOUNTS extra mounts, $NS namespaces x $THREADS threads"
 truncate -s 64M "$work/ext4.img"
 mkfs.ext4 -q -F "$work/ext4.img"
 loopdev=$(losetup --find --show "$work/ext4.img")
@@ -102,6 +110,10 @@ for i in $(seq "$HOLDERS"); do
 	pids+=($!)
 	sh -c 'cd "$1" && exec sleep infinity' sh "$mnt/dir" &
 	pids+=($!)
+done
+for i in $(seq "$EXTRA_MOUNTS"); do
+	mkdir -p "$work/extra/$i"
+	mount -t tmpfs -o size=1m bench-extra "$work/extra/$i"
 done
 for i in $(seq "$NS"); do
 	unshare --mount --propagation private "$work/thread-holder" "$THREADS" &
@@ -121,22 +133,24 @@ for p in "${pids[@]}"; do
 done
 tasks=$( (ls -d /proc/[0-9]*/task/[0-9]* 2>/dev/null || true) | wc -l)
 nss=$(for t in /proc/[0-9]*/task/[0-9]*; do readlink "$t/ns/mnt" 2>/dev/null || true; done | sort -u | wc -l)
-echo "   tasks on the node: $tasks, mount namespaces: $nss, loop device $loopdev ($majmin)"
+echo "   tasks on the node: $tasks, mount namespaces: $nss, mounts in the host namespace: $(wc -l </proc/self/mountinfo), loop device $loopdev ($majmin)"
 
 # OUTDIR puts the bundles elsewhere (a tmpfs, say, to take the disk's
 # metadata speed out of the figures: mounts writes one file per namespace).
 out=${OUTDIR:-$work/out}
 mkdir -p "$out"
 rm -f "$out"/*.tar.gz
-# measure NAME CMD...: appends "wall_ms rss_kb" to $work/NAME.
+# measure NAME CMD...: appends "wall_ms rss_kb cpu_ms" to $work/NAME. CPU
+# is user+system time of the whole process tree: on a busy machine it
+# says more than wall time.
 measure() {
 	local name=$1
 	shift
 	local t0 t1
 	t0=$(date +%s%N)
-	/usr/bin/time -f "%M" -o "$work/time.tmp" "$@" >/dev/null 2>"$work/stderr.tmp" || true
+	/usr/bin/time -f "%M %U %S" -o "$work/time.tmp" "$@" >/dev/null 2>"$work/stderr.tmp" || true
 	t1=$(date +%s%N)
-	echo "$(((t1 - t0) / 1000000)) $(tail -1 "$work/time.tmp")" >>"$work/$name"
+	tail -1 "$work/time.tmp" | awk -v w=$(((t1 - t0) / 1000000)) '{printf "%d %d %d\n", w, $1, ($2 + $3) * 1000}' >>"$work/$name"
 }
 # nodesnap_run NAME COLLECTOR: one collection, plus the collector's own
 # duration (ms) from the manifest into $work/NAME.own.
@@ -171,15 +185,21 @@ m_of=$(col openfiles 1 | median)
 m_of_own=$(col openfiles.own 1 | median)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "inf"; else printf "%.2f", a / b }'; }
 
+c_cat=$(col cat 3 | median)
+c_mounts=$(col mounts 3 | median)
+c_lsof=$(col lsof 3 | median)
+c_of=$(col openfiles 3 | median)
 echo
-printf '%-44s %10s %12s %12s\n' "command" "wall ms" "own ms" "peak RSS KB"
-printf '%-44s %10s %12s %12s\n' "cat /proc/*/task/*/mountinfo" "$m_cat" "-" "$(col cat 2 | median)"
-printf '%-44s %10s %12s %12s\n' "nodesnap collect --only mounts" "$m_mounts" "$m_mounts_own" "$(col mounts 2 | median)"
-printf '%-44s %10s %12s %12s\n' "lsof -n -P -w" "$m_lsof" "-" "$(col lsof 2 | median)"
-printf '%-44s %10s %12s %12s\n' "nodesnap collect --only openfiles" "$m_of" "$m_of_own" "$(col openfiles 2 | median)"
+echo "medians of $ROUNDS rounds; own ms = the collector's duration in the manifest; CPU = user+sys of the whole tree"
+printf '%-36s %9s %8s %8s %12s\n' "command" "wall ms" "own ms" "CPU ms" "peak RSS KB"
+printf '%-36s %9s %8s %8s %12s\n' "cat /proc/*/task/*/mountinfo" "$m_cat" "-" "$c_cat" "$(col cat 2 | median)"
+printf '%-36s %9s %8s %8s %12s\n' "nodesnap collect --only mounts" "$m_mounts" "$m_mounts_own" "$c_mounts" "$(col mounts 2 | median)"
+printf '%-36s %9s %8s %8s %12s\n' "lsof -n -P -w" "$m_lsof" "-" "$c_lsof" "$(col lsof 2 | median)"
+printf '%-36s %9s %8s %8s %12s\n' "nodesnap collect --only openfiles" "$m_of" "$m_of_own" "$c_of" "$(col openfiles 2 | median)"
 echo
-echo "mounts/cat     wall $(ratio "$m_mounts" "$m_cat")x, collector alone $(ratio "$m_mounts_own" "$m_cat")x (target <= 0.3)"
-echo "openfiles/lsof wall $(ratio "$m_of" "$m_lsof")x, collector alone $(ratio "$m_of_own" "$m_lsof")x (target <= 0.25)"
+echo "mounts/cat     wall $(ratio "$m_mounts" "$m_cat")x, collector alone $(ratio "$m_mounts_own" "$m_cat")x, CPU $(ratio "$c_mounts" "$c_cat")x (target <= 0.3)"
+echo "openfiles/lsof wall $(ratio "$m_of" "$m_lsof")x, collector alone $(ratio "$m_of_own" "$m_lsof")x, CPU $(ratio "$c_of" "$c_lsof")x (target <= 0.25)"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 echo "collector statuses: mounts $(col mounts.own 2 | sort | uniq -c | xargs), openfiles $(col openfiles.own 2 | sort | uniq -c | xargs)"
 
 echo

@@ -469,20 +469,18 @@ func collectOpenFiles(ctx context.Context, env *Env) error {
 	agg := newOFAggregate(host)
 	workers := ofScanGoroutines
 	jobs := make(chan int)
-	results := make(chan struct {
+	type indexed struct {
 		i int
 		r ofResult
-	}, workers)
+	}
+	results := make(chan indexed, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				results <- struct {
-					i int
-					r ofResult
-				}{i, s.scanProcess(scanCtx, pids[i])}
+				results <- indexed{i, s.scanProcess(scanCtx, pids[i])}
 			}
 		}()
 	}
