@@ -71,6 +71,33 @@ func mountsStatus(t *testing.T, c *bundle.Contents, name string) *bundle.Collect
 	return r
 }
 
+// mountsRequireOK fails unless the collector finished ok. The one
+// exception is a maps read of a process that is not the test's (ours),
+// whose mmap lock something else on the machine holds: openfiles then
+// says partial and names it in hung_items, which is right, and not this
+// test's business.
+func mountsRequireOK(t *testing.T, c *bundle.Contents, name string, ours ...int) {
+	t.Helper()
+	r := mountsStatus(t, c, name)
+	if r.Status != "ok" && r.Status != "partial" {
+		t.Fatalf("%s: status %s (%s), notes %v", name, r.Status, r.Error, r.Notes)
+	}
+	if r.Status == "partial" && len(r.HungItems) == 0 {
+		t.Fatalf("%s: partial without a hung item: %v", name, r.Notes)
+	}
+	for _, hi := range r.HungItems {
+		foreign := name == "openfiles" && strings.HasSuffix(hi.Target, "/maps")
+		for _, pid := range ours {
+			if strings.Contains(hi.Target, "/"+strconv.Itoa(pid)+"/") {
+				foreign = false
+			}
+		}
+		if !foreign {
+			t.Errorf("%s: hung item %+v", name, hi)
+		}
+	}
+}
+
 func mountsDevice(rep *collectors.MountsReport, major, minor uint32) *collectors.MountDevice {
 	for i := range rep.Devices {
 		if rep.Devices[i].Major == major && rep.Devices[i].Minor == minor {
@@ -107,9 +134,7 @@ func TestMountsDeviceHeldOnlyInPrivateNamespace(t *testing.T) {
 
 	c, _ := mountsCollect(t, 60*time.Second, "mounts", "openfiles")
 	for _, name := range []string{"mounts", "openfiles"} {
-		if st := mountsStatus(t, c, name).Status; st != "ok" {
-			t.Errorf("%s: status %s (%v)", name, st, mountsStatus(t, c, name).Notes)
-		}
+		mountsRequireOK(t, c, name, h.Pid)
 	}
 	var rep collectors.MountsReport
 	mountsDecode(t, c, "mounts/mounts.json", &rep)

@@ -93,9 +93,7 @@ func TestOpenFilesHolders(t *testing.T) {
 	openFilesWaitExec(t, exeH.Process.Pid, exe)
 
 	c, _ := mountsCollect(t, 60*time.Second, "openfiles")
-	if r := mountsStatus(t, c, "openfiles"); r.Status != "ok" {
-		t.Fatalf("openfiles: %s %s %v", r.Status, r.Error, r.Notes)
-	}
+	mountsRequireOK(t, c, "openfiles", fdH.Pid, cwdH.Pid, devH.Pid, exeH.Process.Pid)
 	var sum collectors.OpenFilesSummary
 	mountsDecode(t, c, "openfiles/holders.json", &sum)
 	dev := fmt.Sprintf("%d:%d", loop.Major, loop.Minor)
@@ -194,6 +192,18 @@ func TestOpenFilesHolders(t *testing.T) {
 	if _, ok := procs[2]; ok {
 		t.Errorf("kthreadd listed as a process")
 	}
+	// Pipes, sockets and anonymous inodes are counted, not listed: this
+	// test process reads its holders' stderr through pipes and has the Go
+	// runtime's epoll instance.
+	me := procs[os.Getpid()]
+	if me.Pipes < 1 || me.AnonInodes["eventpoll"] < 1 || me.FDCount < len(me.FDs)+me.Pipes+me.Sockets {
+		t.Errorf("test process: %d pipes, anon inodes %v, %d fds of which %d listed", me.Pipes, me.AnonInodes, me.FDCount, len(me.FDs))
+	}
+	for _, o := range me.FDs {
+		if o.Kind != procfs.LinkPath && o.Kind != procfs.LinkDevice && o.Kind != procfs.LinkMemfd {
+			t.Errorf("fd listed individually: %+v", o)
+		}
+	}
 	if sum.KernelThreads == 0 || sum.Processes < 4 || sum.FDs == 0 {
 		t.Errorf("counts: %d processes, %d kernel threads, %d fds", sum.Processes, sum.KernelThreads, sum.FDs)
 	}
@@ -266,15 +276,15 @@ func TestOpenFilesAndMountsWithHungFUSE(t *testing.T) {
 	if elapsed > 40*time.Second {
 		t.Errorf("collection took %v", elapsed)
 	}
+	// Had either collector touched the mount (a stat, or a readlink that
+	// reached the filesystem), it would have hung: its status would be
+	// timeout, or the item would be in hung_items. (Counting requests
+	// blocked in the FUSE server would say the same, but tests of other
+	// packages running at the same time may probe this mount too.)
 	for _, name := range []string{"mounts", "openfiles"} {
-		r := mountsStatus(t, c, name)
-		if r.Status != "ok" || len(r.HungItems) > 0 {
-			t.Errorf("%s: status %s, hung items %+v, notes %v", name, r.Status, r.HungItems, r.Notes)
-		}
+		mountsRequireOK(t, c, name, cwdH.Pid, fdH.Pid, tmpH.Pid, blocked.Process.Pid)
 	}
-	if n := fuse.Blocked(); n != 1 {
-		t.Errorf("%d requests blocked in the FUSE server after the run, want 1 (the stat): the collectors touched the mount", n)
-	}
+	t.Logf("%d requests blocked in the FUSE server after the run (1: the stat)", fuse.Blocked())
 
 	dev := fmt.Sprintf("0:%d", fuse.ConnID())
 	procs := openFilesProcesses(t, c)
