@@ -111,6 +111,12 @@ func (p *pass) run() {
 		case kwURL:
 			p.urlCreds(s, ev.end)
 		case kwSAS:
+		case kwUNC:
+			// Only where "//" starts a word: "://" is the URL rule's, and
+			// "a//b" is a path.
+			if s == 0 || isSpace(p.line[s-1]) || p.line[s-1] == '"' || p.line[s-1] == '\'' || p.line[s-1] == '=' || p.line[s-1] == '(' {
+				p.urlCreds(s, ev.end)
+			}
 			p.sasSig(s, ev.end)
 		case kwPEMBegin:
 			p.pemBegin(s, ev.end)

@@ -143,6 +143,7 @@ const (
 	kwAWSKeyID                 // "AKIA", "ASIA"
 	kwCeph                     // "AQ"
 	kwURL                      // "://"
+	kwUNC                      // "//" starting a word: //user:password@server/share (CIFS)
 	kwSAS                      // "sig="
 	kwPEMBegin                 // "-----BEGIN"
 	kwB64PEM                   // base64 of "-----BEGIN"
@@ -236,6 +237,7 @@ func newBuilder() *builder {
 	b.word([]byte("ASIA"), keyword{kind: kwAWSKeyID, exact: []byte("ASIA")})
 	b.word([]byte("AQ"), keyword{kind: kwCeph, exact: []byte("AQ")})
 	word(kwURL, 0, "://")
+	word(kwUNC, 0, "//")
 	word(kwSAS, 0, "sig=")
 	b.word([]byte("-----BEGIN"), keyword{kind: kwPEMBegin, exact: []byte("-----BEGIN")})
 	b.word([]byte(b64Begin), keyword{kind: kwB64PEM, exact: []byte(b64Begin)})
