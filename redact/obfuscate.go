@@ -111,6 +111,30 @@ func isToken(v []byte) bool {
 	return true
 }
 
+// hasToken reports whether b contains a token as a word of its own.
+func hasToken(b []byte) bool {
+	for i := 0; i < len(b); {
+		d := bytes.IndexByte(b[i:], '-')
+		if d < 0 {
+			return false
+		}
+		d += i
+		i = d + 1
+		s := d
+		for s > 0 && 'a' <= b[s-1] && b[s-1] <= 'z' {
+			s--
+		}
+		e := d + 1
+		for e < len(b) && e-d <= 13 && ('0' <= b[e] && b[e] <= '9' || 'a' <= b[e] && b[e] <= 'f') {
+			e++
+		}
+		if e-d == 13 && (e == len(b) || !isAlnum(b[e])) && isToken(b[s:e]) {
+			return true
+		}
+	}
+	return false
+}
+
 type tokenEntry struct{ token, orig string }
 
 // tokenFor returns the token for a normalised value, from the Writer's cache

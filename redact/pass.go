@@ -72,9 +72,10 @@ func (p *pass) add(s, e int, rule int32, prio int32, open contKind, repl string)
 // redact proposes replacing line[s:e] with the Marker under rule, at the
 // rule's own priority.
 func (p *pass) redact(s, e int, rule int32, open contKind) {
-	// An obfuscation token is not a secret (and must survive re-redaction
-	// even where it stands in a secret's place, as in "Bearer ip-...").
-	if e > s && !isToken(p.line[s:e]) {
+	// Obfuscation tokens are ours, not secrets; redacting a span holding
+	// one ("Bearer ip-4479c2861f44+") would make a second pass over an
+	// obfuscated bundle count what the first did not.
+	if e > s && !hasToken(p.line[s:e]) {
 		p.add(s, e, rule, prioOf(rule), open, Marker)
 	}
 }
@@ -110,13 +111,13 @@ func (p *pass) run() {
 			p.cephKey(s)
 		case kwURL:
 			p.urlCreds(s, ev.end)
-		case kwSAS:
 		case kwUNC:
 			// Only where "//" starts a word: "://" is the URL rule's, and
 			// "a//b" is a path.
 			if s == 0 || isSpace(p.line[s-1]) || p.line[s-1] == '"' || p.line[s-1] == '\'' || p.line[s-1] == '=' || p.line[s-1] == '(' {
 				p.urlCreds(s, ev.end)
 			}
+		case kwSAS:
 			p.sasSig(s, ev.end)
 		case kwPEMBegin:
 			p.pemBegin(s, ev.end)
