@@ -122,3 +122,8 @@ func collectorByName(t *testing.T, m *bundle.Manifest, name string) *bundle.Coll
 	}
 	return c
 }
+
+// readManifestRaw returns a bundle's manifest bytes as stored.
+func readManifestRaw(p string) (*bundle.Manifest, []byte, error) {
+	return bundle.ReadManifest(context.Background(), p)
+}
