@@ -301,13 +301,7 @@ func (p *pass) envName(ks, ke int) bool {
 	if j < 4 || !foldEq(line[j-4:j], "name") || j > 4 && isKeyByte(line[j-5]) {
 		return false
 	}
-	nameCol := j - 4
-	if quoted {
-		nameCol = j - 5
-		if esc {
-			nameCol--
-		}
-	}
+	nameCol := j - 4 // where an unquoted YAML "name:" starts
 	rule := p.w.r.classifyKey(line[ks:ke], formAssign)
 	if rule < 0 {
 		return true
