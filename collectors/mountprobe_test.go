@@ -115,8 +115,12 @@ func TestMountprobeHungAndDeadFUSE(t *testing.T) {
 	}
 	if h.FUSE == nil || h.FUSE.Conn != hung.ConnID() {
 		t.Errorf("hung mount FUSE state %+v, want connection %d", h.FUSE, hung.ConnID())
-	} else if h.FUSE.WaitingAfter == nil || *h.FUSE.WaitingAfter < 1 {
-		t.Errorf("fusectl waiting after the hung probe: %v, want >= 1", h.FUSE.WaitingAfter)
+	} else if h.FUSE.WaitingAfter == nil {
+		t.Errorf("fusectl waiting after the hung probe was not read")
+	} else {
+		// Not asserted >= 1: killing the worker withdraws its request
+		// if the daemon had not read it yet, which is a race.
+		t.Logf("fusectl waiting after the hung probe: %d", *h.FUSE.WaitingAfter)
 	}
 	// The worker was caught waiting for the daemon's answer.
 	if !strings.Contains(h.BlockedIn, "request_wait_answer") {
