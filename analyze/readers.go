@@ -91,14 +91,7 @@ func (st *state) readMounts(_ string, r io.Reader) error {
 		case "namespaces":
 			return walkArray(dec, func() error { return st.readMountNamespace(dec) })
 		case "devices":
-			return walkArray(dec, func() error {
-				var d collectors.MountDevice
-				if err := dec.Decode(&d); err != nil {
-					return err
-				}
-				st.addDevice(&d)
-				return nil
-			})
+			return walkArray(dec, func() error { return st.readDevice(dec) })
 		}
 		return skipValue(dec)
 	})
@@ -169,23 +162,84 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 	return nil
 }
 
-func (st *state) addDevice(d *collectors.MountDevice) {
-	if !d.OnlyOutsideHostNamespace {
-		// Only devices held outside the host are looked at namespace by
-		// namespace; the others keep a few.
-		if len(d.Namespaces) > maxDeviceNS {
-			d.Namespaces = d.Namespaces[:maxDeviceNS]
+// deviceLite is a device of the index with its namespaces left raw: only
+// devices mounted nowhere but outside the host's namespace are looked at
+// namespace by namespace, and the rest (tens of thousands of tmpfs and
+// overlay devices on a busy node) are never decoded further.
+type deviceLite struct {
+	Dev                      string                  `json:"dev"`
+	Major                    uint32                  `json:"major"`
+	Minor                    uint32                  `json:"minor"`
+	Sources                  []string                `json:"sources"`
+	FSTypes                  []string                `json:"fs_types"`
+	Class                    string                  `json:"class"`
+	Block                    *collectors.BlockDevice `json:"block"`
+	InHostNamespace          bool                    `json:"in_host_namespace"`
+	OnlyOutsideHostNamespace bool                    `json:"only_outside_host_namespace"`
+	Namespaces               json.RawMessage         `json:"namespaces"`
+}
+
+func (st *state) readDevice(dec *json.Decoder) error {
+	// Most devices are mounted in the host's namespace: their raw bytes
+	// say so, and decoding them (each carries its namespaces' process
+	// lists) would cost more than the rest of the analysis.
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	if v, ok := rawBool(raw, "only_outside_host_namespace"); ok && !v {
+		return nil
+	}
+	// Of the rest, a container's own tmpfs and overlay mounts are most:
+	// not a block device, and no kubelet or runtime path in sight.
+	if rawHas(raw, `"major": 0,`, `"major":0,`) && !containsAny(raw, dataPathMarkers) {
+		return nil
+	}
+	var l deviceLite
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return err
+	}
+	if !l.OnlyOutsideHostNamespace {
+		return nil
+	}
+	d := collectors.MountDevice{Dev: l.Dev, Major: l.Major, Minor: l.Minor, Sources: l.Sources, FSTypes: l.FSTypes, Class: l.Class,
+		Block: l.Block, InHostNamespace: l.InHostNamespace, OnlyOutsideHostNamespace: true}
+	if len(l.Namespaces) > 0 {
+		if err := json.Unmarshal(l.Namespaces, &d.Namespaces); err != nil {
+			return fmt.Errorf("device %s: %w", l.Dev, err)
 		}
-		for i := range d.Namespaces {
-			if len(d.Namespaces[i].Processes) > maxNSProcesses {
-				d.Namespaces[i].Processes = d.Namespaces[i].Processes[:maxNSProcesses]
-			}
-		}
+	}
+	if !heldCandidate(&d) {
+		return nil
 	}
 	if _, ok := st.devices[d.Dev]; !ok {
 		st.deviceOrder = append(st.deviceOrder, d.Dev)
 	}
-	st.devices[d.Dev] = &deviceRec{MountDevice: *d}
+	st.devices[d.Dev] = &deviceRec{MountDevice: d}
+	return nil
+}
+
+// rawBool finds `"key": true|false` in a JSON object's bytes, at any depth
+// (ok is false when absent or ambiguous: then the caller decodes). Only for
+// keys that appear once per object.
+func rawBool(raw []byte, key string) (v, ok bool) {
+	k := []byte(`"` + key + `"`)
+	i := bytes.Index(raw, k)
+	if i < 0 || bytes.Index(raw[i+len(k):], k) >= 0 {
+		return false, false
+	}
+	rest := bytes.TrimLeft(raw[i+len(k):], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return false, false
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	switch {
+	case bytes.HasPrefix(rest, []byte("true")):
+		return true, true
+	case bytes.HasPrefix(rest, []byte("false")):
+		return false, true
+	}
+	return false, false
 }
 
 // readMountinfo reads a raw mounts/ns/<inode>/mountinfo, keeping the lines
@@ -234,10 +288,31 @@ func (st *state) readMountinfo(name string, r io.Reader) error {
 	}
 }
 
+// dataPathParts mark a path in a kubelet, runtime or CSI tree.
+var dataPathParts = []string{"/kubelet/", "/docker/", "/containerd/", "/containers/", "/csi", "/volumes/", "/merged", "/rootfs", ".deleting~", "/rook/", "/longhorn/", "/openebs/"}
+
+var dataPathMarkers = func() [][]byte {
+	var out [][]byte
+	for _, s := range dataPathParts {
+		out = append(out, []byte(s))
+	}
+	return out
+}()
+
 // dataPath reports whether a path is in a kubelet, runtime or CSI tree.
 func dataPath(p string) bool {
-	for _, s := range []string{"/kubelet/", "/docker/", "/containerd/", "/containers/", "/csi", "/volumes/", "/merged", "/rootfs", ".deleting~", "/rook/", "/longhorn/", "/openebs/"} {
+	for _, s := range dataPathParts {
 		if strings.Contains(p, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// rawHas reports whether raw contains any of the strings.
+func rawHas(raw []byte, subs ...string) bool {
+	for _, s := range subs {
+		if bytes.Contains(raw, []byte(s)) {
 			return true
 		}
 	}
@@ -256,6 +331,17 @@ func (st *state) readHolders(_ string, r io.Reader) error {
 	}
 	err := walkObject(dec, func(key string) error {
 		switch key {
+		case "host_namespace":
+			var ns uint64
+			if err := dec.Decode(&ns); err != nil {
+				return err
+			}
+			if st.hostNS == 0 {
+				// Without the mounts collector, this is where the host's
+				// namespace is known from.
+				st.hostNS = ns
+			}
+			return nil
 		case "devices":
 			return walkArray(dec, func() error {
 				var d collectors.DeviceHolders
@@ -307,10 +393,15 @@ var dataMarkers = [][]byte{[]byte("/var/lib/"), []byte("/volumes/"), []byte(".de
 
 // readOpenFiles reads openfiles/processes.jsonl (one
 // collectors.OpenFilesProcess per line), keeping the files and working
-// directories in data trees: who may be writing into a huge directory.
+// directories that may be in a huge directory: who may be writing there.
+// The file holds every open file of the node (a million on a busy one), so
+// lines are decoded only when they can matter: see writerFilter.
 func (st *state) readOpenFiles(_ string, r io.Reader) error {
+	wf := st.writerFilter()
+	if wf.skip {
+		return nil // the walk drains the rest
+	}
 	lr := newLineReader(r)
-	hostTag := []byte{}
 	for {
 		b, n, cut, err := lr.next()
 		if err == io.EOF {
@@ -319,19 +410,7 @@ func (st *state) readOpenFiles(_ string, r io.Reader) error {
 		if err != nil {
 			return err
 		}
-		if cut || len(bytes.TrimSpace(b)) == 0 {
-			continue
-		}
-		if len(hostTag) == 0 && st.hostNS != 0 {
-			hostTag = []byte(`"mnt_ns":` + strconv.FormatUint(st.hostNS, 10) + `,`)
-		}
-		// Processes in containers see volumes under their own paths
-		// (/data), so their lines are always decoded; host processes
-		// only when a data path appears.
-		if len(hostTag) > 0 && bytes.Contains(b, hostTag) && !containsAny(b, dataMarkers) {
-			continue
-		}
-		if len(hostTag) == 0 && !containsAny(b, dataMarkers) {
+		if cut || len(bytes.TrimSpace(b)) == 0 || !wf.wants(b) {
 			continue
 		}
 		var p ofLine
@@ -355,6 +434,97 @@ func (st *state) readOpenFiles(_ string, r io.Reader) error {
 			st.addWriter(&p, use, &fd.OpenFile, n)
 		}
 	}
+}
+
+// writerFilter decides which processes.jsonl lines to decode. Bundles
+// list dirshape before openfiles (entries are sorted), so the huge
+// directories are usually known by then:
+//   - no dirshape in the bundle, or no huge directory in it: no line;
+//   - huge directories known: host processes whose line names one of
+//     their paths, and processes of the namespaces that mount the huge
+//     directory's filesystem at or above it (a container sees it under
+//     its own path);
+//   - dirshape in the bundle but not read yet (another order): every line
+//     with a data path, and every process outside the host's namespace.
+type writerFilter struct {
+	skip bool
+	// paths: a host line must contain one; nsTags: a line of another
+	// namespace must contain one (`"mnt_ns":N,`); all: any line.
+	paths   [][]byte
+	nsTags  [][]byte
+	hostTag []byte
+	generic bool
+}
+
+func (st *state) writerFilter() *writerFilter {
+	wf := &writerFilter{}
+	if st.hostNS != 0 {
+		wf.hostTag = []byte(`"mnt_ns":` + strconv.FormatUint(st.hostNS, 10) + `,`)
+	}
+	if st.shape == nil {
+		listed := false
+		for _, f := range st.manifest.Files {
+			listed = listed || f.Path == "dirshape/shape.json"
+		}
+		wf.skip, wf.generic = !listed, listed
+		return wf
+	}
+	huge := st.hugeDirs()
+	if len(huge) == 0 {
+		wf.skip = true
+		return wf
+	}
+	nss := map[uint64]bool{}
+	for _, h := range huge {
+		wf.paths = append(wf.paths, []byte(h.dir.Path))
+		rel, ok := fsRelative(h.root, h.dir.Path)
+		for _, m := range st.mounts {
+			if m.Host || m.Dev != h.root.Dev || !ok {
+				continue
+			}
+			_, below := pathWithin(rel, m.Root, false)
+			_, above := pathWithin(m.Root, rel, false)
+			if below || above || m.Root == "/" {
+				nss[m.NS] = true
+			}
+		}
+	}
+	for ns := range nss {
+		wf.nsTags = append(wf.nsTags, []byte(`"mnt_ns":`+strconv.FormatUint(ns, 10)+`,`))
+	}
+	return wf
+}
+
+func (wf *writerFilter) wants(line []byte) bool {
+	host := len(wf.hostTag) > 0 && bytes.Contains(line, wf.hostTag)
+	if wf.generic {
+		// Processes in containers see volumes under their own paths
+		// (/data): their lines are always decoded.
+		return (len(wf.hostTag) > 0 && !host) || containsAny(line, dataMarkers)
+	}
+	if host || len(wf.hostTag) == 0 {
+		return containsAny(line, wf.paths) || containsAny(line, wf.nsTags)
+	}
+	return containsAny(line, wf.nsTags)
+}
+
+// fsRelative is a host path's path inside the filesystem of the scanned
+// root's mount (the mount's root is taken to be the filesystem's root).
+func fsRelative(r collectors.DirShapeRoot, p string) (string, bool) {
+	switch {
+	case r.Mountpoint == "":
+		return "", false
+	case r.Mountpoint == "/":
+		return p, true
+	}
+	rest, ok := pathWithin(p, r.Mountpoint, false)
+	if !ok {
+		return "", false
+	}
+	if rest == "" {
+		rest = "/"
+	}
+	return rest, true
 }
 
 func containsAny(b []byte, subs [][]byte) bool {

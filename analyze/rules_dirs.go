@@ -191,10 +191,20 @@ func (st *state) deletingLeftovers() {
 	}
 }
 
-func (st *state) hugeDirectories() {
+// hugeDir is a directory worth a finding, with the root it was found
+// under.
+type hugeDir struct {
+	root collectors.DirShapeRoot
+	dir  collectors.DirShapeDir
+}
+
+// hugeDirs returns the directories past the thresholds or ext4's link
+// limit, once each.
+func (st *state) hugeDirs() []hugeDir {
 	if st.shape == nil {
-		return
+		return nil
 	}
+	var out []hugeDir
 	seen := map[string]bool{}
 	for _, r := range st.shape.Roots {
 		var dirs []collectors.DirShapeDir
@@ -205,8 +215,15 @@ func (st *state) hugeDirectories() {
 				continue
 			}
 			seen[d.Path] = true
-			st.hugeDirFinding(r, d)
+			out = append(out, hugeDir{root: r, dir: d})
 		}
+	}
+	return out
+}
+
+func (st *state) hugeDirectories() {
+	for _, h := range st.hugeDirs() {
+		st.hugeDirFinding(h.root, h.dir)
 	}
 }
 
@@ -278,18 +295,7 @@ func (st *state) writersIn(r collectors.DirShapeRoot, dir string) []writerRec {
 		m := &st.mounts[i]
 		byID[nsMount{m.NS, m.ID}] = m
 	}
-	relDir := ""
-	if r.Mountpoint != "" {
-		if rest, ok := pathWithin(dir, r.Mountpoint, false); ok || r.Mountpoint == "/" {
-			if r.Mountpoint == "/" {
-				rest = dir
-			}
-			relDir = rest
-			if relDir == "" {
-				relDir = "/"
-			}
-		}
-	}
+	relDir, _ := fsRelative(r, dir)
 	var out []writerRec
 	for _, w := range st.writers {
 		if w.Namespace == st.hostNS || st.hostNS == 0 {

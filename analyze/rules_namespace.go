@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/nodesnap/nodesnap/collectors"
 )
 
 // Incident 002: an rbd device could not be unmapped (EBUSY) because a
@@ -27,30 +29,37 @@ func ruleHeldMounts(st *state) {
 	}
 	for _, dev := range st.deviceOrder {
 		d := st.devices[dev]
-		if !d.OnlyOutsideHostNamespace {
-			continue
-		}
-		block := d.Major != 0
 		var mounts []mountRec
-		var dataMount bool
 		for _, n := range d.Namespaces {
 			for _, m := range n.Mounts {
 				mounts = append(mounts, mountRec{NS: n.Namespace, ID: m.MountID, Dev: d.Dev, Root: m.Root, MountPoint: m.MountPoint,
 					FSType: m.FSType, Source: m.Source, Propagation: m.Propagation, Class: d.Class})
-				if m.MountPoint != "/" && (dataPath(m.MountPoint) || dataPath(m.Root)) {
-					dataMount = true
-				}
 			}
 		}
-		// A container's own filesystems (its overlay root, its /dev
-		// tmpfs, a systemd service's private /tmp) live only in its
-		// namespace by design; a block device, or a copy of a kubelet or
-		// runtime path, does not.
-		if !block && !dataMount {
-			continue
-		}
-		st.heldFinding(d, mounts, block)
+		st.heldFinding(d, mounts, d.Major != 0)
 	}
+}
+
+// heldCandidate reports whether a device mounted only outside the host's
+// namespace is worth a finding. A container's own filesystems (its overlay
+// root, its /dev tmpfs, its secrets) and a systemd service's private /tmp
+// live only in its namespace by design; a block device, or a copy of a
+// kubelet or runtime path, does not.
+func heldCandidate(d *collectors.MountDevice) bool {
+	if !d.OnlyOutsideHostNamespace {
+		return false
+	}
+	if d.Major != 0 {
+		return true
+	}
+	for _, n := range d.Namespaces {
+		for _, m := range n.Mounts {
+			if m.MountPoint != "/" && (dataPath(m.MountPoint) || dataPath(m.Root)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (st *state) heldFinding(d *deviceRec, mounts []mountRec, block bool) {
