@@ -1,7 +1,9 @@
 package analyze_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -200,6 +202,8 @@ func TestOtherSignatures(t *testing.T) {
 		"staging-mount-still-referenced":      analyze.Warning,
 		"volume-teardown-busy":                analyze.Warning,
 		"decoded-command-output":              analyze.Info,
+		"pod-volumes-not-cleaned-up":          analyze.Warning,
+		"csi-driver-not-published":            analyze.Info,
 	}
 	for id, sev := range want {
 		fs := findings(r, id)
@@ -278,4 +282,88 @@ func TestHungMountFromManifestOnly(t *testing.T) {
 	}
 	inc := only(t, r, "evidence-incomplete")
 	wantIn(t, "incomplete", inc.Summary, "mountprobe timeout")
+}
+
+// moby#22260: a container's rootfs (overlay, not a block device) copied
+// into a service's private namespace; dockerd's unlinkat EBUSY joins it.
+func TestRootfsLeakedIntoServiceNamespace(t *testing.T) {
+	r := analyzeFixture(t, "rootfs-leaked-into-service")
+	f := only(t, r, "mount-held-in-foreign-namespace")
+	const merged = "/var/lib/docker/overlay2/9a8b7c6d5e4f3a2b1c0d/merged"
+	if f.Subject != "0:66" || f.Severity != analyze.Critical {
+		t.Errorf("subject %q severity %s", f.Subject, f.Severity)
+	}
+	wantIn(t, "summary", f.Summary, "Filesystem 0:66", "4026532450", "ntpd[1210]")
+	wantIn(t, "evidence", evidenceText(f), "unlinkat "+merged+": device or resource busy", "801 800 0:66 / "+merged)
+	wantIn(t, "remediation", strings.Join(f.Remediation, "\n"), "nsenter -t 1210 -m umount "+merged)
+	// The service's own /tmp (tmpfs, only in its namespace) is not a
+	// finding, and the log line is not reported twice.
+	if len(r.Findings) != 1 {
+		t.Errorf("findings %v", ids(r))
+	}
+}
+
+// The kubelet's sync loop stuck with no hung mount in the bundle: a
+// finding of its own, with the goroutine and how long.
+func TestKubeletSyncloopStuckAlone(t *testing.T) {
+	r := analyzeFixture(t, "kubelet-syncloop-stuck")
+	f := only(t, r, "kubelet-syncloop-unhealthy")
+	if f.Severity != analyze.Critical {
+		t.Errorf("severity %s", f.Severity)
+	}
+	wantIn(t, "summary", f.Summary, "goroutine 412 [syscall, 12 minutes] in cleanupOrphanedPodDirs", "os.Stat", "stuck for 12 minutes")
+	ev := evidenceText(f)
+	wantIn(t, "evidence", ev, "[-]syncloop failed: reason withheld", "goroutine 412 [syscall, 12 minutes]:",
+		"k8s.io/kubernetes/pkg/kubelet.(*Kubelet).HandlePodCleanups(", "sync Loop took longer than expected")
+	if len(r.Findings) != 1 {
+		t.Errorf("findings %v", ids(r))
+	}
+}
+
+// CSI leftovers: a vol_data.json whose volume is not mounted (its pod is
+// gone), and mounts of a pod the kubelet does not run.
+func TestCSILeftovers(t *testing.T) {
+	r := analyzeFixture(t, "csi-leftovers")
+	const gone, stray = "d0d0d0d0-1111-4222-8333-444455556666", "e1e1e1e1-2222-4333-8444-555566667777"
+	vd := only(t, r, "csi-vol-data-without-mount")
+	if vd.Subject != gone || vd.Severity != analyze.Warning {
+		t.Errorf("vol_data finding: subject %q severity %s", vd.Subject, vd.Severity)
+	}
+	wantIn(t, "vol_data", vd.Summary, "pvc-gone", "not in kubelet/pods.json")
+	wantIn(t, "vol_data evidence", evidenceText(vd), "vol-0gone", "orphaned pod \\\""+gone+"\\\" found")
+	mp := only(t, r, "volume-mounted-for-unknown-pod")
+	if mp.Subject != stray {
+		t.Errorf("mount finding subject %q", mp.Subject)
+	}
+	wantIn(t, "mounts", mp.Summary, "2 mounts remain")
+	wantIn(t, "mounts evidence", evidenceText(mp), "401 22 253:1 /var/lib/csi-hostpath-data/v-stray /var/lib/kubelet/pods/"+stray+"/volumes/kubernetes.io~csi/pvc-stray/mount")
+	wantIn(t, "mounts fix", strings.Join(mp.Remediation, "\n"), "umount /var/lib/kubelet/pods/"+stray+"/volumes/kubernetes.io~csi/pvc-stray/mount")
+	if len(r.Findings) != 2 {
+		t.Errorf("findings %v", ids(r))
+	}
+}
+
+// The report survives a JSON round trip with its severities by name.
+func TestReportJSON(t *testing.T) {
+	r := analyzeFixture(t, "incident002-rbd-held-in-namespace")
+	var buf bytes.Buffer
+	if err := analyze.WriteJSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"severity": "critical"`) || !strings.Contains(buf.String(), `"decoded": "rbd: sysfs write failed\nrbd: unmap failed: (16) Device or resource busy"`) {
+		t.Errorf("JSON:\n%s", buf.String())
+	}
+	var back analyze.Report
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Findings) != 1 || back.Findings[0].Severity != analyze.Critical || back.Counts["critical"] != 1 || back.Findings[0].Evidence[0].Path != "mounts/mounts.json" {
+		t.Errorf("round trip: %+v", back)
+	}
+	text := dump(r)
+	for _, want := range []string{"#  SEVERITY  ID", "1  critical  mount-held-in-foreign-namespace", "Why:", "Evidence:", "Fix:", "decoded: rbd: sysfs write failed"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text report lacks %q:\n%s", want, text)
+		}
+	}
 }

@@ -274,3 +274,23 @@ func TestRealCSIPublishedLost(t *testing.T) {
 	wantIn(t, "evidence", evidenceText(f), "csi/inventory.json", "\"kind\":\"published-lost\"", "csi/state/", "\"published_state\":\"null\"", "vol_data")
 	wantIn(t, "remediation", strings.Join(f.Remediation, "\n"), "umount "+target)
 }
+
+// The node as it is: the real collectors on this machine must not raise
+// anything at warning or above, beyond what other tests running at the
+// same time leave (their fixtures live under /tmp/Test*, their processes
+// are *.test binaries), which is logged, not failed.
+func TestRealNodeRaisesNoFalseAlarm(t *testing.T) {
+	testkit.RequireRoot(t)
+	r, _ := collect(t, collectors.Common{}, "processes", "mounts", "openfiles", "mountprobe", "dirshape", "csi")
+	for _, f := range r.Findings {
+		if f.Severity < analyze.Warning {
+			continue
+		}
+		text := f.Subject + " " + f.Summary + " " + f.Explanation + " " + evidenceText(f)
+		if strings.Contains(text, "/tmp/Test") || strings.Contains(text, ".test[") || strings.Contains(text, "nodesnap-testkit") {
+			t.Logf("left by a concurrent test: %s %s: %s", f.Severity, f.ID, f.Summary)
+			continue
+		}
+		t.Errorf("false alarm on a healthy node: %s %s: %s", f.Severity, f.ID, f.Summary)
+	}
+}

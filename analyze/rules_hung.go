@@ -573,10 +573,12 @@ func (st *state) blockedTasks(own, used map[int]bool) {
 	if len(ts) == 0 {
 		return
 	}
+	// Local disk I/O (io_schedule, jbd2) is routine under load: info. A
+	// wait in a network filesystem's or FUSE's code is what hangs.
 	sev := Info
 	var names []string
 	for _, t := range ts {
-		if fsWait(t.Wchan) || len(t.Stack) > 0 && fsStack(t.Stack) {
+		if fsStack(append([]string{t.Wchan}, t.Stack...)) {
 			sev = Warning
 		}
 		names = append(names, fmt.Sprintf("%s[%d] (wchan %s)", t.Comm, t.TID, orUnknown(t.Wchan)))
@@ -602,7 +604,7 @@ func (st *state) blockedTasks(own, used map[int]bool) {
 
 func fsStack(stack []string) bool {
 	for _, l := range stack {
-		for _, m := range []string{"nfs", "ceph", "fuse", "rpc_", "xprt", "cifs", "rbd", "nbd", "iscsi"} {
+		for _, m := range []string{"nfs", "ceph", "fuse", "request_wait_answer", "rpc_", "xprt", "cifs", "smb2", "rbd", "nbd", "iscsi"} {
 			if strings.Contains(l, m) {
 				return true
 			}
