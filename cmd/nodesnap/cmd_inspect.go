@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	bundleschema "github.com/nodesnap/nodesnap/bundle-schema"
 )
 
 func newInspectCommand() *cobra.Command {
@@ -17,17 +18,22 @@ func newInspectCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect BUNDLE",
 		Short: "Show a bundle's manifest at a glance: collectors, statuses, durations, sizes",
-		Long: `Inspect reads only the manifest (the bundle's first entry) and prints who ran, how it
-ended, how long it took, what it wrote, what hung and what was redacted.
+		Long: `Inspect reads only the manifest (the bundle's first entry), checks it against the schema,
+and prints who ran, how it ended, how long it took, what it wrote, what hung and what was
+redacted. It does not read the rest of the archive: 'nodesnap validate' does.
 
 ` + exitStatusHelp,
 		Example: `  nodesnap inspect nodesnap-node1-20261121T101500Z.tar.gz
   nodesnap inspect --files nodesnap-node1-20261121T101500Z.tar.gz`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, _, err := bundle.ReadManifest(cmd.Context(), args[0])
+			m, raw, err := bundle.ReadManifest(cmd.Context(), args[0])
 			if err != nil {
 				return err
+			}
+			// Only the manifest is read: it must at least be one.
+			if err := bundleschema.ValidateManifest(raw); err != nil {
+				return fmt.Errorf("%w: %w", bundle.ErrInvalid, err)
 			}
 			printManifest(cmd.OutOrStdout(), m, files)
 			return nil

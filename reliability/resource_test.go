@@ -1,0 +1,113 @@
+package reliability
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nodesnap/nodesnap/internal/testkit"
+)
+
+// An output filesystem that fills up: exit 1 with a clear message, and
+// nothing left behind.
+func TestOutputFilesystemFull(t *testing.T) {
+	testkit.RequireRoot(t)
+	for i := 0; i < rounds(1, 3); i++ {
+		n := newNode(t)
+		// Enough for a little staging, not for the whole run.
+		big := strings.Repeat("kubelet log line that fills the output filesystem\n", 80000)
+		if err := os.WriteFile(n.root+"/var/log/kubelet.log", []byte(big), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := testkit.MountTmpfs(t, "", "size=1m,mode=0700")
+		r := nodesnap(t, runTimeout+30*time.Second, nil, n.args(out)...)
+		o := outcome{fault: "output filesystem full"}
+		if r.code != 1 || !strings.Contains(r.stderr, "no space") {
+			t.Errorf("exit %d, stderr %q: want 1 and a message saying the disk is full", r.code, r.stderr)
+		}
+		_, co := checkOutput(t, out, true, n.secrets)
+		o.noBundle, o.valid = co.noBundle, co.valid
+		if !co.noBundle {
+			t.Errorf("a bundle was written to a full filesystem")
+		}
+		o.failed = t.Failed()
+		record(o)
+	}
+}
+
+// A read-only output directory: refused at once with a clear message.
+func TestOutputDirectoryReadOnly(t *testing.T) {
+	testkit.RequireRoot(t)
+	n := newNode(t)
+	out := testkit.MountTmpfs(t, "", "size=1m,mode=0755")
+	if err := unix.Mount("", out, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
+	}
+	r := nodesnap(t, runTimeout+30*time.Second, nil, n.args(out)...)
+	o := outcome{fault: "output directory read-only"}
+	if r.code != 1 || !strings.Contains(r.stderr, "read-only") {
+		t.Errorf("exit %d, stderr %q: want 1 and a message naming the read-only filesystem", r.code, r.stderr)
+	}
+	_, co := checkOutput(t, out, true, n.secrets)
+	o.noBundle = co.noBundle
+	o.failed = t.Failed()
+	record(o)
+}
+
+// As an unprivileged user: a partial bundle that says it was not run as
+// root, with the permission errors recorded.
+func TestNotRoot(t *testing.T) {
+	testkit.RequireRoot(t) // to switch to nobody
+	n := newNode(t)
+	out := t.TempDir()
+	if err := os.Chmod(out, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	bin := testkit.Binary(t)
+	// nobody must be able to run the binary and read the fixture.
+	for _, p := range []string{bin, n.root} {
+		for d := p; d != "/" && d != "."; d = parent(d) {
+			st, err := os.Stat(d)
+			if err == nil && st.Mode().Perm()&0o005 == 0 {
+				os.Chmod(d, st.Mode().Perm()|0o005)
+			}
+		}
+	}
+	r := runAs(t, 65534, bin, n.args(out)...)
+	o := outcome{fault: "not root (uid 65534)"}
+	if r.code != 3 {
+		t.Errorf("exit %d, want 3 (partial)\nstderr:\n%s", r.code, r.stderr)
+	}
+	c, co := checkOutput(t, out, false, nil)
+	o.valid = co.valid
+	if c != nil {
+		if len(c.Manifest.Warnings) == 0 || !strings.Contains(c.Manifest.Warnings[0], "not root") {
+			t.Errorf("manifest warnings %q do not say nodesnap was not root", c.Manifest.Warnings)
+		}
+		if c.Manifest.Status != "partial" {
+			t.Errorf("status %s, want partial", c.Manifest.Status)
+		}
+	}
+	o.failed = t.Failed()
+	record(o)
+}
+
+func parent(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}
+
+func runAs(t *testing.T, uid int, bin string, args ...string) run {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	return execRun(t, runTimeout+30*time.Second, cmd)
+}
