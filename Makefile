@@ -1,4 +1,6 @@
 # nodesnap — build, test, bench, lint.
+SHELL   := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 GO      ?= go
 BIN     ?= bin/nodesnap
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
