@@ -31,7 +31,7 @@ func AnalyzeFile(ctx context.Context, p string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the bundle: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only: nothing to lose
 	rep, err := Analyze(ctx, f, opts)
 	if rep != nil {
 		rep.Bundle = p

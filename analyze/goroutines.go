@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"strconv"
 	"strings"
@@ -121,7 +122,7 @@ func parseGoroutines(path string, r io.Reader) (*goroutineDump, error) {
 	}
 	for {
 		b, n, cut, err := lr.next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

@@ -99,7 +99,7 @@ func skipValue(dec *json.Decoder) error {
 
 // endOfInput checks that nothing but whitespace follows the value.
 func endOfInput(dec *json.Decoder) error {
-	if _, err := dec.Token(); err != io.EOF {
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		if err == nil {
 			return fmt.Errorf("%w: data after the end of the document", errNotJSON)
 		}

@@ -46,10 +46,10 @@ func (l *lineReader) next() ([]byte, int, bool, error) {
 		}
 		line = l.long
 	}
-	if err != nil && err != io.EOF {
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, l.n, false, err
 	}
-	if len(line) == 0 && err == io.EOF {
+	if len(line) == 0 && errors.Is(err, io.EOF) {
 		return nil, l.n, false, io.EOF
 	}
 	l.n++

@@ -2,9 +2,9 @@ package analyze
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"regexp"
-	"sort"
 	"strings"
 )
 
@@ -149,16 +149,6 @@ func (x *logIndex) get(id string) *sigHits {
 	return s
 }
 
-// keyed returns the hits of one signature, in the order keys were first
-// seen.
-func (s *sigHits) list() []*keyHits {
-	out := make([]*keyHits, 0, len(s.order))
-	for _, k := range s.order {
-		out = append(out, s.keys[k])
-	}
-	return out
-}
-
 // unclaimed returns the keys no finding has used yet.
 func (s *sigHits) unclaimed() []*keyHits {
 	var out []*keyHits
@@ -262,7 +252,7 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 	var traceHit int
 	for {
 		b, n, cut, err := lr.next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
@@ -338,19 +328,4 @@ func isTraceLine(b []byte) bool {
 		}
 	}
 	return false
-}
-
-// allDecoded returns every decoded byte-array output in a signature's
-// hits, sorted.
-func allDecoded(ks []*keyHits) []string {
-	var out []string
-	for _, k := range ks {
-		for _, d := range k.Decoded {
-			if !contains(out, d) {
-				out = append(out, d)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
 }

@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -225,7 +226,7 @@ func (st *state) readDevice(dec *json.Decoder) error {
 func rawBool(raw []byte, key string) (v, ok bool) {
 	k := []byte(`"` + key + `"`)
 	i := bytes.Index(raw, k)
-	if i < 0 || bytes.Index(raw[i+len(k):], k) >= 0 {
+	if i < 0 || bytes.Contains(raw[i+len(k):], k) {
 		return false, false
 	}
 	rest := bytes.TrimLeft(raw[i+len(k):], " \t\r\n")
@@ -257,7 +258,7 @@ func (st *state) readMountinfo(name string, r io.Reader) error {
 	lr := newLineReader(r)
 	for {
 		b, n, cut, err := lr.next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
@@ -404,7 +405,7 @@ func (st *state) readOpenFiles(_ string, r io.Reader) error {
 	lr := newLineReader(r)
 	for {
 		b, n, cut, err := lr.next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
@@ -511,10 +512,10 @@ func (wf *writerFilter) wants(line []byte) bool {
 // fsRelative is a host path's path inside the filesystem of the scanned
 // root's mount (the mount's root is taken to be the filesystem's root).
 func fsRelative(r collectors.DirShapeRoot, p string) (string, bool) {
-	switch {
-	case r.Mountpoint == "":
+	switch r.Mountpoint {
+	case "":
 		return "", false
-	case r.Mountpoint == "/":
+	case "/":
 		return p, true
 	}
 	rest, ok := pathWithin(p, r.Mountpoint, false)
@@ -628,7 +629,7 @@ func (st *state) readHealthz(_ string, r io.Reader) error {
 	lr := newLineReader(r)
 	for {
 		b, n, cut, err := lr.next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {

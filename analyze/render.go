@@ -28,7 +28,8 @@ const (
 // each finding in detail.
 func WriteText(w io.Writer, r *Report) error {
 	ew := &errWriter{w: w}
-	p := func(format string, a ...any) { fmt.Fprintf(ew, format, a...) }
+	// ew keeps the first write error; it is returned at the end.
+	p := func(format string, a ...any) { _, _ = fmt.Fprintf(ew, format, a...) }
 	p("bundle:    %s\n", r.Bundle)
 	p("host:      %s", orUnknown(r.Hostname))
 	if r.Kernel != "" {
@@ -41,11 +42,13 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	p("findings:  %d critical, %d warning, %d info\n\n", r.Counts["critical"], r.Counts["warning"], r.Counts["info"])
 	tw := tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tSEVERITY\tID\tSUMMARY")
+	_, _ = fmt.Fprintln(tw, "#\tSEVERITY\tID\tSUMMARY")
 	for i, f := range r.Findings {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", i+1, f.Severity, f.ID, cut(oneLine(f.Summary), maxSummaryTable))
+		_, _ = fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", i+1, f.Severity, f.ID, cut(oneLine(f.Summary), maxSummaryTable))
 	}
-	tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	for i, f := range r.Findings {
 		p("\n%s\n", strings.Repeat("─", textWidth))
 		p("[%d] %s  %s — %s\n", i+1, strings.ToUpper(f.Severity.String()), f.ID, f.Title)

@@ -257,7 +257,7 @@ func (st *state) otherReferences() {
 			var refs []mountRec
 			for _, m := range st.mountsAt(k.Key) {
 				for _, o := range st.mounts {
-					if o.Dev == m.Dev && !(o.NS == m.NS && o.ID == m.ID) {
+					if o.Dev == m.Dev && (o.NS != m.NS || o.ID != m.ID) {
 						refs = append(refs, o)
 					}
 				}

@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -167,11 +166,12 @@ func (st *state) heldFinding(d *deviceRec, mounts []mountRec, block bool) {
 	}
 	f.Remediation = append(f.Remediation,
 		"Or restart the holder ("+listOf(holders, 3)+"); if it is a pod that mounts the host's root (node_exporter, a log or monitoring agent), set mountPropagation: HostToContainer on that volume so host unmounts reach it.")
-	if d.Block != nil && strings.HasPrefix(d.Block.Name, "rbd") {
+	switch {
+	case d.Block != nil && strings.HasPrefix(d.Block.Name, "rbd"):
 		f.Remediation = append(f.Remediation, "Then unmap the device if the kubelet does not: rbd unmap "+devNode)
-	} else if d.Block != nil && strings.HasPrefix(d.Block.Name, "loop") {
+	case d.Block != nil && strings.HasPrefix(d.Block.Name, "loop"):
 		f.Remediation = append(f.Remediation, "Then detach the device if nothing else does: losetup -d "+devNode)
-	} else {
+	default:
 		f.Remediation = append(f.Remediation, "The kubelet retries the unmount and detach by itself once the copy is gone.")
 	}
 	st.add(f)
@@ -187,22 +187,11 @@ func blockName(d *deviceRec) string {
 // shellQuote quotes a path for a shell command when it needs it.
 func shellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '~' || r == ':' || r == '+' || r == '@' ||
-			r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+		safe := r == '/' || r == '.' || r == '-' || r == '_' || r == '~' || r == ':' || r == '+' || r == '@' ||
+			r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		return !safe
 	}) < 0 {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// sortUniq sorts and dedups.
-func sortUniq(s []string) []string {
-	sort.Strings(s)
-	out := s[:0]
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
 }

@@ -242,16 +242,6 @@ func pathWithin(mp, p string, prefixed bool) (rest string, ok bool) {
 	return rest, rest == "" || rest[0] == '/'
 }
 
-// hostMounted reports whether the host namespace mounts something at p.
-func (st *state) hostMounted(p string) bool {
-	for _, m := range st.mounts {
-		if m.Host && m.MountPoint == p {
-			return true
-		}
-	}
-	return false
-}
-
 func (st *state) mountinfoEvidence(ms []mountRec, what string) []Evidence {
 	byNS := map[uint64]*Evidence{}
 	var order []uint64

@@ -78,7 +78,7 @@ func TestAnalyzeCommand(t *testing.T) {
 		t.Errorf("healthy bundle: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
-	// A traversal entry: refused, exit 1, nothing extracted.
+	// A traversal entry: refused, exit 1.
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)
@@ -86,10 +86,16 @@ func TestAnalyzeCommand(t *testing.T) {
 		if err := tw.WriteHeader(&tar.Header{Name: e.name, Mode: 0o600, Size: int64(len(e.body)), Typeflag: tar.TypeReg}); err != nil {
 			t.Fatal(err)
 		}
-		tw.Write([]byte(e.body))
+		if _, err := tw.Write([]byte(e.body)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	tw.Close()
-	gz.Close()
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
 	evil := filepath.Join(t.TempDir(), "evil.tar.gz")
 	if err := os.WriteFile(evil, buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
