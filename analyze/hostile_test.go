@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -207,5 +208,29 @@ func TestLongAndBinaryLogLines(t *testing.T) {
 	l := f.Evidence[0].Lines
 	if len(l) != 1 || l[0].N != 4 {
 		t.Errorf("PLEG line evidence %+v, want line 4", l)
+	}
+}
+
+// A log of nothing but matching lines, each about another pod: what is
+// kept is bounded (a count per pod beyond the first thousands), and the
+// findings are capped per kind.
+func TestFloodOfMatchingLogLines(t *testing.T) {
+	files := fixture(t, "healthy")
+	var b strings.Builder
+	for i := 0; i < 30000; i++ {
+		fmt.Fprintf(&b, "Nov 21 kubelet[1]: E1121 err=\"orphaned pod \\\"%08d-0000-4000-8000-000000000000\\\" found, but volume paths are still present on disk\"\n", i)
+	}
+	files["journal/kubelet.log"] = []byte(b.String())
+	r, err := analyze.AnalyzeFile(context.Background(), makeBundle(t, files, bundle.Gzip), analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := findings(r, "orphaned-pod-volume-paths")
+	if len(fs) != 51 {
+		t.Fatalf("%d orphaned-pod findings, want the cap of 50 and one saying how many more", len(fs))
+	}
+	more := fs[len(fs)-1]
+	if more.Subject != "(more)" || !strings.Contains(more.Summary, "1950 more orphaned-pod-volume-paths findings") || !strings.Contains(more.Summary, "28000 more matching log lines") {
+		t.Errorf("the last finding: %s %s", more.Subject, more.Summary)
 	}
 }

@@ -119,8 +119,10 @@ type sigHits struct {
 	Count int
 	keys  map[string]*keyHits
 	order []string
-	// Overflow counts hits whose key was not kept (too many keys).
+	// Overflow counts hits whose key was not kept (too many keys, or
+	// the index's budget spent).
 	Overflow int
+	budget   *int
 }
 
 const (
@@ -128,22 +130,28 @@ const (
 	maxSigKeys  = 2000
 	maxTraceLen = 40
 	maxDecoded  = 8
+	// maxKeptHits bounds the lines kept over all signatures (each up to
+	// maxLineKept bytes, plus a trace): a log of nothing but matching
+	// lines costs at most a few tens of MiB.
+	maxKeptHits = 10_000
 )
 
 // logIndex holds every signature's hits over every log file.
 type logIndex struct {
-	sigs  map[string]*sigHits
-	files []string
-	lines int
+	sigs map[string]*sigHits
+	// budget is how many more hits may be kept.
+	budget int
+	files  []string
+	lines  int
 }
 
-func newLogIndex() *logIndex { return &logIndex{sigs: map[string]*sigHits{}} }
+func newLogIndex() *logIndex { return &logIndex{sigs: map[string]*sigHits{}, budget: maxKeptHits} }
 
 // get returns a signature's hits (never nil).
 func (x *logIndex) get(id string) *sigHits {
 	s := x.sigs[id]
 	if s == nil {
-		s = &sigHits{keys: map[string]*keyHits{}}
+		s = &sigHits{keys: map[string]*keyHits{}, budget: &x.budget}
 		x.sigs[id] = s
 	}
 	return s
@@ -164,7 +172,7 @@ func (s *sigHits) add(key string, h logHit, decoded []string) *keyHits {
 	s.Count++
 	kh := s.keys[key]
 	if kh == nil {
-		if len(s.keys) >= maxSigKeys {
+		if len(s.keys) >= maxSigKeys || *s.budget <= 0 {
 			s.Overflow++
 			return nil
 		}
@@ -173,9 +181,10 @@ func (s *sigHits) add(key string, h logHit, decoded []string) *keyHits {
 		s.order = append(s.order, key)
 	}
 	kh.Count++
-	if len(kh.First) < maxKeyHits {
+	if len(kh.First) < maxKeyHits && *s.budget > 0 {
+		*s.budget--
 		kh.First = append(kh.First, h)
-	} else {
+	} else if len(kh.First) >= maxKeyHits {
 		hh := h
 		kh.Last = &hh
 	}

@@ -21,9 +21,14 @@ const (
 	maxKeptTasks      = 5000
 	maxKeptProbes     = 5000
 	maxMountinfoLines = 50_000
+	maxMountinfoBytes = 16 << 20
 	maxHoldersKept    = 32
 	maxDeviceNS       = 64
 	maxKernelThreads  = 20_000
+	// A node has at most pid_max (4M) tasks and rarely more than a few
+	// hundred thousand mounts; past these, a bundle is hostile.
+	maxProcs  = 1_000_000
+	maxMounts = 1_000_000
 )
 
 // readTasks reads processes/tasks.json: an array of collectors.Task, one
@@ -46,7 +51,7 @@ func (st *state) readTasks(_ string, r io.Reader) error {
 }
 
 func (st *state) addTask(t *collectors.Task) {
-	if t.PID == t.TID {
+	if t.PID == t.TID && len(st.procs) < maxProcs {
 		p := &procInfo{PID: t.PID, PPID: t.PPID, Comm: t.Comm, State: t.State, MountNS: t.MountNS, Kernel: t.Kernel}
 		if len(t.Cmdline) > 0 {
 			p.Cmdline = shorten(strings.Join(t.Cmdline, " "), 512)
@@ -138,6 +143,9 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 				if err := dec.Decode(&m); err != nil {
 					return err
 				}
+				if len(st.mounts)+len(mounts) >= maxMounts {
+					return nil
+				}
 				mounts = append(mounts, mountRec{ID: m.ID, ParentID: m.ParentID, Dev: m.Dev(), Major: m.Major,
 					Root: m.Root, MountPoint: m.MountPoint, FSType: m.FSType, Source: m.Source,
 					Propagation: m.Propagation.String(), Class: m.Class})
@@ -154,6 +162,9 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 	}
 	for i := range mounts {
 		mounts[i].NS, mounts[i].Host = ni.Inode, ni.Host
+	}
+	if room := maxMounts - len(st.mounts); len(mounts) > room {
+		mounts = mounts[:max(room, 0)]
 	}
 	st.mounts = append(st.mounts, mounts...)
 	if ni.Mountinfo != "" {
@@ -281,11 +292,13 @@ func (st *state) readMountinfo(name string, r io.Reader) error {
 		if !keep {
 			continue
 		}
-		if len(st.mountinfoLines) >= maxMountinfoLines {
+		if len(st.mountinfoLines) >= maxMountinfoLines || st.mountinfoBytes >= maxMountinfoBytes {
 			st.mountinfoSpare++
 			continue
 		}
-		st.mountinfoLines[nsMount{ns, m.ID}] = keepLine(n, b, cut)
+		l := keepLine(n, b, cut)
+		st.mountinfoBytes += len(l.Text)
+		st.mountinfoLines[nsMount{ns, m.ID}] = l
 	}
 }
 

@@ -262,7 +262,7 @@ func (st *state) hugeDirFinding(r collectors.DirShapeRoot, d collectors.DirShape
 			names = append(names, fmt.Sprintf("%s (%s %s)", st.procName(w.PID, w.Comm), w.Use, w.Path))
 		}
 		b.WriteString("Processes with files or their working directory in it, likely writing there: " + listOf(names, 4) + ".")
-	} else if st.present["openfiles/processes.jsonl"] {
+	} else if st.present["openfiles/processes.jsonl"] && st.writersDropped == 0 {
 		b.WriteString("No process had a file open in it when the bundle was taken.")
 	}
 	f.Explanation = strings.TrimSpace(b.String())

@@ -84,14 +84,24 @@ func ruleVolumeLogs(st *state) {
 		})
 }
 
+// notListed says how many findings of a kind were left out (past
+// maxLogFindingsPerID, or keys past the log index's bounds).
+func (st *state) notListed(id string, n, overflow int) {
+	st.add(Finding{ID: id, Severity: Info, Title: "More of the same", Subject: "(more)",
+		Summary:     fmt.Sprintf("%d more %s findings are not listed, and %d more matching log lines were only counted", n, id, overflow),
+		Explanation: "The findings above show the first of them; the logs hold the rest."})
+}
+
 // simpleLogFindings makes one finding per unclaimed key of a signature.
 func (st *state) simpleLogFindings(sig, id string, sev Severity, title string, text func(*keyHits) (summary, explanation string, remediation []string)) {
 	s := st.logs.sigs[sig]
 	if s == nil {
 		return
 	}
-	for i, k := range s.unclaimed() {
+	ks := s.unclaimed()
+	for i, k := range ks {
 		if i == maxLogFindingsPerID {
+			st.notListed(id, len(ks)-i, s.Overflow)
 			break
 		}
 		k.claimed = true
@@ -110,8 +120,10 @@ func (st *state) teardownBusy() {
 	if s == nil {
 		return
 	}
-	for i, k := range s.unclaimed() {
+	ks := s.unclaimed()
+	for i, k := range ks {
 		if i == maxLogFindingsPerID {
+			st.notListed(idTeardownBusy, len(ks)-i, s.Overflow)
 			break
 		}
 		k.claimed = true
@@ -175,11 +187,13 @@ func (st *state) teardownBusy() {
 // present on disk", and rmdir EBUSY under a pod's volumes.
 func (st *state) orphanedPods() {
 	byUID := map[string][]*keyHits{}
+	overflow := 0
 	for _, sig := range []string{sigOrphanedPod, sigRmdirBusy} {
 		s := st.logs.sigs[sig]
 		if s == nil {
 			continue
 		}
+		overflow += s.Overflow
 		for _, k := range s.unclaimed() {
 			uid := k.Key
 			if i := strings.LastIndex(uid, "/pods/"); i >= 0 {
@@ -191,6 +205,7 @@ func (st *state) orphanedPods() {
 	uids := sortedKeys(byUID)
 	for i, uid := range uids {
 		if i == maxLogFindingsPerID {
+			st.notListed(idOrphanedPod, len(uids)-i, overflow)
 			break
 		}
 		f := Finding{
@@ -238,8 +253,10 @@ func (st *state) otherReferences() {
 	if s == nil {
 		return
 	}
-	for i, k := range s.unclaimed() {
+	ks := s.unclaimed()
+	for i, k := range ks {
 		if i == maxLogFindingsPerID {
+			st.notListed(idOtherReferences, len(ks)-i, s.Overflow)
 			break
 		}
 		k.claimed = true
@@ -285,8 +302,10 @@ func (st *state) rootfsBusy() {
 	if s == nil {
 		return
 	}
-	for i, k := range s.unclaimed() {
+	ks := s.unclaimed()
+	for i, k := range ks {
 		if i == maxLogFindingsPerID {
+			st.notListed(idRootfsBusy, len(ks)-i, s.Overflow)
 			break
 		}
 		k.claimed = true

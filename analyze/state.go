@@ -39,6 +39,7 @@ type state struct {
 	mountinfoPath  map[uint64]string
 	mountinfoLines map[nsMount]Line
 	mountinfoSpare int
+	mountinfoBytes int
 
 	// openfiles
 	holdersSeen    bool
