@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"runtime/pprof"
 	"strings"
@@ -130,7 +131,7 @@ func TestLineReaderKeepsNumbersPastLongLines(t *testing.T) {
 	var got []string
 	for {
 		b, n, cut, err := lr.next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
