@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -70,8 +71,20 @@ func runBenchChild(p string) {
 	os.Exit(0)
 }
 
+// benchBundle is generated once per test binary (the benchmark function
+// runs again for each b.N it tries) and removed by TestMain.
+var benchBundle struct {
+	once sync.Once
+	dir  string
+	path string
+}
+
 func BenchmarkAnalyzeLargeBundle(b *testing.B) {
-	p := largeBundle(b)
+	benchBundle.once.Do(func() { benchBundle.path = largeBundle(b) })
+	p := benchBundle.path
+	if p == "" {
+		b.Fatal("no benchmark bundle")
+	}
 	st, _ := os.Stat(p)
 	b.Logf("bundle: %s, %d MiB compressed", p, st.Size()>>20)
 	b.ResetTimer()
@@ -111,7 +124,13 @@ func largeBundle(b *testing.B) string {
 			return keep
 		}
 	}
-	staging := b.TempDir()
+	dir, err := os.MkdirTemp("", "nodesnap-analyze-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchBundle.dir = dir
+	staging := filepath.Join(dir, "staging")
+	defer os.RemoveAll(staging)
 	files := map[string]func(w io.Writer) error{
 		"mounts/mounts.json":        nil, // with the raw mountinfo files, below
 		"openfiles/processes.jsonl": benchOpenFiles,
@@ -168,7 +187,7 @@ func largeBundle(b *testing.B) string {
 		Host: bundle.Host{Hostname: "big-node"}, StartedAt: now, FinishedAt: now, Status: "complete",
 		Settings: bundle.Settings{Compression: bundle.Gzip}, Redaction: bundle.RedactionSummary{Rules: map[string]int{}},
 		Collectors: []bundle.CollectorResult{}, Files: []bundle.FileEntry{}, HungMounts: []bundle.HungItem{}, Omitted: []bundle.Omitted{}}
-	err := filepath.Walk(staging, func(p string, info os.FileInfo, err error) error {
+	err = filepath.Walk(staging, func(p string, info os.FileInfo, err error) error {
 		if err != nil || info.IsDir() {
 			return err
 		}
@@ -180,7 +199,7 @@ func largeBundle(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	out := filepath.Join(b.TempDir(), "big.tar.gz")
+	out := filepath.Join(dir, "big.tar.gz")
 	if keep != "" {
 		out = keep
 	}

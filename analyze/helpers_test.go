@@ -27,7 +27,11 @@ func TestMain(m *testing.M) {
 	if p := os.Getenv(childEnv); p != "" {
 		runBenchChild(p)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if benchBundle.dir != "" {
+		os.RemoveAll(benchBundle.dir)
+	}
+	os.Exit(code)
 }
 
 // manifestExtra is what a fixture's _manifest.json may add to the

@@ -361,7 +361,7 @@ func TestReportJSON(t *testing.T) {
 		t.Errorf("round trip: %+v", back)
 	}
 	text := dump(r)
-	for _, want := range []string{"#  SEVERITY  ID", "1  critical  mount-held-in-foreign-namespace", "Why:", "Evidence:", "Fix:", "decoded: rbd: sysfs write failed"} {
+	for _, want := range []string{"#  SEVERITY  ID", "TITLE", "SUMMARY", "1  critical  mount-held-in-foreign-namespace  Mount held only in a non-host mount namespace", "Why:", "Evidence:", "Fix:", "decoded: rbd: sysfs write failed"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text report lacks %q:\n%s", want, text)
 		}

@@ -21,7 +21,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 const (
 	textWidth       = 100
 	maxRecordText   = 700
-	maxSummaryTable = 110
+	maxSummaryTable = 90
 )
 
 // WriteText writes the report for a person: a table of findings, then
@@ -42,9 +42,9 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	p("findings:  %d critical, %d warning, %d info\n\n", r.Counts["critical"], r.Counts["warning"], r.Counts["info"])
 	tw := tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
-	_, _ = fmt.Fprintln(tw, "#\tSEVERITY\tID\tSUMMARY")
+	_, _ = fmt.Fprintln(tw, "#\tSEVERITY\tID\tTITLE\tSUMMARY")
 	for i, f := range r.Findings {
-		_, _ = fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", i+1, f.Severity, f.ID, cut(oneLine(f.Summary), maxSummaryTable))
+		_, _ = fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", i+1, f.Severity, f.ID, f.Title, cut(oneLine(f.Summary), maxSummaryTable))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
