@@ -130,7 +130,7 @@ func largeBundle(b *testing.B) string {
 	}
 	benchBundle.dir = dir
 	staging := filepath.Join(dir, "staging")
-	defer os.RemoveAll(staging)
+	defer func() { _ = os.RemoveAll(staging) }()
 	files := map[string]func(w io.Writer) error{
 		"mounts/mounts.json":        nil, // with the raw mountinfo files, below
 		"openfiles/processes.jsonl": benchOpenFiles,

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	if benchBundle.dir != "" {
-		os.RemoveAll(benchBundle.dir)
+		_ = os.RemoveAll(benchBundle.dir)
 	}
 	os.Exit(code)
 }
