@@ -101,7 +101,11 @@ func (st *state) heldFinding(d *deviceRec, mounts []mountRec, block bool) {
 			what, strings.Join(nsList, ", "), listOf(holders, 3)),
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (%s from %s) is not mounted in the host's mount namespace, only at %s. ", what, strings.Join(d.FSTypes, "/"),
+	backing := ""
+	if d.Block != nil && d.Block.BackingFile != "" {
+		backing = " (a loop device backed by " + d.Block.BackingFile + ")"
+	}
+	fmt.Fprintf(&b, "%s%s, %s from %s, is not mounted in the host's mount namespace, only at %s. ", what, backing, strings.Join(d.FSTypes, "/"),
 		strings.Join(d.Sources, ", "), listOf(points, 4))
 	b.WriteString("A process whose namespace got a private copy of the host's mounts (a container with the host root mounted with " +
 		"mountPropagation None, a service with PrivateMounts) keeps that copy after the host unmounts it, so the filesystem stays " +
