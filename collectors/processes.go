@@ -43,7 +43,8 @@ type Task struct {
 	// Cmdline is set on the thread-group leader only (pid == tid).
 	Cmdline      []string `json:"cmdline,omitempty"`
 	CmdlineError string   `json:"cmdline_error,omitempty"`
-	// Stack is the kernel stack of a task in uninterruptible sleep.
+	// Stack is the kernel stack of a task in uninterruptible sleep or
+	// waiting in a filesystem (see fsWaitPrefixes).
 	Stack      []string `json:"stack,omitempty"`
 	StackError string   `json:"stack_error,omitempty"`
 }
@@ -191,13 +192,35 @@ func readCmdlines(ctx context.Context, env *Env, tasks []Task, sum *ProcessesSum
 	sort.Ints(sum.CmdlineHung)
 }
 
+// fsWaitPrefixes are wait channels of tasks blocked in a filesystem or the
+// block layer while interruptibly asleep: a process stuck on a hung FUSE
+// mount is in state S waiting in request_wait_answer, not in D, so state
+// alone would miss it.
+var fsWaitPrefixes = []string{"request_wait_answer", "fuse_", "nfs", "rpc_wait", "__rpc_", "ceph_", "rbd_", "io_schedule", "folio_wait", "wait_on_page", "jbd2_", "blk_mq_", "scsi_", "iscsi_"}
+
+// needsStack reports whether a task's kernel stack is evidence: it is in
+// uninterruptible sleep, or waiting in a filesystem.
+func needsStack(t *Task) bool {
+	if t.State == "D" {
+		return true
+	}
+	for _, p := range fsWaitPrefixes {
+		if strings.HasPrefix(t.Wchan, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func readDStacks(ctx context.Context, env *Env, tasks []Task, sum *ProcessesSummary) {
 	for i := range tasks {
 		t := &tasks[i]
-		if t.State != "D" {
+		if !needsStack(t) {
 			continue
 		}
-		sum.DState = append(sum.DState, t.TID)
+		if t.State == "D" {
+			sum.DState = append(sum.DState, t.TID)
+		}
 		var res isolate.ReadFileResult
 		path := env.ProcPath(strconv.Itoa(t.PID), "task", strconv.Itoa(t.TID), "stack")
 		if err := env.Do(ctx, isolate.OpReadFile, path, isolate.ReadFileRequest{Path: path, Max: 64 << 10}, &res); err != nil {
