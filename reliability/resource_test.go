@@ -25,7 +25,9 @@ func TestOutputFilesystemFull(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := testkit.MountTmpfs(t, "", "size=1m,mode=0700")
-		r := nodesnap(t, runTimeout+30*time.Second, nil, n.args(out)...)
+		// --min-free 0: the check before starting would refuse this
+		// filesystem; here it must fill up during the run.
+		r := nodesnap(t, runTimeout+30*time.Second, nil, n.args(out, "--min-free", "0")...)
 		o := outcome{fault: "output filesystem full"}
 		if r.code != 1 || !strings.Contains(r.stderr, "no space") {
 			t.Errorf("exit %d, stderr %q: want 1 and a message saying the disk is full", r.code, r.stderr)

@@ -6,14 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/outputdir"
 	"github.com/nodesnap/nodesnap/supervisor"
 )
 
@@ -35,12 +40,23 @@ type collectOptions struct {
 	workers          int
 	noBinary         bool
 	quiet            bool
+	keep             int
+	lockWait         time.Duration
+	minFree          byteSize
+	minFreeSet       bool
+	upload           uploadOptions
 }
+
+// Defaults of the unattended-run flags.
+const (
+	defaultLockWait = 10 * time.Second
+	defaultMinFree  = 256 << 20
+)
 
 func newCollectCommand() *cobra.Command {
 	o := &collectOptions{
 		maxFile: supervisor.DefaultMaxFileBytes, maxCollector: supervisor.DefaultMaxCollector,
-		maxBundle: supervisor.DefaultMaxBundleBytes,
+		maxBundle: supervisor.DefaultMaxBundleBytes, minFree: defaultMinFree,
 	}
 	cmd := &cobra.Command{
 		Use:   "collect",
@@ -54,6 +70,16 @@ printed are the bundle's path, size and sha256: that file is what to attach to t
 The first SIGINT/SIGTERM stops collection and still writes a bundle of what was gathered
 (marked interrupted); a second one abandons the run and leaves nothing behind.
 
+On a terminal, stderr shows a live line per collector; elsewhere (cron, a pod's log) one
+plain line per collector as it ends. --quiet prints only the bundle's path; --output json
+prints one JSON object (path, size, sha256, status, every collector's status, upload).
+
+For cron, systemd timers and incident hooks: only one run collects into an output directory
+at a time (the next waits --lock-wait, then exits with status 4); a run refuses to start when
+the output filesystem has less than --min-free available; --keep N removes this host's oldest
+bundles once the new one is complete. --upload URL then sends the bundle (see 'nodesnap upload
+--help'); a failed upload keeps it on disk and exits with status 5.
+
 ` + exitStatusHelp,
 		Example: `  # what a support engineer asks a customer to run
   sudo nodesnap collect
@@ -65,9 +91,17 @@ The first SIGINT/SIGTERM stops collection and still writes a bundle of what was 
   sudo nodesnap collect --only host,processes,mounts
 
   # in a privileged pod with the host's root at /host
-  nodesnap collect --root /host -o /host/var/tmp`,
+  nodesnap collect --root /host -o /host/var/tmp
+
+  # from cron or a systemd timer: quiet, the newest 4 bundles kept
+  nodesnap collect -q -o /var/lib/nodesnap --keep 4
+
+  # as root, straight to a pre-signed object-store URL (an environment
+  # variable keeps it out of the process list)
+  NODESNAP_UPLOAD_URL='https://bucket.s3.amazonaws.com/case-123/node1.tar.gz?X-Amz-...' nodesnap collect`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.minFreeSet = cmd.Flags().Changed("min-free")
 			return runCollect(cmd.Context(), o, os.Args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -91,7 +125,12 @@ The first SIGINT/SIGTERM stops collection and still writes a bundle of what was 
 	f.DurationVar(&o.probeTimeout, "probe-timeout", supervisor.DefaultProbeTimeout, "deadline of one risky operation (a stat of one mount, say)")
 	f.IntVar(&o.workers, "workers", supervisor.DefaultWorkers, "isolated worker processes per collector for risky operations")
 	f.BoolVar(&o.noBinary, "no-binary", false, "leave out artifacts that cannot be redacted (pprof protobufs)")
-	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the final result")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the bundle's path (and errors)")
+	f.IntVar(&o.keep, "keep", 0, "after a complete run, keep only the newest N bundles of this host in the output directory (0: keep all)")
+	f.DurationVar(&o.lockWait, "lock-wait", defaultLockWait, "how long to wait for another run collecting into the same output directory before giving up (exit status 4)")
+	f.Var(&o.minFree, "min-free", "refuse to start when the output filesystem has less than this available (0: no check; unless given, never more than --max-bundle-size)")
+	f.StringVar(&o.upload.url, "upload", "", "after writing the bundle, upload it to this http(s) URL (default $"+UploadURLEnv+")")
+	o.upload.addFlags(f, "upload-")
 	for _, s := range collectors.All() {
 		if s.Flags != nil {
 			s.Flags(f)
@@ -105,18 +144,112 @@ type collectResult struct {
 	Path       string            `json:"path"`
 	Size       int64             `json:"size"`
 	SHA256     string            `json:"sha256"`
-	Status     string            `json:"status"`
+	Status     string            `json:"status"` // complete, partial or interrupted
 	Collectors map[string]string `json:"collectors"`
+	// Removed lists the old bundles --keep removed.
+	Removed []string      `json:"removed,omitempty"`
+	Upload  *uploadResult `json:"upload,omitempty"`
+	// ExitStatus is the status nodesnap exits with (see --help).
+	ExitStatus int `json:"exit_status"`
 }
+
+// lockedError is a run that found another collecting into its output
+// directory (exit status 4).
+type lockedError struct{ err error }
+
+func (l *lockedError) Error() string { return l.err.Error() }
+func (l *lockedError) Unwrap() error { return l.err }
 
 func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, stderr io.Writer) error {
 	if o.output != "text" && o.output != "json" {
 		return &supervisor.UsageError{Msg: fmt.Sprintf("--output must be text or json, not %q", o.output)}
 	}
+	if o.keep < 0 {
+		return &supervisor.UsageError{Msg: "--keep must be 0 (keep all) or more"}
+	}
+	if o.keep > 0 && o.outputFile != "" {
+		return &supervisor.UsageError{Msg: "--keep works with --output-dir, whose bundles are named by host and time; not with --output-file"}
+	}
+	if o.lockWait < 0 {
+		return &supervisor.UsageError{Msg: "--lock-wait must not be negative"}
+	}
+	// Usage errors the supervisor would find, found before the output
+	// directory is locked or checked.
+	if o.timeout <= 0 {
+		return &supervisor.UsageError{Msg: "--timeout must be positive"}
+	}
+	if _, err := bundle.Format(o.compression); err != nil {
+		return &supervisor.UsageError{Msg: err.Error()}
+	}
+	if o.upload.url == "" {
+		o.upload.url = os.Getenv(UploadURLEnv)
+	}
+	var up *uploader
+	if o.upload.url != "" {
+		var err error
+		if up, err = newUploader(&o.upload, "upload-"); err != nil {
+			return err
+		}
+	}
+	specs, err := supervisor.Select(o.only, o.skip)
+	if err != nil {
+		return err
+	}
+	outDir := o.outputDir
+	if o.outputFile != "" {
+		outDir = filepath.Dir(o.outputFile)
+	}
+	if st, err := os.Stat(outDir); err != nil {
+		return fmt.Errorf("output directory %w", err)
+	} else if !st.IsDir() {
+		return fmt.Errorf("output directory %s is not a directory", outDir)
+	}
 	if o.root != "/" && (o.outputDir == supervisor.DefaultOutputDir) && o.outputFile == "" {
 		// Inside a container /var/tmp is the container's; say where it went.
 		fmt.Fprintln(stderr, "nodesnap: note: the bundle is written to "+o.outputDir+" as this process sees it; use -o to put it on the host")
 	}
+
+	// From here until we return, SIGINT and SIGTERM never kill the
+	// process outright: it holds the output directory's lock, which it
+	// must release. Before collection starts a signal ends the run; during
+	// it the supervisor handles them (a bundle of what was gathered);
+	// during the upload it ends the upload.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	preCtx, cancelPre := context.WithCancel(ctx)
+	defer cancelPre()
+	go func() {
+		select {
+		case <-sigs:
+			cancelPre()
+		case <-preCtx.Done():
+		}
+	}()
+
+	// One run at a time per output directory: two would double the load
+	// on a sick node, and retention of one could remove what the other
+	// is about to upload.
+	lock, err := outputdir.Acquire(preCtx, outDir, o.lockWait)
+	if err != nil {
+		if errors.Is(err, outputdir.ErrLocked) {
+			return &lockedError{err}
+		}
+		return err
+	}
+	defer lock.Release()
+	minFree := int64(o.minFree)
+	if !o.minFreeSet {
+		minFree = min(minFree, int64(o.maxBundle))
+	}
+	if err := outputdir.CheckFree(outDir, uint64(max(minFree, 0))); err != nil {
+		return err
+	}
+	if preCtx.Err() != nil && ctx.Err() == nil {
+		return errors.New("interrupted before collection started; nothing was written")
+	}
+	cancelPre()
+
 	sopts := supervisor.Options{
 		OutputDir: o.outputDir, OutputFile: o.outputFile, Format: o.compression,
 		Timeout: o.timeout, CollectorTimeout: o.collectorTimeout,
@@ -130,22 +263,72 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		Version:       toolVersion(),
 		HandleSignals: true,
 	}
+	var disp progressDisplay
 	if !o.quiet && o.output == "text" {
-		sopts.Progress = plainProgress(stderr)
+		names := make([]string, 0, len(specs))
+		for _, s := range specs {
+			names = append(names, s.Name)
+		}
+		disp = newProgress(stderr, names, o.timeout)
+		sopts.Progress = disp.update
 	}
 	res, err := supervisor.Run(ctx, sopts)
 	if err != nil {
+		if disp != nil {
+			disp.finish(nil)
+		}
 		if errors.Is(err, bundle.ErrNoSpace) {
 			return fmt.Errorf("%w (free some space in the output directory or choose another with -o)", err)
 		}
 		return err
 	}
+	if disp != nil {
+		disp.finish(res.Manifest)
+	}
 	status := res.Manifest.Status
 	if res.Manifest.Interrupted != nil {
 		status = "interrupted"
 	}
-	if o.output == "json" {
-		cr := collectResult{Path: res.Bundle.Path, Size: res.Bundle.Size, SHA256: res.Bundle.SHA256, Status: status, Collectors: map[string]string{}}
+	chatty := !o.quiet && o.output == "text"
+
+	// Retention only now: the new bundle is complete and in place.
+	var removed []string
+	if o.keep > 0 {
+		var rerr error
+		removed, rerr = outputdir.Retain(outDir, res.Manifest.Host.Hostname, o.keep, res.Bundle.Path)
+		if rerr != nil {
+			fmt.Fprintln(stderr, "nodesnap: warning: "+rerr.Error())
+		}
+		if chatty && len(removed) > 0 {
+			fmt.Fprintf(stderr, "nodesnap: removed %d older bundle(s) of this host (--keep %d)\n", len(removed), o.keep)
+		}
+	}
+
+	var ur *uploadResult
+	if up != nil {
+		if chatty {
+			up.log = stderr
+			fmt.Fprintf(stderr, "nodesnap: uploading %s to %s\n", humanBytes(res.Bundle.Size), up.shown)
+		}
+		// Ctrl-C during the upload ends it, not the process: the
+		// customer still learns where the bundle is.
+		uctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+		r := up.upload(uctx, res.Bundle.Path, res.Bundle.Size, res.Bundle.SHA256)
+		stop()
+		ur = &r
+	}
+	exit := exitOK
+	switch {
+	case ur != nil && !ur.OK:
+		exit = exitUploadFailed
+	case res.Partial:
+		exit = exitPartial
+	}
+
+	switch {
+	case o.output == "json":
+		cr := collectResult{Path: res.Bundle.Path, Size: res.Bundle.Size, SHA256: res.Bundle.SHA256, Status: status,
+			Collectors: map[string]string{}, Removed: removed, Upload: ur, ExitStatus: exit}
 		for _, c := range res.Manifest.Collectors {
 			cr.Collectors[c.Name] = c.Status
 		}
@@ -154,29 +337,57 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		if err := enc.Encode(cr); err != nil {
 			return err
 		}
-	} else {
-		if !o.quiet {
-			var problems []string
-			for _, c := range res.Manifest.Collectors {
-				switch c.Status {
-				case bundle.StatusTimeout, bundle.StatusError, bundle.StatusPartial:
-					problems = append(problems, c.Name+" ("+c.Status+")")
-				}
+	case o.quiet:
+		// One line, so that scripts can take it as it is.
+		fmt.Fprintln(stdout, res.Bundle.Path)
+	default:
+		var problems []string
+		for _, c := range res.Manifest.Collectors {
+			switch c.Status {
+			case bundle.StatusTimeout, bundle.StatusError, bundle.StatusPartial:
+				problems = append(problems, c.Name+" ("+c.Status+")")
 			}
-			if len(problems) > 0 {
-				fmt.Fprintf(stderr, "nodesnap: bundle is partial: %s; the manifest says why\n", strings.Join(problems, ", "))
-			}
-			if res.Manifest.Interrupted != nil {
-				fmt.Fprintf(stderr, "nodesnap: collection was interrupted by %s; the bundle holds what was gathered\n", res.Manifest.Interrupted.Signal)
-			}
-			fmt.Fprintln(stdout, "Attach this file to the ticket:")
 		}
-		fmt.Fprintf(stdout, "%s\nsize: %s (%d bytes)\nsha256: %s\n", res.Bundle.Path, humanBytes(res.Bundle.Size), res.Bundle.Size, res.Bundle.SHA256)
+		if len(problems) > 0 {
+			fmt.Fprintf(stderr, "nodesnap: bundle is partial: %s; the manifest says why (nodesnap inspect shows it)\n", strings.Join(problems, ", "))
+		}
+		if res.Manifest.Interrupted != nil {
+			fmt.Fprintf(stderr, "nodesnap: collection was interrupted by %s; the bundle holds what was gathered\n", res.Manifest.Interrupted.Signal)
+		}
+		switch {
+		case ur == nil:
+			fmt.Fprintln(stdout, "Attach this file to the ticket:")
+		case ur.OK:
+			fmt.Fprintf(stdout, "Uploaded to %s (HTTP %d): nothing more to attach. A copy is kept here:\n", ur.URL, ur.StatusCode)
+		default:
+			fmt.Fprintf(stdout, "The upload to %s failed: %s.\nAttach this file to the ticket instead:\n", ur.URL, ur.Error)
+		}
+		fmt.Fprintln(stdout, res.Bundle.Path)
+		if hp, ok := hostView(o.root, res.Bundle.Path); ok {
+			fmt.Fprintf(stdout, "(on the host: %s)\n", hp)
+		}
+		fmt.Fprintf(stdout, "size: %s (%d bytes)\nsha256: %s\n", humanBytes(res.Bundle.Size), res.Bundle.Size, res.Bundle.SHA256)
 	}
-	if res.Partial {
+	switch exit {
+	case exitUploadFailed:
+		return &uploadError{url: ur.URL, reason: ur.Error, path: res.Bundle.Path, partial: res.Partial}
+	case exitPartial:
 		return &partialError{}
 	}
 	return nil
+}
+
+// hostView is p as the host sees it, when p lies under the host's root
+// mounted at root (nodesnap in a container).
+func hostView(root, p string) (string, bool) {
+	if root == "" || root == "/" {
+		return "", false
+	}
+	rel, err := filepath.Rel(root, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", false
+	}
+	return "/" + rel, true
 }
 
 func plainProgress(w io.Writer) func(supervisor.Progress) {
@@ -204,15 +415,25 @@ func truncate(s string, n int) string {
 // secretFlags are flags whose values never appear in the manifest.
 var secretFlags = []string{"--kubelet-token", "--token", "--password", "--upload-headers-value"}
 
+// urlFlags are flags whose values are URLs that may carry credentials in
+// their query (a pre-signed URL's signature) or user info: only scheme,
+// host and path are recorded.
+var urlFlags = []string{"--upload"}
+
 // redactArgs records the command line with the values of secret flags
 // removed.
 func redactArgs(argv []string) []string {
 	out := make([]string, 0, len(argv))
-	redactNext := false
+	redactNext, urlNext := false, false
 	for _, a := range argv {
 		if redactNext {
 			out = append(out, "[REDACTED]")
 			redactNext = false
+			continue
+		}
+		if urlNext {
+			out = append(out, recordableURL(a))
+			urlNext = false
 			continue
 		}
 		done := false
@@ -224,9 +445,25 @@ func redactArgs(argv []string) []string {
 				done = true
 			}
 		}
+		for _, f := range urlFlags {
+			if a == f {
+				urlNext = true
+			} else if v, ok := strings.CutPrefix(a, f+"="); ok {
+				out = append(out, f+"="+recordableURL(v))
+				done = true
+			}
+		}
 		if !done {
 			out = append(out, a)
 		}
 	}
 	return out
+}
+
+func recordableURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return "[REDACTED]"
+	}
+	return safeURL(u)
 }

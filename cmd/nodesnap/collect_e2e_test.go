@@ -214,8 +214,10 @@ func TestCollectSecondSignalAbandons(t *testing.T) {
 func TestCollectFullDisk(t *testing.T) {
 	testkit.RequireRoot(t)
 	out := testkit.MountTmpfs(t, "", "size=512k,mode=0700")
+	// --min-free 0: the check before starting would refuse this disk;
+	// here the disk must fill while the bundle is written.
 	r := runNodesnap(t, 60*time.Second, []string{"NODESNAP_TEST_BIG_BYTES=4194304"},
-		"collect", "-o", out, "--only", "host,test-bigfile", "--timeout", "30s")
+		"collect", "-o", out, "--only", "host,test-bigfile", "--timeout", "30s", "--min-free", "0")
 	if r.code != exitFatal {
 		t.Fatalf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, exitFatal, r.stdout, r.stderr)
 	}

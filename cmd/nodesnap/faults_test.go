@@ -82,4 +82,11 @@ func init() {
 			}
 			return f.Close()
 		}})
+	collectors.Register(collectors.Spec{Name: "test-sleep", Hidden: true, DefaultTimeout: time.Second,
+		Description: "sleeps past its 1s deadline without looking at it (a collector stuck in a call)",
+		Run: func(ctx context.Context, env *collectors.Env) error {
+			_ = env.WriteFile("note.txt", []byte("going to sleep\n"))
+			time.Sleep(time.Hour)
+			return nil
+		}})
 }

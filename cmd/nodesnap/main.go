@@ -15,10 +15,12 @@ import (
 
 // Exit statuses, in one place. Every command's help refers to these.
 const (
-	exitOK      = 0
-	exitFatal   = 1
-	exitUsage   = 2
-	exitPartial = 3
+	exitOK           = 0
+	exitFatal        = 1
+	exitUsage        = 2
+	exitPartial      = 3
+	exitLocked       = 4
+	exitUploadFailed = 5
 )
 
 const exitStatusHelp = `Exit status:
@@ -27,7 +29,11 @@ const exitStatusHelp = `Exit status:
   2  usage error: bad flags or arguments
   3  collect: the bundle was written but is partial (a collector timed out,
      failed or was interrupted); validate: the bundle did not validate;
-     analyze: a finding of severity warning or critical`
+     analyze: a finding of severity warning or critical
+  4  collect: another nodesnap run is collecting into the same output
+     directory; nothing was collected (try again later, or use another -o)
+  5  collect, upload: the bundle was written but could not be uploaded; it is
+     kept on disk at the printed path (collect prints whether it is partial)`
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = ""
@@ -65,9 +71,15 @@ func exitCode(w interface{ Write([]byte) (int, error) }, err error) int {
 	fmt.Fprintln(w, "nodesnap: "+err.Error())
 	var ue *supervisor.UsageError
 	var fe *flagError
+	var le *lockedError
+	var upe *uploadError
 	switch {
 	case errors.As(err, &ue), errors.As(err, &fe):
 		return exitUsage
+	case errors.As(err, &le):
+		return exitLocked
+	case errors.As(err, &upe):
+		return exitUploadFailed
 	case errors.Is(err, bundle.ErrInvalid):
 		return exitPartial
 	}

@@ -32,7 +32,10 @@ with a deadline.
 
   # later, anywhere
   nodesnap validate nodesnap-node1-20261121T101500Z.tar.gz
-  nodesnap inspect nodesnap-node1-20261121T101500Z.tar.gz`,
+  nodesnap inspect nodesnap-node1-20261121T101500Z.tar.gz
+
+  # send it to the ticket (a pre-signed URL, kept out of the process list)
+  NODESNAP_UPLOAD_URL='https://...' nodesnap upload nodesnap-node1-20261121T101500Z.tar.gz`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       toolVersion(),
@@ -42,7 +45,9 @@ with a deadline.
 		newAnalyzeCommand(),
 		newCollectCommand(),
 		newCollectorsCommand(),
+		newDocsCommand(),
 		newInspectCommand(),
+		newUploadCommand(),
 		newValidateCommand(),
 		newRedactCommand(),
 		newVersionCommand(),

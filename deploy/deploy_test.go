@@ -1,0 +1,368 @@
+// Package deploy_test checks the deployment files (Kubernetes manifests,
+// systemd units) and the command lines in docs/ against the real types and
+// the real binary, so they cannot drift from what nodesnap accepts.
+package deploy_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/nodesnap/nodesnap/internal/testkit"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	k8sjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+const (
+	deployDir           = "."
+	imagePlaceholder    = "NODESNAP_IMAGE"
+	nodeNamePlaceholder = "NODE_NAME"
+)
+
+// k8sObjects decodes every document of every manifest in deploy/kubernetes
+// strictly (an unknown, misspelt or duplicated field fails) into its
+// k8s.io/api type.
+func k8sObjects(t *testing.T) map[string][]any {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(deployDir, "kubernetes", "*.yaml"))
+	if len(files) == 0 {
+		t.Fatal("no manifests in deploy/kubernetes")
+	}
+	byKind := map[string][]any{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(raw), -1) {
+			var meta struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+			}
+			if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+				t.Fatalf("%s document %d: %v", f, i, err)
+			}
+			if meta.Kind == "" {
+				if strings.TrimSpace(regexp.MustCompile(`(?m)^\s*#.*$`).ReplaceAllString(doc, "")) != "" {
+					t.Errorf("%s document %d has no kind", f, i)
+				}
+				continue
+			}
+			var obj any
+			switch meta.APIVersion + " " + meta.Kind {
+			case "v1 Namespace":
+				obj = &corev1.Namespace{}
+			case "v1 ServiceAccount":
+				obj = &corev1.ServiceAccount{}
+			case "rbac.authorization.k8s.io/v1 ClusterRole":
+				obj = &rbacv1.ClusterRole{}
+			case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
+				obj = &rbacv1.ClusterRoleBinding{}
+			case "apps/v1 DaemonSet":
+				obj = &appsv1.DaemonSet{}
+			case "batch/v1 Job":
+				obj = &batchv1.Job{}
+			default:
+				t.Errorf("%s document %d: unexpected %s %s", f, i, meta.APIVersion, meta.Kind)
+				continue
+			}
+			// The API server's own strictness: yaml.UnmarshalStrict
+			// goes through encoding/json, which matches field names
+			// regardless of case (hostPid would pass for hostPID).
+			js, err := yaml.YAMLToJSONStrict([]byte(doc))
+			if err != nil {
+				t.Errorf("%s document %d (%s): %v", f, i, meta.Kind, err)
+				continue
+			}
+			strict, err := k8sjson.UnmarshalStrict(js, obj)
+			if err == nil && len(strict) > 0 {
+				err = errors.Join(strict...)
+			}
+			if err != nil {
+				t.Errorf("%s document %d (%s): %v", f, i, meta.Kind, err)
+				continue
+			}
+			byKind[meta.Kind] = append(byKind[meta.Kind], obj)
+		}
+	}
+	return byKind
+}
+
+// The Kubernetes manifests are valid objects and say what nodesnap needs:
+// privileged, the host's PID and network namespaces, the host's root at
+// /host read-only, bundles to a hostPath, every taint tolerated, limits on
+// every container, one image placeholder, a service account allowed to ask
+// the kubelet, and a nodesnap command line that the real flag parser takes.
+func TestKubernetesManifests(t *testing.T) {
+	objs := k8sObjects(t)
+	for _, kind := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet", "Job"} {
+		if len(objs[kind]) != 1 {
+			t.Fatalf("%d %s objects, want 1", len(objs[kind]), kind)
+		}
+	}
+	ns := objs["Namespace"][0].(*corev1.Namespace)
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
+		t.Errorf("namespace %s does not let Pod Security Admission admit privileged pods", ns.Name)
+	}
+	sa := objs["ServiceAccount"][0].(*corev1.ServiceAccount)
+	role := objs["ClusterRole"][0].(*rbacv1.ClusterRole)
+	binding := objs["ClusterRoleBinding"][0].(*rbacv1.ClusterRoleBinding)
+	if sa.Namespace != ns.Name || binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 ||
+		binding.Subjects[0].Name != sa.Name || binding.Subjects[0].Namespace != ns.Name {
+		t.Errorf("binding %+v does not tie role %s to service account %s/%s", binding, role.Name, ns.Name, sa.Name)
+	}
+	allowed := map[string]bool{}
+	for _, r := range role.Rules {
+		for _, res := range r.Resources {
+			for _, v := range r.Verbs {
+				allowed[res+" "+v] = true
+				if v != "get" {
+					t.Errorf("role grants %s %s: nodesnap only reads", v, res)
+				}
+			}
+		}
+	}
+	if !allowed["nodes/proxy get"] || !allowed["nodes/metrics get"] {
+		t.Errorf("role %v lacks get on nodes/proxy and nodes/metrics (the kubelet collector)", allowed)
+	}
+
+	ds := objs["DaemonSet"][0].(*appsv1.DaemonSet)
+	job := objs["Job"][0].(*batchv1.Job)
+	for _, c := range []struct {
+		what string
+		ns   string
+		spec *corev1.PodSpec
+	}{{"DaemonSet", ds.Namespace, &ds.Spec.Template.Spec}, {"Job", job.Namespace, &job.Spec.Template.Spec}} {
+		checkPodSpec(t, c.what, c.spec, sa.Name)
+		if c.ns != ns.Name {
+			t.Errorf("%s in namespace %q, want %q", c.what, c.ns, ns.Name)
+		}
+	}
+	sel := ds.Spec.Selector.MatchLabels
+	for k, v := range sel {
+		if ds.Spec.Template.Labels[k] != v {
+			t.Errorf("DaemonSet selector %v does not match its pods' labels %v", sel, ds.Spec.Template.Labels)
+		}
+	}
+	js := job.Spec.Template.Spec
+	if js.NodeName != nodeNamePlaceholder || js.RestartPolicy != corev1.RestartPolicyNever || job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 0 {
+		t.Errorf("Job: nodeName %q restartPolicy %q backoffLimit %v; want pinned to %s, never restarted", js.NodeName, js.RestartPolicy, job.Spec.BackoffLimit, nodeNamePlaceholder)
+	}
+	if !strings.Contains(job.Name, nodeNamePlaceholder) {
+		t.Errorf("Job name %q does not carry the node's name", job.Name)
+	}
+}
+
+func checkPodSpec(t *testing.T, what string, spec *corev1.PodSpec, sa string) {
+	t.Helper()
+	if !spec.HostPID || !spec.HostNetwork || spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+		t.Errorf("%s: hostPID %v hostNetwork %v dnsPolicy %q; want the host's PID and network (kubelet on 127.0.0.1, the node's hostname)", what, spec.HostPID, spec.HostNetwork, spec.DNSPolicy)
+	}
+	if spec.ServiceAccountName != sa {
+		t.Errorf("%s runs as service account %q, want %q", what, spec.ServiceAccountName, sa)
+	}
+	tolerAll := false
+	for _, tl := range spec.Tolerations {
+		tolerAll = tolerAll || tl.Operator == corev1.TolerationOpExists && tl.Key == "" && tl.Effect == ""
+	}
+	if !tolerAll {
+		t.Errorf("%s does not tolerate every taint: %+v", what, spec.Tolerations)
+	}
+	vols := map[string]*corev1.Volume{}
+	for i := range spec.Volumes {
+		vols[spec.Volumes[i].Name] = &spec.Volumes[i]
+	}
+	all := append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...)
+	var collect *corev1.Container
+	for i := range all {
+		c := &all[i]
+		if c.Image != imagePlaceholder {
+			t.Errorf("%s container %s: image %q, want the placeholder %s", what, c.Name, c.Image, imagePlaceholder)
+		}
+		if c.Resources.Limits.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
+			t.Errorf("%s container %s has no cpu and memory limits", what, c.Name)
+		}
+		if strings.Contains(strings.Join(append(c.Command, c.Args...), " "), "nodesnap collect") {
+			collect = c
+		}
+	}
+	if collect == nil {
+		t.Fatalf("%s: no container runs nodesnap collect", what)
+	}
+	if collect.SecurityContext == nil || collect.SecurityContext.Privileged == nil || !*collect.SecurityContext.Privileged {
+		t.Errorf("%s: %s is not privileged", what, collect.Name)
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range collect.VolumeMounts {
+		mounts[m.MountPath] = m
+	}
+	host, ok := mounts["/host"]
+	if !ok || !host.ReadOnly || vols[host.Name] == nil || vols[host.Name].HostPath == nil || vols[host.Name].HostPath.Path != "/" {
+		t.Errorf("%s: the host's root is not mounted read-only at /host: %+v", what, host)
+	}
+	if host.MountPropagation == nil || *host.MountPropagation != corev1.MountPropagationHostToContainer {
+		t.Errorf("%s: /host without HostToContainer propagation: mounts made later are not seen", what)
+	}
+	args := nodesnapArgs(t, strings.Join(append(collect.Command, collect.Args...), "\n"))
+	flags := parseCollect(t, what, args)
+	root, outDir := flags["root"], flags["output-dir"]
+	if root != "/host" {
+		t.Errorf("%s: --root %q, want /host", what, root)
+	}
+	out, ok := mounts[outDir]
+	if !ok || out.ReadOnly || vols[out.Name] == nil || vols[out.Name].HostPath == nil || vols[out.Name].HostPath.Path != "/var/tmp/nodesnap" {
+		t.Errorf("%s: --output-dir %s is not the writable hostPath /var/tmp/nodesnap: %+v", what, outDir, out)
+	}
+}
+
+var collectLine = regexp.MustCompile(`(?m)^\s*(?:exec\s+)?nodesnap\s+collect\b(.*)$`)
+
+// nodesnapArgs finds the nodesnap collect command line in a script.
+func nodesnapArgs(t *testing.T, script string) []string {
+	t.Helper()
+	m := collectLine.FindStringSubmatch(script)
+	if m == nil {
+		t.Fatalf("no nodesnap collect line in:\n%s", script)
+	}
+	return strings.Fields(m[1])
+}
+
+// parseCollect checks args against the real binary's collect flags
+// (cobra parses flags before it shows help, so an unknown or malformed flag
+// fails) and returns them parsed by name.
+func parseCollect(t *testing.T, what string, args []string) map[string]string {
+	t.Helper()
+	bin := testkit.Binary(t)
+	// --help first: last, it could be taken as the value of a flag that
+	// lacks one, and a real collection would run.
+	c := exec.Command(bin, append([]string{"collect", "--help"}, args...)...)
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Errorf("%s: nodesnap collect %s: %v\n%s", what, strings.Join(args, " "), err, out)
+	}
+	flags := map[string]string{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			t.Errorf("%s: nodesnap collect takes no arguments, got %q", what, a)
+			continue
+		}
+		name, val, ok := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !ok {
+			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				val = args[i+1]
+				i++
+			} else {
+				val = "true"
+			}
+		}
+		flags[name] = val
+	}
+	return flags
+}
+
+// The systemd units pass systemd's own checker (where it is installed)
+// and run nodesnap with flags it has.
+func TestSystemdUnits(t *testing.T) {
+	unit, err := os.ReadFile(filepath.Join(deployDir, "systemd", "nodesnap.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var execStart string
+	for sc := bufio.NewScanner(bytes.NewReader(unit)); sc.Scan(); {
+		if v, ok := strings.CutPrefix(sc.Text(), "ExecStart="); ok {
+			execStart = v
+		}
+	}
+	f := strings.Fields(execStart)
+	if len(f) < 2 || filepath.Base(f[0]) != "nodesnap" || f[1] != "collect" {
+		t.Fatalf("ExecStart=%s does not run nodesnap collect", execStart)
+	}
+	flags := parseCollect(t, "nodesnap.service", f[2:])
+	if flags["quiet"] != "true" {
+		t.Errorf("the service is not quiet")
+	}
+	if k, _ := strconv.Atoi(flags["keep"]); k <= 0 {
+		t.Errorf("the service keeps every bundle forever")
+	}
+	for _, want := range []string{"SuccessExitStatus=3 4 5", "Nice=", "IOSchedulingClass=", "CPUQuota=", "MemoryMax=", "TimeoutStartSec="} {
+		if !bytes.Contains(unit, []byte("\n"+want)) {
+			t.Errorf("nodesnap.service lacks %s", want)
+		}
+	}
+	for _, bad := range []string{"ProtectSystem=", "PrivateTmp=", "PrivateMounts=", "ProtectHome=", "ReadOnlyPaths="} {
+		if bytes.Contains(unit, []byte("\n"+bad)) {
+			t.Errorf("nodesnap.service sets %s: a private mount namespace hides the host's mounts and holds them", bad)
+		}
+	}
+
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze not installed; units not verified by systemd")
+	}
+	dir := t.TempDir()
+	// verify insists that ExecStart's program exists.
+	svc := bytes.ReplaceAll(unit, []byte(f[0]), []byte("/bin/true"))
+	os.WriteFile(filepath.Join(dir, "nodesnap.service"), svc, 0o644)
+	timer, _ := os.ReadFile(filepath.Join(deployDir, "systemd", "nodesnap.timer"))
+	os.WriteFile(filepath.Join(dir, "nodesnap.timer"), timer, 0o644)
+	c := exec.Command(analyze, "verify", "nodesnap.service", "nodesnap.timer")
+	c.Dir = dir
+	outb, err := c.CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(outb)) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, outb)
+	}
+}
+
+// Every `nodesnap collect` example in docs/ uses flags that exist.
+func TestDocsExamplesParse(t *testing.T) {
+	files, _ := filepath.Glob("../docs/*.md")
+	n := 0
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		inCode := false
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				inCode = !inCode
+				continue
+			}
+			if !inCode {
+				continue
+			}
+			_, rest, ok := strings.Cut(line, "nodesnap collect")
+			if !ok || strings.Contains(line, "nodesnap collectors") {
+				continue
+			}
+			rest = regexp.MustCompile(`\s(\||;|&&|>|2>|#|\\$).*$`).ReplaceAllString(" "+rest, "")
+			var args []string
+			for _, a := range strings.Fields(rest) {
+				a = strings.Trim(a, `'"`)
+				if strings.ContainsAny(a, "$…<>") {
+					a = "PLACEHOLDER" // a shell variable or an elided value
+				}
+				if a != "" {
+					args = append(args, a)
+				}
+			}
+			parseCollect(t, filepath.Base(f)+":"+strconv.Itoa(i+1), args)
+			n++
+		}
+	}
+	t.Logf("%d nodesnap collect examples checked", n)
+	if n < 5 {
+		t.Errorf("only %d nodesnap collect examples found in docs/", n)
+	}
+}
