@@ -30,9 +30,10 @@ with a deadline.
 		Example: `  # on the node, as root: writes /var/tmp/nodesnap-<host>-<time>.tar.gz
   sudo nodesnap collect
 
-  # later, anywhere
-  nodesnap validate nodesnap-node1-20261121T101500Z.tar.gz
+  # later, anywhere: what went wrong, then the details
+  nodesnap analyze nodesnap-node1-20261121T101500Z.tar.gz
   nodesnap inspect nodesnap-node1-20261121T101500Z.tar.gz
+  nodesnap validate nodesnap-node1-20261121T101500Z.tar.gz
 
   # send it to the ticket (a pre-signed URL, kept out of the process list)
   NODESNAP_UPLOAD_URL='https://...' nodesnap upload nodesnap-node1-20261121T101500Z.tar.gz`,
