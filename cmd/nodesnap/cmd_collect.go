@@ -45,6 +45,7 @@ type collectOptions struct {
 	minFree          byteSize
 	minFreeSet       bool
 	upload           uploadOptions
+	redaction        redactFlags
 }
 
 // Defaults of the unattended-run flags.
@@ -125,6 +126,7 @@ bundles once the new one is complete. --upload URL then sends the bundle (see 'n
 	f.DurationVar(&o.probeTimeout, "probe-timeout", supervisor.DefaultProbeTimeout, "deadline of one risky operation (a stat of one mount, say)")
 	f.IntVar(&o.workers, "workers", supervisor.DefaultWorkers, "isolated worker processes per collector for risky operations")
 	f.BoolVar(&o.noBinary, "no-binary", false, "leave out artifacts that cannot be redacted (pprof protobufs)")
+	o.redaction.register(f)
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the bundle's path (and errors)")
 	f.IntVar(&o.keep, "keep", 0, "after a complete run, keep only the newest N bundles of this host in the output directory (0: keep all)")
 	f.DurationVar(&o.lockWait, "lock-wait", defaultLockWait, "how long to wait for another run collecting into the same output directory before giving up (exit status 4)")
@@ -195,6 +197,12 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	if err != nil {
 		return err
 	}
+	// A mistake in the redaction config is reported, with its line, before
+	// anything is collected.
+	redaction, err := o.redaction.settings()
+	if err != nil {
+		return err
+	}
 	outDir := o.outputDir
 	if o.outputFile != "" {
 		outDir = filepath.Dir(o.outputFile)
@@ -262,6 +270,7 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		CommandLine:   redactArgs(argv),
 		Version:       toolVersion(),
 		HandleSignals: true,
+		Redaction:     redaction,
 	}
 	var disp progressDisplay
 	if !o.quiet && o.output == "text" {
@@ -353,6 +362,12 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		}
 		if res.Manifest.Interrupted != nil {
 			fmt.Fprintf(stderr, "nodesnap: collection was interrupted by %s; the bundle holds what was gathered\n", res.Manifest.Interrupted.Signal)
+		}
+		for _, w := range res.Manifest.Warnings {
+			fmt.Fprintf(stderr, "nodesnap: warning: %s\n", w)
+		}
+		if res.MappingFile != "" {
+			fmt.Fprintf(stderr, "nodesnap: obfuscation mapping (keep it; do not attach it): %s\n", res.MappingFile)
 		}
 		switch {
 		case ur == nil:
