@@ -8,10 +8,10 @@ import (
 
 	"github.com/shirou/gopsutil/v4/common"
 	"github.com/shirou/gopsutil/v4/cpu"
-	"github.com/shirou/gopsutil/v4/host"
 	"github.com/shirou/gopsutil/v4/load"
 	"github.com/shirou/gopsutil/v4/mem"
 
+	"github.com/nodesnap/nodesnap/collectors/procfs"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
@@ -27,27 +27,26 @@ func init() {
 
 // hostSummary is host/summary.json.
 type hostSummary struct {
-	Hostname       string    `json:"hostname"`
-	Kernel         string    `json:"kernel"`
-	KernelVersion  string    `json:"kernel_version,omitempty"`
-	Arch           string    `json:"arch"`
-	OS             string    `json:"os,omitempty"`
-	OSVersion      string    `json:"os_version,omitempty"`
-	BootID         string    `json:"boot_id,omitempty"`
-	MachineID      string    `json:"machine_id,omitempty"`
-	BootTime       time.Time `json:"boot_time,omitzero"`
-	UptimeSeconds  uint64    `json:"uptime_seconds"`
-	Load1          float64   `json:"load1"`
-	Load5          float64   `json:"load5"`
-	Load15         float64   `json:"load15"`
-	CPUs           int       `json:"cpus"`
-	CPUModel       string    `json:"cpu_model,omitempty"`
-	MemTotal       uint64    `json:"mem_total_bytes"`
-	MemAvailable   uint64    `json:"mem_available_bytes"`
-	SwapTotal      uint64    `json:"swap_total_bytes"`
-	CgroupVersion  string    `json:"cgroup_version"`
-	Virtualization string    `json:"virtualization,omitempty"`
-	Errors         []string  `json:"errors,omitempty"`
+	Hostname      string    `json:"hostname"`
+	Kernel        string    `json:"kernel"`
+	KernelVersion string    `json:"kernel_version,omitempty"`
+	Arch          string    `json:"arch"`
+	OS            string    `json:"os,omitempty"`
+	OSVersion     string    `json:"os_version,omitempty"`
+	BootID        string    `json:"boot_id,omitempty"`
+	MachineID     string    `json:"machine_id,omitempty"`
+	BootTime      time.Time `json:"boot_time,omitzero"`
+	UptimeSeconds uint64    `json:"uptime_seconds"`
+	Load1         float64   `json:"load1"`
+	Load5         float64   `json:"load5"`
+	Load15        float64   `json:"load15"`
+	CPUs          int       `json:"cpus"`
+	CPUModel      string    `json:"cpu_model,omitempty"`
+	MemTotal      uint64    `json:"mem_total_bytes"`
+	MemAvailable  uint64    `json:"mem_available_bytes"`
+	SwapTotal     uint64    `json:"swap_total_bytes"`
+	CgroupVersion string    `json:"cgroup_version"`
+	Errors        []string  `json:"errors,omitempty"`
 }
 
 // hostRawFiles are copied verbatim (redacted): an expert reads these first.
@@ -96,20 +95,26 @@ func collectHost(ctx context.Context, env *Env) error {
 	s.BootID = read(env.ProcPath("sys/kernel/random/boot_id"))
 	s.MachineID = read(env.HostPath("/etc/machine-id"))
 
-	if hi, err := host.InfoWithContext(gctx); err == nil {
-		s.OS, s.OSVersion = hi.Platform, hi.PlatformVersion
-		s.UptimeSeconds = hi.Uptime
-		if hi.BootTime > 0 {
-			s.BootTime = time.Unix(int64(hi.BootTime), 0).UTC()
+	// Not gopsutil's host.Info: it runs lsb_release, a program started
+	// outside the isolation layer and blind to --root. The same facts come
+	// from files under the roots.
+	if s.Hostname == "" || (env.Root != "" && env.Root != "/") {
+		// /proc/sys/kernel/hostname answers for the reader's own UTS
+		// namespace, which in a pod without hostNetwork is the pod's: under
+		// --root the host's /etc/hostname is the better witness.
+		if h := read(env.HostPath("/etc/hostname")); h != "" && !strings.ContainsAny(h, " \n") {
+			if s.Hostname != "" && s.Hostname != h {
+				env.Notef("hostname: %s in the host's /etc/hostname, %s in this process's UTS namespace; using the host's", h, s.Hostname)
+			}
+			s.Hostname = h
 		}
-		if hi.VirtualizationSystem != "" {
-			s.Virtualization = hi.VirtualizationSystem + "/" + hi.VirtualizationRole
-		}
-		if s.Hostname == "" {
-			s.Hostname = hi.Hostname
-		}
-	} else {
-		s.Errors = append(s.Errors, "host info: "+err.Error())
+	}
+	s.OS, s.OSVersion = osRelease(read(env.HostPath("/etc/os-release")))
+	if u, err := procfs.ParseUptime([]byte(read(env.ProcPath("uptime")))); err == nil {
+		s.UptimeSeconds = uint64(u.Seconds)
+	}
+	if bt := bootTime(env); !bt.IsZero() {
+		s.BootTime = bt.UTC()
 	}
 	if la, err := load.AvgWithContext(gctx); err == nil {
 		s.Load1, s.Load5, s.Load15 = la.Load1, la.Load5, la.Load15
@@ -175,4 +180,22 @@ func cgroupVersion(env *Env) string {
 		return "v1"
 	}
 	return "unknown"
+}
+
+// osRelease returns the distribution's ID and VERSION_ID from os-release.
+func osRelease(data string) (id, version string) {
+	for _, l := range strings.Split(data, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(l), "=")
+		if !ok {
+			continue
+		}
+		v = strings.Trim(v, `"'`)
+		switch k {
+		case "ID":
+			id = v
+		case "VERSION_ID":
+			version = v
+		}
+	}
+	return id, version
 }
