@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/redact"
 )
 
@@ -105,7 +106,7 @@ func ChildMain() int {
 	if m := red.Mappings(); len(m) > 0 {
 		sink.send(Event{Type: EventMappings, Mappings: m})
 	}
-	sink.send(Event{Type: EventDone, Status: status, Error: msg})
+	sink.send(Event{Type: EventDone, Status: status, Error: msg, PeakRSSKiB: isolate.OwnPeakRSSKiB()})
 	return code
 }
 

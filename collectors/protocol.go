@@ -83,6 +83,8 @@ type Event struct {
 	Value  string      `json:"value,omitempty"`
 	Status string      `json:"status,omitempty"`
 	Error  string      `json:"error,omitempty"`
+	// PeakRSSKiB is the child's own peak memory, sent with "done".
+	PeakRSSKiB int64 `json:"peak_rss_kib,omitempty"`
 	// Mappings are obfuscation tokens and the values they stand for.
 	Mappings map[string]string `json:"mappings,omitempty"`
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -122,7 +123,10 @@ func (c *Child) ExitCode() int {
 }
 
 // MaxRSSKiB is the peak resident memory of the child (and of the largest
-// of its own reaped children), once it has been reaped; 0 before.
+// of its own reaped children), once it has been reaped; 0 before. The
+// kernel carries ru_maxrss across execve from the image that forked, so
+// this is at least the parent's size at the time: children report their
+// own peak (OwnPeakRSSKiB) instead, and this is the fallback.
 func (c *Child) MaxRSSKiB() int64 {
 	select {
 	case <-c.done:
@@ -235,4 +239,22 @@ func Run(ctx context.Context, timeout time.Duration, spec Spec) (Result, error) 
 	h := c.Kill(true)
 	r := Result{ExitCode: -1, TimedOut: true, Duration: time.Since(c.start), Evidence: h}
 	return r, fmt.Errorf("%s did not finish within %s (%s): %w", spec.Path, timeout, h.String(), ErrTimeout)
+}
+
+// OwnPeakRSSKiB is this process's own peak resident set size (VmHWM), which
+// unlike getrusage's ru_maxrss is not inherited across execve from the
+// process that started us. 0 if unknown.
+func OwnPeakRSSKiB() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			var n int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &n)
+			return n
+		}
+	}
+	return 0
 }

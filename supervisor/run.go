@@ -572,6 +572,9 @@ func (r *run) runOne(cr *collectorRun) {
 		cr.res.Status = bundle.StatusError
 	}
 	cr.res.MaxRSSKiB = child.MaxRSSKiB()
+	if d != nil && d.PeakRSSKiB > 0 {
+		cr.res.MaxRSSKiB = d.PeakRSSKiB
+	}
 }
 
 func (r *run) handleEvent(cr *collectorRun, ev collectors.Event) {
@@ -776,10 +779,7 @@ func (r *run) manifest(specs []*collectors.Spec) (*bundle.Manifest, error) {
 	}
 	sort.Slice(m.Omitted, func(i, j int) bool { return m.Omitted[i].Path < m.Omitted[j].Path })
 	res := &bundle.Resources{}
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		res.SupervisorMaxRSSKiB = ru.Maxrss
-	}
+	res.SupervisorMaxRSSKiB = isolate.OwnPeakRSSKiB()
 	for _, c := range m.Collectors {
 		res.LargestChildMaxRSSKiB = max(res.LargestChildMaxRSSKiB, c.MaxRSSKiB)
 	}
