@@ -150,14 +150,18 @@ type MountDevice struct {
 }
 
 // MountDeviceNamespace is one namespace mounting a device.
+// MaxDeviceNamespaceProcesses bounds the processes listed per namespace
+// under a device; ProcessCount has the full count.
+const MaxDeviceNamespaceProcesses = 16
+
 type MountDeviceNamespace struct {
 	Namespace uint64 `json:"namespace"`
 	Host      bool   `json:"host"`
 	// ProcessCount is how many processes have a task in the namespace.
 	ProcessCount int `json:"process_count"`
 	// Processes lists them (pids, comms, and tids for thread-level
-	// namespaces). Left out for the host namespace, whose processes are
-	// in namespaces[] once.
+	// namespaces), at most MaxDeviceNamespaceProcesses. Left out for the
+	// host namespace, whose processes are in namespaces[] once.
 	Processes []NamespaceProcess `json:"processes,omitempty"`
 	Mounts    []MountDeviceMount `json:"mounts"`
 }
@@ -927,7 +931,11 @@ func BuildMountDeviceIndex(nss []MountNamespace) []MountDevice {
 			if !ok {
 				dn := MountDeviceNamespace{Namespace: ns.Inode, Host: ns.Host, ProcessCount: ns.ProcessCount}
 				if !ns.Host {
-					dn.Processes = ns.Processes
+					// Enough to name the holders; the full list is in
+					// namespaces[] once, not repeated for every device
+					// the namespace mounts (it made mounts.json
+					// quadratic on a node with many namespaces).
+					dn.Processes = ns.Processes[:min(len(ns.Processes), MaxDeviceNamespaceProcesses)]
 				}
 				d.Namespaces = append(d.Namespaces, dn)
 				i = len(d.Namespaces) - 1
