@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,6 +284,15 @@ func FuzzWalkReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lim := bundle.Limits{MaxEntryBytes: 1 << 20, MaxTotalBytes: 4 << 20, MaxEntries: 100}
 		var total int64
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				panic(fmt.Sprintf("WalkReader did not return within 5s on %d bytes of input", len(data)))
+			}
+		}()
 		_ = bundle.WalkReader(context.Background(), bytes.NewReader(data), lim, func(e bundle.Entry) error {
 			if strings.HasPrefix(e.Name, "/") || strings.Contains(e.Name, "..") {
 				t.Fatalf("unsafe name passed: %q", e.Name)

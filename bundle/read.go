@@ -62,7 +62,9 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 	var af archives.CompressedArchive
 	switch {
 	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
-		af, _ = Format(Gzip)
+		// Single-threaded for reading untrusted input: the parallel
+		// reader reads ahead into large buffers per stream.
+		af = archives.CompressedArchive{Compression: archives.Gz{}, Extraction: archives.Tar{}}
 	case len(magic) >= 4 && bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
 		af, _ = Format(Zstd)
 	default:
