@@ -39,8 +39,8 @@ func init() {
 		Flags:          csiFlags,
 		Run:            collectCSI,
 	})
-	isolate.RegisterOp(opCSIReadDir, csiReadDirOp)
-	isolate.RegisterOp(opCSIGlob, csiGlobOp)
+	isolate.RegisterOp(opCSIReadDir, isolate.Typed(csiReadDirOp))
+	isolate.RegisterOp(opCSIGlob, isolate.Typed(csiGlobOp))
 }
 
 // CSIOptions are the csi collector's flags. Paths are host paths.
@@ -249,11 +249,7 @@ type CSIReadDirEntry struct {
 // csiReadDirOp reads one directory with getdents64 and keeps d_type as the
 // kernel gave it. os.ReadDir would lstat() entries whose type is unknown,
 // and an lstat of a mountpoint entry enters that mount.
-func csiReadDirOp(raw json.RawMessage) (any, error) {
-	var rq CSIReadDirRequest
-	if err := json.Unmarshal(raw, &rq); err != nil {
-		return nil, err
-	}
+func csiReadDirOp(rq CSIReadDirRequest) (any, error) {
 	if rq.Max <= 0 {
 		rq.Max = 10000
 	}
@@ -310,11 +306,7 @@ type CSIGlobRequest struct {
 	Max     int    `json:"max"`
 }
 
-func csiGlobOp(raw json.RawMessage) (any, error) {
-	var rq CSIGlobRequest
-	if err := json.Unmarshal(raw, &rq); err != nil {
-		return nil, err
-	}
+func csiGlobOp(rq CSIGlobRequest) (any, error) {
 	m, err := filepath.Glob(rq.Pattern)
 	if err != nil {
 		return nil, err

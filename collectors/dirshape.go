@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -88,13 +87,9 @@ func init() {
 		},
 		Run: collectDirshape,
 	})
-	isolate.RegisterOp(opDirShapeScan, func(raw json.RawMessage) (any, error) {
-		var rq DirShapeScanRequest
-		if err := json.Unmarshal(raw, &rq); err != nil {
-			return nil, err
-		}
+	isolate.RegisterOp(opDirShapeScan, isolate.Typed(func(rq DirShapeScanRequest) (any, error) {
 		return ScanDirShape(rq), nil
-	})
+	}))
 }
 
 // DirShapeReport is dirshape/shape.json.

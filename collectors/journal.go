@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,9 +40,9 @@ func init() {
 		Flags:          journalFlags,
 		Run:            collectJournal,
 	})
-	isolate.RegisterOp(opJournalProbe, journalProbeOp)
-	isolate.RegisterOp(opJournalReadAt, journalReadAtOp)
-	isolate.RegisterOp(opJournalKmsg, journalKmsgOp)
+	isolate.RegisterOp(opJournalProbe, isolate.Typed(journalProbeOp))
+	isolate.RegisterOp(opJournalReadAt, isolate.Typed(journalReadAtOp))
+	isolate.RegisterOp(opJournalKmsg, isolate.Typed(journalKmsgOp))
 }
 
 // JournalOptions are the journal collector's flags.
@@ -1421,11 +1420,7 @@ type journalProbeResult struct {
 
 // journalProbeOp counts journal files in a journal directory and its
 // machine-id subdirectories (bounded: a count, not a listing).
-func journalProbeOp(raw json.RawMessage) (any, error) {
-	var rq journalProbeRequest
-	if err := json.Unmarshal(raw, &rq); err != nil {
-		return nil, err
-	}
+func journalProbeOp(rq journalProbeRequest) (any, error) {
 	var r journalProbeResult
 	var walk func(dir string, depth int) error
 	walk = func(dir string, depth int) error {
@@ -1469,11 +1464,7 @@ type journalReadResult struct {
 
 // journalReadAtOp reads one chunk of a regular file (never a FIFO or a
 // device, which could block or never end).
-func journalReadAtOp(raw json.RawMessage) (any, error) {
-	var rq journalReadRequest
-	if err := json.Unmarshal(raw, &rq); err != nil {
-		return nil, err
-	}
+func journalReadAtOp(rq journalReadRequest) (any, error) {
 	fd, err := unix.Open(rq.Path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: rq.Path, Err: err}
@@ -1525,11 +1516,7 @@ type journalKmsgResult struct {
 
 // journalKmsgOp reads every record in the kernel ring buffer without
 // blocking (each read(2) returns one record; EAGAIN means the end).
-func journalKmsgOp(raw json.RawMessage) (any, error) {
-	var rq journalKmsgRequest
-	if err := json.Unmarshal(raw, &rq); err != nil {
-		return nil, err
-	}
+func journalKmsgOp(rq journalKmsgRequest) (any, error) {
 	fd, err := unix.Open(rq.Path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: rq.Path, Err: err}

@@ -3,7 +3,6 @@ package collectors
 import (
 	"container/heap"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -69,7 +68,7 @@ func init() {
 		},
 		Run: collectMountprobe,
 	})
-	isolate.RegisterOp(opMountProbe, mpProbeOp)
+	isolate.RegisterOp(opMountProbe, isolate.Typed(mpProbeOp))
 }
 
 // MountProbeReport is mountprobe/probes.json.
@@ -194,11 +193,7 @@ type mpResponse struct {
 // mpProbeOp runs in a worker: lstat (the mountpoint is crossed, a
 // symlink at the end is not followed) then statfs. statfs is tried even
 // when stat failed, since their errors can differ.
-func mpProbeOp(raw json.RawMessage) (any, error) {
-	var rq mpRequest
-	if err := json.Unmarshal(raw, &rq); err != nil {
-		return nil, err
-	}
+func mpProbeOp(rq mpRequest) (any, error) {
 	var r mpResponse
 	t := time.Now()
 	var st unix.Stat_t

@@ -62,7 +62,7 @@ func init() {
 		},
 		Run: collectOpenFiles,
 	})
-	isolate.RegisterOp(opOpenFilesMaps, openFilesMapsOp)
+	isolate.RegisterOp(opOpenFilesMaps, isolate.Typed(openFilesMapsOp))
 }
 
 // OpenFilesSummary is openfiles/holders.json.
@@ -241,11 +241,7 @@ type ofMapped struct {
 // openFilesMapsOp runs in a worker: it reads one maps file (which may block
 // on the process's mmap lock) and returns its distinct files, so that only
 // a few hundred bytes cross the pipe instead of the whole file.
-func openFilesMapsOp(raw json.RawMessage) (any, error) {
-	var rq ofMapsRequest
-	if err := json.Unmarshal(raw, &rq); err != nil {
-		return nil, err
-	}
+func openFilesMapsOp(rq ofMapsRequest) (any, error) {
 	r, err := isolate.ReadFileLimited(rq.Path, rq.Max)
 	if err != nil {
 		return nil, err

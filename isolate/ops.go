@@ -1,7 +1,6 @@
 package isolate
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -79,11 +78,7 @@ func StatFromUnix(st *unix.Stat_t) StatResult {
 }
 
 func init() {
-	RegisterOp(OpStat, func(raw json.RawMessage) (any, error) {
-		var rq StatRequest
-		if err := json.Unmarshal(raw, &rq); err != nil {
-			return nil, err
-		}
+	RegisterOp(OpStat, Typed(func(rq StatRequest) (any, error) {
 		var st unix.Stat_t
 		var err error
 		if rq.Follow {
@@ -95,33 +90,21 @@ func init() {
 			return nil, &os.PathError{Op: "stat", Path: rq.Path, Err: err}
 		}
 		return StatFromUnix(&st), nil
-	})
-	RegisterOp(OpStatfs, func(raw json.RawMessage) (any, error) {
-		var rq PathRequest
-		if err := json.Unmarshal(raw, &rq); err != nil {
-			return nil, err
-		}
+	}))
+	RegisterOp(OpStatfs, Typed(func(rq PathRequest) (any, error) {
 		var st unix.Statfs_t
 		if err := unix.Statfs(rq.Path, &st); err != nil {
 			return nil, &os.PathError{Op: "statfs", Path: rq.Path, Err: err}
 		}
 		return StatfsResult{Type: st.Type, Bsize: st.Bsize, Blocks: st.Blocks, Bfree: st.Bfree,
 			Bavail: st.Bavail, Files: st.Files, Ffree: st.Ffree, Flags: st.Flags, Namelen: st.Namelen}, nil
-	})
-	RegisterOp(OpReadFile, func(raw json.RawMessage) (any, error) {
-		var rq ReadFileRequest
-		if err := json.Unmarshal(raw, &rq); err != nil {
-			return nil, err
-		}
+	}))
+	RegisterOp(OpReadFile, Typed(func(rq ReadFileRequest) (any, error) {
 		return ReadFileLimited(rq.Path, rq.Max)
-	})
-	RegisterOp(OpReadlink, func(raw json.RawMessage) (any, error) {
-		var rq PathRequest
-		if err := json.Unmarshal(raw, &rq); err != nil {
-			return nil, err
-		}
+	}))
+	RegisterOp(OpReadlink, Typed(func(rq PathRequest) (any, error) {
 		return os.Readlink(rq.Path)
-	})
+	}))
 }
 
 // ReadFileLimited reads at most max bytes (1 MiB when max <= 0) without

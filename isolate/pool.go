@@ -22,6 +22,18 @@ var (
 	ops   = map[string]OpFunc{}
 )
 
+// Typed adapts an operation on a decoded request of type Req to an OpFunc,
+// so that each operation does not repeat the decoding.
+func Typed[Req any](fn func(Req) (any, error)) OpFunc {
+	return func(raw json.RawMessage) (any, error) {
+		var rq Req
+		if err := json.Unmarshal(raw, &rq); err != nil {
+			return nil, fmt.Errorf("decoding the request: %w", err)
+		}
+		return fn(rq)
+	}
+}
+
 // RegisterOp makes an operation available to workers. Call it from init():
 // workers are this same binary, so every registered op exists there too.
 func RegisterOp(name string, fn OpFunc) {
