@@ -30,14 +30,29 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	@for s in bench/*.sh; do [ -x "$$s" ] || continue; echo "== $$s"; NODESNAP=$(CURDIR)/$(BIN) "$$s" || exit 1; done
 
-## fuzz: each fuzz target for FUZZTIME (default 20s)
+## fuzz: each fuzz target for FUZZTIME (default 20s). A target fails only when it
+## writes a failing input to testdata/fuzz/<target>: Go 1.26's coordinator can end a
+## clean run with a bare "context deadline exceeded" (golang/go#75804), counted here
+## as a harness flake, not a finding.
 FUZZTIME ?= 20s
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
+	@pass=0; fail=0; flake=0; \
+	for pkg in $$($(GO) list ./...); do \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
-	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	    echo "== $$pkg $$f"; \
+	    before=$$(ls $$dir/testdata/fuzz/$$f 2>/dev/null | wc -l); \
+	    if $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg > /tmp/nodesnap-fuzz.$$$$ 2>&1; then pass=$$((pass+1)); \
+	    else \
+	      after=$$(ls $$dir/testdata/fuzz/$$f 2>/dev/null | wc -l); \
+	      if [ "$$after" -gt "$$before" ] || ! grep -q 'context deadline exceeded' /tmp/nodesnap-fuzz.$$$$; then \
+	        cat /tmp/nodesnap-fuzz.$$$$; fail=$$((fail+1)); \
+	      else echo "   (harness flake: context deadline exceeded, no failing input written)"; flake=$$((flake+1)); fi; \
+	    fi; \
+	    rm -f /tmp/nodesnap-fuzz.$$$$; \
 	  done; \
-	done
+	done; \
+	echo "fuzz: $$pass passed, $$fail failed, $$flake flaked"; [ $$fail -eq 0 ]
 
 ## vet: go vet and a gofmt check
 vet:
