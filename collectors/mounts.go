@@ -231,12 +231,12 @@ func mntIsKthreadd(dir string) bool {
 // mntListNumeric returns the numeric entry names of a /proc directory, sorted.
 // Readdirnames does not stat the entries.
 func mntListNumeric(dir string) ([]int, error) {
-	f, err := os.Open(dir)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
+	names, err := mntDirNames(fd)
+	unix.Close(fd)
 	if err != nil && len(names) == 0 {
 		return nil, err
 	}
@@ -251,6 +251,25 @@ func mntListNumeric(dir string) ([]int, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// mntDirNames lists a directory with getdents on a raw descriptor.
+func mntDirNames(fd int) ([]string, error) {
+	var buf [16 << 10]byte
+	var names []string
+	for {
+		n, err := unix.Getdents(fd, buf[:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return names, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
 }
 
 // mntReadSmall reads a short /proc or /sys file into buf (no stat: such files
@@ -389,12 +408,15 @@ type mntTaskNS struct {
 // link (0 when the task is gone). The links are read relative to the open
 // task directory, which spares a path walk per task.
 func mntTaskNamespaces(proc string, pid int) ([]int, []uint64, error) {
-	f, err := os.Open(proc + "/" + strconv.Itoa(pid) + "/task")
+	// Raw syscalls: os.Open registers every file with the netpoller and
+	// Fd() switches it back to blocking, four extra system calls for each
+	// of thousands of tasks.
+	fd, err := unix.Open(proc+"/"+strconv.Itoa(pid)+"/task", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
+	defer unix.Close(fd)
+	names, err := mntDirNames(fd)
 	if err != nil && len(names) == 0 {
 		return nil, nil, err
 	}
@@ -405,7 +427,6 @@ func mntTaskNamespaces(proc string, pid int) ([]int, []uint64, error) {
 		}
 	}
 	slices.Sort(tids)
-	fd := int(f.Fd())
 	nss := make([]uint64, len(tids))
 	var buf [64]byte
 	var rel []byte
