@@ -759,6 +759,10 @@ func (j *journalRun) boots(ctx context.Context) {
 // does not read the kernel log).
 func (j *journalRun) fallbacks(ctx context.Context, usable bool) {
 	need := func(subject string) bool {
+		if subject == "kernel" && !j.o.Kernel {
+			// --journal-kernel=false holds whatever the source.
+			return false
+		}
 		if !usable {
 			return true
 		}

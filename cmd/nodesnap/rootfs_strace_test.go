@@ -24,7 +24,7 @@ import (
 var knownOutsideRoot = map[string]string{
 	"/proc/stat": "gopsutil's cpu package reads it in init(), in every nodesnap process (not bundled)",
 	"exec dmesg": "journal: the kernel log is the running kernel's whatever the root (right in a container); " +
-		"--journal-kernel=false is not honoured when journald is unusable (reported)",
+		"--journal-kernel=false turns it off",
 }
 
 // The strongest form of "reads only from the fixture": every file system
