@@ -338,3 +338,22 @@ func isTraceLine(b []byte) bool {
 	}
 	return false
 }
+
+// eachUnclaimed calls fn for each key of a log signature that no
+// correlated finding claimed, marking it claimed, up to
+// maxLogFindingsPerID; the rest are summed up in one "not listed" finding.
+func (st *state) eachUnclaimed(sig, id string, fn func(k *keyHits)) {
+	s := st.logs.sigs[sig]
+	if s == nil {
+		return
+	}
+	ks := s.unclaimed()
+	for i, k := range ks {
+		if i == maxLogFindingsPerID {
+			st.notListed(id, len(ks)-i, s.Overflow)
+			return
+		}
+		k.claimed = true
+		fn(k)
+	}
+}

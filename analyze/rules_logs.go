@@ -94,39 +94,19 @@ func (st *state) notListed(id string, n, overflow int) {
 
 // simpleLogFindings makes one finding per unclaimed key of a signature.
 func (st *state) simpleLogFindings(sig, id string, sev Severity, title string, text func(*keyHits) (summary, explanation string, remediation []string)) {
-	s := st.logs.sigs[sig]
-	if s == nil {
-		return
-	}
-	ks := s.unclaimed()
-	for i, k := range ks {
-		if i == maxLogFindingsPerID {
-			st.notListed(id, len(ks)-i, s.Overflow)
-			break
-		}
-		k.claimed = true
+	st.eachUnclaimed(sig, id, func(k *keyHits) {
 		summary, expl, rem := text(k)
 		f := Finding{ID: id, Severity: sev, Title: title, Subject: k.Key, Summary: summary, Explanation: expl,
 			Evidence: k.evidence(sigWhat[sig]), Remediation: rem}
 		st.add(f)
-	}
+	})
 }
 
 // teardownBusy: "UnmountVolume.TearDown failed ... remove <dir>: device or
 // resource busy", retried with backoff. Says whether the directory is
 // still mounted and where.
 func (st *state) teardownBusy() {
-	s := st.logs.sigs[sigTeardownBusy]
-	if s == nil {
-		return
-	}
-	ks := s.unclaimed()
-	for i, k := range ks {
-		if i == maxLogFindingsPerID {
-			st.notListed(idTeardownBusy, len(ks)-i, s.Overflow)
-			break
-		}
-		k.claimed = true
+	st.eachUnclaimed(sigTeardownBusy, idTeardownBusy, func(k *keyHits) {
 		dir, backoff := "", ""
 		for _, h := range k.hits() {
 			if m := reRemoveBusy.FindStringSubmatch(h.Line.Text); m != nil {
@@ -180,7 +160,7 @@ func (st *state) teardownBusy() {
 		rem = append(rem, "Find what keeps it busy: findmnt "+shellQuote(orUnknown(dir))+"; grep the volume in /proc/*/task/*/mountinfo; lsof +D on the directory.")
 		f.Remediation = rem
 		st.add(f)
-	}
+	})
 }
 
 // orphanedPods: "orphaned pod <uid> found, but volume paths are still
@@ -249,17 +229,7 @@ func (st *state) orphanedPods() {
 // otherReferences: "the device mount path .../globalmount is still mounted
 // by other references": the staging mount's device is mounted elsewhere.
 func (st *state) otherReferences() {
-	s := st.logs.sigs[sigOtherReferences]
-	if s == nil {
-		return
-	}
-	ks := s.unclaimed()
-	for i, k := range ks {
-		if i == maxLogFindingsPerID {
-			st.notListed(idOtherReferences, len(ks)-i, s.Overflow)
-			break
-		}
-		k.claimed = true
+	st.eachUnclaimed(sigOtherReferences, idOtherReferences, func(k *keyHits) {
 		f := Finding{
 			ID:       idOtherReferences,
 			Severity: Warning,
@@ -291,24 +261,14 @@ func (st *state) otherReferences() {
 		}
 		f.Remediation = []string{"Unmount the leftover references (pod bind mounts under /var/lib/kubelet/pods/*/volumes, or copies in other namespaces), then the kubelet unstages the volume."}
 		st.add(f)
-	}
+	})
 }
 
 // rootfsBusy: "unlinkat .../merged: device or resource busy": a container's
 // rootfs mount leaked into another process's private namespace
 // (moby#22260).
 func (st *state) rootfsBusy() {
-	s := st.logs.sigs[sigUnlinkatBusy]
-	if s == nil {
-		return
-	}
-	ks := s.unclaimed()
-	for i, k := range ks {
-		if i == maxLogFindingsPerID {
-			st.notListed(idRootfsBusy, len(ks)-i, s.Overflow)
-			break
-		}
-		k.claimed = true
+	st.eachUnclaimed(sigUnlinkatBusy, idRootfsBusy, func(k *keyHits) {
 		f := Finding{
 			ID:       idRootfsBusy,
 			Severity: Warning,
@@ -332,7 +292,7 @@ func (st *state) rootfsBusy() {
 		}
 		f.Remediation = []string{"Find the namespace that still mounts it (grep the container ID in /proc/*/task/*/mountinfo) and unmount it there (nsenter -t <pid> -m umount <path>), or restart that service."}
 		st.add(f)
-	}
+	})
 }
 
 // nsHolders names a few processes of a namespace.
