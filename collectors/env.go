@@ -385,9 +385,8 @@ func (e *Env) Command(ctx context.Context, timeout time.Duration, out string, na
 	if err != nil {
 		return isolate.Result{}, err
 	}
-	var stderr limitedBuffer
-	stderr.max = 64 << 10
-	res, rerr := isolate.Run(ctx, timeout, isolate.Spec{Path: name, Args: args, Stdout: f, Stderr: &stderr,
+	stderr := &isolate.HeadBuffer{Max: 64 << 10}
+	res, rerr := isolate.Run(ctx, timeout, isolate.Spec{Path: name, Args: args, Stdout: f, Stderr: stderr,
 		Env: append(commandEnv(), "LC_ALL=C", "SYSTEMD_PAGER=", "PAGER=cat", "SYSTEMD_COLORS=0", "NO_COLOR=1")})
 	cerr := f.Close()
 	if s := stderr.String(); s != "" {
@@ -432,30 +431,6 @@ func firstLine(s string) string {
 		s = s[:300] + "…"
 	}
 	return s
-}
-
-type limitedBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if room := l.max - len(l.buf); room > 0 {
-		if len(p) < room {
-			room = len(p)
-		}
-		l.buf = append(l.buf, p[:room]...)
-	}
-	return len(p), nil
-}
-
-func (l *limitedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.buf)
 }
 
 // jsonLine encodes v compactly on one line.

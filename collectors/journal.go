@@ -1120,7 +1120,7 @@ func (j *journalRun) cmdTimeout(ctx context.Context, want time.Duration) (time.D
 // run runs a program in the isolation layer with stdout into w. A program
 // that misses its deadline is recorded in the manifest with where it hung.
 func (j *journalRun) run(ctx context.Context, timeout time.Duration, prog string, args []string, w io.Writer) (isolate.Result, string, error) {
-	stderr := &limitedBuffer{max: 16 << 10}
+	stderr := &isolate.HeadBuffer{Max: 16 << 10}
 	env := append(commandEnv(), "LC_ALL=C", "SYSTEMD_PAGER=", "PAGER=cat", "SYSTEMD_COLORS=0", "NO_COLOR=1", "SYSTEMD_LESS=", "SYSTEMD_URLIFY=0")
 	res, err := isolate.Run(ctx, timeout, isolate.Spec{Path: prog, Args: args, Stdout: w, Stderr: stderr, Env: env})
 	if res.TimedOut {

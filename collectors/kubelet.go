@@ -529,9 +529,9 @@ func (k *kubeletRun) save(ep kubeletEndpoint, body io.Reader) (int64, bool, erro
 		w = sw
 	}
 	var src io.Reader = lr
-	var head *limitedBuffer
+	var head *isolate.HeadBuffer
 	if ep.name == "healthz" {
-		head = &limitedBuffer{max: 64 << 10}
+		head = &isolate.HeadBuffer{Max: 64 << 10}
 		src = io.TeeReader(lr, head)
 	}
 	_, rerr := io.Copy(w, src)

@@ -228,9 +228,10 @@ func mntIsKthreadd(dir string) bool {
 	return mntReadComm(dir+"/comm") == "kthreadd"
 }
 
-// mntListNumeric returns the numeric entry names of a /proc directory, sorted.
+// listNumeric returns the numeric entry names of a /proc directory (pids,
+// tids), sorted; processes, mounts and openfiles all walk /proc with it.
 // Readdirnames does not stat the entries.
-func mntListNumeric(dir string) ([]int, error) {
+func listNumeric(dir string) ([]int, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
@@ -623,7 +624,7 @@ func collectMounts(ctx context.Context, env *Env) error {
 		scanCtx, cancel = context.WithDeadline(ctx, dl.Add(-min(3*time.Second, time.Until(dl)/5)))
 		defer cancel()
 	}
-	pids, err := mntListNumeric(proc)
+	pids, err := listNumeric(proc)
 	if err != nil {
 		return fmt.Errorf("listing processes in %s: %w", proc, err)
 	}

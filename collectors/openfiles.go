@@ -391,7 +391,7 @@ func collectOpenFiles(ctx context.Context, env *Env) error {
 	}
 	sum.HostNamespace = host
 
-	pids, err := mntListNumeric(s.proc)
+	pids, err := listNumeric(s.proc)
 	if err != nil {
 		return fmt.Errorf("listing processes in %s: %w", s.proc, err)
 	}

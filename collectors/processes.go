@@ -305,26 +305,3 @@ func bootTime(env *Env) time.Time {
 	}
 	return time.Time{}
 }
-
-// listNumeric lists the numeric entries of a /proc directory, sorted.
-func listNumeric(dir string) ([]int, error) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	var out []int
-	for {
-		names, err := d.Readdirnames(1024)
-		for _, n := range names {
-			if v, err := strconv.Atoi(n); err == nil {
-				out = append(out, v)
-			}
-		}
-		if err != nil || len(names) == 0 {
-			break
-		}
-	}
-	sort.Ints(out)
-	return out, nil
-}

@@ -500,8 +500,8 @@ func runtimeCommandSanitized(ctx context.Context, env *Env, timeout time.Duratio
 	if limit <= 0 || limit > 64<<20 {
 		limit = 64 << 20
 	}
-	stdout := &limitedBuffer{max: limit}
-	stderr := &limitedBuffer{max: 64 << 10}
+	stdout := &isolate.HeadBuffer{Max: limit}
+	stderr := &isolate.HeadBuffer{Max: 64 << 10}
 	var environ []string
 	for _, kv := range os.Environ() {
 		// The kubelet token has no business in a runtime client.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -257,4 +258,37 @@ func OwnPeakRSSKiB() int64 {
 		}
 	}
 	return 0
+}
+
+// HeadBuffer keeps the first Max bytes written to it and drops the rest,
+// so a child's chatty stderr or stdout costs bounded memory; what comes
+// first (a panic's message, an error's first line) is what is kept. Writes
+// always succeed, so the writer is never broken mid-stream.
+type HeadBuffer struct {
+	Max int
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (h *HeadBuffer) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if room := h.Max - len(h.buf); room > 0 {
+		h.buf = append(h.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// String returns what was kept.
+func (h *HeadBuffer) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return string(h.buf)
+}
+
+// Bytes returns a copy of what was kept.
+func (h *HeadBuffer) Bytes() []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]byte(nil), h.buf...)
 }

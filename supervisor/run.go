@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -473,7 +472,7 @@ func (r *run) runOne(cr *collectorRun) {
 		cr.res.Status, cr.res.Error = bundle.StatusError, "encoding its configuration: "+err.Error()
 		return
 	}
-	stderr := &tailBuffer{max: 16 << 10}
+	stderr := &isolate.HeadBuffer{Max: 16 << 10}
 	child, err := isolate.Start(isolate.Spec{Args: []string{isolate.ModeCollector, s.Name}, Stdin: bytes.NewReader(in), Stderr: stderr, Events: true})
 	if err != nil {
 		cr.res.Status, cr.res.Error = bundle.StatusError, err.Error()
@@ -826,28 +825,3 @@ func firstLine(s string) string {
 	}
 	return s
 }
-
-// tailBuffer keeps the first max bytes written to it (a panic's message
-// and top frames come first).
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if room := t.max - len(t.buf); room > 0 {
-		t.buf = append(t.buf, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}
-
-var _ io.Writer = (*tailBuffer)(nil)
