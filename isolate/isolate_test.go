@@ -173,3 +173,15 @@ func processExists(pid int) bool {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestHeadBufferKeepsTheHead(t *testing.T) {
+	h := &isolate.HeadBuffer{Max: 10}
+	for _, w := range []string{"panic: ", "boom\n", "goroutine 1 [running]:\n"} {
+		if n, err := h.Write([]byte(w)); n != len(w) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v: writes must always succeed", w, n, err)
+		}
+	}
+	if got := h.String(); got != "panic: boo" {
+		t.Errorf("kept %q, want the first 10 bytes", got)
+	}
+}

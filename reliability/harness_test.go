@@ -16,7 +16,7 @@ import (
 	"github.com/nodesnap/nodesnap/internal/testkit"
 )
 
-func TestMain(m *testing.M) { testkit.Main(m) }
+func TestMain(m *testing.M) { testkit.MainThen(m, printSummary) }
 
 // full reports whether the long suite was asked for.
 func full() bool { return os.Getenv("NODESNAP_RELIABILITY") == "full" }

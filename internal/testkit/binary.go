@@ -54,8 +54,15 @@ func Binary(t testing.TB) string {
 // the whole test binary (the directory of Binary). Use it as
 //
 //	func TestMain(m *testing.M) { testkit.Main(m) }
-func Main(m *testing.M) {
+func Main(m *testing.M) { MainThen(m, nil) }
+
+// MainThen is Main with a function run after the tests (given their exit
+// code) and before the cleanup, for a report over the whole test binary.
+func MainThen(m *testing.M, after func(code int)) {
 	code := m.Run()
+	if after != nil {
+		after(code)
+	}
 	if binary.dir != "" {
 		os.RemoveAll(binary.dir)
 	}

@@ -5,13 +5,13 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"testing"
 	"time"
 )
 
-// TestZZSummary prints the table docs/reliability.md records. It runs last:
-// tests run in source order, files in name order, and this file sorts last.
-func TestZZSummary(t *testing.T) {
+// printSummary prints, after every test has run, the table
+// docs/reliability.md records, and writes it to $NODESNAP_RELIABILITY_OUT.
+// It reports; the assertions are in the tests that recorded each outcome.
+func printSummary(int) {
 	resultsMu.Lock()
 	defer resultsMu.Unlock()
 	type row struct {
@@ -55,10 +55,13 @@ func TestZZSummary(t *testing.T) {
 		tot.overrun = max(tot.overrun, r.overrun)
 	}
 	fmt.Fprintf(&b, "| **all** | %d | %d | %d | %d | %d | %s |\n", tot.runs, tot.valid, tot.none, tot.leaked, tot.failed, tot.overrun.Round(10*time.Millisecond))
-	t.Logf("reliability summary:\n%s", b.String())
+	if len(results) == 0 {
+		return
+	}
+	fmt.Printf("reliability summary:\n%s", b.String())
 	if p := os.Getenv("NODESNAP_RELIABILITY_OUT"); p != "" {
 		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-			t.Error(err)
+			fmt.Fprintf(os.Stderr, "writing the reliability summary: %v\n", err)
 		}
 	}
 }
