@@ -462,26 +462,11 @@ func (st *state) claimAll(f *Finding, sig string) {
 // at once with ENOTCONN ("Transport endpoint is not connected"), e.g.
 // ceph-fuse mounts after the CSI plugin restarted (ceph-csi#792).
 func (st *state) deadFUSE() {
-	groups := map[string][]collectors.MountProbe{}
-	var order []string
-	for _, p := range st.probes {
-		if p.Result != collectors.ProbeError || (p.Errno != "ENOTCONN" && p.Errno != "ECONNABORTED") {
-			continue
-		}
-		if p.Class != "fuse" && !strings.HasPrefix(p.FSType, "fuse") {
-			continue
-		}
-		if _, ok := groups[p.Dev]; !ok {
-			order = append(order, p.Dev)
-		}
-		groups[p.Dev] = append(groups[p.Dev], p)
-	}
-	for _, dev := range order {
-		ps := groups[dev]
-		var mps []string
-		for _, p := range ps {
-			mps = append(mps, p.Mountpoint)
-		}
+	for _, ps := range st.probesByDevice(func(p collectors.MountProbe) bool {
+		return p.Result == collectors.ProbeError && (p.Errno == "ENOTCONN" || p.Errno == "ECONNABORTED") &&
+			(p.Class == "fuse" || strings.HasPrefix(p.FSType, "fuse"))
+	}) {
+		dev, mps := ps[0].Dev, probeMountpoints(ps)
 		f := Finding{
 			ID:       idDeadFUSE,
 			Severity: Critical,
@@ -520,23 +505,10 @@ func (st *state) deadFUSE() {
 // I/O error, device gone), one finding per filesystem.
 func (st *state) probeErrors() {
 	bad := map[string]bool{"ESTALE": true, "EIO": true, "ENODEV": true, "ENXIO": true, "EHOSTDOWN": true, "EHOSTUNREACH": true, "ETIMEDOUT": true, "ECONNREFUSED": true, "ECONNRESET": true}
-	groups := map[string][]collectors.MountProbe{}
-	var order []string
-	for _, p := range st.probes {
-		if p.Result != collectors.ProbeError || !bad[p.Errno] {
-			continue
-		}
-		if _, ok := groups[p.Dev]; !ok {
-			order = append(order, p.Dev)
-		}
-		groups[p.Dev] = append(groups[p.Dev], p)
-	}
-	for _, dev := range order {
-		ps := groups[dev]
-		var mps []string
-		for _, p := range ps {
-			mps = append(mps, p.Mountpoint)
-		}
+	for _, ps := range st.probesByDevice(func(p collectors.MountProbe) bool {
+		return p.Result == collectors.ProbeError && bad[p.Errno]
+	}) {
+		dev, mps := ps[0].Dev, probeMountpoints(ps)
 		f := Finding{
 			ID:          idMountError,
 			Severity:    Warning,
@@ -611,4 +583,32 @@ func fsStack(stack []string) bool {
 		}
 	}
 	return false
+}
+
+// probesByDevice groups the probes keep accepts by filesystem (device),
+// in the order the devices first appear: one finding per filesystem.
+func (st *state) probesByDevice(keep func(collectors.MountProbe) bool) [][]collectors.MountProbe {
+	idx := map[string]int{}
+	var groups [][]collectors.MountProbe
+	for _, p := range st.probes {
+		if !keep(p) {
+			continue
+		}
+		i, ok := idx[p.Dev]
+		if !ok {
+			i = len(groups)
+			idx[p.Dev] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], p)
+	}
+	return groups
+}
+
+func probeMountpoints(ps []collectors.MountProbe) []string {
+	mps := make([]string, 0, len(ps))
+	for _, p := range ps {
+		mps = append(mps, p.Mountpoint)
+	}
+	return mps
 }
