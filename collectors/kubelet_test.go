@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/internal/testkit"
 	"github.com/nodesnap/nodesnap/supervisor"
 )
 
@@ -130,16 +130,6 @@ const (
 	podSecretValue = "hunter2-database-password-value"
 )
 
-// cleanupOrphanedPodDirs stands in for the kubelet's housekeeping stuck on
-// a dead cephfs path (incident 003): a goroutine parks here so the
-// goroutine dumps must show this frame.
-//
-//go:noinline
-func cleanupOrphanedPodDirs(stuck <-chan struct{}, parked chan<- struct{}) {
-	close(parked)
-	<-stuck
-}
-
 type fakeKubelet struct {
 	srv      *httptest.Server
 	requests map[string]int
@@ -151,15 +141,8 @@ type fakeKubelet struct {
 // configz and pods.
 func newFakeKubelet(t *testing.T) *fakeKubelet {
 	t.Helper()
-	stuck, parked := make(chan struct{}), make(chan struct{})
-	go cleanupOrphanedPodDirs(stuck, parked)
-	<-parked
-	t.Cleanup(func() { close(stuck) })
-
 	fk := &fakeKubelet{requests: map[string]int{}}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux := testkit.KubeletMux(t)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)
 		io.WriteString(w, "[+]ping ok\n[+]log ok\n[-]syncloop failed: reason withheld\nhealthz check failed\n")

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/pprof"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,19 +204,12 @@ func countTasks() int {
 	return len(m)
 }
 
-//go:noinline
-func cleanupOrphanedPodDirs(stuck <-chan struct{}) { <-stuck }
-
 // kubeletStandIn serves, over TLS with bearer auth, this process's real
 // pprof handlers (with a goroutine parked in cleanupOrphanedPodDirs), an
 // unhealthy healthz, metrics, configz and pods.
 func kubeletStandIn(t *testing.T) (url, token string) {
 	token = "bench-kubelet-token-5d4c3b2a"
-	stuck := make(chan struct{})
-	go cleanupOrphanedPodDirs(stuck)
-	t.Cleanup(func() { close(stuck) })
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux := testkit.KubeletMux(t)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(500)
 		io.WriteString(w, "[+]ping ok\n[-]syncloop failed: reason withheld\n")
