@@ -225,7 +225,7 @@ func benchUID(i int) string {
 // 400 containers with 100 mounts each.
 func benchNamespaces() []collectors.MountNamespace {
 	var nss []collectors.MountNamespace
-	host := collectors.MountNamespace{Inode: benchHostNS, Host: true, Mountinfo: fmt.Sprintf("ns/%d/mountinfo", benchHostNS),
+	host := collectors.MountNamespace{Inode: benchHostNS, Host: true, Mountinfo: fmt.Sprintf("ns/%d.mountinfo", benchHostNS),
 		ProcessCount: 2000, TaskCount: 6000}
 	for i := 0; i < 20; i++ {
 		host.Processes = append(host.Processes, collectors.NamespaceProcess{PID: 100 + i, Comm: "daemon", Threads: 3})
@@ -247,7 +247,7 @@ func benchNamespaces() []collectors.MountNamespace {
 	host.Mounts = benchParse(lines)
 	nss = append(nss, host)
 	for c := 0; c < benchContainers; c++ {
-		ns := collectors.MountNamespace{Inode: uint64(4026532000 + c), Mountinfo: fmt.Sprintf("ns/%d/mountinfo", 4026532000+c), ProcessCount: 20, TaskCount: 60}
+		ns := collectors.MountNamespace{Inode: uint64(4026532000 + c), Mountinfo: fmt.Sprintf("ns/%d.mountinfo", 4026532000+c), ProcessCount: 20, TaskCount: 60}
 		for p := 0; p < 20; p++ {
 			ns.Processes = append(ns.Processes, collectors.NamespaceProcess{PID: 10000 + c*20 + p, Comm: "app", Threads: 3})
 		}

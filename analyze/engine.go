@@ -139,7 +139,7 @@ func (st *state) readerFor(name string) func(string, io.Reader) error {
 		return st.readTasks
 	case name == "mounts/mounts.json":
 		return st.readMounts
-	case strings.HasPrefix(name, "mounts/ns/") && base == "mountinfo":
+	case strings.HasPrefix(name, "mounts/ns/") && (strings.HasSuffix(base, ".mountinfo") || base == "mountinfo"):
 		return st.readMountinfo
 	case name == "openfiles/holders.json":
 		return st.readHolders

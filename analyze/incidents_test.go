@@ -57,7 +57,7 @@ func TestIncident002MountHeldInForeignNamespace(t *testing.T) {
 	wantIn(t, "evidence", ev, "mounts/mounts.json", "only_outside_host_namespace\":true",
 		"openfiles/holders.json", "processes/tasks.json", "--path.rootfs=/host")
 	// The exact mountinfo line of the namespace that holds it.
-	mi := evidenceFrom(f, "mounts/ns/4026532601/mountinfo")
+	mi := evidenceFrom(f, "mounts/ns/4026532601.mountinfo")
 	if len(mi) != 1 || len(mi[0].Lines) != 1 || mi[0].Lines[0].N != 4 || !strings.HasPrefix(mi[0].Lines[0].Text, "2892 2729 250:0 / "+mp) {
 		t.Errorf("mountinfo evidence %+v", mi)
 	}

@@ -254,12 +254,17 @@ func rawBool(raw []byte, key string) (v, ok bool) {
 	return false, false
 }
 
-// readMountinfo reads a raw mounts/ns/<inode>/mountinfo, keeping the lines
+// readMountinfo reads a raw mounts/ns/<inode>.mountinfo (bundles of
+// development builds before 2026-11 have mounts/ns/<inode>/mountinfo), keeping the lines
 // that evidence may quote: mounts outside the host's namespace of a block
 // device, a network or FUSE filesystem, or under a kubelet or runtime
 // directory; in the host's namespace only the last two.
 func (st *state) readMountinfo(name string, r io.Reader) error {
-	ns, err := strconv.ParseUint(path.Base(path.Dir(name)), 10, 64)
+	id, ok := strings.CutSuffix(path.Base(name), ".mountinfo")
+	if !ok {
+		id = path.Base(path.Dir(name))
+	}
+	ns, err := strconv.ParseUint(id, 10, 64)
 	if err != nil {
 		return nil // not one of the collector's
 	}

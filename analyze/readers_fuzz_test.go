@@ -13,7 +13,7 @@ import (
 
 // fuzzPaths are the bundle files the readers decode.
 var fuzzPaths = []string{
-	"processes/tasks.json", "mounts/mounts.json", "mounts/ns/4026531840/mountinfo", "openfiles/holders.json",
+	"processes/tasks.json", "mounts/mounts.json", "mounts/ns/4026531840.mountinfo", "openfiles/holders.json",
 	"openfiles/processes.jsonl", "mountprobe/probes.json", "dirshape/shape.json", "csi/inventory.json",
 	"kubelet/healthz.txt", "kubelet/pods.json", "kubelet/goroutine-debug2.txt", "runtime/docker/goroutine-debug2.txt",
 	"journal/kubelet.log",

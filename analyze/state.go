@@ -29,7 +29,7 @@ type state struct {
 	tasksDropped int
 	kthreads     []collectors.KernelThreadRef
 
-	// mounts/mounts.json and mounts/ns/*/mountinfo
+	// mounts/mounts.json and mounts/ns/*.mountinfo
 	mountsSeen     bool
 	hostNS         uint64
 	mounts         []mountRec

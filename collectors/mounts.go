@@ -71,7 +71,7 @@ type MountNamespace struct {
 	// Host is set for pid 1's namespace.
 	Host bool `json:"host"`
 	// Mountinfo is the raw file's path in the bundle, relative to the
-	// collector's directory ("ns/<inode>/mountinfo").
+	// collector's directory ("ns/<inode>.mountinfo").
 	Mountinfo string `json:"mountinfo,omitempty"`
 	// ReadFrom is the task whose mountinfo was read. Mount points are
 	// relative to that task's root, which is ReadFromRoot when it is not
@@ -308,42 +308,42 @@ func mntReadComm(p string) string {
 	return string(bytes.TrimSuffix(b, []byte("\n")))
 }
 
-// mntReadProcFile reads a whole /proc file up to max bytes.
-func mntReadProcFile(p string, max int64) ([]byte, bool, error) {
-	f, err := os.Open(p)
+// mntReadProcFile reads a whole /proc file up to max bytes into buf (grown
+// as needed; the result aliases it). Raw system calls, like the task scan:
+// os.Open would register every file with the netpoller.
+func mntReadProcFile(p string, max int64, buf []byte) ([]byte, bool, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, false, err
+		return nil, false, &os.PathError{Op: "open", Path: p, Err: err}
 	}
-	defer f.Close()
-	buf := make([]byte, 0, 16<<10)
-	data, err := mntReadAll(f, buf, max)
-	if err != nil {
-		return data, false, err
-	}
-	if int64(len(data)) > max {
-		return data[:max], true, nil
-	}
-	return data, false, nil
-}
-
-func mntReadAll(r io.Reader, buf []byte, max int64) ([]byte, error) {
+	defer unix.Close(fd)
+	buf = buf[:0]
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			return buf, nil
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if errors.Is(err, unix.EINTR) {
+			continue
 		}
 		if err != nil {
-			return buf, err
+			return buf, false, &os.PathError{Op: "read", Path: p, Err: err}
 		}
+		if n == 0 {
+			return buf, false, nil
+		}
+		buf = buf[:len(buf)+n]
 		if int64(len(buf)) > max {
-			return buf, nil
+			return buf[:max], true, nil
 		}
 	}
 }
+
+// mntBufs are the mountinfo read buffers of the goroutines reading
+// namespaces: one table is read, written and parsed (which copies it)
+// before the next, so a buffer is reused instead of allocating one per
+// namespace.
+var mntBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
 // mntGone reports whether err means the process or task went away while being
 // read (an ordinary race, not worth a note).
@@ -554,7 +554,7 @@ func mntParallel(ctx context.Context, n, workers int, fn func(i int)) {
 // candidate task whose root is "/" (mount points are printed relative to
 // the reading task's root, so a chrooted task would show a partial table),
 // falling back to a task with another root when no task has "/".
-func mntReadNamespaceMountinfo(proc string, cands []TaskRef, max int64) (data []byte, from TaskRef, root string, truncated bool, err error) {
+func mntReadNamespaceMountinfo(proc string, cands []TaskRef, max int64, buf []byte) (data []byte, from TaskRef, root string, truncated bool, err error) {
 	taskDir := func(t TaskRef) string {
 		return proc + "/" + strconv.Itoa(t.PID) + "/task/" + strconv.Itoa(t.TID)
 	}
@@ -571,14 +571,14 @@ func mntReadNamespaceMountinfo(proc string, cands []TaskRef, max int64) (data []
 			fallback, fallbackRoots = append(fallback, t), append(fallbackRoots, r)
 			continue
 		}
-		d, trunc, rerr := mntReadProcFile(taskDir(t)+"/mountinfo", max)
+		d, trunc, rerr := mntReadProcFile(taskDir(t)+"/mountinfo", max, buf)
 		if rerr == nil {
 			return d, t, "", trunc, nil
 		}
 		err = rerr
 	}
 	for i, t := range fallback {
-		d, trunc, rerr := mntReadProcFile(taskDir(t)+"/mountinfo", max)
+		d, trunc, rerr := mntReadProcFile(taskDir(t)+"/mountinfo", max, buf)
 		if rerr == nil {
 			return d, t, fallbackRoots[i], trunc, nil
 		}
@@ -673,7 +673,12 @@ func collectMounts(ctx context.Context, env *Env) error {
 		mns := &rep.Namespaces[i]
 		ns := mns.Inode
 		mns.Error = ""
-		data, from, root, trunc, rerr := mntReadNamespaceMountinfo(proc, scan.spaces[ns].candidates, maxRaw)
+		bp := mntBufs.Get().(*[]byte)
+		defer mntBufs.Put(bp)
+		data, from, root, trunc, rerr := mntReadNamespaceMountinfo(proc, scan.spaces[ns].candidates, maxRaw, *bp)
+		if cap(data) > cap(*bp) {
+			*bp = data[:0]
+		}
 		if rerr != nil {
 			mns.Error = fmt.Sprintf("reading mountinfo: %v", rerr)
 			if !mntGone(rerr) {
@@ -682,7 +687,7 @@ func collectMounts(ctx context.Context, env *Env) error {
 			return
 		}
 		mns.ReadFrom, mns.ReadFromRoot, mns.Truncated = from, root, trunc
-		mns.Mountinfo = "ns/" + strconv.FormatUint(ns, 10) + "/mountinfo"
+		mns.Mountinfo = "ns/" + strconv.FormatUint(ns, 10) + ".mountinfo"
 		if err := env.WriteFile(mns.Mountinfo, data); err != nil {
 			werrs[i] = err
 			return

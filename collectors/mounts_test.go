@@ -185,7 +185,7 @@ func TestMountsDeviceHeldOnlyInPrivateNamespace(t *testing.T) {
 		t.Fatalf("holder's namespace %d not listed", h.NSInode)
 	}
 	raw := c.Files["mounts/"+ns.Mountinfo]
-	if ns.Mountinfo != fmt.Sprintf("ns/%d/mountinfo", h.NSInode) || !strings.Contains(string(raw), fmt.Sprintf(" %d:%d / %s ", loop.Major, loop.Minor, loop.Mountpoint)) {
+	if ns.Mountinfo != fmt.Sprintf("ns/%d.mountinfo", h.NSInode) || !strings.Contains(string(raw), fmt.Sprintf(" %d:%d / %s ", loop.Major, loop.Minor, loop.Mountpoint)) {
 		t.Errorf("raw mountinfo %q of the holder's namespace lacks the loop mount:\n%s", ns.Mountinfo, raw)
 	}
 	for _, m := range mountsNamespace(&rep, self).Mounts {
