@@ -437,7 +437,12 @@ func collectOpenFiles(ctx context.Context, env *Env) error {
 	spaces := make([]*ofNamespace, len(nsOrder))
 	nsErrs := make([]error, len(nsOrder))
 	mntParallel(scanCtx, len(nsOrder), ofScanGoroutines, func(i int) {
-		data, _, _, _, rerr := mntReadNamespaceMountinfo(s.proc, cands[nsOrder[i]], 64<<20)
+		bp := mntBufs.Get().(*[]byte)
+		defer mntBufs.Put(bp)
+		data, _, _, _, rerr := mntReadNamespaceMountinfo(s.proc, cands[nsOrder[i]], 64<<20, *bp)
+		if cap(data) > cap(*bp) {
+			*bp = data[:0]
+		}
 		if rerr != nil {
 			nsErrs[i] = rerr
 			return
