@@ -16,8 +16,10 @@ func MaybeRunHidden() {
 	}
 	switch os.Args[1] {
 	case isolate.ModeCollector:
+		isolate.TuneGC()
 		os.Exit(ChildMain())
 	case isolate.ModeWorker:
+		isolate.TuneGC()
 		os.Exit(isolate.WorkerMain())
 	}
 }

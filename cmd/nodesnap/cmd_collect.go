@@ -18,6 +18,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/outputdir"
 	"github.com/nodesnap/nodesnap/supervisor"
 )
@@ -281,6 +282,7 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		disp = newProgress(stderr, names, o.timeout)
 		sopts.Progress = disp.update
 	}
+	isolate.TuneGC()
 	res, err := supervisor.Run(ctx, sopts)
 	if err != nil {
 		if disp != nil {
