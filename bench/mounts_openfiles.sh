@@ -48,6 +48,7 @@ cleanup() {
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
 	if mountpoint -q "$mnt" 2>/dev/null; then umount "$mnt" || umount -l "$mnt"; fi
+	if mountpoint -q "$work/ram" 2>/dev/null; then umount "$work/ram"; fi
 	for d in "$work"/extra/*; do
 		mountpoint -q "$d" 2>/dev/null && umount "$d"
 	done
@@ -140,6 +141,14 @@ echo "   tasks on the node: $tasks, mount namespaces: $nss, mounts in the host n
 out=${OUTDIR:-$work/out}
 mkdir -p "$out"
 rm -f "$out"/*.tar.gz
+# The same collections are also run with the bundle on a tmpfs: cat writes
+# nothing, and on some disks creating files dominates. This VM's root is
+# ext4 without a journal, where allocating an inode skips every inode
+# freed in the last five minutes (recently_deleted()): back-to-back runs
+# that create and delete ~100 staging files each make creation ms-slow.
+ram=$work/ram
+mkdir -p "$ram"
+mount -t tmpfs -o size=1g nodesnap-bench "$ram"
 # measure NAME CMD...: appends "wall_ms rss_kb cpu_ms" to $work/NAME. CPU
 # is user+system time of the whole process tree: on a busy machine it
 # says more than wall time.
@@ -152,14 +161,15 @@ measure() {
 	t1=$(date +%s%N)
 	tail -1 "$work/time.tmp" | awk -v w=$(((t1 - t0) / 1000000)) '{printf "%d %d %d\n", w, $1, ($2 + $3) * 1000}' >>"$work/$name"
 }
-# nodesnap_run NAME COLLECTOR: one collection, plus the collector's own
-# duration (ms) from the manifest into $work/NAME.own.
+# nodesnap_run NAME COLLECTOR [DIR]: one collection with the bundle in DIR
+# (default $out), plus the collector's own duration (ms) from the manifest
+# into $work/NAME.own.
 nodesnap_run() {
-	local name=$1 coll=$2
-	rm -f "$out"/*.tar.gz
-	measure "$name" "$work/nodesnap" collect --only "$coll" -o "$out" -q --timeout 120s
+	local name=$1 coll=$2 dir=${3:-$out}
+	rm -f "$dir"/*.tar.gz
+	measure "$name" "$work/nodesnap" collect --only "$coll" -o "$dir" -q --timeout 120s
 	local b
-	b=$(ls "$out"/*.tar.gz)
+	b=$(ls "$dir"/*.tar.gz)
 	tar -xzOf "$b" manifest.json | jq -r --arg c "$coll" '.collectors[] | select(.name==$c) | "\(.duration_seconds * 1000 | floor) \(.status)"' >>"$work/$name.own"
 	cp "$b" "$work/last-$coll.tar.gz"
 }
@@ -170,6 +180,9 @@ echo "== $ROUNDS rounds"
 for r in $(seq "$ROUNDS"); do
 	measure cat bash -c catmi
 	nodesnap_run mounts mounts
+	nodesnap_run floor host
+	nodesnap_run mounts_ram mounts "$ram"
+	nodesnap_run floor_ram host "$ram"
 	measure lsof lsof -n -P -w
 	nodesnap_run openfiles openfiles
 	printf '   round %d done\n' "$r"
@@ -183,6 +196,7 @@ m_mounts_own=$(col mounts.own 1 | median)
 m_lsof=$(col lsof 1 | median)
 m_of=$(col openfiles 1 | median)
 m_of_own=$(col openfiles.own 1 | median)
+m_floor=$(col floor 1 | median)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "inf"; else printf "%.2f", a / b }'; }
 
 c_cat=$(col cat 3 | median)
@@ -194,10 +208,15 @@ echo "medians of $ROUNDS rounds; own ms = the collector's duration in the manife
 printf '%-36s %9s %8s %8s %12s\n' "command" "wall ms" "own ms" "CPU ms" "peak RSS KB"
 printf '%-36s %9s %8s %8s %12s\n' "cat /proc/*/task/*/mountinfo" "$m_cat" "-" "$c_cat" "$(col cat 2 | median)"
 printf '%-36s %9s %8s %8s %12s\n' "nodesnap collect --only mounts" "$m_mounts" "$m_mounts_own" "$c_mounts" "$(col mounts 2 | median)"
+printf '%-36s %9s %8s %8s %12s\n' "nodesnap collect --only host (floor)" "$m_floor" "$(col floor.own 1 | median)" "$(col floor 3 | median)" "$(col floor 2 | median)"
+printf '%-36s %9s %8s %8s %12s\n' "  same, mounts, bundle on tmpfs" "$(col mounts_ram 1 | median)" "$(col mounts_ram.own 1 | median)" "$(col mounts_ram 3 | median)" "$(col mounts_ram 2 | median)"
+printf '%-36s %9s %8s %8s %12s\n' "  same, host (floor), bundle on tmpfs" "$(col floor_ram 1 | median)" "$(col floor_ram.own 1 | median)" "$(col floor_ram 3 | median)" "$(col floor_ram 2 | median)"
 printf '%-36s %9s %8s %8s %12s\n' "lsof -n -P -w" "$m_lsof" "-" "$c_lsof" "$(col lsof 2 | median)"
 printf '%-36s %9s %8s %8s %12s\n' "nodesnap collect --only openfiles" "$m_of" "$m_of_own" "$c_of" "$(col openfiles 2 | median)"
 echo
+echo "floor = a run of the smallest collector: two processes started, a bundle written and fsynced"
 echo "mounts/cat     wall $(ratio "$m_mounts" "$m_cat")x, collector alone $(ratio "$m_mounts_own" "$m_cat")x, CPU $(ratio "$c_mounts" "$c_cat")x (target <= 0.3)"
+echo "mounts/cat, bundle on tmpfs: wall $(ratio "$(col mounts_ram 1 | median)" "$m_cat")x, collector alone $(ratio "$(col mounts_ram.own 1 | median)" "$m_cat")x, CPU $(ratio "$(col mounts_ram 3 | median)" "$c_cat")x"
 echo "openfiles/lsof wall $(ratio "$m_of" "$m_lsof")x, collector alone $(ratio "$m_of_own" "$m_lsof")x, CPU $(ratio "$c_of" "$c_lsof")x (target <= 0.25)"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 echo "collector statuses: mounts $(col mounts.own 2 | sort | uniq -c | xargs), openfiles $(col openfiles.own 2 | sort | uniq -c | xargs)"
