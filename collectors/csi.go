@@ -23,15 +23,17 @@ import (
 
 // The csi collector gathers the CSI state a human would read when a volume
 // will not go away (incident 004): the drivers' own state files, the
-// kubelet's plugin directories, each pod volume's vol_data.json, and which
-// of the volumes' mount paths are mounted — taken from the mount table,
-// never by stat()ing the mount path. Every listing and read is one item in
-// an isolated worker: a plugin directory on a hung mount costs one probe.
+// kubelet's plugin directories, each pod volume's vol_data.json, which of
+// the volumes' mount paths are mounted — taken from the mount table, never
+// by stat()ing the mount path — and the newest logs of the CSI driver
+// pods' containers (what `kubectl logs` and `kubectl logs --previous`
+// would show). Every listing and read is one item in an isolated worker: a
+// plugin directory on a hung mount costs one probe.
 
 func init() {
 	Register(Spec{
 		Name:           "csi",
-		Description:    "CSI driver state files, kubelet plugins and plugins_registry, every pod volume's vol_data.json, and the pod → volume → mount inventory",
+		Description:    "CSI driver state files, kubelet plugins and plugins_registry, every pod volume's vol_data.json, the pod → volume → mount inventory, and the newest container logs of the CSI driver pods (current and previous instance)",
 		DefaultEnabled: true,
 		DefaultTimeout: 40 * time.Second,
 		After:          []string{"mountprobe"},
@@ -49,7 +51,17 @@ type CSIOptions struct {
 	KubeletDir string   `json:"kubelet_dir"`
 	// MaxEntries bounds every listing (pods, plugin trees).
 	MaxEntries int `json:"max_entries"`
+	// PodLogDir is the kubelet's pod log root; PodLogBytes the newest
+	// bytes kept of each CSI container's logs.
+	PodLogDir   string `json:"pod_log_dir"`
+	PodLogBytes int64  `json:"pod_log_bytes"`
 }
+
+// Defaults of the csi collector's pod logs.
+const (
+	DefaultCSIPodLogDir   = "/var/log/pods"
+	DefaultCSIPodLogBytes = 2 << 20
+)
 
 var csiOpts CSIOptions
 
@@ -66,6 +78,9 @@ func csiFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.StateGlobs, "csi-state-glob", DefaultCSIStateGlobs, "csi: driver state files to keep and cross-check (globs, host paths; replaces the default list)")
 	fs.StringVar(&o.KubeletDir, "csi-kubelet-dir", "/var/lib/kubelet", "csi: the kubelet's root directory (--root-dir of the kubelet)")
 	fs.IntVar(&o.MaxEntries, "csi-max-entries", 5000, "csi: most directory entries listed per tree (pods, plugins)")
+	fs.StringVar(&o.PodLogDir, "csi-pod-log-dir", DefaultCSIPodLogDir, "csi: the kubelet's pod log directory, where the CSI driver pods' container logs are read (host path)")
+	o.PodLogBytes = DefaultCSIPodLogBytes
+	fs.Var((*journalSize)(&o.PodLogBytes), "csi-pod-log-bytes", "csi: newest bytes kept of each CSI container's logs (its current instance first, then the one before its last restart)")
 }
 
 // CSIInventory is csi/inventory.json.
@@ -90,6 +105,13 @@ type CSIInventory struct {
 	// Findings are the cross-checks of state files, vol_data.json and the
 	// mount table that found something wrong.
 	Findings []CSIFinding `json:"findings"`
+	// Drivers are the CSI drivers the kubelet knows (plugins_registry,
+	// plugins, vol_data.json), used to find the drivers' pods.
+	Drivers []string `json:"drivers,omitempty"`
+	// PodLogDir is the kubelet's pod log directory (host path); PodLogs
+	// the containers of CSI pods whose logs were kept, under podlogs/.
+	PodLogDir string      `json:"pod_log_dir,omitempty"`
+	PodLogs   []CSIPodLog `json:"pod_logs"`
 	// Errors are listings or reads that failed (hung ones included).
 	Errors []string `json:"errors,omitempty"`
 }
@@ -220,6 +242,55 @@ type CSIFinding struct {
 	TargetPath string `json:"target_path"`
 	PodUID     string `json:"pod_uid,omitempty"`
 	Detail     string `json:"detail"`
+}
+
+// CSIPodLog is one container of a CSI pod, and what was kept of its logs.
+type CSIPodLog struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	PodUID    string `json:"pod_uid"`
+	Container string `json:"container"`
+	// Dir is the container's log directory (host path).
+	Dir string `json:"dir"`
+	// Match says why the pod was taken for a CSI pod.
+	Match string `json:"match"`
+	// Files are the container's log files, newest first, each with what
+	// was kept of it or why nothing was.
+	Files []CSIPodLogFile `json:"files"`
+	// Bytes is what was kept over all files; Truncated says the current
+	// and previous instance's logs hold more than that.
+	Bytes     int64 `json:"bytes"`
+	Truncated bool  `json:"truncated,omitempty"`
+	// Error says why the directory could not be listed.
+	Error string `json:"error,omitempty"`
+}
+
+// CSIPodLogFile is one log file of a container.
+type CSIPodLogFile struct {
+	// Name is the file's name in the container's log directory: "1.log",
+	// a rotated "1.log.20240715-034930", a compressed "….gz".
+	Name string `json:"name"`
+	// Path is the host path.
+	Path string `json:"path"`
+	// Restart is the container instance the file belongs to (the
+	// kubelet's restart count); Instance is "current", "previous" (the
+	// one before the last restart) or "older".
+	Restart    int    `json:"restart"`
+	Instance   string `json:"instance"`
+	Rotated    bool   `json:"rotated,omitempty"`
+	Compressed bool   `json:"compressed,omitempty"`
+	// File is the copy in the bundle, relative to csi/ (absent when
+	// nothing was kept).
+	File string `json:"file,omitempty"`
+	// SourceBytes is the file's size when read; Bytes how many of its
+	// last bytes were kept (whole lines, before redaction); Truncated says
+	// its beginning was left out.
+	SourceBytes int64 `json:"source_bytes,omitempty"`
+	Bytes       int64 `json:"bytes"`
+	Truncated   bool  `json:"truncated,omitempty"`
+	// Skipped says why the file was not read; Error why reading it failed.
+	Skipped string `json:"skipped,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // Worker ops.
@@ -394,9 +465,17 @@ func collectCSI(ctx context.Context, env *Env) error {
 	if o.StateGlobs == nil {
 		o.StateGlobs = DefaultCSIStateGlobs
 	}
+	if o.PodLogDir == "" {
+		o.PodLogDir = DefaultCSIPodLogDir
+	}
+	if o.PodLogBytes <= 0 {
+		o.PodLogBytes = DefaultCSIPodLogBytes
+	}
 	o.KubeletDir = path.Clean(o.KubeletDir)
+	o.PodLogDir = path.Clean(o.PodLogDir)
 	inv := &CSIInventory{KubeletDir: o.KubeletDir, PodVolumes: []CSIPodVolume{}, StagingVolumes: []CSIStagingVolume{},
-		StateFiles: []CSIStateFile{}, Plugins: []CSIDirEntry{}, PluginsRegistry: []CSIDirEntry{}, Findings: []CSIFinding{}}
+		StateFiles: []CSIStateFile{}, Plugins: []CSIDirEntry{}, PluginsRegistry: []CSIDirEntry{}, Findings: []CSIFinding{},
+		PodLogs: []CSIPodLog{}}
 	c := &csiRun{env: env, opts: o, inv: inv, files: map[string]bool{}}
 
 	var st isolate.StatResult
@@ -433,6 +512,9 @@ func collectCSI(ctx context.Context, env *Env) error {
 	for _, f := range inv.Findings {
 		env.Notef("%s: %s", f.Kind, f.Detail)
 	}
+	// Last: the logs are the bulk of the bytes and the least structured
+	// part; the inventory above must not wait for them.
+	c.podLogs(ctx)
 	if err := env.WriteJSON("inventory.json", inv); err != nil {
 		return err
 	}
@@ -966,4 +1048,483 @@ func ParseVolData(data []byte) (CSIVolData, error) {
 		AttachmentID:        csiStr(m, "attachmentID"),
 		VolumeLifecycleMode: csiStr(m, "volumeLifecycleMode"),
 	}, nil
+}
+
+// --- The CSI pods' own logs ---------------------------------------------
+//
+// The kubelet keeps each container's log under
+// <pod log dir>/<namespace>_<pod>_<uid>/<container>/<restart>.log, where
+// <restart> is the container's restart count: after a restart the new
+// instance writes <n+1>.log and <n>.log stays (what `kubectl logs
+// --previous` shows). When a log grows past containerLogMaxSize the kubelet
+// renames it <n>.log.<YYYYMMDD-hhmmss> and later gzips all but the newest
+// rotated part (<n>.log.<time>.gz).
+//
+// Which pods: a pod is a CSI pod when its name or one of its containers'
+// names contains "csi", when one of its containers' names contains
+// "driver-registrar" (the CSI node-driver-registrar sidecar), or when a
+// word of its name or of a container's name (words split at '-' and '.')
+// is the first label of a CSI driver the kubelet knows ("hostpath" for
+// hostpath.csi.k8s.io; labels shorter than 3 characters, "csi" and
+// "driver" are not used). Every container of a CSI pod is kept: the
+// driver, node-driver-registrar, liveness-probe and other sidecars.
+//
+// What of each container: its newest bytes, up to --csi-pod-log-bytes,
+// taken newest first from the files of its current instance (the live
+// <n>.log, then its rotated parts) and then, while the budget lasts, of
+// the instance before its last restart: the instance that restarted is the
+// trigger of incident 004 and its log says why. Older instances are listed,
+// not read. Compressed rotated parts are listed and not read: gzip cannot
+// be read from its end, so keeping its newest lines means decompressing all
+// of it, and it is older than every uncompressed file. A window that
+// starts mid-file drops its partial first line, which a redaction rule
+// could not recognise without its start.
+
+// PodLogDirName is a pod's log directory name, <namespace>_<pod>_<uid>.
+type PodLogDirName struct {
+	Namespace string
+	Pod       string
+	UID       string
+}
+
+// ParsePodLogDirName parses a directory name of the kubelet's pod log
+// directory. The namespace must be a DNS label and the pod name a DNS
+// subdomain, as Kubernetes requires (neither holds "_"); the UID is
+// letters, digits and dashes (a UUID, or a static pod's hash). It never
+// panics on bad input.
+func ParsePodLogDirName(name string) (PodLogDirName, error) {
+	parts := strings.Split(name, "_")
+	if len(parts) != 3 {
+		return PodLogDirName{}, fmt.Errorf("%q is not a pod log directory name: not namespace_pod-name_pod-uid", name)
+	}
+	d := PodLogDirName{Namespace: parts[0], Pod: parts[1], UID: parts[2]}
+	switch {
+	case !isDNSName(d.Namespace, 63, false):
+		return PodLogDirName{}, fmt.Errorf("%q is not a pod log directory name: %q is not a namespace name", name, d.Namespace)
+	case !isDNSName(d.Pod, 253, true):
+		return PodLogDirName{}, fmt.Errorf("%q is not a pod log directory name: %q is not a pod name", name, d.Pod)
+	case !isPodUID(d.UID):
+		return PodLogDirName{}, fmt.Errorf("%q is not a pod log directory name: %q is not a pod UID", name, d.UID)
+	}
+	return d, nil
+}
+
+// isDNSName checks a DNS-1123 label (lowercase letters, digits, '-',
+// starting and ending with a letter or digit), or with dots a subdomain
+// (dot-separated labels).
+func isDNSName(s string, max int, dots bool) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	labels := []string{s}
+	if dots {
+		labels = strings.Split(s, ".")
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			ch := l[i]
+			if !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isPodUID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// PodLogFileName is a container log file's name: the live <restart>.log, a
+// rotated <restart>.log.<time>, or a compressed <restart>.log.<time>.gz.
+type PodLogFileName struct {
+	Restart int
+	// Rotation is the rotated part's time stamp ("" for the live file).
+	Rotation   string
+	Compressed bool
+}
+
+// ParsePodLogFileName parses a container log file's name; ok is false for
+// anything else (the kubelet's ".tmp" files while it compresses, names of
+// other programs). It never panics on bad input.
+func ParsePodLogFileName(name string) (PodLogFileName, bool) {
+	num, rest, ok := strings.Cut(name, ".log")
+	if !ok || num == "" || len(num) > 9 || (num[0] == '0' && len(num) > 1) {
+		return PodLogFileName{}, false
+	}
+	n := 0
+	for i := 0; i < len(num); i++ {
+		if num[i] < '0' || num[i] > '9' {
+			return PodLogFileName{}, false
+		}
+		n = n*10 + int(num[i]-'0')
+	}
+	if rest == "" {
+		return PodLogFileName{Restart: n}, true
+	}
+	stamp, ok := strings.CutPrefix(rest, ".")
+	if !ok {
+		return PodLogFileName{}, false
+	}
+	f := PodLogFileName{Restart: n}
+	stamp, f.Compressed = strings.CutSuffix(stamp, ".gz")
+	if stamp == "" || stamp == "gz" || stamp == "tmp" || len(stamp) > 64 || strings.HasSuffix(stamp, ".tmp") {
+		return PodLogFileName{}, false
+	}
+	for i := 0; i < len(stamp); i++ {
+		ch := stamp[i]
+		if !(ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch == '-' || ch == '.' || ch == '_') {
+			return PodLogFileName{}, false
+		}
+	}
+	f.Rotation = stamp
+	return f, true
+}
+
+// csiDrivers names the CSI drivers the kubelet knows: registration sockets
+// in plugins_registry (<driver>-reg.sock), directories directly under
+// plugins/ (but kubernetes.io, the staging tree), and the drivers of
+// vol_data.json files.
+func (c *csiRun) csiDrivers() []string {
+	set := map[string]bool{}
+	add := func(name string) {
+		if name != "" && !strings.ContainsAny(name, " /\t\n") {
+			set[name] = true
+		}
+	}
+	reg := path.Join(c.opts.KubeletDir, "plugins_registry") + "/"
+	for _, e := range c.inv.PluginsRegistry {
+		if rest, ok := strings.CutPrefix(e.Path, reg); ok && !strings.Contains(rest, "/") {
+			add(strings.TrimSuffix(strings.TrimSuffix(rest, ".sock"), "-reg"))
+		}
+	}
+	pl := path.Join(c.opts.KubeletDir, "plugins") + "/"
+	for _, e := range c.inv.Plugins {
+		if rest, ok := strings.CutPrefix(e.Path, pl); ok && e.Type == "dir" && !strings.Contains(rest, "/") && rest != "kubernetes.io" {
+			add(rest)
+		}
+	}
+	for _, pv := range c.inv.PodVolumes {
+		if pv.VolData != nil {
+			add(pv.VolData.DriverName)
+		}
+	}
+	for _, sv := range c.inv.StagingVolumes {
+		if sv.VolData != nil {
+			add(sv.VolData.DriverName)
+		}
+	}
+	out := make([]string, 0, len(set))
+	for d := range set {
+		out = append(out, d)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// csiDriverWords maps the first label of each driver's name to the driver:
+// the word its pods and containers are usually named with.
+func csiDriverWords(drivers []string) map[string]string {
+	words := map[string]string{}
+	for _, d := range drivers {
+		w, _, _ := strings.Cut(strings.ToLower(d), ".")
+		if len(w) < 3 || w == "csi" || w == "driver" {
+			continue
+		}
+		if _, dup := words[w]; !dup {
+			words[w] = d
+		}
+	}
+	return words
+}
+
+// CSIPodMatch says why a pod is a CSI pod (see the rule above), or "" when
+// it is not. driverWords comes from the drivers' names (first label →
+// driver).
+func CSIPodMatch(pod string, containers []string, driverWords map[string]string) string {
+	if strings.Contains(strings.ToLower(pod), "csi") {
+		return `pod name contains "csi"`
+	}
+	for _, c := range containers {
+		lc := strings.ToLower(c)
+		switch {
+		case strings.Contains(lc, "csi"):
+			return fmt.Sprintf("container %q contains \"csi\"", c)
+		case strings.Contains(lc, "driver-registrar"):
+			return fmt.Sprintf("container %q is a CSI driver registrar", c)
+		}
+	}
+	if len(driverWords) == 0 {
+		return ""
+	}
+	words := func(s string) []string {
+		return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return r == '-' || r == '.' })
+	}
+	for _, w := range words(pod) {
+		if d, ok := driverWords[w]; ok {
+			return fmt.Sprintf("pod name has the word %q of CSI driver %s", w, d)
+		}
+	}
+	for _, c := range containers {
+		for _, w := range words(c) {
+			if d, ok := driverWords[w]; ok {
+				return fmt.Sprintf("container %q has the word %q of CSI driver %s", c, w, d)
+			}
+		}
+	}
+	return ""
+}
+
+// podLogs keeps the newest logs of every container of every CSI pod.
+func (c *csiRun) podLogs(ctx context.Context) {
+	root := c.opts.PodLogDir
+	c.inv.PodLogDir = root
+	c.inv.Drivers = c.csiDrivers()
+	if !path.IsAbs(root) {
+		c.inv.Errors = append(c.inv.Errors, fmt.Sprintf("pod log directory %q: not an absolute path; the CSI pods' logs were not read", root))
+		return
+	}
+	pods, err := c.readDir(ctx, root, c.opts.MaxEntries)
+	if err != nil {
+		if !csiNotExist(err) {
+			c.inv.Errors = append(c.inv.Errors, fmt.Sprintf("listing the pod log directory %s: %v", root, err))
+		}
+		return
+	}
+	words := csiDriverWords(c.inv.Drivers)
+	bundleDirs := map[string]bool{}
+	var kept int64
+	pods0 := 0
+	for _, pd := range pods {
+		if ctx.Err() != nil {
+			c.inv.Errors = append(c.inv.Errors, "stopped reading the CSI pods' logs: the collector's deadline was reached")
+			break
+		}
+		if pd.Type != unix.DT_DIR && pd.Type != unix.DT_UNKNOWN {
+			continue
+		}
+		podDir := path.Join(root, pd.Name)
+		ref, err := ParsePodLogDirName(pd.Name)
+		if err != nil {
+			c.inv.Errors = append(c.inv.Errors, fmt.Sprintf("%s: %v", podDir, err))
+			continue
+		}
+		ents, err := c.readDir(ctx, podDir, 100)
+		if err != nil {
+			c.inv.Errors = append(c.inv.Errors, fmt.Sprintf("listing %s: %v", podDir, err))
+			continue
+		}
+		var containers []string
+		for _, e := range ents {
+			if e.Type == unix.DT_DIR || e.Type == unix.DT_UNKNOWN {
+				containers = append(containers, e.Name)
+			}
+		}
+		match := CSIPodMatch(ref.Pod, containers, words)
+		if match == "" {
+			continue
+		}
+		pods0++
+		// Two pods of one name (a StatefulSet's pod deleted and created
+		// again) keep apart by their UIDs.
+		bdir := "podlogs/" + csiSafeName(ref.Namespace+"_"+ref.Pod)
+		if bundleDirs[bdir] {
+			bdir += "_" + csiSafeName(ref.UID)
+		}
+		bundleDirs[bdir] = true
+		for _, cn := range containers {
+			if ctx.Err() != nil {
+				break
+			}
+			pl := c.containerLogs(ctx, ref, path.Join(podDir, cn), cn, bdir+"/"+csiSafeName(cn), match)
+			kept += pl.Bytes
+			c.inv.PodLogs = append(c.inv.PodLogs, pl)
+		}
+	}
+	if len(c.inv.PodLogs) > 0 {
+		c.env.Notef("kept %s of the logs of %d containers of %d CSI pods under csi/podlogs/ (newest first, at most %s per container)",
+			humanBytes(kept), len(c.inv.PodLogs), pods0, humanBytes(c.opts.PodLogBytes))
+	}
+}
+
+// containerLogs keeps the newest bytes of one container's logs: its
+// current instance's files, then its previous instance's, newest first.
+func (c *csiRun) containerLogs(ctx context.Context, ref PodLogDirName, dir, container, bundleDir, match string) CSIPodLog {
+	pl := CSIPodLog{Namespace: ref.Namespace, Pod: ref.Pod, PodUID: ref.UID, Container: container, Dir: dir, Match: match, Files: []CSIPodLogFile{}}
+	ents, err := c.readDir(ctx, dir, 1000)
+	if err != nil {
+		pl.Error = err.Error()
+		c.inv.Errors = append(c.inv.Errors, fmt.Sprintf("listing %s: %v", dir, err))
+		return pl
+	}
+	type logFile struct {
+		name string
+		typ  uint8
+		PodLogFileName
+	}
+	var files []logFile
+	for _, e := range ents {
+		if n, ok := ParsePodLogFileName(e.Name); ok {
+			files = append(files, logFile{e.Name, e.Type, n})
+		}
+	}
+	// Newest first: the highest restart count; within an instance the
+	// live file, then rotated parts by time stamp (the kubelet's stamps
+	// sort as text).
+	sort.Slice(files, func(i, j int) bool {
+		a, b := files[i], files[j]
+		if a.Restart != b.Restart {
+			return a.Restart > b.Restart
+		}
+		if (a.Rotation == "") != (b.Rotation == "") {
+			return a.Rotation == ""
+		}
+		if a.Rotation != b.Rotation {
+			return a.Rotation > b.Rotation
+		}
+		return !a.Compressed && b.Compressed
+	})
+	current, previous := -1, -1
+	for _, f := range files {
+		switch {
+		case current < 0:
+			current = f.Restart
+		case previous < 0 && f.Restart != current:
+			previous = f.Restart
+		}
+	}
+	budget := c.podLogBudget()
+	for _, f := range files {
+		lf := CSIPodLogFile{Name: f.name, Path: path.Join(dir, f.name), Restart: f.Restart, Instance: "older",
+			Rotated: f.Rotation != "", Compressed: f.Compressed}
+		switch f.Restart {
+		case current:
+			lf.Instance = "current"
+		case previous:
+			lf.Instance = "previous"
+		}
+		switch {
+		case lf.Instance == "older":
+			lf.Skipped = "an older container instance: only the current one and the one before it are read"
+		case f.typ != unix.DT_REG && f.typ != unix.DT_UNKNOWN:
+			lf.Skipped = "not a regular file"
+		case f.Compressed:
+			lf.Skipped = "compressed: only uncompressed files are read"
+			pl.Truncated = true
+		case budget <= 0:
+			lf.Skipped = "older than the newest bytes kept (--csi-pod-log-bytes, or the collector's byte cap)"
+			pl.Truncated = true
+		case ctx.Err() != nil:
+			lf.Skipped = "the collector's deadline was reached"
+			pl.Truncated = true
+		default:
+			err := c.podLogFile(ctx, &lf, budget, bundleDir)
+			pl.Bytes += lf.Bytes
+			budget -= lf.Bytes
+			switch {
+			case err != nil && csiNotExist(err):
+				// Rotated away since the listing: the next file
+				// holds what it had.
+			case err != nil:
+				// A failed or hung read: the files beside it are on the
+				// same filesystem and would most likely fail the same way.
+				budget = 0
+				pl.Truncated = true
+			case lf.Truncated:
+				// The window ends inside this file: what is older
+				// would be a sliver, cut from what it continues.
+				budget = 0
+				pl.Truncated = true
+			}
+		}
+		pl.Files = append(pl.Files, lf)
+	}
+	return pl
+}
+
+// podLogFile reads the last max bytes of one log file and keeps them, whole
+// lines only, under bundleDir. The error is the read's (lf says what
+// became of the file either way).
+func (c *csiRun) podLogFile(ctx context.Context, lf *CSIPodLogFile, max int64, bundleDir string) error {
+	var r isolate.ReadFileResult
+	err := c.do(ctx, isolate.OpReadFile, lf.Path, isolate.ReadFileRequest{Path: c.env.HostPath(lf.Path), Max: max, Tail: true}, &r)
+	if err != nil {
+		lf.Error = err.Error()
+		if !csiNotExist(err) {
+			c.inv.Errors = append(c.inv.Errors, fmt.Sprintf("reading %s: %v", lf.Path, err))
+		}
+		return err
+	}
+	lf.SourceBytes = r.Size
+	data := r.Data
+	if r.Offset > 0 {
+		lf.Truncated = true
+		// The window starts mid-line: that partial line goes.
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			data = data[i+1:]
+		} else {
+			data = nil
+		}
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	name := c.unique(bundleDir + "/" + csiSafeName(lf.Name))
+	if name == "" {
+		lf.Error = "too many files of the same name in the bundle"
+		return nil
+	}
+	f, err := c.env.Create(name)
+	if err != nil {
+		lf.Error = err.Error()
+		return nil
+	}
+	_, werr := f.Write(data)
+	if lf.Truncated {
+		markTruncated(f)
+	}
+	cerr := f.Close()
+	switch {
+	case werr != nil:
+		lf.Error = fmt.Sprintf("writing csi/%s: %v", name, werr)
+	case cerr != nil:
+		lf.Error = cerr.Error()
+	}
+	lf.File = name
+	lf.Bytes = int64(len(data))
+	if f.Truncated() {
+		lf.Truncated = true
+	}
+	return nil
+}
+
+// podLogBudget is how many bytes one container's logs may take: the
+// per-container flag within the per-file cap and what is left of the
+// collector's cap, with room kept for redaction (a replacement can be
+// longer than the secret) and for inventory.json, written last.
+func (c *csiRun) podLogBudget() int64 {
+	b := c.opts.PodLogBytes
+	if fc := c.env.MaxFileBytes; fc > 0 {
+		b = min(b, fc-fc/64)
+	}
+	if cc := c.env.MaxCollectorBytes; cc > 0 {
+		c.env.mu.Lock()
+		left := cc - c.env.written
+		c.env.mu.Unlock()
+		left -= min(4<<20, cc/8)
+		b = min(b, left-left/64)
+	}
+	return max(b, 0)
 }
