@@ -166,6 +166,7 @@ var sigWhat = map[string]string{
 	sigNFSOK:            "the NFS server answered again",
 	sigTransportNotConn: "the FUSE daemon behind the path is gone",
 	sigNotPublished:     "the CSI driver says the volume is not published and does nothing",
+	sigNodeUnpublish:    "the CSI driver's unpublish call for the volume",
 	sigDeleting:         "log lines about .deleting~ directories",
 	sigByteOutput:       "command output printed as a byte array, decoded",
 }

@@ -159,6 +159,10 @@ func (st *state) readerFor(name string) func(string, io.Reader) error {
 		return st.readKubeletGoroutines
 	case strings.HasPrefix(name, "runtime/") && strings.HasPrefix(base, "goroutine") && strings.HasSuffix(base, ".txt"):
 		return st.readRuntimeGoroutines
+	case strings.HasPrefix(dir, "csi/podlogs/"):
+		// The CSI driver pods' own container logs: what the driver
+		// answered the kubelet (incident 004's "not published").
+		return st.logs.scanLog
 	case strings.HasPrefix(dir, "journal/"):
 		// Logs as text; journal JSON exports repeat the text logs and
 		// sources.json is the index.

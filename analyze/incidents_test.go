@@ -135,9 +135,65 @@ func TestIncident004CSIPublishedStateLost(t *testing.T) {
 	if len(seen) != 5 {
 		t.Errorf("quoted %d kubelet.log lines, want all 5", len(seen))
 	}
+	// The driver's own log, kept by the csi collector from /var/log/pods:
+	// its new instance answered the unpublish with "nothing to do". Only
+	// that line: the rest of the driver's log is not about the leak.
+	const driverLog = "csi/podlogs/kube-system_csi-hostpathplugin-0/hostpath/1.log"
+	dl := evidenceFrom(f, driverLog)
+	if len(dl) != 1 || len(dl[0].Lines) != 1 || dl[0].Lines[0].N != 6 ||
+		!strings.Contains(dl[0].Lines[0].Text, `Volume "e9216f9a-425b-11ef-9abf-4e607aa5fc75" is not published at "`+target+`", nothing to do.`) {
+		t.Errorf("the driver's \"not published\" line is not quoted from %s:\n%s", driverLog, evidenceText(f))
+	}
+	if len(evidenceFrom(f, "csi/podlogs/kube-system_csi-hostpathplugin-0/hostpath/0.log")) != 0 {
+		t.Errorf("lines of the driver's previous instance quoted:\n%s", evidenceText(f))
+	}
 	wantIn(t, "remediation", strings.Join(f.Remediation, "\n"), "umount "+target, "#457")
 	if len(r.Findings) != 1 {
 		t.Errorf("want one joined finding, got %v", ids(r))
+	}
+}
+
+// Drivers word their unpublish differently: a lower-case "volume ... is
+// not published", and a line naming NodeUnpublishVolume with the volume's
+// ID in its arguments are quoted for the volume; an unpublish of another
+// volume is not.
+func TestIncident004DriverLogVariants(t *testing.T) {
+	const (
+		vol    = "e9216f9a-425b-11ef-9abf-4e607aa5fc75"
+		target = "/var/lib/kubelet/pods/9a42f711-028a-4ca2-802a-0e4db734592d/volumes/kubernetes.io~csi/pvc-ea3178bf-fc12-432c-a01b-8389b04c508e/mount"
+		log    = "csi/podlogs/kube-system_csi-hostpath-node-x/plugin/3.log"
+	)
+	files := fixture(t, "incident004-csi-published-lost")
+	files[log] = []byte(strings.Join([]string{
+		`2024-07-15T03:49:31.0Z stderr F I0715 03:49:31.000000 1 node.go:310] NodeUnpublishVolume: called with args {VolumeId:` + vol + ` TargetPath:` + target + `}`,
+		`2024-07-15T03:49:31.1Z stderr F I0715 03:49:31.100000 1 node.go:322] volume "` + vol + `" is not published at "` + target + `", nothing to do.`,
+		`2024-07-15T03:49:32.0Z stderr F I0715 03:49:32.000000 1 node.go:310] NodeUnpublishVolume: called with args {VolumeId:0aa0-other-volume TargetPath:/var/lib/kubelet/pods/other/volumes/kubernetes.io~csi/pvc-other/mount}`,
+	}, "\n") + "\n")
+	r, err := analyze.AnalyzeFile(context.Background(), makeBundle(t, files, bundle.Gzip), analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := only(t, r, "csi-published-state-lost")
+	var quoted []int
+	for _, e := range evidenceFrom(f, log) {
+		for _, l := range e.Lines {
+			quoted = append(quoted, l.N)
+		}
+	}
+	if len(quoted) != 2 || quoted[0]+quoted[1] != 3 {
+		t.Errorf("quoted lines %v of %s, want 1 and 2:\n%s", quoted, log, evidenceText(f))
+	}
+
+	// Alone (no lost state to explain it), the lower-case line is still
+	// the driver's "not published" for its volume.
+	r, err = analyze.AnalyzeFile(context.Background(), makeBundle(t, map[string][]byte{
+		"csi/podlogs/kube-system_csi-hostpath-node-x/plugin/0.log": []byte(`2024-07-15T03:49:31.1Z stderr F I0715 03:49:31.100000 1 node.go:322] volume "vol-lower" is not published at "/var/lib/kubelet/pods/p/volumes/kubernetes.io~csi/pvc-l/mount", nothing to do.` + "\n"),
+	}, bundle.Gzip), analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if np := only(t, r, "csi-driver-not-published"); np.Subject != "vol-lower" {
+		t.Errorf("not-published finding for %q, want vol-lower", np.Subject)
 	}
 }
 

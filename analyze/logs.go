@@ -50,6 +50,7 @@ const (
 	sigNFSOK            = "nfs-ok"
 	sigTransportNotConn = "transport-not-connected"
 	sigNotPublished     = "csi-not-published"
+	sigNodeUnpublish    = "csi-node-unpublish"
 	sigDeleting         = "deleting-dir"
 	sigByteOutput       = "byte-array-output"
 )
@@ -85,8 +86,15 @@ var logSigs = []logSig{
 		re: regexp.MustCompile(`nfs: server (\S+) OK`)},
 	{id: sigTransportNotConn, needles: []string{"ransport endpoint is not connected"},
 		re: regexp.MustCompile(`(/[^\s:"'\\]+)[\s"'\\]*:\s*[Tt]ransport endpoint is not connected`)},
+	// csi-driver-host-path logs `Volume %q is not published at %q,
+	// nothing to do.` (some versions "volume"), from its own container.
 	{id: sigNotPublished, needles: []string{"is not published at", "nothing to do"},
-		re: regexp.MustCompile(`Volume \\*"([^"\\]+)\\*" is not published`)},
+		re: regexp.MustCompile(`[Vv]olume \\*"([^"\\]+)\\*" is not published`)},
+	// A driver's line about an unpublish call, keyed by the volume when
+	// the line names it: `NodeUnpublishVolume: called with args
+	// {VolumeId:vol-0a1b ...}`, `"volume_id":"..."`, ceph-csi's `Req-ID:`.
+	{id: sigNodeUnpublish, needles: []string{"NodeUnpublishVolume"},
+		re: regexp.MustCompile(`(?:volume_id|[Vv]olume[Ii][Dd]|Req-ID)\\*"?\s*[:=]\s*\\*"?([^\s"\\,}\]]+)`)},
 	{id: sigDeleting, needles: []string{".deleting~"},
 		re: regexp.MustCompile(`(/[^\s"\\]*?)\.deleting~`)},
 }

@@ -119,7 +119,9 @@ func (st *state) csiPublishedLost(cf collectors.CSIFinding) {
 	if pv != nil {
 		tokens = append(tokens, pv.Dir)
 	}
-	st.claimLogs(&f, tokens, sigTeardownBusy, sigNotPublished, sigPodNotCleaned, sigRmdirBusy, sigOrphanedPod)
+	// The driver's own log (csi/podlogs/) says "not published, nothing to
+	// do" for the volume: the moment the lost state turned into a leak.
+	st.claimLogs(&f, tokens, sigTeardownBusy, sigNotPublished, sigNodeUnpublish, sigPodNotCleaned, sigRmdirBusy, sigOrphanedPod)
 	f.Remediation = []string{
 		"Confirm nothing uses the mount (openfiles/holders.json lists no holder for it), then unmount it by hand on the node: umount " + shellQuote(cf.TargetPath),
 		"The kubelet's next TearDown retry then removes the directory and the pod finishes terminating.",
