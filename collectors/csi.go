@@ -1306,7 +1306,7 @@ func (c *csiRun) podLogs(ctx context.Context) {
 	words := csiDriverWords(c.inv.Drivers)
 	bundleDirs := map[string]bool{}
 	var kept int64
-	pods0 := 0
+	csiPods := 0
 	for _, pd := range pods {
 		if ctx.Err() != nil {
 			c.inv.Errors = append(c.inv.Errors, "stopped reading the CSI pods' logs: the collector's deadline was reached")
@@ -1336,7 +1336,7 @@ func (c *csiRun) podLogs(ctx context.Context) {
 		if match == "" {
 			continue
 		}
-		pods0++
+		csiPods++
 		// Two pods of one name (a StatefulSet's pod deleted and created
 		// again) keep apart by their UIDs.
 		bdir := "podlogs/" + csiSafeName(ref.Namespace+"_"+ref.Pod)
@@ -1355,7 +1355,7 @@ func (c *csiRun) podLogs(ctx context.Context) {
 	}
 	if len(c.inv.PodLogs) > 0 {
 		c.env.Notef("kept %s of the logs of %d containers of %d CSI pods under csi/podlogs/ (newest first, at most %s per container)",
-			humanBytes(kept), len(c.inv.PodLogs), pods0, humanBytes(c.opts.PodLogBytes))
+			humanBytes(kept), len(c.inv.PodLogs), csiPods, humanBytes(c.opts.PodLogBytes))
 	}
 }
 
