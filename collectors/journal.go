@@ -187,8 +187,21 @@ type JournalSource struct {
 	// Truncated: older entries were left out to respect MaxBytes (or the
 	// run's caps), or reading stopped early (timeout).
 	Truncated bool `json:"truncated"`
-	// SourceBytes is the size of a file source.
+	// SourceBytes is the size of a file source (compressed, for a
+	// compressed rotated part).
 	SourceBytes int64 `json:"source_bytes,omitempty"`
+	// RotatedFrom is the current log (host path) a rotated part of a file
+	// source belongs to; Rotation its place among the parts, 1 for the
+	// newest rotated one.
+	RotatedFrom string `json:"rotated_from,omitempty"`
+	Rotation    int    `json:"rotation,omitempty"`
+	// Compression is "gzip" for a part decompressed in the worker;
+	// InflatedBytes how many decompressed bytes it went through, and
+	// InflateCapped that it stopped at the decompression cap (a gzip bomb,
+	// or a part larger than the cap) before the part's end.
+	Compression   string `json:"compression,omitempty"`
+	InflatedBytes int64  `json:"inflated_bytes,omitempty"`
+	InflateCapped bool   `json:"inflate_capped,omitempty"`
 	// Oldest and Newest are the timestamps of the first and last entry
 	// kept, as printed.
 	Oldest          string  `json:"oldest,omitempty"`
@@ -782,7 +795,7 @@ func (j *journalRun) fallbacks(ctx context.Context, usable bool) {
 	}
 	for _, f := range files {
 		if need(f.subject) {
-			j.idx.Sources = append(j.idx.Sources, j.fileTail(ctx, f.name, f.path))
+			j.idx.Sources = append(j.idx.Sources, j.logWithRotations(ctx, f.name, f.path)...)
 		}
 	}
 	if need("kernel") {
@@ -803,11 +816,11 @@ func (j *journalRun) wantsUnit(base string) bool {
 // enough to finish well within the probe deadline on a slow disk.
 const fileReadChunk = 1 << 20
 
-// fileTail copies the newest part of a log file, read from its end in
-// bounded chunks by a worker (the file may sit on a mount that hangs).
-func (j *journalRun) fileTail(ctx context.Context, name, hostPath string) JournalSource {
+// fileTail copies the newest part of a log file, at most budget bytes,
+// read from its end in bounded chunks by a worker (the file may sit on a
+// mount that hangs), into the bundle file named file.
+func (j *journalRun) fileTail(ctx context.Context, name, hostPath, file string, budget int64) JournalSource {
 	p := j.env.HostPath(hostPath)
-	file := "files/" + name
 	s := JournalSource{Name: name, Kind: "file", Path: hostPath}
 	if j.env.IsHung(p) {
 		s.Status, s.Error = JournalSkipped, "on a mount found hung earlier in this run"
@@ -832,7 +845,6 @@ func (j *journalRun) fileTail(ctx context.Context, name, hostPath string) Journa
 		s.Status = JournalEmpty
 		return s
 	}
-	budget := j.budget()
 	if budget <= 0 {
 		s.Status, s.Error = JournalSkipped, "the collector's byte cap was reached"
 		return s
