@@ -301,7 +301,7 @@ func (j *journalRun) gzipTail(ctx context.Context, name, hostPath, file string, 
 	s.Truncated = cutHead || !r.Complete
 	switch {
 	case r.Error != "":
-		s.Status, s.Error = JournalError, fmt.Sprintf("%s is damaged after %s decompressed: %s", hostPath, humanBytes(r.Inflated), r.Error)
+		s.Status, s.Error = JournalError, fmt.Sprintf("%s is damaged (%s after %s decompressed); nothing of it was kept, as bytes decoded from a damaged stream cannot be trusted", hostPath, r.Error, humanBytes(r.Inflated))
 	case r.TimedOut:
 		s.Status, s.Error = JournalTimeout, fmt.Sprintf("decompressing did not finish within %s; kept the newest whole lines of the first %s", soft, humanBytes(r.Inflated))
 	case r.Capped:
@@ -410,7 +410,7 @@ type journalGzipTailResult struct {
 	Inflated int64 `json:"inflated"`
 	// Complete: the end of the file was reached. Otherwise Capped
 	// (MaxInflate reached), TimedOut, or Error (damaged after Inflated
-	// bytes) says why not.
+	// bytes; Data is then empty) says why not.
 	Complete bool   `json:"complete,omitempty"`
 	Capped   bool   `json:"capped,omitempty"`
 	TimedOut bool   `json:"timed_out,omitempty"`
@@ -473,7 +473,12 @@ func journalGzipTailOp(rq journalGzipTailRequest) (any, error) {
 			if r.Inflated == 0 {
 				return nil, fmt.Errorf("%s is not a readable gzip file: %w", rq.Path, err)
 			}
+			// Bytes decoded from a damaged stream cannot be trusted:
+			// back-references into garbage copy fragments of earlier
+			// lines, which could part a secret from the keyword the
+			// redactor knows it by. None are returned.
 			r.Error = err.Error()
+			ring = tailRing{}
 			break
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {

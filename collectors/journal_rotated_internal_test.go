@@ -194,7 +194,7 @@ func TestGzipTailOp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r = res.(journalGzipTailResult); r.Complete || r.Error == "" || r.Inflated == 0 {
+	if r = res.(journalGzipTailResult); r.Complete || r.Error == "" || r.Inflated == 0 || len(r.Data) != 0 {
 		t.Errorf("cut short: %+v", r)
 	}
 	// Not a regular file.

@@ -202,12 +202,13 @@ func TestJournalRotatedDatedAndCorrupt(t *testing.T) {
 	if string(c.Files["journal/files/kubelet.log-20261120"]) != d20 || string(c.Files["journal/files/kubelet.log-20261118"]) != d18 {
 		t.Errorf("dated parts not kept whole")
 	}
-	if g := got[2]; !strings.Contains(g.Error, "damaged") || g.Rotation != 2 {
+	// Nothing of a damaged part is kept: deflate emits garbage copied
+	// from earlier lines before it notices the damage.
+	if g := got[2]; !strings.Contains(g.Error, "is damaged") || g.Rotation != 2 || g.File != "" || g.Bytes != 0 || g.InflatedBytes == 0 {
 		t.Errorf("damaged part: %+v", g)
 	}
-	// What was decompressed before the damage is kept, whole lines only.
-	if g, b := got[2], string(c.Files["journal/files/kubelet.log-20261119"]); g.Entries == 0 || b != kubeletLines(100, 100+g.Entries) || !g.Truncated {
-		t.Errorf("damaged part's readable head (%d entries): %q", g.Entries, b)
+	if _, ok := c.Files["journal/files/kubelet.log-20261119"]; ok {
+		t.Error("the damaged part's bytes are in the bundle")
 	}
 	if g := got[4]; !strings.Contains(g.Error, "not a readable gzip file") || g.File != "" {
 		t.Errorf("not gzip: %+v", g)
