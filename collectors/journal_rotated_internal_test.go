@@ -234,6 +234,14 @@ func TestGzipTailOpBomb(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
 		t.Errorf("decompressing the bomb allocated %d bytes; want it bounded by the window", alloc)
 	}
+	// Without the cap, the op's own deadline stops it, short of the end.
+	res, err = journalGzipTailOp(journalGzipTailRequest{Path: p, Max: 100, MaxInflate: 1 << 40, TimeoutMS: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r = res.(journalGzipTailResult); !r.TimedOut || r.Complete || r.Capped || r.Inflated >= 300<<20 {
+		t.Fatalf("deadline: timed out %v complete %v capped %v inflated %d", r.TimedOut, r.Complete, r.Capped, r.Inflated)
+	}
 	// Exactly at the cap is complete, not capped.
 	res, err = journalGzipTailOp(journalGzipTailRequest{Path: p, Max: 100, MaxInflate: 300 << 20})
 	if err != nil {
