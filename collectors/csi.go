@@ -1515,16 +1515,9 @@ func (c *csiRun) podLogFile(ctx context.Context, lf *CSIPodLogFile, max int64, b
 // collector's cap, with room kept for redaction (a replacement can be
 // longer than the secret) and for inventory.json, written last.
 func (c *csiRun) podLogBudget() int64 {
-	b := c.opts.PodLogBytes
-	if fc := c.env.MaxFileBytes; fc > 0 {
-		b = min(b, fc-fc/64)
-	}
+	var reserve int64
 	if cc := c.env.MaxCollectorBytes; cc > 0 {
-		c.env.mu.Lock()
-		left := cc - c.env.written
-		c.env.mu.Unlock()
-		left -= min(4<<20, cc/8)
-		b = min(b, left-left/64)
+		reserve = min(4<<20, cc/8)
 	}
-	return max(b, 0)
+	return c.env.Budget(c.opts.PodLogBytes, reserve)
 }

@@ -332,6 +332,26 @@ func (e *Env) WriteJSON(name string, v any) error {
 	return cerr
 }
 
+// Budget is how many bytes the next file of a source may take to stay
+// whole: want, within the per-file cap and what is left of the collector's
+// cap once reserve bytes are set aside (for an index written last), less
+// 1/64 for redaction markers, which can be longer than what they replace.
+// A source that keeps the newest part of a log reads this many bytes from
+// its end instead of having its newest lines cut by the cap.
+func (e *Env) Budget(want, reserve int64) int64 {
+	b := want
+	if fc := e.MaxFileBytes; fc > 0 {
+		b = min(b, fc-fc/64)
+	}
+	if cc := e.MaxCollectorBytes; cc > 0 {
+		e.mu.Lock()
+		left := cc - e.written - reserve
+		e.mu.Unlock()
+		b = min(b, left-left/64)
+	}
+	return max(b, 0)
+}
+
 // capWriter enforces the per-file and per-collector byte caps. Past a cap
 // it drops bytes and remembers that it did; the write still "succeeds" so
 // producers (external commands) are not broken mid-stream.

@@ -1105,17 +1105,7 @@ func firstField(e []byte) string {
 // under the run's per-file and per-collector caps with a little room for
 // redaction markers, which can be longer than what they replace.
 func (j *journalRun) budget() int64 {
-	b := j.o.MaxBytes
-	if fc := j.env.MaxFileBytes; fc > 0 {
-		b = min(b, fc-fc/64)
-	}
-	if cc := j.env.MaxCollectorBytes; cc > 0 {
-		j.env.mu.Lock()
-		left := cc - j.env.written - 64<<10 // room for sources.json
-		j.env.mu.Unlock()
-		b = min(b, left-left/64)
-	}
-	return max(b, 0)
+	return j.env.Budget(j.o.MaxBytes, 64<<10) // room for sources.json
 }
 
 // cmdTimeout fits a command's deadline into what is left of the
