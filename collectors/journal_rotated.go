@@ -29,19 +29,17 @@ import (
 // happen in workers, like every other touch of a host path.
 
 func init() {
-	isolate.RegisterOp(opJournalList, isolate.Typed(journalListOp))
 	isolate.RegisterOp(opJournalGzipTail, isolate.Typed(journalGzipTailOp))
 }
 
-const (
-	opJournalList     = "journal.list"
-	opJournalGzipTail = "journal.gziptail"
-)
+const opJournalGzipTail = "journal.gziptail"
 
 const (
 	// maxRotatedParts bounds how many rotated parts of one log are
 	// considered (logrotate's "rotate 52" of a weekly log, say).
 	maxRotatedParts = 64
+	// maxLogDirEntries bounds the listing of a log's directory.
+	maxLogDirEntries = 16384
 	// gzipTailMax bounds the decompressed bytes one op returns, as
 	// journalReadAtOp bounds a chunk.
 	gzipTailMax = 16 << 20
@@ -165,13 +163,18 @@ func (j *journalRun) rotatedParts(ctx context.Context, hostPath string) ([]rotat
 	if j.env.IsHung(p) {
 		return nil, fmt.Errorf("%s is on a mount found hung earlier in this run", dir)
 	}
-	var r journalListResult
-	if err := j.env.Do(ctx, opJournalList, p, journalListRequest{Path: p, Prefix: base, Max: 4096}, &r); err != nil {
+	// The getdents listing op the csi collector registers: names only,
+	// no stat of any entry.
+	var r CSIReadDirResult
+	if err := j.env.Do(ctx, opCSIReadDir, p, CSIReadDirRequest{Path: p, Max: maxLogDirEntries}, &r); err != nil {
 		return nil, fmt.Errorf("listing %s: %w", dir, err)
 	}
+	if r.Truncated {
+		j.env.Notef("%s has more than %d entries; rotated parts of %s among the rest were not looked for", dir, maxLogDirEntries, base)
+	}
 	var parts []rotatedName
-	for _, n := range r.Names {
-		if rn, ok := parseRotatedName(base, n); ok {
+	for _, e := range r.Entries {
+		if rn, ok := parseRotatedName(base, e.Name); ok {
 			parts = append(parts, rn)
 		}
 	}
@@ -340,55 +343,6 @@ func (j *journalRun) gzipTail(ctx context.Context, name, hostPath, file string, 
 		j.env.Notef("%s: kept the newest %s of %s decompressed (%s cap)", file, humanBytes(s.Bytes), humanBytes(r.Inflated), humanBytes(budget))
 	}
 	return s
-}
-
-type journalListRequest struct {
-	Path string `json:"path"`
-	// Prefix selects names; the name equal to it is left out.
-	Prefix string `json:"prefix"`
-	Max    int    `json:"max"`
-}
-
-type journalListResult struct {
-	Names     []string `json:"names"`
-	Truncated bool     `json:"truncated,omitempty"`
-}
-
-// journalListOp lists the names in one directory that start with a
-// prefix, without stat()ing any (bounded: at most Max names kept, 1M read).
-func journalListOp(rq journalListRequest) (any, error) {
-	if rq.Max <= 0 {
-		rq.Max = 4096
-	}
-	fd, err := unix.Open(rq.Path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: rq.Path, Err: err}
-	}
-	d := os.NewFile(uintptr(fd), rq.Path)
-	defer func() { _ = d.Close() }() // read-only: nothing to lose
-	r := journalListResult{Names: []string{}}
-	for read := 0; read < 1<<20; {
-		names, err := d.Readdirnames(1024)
-		read += len(names)
-		for _, n := range names {
-			if n == rq.Prefix || !strings.HasPrefix(n, rq.Prefix) {
-				continue
-			}
-			if len(r.Names) >= rq.Max {
-				r.Truncated = true
-				return r, nil
-			}
-			r.Names = append(r.Names, n)
-		}
-		if errors.Is(err, io.EOF) || len(names) == 0 {
-			return r, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", rq.Path, err)
-		}
-	}
-	r.Truncated = true
-	return r, nil
 }
 
 type journalGzipTailRequest struct {

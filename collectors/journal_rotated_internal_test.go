@@ -251,28 +251,3 @@ func TestGzipTailOpBomb(t *testing.T) {
 		t.Fatalf("at the cap: %+v", r)
 	}
 }
-
-func TestJournalListOp(t *testing.T) {
-	dir := t.TempDir()
-	for _, n := range []string{"kubelet.log", "kubelet.log.1", "kubelet.log.2.gz", "messages", "kubelet.logx"} {
-		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	res, err := journalListOp(journalListRequest{Path: dir, Prefix: "kubelet.log"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := res.(journalListResult)
-	sort.Strings(r.Names)
-	if got := strings.Join(r.Names, " "); got != "kubelet.log.1 kubelet.log.2.gz kubelet.logx" || r.Truncated {
-		t.Errorf("listing: %q truncated %v", got, r.Truncated)
-	}
-	res, _ = journalListOp(journalListRequest{Path: dir, Prefix: "kubelet.log", Max: 1})
-	if r = res.(journalListResult); len(r.Names) != 1 || !r.Truncated {
-		t.Errorf("bounded listing: %+v", r)
-	}
-	if _, err := journalListOp(journalListRequest{Path: filepath.Join(dir, "none"), Prefix: "x"}); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("missing directory: %v", err)
-	}
-}
