@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
@@ -263,20 +262,7 @@ func TestCSIPodLogsHungDir(t *testing.T) {
 	testkit.RequireFUSE(t)
 	root, proc := csiFixture(t)
 	podLogFixture(t, root)
-	hung := filepath.Join(root, "var/log/pods/kube-system_csi-hung-0_5b0f3c2e-9d1a-4e7b-8c6f-0000000000d9")
-	testkit.HungFUSE(t, hung, testkit.FUSEStartHung(), testkit.FUSESubtype("podlogs-hung"))
-	agentFlags(t, "csi", stateGlobs)
-	const probe = time.Second
-	b := agentCollect(t, "csi", collectors.Common{Root: root, Proc: proc, ProbeTimeout: probe})
-	if b.res.Status != bundle.StatusPartial {
-		t.Errorf("status %q (%s), want partial", b.res.Status, b.res.Error)
-	}
-	if len(b.res.HungItems) != 1 || !strings.HasSuffix(b.res.HungItems[0].Target, "kube-system_csi-hung-0_5b0f3c2e-9d1a-4e7b-8c6f-0000000000d9") {
-		t.Fatalf("hung items %+v, want exactly the hung pod log directory", b.res.HungItems)
-	}
-	if limit := probe + 10*time.Second; b.res.DurationSeconds > limit.Seconds() {
-		t.Errorf("took %.1fs, want about one %s probe", b.res.DurationSeconds, probe)
-	}
+	b := csiHungRun(t, root, proc, "/var/log/pods/kube-system_csi-hung-0_5b0f3c2e-9d1a-4e7b-8c6f-0000000000d9", "podlogs-hung")
 	inv := csiInventory(t, b)
 	if len(inv.PodLogs) != 4 {
 		t.Errorf("%d containers kept after the hang, want 4: %+v", len(inv.PodLogs), inv.PodLogs)

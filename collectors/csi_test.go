@@ -267,21 +267,7 @@ func TestCSIAbsent(t *testing.T) {
 func TestCSIHungPluginDir(t *testing.T) {
 	testkit.RequireFUSE(t)
 	root, proc := csiFixture(t)
-	hungDir := filepath.Join(root, "var/lib/kubelet/plugins/hung.csi.example.com")
-	testkit.HungFUSE(t, hungDir, testkit.FUSEStartHung(), testkit.FUSESubtype("csi-hung"))
-	agentFlags(t, "csi", stateGlobs)
-	const probe = time.Second
-	b := agentCollect(t, "csi", collectors.Common{Root: root, Proc: proc, ProbeTimeout: probe})
-	if b.res.Status != bundle.StatusPartial {
-		t.Errorf("status %q (%s), want partial", b.res.Status, b.res.Error)
-	}
-	if len(b.res.HungItems) != 1 || !strings.HasSuffix(b.res.HungItems[0].Target, "/var/lib/kubelet/plugins/hung.csi.example.com") {
-		t.Fatalf("hung items %+v, want exactly the hung plugin directory", b.res.HungItems)
-	}
-	// One probe, plus the grace a killed worker stuck in FUSE gets.
-	if limit := probe + 10*time.Second; b.res.DurationSeconds > limit.Seconds() {
-		t.Errorf("took %.1fs, want about one %s probe", b.res.DurationSeconds, probe)
-	}
+	b := csiHungRun(t, root, proc, "/var/lib/kubelet/plugins/hung.csi.example.com", "csi-hung")
 	inv := csiInventory(t, b)
 	if len(inv.PodVolumes) != 7 || len(inv.Findings) != 2 || len(inv.StateFiles) != 2 {
 		t.Errorf("inventory incomplete after the hang: %d volumes, %d findings, %d state files", len(inv.PodVolumes), len(inv.Findings), len(inv.StateFiles))
@@ -295,6 +281,28 @@ func TestCSIHungPluginDir(t *testing.T) {
 	if !found {
 		t.Errorf("the hung directory is not listed as an entry of plugins/")
 	}
+}
+
+// csiHungRun runs the csi collector over the fixture with a hung FUSE mount
+// at hostDir and checks what every such run must show: partial, exactly
+// that directory named hung, and about one probe's time spent on it (plus
+// the grace a killed worker stuck in FUSE gets).
+func csiHungRun(t *testing.T, root, proc, hostDir, subtype string) *agentBundle {
+	t.Helper()
+	testkit.HungFUSE(t, filepath.Join(root, filepath.FromSlash(hostDir)), testkit.FUSEStartHung(), testkit.FUSESubtype(subtype))
+	agentFlags(t, "csi", stateGlobs)
+	const probe = time.Second
+	b := agentCollect(t, "csi", collectors.Common{Root: root, Proc: proc, ProbeTimeout: probe})
+	if b.res.Status != bundle.StatusPartial {
+		t.Errorf("status %q (%s), want partial", b.res.Status, b.res.Error)
+	}
+	if len(b.res.HungItems) != 1 || !strings.HasSuffix(b.res.HungItems[0].Target, hostDir) {
+		t.Fatalf("hung items %+v, want exactly %s", b.res.HungItems, hostDir)
+	}
+	if limit := probe + 10*time.Second; b.res.DurationSeconds > limit.Seconds() {
+		t.Errorf("took %.1fs, want about one %s probe", b.res.DurationSeconds, probe)
+	}
+	return b
 }
 
 func FuzzParseCSIState(f *testing.F) {
