@@ -68,7 +68,10 @@ var logSigs = []logSig{
 		re: regexp.MustCompile(`orphaned pod \\*"([^"\\]+)`)},
 	{id: sigRmdirBusy, needles: []string{"failed to rmdir() volume at path", "busy"},
 		re: regexp.MustCompile(`(/\S*?/pods/[0-9a-fA-F-]{36})/volumes`)},
-	{id: sigPLEG, needles: []string{"PLEG is not healthy"}},
+	// A kubelet logs "PLEG is not healthy: pleg has yet to be successful"
+	// in the first seconds of every start, before its first relist: not a
+	// stuck PLEG (seen on a real v1.34 kubelet at each start).
+	{id: sigPLEG, needles: []string{"PLEG is not healthy"}, unless: []string{"pleg has yet to be successful"}},
 	{id: sigSyncLoop, needles: []string{"sync Loop took longer than expected|syncloop failed|syncLoop is not healthy"}},
 	{id: sigOperationExists, needles: []string{"operation with the given Volume ID"},
 		re: regexp.MustCompile(`Volume ID ([^\s"\\]+) already exists`)},

@@ -52,7 +52,10 @@ func TestAnalyzeCommand(t *testing.T) {
 		"host/summary.json":   `{"hostname":"n1"}`,
 		"journal/kubelet.log": "Nov 21 kubelet[1]: E1121 \"Skipping pod synchronization\" err=\"PLEG is not healthy: pleg was last seen active 3m0s ago\"\n",
 	})
-	healthy := analyzeBundle(t, map[string]string{"host/summary.json": `{"hostname":"n1"}`, "journal/kubelet.log": "Nov 21 kubelet[1]: I1121 all is well\n"})
+	// A kubelet's first seconds: every start logs a PLEG that has not
+	// relisted yet (a real v1.34 kubelet's line), which is no finding.
+	healthy := analyzeBundle(t, map[string]string{"host/summary.json": `{"hostname":"n1"}`, "journal/kubelet.log": "Nov 21 kubelet[1]: I1121 all is well\n" +
+		`2026-11-23T19:26:17.027707+0000 vm kubelet[26344]: E1123 19:26:17.022706   26344 kubelet.go:2452] "Skipping pod synchronization" err="[container runtime status check may not have completed yet, PLEG is not healthy: pleg has yet to be successful]"` + "\n"})
 
 	r := runNodesnap(t, time.Minute, nil, "analyze", sick)
 	if r.code != exitPartial || !strings.Contains(r.stdout, "kubelet-pleg-unhealthy") || !strings.Contains(r.stdout, "Fix:") || r.stderr != "" {
