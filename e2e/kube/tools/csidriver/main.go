@@ -1,0 +1,285 @@
+// Command csidriver is the e2e cluster's CSI driver: a node-only hostpath
+// driver that speaks real CSI gRPC to the real kubelet, registered through
+// the kubelet's plugin watcher exactly as node-driver-registrar does.
+//
+// The kubernetes-csi hostpath driver and node-driver-registrar are not
+// published as Go modules the proxy serves; the CSI spec and the kubelet's
+// plugin-registration API are, so this is both halves in one small binary.
+// Volumes are statically provisioned (a PersistentVolume naming a volume
+// handle): NodeStageVolume bind-mounts <data-dir>/<handle> at the staging
+// path (the ".../globalmount" the incidents revolve around) and
+// NodePublishVolume bind-mounts that at the pod's target path.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+)
+
+type driver struct {
+	csi.UnimplementedIdentityServer
+	csi.UnimplementedNodeServer
+	name, nodeID, dataDir string
+	mu                    sync.Mutex
+}
+
+func main() {
+	var (
+		name      = flag.String("driver-name", "hostpath.csi.k8s.io", "CSI driver name")
+		nodeID    = flag.String("node-id", "", "node id (default: the host name)")
+		endpoint  = flag.String("endpoint", "/var/lib/kubelet/plugins/hostpath.csi.k8s.io/csi.sock", "CSI socket path")
+		regDir    = flag.String("registration-dir", "/var/lib/kubelet/plugins_registry", "kubelet plugin watcher directory")
+		dataDir   = flag.String("data-dir", "/var/lib/csi-hostpath-data", "where volumes' data lives")
+		kubeletEP = flag.String("kubelet-endpoint", "", "the CSI socket path as the kubelet sees it (default: --endpoint)")
+	)
+	flag.Parse()
+	log.SetFlags(log.Ldate | log.Ltime | log.Lmicroseconds | log.Lshortfile)
+	if *nodeID == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			log.Fatalf("node id: %v", err)
+		}
+		*nodeID = h
+	}
+	if *kubeletEP == "" {
+		*kubeletEP = *endpoint
+	}
+	d := &driver{name: *name, nodeID: *nodeID, dataDir: *dataDir}
+	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
+		log.Fatal(err)
+	}
+
+	csiSrv, err := serve(*endpoint, func(s *grpc.Server) {
+		csi.RegisterIdentityServer(s, d)
+		csi.RegisterNodeServer(s, d)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	regSock := filepath.Join(*regDir, *name+"-reg.sock")
+	regSrv, err := serve(regSock, func(s *grpc.Server) {
+		registerapi.RegisterRegistrationServer(s, &registrar{name: *name, endpoint: *kubeletEP})
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("driver %s for node %s: CSI on %s, registration on %s", *name, *nodeID, *endpoint, regSock)
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	regSrv.Stop()
+	csiSrv.Stop()
+	_ = os.Remove(regSock)
+	_ = os.Remove(*endpoint)
+}
+
+func serve(sock string, register func(*grpc.Server)) (*grpc.Server, error) {
+	if err := os.MkdirAll(filepath.Dir(sock), 0o755); err != nil {
+		return nil, err
+	}
+	_ = os.Remove(sock)
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		return nil, err
+	}
+	s := grpc.NewServer(grpc.UnaryInterceptor(logCalls))
+	register(s)
+	go func() {
+		if err := s.Serve(l); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			log.Printf("serving %s: %v", sock, err)
+		}
+	}()
+	return s, nil
+}
+
+// logCalls logs every call as the kubernetes-csi sidecars do at -v=5, so
+// the driver pod's log carries the evidence nodesnap collects.
+func logCalls(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	log.Printf("GRPC call: %s", info.FullMethod)
+	log.Printf("GRPC request: %+v", req)
+	resp, err := h(ctx, req)
+	if err != nil {
+		log.Printf("GRPC error: %v", err)
+	} else {
+		log.Printf("GRPC response: %+v", resp)
+	}
+	return resp, err
+}
+
+type registrar struct {
+	registerapi.UnimplementedRegistrationServer
+	name, endpoint string
+}
+
+func (r *registrar) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
+	return &registerapi.PluginInfo{Type: registerapi.CSIPlugin, Name: r.name, Endpoint: r.endpoint, SupportedVersions: []string{"1.0.0"}}, nil
+}
+
+func (r *registrar) NotifyRegistrationStatus(_ context.Context, st *registerapi.RegistrationStatus) (*registerapi.RegistrationStatusResponse, error) {
+	if !st.PluginRegistered {
+		log.Printf("registration failed: %s", st.Error)
+	} else {
+		log.Printf("registered with the kubelet")
+	}
+	return &registerapi.RegistrationStatusResponse{}, nil
+}
+
+func (d *driver) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
+	return &csi.GetPluginInfoResponse{Name: d.name, VendorVersion: "e2e"}, nil
+}
+
+func (d *driver) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
+	return &csi.GetPluginCapabilitiesResponse{}, nil
+}
+
+func (d *driver) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+	return &csi.ProbeResponse{}, nil
+}
+
+func (d *driver) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
+	return &csi.NodeGetInfoResponse{NodeId: d.nodeID}, nil
+}
+
+func (d *driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+	return &csi.NodeGetCapabilitiesResponse{Capabilities: []*csi.NodeServiceCapability{{
+		Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}},
+	}}}, nil
+}
+
+func (d *driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
+	id, staging := req.GetVolumeId(), req.GetStagingTargetPath()
+	if id == "" || staging == "" || filepath.Base(id) != id {
+		return nil, status.Error(codes.InvalidArgument, "volume id and staging path are required")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	src := filepath.Join(d.dataDir, id)
+	if err := os.MkdirAll(src, 0o777); err != nil {
+		return nil, status.Errorf(codes.Internal, "creating %s: %v", src, err)
+	}
+	if err := bindMount(src, staging, false); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &csi.NodeStageVolumeResponse{}, nil
+}
+
+func (d *driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := unmount(req.GetStagingTargetPath()); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &csi.NodeUnstageVolumeResponse{}, nil
+}
+
+func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+	staging, target := req.GetStagingTargetPath(), req.GetTargetPath()
+	if staging == "" || target == "" {
+		return nil, status.Error(codes.InvalidArgument, "staging and target paths are required")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := bindMount(staging, target, req.GetReadonly()); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+func (d *driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	target := req.GetTargetPath()
+	if err := unmount(target); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	_ = os.Remove(target)
+	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+func isMountpoint(p string) bool {
+	var st, parent unix.Stat_t
+	if unix.Stat(p, &st) != nil || unix.Stat(filepath.Dir(p), &parent) != nil {
+		return false
+	}
+	if st.Dev != parent.Dev {
+		return true
+	}
+	// A bind mount of a directory of the same filesystem keeps st_dev:
+	// ask the mount table.
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	return containsMountpoint(string(data), p)
+}
+
+func containsMountpoint(mountinfo, p string) bool {
+	for _, line := range splitLines(mountinfo) {
+		var f [5]string
+		n, _ := fmt.Sscan(line, &f[0], &f[1], &f[2], &f[3], &f[4])
+		if n == 5 && f[4] == p {
+			return true
+		}
+	}
+	return false
+}
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+func bindMount(src, target string, ro bool) error {
+	if err := os.MkdirAll(target, 0o750); err != nil {
+		return fmt.Errorf("creating %s: %w", target, err)
+	}
+	if isMountpoint(target) {
+		return nil
+	}
+	if err := unix.Mount(src, target, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind-mounting %s at %s: %w", src, target, err)
+	}
+	if ro {
+		if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+			return fmt.Errorf("making %s read-only: %w", target, err)
+		}
+	}
+	return nil
+}
+
+func unmount(target string) error {
+	if target == "" || !isMountpoint(target) {
+		return nil
+	}
+	if err := unix.Unmount(target, 0); err != nil {
+		return fmt.Errorf("unmounting %s: %w", target, err)
+	}
+	return nil
+}
