@@ -6,7 +6,7 @@ BIN     ?= bin/nodesnap
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build test test-short bench lint fmt vet fuzz reliability clean
+.PHONY: all build test test-kernel test-short e2e-k8s bench lint fmt vet fuzz reliability clean
 
 all: build
 
@@ -18,8 +18,28 @@ build:
 ## Packages run one at a time (-p 1): their real-kernel fixtures (hung FUSE
 ## mounts, private namespaces) are visible node-wide, and one package's hung
 ## mount must not show up in another package's "healthy node" assertions.
-test: vet
+## Then, as root, the end-to-end tests on a real Kubernetes (e2e-k8s below).
+test: test-kernel
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory e2e-k8s; \
+	 else echo "make test: e2e-k8s skipped: it needs root (a kubelet, containerd and mounts)"; fi
+
+## test-kernel: the unit and real-kernel tests, without the Kubernetes e2e
+test-kernel: vet
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
+
+## e2e-k8s: a real single-node Kubernetes built from upstream source (cached in
+## /var/cache/nodesnap-e2e; ~12 min cold on 2 cores), nodesnap's e2e tests on it,
+## then the cluster taken down: its own pids, mounts, links, cgroups, sysctls.
+E2E_STATE ?= /var/lib/nodesnap-e2e
+E2E_K8S   ?= v1.34.4
+e2e-k8s: build
+	@e2e/kube/cluster.sh down
+	e2e/kube/cluster.sh up
+	@status=0; \
+	NODESNAP_E2E_KUBECONFIG=$(E2E_STATE)/admin.kubeconfig \
+	NODESNAP_E2E_KUBECTL=/var/cache/nodesnap-e2e/$(E2E_K8S)/bin/kubectl \
+	  $(GO) test -count=1 -timeout 30m -v ./e2e/kube/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)' || status=$$?; \
+	e2e/kube/cluster.sh down; exit $$status
 
 ## test-short: the tests that need neither root nor long runs
 test-short:

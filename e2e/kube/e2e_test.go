@@ -1,0 +1,248 @@
+// Package kube_test runs nodesnap against a real single-node Kubernetes
+// (e2e/kube/cluster.sh: kubelet with webhook authentication, containerd,
+// a CSI driver registered through the plugin watcher), as its users run
+// it: by hand on the node with and without a token, and as the Job of
+// deploy/kubernetes with the image `make image` builds.
+//
+// `make e2e-k8s` brings the cluster up, runs these tests and takes it down.
+// Without that cluster (NODESNAP_E2E_KUBECONFIG unset) they skip and say so.
+package kube_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/internal/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+type cluster struct {
+	kubeconfig, kubectl, node string
+}
+
+func requireCluster(t *testing.T) *cluster {
+	t.Helper()
+	kc := os.Getenv("NODESNAP_E2E_KUBECONFIG")
+	if kc == "" {
+		t.Skip("no e2e cluster: run `make e2e-k8s` (as root) to bring one up and run these tests")
+	}
+	testkit.RequireRoot(t)
+	c := &cluster{kubeconfig: kc, kubectl: os.Getenv("NODESNAP_E2E_KUBECTL")}
+	if c.kubectl == "" {
+		c.kubectl = "kubectl"
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.node = strings.ToLower(h)
+	return c
+}
+
+// k runs kubectl against the cluster and returns its standard output.
+func (c *cluster) k(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.kubectl, append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String()
+}
+
+// token is a short-lived token of the ServiceAccount deploy/kubernetes/rbac.yaml
+// creates, as docs/kubernetes.md tells a user to make one.
+func (c *cluster) token(t *testing.T) string {
+	t.Helper()
+	return strings.TrimSpace(c.k(t, "", "-n", "nodesnap", "create", "token", "nodesnap", "--duration", "10m"))
+}
+
+type run struct {
+	code   int
+	stdout string
+	stderr string
+	path   string
+	b      *bundle.Contents
+}
+
+// collect runs the real binary's collect on this node into a fresh
+// directory and reads the bundle back.
+func collect(t *testing.T, env []string, args ...string) *run {
+	t.Helper()
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testkit.Binary(t), append([]string{"collect", "--output-dir", out}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	r := &run{stdout: so.String(), stderr: se.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("running collect: %v", err)
+	}
+	matches, _ := filepath.Glob(filepath.Join(out, "nodesnap-*.tar.gz"))
+	if len(matches) != 1 {
+		t.Fatalf("collect (exit %d) left %d bundles in its output directory\nstdout:\n%s\nstderr:\n%s", r.code, len(matches), r.stdout, r.stderr)
+	}
+	r.path = matches[0]
+	r.b = readBundle(t, r.path)
+	return r
+}
+
+func readBundle(t *testing.T, p string) *bundle.Contents {
+	t.Helper()
+	b, err := bundle.ReadAll(context.Background(), p, 2<<30)
+	if err != nil {
+		t.Fatalf("reading %s: %v", p, err)
+	}
+	return b
+}
+
+func (r *run) status(t *testing.T, collector string) *bundle.CollectorResult {
+	t.Helper()
+	c := r.b.Manifest.Collector(collector)
+	if c == nil {
+		t.Fatalf("no %s collector in the manifest", collector)
+	}
+	return c
+}
+
+func (r *run) file(t *testing.T, name string) []byte {
+	t.Helper()
+	b, ok := r.b.Files[name]
+	if !ok {
+		var names []string
+		for n := range r.b.Files {
+			if strings.HasPrefix(n, strings.SplitN(name, "/", 2)[0]+"/") {
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		t.Fatalf("bundle has no %s; it has %v", name, names)
+	}
+	return b
+}
+
+// podsJSON decodes the kubelet's /pods answer as the bundle holds it.
+func podNames(t *testing.T, raw []byte) []string {
+	t.Helper()
+	var list struct {
+		Items []struct {
+			Metadata struct{ Namespace, Name string } `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		t.Fatalf("kubelet/pods.json: %v", err)
+	}
+	var names []string
+	for _, it := range list.Items {
+		names = append(names, it.Metadata.Namespace+"/"+it.Metadata.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestHostRunWithToken is a support engineer's run on the node with a token
+// of deploy/kubernetes/rbac.yaml's ServiceAccount: every source answers.
+func TestHostRunWithToken(t *testing.T) {
+	c := requireCluster(t)
+	token := c.token(t)
+	r := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + token})
+	if r.code != 0 && r.code != 3 {
+		t.Fatalf("collect exited %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if st := r.status(t, "kubelet"); st.Status != "ok" {
+		t.Errorf("kubelet collector: %s %s %v", st.Status, st.Error, st.Notes)
+	}
+	pods := podNames(t, r.file(t, "kubelet/pods.json"))
+	for _, want := range []string{"e2e/csi-hostpath-node", "e2e/volume-user"} {
+		if !contains(pods, want) {
+			t.Errorf("kubelet/pods.json lacks %s: %v", want, pods)
+		}
+	}
+	checkNodeEvidence(t, r)
+	checkNoSecret(t, r, token)
+}
+
+// checkNoSecret fails when any file of the bundle holds the token given to
+// the run, or its signature (the part of a JWT that is the secret).
+func checkNoSecret(t *testing.T, r *run, token string) {
+	t.Helper()
+	sig := token
+	if i := strings.LastIndexByte(token, '.'); i > 0 {
+		sig = token[i+1:]
+	}
+	for name, data := range r.b.Files {
+		if bytes.Contains(data, []byte(sig)) {
+			t.Errorf("%s holds the run's kubelet token", name)
+		}
+	}
+}
+
+// checkNodeEvidence asserts what any run on this node must carry, whoever
+// runs it: the kubelet's and containerd's journal lines, the runtime's
+// listing of the e2e pods, and the CSI volume the kubelet published.
+func checkNodeEvidence(t *testing.T, r *run) {
+	t.Helper()
+	journal := ""
+	for name, data := range r.b.Files {
+		if strings.HasPrefix(name, "journal/") && strings.Contains(name, "kubelet") {
+			journal += string(data)
+		}
+	}
+	if !strings.Contains(journal, "kubelet") || strings.Count(journal, "\n") < 10 {
+		t.Errorf("the bundle has %d kubelet journal lines; want the kubelet's log (journal collector: %s %v)",
+			strings.Count(journal, "\n"), r.status(t, "journal").Status, r.status(t, "journal").Notes)
+	}
+	runtimeText := ""
+	for name, data := range r.b.Files {
+		if strings.HasPrefix(name, "runtime/") {
+			runtimeText += string(data)
+		}
+	}
+	if !strings.Contains(runtimeText, "csi-hostpath-node") || !strings.Contains(runtimeText, "volume-user") {
+		t.Errorf("the runtime collector's files do not list the e2e pods (runtime: %s %v)",
+			r.status(t, "runtime").Status, r.status(t, "runtime").Notes)
+	}
+	csiText := ""
+	for name, data := range r.b.Files {
+		if strings.HasPrefix(name, "csi/") {
+			csiText += string(data)
+		}
+	}
+	if !strings.Contains(csiText, "vol-1") || !strings.Contains(csiText, "hostpath.csi.k8s.io") {
+		t.Errorf("the csi collector did not find the published volume vol-1 of hostpath.csi.k8s.io (csi: %s %v)",
+			r.status(t, "csi").Status, r.status(t, "csi").Notes)
+	}
+}
