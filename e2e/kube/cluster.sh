@@ -363,10 +363,11 @@ cmd_down() {
   stop_pid containerd
   # Shims outlive containerd; ours are the ones serving its socket.
   for d in /proc/[0-9]*; do
-    if tr '\0' ' ' < "$d/cmdline" 2>/dev/null | grep -q "containerd-shim-runc-v2 .*-address $CTR_SOCK"; then
+    if { tr '\0' ' ' < "$d/cmdline"; } 2>/dev/null | grep -q "containerd-shim-runc-v2 .*-address $CTR_SOCK"; then
       kill -KILL "${d#/proc/}" 2>/dev/null || true
     fi
   done
+  rm -f "$CTR_SOCK" "$CTR_SOCK.ttrpc" /run/containerd/debug.sock
   unmount_under "$KUBELET_DIR"
   unmount_under /run/containerd
   unmount_under /var/lib/containerd

@@ -246,3 +246,183 @@ func checkNodeEvidence(t *testing.T, r *run) {
 			r.status(t, "csi").Status, r.status(t, "csi").Notes)
 	}
 }
+
+// hostBundles lists the bundles in a node directory.
+func hostBundles(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	m := map[string]bool{}
+	matches, _ := filepath.Glob(filepath.Join(dir, "nodesnap-*.tar.gz"))
+	for _, p := range matches {
+		m[p] = true
+	}
+	return m
+}
+
+// newBundle waits for one bundle that was not in before to appear in dir.
+func newBundle(t *testing.T, dir string, before map[string]bool, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		for p := range hostBundles(t, dir) {
+			if !before[p] {
+				return p
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("no new bundle in %s within %s", dir, within)
+	return ""
+}
+
+func (c *cluster) image(t *testing.T) string {
+	t.Helper()
+	img := os.Getenv("NODESNAP_E2E_IMAGE")
+	if img == "" {
+		t.Fatal("NODESNAP_E2E_IMAGE is unset: make e2e-k8s imports the `make image` archive into the node's containerd and names it here")
+	}
+	return img
+}
+
+// manifest reads a deploy/kubernetes manifest with the node and image filled
+// in, as docs/kubernetes.md tells a user to.
+func (c *cluster) manifest(t *testing.T, name string) string {
+	t.Helper()
+	root, err := testkit.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "deploy", "kubernetes", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.NewReplacer("NODE_NAME", c.node, "NODESNAP_IMAGE", c.image(t)).Replace(string(raw))
+}
+
+func analyzeIDs(t *testing.T, bundlePath string) []string {
+	t.Helper()
+	cmd := exec.Command(testkit.Binary(t), "analyze", "--json", bundlePath)
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("analyze: %v", err)
+	}
+	var rep struct {
+		Findings []struct {
+			ID      string `json:"id"`
+			Summary string `json:"summary"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("analyze --json: %v\n%s", err, out)
+	}
+	var ids []string
+	for _, f := range rep.Findings {
+		ids = append(ids, f.ID+": "+f.Summary)
+	}
+	return ids
+}
+
+// TestJobInPod runs deploy/kubernetes/job.yaml as a user would, with the
+// image `make image` builds, on a node whose / is a private mount: the pod
+// starts, the collection ends with the bundle on the node's host path (and
+// says so), the kubelet collector authenticates with the pod's own
+// ServiceAccount token, the bundle comes out through the API byte for
+// byte, and it carries the same evidence as a run on the node by hand.
+func TestJobInPod(t *testing.T) {
+	c := requireCluster(t)
+	const hostDir = "/var/tmp/nodesnap"
+	before := hostBundles(t, hostDir)
+	job := "nodesnap-" + c.node
+	c.k(t, c.manifest(t, "job.yaml"), "apply", "-f", "-")
+	t.Cleanup(func() {
+		c.k(t, "", "-n", "nodesnap", "delete", "job", job, "--wait=true", "--timeout=2m", "--cascade=foreground")
+		for p := range hostBundles(t, hostDir) {
+			if !before[p] {
+				_ = os.Remove(p)
+				_ = os.Remove(p + ".sha256")
+			}
+		}
+	})
+	c.k(t, "", "-n", "nodesnap", "wait", "--for=condition=Ready", "pod", "-l", "job-name="+job, "--timeout=4m")
+	pod := c.k(t, "", "-n", "nodesnap", "get", "pod", "-l", "job-name="+job, "-o", "jsonpath={.items[0].metadata.name}")
+	if code := c.k(t, "", "-n", "nodesnap", "get", "pod", pod, "-o", "jsonpath={.status.initContainerStatuses[0].state.terminated.exitCode}"); code != "0" {
+		t.Fatalf("the collect container ended with %q\n%s", code, c.k(t, "", "-n", "nodesnap", "logs", pod, "-c", "collect"))
+	}
+	onNode := newBundle(t, hostDir, before, 30*time.Second)
+	logs := c.k(t, "", "-n", "nodesnap", "logs", pod, "-c", "collect")
+	if !strings.Contains(logs, onNode) {
+		t.Errorf("the collect container's output does not name the bundle's path on the node %s:\n%s", onNode, logs)
+	}
+
+	// Out through the API, as docs/kubernetes.md says, byte for byte.
+	copied := filepath.Join(t.TempDir(), filepath.Base(onNode))
+	data := c.k(t, "", "-n", "nodesnap", "exec", pod, "-c", "hold", "--", "nodesnap", "bundle-cat", filepath.Base(onNode))
+	if err := os.WriteFile(copied, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(onNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(want, []byte(data)) {
+		t.Fatalf("bundle-cat through kubectl exec gave %d bytes, the node holds %d", len(data), len(want))
+	}
+	if out, err := exec.Command(testkit.Binary(t), "validate", copied).CombinedOutput(); err != nil {
+		t.Fatalf("validate of the copied bundle: %v\n%s", err, out)
+	}
+
+	inPod := &run{path: copied, b: readBundle(t, copied)}
+	if st := inPod.status(t, "kubelet"); st.Status != "ok" {
+		t.Errorf("in the pod, kubelet collector: %s %s %v", st.Status, st.Error, st.Notes)
+	}
+	checkNodeEvidence(t, inPod)
+	for _, f := range analyzeIDs(t, copied) {
+		if strings.HasPrefix(f, "mount-held-in-foreign-namespace") {
+			t.Errorf("the in-pod bundle holds evidence against the node from nodesnap's own pod: %s", f)
+		}
+	}
+
+	// Side by side with a run on the node by hand, made now, while the
+	// Job's pod is still there for both to see.
+	onHost := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + c.token(t)})
+	compareRuns(t, onHost, inPod)
+}
+
+// compareRuns checks that a --root /host run in a pod carries the evidence
+// of a run on the node: the same collectors with the same outcome, the
+// same kubelet, runtime, CSI and journal files.
+func compareRuns(t *testing.T, host, pod *run) {
+	t.Helper()
+	for _, hc := range host.b.Manifest.Collectors {
+		pc := pod.b.Manifest.Collector(hc.Name)
+		switch {
+		case pc == nil:
+			t.Errorf("collector %s ran on the host but not in the pod", hc.Name)
+		case hc.Status == "ok" && pc.Status != "ok":
+			t.Errorf("collector %s: ok on the host, %s in the pod: %s %v", hc.Name, pc.Status, pc.Error, pc.Notes)
+		}
+	}
+	for _, prefix := range []string{"kubelet/", "runtime/", "csi/", "journal/", "nodeconfig/"} {
+		for name := range host.b.Files {
+			if strings.HasPrefix(name, prefix) {
+				if _, ok := pod.b.Files[name]; !ok {
+					t.Errorf("the host run has %s, the pod run does not", name)
+				}
+			}
+		}
+	}
+	lines := func(r *run) int {
+		n := 0
+		for name, data := range r.b.Files {
+			if strings.HasPrefix(name, "journal/") && strings.Contains(name, "kubelet") {
+				n += bytes.Count(data, []byte("\n"))
+			}
+		}
+		return n
+	}
+	// The host run comes later, so it may hold a few more lines; the pod's
+	// must not be missing a large part of the log.
+	if h, p := lines(host), lines(pod); p < h*9/10 {
+		t.Errorf("the pod run kept %d kubelet journal lines, the host run %d", p, h)
+	}
+}
