@@ -101,7 +101,7 @@ image-test: image
 ## and SHA256SUMS; the same commit gives the same sha256 for every file
 release:
 	@mkdir -p $(DIST) && rm -f $(DIST)/nodesnap[-_]* $(DIST)/SHA256SUMS
-	$(MAKE) --no-print-directory image DIST=$(DIST)
+	$(MAKE) --no-print-directory image DIST=$(DIST) VERSION=$(VERSION) REVISION=$(REVISION) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH)
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(MKRELEASE) packages --out-dir $(DIST) --version $(VERSION) --root . $(DIST_BINARIES)
 	$(MKRELEASE) sums $(DIST)
 
