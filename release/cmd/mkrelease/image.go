@@ -253,6 +253,25 @@ func buildIndex(spec imageSpec) (v1.ImageIndex, map[string]v1.Image, error) {
 	return idx, images, nil
 }
 
+// imageNames checks an image reference, which must have a tag, and
+// returns it in full, as containerd and docker name it
+// (example/nodesnap:v1 is docker.io/example/nodesnap:v1), and its tag.
+func imageNames(ref string) (full, tag string, err error) {
+	if !strings.Contains(ref[strings.LastIndex(ref, "/")+1:], ":") {
+		return "", "", usageError{fmt.Sprintf("image reference %q has no tag (want e.g. ghcr.io/nodesnap/nodesnap:v0.1.0)", ref)}
+	}
+	t, err := name.NewTag(ref)
+	if err != nil {
+		return "", "", usageError{fmt.Sprintf("image reference %q: %v (want e.g. ghcr.io/nodesnap/nodesnap:v0.1.0)", ref, err)}
+	}
+	// containerd's spelling: docker.io, not index.docker.io.
+	registry := t.Context().RegistryStr()
+	if registry == name.DefaultRegistry {
+		registry = "docker.io"
+	}
+	return registry + "/" + t.Context().RepositoryStr() + ":" + t.TagStr(), t.TagStr(), nil
+}
+
 // dockerManifest is one entry of the manifest.json that docker save writes
 // and docker load reads.
 type dockerManifest struct {
@@ -268,9 +287,9 @@ func blobPath(h v1.Hash) string { return "blobs/" + h.Algorithm + "/" + h.Hex }
 // docker manifest.json naming the DockerArch image (for docker load),
 // sharing the same blobs, as docker save has written them since Docker 25.
 func writeImageArchive(out string, spec imageSpec) error {
-	tag, err := name.NewTag(spec.Ref, name.StrictValidation)
+	fullName, tagStr, err := imageNames(spec.Ref)
 	if err != nil {
-		return usageError{fmt.Sprintf("image reference %q: %v (want e.g. ghcr.io/nodesnap/nodesnap:v0.1.0)", spec.Ref, err)}
+		return err
 	}
 	if _, ok := spec.Binaries[spec.DockerArch]; !ok {
 		return usageError{fmt.Sprintf("no %s binary for manifest.json (docker load); give --binary %s=PATH or --docker-arch", spec.DockerArch, spec.DockerArch)}
@@ -279,15 +298,9 @@ func writeImageArchive(out string, spec imageSpec) error {
 	if err != nil {
 		return err
 	}
-	// containerd's own spelling of a reference: docker.io, not index.docker.io.
-	registry := tag.Context().RegistryStr()
-	if registry == name.DefaultRegistry {
-		registry = "docker.io"
-	}
-	fullName := registry + "/" + tag.Context().RepositoryStr() + ":" + tag.TagStr()
 	top := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: idx, Descriptor: v1.Descriptor{
 		Annotations: map[string]string{
-			"org.opencontainers.image.ref.name": tag.TagStr(),
+			"org.opencontainers.image.ref.name": tagStr,
 			containerdNameAnnotation:            fullName,
 		},
 	}})

@@ -326,6 +326,28 @@ func TestImageArchiveErrors(t *testing.T) {
 	}
 }
 
+func TestImageNames(t *testing.T) {
+	for _, tc := range []struct {
+		ref, full, tag string
+		ok             bool
+	}{
+		{"ghcr.io/nodesnap/nodesnap:v1.2.3", "ghcr.io/nodesnap/nodesnap:v1.2.3", "v1.2.3", true},
+		{"example/nodesnap:test", "docker.io/example/nodesnap:test", "test", true},
+		{"nodesnap:dev", "docker.io/library/nodesnap:dev", "dev", true},
+		{"localhost:5000/nodesnap:1", "localhost:5000/nodesnap:1", "1", true},
+		{"localhost:5000/nodesnap", "", "", false},
+		{"ghcr.io/nodesnap/nodesnap", "", "", false},
+		{"ghcr.io/nodesnap/nodesnap@sha256:0123", "", "", false},
+		{"GHCR.io/Nodesnap:v1", "", "", false},
+		{"", "", "", false},
+	} {
+		full, tag, err := imageNames(tc.ref)
+		if (err == nil) != tc.ok || full != tc.full || tag != tc.tag {
+			t.Errorf("imageNames(%q) = %q, %q, %v", tc.ref, full, tag, err)
+		}
+	}
+}
+
 func TestRunUsage(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

@@ -52,9 +52,14 @@ func testArchive(t *testing.T) (archive, ref, version string) {
 		if ref == "" {
 			t.Fatal("NODESNAP_IMAGE_ARCHIVE is set but NODESNAP_IMAGE_REF is not")
 		}
+		// As containerd and podman list it: example/x:1 is docker.io/example/x:1.
+		full, _, err := imageNames(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
 		// nodesnap-<version>.oci.tar, as make image names it.
 		version = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(a), "nodesnap-"), ".oci.tar")
-		return a, ref, version
+		return a, full, version
 	}
 	root := repoRoot(t)
 	dir := t.TempDir()
