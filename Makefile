@@ -6,19 +6,7 @@ BIN     ?= bin/nodesnap
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build test test-short bench lint fmt vet fuzz reliability clean image image-test release dist-binaries mkrelease
-
-# Release artifacts (release/ is a module of its own: nodesnap does not
-# depend on its image and package builders). Every file and layer is stamped
-# with the commit's time, so the same commit gives the same bytes.
-DIST     ?= dist
-IMAGE    ?= ghcr.io/nodesnap/nodesnap:$(VERSION)
-ARCHES   ?= amd64 arm64
-REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
-SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
-MKRELEASE := bin/mkrelease
-IMAGE_ARCHIVE := $(DIST)/nodesnap-$(VERSION).oci.tar
-DIST_BINARIES := $(foreach a,$(ARCHES),--binary $(a)=$(DIST)/nodesnap-$(VERSION)-linux-$(a))
+.PHONY: all build test test-short bench lint fmt vet fuzz reliability clean
 
 all: build
 
@@ -84,6 +72,19 @@ reliability:
 	  $(GO) test -count=1 -timeout 60m -v ./reliability/ | grep -E '^(---|ok|FAIL|PASS)|\|' 
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 	@echo; cat bench-results/reliability.md
+
+# Release artifacts (release/ is a module of its own: nodesnap does not
+# depend on its image and package builders). Every file and layer is stamped
+# with the commit's time, so the same commit gives the same bytes.
+DIST     ?= dist
+IMAGE    ?= ghcr.io/nodesnap/nodesnap:$(VERSION)
+ARCHES   ?= amd64 arm64
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+MKRELEASE := bin/mkrelease
+IMAGE_ARCHIVE := $(DIST)/nodesnap-$(VERSION).oci.tar
+DIST_BINARIES := $(foreach a,$(ARCHES),--binary $(a)=$(DIST)/nodesnap-$(VERSION)-linux-$(a))
+.PHONY: image image-test release dist-binaries mkrelease
 
 ## image: the OCI image archive $(DIST)/nodesnap-<version>.oci.tar, linux/amd64 and arm64, built
 ## without a daemon or a registry; IMAGE=repo/name:tag names it. Prints the archive's path last.
