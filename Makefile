@@ -26,17 +26,18 @@ test: test-kernel
 ## test-kernel: the unit and real-kernel tests, without the Kubernetes e2e
 test-kernel: vet
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
+	$(GO) -C release test -count=1 -timeout 20m ./...
 
 ## e2e-k8s: a real single-node Kubernetes built from upstream source (cached in
 ## /var/cache/nodesnap-e2e; ~12 min cold on 2 cores), nodesnap's e2e tests on it,
 ## then the cluster taken down: its own pids, mounts, links, cgroups, sysctls.
 E2E_STATE ?= /var/lib/nodesnap-e2e
 E2E_K8S   ?= v1.34.4
-e2e-k8s: build
+e2e-k8s: build image
 	@e2e/kube/cluster.sh down
-	e2e/kube/cluster.sh up
+	NODESNAP_E2E_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) e2e/kube/cluster.sh up
 	@status=0; \
-	NODESNAP_E2E_KUBECONFIG=$(E2E_STATE)/admin.kubeconfig \
+	NODESNAP_E2E_KUBECONFIG=$(E2E_STATE)/admin.kubeconfig NODESNAP_E2E_IMAGE=$(IMAGE) \
 	NODESNAP_E2E_KUBECTL=/var/cache/nodesnap-e2e/$(E2E_K8S)/bin/kubectl \
 	  $(GO) test -count=1 -timeout 30m -v ./e2e/kube/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)' || status=$$?; \
 	e2e/kube/cluster.sh down; exit $$status
