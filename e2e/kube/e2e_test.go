@@ -426,3 +426,59 @@ func compareRuns(t *testing.T, host, pod *run) {
 		t.Errorf("the pod run kept %d kubelet journal lines, the host run %d", p, h)
 	}
 }
+
+// TestKubectlDebugNode follows docs/kubernetes.md's kubectl debug recipe:
+// a debug pod that holds, a collection and a copy through kubectl exec.
+func TestKubectlDebugNode(t *testing.T) {
+	c := requireCluster(t)
+	out := c.k(t, "", "debug", "node/"+c.node, "--profile=sysadmin", "--image="+c.image(t), "-n", "nodesnap",
+		"--", "nodesnap", "hold", "--dir", "/host/var/tmp", "--for", "1h")
+	pod := ""
+	for _, f := range strings.Fields(out) {
+		if strings.HasPrefix(f, "node-debugger-") {
+			pod = strings.TrimSuffix(f, ".")
+		}
+	}
+	if pod == "" {
+		t.Fatalf("kubectl debug did not name its pod:\n%s", out)
+	}
+	t.Cleanup(func() { c.k(t, "", "-n", "nodesnap", "delete", "pod", pod, "--wait=true", "--timeout=2m") })
+	c.k(t, "", "-n", "nodesnap", "wait", "--for=condition=Ready", "pod/"+pod, "--timeout=3m")
+
+	before := hostBundles(t, "/var/tmp")
+	t.Cleanup(func() {
+		for p := range hostBundles(t, "/var/tmp") {
+			if !before[p] {
+				_ = os.Remove(p)
+				_ = os.Remove(p + ".sha256")
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.kubectl, "--kubeconfig", c.kubeconfig, "-n", "nodesnap", "exec", pod, "--",
+		"nodesnap", "collect", "--root", "/host", "--output-dir", "/host/var/tmp")
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 3) {
+		t.Fatalf("collect in the debug pod: %v\n%s\n%s", err, so.String(), se.String())
+	}
+	onNode := newBundle(t, "/var/tmp", before, 10*time.Second)
+	data := c.k(t, "", "-n", "nodesnap", "exec", pod, "--", "nodesnap", "bundle-cat", "--dir", "/host/var/tmp", "latest")
+	want, err := os.ReadFile(onNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(want, []byte(data)) {
+		t.Fatalf("bundle-cat latest gave %d bytes; the newest bundle on the node, %s, has %d", len(data), onNode, len(want))
+	}
+	r := &run{path: onNode, b: readBundle(t, onNode)}
+	checkNodeEvidence(t, r)
+	for _, f := range analyzeIDs(t, onNode) {
+		if strings.HasPrefix(f, "mount-held-in-foreign-namespace") {
+			t.Errorf("the debug pod's own namespace is evidence against the node: %s", f)
+		}
+	}
+}
