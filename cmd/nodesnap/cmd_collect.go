@@ -149,11 +149,43 @@ type collectResult struct {
 	SHA256     string            `json:"sha256"`
 	Status     string            `json:"status"` // complete, partial or interrupted
 	Collectors map[string]string `json:"collectors"`
+	// Remedies are what collectors left out for want of a credential, and
+	// the commands that get it.
+	Remedies []collectRemedy `json:"remedies,omitempty"`
 	// Removed lists the old bundles --keep removed.
 	Removed []string      `json:"removed,omitempty"`
 	Upload  *uploadResult `json:"upload,omitempty"`
 	// ExitStatus is the status nodesnap exits with (see --help).
 	ExitStatus int `json:"exit_status"`
+}
+
+// collectRemedy is one collector's remedy.
+type collectRemedy struct {
+	Collector string `json:"collector"`
+	bundle.Remedy
+}
+
+func manifestRemedies(m *bundle.Manifest) []collectRemedy {
+	var out []collectRemedy
+	for _, c := range m.Collectors {
+		for _, r := range c.Remedies {
+			out = append(out, collectRemedy{Collector: c.Name, Remedy: r})
+		}
+	}
+	return out
+}
+
+// printRemedies says, at the end of a run, which evidence is missing and
+// what to run to get it. It goes to stderr even with --quiet: stdout keeps
+// its one line, and a run by hand must not end silently without its
+// kubelet evidence.
+func printRemedies(w io.Writer, rs []collectRemedy) {
+	for _, r := range rs {
+		fmt.Fprintf(w, "nodesnap: %s: missing %s: %s. To collect them (add this run's other options to nodesnap collect):\n", r.Collector, strings.Join(r.Missing, ", "), r.Reason)
+		for _, f := range r.Fix {
+			fmt.Fprintf(w, "    %s\n", f)
+		}
+	}
 }
 
 // lockedError is a run that found another collecting into its output
@@ -258,6 +290,13 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		return errors.New("interrupted before collection started; nothing was written")
 	}
 	cancelPre()
+	for _, s := range specs {
+		if s.Name == "kubelet" {
+			// A token on a descriptor of this process (<(kubectl ...), a
+			// pipe) can only be read here.
+			collectors.PrepareKubeletToken(ctx)
+		}
+	}
 
 	sopts := supervisor.Options{
 		OutputDir: o.outputDir, OutputFile: o.outputFile, Format: o.compression,
@@ -339,7 +378,7 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	switch {
 	case o.output == "json":
 		cr := collectResult{Path: res.Bundle.Path, Size: res.Bundle.Size, SHA256: res.Bundle.SHA256, Status: status,
-			Collectors: map[string]string{}, Removed: removed, Upload: ur, ExitStatus: exit}
+			Collectors: map[string]string{}, Remedies: manifestRemedies(res.Manifest), Removed: removed, Upload: ur, ExitStatus: exit}
 		for _, c := range res.Manifest.Collectors {
 			cr.Collectors[c.Name] = c.Status
 		}
@@ -349,6 +388,7 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 			return err
 		}
 	case o.quiet:
+		printRemedies(stderr, manifestRemedies(res.Manifest))
 		// One line, so that scripts can take it as it is.
 		fmt.Fprintln(stdout, res.Bundle.Path)
 	default:
@@ -368,6 +408,7 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		for _, w := range res.Manifest.Warnings {
 			fmt.Fprintf(stderr, "nodesnap: warning: %s\n", w)
 		}
+		printRemedies(stderr, manifestRemedies(res.Manifest))
 		if res.MappingFile != "" {
 			fmt.Fprintf(stderr, "nodesnap: obfuscation mapping (keep it; do not attach it): %s\n", res.MappingFile)
 		}
