@@ -95,6 +95,11 @@ bundles once the new one is complete. --upload URL then sends the bundle (see 'n
   # in a privileged pod with the host's root at /host
   nodesnap collect --root /host -o /host/var/tmp
 
+  # by hand, where the kubelet wants a credential: a short-lived token of the
+  # nodesnap ServiceAccount (deploy/kubernetes/rbac.yaml), kept out of shell history
+  NODESNAP_KUBELET_TOKEN=$(kubectl -n nodesnap create token nodesnap --duration=10m) nodesnap collect
+  kubectl -n nodesnap create token nodesnap --duration=10m | sudo nodesnap collect --kubelet-token-file /dev/stdin
+
   # from cron or a systemd timer: quiet, the newest 4 bundles kept
   nodesnap collect -q -o /var/lib/nodesnap --keep 4
 
