@@ -933,3 +933,32 @@ func TestKubeletTokenFromDescriptor(t *testing.T) {
 		t.Errorf("notes do not say the pipe stayed silent:\n%s", b.notes())
 	}
 }
+
+// An expired kubeadm certificate is reported, not sent.
+func TestKubeletExpiredKubeadmCert(t *testing.T) {
+	noServiceAccountToken(t)
+	fk := newFakeKubelet(t)
+	root := t.TempDir()
+	pki := filepath.Join(root, "etc/kubernetes/pki")
+	crt, key := fk.ca.ClientCert(t, kubeadmCN, []string{"kubeadm:cluster-admins"}, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
+	if err := os.MkdirAll(pki, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pki, "apiserver-kubelet-client.crt"), crt, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pki, "apiserver-kubelet-client.key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "")
+	b := agentCollect(t, "kubelet", collectors.Common{NoBinary: true, Root: root})
+	if !strings.Contains(b.notes(), "kubeadm's client certificate "+filepath.Join(pki, "apiserver-kubelet-client.crt")+" expired on ") {
+		t.Errorf("notes do not say the certificate expired:\n%s", b.notes())
+	}
+	if rq := kubeletRequests(t, b); rq.CredentialSource != "none" {
+		t.Errorf("credential %q, want none", rq.CredentialSource)
+	}
+	if rs := remedies(t, b); !strings.Contains(rs[0].Reason, "none was given") {
+		t.Errorf("reason %q", rs[0].Reason)
+	}
+}

@@ -74,6 +74,11 @@ func TestCollectKubeletNoCredentialSaysHowToFix(t *testing.T) {
 	if c := collectorByName(t, m, "kubelet"); len(c.Remedies) != 1 || c.Status != bundle.StatusPartial {
 		t.Errorf("kubelet %s with remedies %+v", c.Status, c.Remedies)
 	}
+	// And whoever reads the bundle later sees the same.
+	in := runNodesnap(t, 30*time.Second, nil, "inspect", strings.TrimSpace(r.stdout))
+	if in.code != 0 || !strings.Contains(in.stdout, "kubelet: missing goroutine dumps") || !strings.Contains(in.stdout, "create token nodesnap") {
+		t.Errorf("inspect (exit %d) does not show the remedy:\n%s%s", in.code, in.stdout, in.stderr)
+	}
 }
 
 // A token piped in (/dev/stdin) or handed over on a descriptor (what
