@@ -255,6 +255,16 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		fmt.Fprintln(stderr, "nodesnap: note: the bundle is written to "+o.outputDir+" as this process sees it; use -o to put it on the host")
 	}
 
+	for _, s := range specs {
+		if s.Name == "kubelet" {
+			// A token on a descriptor of this process (<(kubectl ...), a
+			// pipe) can only be read here; and before this process opens
+			// descriptors of its own (the lock), so that a /dev/fd/N the
+			// shell did not pass is reported, not read from nodesnap's.
+			collectors.PrepareKubeletToken(ctx)
+		}
+	}
+
 	// From here until we return, SIGINT and SIGTERM never kill the
 	// process outright: it holds the output directory's lock, which it
 	// must release. Before collection starts a signal ends the run; during
@@ -295,13 +305,6 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		return errors.New("interrupted before collection started; nothing was written")
 	}
 	cancelPre()
-	for _, s := range specs {
-		if s.Name == "kubelet" {
-			// A token on a descriptor of this process (<(kubectl ...), a
-			// pipe) can only be read here.
-			collectors.PrepareKubeletToken(ctx)
-		}
-	}
 
 	sopts := supervisor.Options{
 		OutputDir: o.outputDir, OutputFile: o.outputFile, Format: o.compression,

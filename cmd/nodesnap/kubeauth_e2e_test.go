@@ -150,3 +150,18 @@ func TestCollectKubeletTokenOnDescriptors(t *testing.T) {
 		})
 	}
 }
+
+// A descriptor the shell did not pass (sudo closes all but 0-2) is
+// reported as such, with the way around it.
+func TestCollectKubeletTokenDescriptorNotPassed(t *testing.T) {
+	srv := newE2EKubelet(t)
+	r := runNodesnap(t, 60*time.Second, nil, kubeletOnlyArgs(t, srv.URL, "-q", "--kubelet-token-file", "/dev/fd/9")...)
+	if r.code != 3 {
+		t.Fatalf("exit %d, want 3\nstderr:\n%s", r.code, r.stderr)
+	}
+	c := collectorByName(t, mustValidate(t, strings.TrimSpace(r.stdout)).Manifest, "kubelet")
+	notes := strings.Join(c.Notes, "\n")
+	if !strings.Contains(notes, "descriptor 9 is not open in nodesnap") || !strings.Contains(notes, "--kubelet-token-file /dev/stdin") {
+		t.Errorf("notes do not say the descriptor was not passed:\n%s", notes)
+	}
+}
