@@ -58,6 +58,7 @@ func TestCollectKubeletNoCredentialSaysHowToFix(t *testing.T) {
 	if r.code != 3 {
 		t.Fatalf("exit %d, want 3 (partial)\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
+	t.Logf("stderr:\n%s", r.stderr)
 	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 1 || !strings.HasSuffix(lines[0], ".tar.gz") {
 		t.Errorf("stdout %q, want the bundle's path alone", r.stdout)
 	}
