@@ -129,6 +129,7 @@ func (s kubeletSecret) reveal() string { return string(s) }
 type KubeletRequests struct {
 	URL         string `json:"url"`
 	ReadOnlyURL string `json:"readonly_url,omitempty"`
+	HealthzURL  string `json:"healthz_url,omitempty"`
 	// TokenSource says where the token came from ("flag --kubelet-token",
 	// "environment NODESNAP_KUBELET_TOKEN", "file <path>", "service-account
 	// <path>", "none"), never what it is.
@@ -229,7 +230,8 @@ type kubeletRun struct {
 	maxBytes int64
 
 	mu sync.Mutex
-	// forbiddenUser is the identity a 403 named ("user=..."), redacted.
+	// forbiddenUser is the identity a 403 named ("user=..."), when it is
+	// shaped like a Kubernetes user name (see KubeletForbiddenUser).
 	forbiddenUser string
 }
 
@@ -278,6 +280,7 @@ func collectKubelet(ctx context.Context, env *Env) error {
 			return fmt.Errorf("--kubelet-healthz-url: %w", err)
 		}
 		k.hzBase = hz
+		report.HealthzURL = hz.String()
 		if k.readonly == nil {
 			k.readonly = newKubeletClient(nil, o.RequestTimeout)
 		}
