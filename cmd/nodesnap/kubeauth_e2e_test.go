@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -164,5 +166,36 @@ func TestCollectKubeletTokenDescriptorNotPassed(t *testing.T) {
 	notes := strings.Join(c.Notes, "\n")
 	if !strings.Contains(notes, "descriptor 9 is not open in nodesnap") || !strings.Contains(notes, "--kubelet-token-file /dev/stdin") {
 		t.Errorf("notes do not say the descriptor was not passed:\n%s", notes)
+	}
+}
+
+// What the docs show, through a real shell: <(...) as --kubelet-token-file.
+func TestCollectKubeletTokenProcessSubstitution(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash to run a process substitution")
+	}
+	srv := newE2EKubelet(t)
+	args := append([]string{"-c", `exec "$0" "$@" --kubelet-token-file <(sleep 0.2; printf '%s\n' "$E2E_TOKEN")`, os.Args[0]}, kubeletOnlyArgs(t, srv.URL, "-q")...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// bash execs nodesnap: the pid killed at the deadline is nodesnap's.
+	cmd := exec.CommandContext(ctx, bash, args...)
+	cmd.Env = append(os.Environ(), "NODESNAP_TEST_AS_MAIN=1", "E2E_TOKEN="+e2eKubeletToken)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("nodesnap: %v\nstderr:\n%s", err, errb.String())
+	}
+	c := mustValidate(t, strings.TrimSpace(out.String()))
+	var rq struct {
+		TokenSource string `json:"token_source"`
+	}
+	if err := json.Unmarshal(c.Files["kubelet/requests.json"], &rq); err != nil || !strings.HasPrefix(rq.TokenSource, "file /dev/fd/") {
+		t.Errorf("requests.json token_source %q (%v), want file /dev/fd/N", rq.TokenSource, err)
+	}
+	if k := collectorByName(t, c.Manifest, "kubelet"); k.Status != bundle.StatusOK {
+		t.Errorf("kubelet %s: %s", k.Status, k.Error)
 	}
 }
