@@ -108,6 +108,20 @@ type CollectorResult struct {
 	HungItems       []HungItem            `json:"hung_items,omitempty"`
 	MaxRSSKiB       int64                 `json:"max_rss_kib,omitempty"`
 	Files           []string              `json:"files"`
+	// Remedies name evidence the collector could not gather for want of
+	// something the operator can give (a credential), and how to give it.
+	Remedies []Remedy `json:"remedies,omitempty"`
+}
+
+// Remedy is evidence a collector left out and the commands that would let
+// the next run gather it. Fix lines are the collector's own fixed text, so
+// they are shown as written (a redactor would take the $(...) of
+// "NODESNAP_KUBELET_TOKEN=$(kubectl ...)" for a secret); Missing and
+// Reason went through the redactor.
+type Remedy struct {
+	Missing []string `json:"missing"`
+	Reason  string   `json:"reason"`
+	Fix     []string `json:"fix"`
 }
 
 // HungItem is one operation (a probe of a mount, a command) that missed its

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
@@ -53,6 +54,7 @@ const (
 	EventFact      = "fact"
 	EventDone      = "done"
 	EventMappings  = "mappings"
+	EventRemedy    = "remedy"
 )
 
 // FileRecord is what a child knows about a file it finished writing.
@@ -87,6 +89,8 @@ type Event struct {
 	PeakRSSKiB int64 `json:"peak_rss_kib,omitempty"`
 	// Mappings are obfuscation tokens and the values they stand for.
 	Mappings map[string]string `json:"mappings,omitempty"`
+	// Remedy is sent with "remedy".
+	Remedy *bundle.Remedy `json:"remedy,omitempty"`
 }
 
 // Collector statuses, as in the manifest.

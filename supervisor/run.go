@@ -605,6 +605,10 @@ func (r *run) handleEvent(cr *collectorRun, ev collectors.Event) {
 			r.mappings[k] = v
 		}
 		r.mu.Unlock()
+	case collectors.EventRemedy:
+		if ev.Remedy != nil && len(cr.res.Remedies) < 20 {
+			cr.res.Remedies = append(cr.res.Remedies, *ev.Remedy)
+		}
 	case collectors.EventFact:
 		r.mu.Lock()
 		r.facts[ev.Key] = ev.Value

@@ -95,6 +95,11 @@ bundles once the new one is complete. --upload URL then sends the bundle (see 'n
   # in a privileged pod with the host's root at /host
   nodesnap collect --root /host -o /host/var/tmp
 
+  # by hand, where the kubelet wants a credential: a short-lived token of the
+  # nodesnap ServiceAccount (deploy/kubernetes/rbac.yaml), kept out of shell history
+  NODESNAP_KUBELET_TOKEN=$(kubectl -n nodesnap create token nodesnap --duration=10m) nodesnap collect
+  kubectl -n nodesnap create token nodesnap --duration=10m | sudo nodesnap collect --kubelet-token-file /dev/stdin
+
   # from cron or a systemd timer: quiet, the newest 4 bundles kept
   nodesnap collect -q -o /var/lib/nodesnap --keep 4
 
@@ -149,11 +154,43 @@ type collectResult struct {
 	SHA256     string            `json:"sha256"`
 	Status     string            `json:"status"` // complete, partial or interrupted
 	Collectors map[string]string `json:"collectors"`
+	// Remedies are what collectors left out for want of a credential, and
+	// the commands that get it.
+	Remedies []collectRemedy `json:"remedies,omitempty"`
 	// Removed lists the old bundles --keep removed.
 	Removed []string      `json:"removed,omitempty"`
 	Upload  *uploadResult `json:"upload,omitempty"`
 	// ExitStatus is the status nodesnap exits with (see --help).
 	ExitStatus int `json:"exit_status"`
+}
+
+// collectRemedy is one collector's remedy.
+type collectRemedy struct {
+	Collector string `json:"collector"`
+	bundle.Remedy
+}
+
+func manifestRemedies(m *bundle.Manifest) []collectRemedy {
+	var out []collectRemedy
+	for _, c := range m.Collectors {
+		for _, r := range c.Remedies {
+			out = append(out, collectRemedy{Collector: c.Name, Remedy: r})
+		}
+	}
+	return out
+}
+
+// printRemedies says, at the end of a run, which evidence is missing and
+// what to run to get it. It goes to stderr even with --quiet: stdout keeps
+// its one line, and a run by hand must not end silently without its
+// kubelet evidence.
+func printRemedies(w io.Writer, rs []collectRemedy) {
+	for _, r := range rs {
+		fmt.Fprintf(w, "nodesnap: %s: missing %s: %s. To collect them (add this run's other options to nodesnap collect):\n", r.Collector, strings.Join(r.Missing, ", "), r.Reason)
+		for _, f := range r.Fix {
+			fmt.Fprintf(w, "    %s\n", f)
+		}
+	}
 }
 
 // lockedError is a run that found another collecting into its output
@@ -216,6 +253,16 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	if o.root != "/" && (o.outputDir == supervisor.DefaultOutputDir) && o.outputFile == "" {
 		// Inside a container /var/tmp is the container's; say where it went.
 		fmt.Fprintln(stderr, "nodesnap: note: the bundle is written to "+o.outputDir+" as this process sees it; use -o to put it on the host")
+	}
+
+	for _, s := range specs {
+		if s.Name == "kubelet" {
+			// A token on a descriptor of this process (<(kubectl ...), a
+			// pipe) can only be read here; and before this process opens
+			// descriptors of its own (the lock), so that a /dev/fd/N the
+			// shell did not pass is reported, not read from nodesnap's.
+			collectors.PrepareKubeletToken(ctx)
+		}
 	}
 
 	// From here until we return, SIGINT and SIGTERM never kill the
@@ -339,7 +386,7 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	switch {
 	case o.output == "json":
 		cr := collectResult{Path: res.Bundle.Path, Size: res.Bundle.Size, SHA256: res.Bundle.SHA256, Status: status,
-			Collectors: map[string]string{}, Removed: removed, Upload: ur, ExitStatus: exit}
+			Collectors: map[string]string{}, Remedies: manifestRemedies(res.Manifest), Removed: removed, Upload: ur, ExitStatus: exit}
 		for _, c := range res.Manifest.Collectors {
 			cr.Collectors[c.Name] = c.Status
 		}
@@ -349,6 +396,7 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 			return err
 		}
 	case o.quiet:
+		printRemedies(stderr, manifestRemedies(res.Manifest))
 		// One line, so that scripts can take it as it is.
 		fmt.Fprintln(stdout, res.Bundle.Path)
 	default:
@@ -368,6 +416,7 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		for _, w := range res.Manifest.Warnings {
 			fmt.Fprintf(stderr, "nodesnap: warning: %s\n", w)
 		}
+		printRemedies(stderr, manifestRemedies(res.Manifest))
 		if res.MappingFile != "" {
 			fmt.Fprintf(stderr, "nodesnap: obfuscation mapping (keep it; do not attach it): %s\n", res.MappingFile)
 		}

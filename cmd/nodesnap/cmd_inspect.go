@@ -78,6 +78,10 @@ func printManifest(w io.Writer, m *bundle.Manifest, files bool) {
 			fmt.Fprintf(w, "  %s  (found by %s)\n", h.Target, h.Collector)
 		}
 	}
+	if rs := manifestRemedies(m); len(rs) > 0 {
+		fmt.Fprintln(w)
+		printRemedies(w, rs)
+	}
 	fmt.Fprintf(w, "\nredactions: %d", m.Redaction.Total)
 	if m.Redaction.Total > 0 {
 		var parts []string
