@@ -90,7 +90,7 @@ func collect(t *testing.T, env []string, args ...string) *run {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testkit.Binary(t), append([]string{"collect", "--output-dir", out}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(withoutToken(), env...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
@@ -481,4 +481,98 @@ func TestKubectlDebugNode(t *testing.T) {
 			t.Errorf("the debug pod's own namespace is evidence against the node: %s", f)
 		}
 	}
+}
+
+// TestHostRunNoToken is a run by hand on the node with no credential: the
+// kubelet refuses (anonymous authentication is off), the run collects what
+// needs none, ends by naming what is missing and the command that fixes
+// it — and that command, run as printed, does fix it.
+func TestHostRunNoToken(t *testing.T) {
+	c := requireCluster(t)
+	r := collect(t, nil)
+	if r.code != 3 {
+		t.Fatalf("collect with no credential exited %d, want 3 (partial)\n%s", r.code, r.stderr)
+	}
+	if st := r.status(t, "kubelet"); st.Status != "partial" {
+		t.Errorf("kubelet collector: %s, want partial", st.Status)
+	}
+	const fix = "kubectl -n nodesnap create token nodesnap --duration=10m | sudo nodesnap collect --kubelet-token-file /dev/stdin"
+	if !strings.Contains(r.stderr, fix) || !strings.Contains(r.stderr, "pods") {
+		t.Fatalf("the run does not end by naming the missing evidence and %q:\n%s", fix, r.stderr)
+	}
+	// The printed fix, as root (no sudo needed here), through a pipe.
+	out := t.TempDir()
+	sh := c.kubectl + " --kubeconfig " + c.kubeconfig + " -n nodesnap create token nodesnap --duration=10m | " +
+		testkit.Binary(t) + " collect --quiet --output-dir " + out + " --kubelet-token-file /dev/stdin"
+	cmd := exec.Command("bash", "-o", "pipefail", "-c", sh)
+	cmd.Env = withoutToken()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+			t.Fatalf("the printed fix failed: %v\n%s", err, b)
+		}
+	}
+	matches, _ := filepath.Glob(filepath.Join(out, "nodesnap-*.tar.gz"))
+	if len(matches) != 1 {
+		t.Fatalf("the printed fix left %d bundles", len(matches))
+	}
+	fixed := &run{path: matches[0], b: readBundle(t, matches[0])}
+	if st := fixed.status(t, "kubelet"); st.Status != "ok" {
+		t.Errorf("with the printed fix, kubelet collector: %s %v", st.Status, st.Notes)
+	}
+	if pods := podNames(t, fixed.file(t, "kubelet/pods.json")); !contains(pods, "e2e/volume-user") {
+		t.Errorf("with the printed fix, kubelet/pods.json lacks e2e/volume-user: %v", pods)
+	}
+}
+
+// TestHostRunKubeadmCertificate: on a control-plane node set up by kubeadm,
+// the apiserver's kubelet client certificate is the credential meant for
+// this path; with no token nodesnap uses it and says so.
+func TestHostRunKubeadmCertificate(t *testing.T) {
+	c := requireCluster(t)
+	const pki = "/etc/kubernetes/pki"
+	if _, err := os.Stat("/etc/kubernetes"); err == nil {
+		t.Skip("/etc/kubernetes exists on this machine: not planting a kubeadm layout over it")
+	}
+	if err := os.MkdirAll(pki, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll("/etc/kubernetes") })
+	src := filepath.Join(filepath.Dir(c.kubeconfig), "pki")
+	for _, ext := range []string{".crt", ".key"} {
+		b, err := os.ReadFile(filepath.Join(src, "apiserver-kubelet-client"+ext))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pki, "apiserver-kubelet-client"+ext), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := collect(t, nil)
+	if st := r.status(t, "kubelet"); st.Status != "ok" {
+		t.Fatalf("kubelet collector with kubeadm's certificate: %s %v\n%s", st.Status, st.Notes, r.stderr)
+	}
+	if req := string(r.file(t, "kubelet/requests.json")); !strings.Contains(req, "apiserver-kubelet-client") {
+		t.Errorf("kubelet/requests.json does not say kubeadm's certificate was used:\n%.600s", req)
+	}
+	key, _ := os.ReadFile(filepath.Join(pki, "apiserver-kubelet-client.key"))
+	body := strings.Split(strings.TrimSpace(string(key)), "\n")
+	for name, data := range r.b.Files {
+		for _, line := range body[1 : len(body)-1] {
+			if len(line) >= 32 && bytes.Contains(data, []byte(line)) {
+				t.Fatalf("%s holds a line of the kubelet client key", name)
+			}
+		}
+	}
+}
+
+// withoutToken is this process's environment without a kubelet token.
+func withoutToken() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "NODESNAP_KUBELET_TOKEN=") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
