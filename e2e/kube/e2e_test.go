@@ -193,6 +193,12 @@ func TestHostRunWithToken(t *testing.T) {
 	}
 	checkNodeEvidence(t, r)
 	checkNoSecret(t, r, token)
+	// A healthy real node: analyze finds nothing at warning or above
+	// (exit 3 would say it did).
+	out, err := exec.Command(testkit.Binary(t), "analyze", r.path).CombinedOutput()
+	if err != nil {
+		t.Errorf("analyze of a healthy real node: %v\n%s", err, out)
+	}
 }
 
 // checkNoSecret fails when any file of the bundle holds the token given to
@@ -575,4 +581,61 @@ func withoutToken() []string {
 		}
 	}
 	return env
+}
+
+// TestIncident003StaleFUSEUnderOrphanedPodDir reproduces incident 003 on
+// the real kubelet: a FUSE mount whose daemon stopped answering, under the
+// volume directory of a pod the kubelet no longer knows. The kubelet's
+// housekeeping (cleanupOrphanedPodDirs) stats it within seconds and blocks
+// in request_wait_answer; nodesnap must finish and name the hung mount.
+// It runs last: until the mount is aborted the kubelet starts no pod.
+func TestIncident003StaleFUSEUnderOrphanedPodDir(t *testing.T) {
+	c := requireCluster(t)
+	token := c.token(t)
+	uid := "3f0b6a2e-5c1d-4e8f-9a7b-0c3d2e1f0a03"
+	podDir := filepath.Join("/var/lib/kubelet/pods", uid)
+	mp := filepath.Join(podDir, "volumes/kubernetes.io~csi/pvc-0003/mount")
+	t.Cleanup(func() { _ = os.RemoveAll(podDir) })
+	f := testkit.HungFUSE(t, mp, testkit.FUSEStartHung(), testkit.FUSESubtype("ceph-fuse"), testkit.FUSESource("ceph-fuse"))
+
+	pid, err := os.ReadFile(filepath.Join(filepath.Dir(c.kubeconfig), "pids", "kubelet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubelet := strings.TrimSpace(string(pid))
+	blocked := func() bool {
+		tasks, _ := filepath.Glob(filepath.Join("/proc", kubelet, "task", "*", "wchan"))
+		for _, w := range tasks {
+			if b, _ := os.ReadFile(w); strings.Contains(string(b), "request_wait_answer") {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !blocked() && time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+	}
+	if !blocked() {
+		t.Fatalf("the kubelet (pid %s) did not block on the hung mount %s within 60s", kubelet, mp)
+	}
+
+	r := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + token}, "--timeout", "90s")
+	if r.code != 0 && r.code != 3 {
+		t.Fatalf("collect exited %d\n%s", r.code, r.stderr)
+	}
+	findings := analyzeIDs(t, r.path)
+	named := false
+	for _, f := range findings {
+		if strings.HasPrefix(f, "hung-mount") && strings.Contains(f, mp) {
+			named = true
+		}
+	}
+	if !named {
+		t.Errorf("analyze does not name the hung mount %s: %v", mp, findings)
+	}
+	t.Logf("findings: %v", findings)
+	if err := f.Close(); err != nil {
+		t.Errorf("releasing the hung mount: %v", err)
+	}
 }
