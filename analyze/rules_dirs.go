@@ -152,8 +152,9 @@ func (st *state) deletingLeftovers() {
 		if len(mountedOrigs) > 0 {
 			b.WriteString("The original volume is still mounted: the removals fail with \"device or resource busy\" because something keeps it mounted, and a new leftover appears on every retry. ")
 			var foreign []string
+			self := st.selfNamespaces()
 			for _, m := range stillMounted {
-				if !m.Host {
+				if !m.Host && self[m.NS] == "" {
 					foreign = append(foreign, fmt.Sprintf("%s in namespace %d", m.MountPoint, m.NS))
 				}
 			}
