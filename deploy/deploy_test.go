@@ -431,7 +431,52 @@ func TestDocsExamplesParse(t *testing.T) {
 		}
 	}
 	t.Logf("%d nodesnap collect examples checked", n)
+	if m := checkPodCommandExamples(t, files); m < 4 {
+		t.Errorf("only %d nodesnap hold and bundle-cat examples found in docs/", m)
+	}
 	if n < 5 {
 		t.Errorf("only %d nodesnap collect examples found in docs/", n)
 	}
+}
+
+// podCommand finds `nodesnap hold ...` and `nodesnap bundle-cat ...` in a
+// line, up to a shell operator.
+var podCommand = regexp.MustCompile(`\bnodesnap (hold|bundle-cat)((?:\s+[^\s|;&>#]+)*)`)
+
+// checkPodCommandExamples runs every hold and bundle-cat example of the
+// docs' code blocks through the real binary's flag parser (--help first,
+// so nothing runs) and returns how many it checked.
+func checkPodCommandExamples(t *testing.T, files []string) int {
+	t.Helper()
+	bin := testkit.Binary(t)
+	n := 0
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		inCode := false
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				inCode = !inCode
+				continue
+			}
+			if !inCode {
+				continue
+			}
+			for _, m := range podCommand.FindAllStringSubmatch(line, -1) {
+				args := []string{m[1], "--help"}
+				for _, a := range strings.Fields(m[2]) {
+					a = strings.Trim(a, `'"`)
+					if strings.ContainsAny(a, "$…") {
+						a = "PLACEHOLDER"
+					}
+					args = append(args, a)
+				}
+				if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+					t.Errorf("%s:%d: nodesnap %s: %v\n%s", filepath.Base(f), i+1, strings.Join(args, " "), err, out)
+				}
+				n++
+			}
+		}
+	}
+	t.Logf("%d nodesnap hold and bundle-cat examples checked", n)
+	return n
 }
