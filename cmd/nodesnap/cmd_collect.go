@@ -88,6 +88,11 @@ the output filesystem has less than --min-free available; --keep N removes this 
 bundles once the new one is complete. --upload URL then sends the bundle (see 'nodesnap upload
 --help'); a failed upload keeps it on disk and exits with status 5.
 
+In a Kubernetes init container, where only status 0 lets the pod go on, --exit-zero-if-written
+exits 0 whenever a bundle was written (partial, or not uploaded: the output still says which),
+and --host-output-dir names the hostPath mounted at --output-dir, so that the last line printed
+is the bundle's path on the node.
+
 ` + exitStatusHelp,
 		Example: `  # what a support engineer asks a customer to run
   sudo nodesnap collect
@@ -100,6 +105,9 @@ bundles once the new one is complete. --upload URL then sends the bundle (see 'n
 
   # in a privileged pod with the host's root at /host
   nodesnap collect --root /host -o /host/var/tmp
+
+  # the init container of deploy/kubernetes/job.yaml (/output is the node's /var/tmp/nodesnap)
+  nodesnap collect --root /host -o /output --host-output-dir /var/tmp/nodesnap --exit-zero-if-written
 
   # from cron or a systemd timer: quiet, the newest 4 bundles kept
   nodesnap collect -q -o /var/lib/nodesnap --keep 4
