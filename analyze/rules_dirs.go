@@ -298,7 +298,13 @@ func (st *state) writersIn(r collectors.DirShapeRoot, dir string) []writerRec {
 	}
 	relDir, _ := fsRelative(r, dir)
 	var out []writerRec
+	// nodesnap's own workers (dirshape's, walking the directory) are not
+	// who fills it.
+	self := st.selfPIDs()
 	for _, w := range st.writers {
+		if self[w.PID] {
+			continue
+		}
 		if w.Namespace == st.hostNS || st.hostNS == 0 {
 			if _, ok := pathWithin(w.Path, dir, false); ok {
 				out = append(out, w)

@@ -118,3 +118,25 @@ func TestSelfAndRealHolder(t *testing.T) {
 	}
 	only(t, r, "nodesnap-own-namespace-excluded")
 }
+
+// A process the mounts collector found to be nodesnap's (a dirshape
+// worker walking the huge directory) is not named as who fills it.
+func TestSelfIsNotTheWriter(t *testing.T) {
+	files := fixture(t, "incident001-huge-volume")
+	var rep map[string]json.RawMessage
+	if err := json.Unmarshal(files["mounts/mounts.json"], &rep); err != nil {
+		t.Fatal(err)
+	}
+	rep["nodesnap"], _ = json.Marshal(collectors.MountsSelf{Namespaces: []uint64{}, SupervisorPID: 31336, PIDs: []int{31336, 31337}})
+	files["mounts/mounts.json"], _ = json.Marshal(rep)
+	r := analyzeFiles(t, files)
+	only(t, r, "ext4-nlink-overflow")
+	for _, f := range r.Findings {
+		if strings.Contains(f.Explanation, "app[31337]") {
+			t.Errorf("%s names nodesnap's own process as the writer: %s", f.ID, f.Explanation)
+		}
+	}
+	if len(findings(r, "nodesnap-own-namespace-excluded")) != 0 {
+		t.Errorf("nodesnap ran in the host's namespace: nothing to report as excluded")
+	}
+}
