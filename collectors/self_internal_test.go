@@ -1,7 +1,9 @@
 package collectors
 
 import (
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nodesnap/nodesnap/collectors/procfs"
@@ -116,5 +118,28 @@ func TestPodUIDFromOwnMounts(t *testing.T) {
 		if got := podUIDFromOwnMounts([]byte(c.mountinfo)); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+func TestIdentifySelf(t *testing.T) {
+	t.Setenv(PodUIDEnv, strings.ToUpper(selfUID))
+	t.Setenv(PodNameEnv, "nodesnap-node1")
+	t.Setenv(PodNamespaceEnv, "nodesnap")
+	s := IdentifySelf()
+	ns, err := mntNSInode("/proc/self/ns/mnt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.PID != os.Getpid() || s.MountNamespace != ns || s.PIDNamespace == 0 {
+		t.Errorf("self %+v, want pid %d mount namespace %d and a pid namespace", s, os.Getpid(), ns)
+	}
+	if s.Pod == nil || s.Pod.UID != selfUID || s.Pod.Source != "env" || s.Pod.Name != "nodesnap-node1" || s.Pod.Namespace != "nodesnap" {
+		t.Errorf("pod %+v from the environment", s.Pod)
+	}
+	// A value that is not a pod UID is not taken (nor written into the
+	// bundle): the UID then comes from the cgroup or the mounts, if any.
+	t.Setenv(PodUIDEnv, "../../etc/passwd")
+	if s := IdentifySelf(); s.Pod != nil && (s.Pod.Source == "env" || !procfs.ValidPodUID(s.Pod.UID)) {
+		t.Errorf("pod %+v from a bad $%s", s.Pod, PodUIDEnv)
 	}
 }

@@ -132,6 +132,11 @@ func TestCollectOwnNamespaceNotEvidence(t *testing.T) {
 		t.Errorf("the mounts collector notes nodesnap's own mount as held outside the host:\n%s", notes)
 	}
 
+	insp := runNodesnap(t, 30*time.Second, nil, "inspect", res.Path)
+	if want := fmt.Sprintf("nodesnap:  pid %d, mount namespace %d\n", self.PID, self.MountNamespace); !strings.Contains(insp.stdout, want) {
+		t.Errorf("inspect does not say who nodesnap was (%q):\n%s", want, insp.stdout)
+	}
+
 	r, err := analyze.AnalyzeFile(context.Background(), res.Path, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
