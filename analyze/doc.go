@@ -16,6 +16,7 @@
 // Finding IDs are stable:
 //
 //	mount-held-in-foreign-namespace     a device or kubelet/runtime mount held only outside the host's namespace (incident 002, moby#22260)
+//	nodesnap-own-namespace-excluded     (info) nodesnap ran in a mount namespace of its own (a pod): left out of the holder analysis
 //	csi-published-state-lost            the CSI driver's state says unpublished, the target is mounted (incident 004)
 //	csi-published-not-mounted           the driver says published, nothing is mounted
 //	csi-vol-data-without-mount          a CSI volume directory with vol_data.json and no mount

@@ -29,6 +29,8 @@ const (
 	// hundred thousand mounts; past these, a bundle is hostile.
 	maxProcs  = 1_000_000
 	maxMounts = 1_000_000
+	// maxSelfPIDs bounds nodesnap's own processes kept from a bundle.
+	maxSelfPIDs = 10_000
 )
 
 // readTasks reads processes/tasks.json: an array of collectors.Task, one
@@ -94,6 +96,22 @@ func (st *state) readMounts(_ string, r io.Reader) error {
 		switch key {
 		case "host_namespace":
 			return dec.Decode(&st.hostNS)
+		case "nodesnap":
+			var ms collectors.MountsSelf
+			if err := dec.Decode(&ms); err != nil {
+				return err
+			}
+			if len(ms.Namespaces) > maxDeviceNS {
+				ms.Namespaces = ms.Namespaces[:maxDeviceNS]
+			}
+			if len(ms.PIDs) > maxSelfPIDs {
+				ms.PIDs = ms.PIDs[:maxSelfPIDs]
+			}
+			if len(ms.ExcludedDevices) > collectors.MaxExcludedDevices {
+				ms.ExcludedDevices = ms.ExcludedDevices[:collectors.MaxExcludedDevices]
+			}
+			st.selfMounts = &ms
+			return nil
 		case "namespaces":
 			return walkArray(dec, func() error { return st.readMountNamespace(dec) })
 		case "devices":
@@ -125,6 +143,8 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 			return dec.Decode(&ni.Mountinfo)
 		case "process_count":
 			return dec.Decode(&ni.ProcessCount)
+		case "nodesnap":
+			return dec.Decode(&ni.Nodesnap)
 		case "processes":
 			return walkArray(dec, func() error {
 				if len(ni.Processes) >= maxNSProcesses {
@@ -159,6 +179,9 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 	}
 	if ni.Host && st.hostNS == 0 {
 		st.hostNS = ni.Inode
+	}
+	if ni.Nodesnap != "" && !ni.Host && len(st.selfNS) < maxDeviceNS {
+		st.selfNS[ni.Inode] = ni.Nodesnap
 	}
 	for i := range mounts {
 		mounts[i].NS, mounts[i].Host = ni.Inode, ni.Host
@@ -200,6 +223,17 @@ func (st *state) readDevice(dec *json.Decoder) error {
 		return err
 	}
 	if v, ok := rawBool(raw, "only_outside_host_namespace"); ok && !v {
+		if bytes.Contains(raw, []byte("only_in_nodesnap")) {
+			if v, ok := rawBool(raw, "only_in_nodesnap_namespaces"); ok && v {
+				st.selfOnlyN++
+				var l struct {
+					Dev string `json:"dev"`
+				}
+				if json.Unmarshal(raw, &l) == nil && len(st.selfOnlyDevs) < collectors.MaxExcludedDevices {
+					st.selfOnlyDevs = append(st.selfOnlyDevs, l.Dev)
+				}
+			}
+		}
 		return nil
 	}
 	// Of the rest, a container's own tmpfs and overlay mounts are most:

@@ -127,9 +127,10 @@ func (st *state) classOfPath(p string) string {
 }
 
 // ownPIDs are nodesnap's own workers that hung on purpose (probing a hung
-// mount): the manifest's hang evidence names them.
+// mount): the manifest's hang evidence names them; and every process of
+// nodesnap's the mounts collector found.
 func (st *state) ownPIDs() map[int]bool {
-	own := map[int]bool{}
+	own := st.selfPIDs()
 	var walk func(h *isolate.HangEvidence)
 	walk = func(h *isolate.HangEvidence) {
 		if h == nil {

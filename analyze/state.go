@@ -40,6 +40,12 @@ type state struct {
 	mountinfoLines map[nsMount]Line
 	mountinfoSpare int
 	mountinfoBytes int
+	// nodesnap itself: its namespaces (from mounts.json) and the devices
+	// the collector found held only there.
+	selfMounts   *collectors.MountsSelf
+	selfNS       map[uint64]string
+	selfOnlyDevs []string
+	selfOnlyN    int
 
 	// openfiles
 	holdersSeen    bool
@@ -84,6 +90,7 @@ func newState() *state {
 		present:        map[string]bool{},
 		procs:          map[int]*procInfo{},
 		nsInfo:         map[uint64]*nsInfo{},
+		selfNS:         map[uint64]string{},
 		devices:        map[string]*deviceRec{},
 		mountinfoPath:  map[uint64]string{},
 		mountinfoLines: map[nsMount]Line{},
@@ -136,6 +143,8 @@ type nsInfo struct {
 	ProcessCount int                           `json:"process_count"`
 	Processes    []collectors.NamespaceProcess `json:"processes"`
 	Mountinfo    string                        `json:"mountinfo,omitempty"`
+	// Nodesnap is "own" or "pod" for nodesnap's own namespaces.
+	Nodesnap string `json:"nodesnap,omitempty"`
 }
 
 // maxNSProcesses bounds the processes kept per namespace.

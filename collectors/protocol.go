@@ -33,6 +33,9 @@ type Common struct {
 	// Redaction is the redaction configuration, as JSON, given to
 	// NewRedactor in the child.
 	Redaction json.RawMessage `json:"redaction,omitempty"`
+	// Self is nodesnap's own run (its supervisor's pid, namespaces and
+	// pod): never evidence against the node.
+	Self *bundle.Self `json:"self,omitempty"`
 }
 
 // ChildConfig is what the supervisor sends a collector child on stdin.

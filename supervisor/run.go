@@ -146,6 +146,11 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 	}
 	cleanStale(outDir)
 
+	if opts.Common.Self == nil {
+		// Who nodesnap itself is, so that no collector counts its own
+		// processes, mount namespace or pod as evidence.
+		opts.Common.Self = collectors.IdentifySelf()
+	}
 	r := &run{opts: opts, start: time.Now(), hungSet: map[string]bool{}, facts: map[string]string{},
 		results: map[string]*collectorRun{}, children: map[*isolate.Child]struct{}{}, mappings: map[string]string{}}
 	if err := r.setupRedaction(); err != nil {
@@ -728,6 +733,7 @@ func (r *run) manifest(specs []*collectors.Spec) (*bundle.Manifest, error) {
 	m.Host.BootID = r.facts["boot_id"]
 	m.Host.MachineID = r.facts["machine_id"]
 	m.Interrupted = r.interrupt
+	m.Self = r.opts.Common.Self
 	m.HungMounts = append(m.HungMounts, r.hung...)
 	r.mu.Unlock()
 
