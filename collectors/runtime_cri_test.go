@@ -1,0 +1,213 @@
+package collectors_test
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/collectors"
+)
+
+// criItem is the summary's item of one CRI method (by its last part).
+func criItem(t *testing.T, rt collectors.RuntimeStatus, method string) collectors.RuntimeItem {
+	t.Helper()
+	for _, it := range rt.Items {
+		if strings.HasSuffix(it.Method, "/"+method) {
+			return it
+		}
+	}
+	t.Fatalf("%s: no item for CRI method %s in %+v", rt.Name, method, rt.Items)
+	return collectors.RuntimeItem{}
+}
+
+// A real containerd with its CRI plugin, and no client program at all (as
+// in nodesnap's own image): the CRI API lists pods, containers and images,
+// reports its status and version, and the run is ok.
+func TestRuntimeCRIContainerd(t *testing.T) {
+	c := startContainerd(t, true)
+	none := t.TempDir()
+	t.Setenv("PATH", t.TempDir())
+	agentFlags(t, "runtime", "--containerd-config", c.config,
+		"--crio-socket", filepath.Join(none, "crio.sock"), "--docker-socket", filepath.Join(none, "docker.sock"))
+	b := agentCollect(t, "runtime", collectors.Common{})
+	if b.res.Status != bundle.StatusOK {
+		t.Fatalf("status %q (%s), want ok", b.res.Status, b.res.Error)
+	}
+
+	var ver struct {
+		Version, RuntimeName, RuntimeVersion, RuntimeApiVersion string
+	}
+	if err := json.Unmarshal(b.file(t, "runtime/containerd/cri-version.json"), &ver); err != nil {
+		t.Fatalf("cri-version.json: %v", err)
+	}
+	if ver.RuntimeName != "containerd" || ver.RuntimeVersion == "" || ver.RuntimeApiVersion != "v1" {
+		t.Errorf("cri-version.json = %+v, want containerd speaking v1", ver)
+	}
+	// Each listing parses; an empty node lists nothing (no pod can start
+	// here without a network), so the keys may be absent but the files not.
+	for _, f := range []string{"cri-pods.json", "cri-containers.json", "cri-images.json", "cri-imagefs.json", "cri-container-stats.json"} {
+		var v map[string]any
+		if err := json.Unmarshal(b.file(t, "runtime/containerd/"+f), &v); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	var fs struct {
+		ImageFilesystems []struct {
+			FsId struct{ Mountpoint string }
+		}
+	}
+	if err := json.Unmarshal(b.file(t, "runtime/containerd/cri-imagefs.json"), &fs); err != nil || len(fs.ImageFilesystems) == 0 ||
+		!strings.HasPrefix(fs.ImageFilesystems[0].FsId.Mountpoint, c.dir) {
+		t.Errorf("cri-imagefs.json does not name the test's own root (%v): %s", err, b.file(t, "runtime/containerd/cri-imagefs.json"))
+	}
+	// The verbose status: conditions, and containerd's configuration
+	// decoded from its JSON string, registry credential removed.
+	var st struct {
+		Status struct {
+			Conditions []struct {
+				Type   string
+				Status bool
+			}
+		}
+		Info map[string]json.RawMessage
+	}
+	if err := json.Unmarshal(b.file(t, "runtime/containerd/cri-status.json"), &st); err != nil {
+		t.Fatalf("cri-status.json: %v", err)
+	}
+	if len(st.Status.Conditions) == 0 {
+		t.Errorf("cri-status.json has no conditions")
+	}
+	var cfg struct {
+		ContainerdRootDir string
+		Registry          struct {
+			Configs map[string]struct {
+				Auth map[string]string
+			}
+		}
+	}
+	if err := json.Unmarshal(st.Info["config"], &cfg); err != nil {
+		t.Fatalf("cri-status.json info.config is not an object: %v: %.300s", err, st.Info["config"])
+	}
+	if cfg.ContainerdRootDir != filepath.Join(c.dir, "root") {
+		t.Errorf("info.config.containerdRootDir = %q", cfg.ContainerdRootDir)
+	}
+	if a := cfg.Registry.Configs["registry.example.com"].Auth; a["username"] != "robot" || a["password"] != "[REDACTED]" {
+		t.Errorf("registry auth in cri-status.json = %v, want the user kept and the password redacted", a)
+	}
+	assertAbsent(t, b, registryPassword)
+
+	ctd := runtimeSummary(t, b)["containerd"]
+	if !ctd.Listed || ctd.CRIRuntimeName != "containerd" || ctd.CRIAPIVersion != "v1" {
+		t.Errorf("containerd summary %+v", ctd)
+	}
+	for _, m := range []string{"Version", "Status", "ListPodSandbox", "ListContainers", "ListImages", "ImageFsInfo", "ListContainerStats"} {
+		it := criItem(t, ctd, m)
+		if it.Error != "" || it.Skipped != "" || it.File == "" || it.DurationSeconds <= 0 || it.URL != "unix://"+c.sock {
+			t.Errorf("%s: %+v", m, it)
+		}
+	}
+	if !strings.Contains(b.notes(), "ctr is not installed here") || !strings.Contains(b.notes(), "listed by other means") {
+		t.Errorf("notes do not say ctr is missing and not needed:\n%s", b.notes())
+	}
+}
+
+// A socket that accepts and never answers costs one request deadline,
+// not one per CRI call, and the run is partial, saying why.
+func TestRuntimeCRIHung(t *testing.T) {
+	dir, err := os.MkdirTemp("", "nscri-") // short: unix socket paths are limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "c.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c) // held open, never read nor written
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-accepted
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	t.Setenv("PATH", t.TempDir())
+	const timeout = 2 * time.Second
+	agentFlags(t, "runtime", "--containerd-config", filepath.Join(dir, "none.toml"), "--containerd-socket", sock,
+		"--containerd-debug-socket", filepath.Join(dir, "none.sock"), "--runtime-request-timeout", timeout.String(),
+		"--crio-socket", filepath.Join(dir, "none"), "--docker-socket", filepath.Join(dir, "none"))
+	start := time.Now()
+	b := agentCollect(t, "runtime", collectors.Common{})
+	took := time.Since(start)
+	if b.res.Status != bundle.StatusPartial || !strings.Contains(b.res.Error, "containerd is running") ||
+		!strings.Contains(b.res.Error, "no answer within 2s") {
+		t.Fatalf("status %q (%s), want partial: no answer", b.res.Status, b.res.Error)
+	}
+	ctd := runtimeSummary(t, b)["containerd"]
+	v := criItem(t, ctd, "Version")
+	if !v.TimedOut || v.DurationSeconds < timeout.Seconds()*0.9 || v.DurationSeconds > timeout.Seconds()+1 {
+		t.Errorf("Version: %+v, want timed out after %s", v, timeout)
+	}
+	for _, m := range []string{"Status", "ListPodSandbox", "ListContainers", "ListImages"} {
+		if it := criItem(t, ctd, m); !strings.HasPrefix(it.Skipped, "not attempted") || it.DurationSeconds != 0 {
+			t.Errorf("%s after a hung Version: %+v", m, it)
+		}
+	}
+	// One deadline: the collector's own start and the bundle's writing
+	// come on top, well under a second deadline.
+	if b.res.DurationSeconds > 2*timeout.Seconds() {
+		t.Errorf("collector took %.2fs (whole run %s), more than one %s deadline and overhead", b.res.DurationSeconds, took, timeout)
+	}
+	if ctd.Listed {
+		t.Errorf("listed: %+v", ctd)
+	}
+}
+
+// A socket file nobody listens on (the runtime died): refused at once,
+// partial with the reason.
+func TestRuntimeCRIRefused(t *testing.T) {
+	dir, err := os.MkdirTemp("", "nscri-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "c.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("the socket file should stay: %v", err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	agentFlags(t, "runtime", "--containerd-config", filepath.Join(dir, "none.toml"), "--containerd-socket", sock,
+		"--containerd-debug-socket", filepath.Join(dir, "none.sock"),
+		"--crio-socket", filepath.Join(dir, "none"), "--docker-socket", filepath.Join(dir, "none"))
+	b := agentCollect(t, "runtime", collectors.Common{})
+	if b.res.Status != bundle.StatusPartial || !strings.Contains(b.res.Error, "connection refused") {
+		t.Fatalf("status %q (%s), want partial: refused", b.res.Status, b.res.Error)
+	}
+	if v := criItem(t, runtimeSummary(t, b)["containerd"], "Version"); v.TimedOut || v.DurationSeconds > 5 {
+		t.Errorf("a refused connection waited: %+v", v)
+	}
+}
+
