@@ -395,7 +395,7 @@ func rtUnlistedReason(rt *RuntimeStatus, missing map[string]bool) string {
 	if len(tried) == 0 {
 		tried = append(tried, "nothing could be asked")
 	}
-	return fmt.Sprintf("%s is running (socket %s) but its containers could not be listed: %s", rt.Name, rt.Socket, strings.Join(tried, "; "))
+	return fmt.Sprintf("%s's socket %s exists but its containers could not be listed: %s", rt.Name, rt.Socket, strings.Join(tried, "; "))
 }
 
 func rtItemOutcome(it RuntimeItem) string {

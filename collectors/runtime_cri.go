@@ -251,12 +251,13 @@ func CRIStatusInfo(info map[string]string) map[string]json.RawMessage {
 				continue
 			}
 		}
-		s, _ := json.Marshal(info[k])
-		clean, _ := SanitizeRuntimeConfig(s)
-		if !json.Valid(clean) {
-			clean = []byte(`"` + "[unreadable value removed]" + `"`)
+		// Text: sanitized as text (a TOML excerpt, say), then quoted.
+		text, _ := SanitizeRuntimeConfig(v)
+		quoted, err := json.Marshal(string(text))
+		if err != nil {
+			quoted = []byte(`"[unreadable value removed]"`)
 		}
-		out[k] = clean
+		out[k] = quoted
 	}
 	return out
 }

@@ -229,7 +229,7 @@ func TestRuntimeContainerd(t *testing.T) {
 	// either, nothing listed the containers, and the run says so.
 	t.Setenv("PATH", t.TempDir())
 	b = agentCollect(t, "runtime", collectors.Common{})
-	if b.res.Status != bundle.StatusPartial || !strings.Contains(b.res.Error, "containerd is running") ||
+	if b.res.Status != bundle.StatusPartial || !strings.Contains(b.res.Error, "containerd's socket") ||
 		!strings.Contains(b.res.Error, "its containers could not be listed") || !strings.Contains(b.res.Error, "ctr not installed") {
 		t.Fatalf("without ctr or CRI: status %q (%s), want partial saying why", b.res.Status, b.res.Error)
 	}
@@ -319,6 +319,62 @@ func TestRuntimeDockerSocket(t *testing.T) {
 	} else if !strings.Contains(b.notes(), "docker is not installed") {
 		t.Errorf("no docker client, and the notes do not say so:\n%s", b.notes())
 	}
+	assertDockerAPI(t, b)
+
+	// Without the docker client, as in nodesnap's image: dockerd's API
+	// lists the containers, and the run is complete.
+	t.Setenv("PATH", t.TempDir())
+	b = agentCollect(t, "runtime", collectors.Common{Root: root})
+	if b.res.Status != bundle.StatusOK {
+		t.Errorf("without the docker client: status %q (%s), want ok", b.res.Status, b.res.Error)
+	}
+	assertDockerAPI(t, b)
+	if !strings.Contains(b.notes(), "docker is not installed here") || !strings.Contains(b.notes(), "listed by other means") {
+		t.Errorf("notes do not say the client is missing and not needed:\n%s", b.notes())
+	}
+	if _, ok := b.Files["runtime/docker/docker-ps.txt"]; ok {
+		t.Errorf("docker-ps.txt exists without a docker client")
+	}
+
+	// dockerd down (its socket left behind): partial, saying why.
+	srv.Close()
+	stale, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.SetUnlinkOnClose(false)
+	stale.Close()
+	b = agentCollect(t, "runtime", collectors.Common{Root: root})
+	if b.res.Status != bundle.StatusPartial || !strings.Contains(b.res.Error, "docker's socket") || !strings.Contains(b.res.Error, "dockerd's API: connection refused") {
+		t.Errorf("dockerd down: status %q (%s), want partial saying why", b.res.Status, b.res.Error)
+	}
+}
+
+// assertDockerAPI checks the listing and info taken from dockerd's API.
+func assertDockerAPI(t *testing.T, b *agentBundle) {
+	t.Helper()
+	var cs []struct {
+		Id    string
+		Names []string
+		State string
+	}
+	if err := json.Unmarshal(b.file(t, "runtime/docker/containers.json"), &cs); err != nil || len(cs) != 1 || cs[0].Names[0] != "/volume-writer" || cs[0].State != "created" {
+		t.Errorf("docker/containers.json (%v): %s", err, b.file(t, "runtime/docker/containers.json"))
+	}
+	var info struct{ ServerVersion string }
+	if err := json.Unmarshal(b.file(t, "runtime/docker/info.json"), &info); err != nil || info.ServerVersion != "24.0.0" {
+		t.Errorf("docker/info.json (%v): %s", err, b.file(t, "runtime/docker/info.json"))
+	}
+	d := runtimeSummary(t, b)["docker"]
+	if !d.Listed {
+		t.Errorf("docker not listed: %+v", d)
+	}
+	for _, it := range d.Items {
+		if it.URL == "unix:///run/docker.sock/containers/json?all=1" && it.File == "docker/containers.json" && it.StatusCode == 200 {
+			return
+		}
+	}
+	t.Errorf("no summary item for GET /containers/json: %+v", d.Items)
 }
 
 func TestParseContainerdAddresses(t *testing.T) {
