@@ -88,7 +88,8 @@ func collectCRI(ctx context.Context, env *Env, timeout time.Duration, rt *Runtim
 	rs := criapi.NewRuntimeServiceClient(conn)
 	is := criapi.NewImageServiceClient(conn)
 
-	items := make([]RuntimeItem, 1+len(criCalls))
+	items := make([]RuntimeItem, 2+len(criCalls))
+	statusItem := RuntimeItem{What: "CRI container statuses", Method: criapi.RuntimeService_ContainerStatus_FullMethodName, URL: url}
 	var ver *criapi.VersionResponse
 	items[0] = criDo(ctx, env, timeout, url, dir+"/"+criVersionFile, "CRI version", criapi.RuntimeService_Version_FullMethodName,
 		func(ctx context.Context) (proto.Message, error) {
@@ -104,23 +105,139 @@ func collectCRI(ctx context.Context, env *Env, timeout time.Duration, rt *Runtim
 		for i, c := range criCalls {
 			items[1+i] = RuntimeItem{What: c.what, Method: c.method, URL: url, Skipped: why}
 		}
+		statusItem.Skipped = why
+		items[len(items)-1] = statusItem
 		return items
 	}
 	rt.CRIRuntimeName, rt.CRIRuntimeVersion, rt.CRIAPIVersion = ver.GetRuntimeName(), ver.GetRuntimeVersion(), ver.GetRuntimeApiVersion()
 
 	var wg sync.WaitGroup
+	var containers *criapi.ListContainersResponse
 	for i, c := range criCalls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			it := criDo(ctx, env, timeout, url, dir+"/"+c.file, c.what, c.method,
-				func(ctx context.Context) (proto.Message, error) { return c.call(ctx, rs, is) })
+				func(ctx context.Context) (proto.Message, error) {
+					m, err := c.call(ctx, rs, is)
+					if l, ok := m.(*criapi.ListContainersResponse); ok && err == nil {
+						containers = l
+					}
+					return m, err
+				})
 			it.listing = c.listing && it.Error == "" && it.Skipped == ""
 			items[1+i] = it
 		}()
 	}
 	wg.Wait()
+	if containers == nil {
+		statusItem.Skipped = "not attempted: ListContainers did not answer"
+	} else {
+		statusItem = criContainerStatuses(ctx, env, timeout, rs, statusItem, containers.GetContainers(), dir+"/cri-container-status.json")
+	}
+	items[len(items)-1] = statusItem
 	return items
+}
+
+// criMaxStatuses bounds the ContainerStatus calls of one run: a node runs
+// at most a few hundred containers (the kubelet's default is 110 pods).
+const criMaxStatuses = 2000
+
+// criContainerStatuses asks the status of every container (not verbose:
+// the verbose answer holds the OCI spec, environment variables included).
+// The status has what the list lacks: the mounts (which host paths, pod
+// volumes among them, a container holds), the exit code and reason, and
+// start and finish times. Four calls at a time, each under its own
+// deadline; after a call that times out no more are made.
+func criContainerStatuses(ctx context.Context, env *Env, timeout time.Duration, rs criapi.RuntimeServiceClient, base RuntimeItem, cs []*criapi.Container, out string) (it RuntimeItem) {
+	it = base
+	start := time.Now()
+	defer func() { it.DurationSeconds = time.Since(start).Seconds() }()
+	if len(cs) > criMaxStatuses {
+		cs = cs[:criMaxStatuses]
+	}
+	statuses := make([]*criapi.ContainerStatus, len(cs))
+	errs := make([]string, len(cs))
+	var mu sync.Mutex
+	stalled := false
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			mu.Lock()
+			stop := stalled
+			mu.Unlock()
+			if stop {
+				errs[i] = "not attempted after a call that timed out"
+				return
+			}
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			r, err := rs.ContainerStatus(cctx, &criapi.ContainerStatusRequest{ContainerId: c.GetId()})
+			if err != nil {
+				skipped, failed, to := criDescribeError(err, criapi.RuntimeService_ContainerStatus_FullMethodName, timeout)
+				errs[i] = failed + skipped
+				if to {
+					mu.Lock()
+					stalled = true
+					mu.Unlock()
+				}
+				return
+			}
+			statuses[i] = r.GetStatus()
+		}()
+	}
+	wg.Wait()
+	var kept []*criapi.ContainerStatus
+	var failed []string
+	for i, st := range statuses {
+		switch {
+		case st != nil:
+			kept = append(kept, st)
+		case strings.Contains(errs[i], "NotFound"):
+			// Removed since it was listed: nothing to report.
+		default:
+			failed = append(failed, cs[i].GetId()+": "+errs[i])
+		}
+	}
+	data, err := criStatusesJSON(kept)
+	if err != nil {
+		it.Error = fmt.Sprintf("encoding the container statuses: %v", err)
+		return it
+	}
+	if err := env.WriteFile(out, data); err != nil {
+		it.Error = err.Error()
+		return it
+	}
+	it.File, it.Bytes = out, int64(len(data))
+	if len(failed) > 0 {
+		it.Error = fmt.Sprintf("%d of %d container statuses failed; first: %s", len(failed), len(cs), failed[0])
+		it.TimedOut = stalled
+	}
+	return it
+}
+
+// criStatusesJSON writes container statuses as {"statuses": [...]}, each
+// in the CRI JSON mapping.
+func criStatusesJSON(sts []*criapi.ContainerStatus) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString(`{"statuses":[`)
+	for i, st := range sts {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		b, err := protojson.MarshalOptions{EmitDefaultValues: true}.Marshal(st)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(b)
+	}
+	buf.WriteString("]}")
+	return RuntimeJSON(buf.Bytes())
 }
 
 // criDial makes a client for a unix socket. It does not connect: the first
@@ -200,7 +317,7 @@ func criJSON(msg proto.Message) ([]byte, error) {
 		s.Info = nil
 		msg = s
 	}
-	raw, err := protojson.MarshalOptions{EmitUnpopulated: false}.Marshal(msg)
+	raw, err := protojson.MarshalOptions{EmitDefaultValues: true}.Marshal(msg)
 	if err != nil {
 		return nil, err
 	}

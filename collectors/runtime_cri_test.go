@@ -30,6 +30,8 @@ func criItem(t *testing.T, rt collectors.RuntimeStatus, method string) collector
 // reports its status and version, and the run is ok.
 func TestRuntimeCRIContainerd(t *testing.T) {
 	c := startContainerd(t, true)
+	importSleeperImage(t, c)
+	pod := runTestPod(t, c)
 	none := t.TempDir()
 	t.Setenv("PATH", t.TempDir())
 	agentFlags(t, "runtime", "--containerd-config", c.config,
@@ -48,13 +50,60 @@ func TestRuntimeCRIContainerd(t *testing.T) {
 	if ver.RuntimeName != "containerd" || ver.RuntimeVersion == "" || ver.RuntimeApiVersion != "v1" {
 		t.Errorf("cri-version.json = %+v, want containerd speaking v1", ver)
 	}
-	// Each listing parses; an empty node lists nothing (no pod can start
-	// here without a network), so the keys may be absent but the files not.
-	for _, f := range []string{"cri-pods.json", "cri-containers.json", "cri-images.json", "cri-imagefs.json", "cri-container-stats.json"} {
-		var v map[string]any
-		if err := json.Unmarshal(b.file(t, "runtime/containerd/"+f), &v); err != nil {
-			t.Errorf("%s: %v", f, err)
+	// The pod and its container, as crictl would show them.
+	var pods struct {
+		Items []struct {
+			Id       string
+			Metadata struct{ Name, Uid, Namespace string }
+			State    string
+			Labels   map[string]string
 		}
+	}
+	if err := json.Unmarshal(b.file(t, "runtime/containerd/cri-pods.json"), &pods); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("cri-pods.json (%v): %s", err, b.file(t, "runtime/containerd/cri-pods.json"))
+	}
+	if p := pods.Items[0]; p.Id != pod.SandboxID || p.Metadata.Uid != pod.UID || p.Metadata.Namespace != pod.Namespace || p.Metadata.Name != pod.Name ||
+		p.State != "SANDBOX_READY" || p.Labels["app"] != "writer" {
+		t.Errorf("cri-pods.json: %+v, want %+v ready", p, pod)
+	}
+	var cs struct {
+		Containers []struct {
+			Id, PodSandboxId, State string
+			Metadata                struct{ Name string }
+			Image                   struct{ Image string }
+		}
+	}
+	if err := json.Unmarshal(b.file(t, "runtime/containerd/cri-containers.json"), &cs); err != nil || len(cs.Containers) != 1 {
+		t.Fatalf("cri-containers.json (%v): %s", err, b.file(t, "runtime/containerd/cri-containers.json"))
+	}
+	if ct := cs.Containers[0]; ct.Id != pod.ContainerID || ct.PodSandboxId != pod.SandboxID || ct.State != "CONTAINER_RUNNING" || ct.Metadata.Name != "writer" {
+		t.Errorf("cri-containers.json: %+v, want %+v running", ct, pod)
+	}
+	if imgs := string(b.file(t, "runtime/containerd/cri-images.json")); !strings.Contains(imgs, testImage) {
+		t.Errorf("cri-images.json does not list %s: %s", testImage, imgs)
+	}
+	// Each container's status: its mounts, which the list does not have.
+	var sts struct {
+		Statuses []struct {
+			Id, State string
+			Mounts    []struct {
+				ContainerPath, HostPath string
+				Readonly                bool
+			}
+		}
+	}
+	if err := json.Unmarshal(b.file(t, "runtime/containerd/cri-container-status.json"), &sts); err != nil || len(sts.Statuses) != 1 {
+		t.Fatalf("cri-container-status.json (%v): %s", err, b.file(t, "runtime/containerd/cri-container-status.json"))
+	}
+	if st := sts.Statuses[0]; st.Id != pod.ContainerID || st.State != "CONTAINER_RUNNING" || len(st.Mounts) != 1 ||
+		st.Mounts[0].ContainerPath != "/data" || st.Mounts[0].HostPath != c.dir || !st.Mounts[0].Readonly {
+		t.Errorf("cri-container-status.json: %+v", st)
+	}
+	var stats struct {
+		Stats []struct{ Attributes struct{ Id string } }
+	}
+	if err := json.Unmarshal(b.file(t, "runtime/containerd/cri-container-stats.json"), &stats); err != nil || len(stats.Stats) != 1 || stats.Stats[0].Attributes.Id != pod.ContainerID {
+		t.Errorf("cri-container-stats.json (%v): %s", err, b.file(t, "runtime/containerd/cri-container-stats.json"))
 	}
 	var fs struct {
 		ImageFilesystems []struct {
@@ -105,7 +154,7 @@ func TestRuntimeCRIContainerd(t *testing.T) {
 	if !ctd.Listed || ctd.CRIRuntimeName != "containerd" || ctd.CRIAPIVersion != "v1" {
 		t.Errorf("containerd summary %+v", ctd)
 	}
-	for _, m := range []string{"Version", "Status", "ListPodSandbox", "ListContainers", "ListImages", "ImageFsInfo", "ListContainerStats"} {
+	for _, m := range []string{"Version", "Status", "ListPodSandbox", "ListContainers", "ListImages", "ImageFsInfo", "ListContainerStats", "ContainerStatus"} {
 		it := criItem(t, ctd, m)
 		if it.Error != "" || it.Skipped != "" || it.File == "" || it.DurationSeconds <= 0 || it.URL != "unix://"+c.sock {
 			t.Errorf("%s: %+v", m, it)
@@ -165,7 +214,7 @@ func TestRuntimeCRIHung(t *testing.T) {
 	if !v.TimedOut || v.DurationSeconds < timeout.Seconds()*0.9 || v.DurationSeconds > timeout.Seconds()+1 {
 		t.Errorf("Version: %+v, want timed out after %s", v, timeout)
 	}
-	for _, m := range []string{"Status", "ListPodSandbox", "ListContainers", "ListImages"} {
+	for _, m := range []string{"Status", "ListPodSandbox", "ListContainers", "ListImages", "ContainerStatus"} {
 		if it := criItem(t, ctd, m); !strings.HasPrefix(it.Skipped, "not attempted") || it.DurationSeconds != 0 {
 			t.Errorf("%s after a hung Version: %+v", m, it)
 		}

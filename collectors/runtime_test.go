@@ -46,15 +46,17 @@ func startContainerd(t *testing.T, cri bool) *testContainerd {
 		sock: filepath.Join(dir, "c.sock"), debugSock: filepath.Join(dir, "debug.sock")}
 	// Without cri, the CRI plugin is off, as in dockerd's own containerd:
 	// containerd's own API and debug socket are what is tested. With it,
-	// the plugin runs without a network (no CNI: pods cannot start, the
-	// API answers) and, as in a container, without raising OOM scores. A
+	// the plugin runs without a network (no CNI: pods use the host's) and,
+	// as in a container, without raising OOM scores. A
 	// registry credential is in the file to prove it is not copied: the
 	// CRI plugin also reports it in its verbose status.
 	plugins := `disabled_plugins = ["io.containerd.grpc.v1.cri"]`
 	criOpts := ""
 	if cri {
 		plugins = ""
-		criOpts = "restrict_oom_score_adj = true\n    sandbox_image = \"nodesnap.invalid/pause:1\"\n    stream_server_address = \"127.0.0.1\"\n    stream_server_port = \"0\""
+		// The native snapshotter copies layers: no overlay mount needed.
+		criOpts = "restrict_oom_score_adj = true\n    sandbox_image = \"" + testImage + "\"\n    stream_server_address = \"127.0.0.1\"\n    stream_server_port = \"0\"\n" +
+			"  [plugins.\"io.containerd.grpc.v1.cri\".containerd]\n    snapshotter = \"native\""
 	}
 	cfg := fmt.Sprintf(`version = 2
 root = %q
