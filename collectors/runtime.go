@@ -314,7 +314,7 @@ func collectRuntime(ctx context.Context, env *Env) error {
 	}
 
 	sum := RuntimeSummary{Runtimes: []RuntimeStatus{*ctd, *crio, *dock}}
-	failed := 0
+	failed, firstFailure := 0, ""
 	var unlisted []string
 	for i, orig := range []*RuntimeStatus{ctd, crio, dock} {
 		rt := &sum.Runtimes[i]
@@ -332,6 +332,9 @@ func collectRuntime(ctx context.Context, env *Env) error {
 		for _, it := range rt.Items {
 			rt.Listed = rt.Listed || it.listing
 			if it.Error != "" {
+				if failed == 0 {
+					firstFailure = rt.Name + "'s " + it.What
+				}
 				failed++
 				env.Notef("%s: %s: %s", rt.Name, it.What, it.Error)
 			}
@@ -365,9 +368,9 @@ func collectRuntime(ctx context.Context, env *Env) error {
 	}
 	if failed > 0 {
 		if failed == 1 {
-			env.Partialf("1 runtime command or request failed; runtime/summary.json says which")
+			env.Partialf("%s failed (runtime/summary.json has the details)", firstFailure)
 		} else {
-			env.Partialf("%d runtime commands or requests failed; runtime/summary.json says which", failed)
+			env.Partialf("%d runtime commands or requests failed, first %s (runtime/summary.json has them all)", failed, firstFailure)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package collectors_test
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"os"
@@ -8,6 +9,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
+	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
@@ -258,4 +264,110 @@ func TestRuntimeCRIRefused(t *testing.T) {
 	if v := criItem(t, runtimeSummary(t, b)["containerd"], "Version"); v.TimedOut || v.DurationSeconds > 5 {
 		t.Errorf("a refused connection waited: %+v", v)
 	}
+}
+
+// fakeCRIO is a CRI runtime service that answers like CRI-O for some
+// calls, not at all for one container's status, and does not serve the
+// image service.
+type fakeCRIO struct {
+	criapi.UnimplementedRuntimeServiceServer
+	hang chan struct{}
+}
+
+func (f *fakeCRIO) Version(context.Context, *criapi.VersionRequest) (*criapi.VersionResponse, error) {
+	return &criapi.VersionResponse{Version: "0.1.0", RuntimeName: "cri-o", RuntimeVersion: "1.30.0", RuntimeApiVersion: "v1"}, nil
+}
+
+func (f *fakeCRIO) Status(context.Context, *criapi.StatusRequest) (*criapi.StatusResponse, error) {
+	return &criapi.StatusResponse{Status: &criapi.RuntimeStatus{Conditions: []*criapi.RuntimeCondition{{Type: "RuntimeReady", Status: true}}},
+		Info: map[string]string{"config": "[crio.image]\nglobal_auth_file = \"\"\n[crio.runtime]\ndefault_runtime = \"runc\"\n"}}, nil
+}
+
+func (f *fakeCRIO) ListPodSandbox(context.Context, *criapi.ListPodSandboxRequest) (*criapi.ListPodSandboxResponse, error) {
+	return &criapi.ListPodSandboxResponse{Items: []*criapi.PodSandbox{{Id: "sb1", Metadata: &criapi.PodSandboxMetadata{Name: "csi-node", Uid: "u-1", Namespace: "kube-system"}}}}, nil
+}
+
+func (f *fakeCRIO) ListContainers(context.Context, *criapi.ListContainersRequest) (*criapi.ListContainersResponse, error) {
+	return &criapi.ListContainersResponse{Containers: []*criapi.Container{
+		{Id: "c-ok", PodSandboxId: "sb1"}, {Id: "c-gone", PodSandboxId: "sb1"}, {Id: "c-hang", PodSandboxId: "sb1"},
+	}}, nil
+}
+
+func (f *fakeCRIO) ContainerStatus(ctx context.Context, r *criapi.ContainerStatusRequest) (*criapi.ContainerStatusResponse, error) {
+	switch r.ContainerId {
+	case "c-ok":
+		return &criapi.ContainerStatusResponse{Status: &criapi.ContainerStatus{Id: "c-ok", State: criapi.ContainerState_CONTAINER_EXITED, ExitCode: 137, Reason: "OOMKilled",
+			Mounts: []*criapi.Mount{{ContainerPath: "/csi", HostPath: "/var/lib/kubelet/plugins/x.csi.example"}}}}, nil
+	case "c-hang":
+		select {
+		case <-ctx.Done():
+		case <-f.hang:
+		}
+		return nil, ctx.Err()
+	}
+	return nil, grpcstatus.Error(codes.NotFound, "container not found")
+}
+
+// CRI-O's socket, answered by a fake CRI server: calls the runtime does not
+// implement are skipped, not failed; a container removed between the list
+// and its status is no failure; one status that never comes costs one
+// deadline and makes the run partial, the rest kept.
+func TestRuntimeCRIFake(t *testing.T) {
+	dir, err := os.MkdirTemp("", "nscri-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "crio.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	fake := &fakeCRIO{hang: make(chan struct{})}
+	criapi.RegisterRuntimeServiceServer(srv, fake)
+	go srv.Serve(l)
+	t.Cleanup(func() { close(fake.hang); srv.Stop() })
+
+	t.Setenv("PATH", t.TempDir())
+	agentFlags(t, "runtime", "--containerd-config", filepath.Join(dir, "none.toml"), "--containerd-socket", filepath.Join(dir, "none"),
+		"--containerd-debug-socket", filepath.Join(dir, "none"), "--crio-socket", sock, "--docker-socket", filepath.Join(dir, "none"),
+		"--runtime-request-timeout", "1s")
+	b := agentCollect(t, "runtime", collectors.Common{})
+	if b.res.Status != bundle.StatusPartial || !strings.Contains(b.res.Error, "cri-o's CRI container statuses failed") {
+		t.Fatalf("status %q (%s), want partial for the one status", b.res.Status, b.res.Error)
+	}
+	crio := runtimeSummary(t, b)["cri-o"]
+	if !crio.Listed || crio.CRIRuntimeName != "cri-o" || crio.CRIRuntimeVersion != "1.30.0" {
+		t.Errorf("cri-o summary %+v", crio)
+	}
+	for _, m := range []string{"ListImages", "ImageFsInfo", "ListContainerStats"} {
+		if it := criItem(t, crio, m); it.Error != "" || !strings.Contains(it.Skipped, "does not implement") {
+			t.Errorf("%s: %+v, want skipped as not implemented", m, it)
+		}
+	}
+	st := criItem(t, crio, "ContainerStatus")
+	if !st.TimedOut || !strings.Contains(st.Error, "1 of 3 container statuses failed; first: c-hang: no answer within 1s") || st.DurationSeconds > 3 {
+		t.Errorf("ContainerStatus: %+v", st)
+	}
+	var sts struct {
+		Statuses []struct {
+			Id, State, Reason string
+			ExitCode          int
+			Mounts            []struct{ HostPath string }
+		}
+	}
+	if err := json.Unmarshal(b.file(t, "runtime/crio/cri-container-status.json"), &sts); err != nil || len(sts.Statuses) != 1 {
+		t.Fatalf("cri-container-status.json (%v): %s", err, b.file(t, "runtime/crio/cri-container-status.json"))
+	}
+	if s := sts.Statuses[0]; s.Id != "c-ok" || s.State != "CONTAINER_EXITED" || s.Reason != "OOMKilled" || s.ExitCode != 137 || s.Mounts[0].HostPath != "/var/lib/kubelet/plugins/x.csi.example" {
+		t.Errorf("status %+v", s)
+	}
+	// A configuration that is not JSON (CRI-O's is TOML) is kept as text.
+	var status struct{ Info map[string]string }
+	if err := json.Unmarshal(b.file(t, "runtime/crio/cri-status.json"), &status); err != nil || !strings.Contains(status.Info["config"], `default_runtime = "runc"`) {
+		t.Errorf("cri-status.json (%v): %s", err, b.file(t, "runtime/crio/cri-status.json"))
+	}
+	b.file(t, "runtime/crio/cri-pods.json")
+	b.file(t, "runtime/crio/cri-version.json")
 }
