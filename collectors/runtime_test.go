@@ -55,8 +55,11 @@ func startContainerd(t *testing.T, cri bool) *testContainerd {
 	if cri {
 		plugins = ""
 		// The native snapshotter copies layers: no overlay mount needed.
+		// runc keeps its state under the test's directory, not /run.
 		criOpts = "restrict_oom_score_adj = true\n    sandbox_image = \"" + testImage + "\"\n    stream_server_address = \"127.0.0.1\"\n    stream_server_port = \"0\"\n" +
-			"  [plugins.\"io.containerd.grpc.v1.cri\".containerd]\n    snapshotter = \"native\""
+			"  [plugins.\"io.containerd.grpc.v1.cri\".containerd]\n    snapshotter = \"native\"\n" +
+			"  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n    runtime_type = \"io.containerd.runc.v2\"\n" +
+			"  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n    Root = \"" + filepath.Join(dir, "runc") + "\""
 	}
 	cfg := fmt.Sprintf(`version = 2
 root = %q
