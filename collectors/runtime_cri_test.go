@@ -310,17 +310,21 @@ func (f *fakeCRIO) ContainerStatus(ctx context.Context, r *criapi.ContainerStatu
 	return nil, grpcstatus.Error(codes.NotFound, "container not found")
 }
 
-// CRI-O's socket, answered by a fake CRI server: calls the runtime does not
-// implement are skipped, not failed; a container removed between the list
-// and its status is no failure; one status that never comes costs one
-// deadline and makes the run partial, the rest kept.
+// CRI-O's socket at its default place under --root, answered by a fake
+// CRI server: calls the runtime does not implement are skipped, not
+// failed; a container removed between the list and its status is no
+// failure; one status that never comes costs one deadline and makes the
+// run partial, the rest kept.
 func TestRuntimeCRIFake(t *testing.T) {
 	dir, err := os.MkdirTemp("", "nscri-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "crio.sock")
+	if err := os.MkdirAll(filepath.Join(dir, "run", "crio"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "run", "crio", "crio.sock")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -332,15 +336,14 @@ func TestRuntimeCRIFake(t *testing.T) {
 	t.Cleanup(func() { close(fake.hang); srv.Stop() })
 
 	t.Setenv("PATH", t.TempDir())
-	agentFlags(t, "runtime", "--containerd-config", filepath.Join(dir, "none.toml"), "--containerd-socket", filepath.Join(dir, "none"),
-		"--containerd-debug-socket", filepath.Join(dir, "none"), "--crio-socket", sock, "--docker-socket", filepath.Join(dir, "none"),
-		"--runtime-request-timeout", "1s")
-	b := agentCollect(t, "runtime", collectors.Common{})
+	agentFlags(t, "runtime", "--runtime-request-timeout", "1s")
+	b := agentCollect(t, "runtime", collectors.Common{Root: dir})
 	if b.res.Status != bundle.StatusPartial || !strings.Contains(b.res.Error, "cri-o's CRI container statuses failed") {
 		t.Fatalf("status %q (%s), want partial for the one status", b.res.Status, b.res.Error)
 	}
 	crio := runtimeSummary(t, b)["cri-o"]
-	if !crio.Listed || crio.CRIRuntimeName != "cri-o" || crio.CRIRuntimeVersion != "1.30.0" {
+	if !crio.Listed || crio.CRIRuntimeName != "cri-o" || crio.CRIRuntimeVersion != "1.30.0" || crio.Socket != "/run/crio/crio.sock" ||
+		criItem(t, crio, "Version").URL != "unix:///run/crio/crio.sock" {
 		t.Errorf("cri-o summary %+v", crio)
 	}
 	for _, m := range []string{"ListImages", "ImageFsInfo", "ListContainerStats"} {
