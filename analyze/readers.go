@@ -733,6 +733,42 @@ func (st *state) readPods(_ string, r io.Reader) error {
 	return endOfInput(dec)
 }
 
+// readCRIPods reads runtime/<runtime>/cri-pods.json (a CRI
+// ListPodSandbox answer in the protobuf JSON mapping), one sandbox at a
+// time, for the names of pod UIDs.
+func (st *state) readCRIPods(_ string, r io.Reader) error {
+	dec := newDecoder(r)
+	err := walkObject(dec, func(key string) error {
+		if key != "items" {
+			return skipValue(dec)
+		}
+		return walkArray(dec, func() error {
+			var p struct {
+				Metadata struct {
+					UID       string `json:"uid"`
+					Name      string `json:"name"`
+					Namespace string `json:"namespace"`
+				} `json:"metadata"`
+				State string `json:"state"`
+			}
+			if err := dec.Decode(&p); err != nil {
+				return err
+			}
+			m := p.Metadata
+			// A pod has a new sandbox after each restart of it; a ready
+			// one says more than an old one.
+			if old, seen := st.runtimePods[m.UID]; m.UID != "" && (!seen || p.State == "SANDBOX_READY" || old.Name == "") {
+				st.runtimePods[m.UID] = podRec{UID: m.UID, Namespace: m.Namespace, Name: m.Name}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return endOfInput(dec)
+}
+
 func (st *state) readKubeletGoroutines(name string, r io.Reader) error {
 	d, err := parseGoroutines(name, r)
 	if d != nil {

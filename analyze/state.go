@@ -65,11 +65,15 @@ type state struct {
 	csi   *collectors.CSIInventory
 
 	// kubelet
-	healthz     []Line
-	healthzBad  []Line
-	kubeDumps   []*goroutineDump
-	podsSeen    bool
-	pods        map[string]podRec
+	healthz    []Line
+	healthzBad []Line
+	kubeDumps  []*goroutineDump
+	podsSeen   bool
+	pods       map[string]podRec
+	// runtimePods are the pods the container runtime has sandboxes for
+	// (runtime/*/cri-pods.json): names for pod UIDs when the kubelet's
+	// list is missing, never evidence that the kubelet runs a pod.
+	runtimePods map[string]podRec
 	runtimeDump []*goroutineDump
 	// kubeletExplained is set when a finding already carries the
 	// kubelet's stuck goroutines and failing healthz.
@@ -99,6 +103,7 @@ func newState() *state {
 		writerSeen:     map[writerKey]bool{},
 		probeCounts:    map[string]int{},
 		pods:           map[string]podRec{},
+		runtimePods:    map[string]podRec{},
 		logs:           newLogIndex(),
 	}
 }
