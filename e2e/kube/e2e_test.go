@@ -393,6 +393,8 @@ func TestJobInPod(t *testing.T) {
 	// Job's pod is still there for both to see.
 	onHost := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + c.token(t)})
 	compareRuns(t, onHost, inPod)
+	t.Logf("collection wall time: %.2fs in the Job's pod, %.2fs on the node; bundle %d and %d bytes",
+		inPod.b.Manifest.DurationSeconds, onHost.b.Manifest.DurationSeconds, len(want), fileSize(t, onHost.path))
 }
 
 // compareRuns checks that a --root /host run in a pod carries the evidence
@@ -643,4 +645,13 @@ func TestIncident003StaleFUSEUnderOrphanedPodDir(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Errorf("releasing the hung mount: %v", err)
 	}
+}
+
+func fileSize(t *testing.T, p string) int64 {
+	t.Helper()
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
 }
