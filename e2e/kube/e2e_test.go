@@ -440,6 +440,31 @@ func compareRuns(t *testing.T, host, pod *run) {
 	}
 }
 
+// TestDaemonSet runs deploy/kubernetes/daemonset.yaml: its pod starts on a
+// node whose / is private, collects once and holds the bundle.
+func TestDaemonSet(t *testing.T) {
+	c := requireCluster(t)
+	const hostDir = "/var/tmp/nodesnap"
+	before := hostBundles(t, hostDir)
+	c.k(t, c.manifest(t, "daemonset.yaml"), "apply", "-f", "-")
+	t.Cleanup(func() {
+		c.k(t, "", "-n", "nodesnap", "delete", "daemonset", "nodesnap", "--wait=true", "--timeout=2m", "--cascade=foreground")
+		for p := range hostBundles(t, hostDir) {
+			if !before[p] {
+				_ = os.Remove(p)
+				_ = os.Remove(p + ".sha256")
+			}
+		}
+	})
+	c.k(t, "", "-n", "nodesnap", "rollout", "status", "daemonset/nodesnap", "--timeout=4m")
+	onNode := newBundle(t, hostDir, before, 30*time.Second)
+	r := &run{path: onNode, b: readBundle(t, onNode)}
+	if st := r.status(t, "kubelet"); st.Status != "ok" {
+		t.Errorf("in the DaemonSet's pod, kubelet collector: %s %s %v", st.Status, st.Error, st.Notes)
+	}
+	checkNodeEvidence(t, r)
+}
+
 // TestKubectlDebugNode follows docs/kubernetes.md's kubectl debug recipe:
 // a debug pod that holds, a collection and a copy through kubectl exec.
 func TestKubectlDebugNode(t *testing.T) {
