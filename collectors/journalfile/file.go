@@ -178,6 +178,9 @@ type arrayRef struct {
 // given size. It reads through a small block cache: memory is bounded
 // whatever the file's size.
 func Open(r io.ReaderAt, size int64) (*File, error) {
+	if size < minHeaderSize {
+		return nil, corruptf("%d bytes is too short for a journal file", size)
+	}
 	f := &File{r: newBlockReader(r, size), size: size}
 	hb, err := f.r.read(0, minHeaderSize)
 	if err != nil {

@@ -181,6 +181,10 @@ func (it *Iter) Peek() (*Entry, bool) {
 	return nil, false
 }
 
+// SeqnumID is the file's sequence number id: entries of two files with
+// the same id and sequence number are the same entry.
+func (it *Iter) SeqnumID() [16]byte { return it.f.Header.SeqnumID }
+
 // Next consumes the entry Peek returned.
 func (it *Iter) Next() { it.peeked = false }
 
