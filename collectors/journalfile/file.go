@@ -213,6 +213,8 @@ func (f *File) readChain() error {
 	want := f.Header.NEntries
 	off := f.Header.EntryArrayOffset
 	total := 0
+	// What the chain read so far lists is readable, whatever stops it.
+	defer func() { f.n = int(min(uint64(total), want)) }()
 	var prev uint64
 	for off != 0 && uint64(total) < want {
 		if len(f.arrays) >= maxArrays {
@@ -238,7 +240,6 @@ func (f *File) readChain() error {
 		total += n
 		prev, off = off, next
 	}
-	f.n = int(min(uint64(total), want))
 	if uint64(total) < want {
 		return corruptf("the entry array chain lists %d of the %d entries the header counts", total, want)
 	}
