@@ -42,8 +42,10 @@ const (
 )
 
 const (
-	// nativeChunk bounds the bytes of text one op returns.
-	nativeChunk = 4 << 20
+	// nativeChunk bounds the bytes of text one op returns: small enough
+	// that a chunk and its JSON encoding stay a small part of the
+	// collector's memory, large enough that round trips cost little.
+	nativeChunk = 1 << 20
 	// maxJournalFiles bounds the files one source reads.
 	maxJournalFiles = 1024
 	// maxNativeProblems bounds the unreadable files reported.

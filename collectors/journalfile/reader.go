@@ -1,7 +1,6 @@
 package journalfile
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -196,9 +195,10 @@ func (it *Iter) entry(i int) (Entry, error) {
 	if off == 0 {
 		return Entry{}, corruptf("entry slot %d is empty", i)
 	}
+	// The items live in the iterator's buffer: an iterator holds one
+	// entry at a time (the one peeked), so it is reused entry after entry.
 	e, err := it.f.Entry(off, it.items)
 	it.items = e.Items[:0]
-	e.Items = append([]Item(nil), e.Items...)
 	return e, err
 }
 
@@ -235,8 +235,10 @@ func (it *Iter) matches(e *Entry) (bool, error) {
 
 // Short holds the fields journalctl's short output formats print.
 type Short struct {
-	// A nil field is absent; an empty one is present and empty.
+	// A nil field is absent; an empty one is present and empty. They
+	// point into arena, reused from entry to entry.
 	Message, Hostname, Identifier, Comm, PID, SyslogPID, SourceRealtime []byte
+	arena                                                               []byte
 }
 
 var shortFields = []struct {
@@ -253,21 +255,34 @@ var shortFields = []struct {
 }
 
 // Short reads the fields of e that the short formats print. A field whose
-// data object cannot be read is left out, as journalctl does.
+// data object cannot be read is left out, as journalctl does. The fields
+// stay valid until the next call with the same s.
 func (it *Iter) Short(e *Entry, s *Short) {
-	*s = Short{}
+	arena := s.arena[:0]
+	if arena == nil {
+		// Non-nil, so that an empty field is told from an absent one.
+		arena = make([]byte, 0, 512)
+	}
+	var span [7][2]int
+	var seen [7]bool
 	for _, item := range e.Items {
 		p, err := it.f.Data(item.Offset)
 		if err != nil {
 			continue
 		}
-		for _, sf := range shortFields {
-			if bytes.HasPrefix(p, []byte(sf.prefix)) {
-				if v := sf.get(s); *v == nil {
-					*v = append([]byte{}, p[len(sf.prefix):]...)
-				}
+		for k, sf := range shortFields {
+			if !seen[k] && len(p) >= len(sf.prefix) && string(p[:len(sf.prefix)]) == sf.prefix {
+				seen[k] = true
+				span[k] = [2]int{len(arena), len(arena) + len(p) - len(sf.prefix)}
+				arena = append(arena, p[len(sf.prefix):]...)
 				break
 			}
+		}
+	}
+	*s = Short{arena: arena}
+	for k, sf := range shortFields {
+		if seen[k] {
+			*sf.get(s) = arena[span[k][0]:span[k][1]:span[k][1]]
 		}
 	}
 }
