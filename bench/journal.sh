@@ -58,8 +58,11 @@ if [ -d /var/log/journal ]; then mount -t tmpfs -o mode=0755 nodesnap-bench-jour
 printf "[Journal]\nStorage=volatile\nRateLimitBurst=0\nRuntimeMaxUse=4G\nRuntimeMaxFileSize=1G\nForwardToSyslog=no\nForwardToKMsg=no\nForwardToConsole=no\nForwardToWall=no\n" > /run/systemd/journald.conf.d/bench.conf
 exec "$2"' sh "$work/journal" "$JOURNALD" 2>"$work/journald.err" &
 jpid=$!
+# Ready once the process is journald (exec'ed after its mounts: before,
+# /proc/PID/root/run is the host's /run, which may hold another journald's
+# sockets) and its own stdout socket exists.
 for _ in $(seq 200); do
-  [ -S "/proc/$jpid/root/run/systemd/journal/stdout" ] && break
+  [ "$(cat "/proc/$jpid/comm" 2>/dev/null)" = systemd-journal ] && [ -S "/proc/$jpid/root/run/systemd/journal/stdout" ] && break
   sleep 0.05
 done
 [ -S "/proc/$jpid/root/run/systemd/journal/stdout" ] || die "journald did not start: $(cat "$work/journald.err")"
