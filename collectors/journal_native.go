@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/klauspost/compress/s2"
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/collectors/journalfile"
@@ -75,8 +76,10 @@ type nativeFileCursor struct {
 }
 
 type journalNativeResult struct {
-	// Data holds whole entries as text, newest first.
+	// Data holds whole entries as text, newest first, compressed with S2
+	// (see packText); Text is the same text, the op's own copy.
 	Data    []byte             `json:"data,omitempty"`
+	Text    []byte             `json:"-"`
 	Entries int                `json:"entries"`
 	Files   []nativeFileCursor `json:"files"`
 	// Found counts the journal files found; Problems says which could not
@@ -243,7 +246,7 @@ func journalNativeOp(rq journalNativeRequest) (any, error) {
 		lastTime uint64
 	)
 	for {
-		if len(r.Data) >= rq.Max {
+		if len(r.Text) >= rq.Max {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -266,13 +269,14 @@ func journalNativeOp(rq journalNativeRequest) (any, error) {
 		}
 		its[i].Short(e, &s)
 		var ok bool
-		r.Data, ok = journalfile.AppendShortISOPrecise(r.Data, e.Realtime, &s)
+		r.Text, ok = journalfile.AppendShortISOPrecise(r.Text, e.Realtime, &s)
 		lastSeq, lastID, lastTime = e.Seqnum, seqID, e.Realtime
 		its[i].Next()
 		if ok {
 			r.Entries++
 		}
 	}
+	r.Data = packText(r.Text)
 	for _, o := range files {
 		c := o.it.Cursor()
 		if o.it.Err != nil {
@@ -282,6 +286,38 @@ func journalNativeOp(rq journalNativeRequest) (any, error) {
 		r.Files = append(r.Files, nativeFileCursor{Path: o.c.Path, FileID: o.c.FileID, Next: c.Next})
 	}
 	return r, nil
+}
+
+// packText compresses a chunk of text for its way from the worker to the
+// collector. The pool speaks JSON: a []byte is base64 in a string that is
+// scanned four times (encoded, copied into the answer, read, decoded), and
+// uncompressed that cost more than reading the journal itself (a 20 MB
+// read took 1.2 s natively against 0.7 s through journalctl's pipe).
+// Log text shrinks several times under S2, which runs at GB/s.
+func packText(text []byte) []byte {
+	if len(text) == 0 {
+		return nil
+	}
+	return s2.Encode(nil, text)
+}
+
+// maxChunkText bounds what a chunk decompresses to: a chunk is nativeChunk
+// bytes, or one entry larger than that (at most a journal payload).
+const maxChunkText = nativeChunk + journalfile.MaxPayload + 64<<10
+
+func unpackText(b []byte) ([]byte, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	n, err := s2.DecodedLen(b)
+	if err != nil || n > maxChunkText {
+		return nil, fmt.Errorf("the journal reader sent a damaged chunk (%d bytes claimed): %v", n, err)
+	}
+	out, err := s2.Decode(nil, b)
+	if err != nil {
+		return nil, fmt.Errorf("the journal reader sent a damaged chunk: %w", err)
+	}
+	return out, nil
 }
 
 // nativeDirs are the directories the native reader searches.
@@ -349,7 +385,13 @@ func (j *journalRun) nativeSource(ctx context.Context, q journalQuery) JournalSo
 			first = false
 		}
 		problems = append(problems, r.Problems...)
-		if _, werr := w.Write(r.Data); werr != nil {
+		text, err := unpackText(r.Data)
+		if err != nil {
+			s.Status, s.Error = JournalError, err.Error()
+			j.failed++
+			break
+		}
+		if _, werr := w.Write(text); werr != nil {
 			s.Status = JournalOK
 			break
 		}

@@ -19,8 +19,15 @@ func JournalNativeReadForTest(dirs, matches []string, sinceUS uint64, chunk int)
 		problems = append(problems, r.Problems...)
 		// Newest first: split into entries (continuation lines start
 		// with a blank) and reverse.
-		w := newEntryWindow(int64(len(r.Data))+1, false, true)
-		_, _ = w.Write(r.Data)
+		text, err := unpackText(r.Data)
+		if err != nil {
+			return "", calls, problems, err
+		}
+		if string(text) != string(r.Text) {
+			return "", calls, problems, fmt.Errorf("the packed chunk does not unpack to its text")
+		}
+		w := newEntryWindow(int64(len(text))+1, false, true)
+		_, _ = w.Write(text)
 		w.finish(true)
 		var chunkEntries [][]byte
 		w.each(func(e []byte) bool { chunkEntries = append(chunkEntries, e); return true })
