@@ -184,9 +184,10 @@ func journalNativeOp(rq journalNativeRequest) (any, error) {
 		r.Found = len(paths)
 	}
 	type open struct {
-		c  nativeFileCursor
-		f  *os.File
-		it *journalfile.Iter
+		c      nativeFileCursor
+		f      *os.File
+		it     *journalfile.Iter
+		online bool
 	}
 	var files []open
 	defer func() {
@@ -233,7 +234,7 @@ func journalNativeOp(rq journalNativeRequest) (any, error) {
 			problem("%s: %v", c.Path, f.ChainError)
 		}
 		c.FileID = id
-		files = append(files, open{c: c, f: fh, it: journalfile.NewIter(f, &m, rq.SinceUS, c.Next)})
+		files = append(files, open{c: c, f: fh, it: journalfile.NewIter(f, &m, rq.SinceUS, c.Next), online: f.Header.State == journalfile.StateOnline})
 	}
 	its := make([]*journalfile.Iter, len(files))
 	for i := range files {
@@ -283,6 +284,11 @@ func journalNativeOp(rq journalNativeRequest) (any, error) {
 			problem("%s: reading stopped at a damaged entry: %v", o.c.Path, o.it.Err)
 		}
 		r.Skipped += o.it.Skipped
+		if o.it.Skipped > 0 && !o.online {
+			// Only a file being written has entries not yet whole; in a
+			// closed one they are damage.
+			problem("%s: its newest %d entries could not be read", o.c.Path, o.it.Skipped)
+		}
 		r.Files = append(r.Files, nativeFileCursor{Path: o.c.Path, FileID: o.c.FileID, Next: c.Next})
 	}
 	return r, nil

@@ -115,6 +115,20 @@ func TestHalfWrittenTail(t *testing.T) {
 		if it.Err != nil || it.Skipped != 2 {
 			t.Errorf("compact %v: err %v, skipped %d (want 2: the empty slot and the half-written entry)", compact, it.Err, it.Skipped)
 		}
+		// Resumed from a cursor at the broken entry, it is damage: the
+		// entries ahead were read whole on an earlier pass.
+		f, err := Open(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := ParseMatch(nil)
+		it = NewIter(f, &m, 0, 2)
+		if e, ok := it.Peek(); ok || it.Err == nil || it.Skipped != 0 {
+			t.Errorf("compact %v: resumed at a broken entry: %+v %v, err %v, skipped %d", compact, e, ok, it.Err, it.Skipped)
+		}
+		if c := it.Cursor(); c.Next != -1 {
+			t.Errorf("compact %v: cursor after damage %+v, want done", compact, c)
+		}
 	}
 }
 

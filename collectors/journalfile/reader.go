@@ -112,12 +112,16 @@ type Iter struct {
 }
 
 // NewIter starts reading f newest first at entry next (-1 for the newest
-// the file lists).
+// the file lists; a cursor's Next to resume).
 func NewIter(f *File, m *Match, since uint64, next int) *Iter {
-	if next < 0 || next >= f.Len() {
+	// Resuming inside the file (next given), the entries ahead were read
+	// whole before: damage from there on is damage, not a tail being
+	// written.
+	resume := next >= 0 && next < f.Len()
+	if !resume {
 		next = f.Len() - 1
 	}
-	it := &Iter{f: f, m: m, since: since, next: next, byHash: map[uint64][]int{}, found: make([]bool, len(m.terms))}
+	it := &Iter{f: f, m: m, since: since, next: next, valid: resume, byHash: map[uint64][]int{}, found: make([]bool, len(m.terms))}
 	for i, t := range m.terms {
 		h := f.Header.Hash([]byte(t))
 		it.byHash[h] = append(it.byHash[h], i)
