@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"sort"
@@ -121,7 +122,9 @@ func listJournalFiles(dirs []string) ([]string, []string) {
 		}
 		defer func() { _ = d.Close() }() // read-only: nothing to lose
 		ents, err := d.ReadDir(4096)
-		if err != nil && len(ents) == 0 {
+		// An empty directory answers io.EOF: nothing to list, no problem
+		// (a node with Storage=volatile keeps an empty /var/log/journal).
+		if err != nil && !errors.Is(err, io.EOF) && len(ents) == 0 {
 			problems = append(problems, fmt.Sprintf("listing %s: %v", dir, err))
 			return
 		}
