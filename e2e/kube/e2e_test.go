@@ -43,11 +43,13 @@ func requireCluster(t *testing.T) *cluster {
 	if c.kubectl == "" {
 		c.kubectl = "kubectl"
 	}
-	h, err := os.Hostname()
+	// cluster.sh names the node after the host, or localhost where the host
+	// name does not resolve to loopback.
+	node, err := os.ReadFile(filepath.Join(filepath.Dir(kc), "node"))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the e2e cluster's node name: %v", err)
 	}
-	c.node = strings.ToLower(h)
+	c.node = strings.TrimSpace(string(node))
 	return c
 }
 
