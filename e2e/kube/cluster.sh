@@ -350,10 +350,14 @@ cmd_down() {
   local k=("$BIN/kubectl" --kubeconfig "$STATE/admin.kubeconfig" --request-timeout 10s)
   if [ -f "$STATE/pids/kube-apiserver" ] && [ -f "$STATE/pids/kubelet" ]; then
     # Let the kubelet tear pods down (volumes unpublished, sandboxes gone).
+    # Pods using CSI volumes first, while the driver can still unpublish.
+    "${k[@]}" -n e2e delete pod volume-user --grace-period=1 --wait=true --timeout=30s >/dev/null 2>&1 || true
     "${k[@]}" delete namespace e2e nodesnap --wait=false >/dev/null 2>&1 || true
     "${k[@]}" delete pods --all -A --grace-period=1 --wait=true --timeout=60s >/dev/null 2>&1 || true
   fi
+  log "stopping the control plane and the kubelet"
   for n in kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_pid "$n"; done
+  log "stopping containers"
   if [ -S "$CTR_SOCK" ]; then
     for id in $(ctr -a "$CTR_SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
       ctr -a "$CTR_SOCK" -n k8s.io tasks kill -s KILL "$id" >/dev/null 2>&1 || true
