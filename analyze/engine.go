@@ -159,6 +159,8 @@ func (st *state) readerFor(name string) func(string, io.Reader) error {
 		return st.readKubeletGoroutines
 	case strings.HasPrefix(name, "runtime/") && base == "cri-pods.json":
 		return st.readCRIPods
+	case strings.HasPrefix(name, "runtime/") && base == "cri-containers.json":
+		return st.readCRIContainers
 	case strings.HasPrefix(name, "runtime/") && strings.HasPrefix(base, "goroutine") && strings.HasSuffix(base, ".txt"):
 		return st.readRuntimeGoroutines
 	case strings.HasPrefix(dir, "csi/podlogs/"):

@@ -54,7 +54,8 @@ func (st *state) readTasks(_ string, r io.Reader) error {
 
 func (st *state) addTask(t *collectors.Task) {
 	if t.PID == t.TID && len(st.procs) < maxProcs {
-		p := &procInfo{PID: t.PID, PPID: t.PPID, Comm: t.Comm, State: t.State, MountNS: t.MountNS, Kernel: t.Kernel}
+		p := &procInfo{PID: t.PID, PPID: t.PPID, Comm: t.Comm, State: t.State, MountNS: t.MountNS, Kernel: t.Kernel,
+			PodUID: t.PodUID, ContainerID: t.ContainerID}
 		if len(t.Cmdline) > 0 {
 			p.Cmdline = shorten(strings.Join(t.Cmdline, " "), 512)
 		}
@@ -713,11 +714,16 @@ func (st *state) readPods(_ string, r io.Reader) error {
 					DeletionTimestamp *string `json:"deletionTimestamp"`
 				} `json:"metadata"`
 				Status struct {
-					Phase string `json:"phase"`
+					Phase                 string            `json:"phase"`
+					ContainerStatuses     []containerStatus `json:"containerStatuses"`
+					InitContainerStatuses []containerStatus `json:"initContainerStatuses"`
 				} `json:"status"`
 			}
 			if err := dec.Decode(&p); err != nil {
 				return err
+			}
+			for _, c := range append(p.Status.ContainerStatuses, p.Status.InitContainerStatuses...) {
+				st.addContainer(c.ContainerID, c.Name, p.Metadata.UID)
 			}
 			if p.Metadata.UID != "" {
 				st.pods[p.Metadata.UID] = podRec{UID: p.Metadata.UID, Namespace: p.Metadata.Namespace, Name: p.Metadata.Name,
@@ -730,6 +736,64 @@ func (st *state) readPods(_ string, r io.Reader) error {
 		return err
 	}
 	st.podsSeen = true
+	return endOfInput(dec)
+}
+
+// containerStatus is what readPods keeps of a pod's container status.
+type containerStatus struct {
+	Name        string `json:"name"`
+	ContainerID string `json:"containerID"`
+}
+
+// maxContainers bounds the container names kept (a node runs hundreds).
+const maxContainers = 100000
+
+// addContainer records a container's name; id may carry the runtime's
+// scheme ("containerd://<id>", as the kubelet writes it).
+func (st *state) addContainer(id, name, podUID string) {
+	if i := strings.Index(id, "://"); i >= 0 {
+		id = id[i+3:]
+	}
+	if id == "" || len(st.containers) >= maxContainers {
+		return
+	}
+	if old, ok := st.containers[id]; ok && old.Name != "" && name == "" {
+		return
+	}
+	st.containers[id] = containerRec{Name: name, PodUID: podUID}
+}
+
+// readCRIContainers reads runtime/<runtime>/cri-containers.json (a CRI
+// ListContainers answer in the protobuf JSON mapping), for the names of
+// container IDs and their pods.
+func (st *state) readCRIContainers(_ string, r io.Reader) error {
+	dec := newDecoder(r)
+	err := walkObject(dec, func(key string) error {
+		if key != "containers" {
+			return skipValue(dec)
+		}
+		return walkArray(dec, func() error {
+			var c struct {
+				ID       string `json:"id"`
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+				Labels map[string]string `json:"labels"`
+			}
+			if err := dec.Decode(&c); err != nil {
+				return err
+			}
+			name := c.Metadata.Name
+			if name == "" {
+				name = c.Labels["io.kubernetes.container.name"]
+			}
+			st.addContainer(c.ID, name, c.Labels["io.kubernetes.pod.uid"])
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
 	return endOfInput(dec)
 }
 

@@ -74,6 +74,9 @@ type state struct {
 	// (runtime/*/cri-pods.json): names for pod UIDs when the kubelet's
 	// list is missing, never evidence that the kubelet runs a pod.
 	runtimePods map[string]podRec
+	// containers names container IDs (the kubelet's containerStatuses,
+	// the runtime's cri-containers.json), for processes' cgroups.
+	containers  map[string]containerRec
 	runtimeDump []*goroutineDump
 	// kubeletExplained is set when a finding already carries the
 	// kubelet's stuck goroutines and failing healthz.
@@ -104,6 +107,7 @@ func newState() *state {
 		probeCounts:    map[string]int{},
 		pods:           map[string]podRec{},
 		runtimePods:    map[string]podRec{},
+		containers:     map[string]containerRec{},
 		logs:           newLogIndex(),
 	}
 }
@@ -117,6 +121,9 @@ type procInfo struct {
 	Cmdline string `json:"cmdline,omitempty"`
 	MountNS uint64 `json:"mnt_ns,omitempty"`
 	Kernel  bool   `json:"kernel_thread,omitempty"`
+	// PodUID and ContainerID come from the process's cgroup.
+	PodUID      string `json:"pod_uid,omitempty"`
+	ContainerID string `json:"container_id,omitempty"`
 }
 
 // nsMount names a mount in a namespace.
@@ -161,6 +168,12 @@ type deviceRec struct {
 }
 
 // podRec is one pod the kubelet knows.
+// containerRec is a container's name and pod.
+type containerRec struct {
+	Name   string `json:"name"`
+	PodUID string `json:"pod_uid,omitempty"`
+}
+
 type podRec struct {
 	UID       string `json:"uid"`
 	Namespace string `json:"namespace"`
@@ -203,8 +216,45 @@ func (st *state) procName(pid int, comm string) string {
 		if p.Cmdline != "" {
 			s += " `" + shorten(p.Cmdline, 160) + "`"
 		}
+		if w := st.podOf(p); w != "" {
+			s += " " + w
+		}
 	}
 	return s
+}
+
+// podOf says which pod and container a process runs in ("in pod ns/name,
+// container c"), from its cgroup and the names the kubelet or the runtime
+// gave; "" outside a pod.
+func (st *state) podOf(p *procInfo) string {
+	if p.PodUID == "" && p.ContainerID == "" {
+		return ""
+	}
+	uid := p.PodUID
+	ctr, known := st.containers[p.ContainerID]
+	if uid == "" {
+		uid = ctr.PodUID
+	}
+	var b strings.Builder
+	pod, ok := st.pods[uid]
+	if !ok || pod.Name == "" {
+		pod, ok = st.runtimePods[uid]
+	}
+	switch {
+	case ok && pod.Name != "":
+		fmt.Fprintf(&b, "in pod %s/%s", pod.Namespace, pod.Name)
+	case uid != "":
+		fmt.Fprintf(&b, "in pod %s (a UID neither the kubelet's list nor the runtime names)", uid)
+	default:
+		b.WriteString("in a container")
+	}
+	switch {
+	case known && ctr.Name != "":
+		fmt.Fprintf(&b, ", container %s", ctr.Name)
+	case p.ContainerID != "":
+		fmt.Fprintf(&b, ", container %.13s", p.ContainerID)
+	}
+	return b.String()
 }
 
 func shorten(s string, n int) string {
