@@ -338,10 +338,8 @@ type journalRun struct {
 	// or from a newer systemd): if nothing at all was read, the journal
 	// counts as failed.
 	unreadable string
-	// native: the journal is read by nodesnap's own reader;
-	// nativeFound the journal files it found.
-	native      bool
-	nativeFound int
+	// native: the journal is read by nodesnap's own reader.
+	native bool
 }
 
 // timeoutError is the collector's verdict when journalctl hung: its status
@@ -442,7 +440,7 @@ func (j *journalRun) verdict(usable bool) error {
 			// place looked at.
 			what := "the journal"
 			if n := j.idx.Journald.JournalFiles; n > 0 {
-				what = fmt.Sprintf("the node's journal (%d files)", n)
+				what = fmt.Sprintf("the node's journal files (%d)", n)
 			}
 			j.env.Partialf("no logs could be collected: %s could not be read (%s), and none of /var/log/{messages,syslog,kern.log,kubelet.log}, dmesg or /dev/kmsg gave anything", what, j.idx.FallbackReason)
 			return nil
@@ -450,7 +448,7 @@ func (j *journalRun) verdict(usable bool) error {
 		if n := j.idx.Journald.JournalFiles; n > 0 {
 			// The journal is there but was not read: the kubelet's and
 			// the runtime's lines are missing from the bundle.
-			j.env.Partialf("the node's journal (%d files) could not be read (%s); collected instead: %s", n, j.idx.FallbackReason, used)
+			j.env.Partialf("the node's journal files (%d) could not be read (%s); collected instead: %s", n, j.idx.FallbackReason, used)
 			return nil
 		}
 		j.env.Notef("journald is not usable on this node (%s); collected instead: %s", j.idx.FallbackReason, used)

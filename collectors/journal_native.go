@@ -368,7 +368,6 @@ func (j *journalRun) nativeSource(ctx context.Context, q journalQuery) JournalSo
 	// large compressed journal on a slow disk), within the source's.
 	call := max(j.env.ProbeTimeout, 5*time.Second)
 	var problems []string
-	first := true
 	for {
 		left := time.Until(end)
 		if left < 200*time.Millisecond {
@@ -388,10 +387,6 @@ func (j *journalRun) nativeSource(ctx context.Context, q journalQuery) JournalSo
 				j.failed++
 			}
 			break
-		}
-		if first {
-			j.nativeFound = max(j.nativeFound, r.Found)
-			first = false
 		}
 		problems = append(problems, r.Problems...)
 		text, err := unpackText(r.Data)

@@ -224,7 +224,7 @@ func TestJournalNativeCollector(t *testing.T) {
 		// journalctl asked for and missing, the journal right there:
 		// partial, not ok with the kubelet's lines lost.
 		_, r, s = collect(t, snap, "--journal-kernel=false", "--journal-reader=journalctl")
-		if r.Status != bundle.StatusPartial || !strings.Contains(r.Error, "the node's journal (1 files) could not be read") || !strings.Contains(r.Error, "journalctl is not installed") {
+		if r.Status != bundle.StatusPartial || !strings.Contains(r.Error, "the node's journal files (1) could not be read") || !strings.Contains(r.Error, "journalctl is not installed") {
 			t.Errorf("journalctl missing: status %q (%s), sources %+v", r.Status, r.Error, s.Journald)
 		}
 	})
