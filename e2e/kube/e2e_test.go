@@ -617,6 +617,131 @@ func withoutToken() []string {
 	return env
 }
 
+// TestIncident002LoopHeldByAnotherPodsNamespace reproduces incident 002 on
+// the real kubelet and CSI driver: a block-backed volume (a loop device
+// with ext4, as rbd is) staged and published to a pod; an agent pod that
+// mounts the node's root without propagation (node_exporter's habit)
+// starts meanwhile and gets a private copy of those mounts; the volume's
+// pod is deleted, the kubelet unpublishes and unstages on the host, and
+// the device stays in use, held only in the agent's namespace. nodesnap
+// must say so and name the agent's pod and container.
+func TestIncident002LoopHeldByAnotherPodsNamespace(t *testing.T) {
+	c := requireCluster(t)
+	for _, tool := range []string{"mkfs.ext4", "truncate"} {
+		testkit.RequireTool(t, tool)
+	}
+	img := "/var/lib/csi-hostpath-data/vol-002.img"
+	if out, err := exec.Command("truncate", "-s", "64M", img).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = os.Remove(img) })
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	volume := strings.NewReplacer("NODE_NAME", c.node).Replace(`apiVersion: v1
+kind: PersistentVolume
+metadata: {name: e2e-vol-002}
+spec:
+  capacity: {storage: 64Mi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  claimRef: {namespace: e2e, name: data-002}
+  csi: {driver: hostpath.csi.k8s.io, volumeHandle: vol-002}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data-002, namespace: e2e}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  volumeName: e2e-vol-002
+  resources: {requests: {storage: 64Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: loop-user, namespace: e2e}
+spec:
+  nodeName: NODE_NAME
+  tolerations: [{operator: Exists}]
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: pause
+      image: registry.k8s.io/pause:3.10
+      imagePullPolicy: Never
+      volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+    - name: data
+      persistentVolumeClaim: {claimName: data-002}
+`)
+	agent := strings.NewReplacer("NODE_NAME", c.node, "IMAGE", c.image(t)).Replace(`apiVersion: v1
+kind: Pod
+metadata: {name: host-root-agent, namespace: e2e}
+spec:
+  nodeName: NODE_NAME
+  tolerations: [{operator: Exists}]
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: agent
+      image: IMAGE
+      imagePullPolicy: IfNotPresent
+      command: ["/usr/local/bin/nodesnap", "hold", "--dir", "/host/var/tmp", "--for", "1h"]
+      volumeMounts: [{name: root, mountPath: /host, readOnly: true}]
+  volumes:
+    - name: root
+      hostPath: {path: /}
+`)
+	t.Cleanup(func() {
+		c.k(t, "", "-n", "e2e", "delete", "pod", "host-root-agent", "loop-user", "--ignore-not-found", "--wait=true", "--timeout=2m")
+		c.k(t, "", "-n", "e2e", "delete", "pvc", "data-002", "--ignore-not-found", "--wait=true", "--timeout=1m")
+		c.k(t, "", "delete", "pv", "e2e-vol-002", "--ignore-not-found", "--wait=true", "--timeout=1m")
+	})
+	c.k(t, volume, "apply", "-f", "-")
+	c.k(t, "", "-n", "e2e", "wait", "--for=condition=Ready", "pod/loop-user", "--timeout=2m")
+	if dev := loopBackedBy(t, img); dev == "" {
+		t.Fatalf("no loop device is backed by %s once the volume is staged", img)
+	} else {
+		t.Logf("the volume is on loop device %s", dev)
+	}
+	c.k(t, agent, "apply", "-f", "-")
+	c.k(t, "", "-n", "e2e", "wait", "--for=condition=Ready", "pod/host-root-agent", "--timeout=2m")
+	c.k(t, "", "-n", "e2e", "delete", "pod", "loop-user", "--wait=true", "--timeout=2m")
+	// The kubelet has unstaged it: the host no longer mounts the loop
+	// device, the agent's namespace still does.
+	dev := loopBackedBy(t, img)
+	if dev == "" {
+		t.Fatalf("the loop device of %s was detached: the agent's namespace did not keep the mount", img)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		mi, _ := os.ReadFile("/proc/self/mountinfo")
+		if !strings.Contains(string(mi), " "+dev+" ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the kubelet did not unmount e2e-vol-002 from the host within 60s")
+		}
+		time.Sleep(time.Second)
+	}
+
+	r := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + c.token(t)})
+	if r.code != 0 && r.code != 3 {
+		t.Fatalf("collect exited %d\n%s", r.code, r.stderr)
+	}
+	found := false
+	for _, f := range analyzeIDs(t, r.path) {
+		if strings.HasPrefix(f, "mount-held-in-foreign-namespace") && strings.Contains(f, "loop") {
+			found = true
+			if !strings.Contains(f, "in pod e2e/host-root-agent, container agent") {
+				t.Errorf("the finding does not name the agent's pod and container: %s", f)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("analyze does not report the loop device held only in the agent's namespace: %v", analyzeIDs(t, r.path))
+	}
+}
+
 // TestIncident003StaleFUSEUnderOrphanedPodDir reproduces incident 003 on
 // the real kubelet: a FUSE mount whose daemon stopped answering, under the
 // volume directory of a pod the kubelet no longer knows. The kubelet's
@@ -681,4 +806,20 @@ func fileSize(t *testing.T, p string) int64 {
 		t.Fatal(err)
 	}
 	return st.Size()
+}
+
+// loopBackedBy returns the major:minor of the loop device backed by img,
+// or "".
+func loopBackedBy(t *testing.T, img string) string {
+	t.Helper()
+	devs, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, bf := range devs {
+		if b, err := os.ReadFile(bf); err == nil && strings.TrimSpace(string(b)) == img {
+			d, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(bf)), "dev"))
+			if err == nil {
+				return strings.TrimSpace(string(d))
+			}
+		}
+	}
+	return ""
 }

@@ -36,7 +36,12 @@ type driver struct {
 	csi.UnimplementedIdentityServer
 	csi.UnimplementedNodeServer
 	name, nodeID, dataDir string
-	mu                    sync.Mutex
+	// mountsDir holds block volumes' device mounts, as in-tree rbd's
+	// plugins/kubernetes.io/rbd/mounts/<image> does: never removed by the
+	// kubelet, so a copy of one in another mount namespace outlives the
+	// host's unmount (incident 002).
+	mountsDir string
+	mu        sync.Mutex
 }
 
 func main() {
@@ -60,7 +65,7 @@ func main() {
 	if *kubeletEP == "" {
 		*kubeletEP = *endpoint
 	}
-	d := &driver{name: *name, nodeID: *nodeID, dataDir: *dataDir}
+	d := &driver{name: *name, nodeID: *nodeID, dataDir: *dataDir, mountsDir: filepath.Join(filepath.Dir(*endpoint), "mounts")}
 	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
 		log.Fatal(err)
 	}
@@ -170,6 +175,15 @@ func (d *driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequ
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// A volume with an image file <id>.img is block-backed: a loop device
+	// with an ext4 filesystem, as rbd or iSCSI volumes are on real nodes
+	// (incident 002). Otherwise a directory, bind-mounted.
+	if img := filepath.Join(d.dataDir, id+".img"); fileExists(img) {
+		if err := stageLoop(img, filepath.Join(d.mountsDir, id), staging); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return &csi.NodeStageVolumeResponse{}, nil
+	}
 	src := filepath.Join(d.dataDir, id)
 	if err := os.MkdirAll(src, 0o777); err != nil {
 		return nil, status.Errorf(codes.Internal, "creating %s: %v", src, err)
@@ -185,6 +199,12 @@ func (d *driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolume
 	defer d.mu.Unlock()
 	if err := unmount(req.GetStagingTargetPath()); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
+	}
+	// The device mount goes too; its directory stays, as rbd's does.
+	if id := req.GetVolumeId(); id != "" && filepath.Base(id) == id {
+		if err := unmount(filepath.Join(d.mountsDir, id)); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
 	}
 	return &csi.NodeUnstageVolumeResponse{}, nil
 }
@@ -282,4 +302,77 @@ func unmount(target string) error {
 		return fmt.Errorf("unmounting %s: %w", target, err)
 	}
 	return nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// stageLoop attaches img to a free loop device (autoclear: the kernel
+// detaches it when its last mount goes), mounts its ext4 at devMount and
+// binds that at staging.
+func stageLoop(img, devMount, staging string) error {
+	if isMountpoint(staging) {
+		return nil
+	}
+	if err := os.MkdirAll(devMount, 0o750); err != nil {
+		return fmt.Errorf("creating %s: %w", devMount, err)
+	}
+	if !isMountpoint(devMount) {
+		if err := attachAndMount(img, devMount); err != nil {
+			return err
+		}
+	}
+	return bindMount(devMount, staging, false)
+}
+
+func attachAndMount(img, target string) error {
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("opening /dev/loop-control: %w", err)
+	}
+	defer ctl.Close()
+	n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
+	if err != nil {
+		return fmt.Errorf("finding a free loop device: %w", err)
+	}
+	dev := fmt.Sprintf("/dev/loop%d", n)
+	// A container's /dev is populated when it starts: a loop device the
+	// kernel made later needs its node.
+	if !fileExistsAny(dev) {
+		if err := unix.Mknod(dev, unix.S_IFBLK|0o660, int(unix.Mkdev(7, uint32(n)))); err != nil {
+			return fmt.Errorf("creating %s: %w", dev, err)
+		}
+	}
+	lf, err := os.OpenFile(dev, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", dev, err)
+	}
+	defer lf.Close()
+	f, err := os.OpenFile(img, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", img, err)
+	}
+	defer f.Close()
+	if err := unix.IoctlSetInt(int(lf.Fd()), unix.LOOP_SET_FD, int(f.Fd())); err != nil {
+		return fmt.Errorf("attaching %s to %s: %w", img, dev, err)
+	}
+	info := unix.LoopInfo64{Flags: unix.LO_FLAGS_AUTOCLEAR}
+	copy(info.File_name[:], img)
+	if err := unix.IoctlLoopSetStatus64(int(lf.Fd()), &info); err != nil {
+		_ = unix.IoctlSetInt(int(lf.Fd()), unix.LOOP_CLR_FD, 0)
+		return fmt.Errorf("setting up %s: %w", dev, err)
+	}
+	if err := unix.Mount(dev, target, "ext4", 0, ""); err != nil {
+		_ = unix.IoctlSetInt(int(lf.Fd()), unix.LOOP_CLR_FD, 0)
+		return fmt.Errorf("mounting %s (%s) at %s: %w", dev, img, target, err)
+	}
+	log.Printf("attached %s to %s, mounted at %s", img, dev, target)
+	return nil
+}
+
+func fileExistsAny(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
