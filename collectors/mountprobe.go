@@ -146,6 +146,11 @@ type MountProbe struct {
 	// BlockedIn is where the hung probe's worker was blocked (the full
 	// evidence is in the manifest's hung_mounts).
 	BlockedIn string `json:"blocked_in,omitempty"`
+	// StartedMS and DoneMS are when the probe started and when its
+	// result was known (reported hung, for a hung one), counted from the
+	// collector's start: how long a mount waited for its turn.
+	StartedMS float64 `json:"started_ms,omitempty"`
+	DoneMS    float64 `json:"done_ms,omitempty"`
 }
 
 // MountProbeStatfs summarises statfs(2).
@@ -341,6 +346,7 @@ type mpProber struct {
 	probeTimeout time.Duration
 	base, max    int
 	slowAfter    time.Duration
+	started      time.Time
 	fusectl      []string
 	notes        []string
 	mu           sync.Mutex
@@ -352,7 +358,7 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 		return err
 	}
 	started := time.Now()
-	p := &mpProber{env: env, probeTimeout: env.ProbeTimeout, base: env.Workers, slowAfter: opts.SlowAfter}
+	p := &mpProber{env: env, probeTimeout: env.ProbeTimeout, base: env.Workers, slowAfter: opts.SlowAfter, started: started}
 	if p.probeTimeout <= 0 {
 		p.probeTimeout = 3 * time.Second
 	}
@@ -707,6 +713,7 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 			it.rec.HungVia = it.devRep.rec.ProbePath
 			it.rec.Diagnosis = "same filesystem (device " + it.rec.Dev + ") as " + it.devRep.rec.ProbePath + ", which hung; not probed again"
 			it.rec.LatencyMS = it.devRep.rec.LatencyMS
+			it.rec.DoneMS = mpMS(time.Since(p.started))
 			p.reportHung(it)
 			finish(it)
 		default:
@@ -869,9 +876,11 @@ func mpUnroot(root, p string) (string, bool) {
 func (p *mpProber) probe(ctx context.Context, it *mpItem) {
 	it.rec.Probed = true
 	start := time.Now()
+	it.rec.StartedMS = mpMS(start.Sub(p.started))
 	var res mpResponse
 	err := p.env.Do(ctx, opMountProbe, it.rec.ProbePath, mpRequest{Path: it.rec.ProbePath}, &res)
 	elapsed := time.Since(start)
+	it.rec.DoneMS = mpMS(time.Since(p.started))
 	var he *isolate.HungError
 	switch {
 	case errors.As(err, &he):
