@@ -333,7 +333,7 @@ func TestMountprobeKubeletMountNotStarvedByHungNamespace(t *testing.T) {
 	s := mpSetUpKubeletScene(t, 200)
 	c, rep, k := mpKubeletRun(t, s)
 
-	if self, _ := testkit.MountNamespace(0); k.Result != collectors.ProbeHung || !k.Probed || k.ProbeNamespace != self {
+	if self, _ := testkit.MountNamespace(0); k.Result != collectors.ProbeHung || !k.Probed || !k.First || k.ProbeNamespace != self {
 		t.Errorf("kubelet mount record: %+v (namespaces %+v)", *k, rep.Namespaces)
 	}
 	if !mpHungTargets(c.Manifest)[s.kubelet.Mountpoint()] {
@@ -382,15 +382,19 @@ func TestMountprobeKubeletMountNotStarvedByHungNamespace(t *testing.T) {
 func BenchmarkMountprobeKubeletBehind200(b *testing.B) {
 	s := mpSetUpKubeletScene(b, 200)
 	var worst float64
+	missed := 0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		_, _, k := mpKubeletRun(b, s)
+		_, rep, k := mpKubeletRun(b, s)
 		if k.Result != collectors.ProbeHung {
+			// Never reported: the whole run is a lower bound.
 			b.Logf("round %d: the kubelet's mount was %s: %s", i, k.Result, k.SkipReason)
-			worst = max(worst, -1)
+			missed++
+			worst = max(worst, rep.DurationMS/1000)
 			continue
 		}
 		worst = max(worst, k.DoneMS/1000)
 	}
 	b.ReportMetric(worst, "s-to-kubelet-hung")
+	b.ReportMetric(float64(missed), "rounds-kubelet-not-probed")
 }
