@@ -951,9 +951,27 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 		}
 		// Start the most urgent probes the rules allow; one that may
 		// not start yet does not hold back the others behind it.
+		// The per-namespace bound holds while namespaces compete: when
+		// the network and FUSE probes waiting are all of one namespace,
+		// it may use every unreserved worker.
+		var sole *mpNamespace
+		for _, it := range ready {
+			if it.likely && it.prio.tier != mpTierFirst {
+				if sole == nil {
+					sole = it.ns
+				} else if sole != it.ns {
+					sole = nil
+					break
+				}
+			}
+		}
 		for ready.Len() > 0 && ctx.Err() == nil && len(running) < p.max {
 			it := heap.Pop(&ready).(*mpItem)
-			if !p.mayStart(it, len(running), slow, perNS[it.ns]) {
+			ok := p.mayStart(it, len(running), slow, perNS[it.ns])
+			if !ok && it.ns == sole && it.likely && len(running) < p.max-p.reserved {
+				ok = true
+			}
+			if !ok {
 				deferred = append(deferred, it)
 				continue
 			}
