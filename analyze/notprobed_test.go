@@ -42,7 +42,7 @@ func TestNotProbedKubeletMountBesideHungMounts(t *testing.T) {
 	rep.Counts = map[string]int{collectors.ProbeOK: 2, collectors.ProbeHung: 160, collectors.ProbeUnfinished: 1}
 	for i := 0; i < 160; i++ {
 		rep.Probes = append(rep.Probes, collectors.MountProbe{
-			Mountpoint: fmt.Sprintf("/var/lib/agent/ceph/v%03d", i), ProbePath: fmt.Sprintf("/proc/7001/root/var/lib/agent/ceph/v%03d", i),
+			Mountpoint: fmt.Sprintf("/var/lib/cephfs-plugin/mnt/v%03d", i), ProbePath: fmt.Sprintf("/proc/7001/root/var/lib/cephfs-plugin/mnt/v%03d", i),
 			Namespaces: []uint64{other}, ProbeNamespace: other, MountID: 2000 + i, FSType: "fuse.ceph-fuse", Source: "ceph-fuse",
 			Dev: fmt.Sprintf("0:%d", 300+i), Root: "/", Class: "network", Result: collectors.ProbeHung, Probed: true, LatencyMS: 3000,
 			FUSE: &collectors.MountProbeFUSE{Conn: uint32(300 + i)},
@@ -101,7 +101,7 @@ func TestNotProbedKubeletMountBesideHungMounts(t *testing.T) {
 	}
 	// The other mounts' FUSE fix mounts fusectl where it is missing.
 	wantIn(t, "hung-mount remediation", strings.Join(findings(r, "hung-mount")[0].Remediation, "\n"),
-		"mountpoint -q /sys/fs/fuse/connections || mount -t fusectl none /sys/fs/fuse/connections; echo 1 > /sys/fs/fuse/connections/300/abort", "umount -l /var/lib/agent/ceph/v000")
+		"mountpoint -q /sys/fs/fuse/connections || mount -t fusectl none /sys/fs/fuse/connections; echo 1 > /sys/fs/fuse/connections/300/abort", "umount -l /var/lib/cephfs-plugin/mnt/v000")
 	blocked := findings(r, "tasks-blocked-in-kernel")
 	if len(blocked) != 1 || !strings.Contains(blocked[0].Summary, "jbd2/vda1-8[812]") {
 		t.Fatalf("the unrelated D task: %v\n%s", blocked, dump(r))

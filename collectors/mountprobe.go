@@ -63,7 +63,7 @@ var mountprobeOpts = MountprobeOptions{MaxWorkers: 32, SlowAfter: 200 * time.Mil
 
 // mpFirstRoots are the host paths whose mounts are probed first: the
 // kubelet, the container runtimes and CSI drivers. A hung mount here stops
-// pods; one elsewhere (an agent's private namespace, a user's FUSE mount)
+// pods; one elsewhere (a daemon's private namespace, a user's FUSE mount)
 // usually does not. Pod volume paths of a kubelet with another --root-dir
 // are recognised by their shape (see mpKubeletShaped).
 var mpFirstRoots = []string{

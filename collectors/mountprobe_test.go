@@ -266,7 +266,7 @@ func BenchmarkMountprobe200(b *testing.B) {
 
 // mpKubeletScene is incident 003 behind a namespace full of stale FUSE
 // mounts: n hung ceph-fuse mounts and a few healthy tmpfs mounts that
-// exist only in another mount namespace (a CSI plugin or agent), and one
+// exist only in another mount namespace (a CSI node plugin full of stale ceph-fuse mounts), and one
 // hung ceph-fuse mount under a kubelet-like pods/<uid>/volumes/... path
 // in the host namespace, on a kubelet root that is its own filesystem.
 type mpKubeletScene struct {
@@ -282,14 +282,14 @@ func mpSetUpKubeletScene(t testing.TB, n int) *mpKubeletScene {
 	testkit.RequireFUSE(t)
 	dir := t.TempDir()
 	s := &mpKubeletScene{}
-	agent := filepath.Join(dir, "agent")
+	plugin := filepath.Join(dir, "plugin")
 	for i := 0; i < n; i++ {
-		f := testkit.HungFUSE(t, filepath.Join(agent, fmt.Sprintf("ceph%03d", i)), testkit.FUSEStartHung(),
+		f := testkit.HungFUSE(t, filepath.Join(plugin, fmt.Sprintf("ceph%03d", i)), testkit.FUSEStartHung(),
 			testkit.FUSESubtype("ceph-fuse"), testkit.FUSESource("ceph-fuse"))
 		s.hung = append(s.hung, f.Mountpoint())
 	}
 	for i := 0; i < 3; i++ {
-		s.nsOK = append(s.nsOK, testkit.MountTmpfs(t, filepath.Join(agent, fmt.Sprintf("ok%d", i)), "size=1m"))
+		s.nsOK = append(s.nsOK, testkit.MountTmpfs(t, filepath.Join(plugin, fmt.Sprintf("ok%d", i)), "size=1m"))
 	}
 	// The holder copies the table; unmounted here, the mounts live only
 	// in its namespace. A lazy unmount of a FUSE mount sends its daemon
