@@ -218,11 +218,19 @@ func (st *state) notProbed(own, used map[int]bool) {
 		}
 		var shape []collectors.DirShapeRoot
 		if st.shape != nil {
+			// dirshape names host paths; a probe in nodesnap's own
+			// namespace names them with the --root prefix.
+			hostMps := append([]string{}, mps...)
+			for _, mp := range mps {
+				if h, ok := st.unroot(mp); ok {
+					hostMps = append(hostMps, h)
+				}
+			}
 			for _, r := range st.shape.Roots {
 				if r.Status != collectors.DirShapeHung {
 					continue
 				}
-				for _, mp := range mps {
+				for _, mp := range hostMps {
 					if r.Path == mp || strings.HasPrefix(r.Path, mp+"/") || r.Mountpoint == mp {
 						shape = append(shape, r)
 						break
@@ -817,4 +825,24 @@ func (st *state) nfsProbeContext(host string) string {
 		return fmt.Sprintf("Its mounts %s were not probed before mountprobe's deadline (see mount-not-probed): whether they hang now is unknown.", listOf(notProbed, 3))
 	}
 	return "No probe of its mounts hung when the bundle was taken."
+}
+
+// unroot turns a path as nodesnap saw it into the host's path by removing
+// the run's --root prefix; ok is false when there is none or p is not
+// under it.
+func (st *state) unroot(p string) (string, bool) {
+	if st.manifest == nil {
+		return p, false
+	}
+	root := strings.TrimRight(st.manifest.Settings.Root, "/")
+	if root == "" {
+		return p, false
+	}
+	if p == root {
+		return "/", true
+	}
+	if rest, ok := strings.CutPrefix(p, root+"/"); ok {
+		return "/" + rest, true
+	}
+	return p, false
 }
