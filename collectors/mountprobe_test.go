@@ -275,6 +275,10 @@ type mpKubeletScene struct {
 	nsOK    []string // healthy mounts of the other namespace
 	kroot   string   // the kubelet root (a tmpfs in the host namespace)
 	kubelet *testkit.FUSE
+	// shared is one hung FUSE filesystem mounted in both namespaces at
+	// different paths: sharedNS in the other one, sharedHost (a bind
+	// mount) in the host's.
+	sharedNS, sharedHost string
 }
 
 func mpSetUpKubeletScene(t testing.TB, n int) *mpKubeletScene {
@@ -291,12 +295,27 @@ func mpSetUpKubeletScene(t testing.TB, n int) *mpKubeletScene {
 	for i := 0; i < 3; i++ {
 		s.nsOK = append(s.nsOK, testkit.MountTmpfs(t, filepath.Join(plugin, fmt.Sprintf("ok%d", i)), "size=1m"))
 	}
+	// Bound before it hangs: the bind's own path walk then cannot wait
+	// on the daemon.
+	shared := testkit.HungFUSE(t, filepath.Join(plugin, "shared"), testkit.FUSESubtype("ceph-fuse"), testkit.FUSESource("ceph-fuse"))
+	s.sharedNS = shared.Mountpoint()
+	s.sharedHost = filepath.Join(dir, "shared-bind")
+	if err := os.Mkdir(s.sharedHost, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(s.sharedNS, s.sharedHost, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind mount: %v", err)
+	}
+	// Runs before the FUSE cleanup; unmounting a bind mount sends the
+	// daemon nothing.
+	t.Cleanup(func() { _ = unix.Unmount(s.sharedHost, unix.MNT_DETACH) })
+	shared.Hang()
 	// The holder copies the table; unmounted here, the mounts live only
 	// in its namespace. A lazy unmount of a FUSE mount sends its daemon
 	// nothing. The fixtures' own cleanups find them gone and end the
 	// servers; the holder is killed first (cleanups run in reverse).
 	s.holder = testkit.HoldInPrivateNamespace(t, "")
-	for _, mp := range append(append([]string{}, s.hung...), s.nsOK...) {
+	for _, mp := range append(append([]string{s.sharedNS}, s.hung...), s.nsOK...) {
 		if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil {
 			t.Fatalf("unmount %s in the host namespace: %v", mp, err)
 		}
@@ -352,6 +371,18 @@ func TestMountprobeKubeletMountNotStarvedByHungNamespace(t *testing.T) {
 		if r == nil || r.Result != collectors.ProbeOK || r.ProbeNamespace != s.holder.NSInode {
 			t.Errorf("healthy mount %s of the other namespace: %+v", mp, r)
 		}
+	}
+	// One probe for the filesystem in both namespaces, made through the
+	// host's mount; the other namespace's is known hung from it.
+	sh, sn := mpFind(rep, s.sharedHost), mpFind(rep, s.sharedNS)
+	if sh == nil || sn == nil {
+		t.Fatalf("shared filesystem records missing: host %v, other namespace %v", sh, sn)
+	}
+	if sh.Result != collectors.ProbeHung || !sh.Probed {
+		t.Errorf("shared filesystem, host mount: %+v", *sh)
+	}
+	if sn.Result != collectors.ProbeHung || sn.Probed || sn.HungVia != s.sharedHost || sn.ProbeNamespace != s.holder.NSInode {
+		t.Errorf("shared filesystem, other namespace's mount: %+v", *sn)
 	}
 	var hung, unfinished int
 	for _, mp := range s.hung {
