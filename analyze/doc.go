@@ -22,6 +22,7 @@
 //	csi-vol-data-without-mount          a CSI volume directory with vol_data.json and no mount
 //	volume-mounted-for-unknown-pod      pod volume mounts of a pod the kubelet does not run
 //	hung-mount                          a mount that did not answer the probe, with the tasks and kubelet goroutines stuck on it (incident 003)
+//	mount-not-probed                    a mount mountprobe did not reach before its deadline, with the tasks and dirshape timeout that say it hangs
 //	fuse-transport-not-connected        a FUSE mount whose daemon is gone (ENOTCONN)
 //	mount-probe-error                   a mount answering ESTALE, EIO, ...
 //	tasks-blocked-in-kernel             D-state tasks no hung mount explains
