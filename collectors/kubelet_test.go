@@ -268,7 +268,7 @@ func assertAbsent(t *testing.T, b *agentBundle, secret string) {
 // and the token is nowhere in the bundle.
 func TestKubeletCollectsEverything(t *testing.T) {
 	fk := newFakeKubelet(t)
-	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-token", goodToken,
+	agentFlags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token", goodToken,
 		"--kubelet-readonly-url", "http://"+closedPort(t), "--kubelet-profile-seconds", "1")
 	b := agentCollect(t, "kubelet", collectors.Common{})
 	if b.res.Status != bundle.StatusOK {
@@ -342,7 +342,7 @@ func TestKubeletCollectsEverything(t *testing.T) {
 func TestKubeletVerifiesWithCA(t *testing.T) {
 	fk := newFakeKubelet(t)
 	t.Setenv(collectors.KubeletTokenEnv, goodToken)
-	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-ca-file", fk.caFile(t), "--kubelet-readonly-url", "")
+	agentFlags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-ca-file", fk.caFile(t), "--kubelet-readonly-url", "")
 	b := agentCollect(t, "kubelet", collectors.Common{NoBinary: true})
 	if b.res.Status != bundle.StatusOK {
 		t.Fatalf("status %q (%s), want ok", b.res.Status, b.res.Error)
@@ -382,7 +382,7 @@ func TestKubeletWrongToken(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(wrong+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-token-file", tokenFile, "--kubelet-readonly-url", ro.URL)
+	agentFlags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token-file", tokenFile, "--kubelet-readonly-url", ro.URL)
 	b := agentCollect(t, "kubelet", collectors.Common{})
 	if b.res.Status != bundle.StatusPartial {
 		t.Fatalf("status %q (%s), want partial", b.res.Status, b.res.Error)
@@ -429,7 +429,7 @@ func TestKubeletWrongToken(t *testing.T) {
 // one, with the kubelet's own explanation.
 func TestKubeletForbidden(t *testing.T) {
 	fk := newFakeKubelet(t)
-	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-token", forbiddenToken, "--kubelet-readonly-url", "")
+	agentFlags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token", forbiddenToken, "--kubelet-readonly-url", "")
 	b := agentCollect(t, "kubelet", collectors.Common{})
 	if b.res.Status != bundle.StatusError {
 		t.Fatalf("status %q, want error", b.res.Status)
@@ -451,7 +451,7 @@ func TestKubeletForbidden(t *testing.T) {
 // what it can.
 func TestKubeletReadOnlyFallback(t *testing.T) {
 	ro := newFakeReadOnly(t)
-	agentFlags(t, "kubelet", "--kubelet-url", "https://"+closedPort(t), "--kubelet-token", goodToken, "--kubelet-readonly-url", ro.URL)
+	agentFlags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", "https://"+closedPort(t), "--kubelet-token", goodToken, "--kubelet-readonly-url", ro.URL)
 	b := agentCollect(t, "kubelet", collectors.Common{})
 	if b.res.Status != bundle.StatusPartial {
 		t.Fatalf("status %q (%s), want partial", b.res.Status, b.res.Error)
@@ -494,7 +494,7 @@ func TestKubeletUnresponsive(t *testing.T) {
 		mu.Unlock()
 	})
 	const deadline = 2 * time.Second
-	agentFlags(t, "kubelet", "--kubelet-url", "https://"+l.Addr().String(), "--kubelet-token", goodToken,
+	agentFlags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", "https://"+l.Addr().String(), "--kubelet-token", goodToken,
 		"--kubelet-readonly-url", "", "--kubelet-request-timeout", deadline.String())
 	start := time.Now()
 	b := agentCollect(t, "kubelet", collectors.Common{})
@@ -518,7 +518,7 @@ func TestKubeletUnresponsive(t *testing.T) {
 
 // The token is never sent, unverified, to a kubelet that is not this host.
 func TestKubeletRefusesUnverifiedRemote(t *testing.T) {
-	agentFlags(t, "kubelet", "--kubelet-url", "https://192.0.2.10:10250", "--kubelet-token", goodToken, "--kubelet-readonly-url", "")
+	agentFlags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", "https://192.0.2.10:10250", "--kubelet-token", goodToken, "--kubelet-readonly-url", "")
 	b := agentCollect(t, "kubelet", collectors.Common{})
 	if b.res.Status != bundle.StatusError {
 		t.Errorf("status %q, want error", b.res.Status)
