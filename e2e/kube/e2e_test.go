@@ -620,11 +620,17 @@ func withoutToken() []string {
 // TestIncident002LoopHeldByAnotherPodsNamespace reproduces incident 002 on
 // the real kubelet and CSI driver: a block-backed volume (a loop device
 // with ext4, as rbd is) staged and published to a pod; an agent pod that
-// mounts the node's root without propagation (node_exporter's habit)
-// starts meanwhile and gets a private copy of those mounts; the volume's
-// pod is deleted, the kubelet unpublishes and unstages on the host, and
-// the device stays in use, held only in the agent's namespace. nodesnap
-// must say so and name the agent's pod and container.
+// also mounted the device in its own mount namespace (a backup or scanning
+// agent; node_exporter's copy of the host's root in the original
+// incident); the volume's pod is deleted, the kubelet unpublishes and
+// unstages on the host, and the device stays in use, held only in the
+// agent's namespace. nodesnap must say so and name the agent's pod and
+// container.
+//
+// (On kernels since 3.18 the host's rmdir of a mountpoint detaches copies
+// of that mount in other namespaces, so a mere copy of the staging path no
+// longer outlives the unstage; a mount the agent made itself, at a path of
+// its own, does.)
 func TestIncident002LoopHeldByAnotherPodsNamespace(t *testing.T) {
 	c := requireCluster(t)
 	for _, tool := range []string{"mkfs.ext4", "truncate"} {
@@ -705,6 +711,17 @@ spec:
 	}
 	c.k(t, agent, "apply", "-f", "-")
 	c.k(t, "", "-n", "e2e", "wait", "--for=condition=Ready", "pod/host-root-agent", "--timeout=2m")
+	// The agent mounts the device in its own namespace, at its own /tmp.
+	agentPID := ""
+	for _, l := range strings.Split(c.k(t, "", "-n", "e2e", "get", "pod", "host-root-agent", "-o", "jsonpath={.status.containerStatuses[0].containerID}"), "\n") {
+		agentPID = pidOfContainer(t, strings.TrimPrefix(l, "containerd://"))
+	}
+	major, minor, _ := strings.Cut(loopBackedBy(t, img), ":")
+	// mount -N does the mount(2) inside the agent's namespace, where the
+	// node's /dev is /host/dev.
+	if out, err := exec.Command("mount", "-N", agentPID, "-t", "ext4", "/host/dev/loop"+minor, "/tmp").CombinedOutput(); err != nil || major != "7" {
+		t.Fatalf("mounting the volume's device in the agent's namespace: %v %s", err, out)
+	}
 	c.k(t, "", "-n", "e2e", "delete", "pod", "loop-user", "--wait=true", "--timeout=2m")
 	// The kubelet has unstaged it: the host no longer mounts the loop
 	// device, the agent's namespace still does.
@@ -821,5 +838,18 @@ func loopBackedBy(t *testing.T, img string) string {
 			}
 		}
 	}
+	return ""
+}
+
+// pidOfContainer finds the pid of a container's first process by its cgroup.
+func pidOfContainer(t *testing.T, id string) string {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cgroup")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(id)) {
+			return filepath.Base(filepath.Dir(p))
+		}
+	}
+	t.Fatalf("no process of container %s", id)
 	return ""
 }

@@ -36,12 +36,7 @@ type driver struct {
 	csi.UnimplementedIdentityServer
 	csi.UnimplementedNodeServer
 	name, nodeID, dataDir string
-	// mountsDir holds block volumes' device mounts, as in-tree rbd's
-	// plugins/kubernetes.io/rbd/mounts/<image> does: never removed by the
-	// kubelet, so a copy of one in another mount namespace outlives the
-	// host's unmount (incident 002).
-	mountsDir string
-	mu        sync.Mutex
+	mu                    sync.Mutex
 }
 
 func main() {
@@ -65,7 +60,7 @@ func main() {
 	if *kubeletEP == "" {
 		*kubeletEP = *endpoint
 	}
-	d := &driver{name: *name, nodeID: *nodeID, dataDir: *dataDir, mountsDir: filepath.Join(filepath.Dir(*endpoint), "mounts")}
+	d := &driver{name: *name, nodeID: *nodeID, dataDir: *dataDir}
 	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
 		log.Fatal(err)
 	}
@@ -179,7 +174,7 @@ func (d *driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequ
 	// with an ext4 filesystem, as rbd or iSCSI volumes are on real nodes
 	// (incident 002). Otherwise a directory, bind-mounted.
 	if img := filepath.Join(d.dataDir, id+".img"); fileExists(img) {
-		if err := stageLoop(img, filepath.Join(d.mountsDir, id), staging); err != nil {
+		if err := stageLoop(img, staging); err != nil {
 			return nil, status.Error(codes.Internal, err.Error())
 		}
 		return &csi.NodeStageVolumeResponse{}, nil
@@ -199,12 +194,6 @@ func (d *driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolume
 	defer d.mu.Unlock()
 	if err := unmount(req.GetStagingTargetPath()); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
-	}
-	// The device mount goes too; its directory stays, as rbd's does.
-	if id := req.GetVolumeId(); id != "" && filepath.Base(id) == id {
-		if err := unmount(filepath.Join(d.mountsDir, id)); err != nil {
-			return nil, status.Error(codes.Internal, err.Error())
-		}
 	}
 	return &csi.NodeUnstageVolumeResponse{}, nil
 }
@@ -310,21 +299,16 @@ func fileExists(p string) bool {
 }
 
 // stageLoop attaches img to a free loop device (autoclear: the kernel
-// detaches it when its last mount goes), mounts its ext4 at devMount and
-// binds that at staging.
-func stageLoop(img, devMount, staging string) error {
+// detaches it when its last mount goes) and mounts its ext4 at staging,
+// as block-backed drivers (rbd, iSCSI) do.
+func stageLoop(img, staging string) error {
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		return fmt.Errorf("creating %s: %w", staging, err)
+	}
 	if isMountpoint(staging) {
 		return nil
 	}
-	if err := os.MkdirAll(devMount, 0o750); err != nil {
-		return fmt.Errorf("creating %s: %w", devMount, err)
-	}
-	if !isMountpoint(devMount) {
-		if err := attachAndMount(img, devMount); err != nil {
-			return err
-		}
-	}
-	return bindMount(devMount, staging, false)
+	return attachAndMount(img, staging)
 }
 
 func attachAndMount(img, target string) error {
