@@ -352,8 +352,8 @@ func TestJobInPod(t *testing.T) {
 			}
 		}
 	})
-	c.k(t, "", "-n", "nodesnap", "wait", "--for=condition=Ready", "pod", "-l", "job-name="+job, "--timeout=4m")
-	pod := c.k(t, "", "-n", "nodesnap", "get", "pod", "-l", "job-name="+job, "-o", "jsonpath={.items[0].metadata.name}")
+	pod := c.podOf(t, "nodesnap", "job-name="+job, time.Minute)
+	c.k(t, "", "-n", "nodesnap", "wait", "--for=condition=Ready", "pod/"+pod, "--timeout=4m")
 	if code := c.k(t, "", "-n", "nodesnap", "get", "pod", pod, "-o", "jsonpath={.status.initContainerStatuses[0].state.terminated.exitCode}"); code != "0" {
 		t.Fatalf("the collect container ended with %q\n%s", code, c.k(t, "", "-n", "nodesnap", "logs", pod, "-c", "collect"))
 	}
@@ -852,4 +852,21 @@ func pidOfContainer(t *testing.T, id string) string {
 	}
 	t.Fatalf("no process of container %s", id)
 	return ""
+}
+
+// podOf waits for the controller to create a pod matching selector and
+// returns its name (kubectl wait -l fails at once while there is none).
+func (c *cluster) podOf(t *testing.T, ns, selector string, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		name := c.k(t, "", "-n", ns, "get", "pod", "-l", selector, "-o", "jsonpath={.items[*].metadata.name}")
+		if f := strings.Fields(name); len(f) > 0 {
+			return f[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pod matches %s in %s after %s", selector, ns, within)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
