@@ -565,6 +565,29 @@ func TestHostRunNoToken(t *testing.T) {
 	}
 }
 
+// TestHostRunTokenWithoutRights: a token of a ServiceAccount that lacks
+// the rights of deploy/kubernetes/rbac.yaml gets 403 from the real kubelet;
+// the run names the identity and the binding that fixes it.
+func TestHostRunTokenWithoutRights(t *testing.T) {
+	c := requireCluster(t)
+	c.k(t, "", "-n", "nodesnap", "create", "serviceaccount", "no-rights")
+	t.Cleanup(func() { c.k(t, "", "-n", "nodesnap", "delete", "serviceaccount", "no-rights", "--ignore-not-found") })
+	token := strings.TrimSpace(c.k(t, "", "-n", "nodesnap", "create", "token", "no-rights", "--duration", "10m"))
+	r := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + token})
+	if r.code != 3 {
+		t.Fatalf("collect with a token without rights exited %d, want 3\n%s", r.code, r.stderr)
+	}
+	if st := r.status(t, "kubelet"); st.Status != "partial" && st.Status != "error" {
+		t.Errorf("kubelet collector: %s, want partial or error", st.Status)
+	}
+	for _, want := range []string{"403", "system:serviceaccount:nodesnap:no-rights", "kubectl create clusterrolebinding"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the run's last words lack %q:\n%s", want, r.stderr)
+		}
+	}
+	checkNoSecret(t, r, token)
+}
+
 // TestHostRunKubeadmCertificate: on a control-plane node set up by kubeadm,
 // the apiserver's kubelet client certificate is the credential meant for
 // this path; with no token nodesnap uses it and says so.
