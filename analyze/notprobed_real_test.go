@@ -48,8 +48,14 @@ func TestRealNotProbedPodVolume(t *testing.T) {
 	saved := *o
 	t.Cleanup(func() { *o = saved })
 	o.Roots = nil
+	// dirshape's own scan budget, short: its scan of the pod's volume
+	// times out (its evidence) well before the collectors' deadline,
+	// while mountprobe's probe deadline (ProbeTimeout below) is longer
+	// than that deadline, as when many hung mounts are ahead of it: the
+	// volume is deterministically "not probed".
+	o.MaxTime = 300 * time.Millisecond
 	r := collectWith(t, supervisor.Options{CollectorTimeout: 1400 * time.Millisecond,
-		Common: collectors.Common{Root: root, Proc: "/proc", Sys: "/sys", ProbeTimeout: time.Second}},
+		Common: collectors.Common{Root: root, Proc: "/proc", Sys: "/sys", ProbeTimeout: 5 * time.Second}},
 		"processes", "mountprobe", "dirshape")
 	var f analyze.Finding
 	for _, g := range findings(r, "mount-not-probed") {
