@@ -102,6 +102,8 @@ const (
 	ruleAWSKeyID                 // aws-access-key-id
 	ruleCephKey                  // ceph-key
 	ruleAzureSAS                 // azure-sas-signature
+	ruleVendor                   // vendor-token
+	ruleEntropy                  // high-entropy-value
 	numBuiltin
 )
 
@@ -125,6 +127,8 @@ var builtinNames = [numBuiltin]string{
 	ruleAWSKeyID:    "aws-access-key-id",
 	ruleCephKey:     "ceph-key",
 	ruleAzureSAS:    "azure-sas-signature",
+	ruleVendor:      "vendor-token",
+	ruleEntropy:     "high-entropy-value",
 }
 
 // BuiltinRuleNames lists the names of the built-in rules, all on by default.
@@ -154,6 +158,12 @@ const (
 	kwHostRegex                // prefilter of a hostname pattern (arg: index)
 	kwUser                     // an explicit user name
 	kwHome                     // "/home/": the next path element is a user name
+	kwVendor                   // a vendor token's prefix (arg: index in vendorTokens)
+	kwAzureAD                  // "Q~" of an Entra ID client secret
+	kwBasic                    // "basic ": Basic credentials outside a header
+	kwPadded                   // "==" ending a base64 value
+	kwUserFlag                 // "-u", "--user": user:password
+	kwPassFlag                 // "-p": a password beside a user flag
 )
 
 type keyword struct {
@@ -226,15 +236,31 @@ func newBuilder() *builder {
 			b.word([]byte(w), keyword{kind: k, arg: arg})
 		}
 	}
-	word(kwKey, 0, "password", "passwd", "passphrase", "secret", "token",
-		"credential", "apikey", "api_key", "api-key", "privatekey",
-		"private_key", "private-key", "key-data", "accountkey",
-		"sharedaccesskey", "auth")
+	// "pass" also finds password, passwd and passphrase.
+	word(kwKey, 0, "pass", "secret", "token",
+		"credential", "creds", "apikey", "api_key", "api-key", "privatekey",
+		"private_key", "private-key", "key-data", "accountkey", "account-key",
+		"account_key", "sharedaccesskey", "auth", "pwd", "bindpw", "rootpw", "psk")
 	word(kwAuth, 0, "authorization")
 	word(kwBearer, 0, "bearer")
-	b.word([]byte("eyJ"), keyword{kind: kwJWT, exact: []byte("eyJ")})
-	b.word([]byte("AKIA"), keyword{kind: kwAWSKeyID, exact: []byte("AKIA")})
-	b.word([]byte("ASIA"), keyword{kind: kwAWSKeyID, exact: []byte("ASIA")})
+	// A JWT header is base64url of a JSON object: `{"` compact, `{\n  "`
+	// or `{ "` pretty-printed.
+	for _, w := range []string{"eyJ", "ewog", "ewoi", "eyAi"} {
+		b.word([]byte(w), keyword{kind: kwJWT, exact: []byte(w)})
+	}
+	for _, w := range []string{"AKIA", "ASIA", "ABIA", "ACCA"} {
+		b.word([]byte(w), keyword{kind: kwAWSKeyID, exact: []byte(w)})
+	}
+	for i, vt := range vendorTokens {
+		b.word([]byte(vt.prefix), keyword{kind: kwVendor, arg: int32(i), exact: []byte(vt.prefix)})
+	}
+	b.word([]byte("Q~"), keyword{kind: kwAzureAD, exact: []byte("Q~")})
+	word(kwBasic, 0, "basic ")
+	b.word([]byte("=="), keyword{kind: kwPadded, exact: []byte("==")})
+	for _, w := range []string{"-u", "--user"} {
+		b.word([]byte(w), keyword{kind: kwUserFlag, exact: []byte(w)})
+	}
+	b.word([]byte("-p"), keyword{kind: kwPassFlag, exact: []byte("-p")})
 	b.word([]byte("AQ"), keyword{kind: kwCeph, exact: []byte("AQ")})
 	word(kwURL, 0, "://")
 	word(kwUNC, 0, "//")

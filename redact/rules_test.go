@@ -191,6 +191,106 @@ func ruleCases() []ruleCase {
 		neg("k8s-secret-data", "apiVersion: v1\nkind: ConfigMap\ndata:\n  mode: aGVsbG8=\n  config: |\n    a: b\n"),
 		neg("k8s-secret-data", `{"apiVersion":"v1","data":{"mode":"aGVsbG8="},"kind":"ConfigMap"}`),
 		neg("k8s-secret-data", "metadata:\n  name: x\nspec:\n  data: plain\n"),
+
+		// vendor-token: the prefix says what it is; the prefix stays.
+		pos("vendor-token", "failed to authorize: token ghp_Zq8Lm3Nx0Pw5Rt7Yu2Io4As6Df9Gh1Jk3Lm5 lacks read:packages",
+			"failed to authorize: token ghp_[REDACTED] lacks read:packages", 1),
+		pos("vendor-token", "clone with github_pat_11ABCDEFG0abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH done",
+			"clone with github_pat_[REDACTED] done", 1),
+		pos("vendor-token", "runner glrt-Xy7zQw3eRt5yUi8oPa2s registered", "runner glrt-[REDACTED] registered", 1),
+		pos("vendor-token", "notify bot=xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUv channel=#ops",
+			"notify bot=xoxb-[REDACTED] channel=#ops", 1),
+		pos("vendor-token", "POST https://hooks.slack.com/services/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: 404",
+			"POST https://hooks.slack.com/services/[REDACTED]: 404", 1),
+		pos("vendor-token", `msg="api: sk-proj-Ab3De5Gh7Jk9Mn1Pq3St5Vw7Yz9Bc2Ef4Hi6Kl8"`, `msg="api: sk-proj-[REDACTED]"`, 1),
+		pos("vendor-token", "remote write bearer=glc_eyJvIjoiMTIzIiwibiI6InN0YWNrIiwiayI6ImFiYyJ9Cg== ok",
+			"remote write bearer=glc_[REDACTED] ok", 1),
+		pos("vendor-token", "quota exceeded for key AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW", "quota exceeded for key AIza[REDACTED]", 1),
+		pos("vendor-token", "vault login hvs.CAESIJ3x9Zq7Lm2Np4Rt6Vw8Yz0Ab1Cd3Ef5Gh7", "vault login hvs.[REDACTED]", 1),
+		pos("vendor-token", "tenant login with y9x8Q~Wv7u6T5s4R3q2P1o0N9m8L7k6J5i4H3g2F failed", "tenant login with [REDACTED] failed", 1),
+		neg("vendor-token", "release notes: abcd8Q~short and Zy9x8Q~Wv7u6T5s4R3q2P1o0N9m8L7k6J5i4H3g2F"),
+		neg("vendor-token", "mounted /dev/disk-by-id/sk-Abc123 and /var/lib/hf_cache"),
+		neg("vendor-token", "task-proj-runner sk-learn-something-long-enough-here"),
+		neg("vendor-token", "ghp_ prefix named in docs, glpat-short, xoxb-1"),
+		neg("vendor-token", "refreshing ghp_IaxQOZazDYHwynFz"),
+
+		// high-entropy-value: a random value under a name that says nothing.
+		pos("high-entropy-value", "mimi=Qw7Er9Ty2Ui4Op6As8Df0Gh1Jk3Lz5Xc7Vb9Nm2", "mimi=[REDACTED]", 1),
+		pos("high-entropy-value", "SUPER_SEECRET_VALUE = 'bG9uZyBzdHJpbmcgb2YgcmFuZG9tIGJ5dGVzIGhlcmUx'", "SUPER_SEECRET_VALUE = '[REDACTED]'", 1),
+		neg("high-entropy-value", "KUBELET_EXTRA_ARGS=--node-labels=zone=eu-west-1a,pool=Default7"),
+		neg("high-entropy-value", "IMAGE_DIGEST=3b8f2a1e6c4d4e2a9f1b7a5c0d2e8b633b8f2a1e6c4d4e2a9f1b7a5c0d2e8b63"),
+		neg("high-entropy-value", "NODE_UUID=3b8f2a1e-6c4d-4e2a-9f1b-7a5c0d2e8b63"),
+		neg("high-entropy-value", "credentialsId = 'Zq8Lm3Nx0Pw5Rt7Yu2Io4As6Df9Gh1Jk3'"),
+		neg("high-entropy-value", "HOSTNAME=ip-10-0-12-34.eu-west-1.compute.internal"),
+
+		// Keys after a log prefix are at the start of their line.
+		pos("secret-field", "2026-11-23T09:23:03.000003000Z stderr F   secret: Zx8Cv7Bn6Mm5",
+			"2026-11-23T09:23:03.000003000Z stderr F   secret: [REDACTED]", 1),
+		pos("secret-field", "I1123 09:20:11.000000       1 config.go:50] private-key: abc.def-ghi_jkl",
+			"I1123 09:20:11.000000       1 config.go:50] private-key: [REDACTED]", 1),
+		pos("secret-field", "2026-11-23T19:34:46.570985+0000 node-1 kubelet[2231]: oldpassword: hunter22",
+			"2026-11-23T19:34:46.570985+0000 node-1 kubelet[2231]: oldpassword: [REDACTED]", 1),
+		pos("secret-field", "Nov 23 09:20:11 node-1 app[7]: todo_secret_x = qwertyuiop",
+			"Nov 23 09:20:11 node-1 app[7]: todo_secret_x = [REDACTED]", 1),
+		neg("secret-field", "I1123 09:20:11.000000       1 auth.go:50] token refresh failed: the server asked for credentials"),
+		// A header or a config line quoted in a log: the quote starts it.
+		pos("secret-field", `I1123 09:18:07.000000 1 http.go:72] -H "apikey: 0c6d6f2e-7d4b-4c1a-9e3f-2b8a5c7d9e10" -H "Accept: x"`,
+			`I1123 09:18:07.000000 1 http.go:72] -H "apikey: [REDACTED]" -H "Accept: x"`, 1),
+		pos("secret-field", `level=info msg="deploy" header="X-Service-Token: 9f8e7d6c5b4a3210"`,
+			`level=info msg="deploy" header="X-Service-Token: [REDACTED]"`, 1),
+		neg("secret-field", `level=info msg="token: expired" user=bob`),
+		// Prose, but the value is long and random.
+		pos("secret-field", "agent config sharedsecret: Ab3De5Gh7Jk9Mn1Pq3St5Vw7 loaded",
+			"agent config sharedsecret: [REDACTED] loaded", 1),
+		neg("secret-field", `notes = "Maven - io.jsonwebtoken:jjwt-jackson-0.11.2"`),
+		neg("secret-field", `MountVolume.SetUp failed for volume "db-creds" : secret "db-creds" not found`),
+		// Vocabulary: creds, pass, *_auth, bindpw, pwd; references kept.
+		pos("secret-field", "creds = Pq7Wx2Yz", "creds = [REDACTED]", 1),
+		pos("secret-assignment", "cifs user=svc,pass=Hx4Jk8Ln", "cifs user=svc,pass=[REDACTED]", 1),
+		pos("secret-field", `{"user_auth": "c3ZjOkh4NEprOExu"}`, `{"user_auth": "[REDACTED]"}`, 1),
+		pos("secret-field", "bindpw      ldapbindsecret", "bindpw      [REDACTED]", 1),
+		pos("secret-assignment", "user=sa;pwd=Mq3Rt8Vz;encrypt=true", "user=sa;pwd=[REDACTED];encrypt=true", 1),
+		neg("secret-assignment", "PWD=/root OLDPWD=/home/bob"),
+		neg("secret-field", "bypass = true, compass = north"),
+		neg("secret-field", `usernamePassword(credentialsId: '3f1c', usernameVariable: 'USER', passwordVariable: 'PASS')`),
+		neg("cli-secret-flag", "--image-credential-provider-config=/etc/kubernetes/credential-provider.yaml"),
+		neg("secret-assignment", "PuttyPassword=0"),
+		neg("secret-field", "real_secret_name: db-creds"),
+		pos("secret-field", "real_secret_which_isnt_an_i_d = Kj4Lm8Np2Qr6", "real_secret_which_isnt_an_i_d = [REDACTED]", 1),
+		// getenv("NAME", "default")
+		pos("secret-field", `utils.GetEnvOrDefault("api_token", "7c1e9a3b-5d2f")`, `utils.GetEnvOrDefault("api_token", "[REDACTED]")`, 1),
+		// Key material under "key:"/"shared:", which say no secret word.
+		pos("secret-field", `      key: "cHJpdmF0ZS1rZXktYnl0ZXM=="`, `      key: "[REDACTED]"`, 1),
+		pos("secret-field", `keys="{public: cHVibGljLWtleQ==, shared: cHJlc2hhcmVkLWtleQ==}"`, `keys="{public: cHVibGljLWtleQ==, shared: [REDACTED]}"`, 1),
+		neg("secret-field", `key: "io.cri-containerd.image"`),
+		// A value under a secret key with nothing after it.
+		pos("kubeconfig-secret", "password:\n    secure: quickbrownfoxvalue\nname: x\n", "password:\n    secure: [REDACTED]\nname: x\n", 1),
+		pos("secret-field", "secrets_here =\n    hunter2\n    0123456789abcdef\n[next]\n", "secrets_here =\n    [REDACTED]\n    [REDACTED]\n[next]\n", 2),
+		neg("secret-field", "volumes:\n- name: db\n  secret:\n    secretName: db-creds\n    defaultMode: 420\n"),
+		// A backslash inside an unquoted value is part of it.
+		pos("cli-secret-flag", `--admin-password=Adm1n\\pw2 --x=1`, `--admin-password=[REDACTED] --x=1`, 1),
+
+		// Command lines: curl's user:password, a password beside a user.
+		pos("cli-secret-flag", "curl -u elastic:Pw-9x8y7z https://localhost:9200", "curl -u elastic:[REDACTED] https://localhost:9200", 1),
+		pos("cli-secret-flag", "curl --user kevin:'Qz8 x7' -X PATCH", "curl --user kevin:'[REDACTED]' -X PATCH", 1),
+		pos("cli-secret-flag", `["curl","-u","admin:S3cr3tPw","https://x"]`, `["curl","-u","admin:[REDACTED]","https://x"]`, 1),
+		pos("cli-secret-flag", "docker login registry.example.com -u robot -p Zx9Cv8Bn7", "docker login registry.example.com -u robot -p [REDACTED]", 1),
+		neg("cli-secret-flag", "ssh -p 2222 admin@10.0.0.1"),
+		neg("cli-secret-flag", "mysqld --user=mysql --datadir=/var/lib/mysql"),
+		neg("cli-secret-flag", "useradd -u 1001 -p"),
+
+		// Basic credentials outside a header.
+		pos("authorization-header", `      "Basic c3ZjOlpxOExtM054MFB3NQ=="`, `      "[REDACTED]"`[0:7]+`Basic [REDACTED]"`, 1),
+		neg("authorization-header", "basic auth is enabled for realm Basic0123"),
+		neg("authorization-header", "Basic YWJjZGVmZ2hpams= decodes to no colon"),
+
+		// AWS key ids of every published prefix.
+		pos("aws-access-key-id", "accessKeyID=ABIA5X7ZQ2W4E6R8T0Y1", "accessKeyID=[REDACTED]", 1),
+		pos("aws-access-key-id", "context credential ACCAZ3X5C7V9B1N2M4Q6 rejected", "context credential [REDACTED] rejected", 1),
+		// A JWT whose header was pretty-printed before encoding.
+		pos("jwt", "accepted "+base64.RawURLEncoding.EncodeToString([]byte("{\n  \"alg\": \"HS256\",\n  \"typ\": \"JWT\"\n}"))+".eyJzdWIiOiIxIn0.c2lnbmF0dXJlLWJ5dGVz",
+			"accepted [REDACTED]", 1),
+		neg("jwt", "accepted "+base64.RawURLEncoding.EncodeToString([]byte("{\n  \"name\": \"x\"\n}"))+".eyJzdWIiOiIxIn0.c2ln"),
 	}
 }
 
