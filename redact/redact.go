@@ -40,11 +40,18 @@
 //	aws-access-key-id     AKIA.../ASIA... key ids
 //	ceph-key              ceph secrets (AQ...==), keyrings included
 //	azure-sas-signature   sig= of a shared access signature URL
+//	vendor-token          tokens known by their prefix (ghp_, glpat-, xoxb-,
+//	                      sk-, SG., hvs., AIza, dckr_pat_, ...), which stays
+//	high-entropy-value    NAME=<random base64> opening a config line
 //
 // A key names a secret when it contains password, passwd, passphrase,
-// secret, token, credential, apikey or private key, and does not end in a
-// word that makes it metadata about one (secretName, tokenFile,
-// passwordRef, tokenExpirationSeconds, token_type, max_tokens). Left alone
+// secret, token, credential, creds, apikey, private key, pwd, bindpw or
+// psk, or ends in the word pass or auth (db_pass, user_auth), and does not
+// end in a word that makes it metadata about one (secretName, tokenFile,
+// passwordRef, tokenExpirationSeconds, token_type, max_tokens,
+// credentialsId, passwordVariable, credential-provider-config). Keys after
+// a log prefix (CRI, journal, klog) or an opening quote count as starting
+// their line (see logPrefixLen). Left alone
 // on purpose, because diagnosis needs them and they hold nothing secret:
 // certificates and public keys, file paths (tokenFile, --token-auth-file,
 // ceph's secretfile=), secret names and references, counts and TTLs.
