@@ -124,6 +124,15 @@ func (p *pass) keyValue(ks, ke int) {
 		// ["--token", "value"]: a command line kept as a JSON or YAML
 		// list; getenv("API_TOKEN", "default"): a call with a default.
 		vs = skipSpace(line, j+1)
+		if vs >= len(line) && dashes > 0 && p.start {
+			// ["--token",\n "value"]: a list printed one element a line
+			// (the kubelet's /pods as nodesnap indents it).
+			if rule := p.w.r.classifyKey(name, formFlag); rule >= 0 {
+				p.w.st.nextLine = nextFlagValue
+				p.w.st.nextRule = rule
+			}
+			return
+		}
 		if vs+1 >= len(line) || line[vs] != line[qs] || line[vs+1] == '-' {
 			return
 		}
@@ -186,6 +195,9 @@ func (p *pass) keyValue(ks, ke int) {
 		}
 		if segEnd >= 0 && ve > segEnd {
 			ve = segEnd
+		}
+		if ve <= vs {
+			return // nothing before the closing quote
 		}
 		end := ve < len(line) && !isSpace(line[ve]) && !isStop(line[ve]) && line[ve] != q
 		n := 12
@@ -483,6 +495,12 @@ func (p *pass) envName(ks, ke int) bool {
 	}
 	if line[i] == ',' {
 		i = skipSpace(line, i+1)
+		if i >= len(line) && quoted && !esc && p.start {
+			// Pretty-printed JSON: "name": "DB_PASSWORD", and its
+			// "value" on the next line.
+			p.w.st.nextLine = nextEnvValue
+			return true
+		}
 	} else if quoted || i == ke {
 		return true
 	}

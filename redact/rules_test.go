@@ -267,6 +267,13 @@ func ruleCases() []ruleCase {
 		pos("kubeconfig-secret", "password:\n    secure: quickbrownfoxvalue\nname: x\n", "password:\n    secure: [REDACTED]\nname: x\n", 1),
 		pos("secret-field", "secrets_here =\n    hunter2\n    0123456789abcdef\n[next]\n", "secrets_here =\n    [REDACTED]\n    [REDACTED]\n[next]\n", 2),
 		neg("secret-field", "volumes:\n- name: db\n  secret:\n    secretName: db-creds\n    defaultMode: 420\n"),
+		// JSON printed one element a line: the value on the next line.
+		pos("cli-secret-flag", "\"args\": [\n  \"--client-secret\",\n  \"c0ffee-Secret\",\n  \"--v=2\"\n]\n",
+			"\"args\": [\n  \"--client-secret\",\n  \"[REDACTED]\",\n  \"--v=2\"\n]\n", 1),
+		pos("env-secret", "{\n  \"name\": \"DB_PASSWORD\",\n  \"value\": \"hunter2x\"\n}\n",
+			"{\n  \"name\": \"DB_PASSWORD\",\n  \"value\": \"[REDACTED]\"\n}\n", 1),
+		neg("cli-secret-flag", "\"args\": [\n  \"--token-file\",\n  \"/var/run/token\"\n]\n"),
+		neg("env-secret", "{\n  \"name\": \"DB_HOST\",\n  \"value\": \"db.local\"\n}\n"),
 		// A backslash inside an unquoted value is part of it.
 		pos("cli-secret-flag", `--admin-password=Adm1n\\pw2 --x=1`, `--admin-password=[REDACTED] --x=1`, 1),
 

@@ -100,7 +100,21 @@ type state struct {
 	nestCol      int
 	nestRule     int32
 	nestPrefixed bool
+
+	// nextLine: the previous line ended where JSON printed one element a
+	// line puts a secret on the next: a flag's value, an env entry's
+	// "value".
+	nextLine nextKind
+	nextRule int32
 }
+
+type nextKind uint8
+
+const (
+	nextNone      nextKind = iota
+	nextFlagValue          // ["--client-secret",\n "x"]
+	nextEnvValue           // "name": "DB_PASSWORD",\n "value": "x"
+)
 
 // NewWriter returns a Writer that writes redacted bytes to dst.
 func (r *Redactor) NewWriter(dst io.Writer) *Writer {
@@ -443,6 +457,9 @@ func (w *Writer) lineStart(line []byte) bool {
 	if st.nestCol >= 0 {
 		w.nestedLine(line)
 	}
+	if st.nextLine != nextNone {
+		w.nextLineValue(line)
+	}
 	if st.envIndent >= 0 {
 		col := st.envIndent
 		st.envIndent = -1
@@ -455,6 +472,31 @@ func (w *Writer) lineStart(line []byte) bool {
 	}
 	w.structure(line)
 	return false
+}
+
+// nextLineValue redacts the value a JSON line left for this one (see
+// nextKind).
+func (w *Writer) nextLineValue(line []byte) {
+	st := &w.st
+	k := st.nextLine
+	st.nextLine = nextNone
+	i := indentOf(line)
+	if k == nextEnvValue {
+		if !hasFoldPrefix(line, i, `"value"`) {
+			return
+		}
+		if i = skipSpace(line, i+len(`"value"`)); i < len(line) && line[i] == ':' {
+			w.p.value(skipSpace(line, i+1), ruleEnvSecret, false, 0)
+		}
+		return
+	}
+	if i < len(line) && line[i] == '"' && (i+1 >= len(line) || line[i+1] != '-') {
+		e := closeQuote(line, i+1, '"')
+		if e < 0 {
+			e = len(line)
+		}
+		w.p.valueSpan(i+1, e, st.nextRule, contDQuote)
+	}
 }
 
 // nestedLine redacts a line below a secret key that had no value of its
