@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/redact"
 )
 
 // The secrets corpus (issue 18) lives beside the repository, in
@@ -318,22 +319,76 @@ func TestCollectSecretsCorpus(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	out := t.TempDir()
-	args := append([]string{"collect", "-o", out, "--root", root, "--proc", "/proc", "--timeout", "100s",
-		"--only", "nodeconfig,processes,openfiles,journal,csi,kubelet",
-		"--journal-dir", j.Dir, "--journal-kernel=false",
-		"--kubelet-url", srv.URL, "--kubelet-token", token, "--kubelet-readonly-url", ""}, journalArgs...)
-	r := runNodesnap(t, 150*time.Second, nil, args...)
-	if r.code != exitOK && r.code != exitPartial {
-		t.Fatalf("collect exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	collect := func(extra ...string) (string, runResult) {
+		out := t.TempDir()
+		args := append([]string{"collect", "-o", out, "--root", root, "--proc", "/proc", "--timeout", "100s",
+			"--only", "nodeconfig,processes,openfiles,journal,csi,kubelet",
+			"--journal-dir", j.Dir, "--journal-kernel=false",
+			"--kubelet-url", srv.URL, "--kubelet-token", token, "--kubelet-readonly-url", ""}, journalArgs...)
+		r := runNodesnap(t, 150*time.Second, nil, append(args, extra...)...)
+		if r.code != exitOK && r.code != exitPartial {
+			t.Fatalf("collect exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		p := bundlePath(t, out)
+		if d := os.Getenv("NODESNAP_CORPUS_BUNDLE_TO"); d != "" {
+			// For a look at what leaked: a copy of the bundle.
+			if b, err := os.ReadFile(p); err == nil {
+				_ = os.WriteFile(filepath.Join(d, filepath.Base(p)), b, 0o600)
+			}
+		}
+		return p, r
 	}
-	p := bundlePath(t, out)
-	if d := os.Getenv("NODESNAP_CORPUS_BUNDLE_TO"); d != "" {
-		// For a look at what leaked: a copy of the bundle.
-		if b, err := os.ReadFile(p); err == nil {
-			_ = os.WriteFile(filepath.Join(d, filepath.Base(p)), b, 0o600)
+	cc := corpusCheck{secrets: secrets, keep: keep, held: held, root: root}
+
+	// A collection: what a customer attaches to a ticket.
+	p, r := collect()
+	cc.check(t, "collect", p, r)
+
+	// `nodesnap redact` on a bundle collected with every rule off: the
+	// same secrets in the shapes nodesnap itself writes (re-indented
+	// /pods, journal lines, ps tables) must go just as well.
+	cfg := filepath.Join(t.TempDir(), "off.yaml")
+	if err := os.WriteFile(cfg, []byte("disable: ["+strings.Join(redact.BuiltinRuleNames(), ", ")+"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := collect("--redact-config", cfg)
+	// The rules were off: the secrets are in that bundle, or the pass
+	// below proves nothing.
+	rc := mustValidate(t, raw)
+	present := 0
+	for _, s := range secrets {
+		for _, f := range rc.Files {
+			if bytes.Contains(f, []byte(s.needles[0])) {
+				present++
+				break
+			}
 		}
 	}
+	if present < len(secrets)*3/4 {
+		t.Fatalf("with every rule off, only %d of %d secrets are in the bundle", present, len(secrets))
+	}
+	clean := filepath.Join(t.TempDir(), "clean.tar.gz")
+	rr := runNodesnap(t, 120*time.Second, nil, "redact", "-o", clean, raw)
+	if rr.code != exitOK {
+		t.Fatalf("nodesnap redact exit %d\nstdout:\n%s\nstderr:\n%s", rr.code, rr.stdout, rr.stderr)
+	}
+	cc.check(t, "redact", clean, rr)
+}
+
+// corpusCheck holds what a bundle is checked against.
+type corpusCheck struct {
+	secrets []corpusSecret
+	keep    []corpusKeep
+	held    []string
+	root    string
+}
+
+// check asserts a bundle (and the output of the command that wrote it)
+// holds no secret of the corpus in any form, keeps the values to keep (all
+// but at most 2) and counts redactions in every location.
+func (cc corpusCheck) check(t *testing.T, label, p string, r runResult) {
+	t.Helper()
+	secrets, keep, held, root := cc.secrets, cc.keep, cc.held, cc.root
 	c := mustValidate(t, p)
 	_, mraw, err := readManifestRaw(p)
 	if err != nil {
@@ -376,7 +431,7 @@ func TestCollectSecretsCorpus(t *testing.T) {
 		}
 		if found != "" {
 			leaked++
-			t.Errorf("leak %s (%s, %s): %s", s.id, s.kind, s.loc, found)
+			t.Errorf("%s: leak %s (%s, %s): %s", label, s.id, s.kind, s.loc, found)
 		}
 	}
 
@@ -404,14 +459,14 @@ func TestCollectSecretsCorpus(t *testing.T) {
 			continue
 		}
 		if k.category == "marker" {
-			t.Errorf("location %s was not collected: its marker %q is nowhere in the bundle", k.loc, k.value)
+			t.Errorf("%s: location %s was not collected: its marker %q is nowhere in the bundle", label, k.loc, k.value)
 			continue
 		}
 		lost++
-		t.Logf("over-redaction: %s (%s, %s): %q is gone", k.id, k.category, k.loc, k.value)
+		t.Logf("%s: over-redaction: %s (%s, %s): %q is gone", label, k.id, k.category, k.loc, k.value)
 	}
 	if lost > 2 {
-		t.Errorf("%d of %d values to keep were changed or lost; at most 2 may be", lost, len(keep))
+		t.Errorf("%s: %d of %d values to keep were changed or lost; at most 2 may be", label, lost, len(keep))
 	}
 
 	// The manifest counts redactions in every location that held secrets:
@@ -446,14 +501,14 @@ func TestCollectSecretsCorpus(t *testing.T) {
 			}
 		}
 		if files == 0 {
-			t.Errorf("location %s: no bundle file holds it", loc)
+			t.Errorf("%s: location %s: no bundle file holds it", label, loc)
 		} else if n == 0 {
-			t.Errorf("location %s: no redaction counted in the manifest", loc)
+			t.Errorf("%s: location %s: no redaction counted in the manifest", label, loc)
 		}
 	}
 	if n := redacted["nodeconfig/files/etc/ceph/ceph.client.csi-rbd.keyring"]; n == 0 {
-		t.Errorf("nodeconfig/files/etc/ceph/ceph.client.csi-rbd.keyring: no redaction counted (collected: %v)", c.Files["nodeconfig/files/etc/ceph/ceph.client.csi-rbd.keyring"] != nil)
+		t.Errorf("%s: nodeconfig/files/etc/ceph/ceph.client.csi-rbd.keyring: no redaction counted (collected: %v)", label, c.Files["nodeconfig/files/etc/ceph/ceph.client.csi-rbd.keyring"] != nil)
 	}
-	t.Logf("secrets corpus: %d of %d secrets leaked; %d of %d values to keep lost; %d redactions %v",
-		leaked, len(secrets), lost, len(keep), c.Manifest.Redaction.Total, c.Manifest.Redaction.Rules)
+	t.Logf("%s: secrets corpus: %d of %d secrets leaked; %d of %d values to keep lost; %d redactions %v",
+		label, leaked, len(secrets), lost, len(keep), c.Manifest.Redaction.Total, c.Manifest.Redaction.Rules)
 }
