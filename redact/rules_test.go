@@ -29,6 +29,17 @@ func pemBlock(kind string) string {
 	return "-----BEGIN " + kind + "-----\n" + keyBody + "-----END " + kind + "-----\n"
 }
 
+// criPEM is an EC key logged by a container, one CRI record a line, and a
+// line after it.
+func criPEM(body ...string) string {
+	const p = "2026-11-23T09:23:10.000010000Z stderr F "
+	s := p + "-----BEGIN EC PRIVATE KEY-----\n"
+	for _, b := range body {
+		s += p + b + "\n"
+	}
+	return s + p + "-----END EC PRIVATE KEY-----\n" + p + "next line\n"
+}
+
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
 // wrap76 wraps base64 the way base64(1) does.
@@ -274,6 +285,10 @@ func ruleCases() []ruleCase {
 			"{\n  \"name\": \"DB_PASSWORD\",\n  \"value\": \"[REDACTED]\"\n}\n", 1),
 		neg("cli-secret-flag", "\"args\": [\n  \"--token-file\",\n  \"/var/run/token\"\n]\n"),
 		neg("env-secret", "{\n  \"name\": \"DB_HOST\",\n  \"value\": \"db.local\"\n}\n"),
+		// A key logged line by line in a CRI log: each line keeps its prefix
+		// (a valid CRI record), the short last body line goes too.
+		pos("pem-private-key", criPEM("MHcCAQEEIGBbqCinyc5ZqnyT7Otfxed0yYm71m0AL9a+Pz8MXa8xoAoGCCqGSM49", "AwEHoUQDQgAE0sFUKQldSDhWHyIE=="),
+			criPEM("[REDACTED]"), 1),
 		// A backslash inside an unquoted value is part of it.
 		pos("cli-secret-flag", `--admin-password=Adm1n\\pw2 --x=1`, `--admin-password=[REDACTED] --x=1`, 1),
 
