@@ -33,6 +33,8 @@ var metaSuffixes = []string{
 	// References to a secret by the variable or the configuration holding
 	// it: passwordVariable, --image-credential-provider-config.
 	"variable", "config", "configuration", "cfg",
+	// Settings about a secret: tokenLifetime, passwordMaxAge.
+	"lifetime", "validity", "maxage", "limit", "algorithm",
 }
 
 // metaWords end keys that reference a secret when they are a word of the

@@ -52,6 +52,9 @@ func (p *pass) keyValue(ks, ke int) {
 			quoted, qs = true, ks-2
 		}
 	}
+	if p.markup(ks, ke, qs, i, quoted, name) {
+		return
+	}
 	lineStart := p.start && (commentedKeyStart(line) == qs || p.atTextStart(qs))
 	// A key right after an opening quote starts the quoted text: a header
 	// given to curl (-H "apikey: x"), a logfmt value (header="Token: x").
@@ -76,6 +79,16 @@ func (p *pass) keyValue(ks, ke int) {
 	}
 	form := formField
 	vs := j + 1
+	if j+1 < len(line) && (line[j] == '=' && line[j+1] == '>' || line[j] == ':' && line[j+1] == '=') {
+		// "password" => "x" (Perl, PHP, Ruby), :password => "x",
+		// password := "x" (Go): a field, whatever the spacing.
+		if line[j] == ':' || quoted || qs > 0 && line[qs-1] == ':' || lineStart {
+			if rule := p.w.r.classifyKey(name, formField); rule >= 0 {
+				p.value(skipSpace(line, j+2), rule, false, qs)
+			}
+		}
+		return
+	}
 	switch {
 	case sep == '=':
 		if vs < len(line) && line[vs] == '=' {
@@ -212,6 +225,41 @@ func (p *pass) keyValue(ks, ke int) {
 	}
 	toEOL := lineStart && !quoted && !flow && (sep == ':' || sep == '=' && form == formField)
 	p.value(vs, rule, toEOL, qs)
+}
+
+// markup handles a secret key in XML: <password>x</password>, and the
+// name/value attribute pairs of .NET appSettings and Maven-style
+// properties (<add key="ApiKey" value="x"/>, name="password" value="x").
+// It reports whether the key was such markup.
+func (p *pass) markup(ks, ke, qs, i int, quoted bool, name []byte) bool {
+	line := p.line
+	switch {
+	case ks > 0 && line[ks-1] == '<' && ke < len(line) && line[ke] == '>':
+		vs := ke + 1
+		ve := bytes.IndexByte(line[vs:], '<')
+		if ve < 0 {
+			ve = len(line) - vs
+		}
+		if rule := p.w.r.classifyKey(name, formField); rule >= 0 {
+			p.valueSpan(vs, vs+ve, rule, contNone)
+		}
+		return true
+	case quoted && line[qs] == '"' && qs >= 5 && (foldEq(line[qs-4:qs], "key=") || foldEq(line[qs-5:qs], "name=")):
+		j := skipSpace(line, i)
+		if !hasFoldPrefix(line, j, `value="`) {
+			return false
+		}
+		vs := j + len(`value="`)
+		ve := bytes.IndexByte(line[vs:], '"')
+		if ve < 0 {
+			return false
+		}
+		if rule := p.w.r.classifyKey(name, formField); rule >= 0 {
+			p.valueSpan(vs, vs+ve, rule, contDQuote)
+		}
+		return true
+	}
+	return false
 }
 
 // callArgument reports whether the quoted key at qs is the first argument

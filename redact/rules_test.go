@@ -220,7 +220,10 @@ func ruleCases() []ruleCase {
 		pos("vendor-token", "vault login hvs.CAESIJ3x9Zq7Lm2Np4Rt6Vw8Yz0Ab1Cd3Ef5Gh7", "vault login hvs.[REDACTED]", 1),
 		pos("vendor-token", "tenant login with y9x8Q~Wv7u6T5s4R3q2P1o0N9m8L7k6J5i4H3g2F failed", "tenant login with [REDACTED] failed", 1),
 		neg("vendor-token", "release notes: abcd8Q~short and Zy9x8Q~Wv7u6T5s4R3q2P1o0N9m8L7k6J5i4H3g2F"),
+		pos("vendor-token", "oauth refresh ok: ya29.a0AfB_byC3d4E5f6G7h8I9j0KlMnOpQrStUvWxYz", "oauth refresh ok: ya29.[REDACTED]", 1),
+		pos("vendor-token", "using dapi0123456789abcdef0123456789abcdef for the job", "using dapi[REDACTED] for the job", 1),
 		neg("vendor-token", "mounted /dev/disk-by-id/sk-Abc123 and /var/lib/hf_cache"),
+		neg("vendor-token", "the rapid dapi-client and ya29 notes"),
 		neg("vendor-token", "task-proj-runner sk-learn-something-long-enough-here"),
 		neg("vendor-token", "ghp_ prefix named in docs, glpat-short, xoxb-1"),
 		neg("vendor-token", "refreshing ghp_IaxQOZazDYHwynFz"),
@@ -292,7 +295,18 @@ func ruleCases() []ruleCase {
 		// A backslash inside an unquoted value is part of it.
 		pos("cli-secret-flag", `--admin-password=Adm1n\\pw2 --x=1`, `--admin-password=[REDACTED] --x=1`, 1),
 
+		// Markup and code: XML elements, appSettings pairs, =>, :=.
+		pos("secret-field", `<server><id>nexus</id><username>deploy</username><password>Xy7Zq9Lm</password></server>`,
+			`<server><id>nexus</id><username>deploy</username><password>[REDACTED]</password></server>`, 1),
+		pos("secret-field", `<add key="ApiKey" value="Xy7Zq9LmQw3" />`, `<add key="ApiKey" value="[REDACTED]" />`, 1),
+		pos("secret-field", `'db_password' => 'Xy7Zq9Lm',`, `'db_password' => '[REDACTED]',`, 1),
+		pos("secret-field", `  client.token := "Xy7Zq9Lm"`, `  client.token := "[REDACTED]"`, 1),
+		neg("secret-field", `<passwordPolicy>strict</passwordPolicy><tokenFile>/etc/t</tokenFile>`),
+		neg("secret-field", `<add key="TokenLifetime" value="3600" />`),
 		// Command lines: curl's user:password, a password beside a user.
+		pos("cli-secret-flag", "sshpass -p Xy7Zq9Lm ssh root@10.0.0.9", "sshpass -p [REDACTED] ssh root@10.0.0.9", 1),
+		pos("cli-secret-flag", "mysql -u root -pXy7Zq9Lm appdb", "mysql -u root -p[REDACTED] appdb", 1),
+		neg("cli-secret-flag", "kube-proxy -p 10256 --cluster-cidr=10.0.0.0/8"),
 		pos("cli-secret-flag", "curl -u elastic:Pw-9x8y7z https://localhost:9200", "curl -u elastic:[REDACTED] https://localhost:9200", 1),
 		pos("cli-secret-flag", "curl --user kevin:'Qz8 x7' -X PATCH", "curl --user kevin:'[REDACTED]' -X PATCH", 1),
 		pos("cli-secret-flag", `["curl","-u","admin:S3cr3tPw","https://x"]`, `["curl","-u","admin:[REDACTED]","https://x"]`, 1),

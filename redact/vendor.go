@@ -116,6 +116,32 @@ var vendorTokens = []vendorToken{
 	{prefix: "lin_api_", min: 40, al: alAlnum, bound: true},
 	{prefix: "PMAK-", min: 50, al: alWordDash, bound: true},
 	{prefix: "pul-", min: 40, al: alHex, bound: true},
+	// Google OAuth access tokens, Atlassian, Alibaba Cloud key ids, age
+	{prefix: "ya29.", min: 30, al: alWordDash, bound: true},
+	{prefix: "ATATT3", min: 40, al: alWordDash, bound: true},
+	{prefix: "LTAI", min: 16, al: alAlnum, bound: true, mixed: true},
+	{prefix: "AGE-SECRET-KEY-1", min: 50, al: alAlnum, bound: true},
+	// Square, Sendinblue (Brevo), Databricks, Dynatrace, Sentry, PlanetScale
+	{prefix: "sq0atp-", min: 22, al: alWordDash, bound: true},
+	{prefix: "sq0csp-", min: 40, al: alWordDash, bound: true},
+	{prefix: "xkeysib-", min: 60, al: alWordDash, bound: true},
+	{prefix: "dapi", min: 32, al: alHex, bound: true, mixed: false},
+	{prefix: "dt0c01.", min: 60, al: alWordDot, bound: true},
+	{prefix: "sntrys_", min: 40, al: alB64, bound: true},
+	{prefix: "pscale_tkn_", min: 32, al: alWordDot, bound: true},
+	{prefix: "pscale_pw_", min: 32, al: alWordDot, bound: true},
+	// Notion, Figma, Netlify, Contentful, RubyGems, Slack client tokens
+	{prefix: "ntn_", min: 40, al: alAlnum, bound: true},
+	{prefix: "figd_", min: 30, al: alWordDash, bound: true},
+	{prefix: "nfp_", min: 36, al: alAlnum, bound: true},
+	{prefix: "CFPAT-", min: 40, al: alWordDash, bound: true},
+	{prefix: "rubygems_", min: 48, al: alHex, bound: true},
+	{prefix: "xoxc-", min: 10, al: alWordDash, bound: true},
+	// LLM APIs: Groq, xAI, Perplexity, Replicate
+	{prefix: "gsk_", min: 40, al: alAlnum, bound: true},
+	{prefix: "xai-", min: 40, al: alAlnum, bound: true},
+	{prefix: "pplx-", min: 40, al: alAlnum, bound: true},
+	{prefix: "r8_", min: 36, al: alAlnum, bound: true, mixed: true},
 }
 
 func inAlphabet(b byte, al int8) bool {
@@ -362,11 +388,19 @@ func (p *pass) userPassFlag(s, e int) {
 }
 
 // passwordFlag: "-p <password>" of a command that also names a user
-// ("docker login -u x -p y", "twine upload -u __token__ -p pypi-...").
-// Without a user flag "-p" is a port, a path or a profile.
+// ("docker login -u x -p y", "twine upload -u __token__ -p pypi-...",
+// "mysql -u root -pSECRET"), or of sshpass. Without a user flag "-p" is a
+// port, a path or a profile.
 func (p *pass) passwordFlag(s, e int) {
 	line := p.line
-	if !argStart(line, s) || !hasUserFlag(line) {
+	if !argStart(line, s) || !hasUserFlag(line) && !bytes.Contains(line, []byte("sshpass")) {
+		return
+	}
+	if e < len(line) && isAlnum(line[e]) && hasUserFlag(line) {
+		// mysql -u root -pSECRET: the password right after the flag.
+		if ve := argEnd(line, e); ve > e {
+			p.valueSpan(e, ve, ruleCLIFlag, contStop)
+		}
 		return
 	}
 	vs, ok := nextArg(line, e, false)
