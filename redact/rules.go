@@ -165,17 +165,28 @@ func (p *pass) keyValue(ks, ke int) {
 		}
 		form = formFlag
 		sep = ' '
-	case lineStart && !strict && !quoted && dashes == 0 && spacedBefore && j < len(line) && !isStop(line[j]):
-		// "bindpw  secret" (ldap.conf, kickstart's rootpw): the key, blanks
-		// and one value, nothing after it.
+	case !strict && !quoted && dashes == 0 && spacedBefore && j < len(line) && !isStop(line[j]) &&
+		(lineStart || netrcLogin(line, qs)):
+		// "bindpw  secret" (ldap.conf, kickstart's rootpw, a .netrc's
+		// "password x" line): the key, blanks and one value, nothing
+		// after it; or .netrc's one-line "machine h login u password x".
 		ve := j
 		for ve < len(line) && !isSpace(line[ve]) {
 			ve++
 		}
+		if !lineStart {
+			if rule := p.w.r.classifyKey(name, formField); rule >= 0 {
+				p.valueSpan(j, ve, rule, contStop)
+			}
+			return
+		}
 		if trimRight(line, len(line)) != ve {
 			return
 		}
-		if !foldEq(name, "bindpw") && !foldEq(name, "rootpw") && !secretShaped(line[j:ve], 8) {
+		// A config word on a line of its own takes any value; after a log
+		// prefix ("Password expired") only one that looks generated.
+		configWord := commentedKeyStart(line) == qs && (foldEq(name, "password") || foldEq(name, "passwd") || foldEq(name, "pass"))
+		if !configWord && !foldEq(name, "bindpw") && !foldEq(name, "rootpw") && !secretShaped(line[j:ve], 8) {
 			return
 		}
 		if rule := p.w.r.classifyKey(name, formField); rule >= 0 {
@@ -260,6 +271,22 @@ func (p *pass) markup(ks, ke, qs, i int, quoted bool, name []byte) bool {
 		return true
 	}
 	return false
+}
+
+// netrcLogin reports whether the key at qs follows "login <user> " on a
+// .netrc line ("machine host login user password secret").
+func netrcLogin(line []byte, qs int) bool {
+	j := qs
+	for j > 0 && isSpace(line[j-1]) {
+		j--
+	}
+	for j > 0 && !isSpace(line[j-1]) {
+		j--
+	}
+	for j > 0 && isSpace(line[j-1]) {
+		j--
+	}
+	return j >= 5 && foldEq(line[j-5:j], "login") && (j == 5 || isSpace(line[j-6]))
 }
 
 // callArgument reports whether the quoted key at qs is the first argument
