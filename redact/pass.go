@@ -147,7 +147,13 @@ func (p *pass) run() {
 		case kwUserFlag:
 			p.userPassFlag(s, ev.end)
 		case kwPassFlag:
-			p.passwordFlag(s, ev.end)
+			if k.arg == 0 {
+				p.passwordFlag(s, ev.end)
+			} else {
+				p.redisPassword(s, ev.end)
+			}
+		case kwCookie:
+			p.cookies(s, ev.end)
 		}
 	}
 	if p.start {

@@ -171,6 +171,7 @@ const (
 	kwPadded                   // "==" ending a base64 value
 	kwUserFlag                 // "-u", "--user": user:password
 	kwPassFlag                 // "-p": a password beside a user flag
+	kwCookie                   // "cookie": a Cookie or Set-Cookie header
 )
 
 type keyword struct {
@@ -247,7 +248,9 @@ func newBuilder() *builder {
 	word(kwKey, 0, "pass", "secret", "token",
 		"credential", "creds", "apikey", "api_key", "api-key", "privatekey",
 		"private_key", "private-key", "key-data", "accountkey", "account-key",
-		"account_key", "sharedaccesskey", "auth", "pwd", "bindpw", "rootpw", "psk")
+		"account_key", "sharedaccesskey", "auth", "pwd", "bindpw", "rootpw", "psk",
+		"encryption", "signing", "hmac")
+	word(kwCookie, 0, "cookie")
 	word(kwAuth, 0, "authorization")
 	word(kwBearer, 0, "bearer")
 	// A JWT header is base64url of a JSON object: `{"` compact, `{\n  "`
@@ -268,6 +271,7 @@ func newBuilder() *builder {
 		b.word([]byte(w), keyword{kind: kwUserFlag, exact: []byte(w)})
 	}
 	b.word([]byte("-p"), keyword{kind: kwPassFlag, exact: []byte("-p")})
+	b.word([]byte("-a"), keyword{kind: kwPassFlag, arg: 1, exact: []byte("-a")})
 	b.word([]byte("AQ"), keyword{kind: kwCeph, exact: []byte("AQ")})
 	word(kwURL, 0, "://")
 	word(kwUNC, 0, "//")

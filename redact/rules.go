@@ -166,7 +166,7 @@ func (p *pass) keyValue(ks, ke int) {
 		form = formFlag
 		sep = ' '
 	case !strict && !quoted && dashes == 0 && spacedBefore && j < len(line) && !isStop(line[j]) &&
-		(lineStart || netrcLogin(line, qs)):
+		(lineStart || netrcLogin(line, qs) || afterWord(line, qs, "set")):
 		// "bindpw  secret" (ldap.conf, kickstart's rootpw, a .netrc's
 		// "password x" line): the key, blanks and one value, nothing
 		// after it; or .netrc's one-line "machine h login u password x".
@@ -271,6 +271,17 @@ func (p *pass) markup(ks, ke, qs, i int, quoted bool, name []byte) bool {
 		return true
 	}
 	return false
+}
+
+// afterWord reports whether the key at qs follows the word w (lower
+// case) and blanks: "aws configure set aws_secret_access_key x",
+// "CONFIG SET requirepass x".
+func afterWord(line []byte, qs int, w string) bool {
+	j := qs
+	for j > 0 && isSpace(line[j-1]) {
+		j--
+	}
+	return j < qs && j >= len(w) && foldEq(line[j-len(w):j], w) && (j == len(w) || isSpace(line[j-len(w)-1]))
 }
 
 // netrcLogin reports whether the key at qs follows "login <user> " on a

@@ -432,3 +432,55 @@ func hasUserFlag(line []byte) bool {
 	}
 	return false
 }
+
+// redisPassword: redis-cli's "-a <password>".
+func (p *pass) redisPassword(s, e int) {
+	line := p.line
+	if !argStart(line, s) || !bytes.Contains(line, []byte("redis-cli")) {
+		return
+	}
+	if vs, ok := nextArg(line, e, false); ok && line[vs] != '-' {
+		p.valueSpan(vs, argEnd(line, vs), ruleCLIFlag, contStop)
+	}
+}
+
+// cookies: the values of a Cookie or Set-Cookie header ("Cookie: a=x;
+// b=y"), which are sessions. The names stay.
+func (p *pass) cookies(s, e int) {
+	line := p.line
+	if s > 0 && isAlnum(line[s-1]) && !(s >= 4 && foldEq(line[s-4:s], "set-")) {
+		return
+	}
+	i := e
+	if i < len(line) && (line[i] == '"' || line[i] == '\'') {
+		i++
+	}
+	if i >= len(line) || line[i] != ':' {
+		return
+	}
+	i = skipSpace(line, i+1)
+	for i < len(line) && (line[i] == '[' || line[i] == '"' || line[i] == '\'') {
+		i++
+	}
+	for n := 0; n < 64 && i < len(line); n++ {
+		k := i
+		for k < len(line) && line[k] != '=' && line[k] != ';' && !isSpace(line[k]) && line[k] != '"' && line[k] != '\'' {
+			k++
+		}
+		if k >= len(line) || line[k] != '=' || k == i {
+			return
+		}
+		vs := k + 1
+		ve := vs
+		for ve < len(line) && line[ve] != ';' && !isSpace(line[ve]) && line[ve] != '"' && line[ve] != '\'' && line[ve] != ',' {
+			ve++
+		}
+		if ve-vs >= 4 {
+			p.valueSpan(vs, ve, ruleAuthHeader, contStop)
+		}
+		if ve >= len(line) || line[ve] != ';' {
+			return
+		}
+		i = skipSpace(line, ve+1)
+	}
+}
