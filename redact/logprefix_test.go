@@ -10,7 +10,7 @@ var logPrefixCases = []struct {
 	{"2026-11-23T09:23:13.000013000Z stderr F   password: x", "  password: x"},
 	{"2026-11-23T09:23:13.000013000Z stdout P partial", "partial"},
 	{"2026-11-23T09:23:13.000013000Z stderr F I1123 09:20:11.000000       1 config.go:50] private-key: x", "private-key: x"},
-	{"2026-11-23T19:34:46.570985+0000 node-1 kubelet[2231]: I1123 09:21:02.000000    2231 kubelet.go:400] agent", "agent"},
+	{"2026-11-23T19:34:46.570985+0000 node-1 kubelet[2231]: I1123 09:21:02.000000    2231 kubelet.go:400] daemon", "daemon"},
 	{"2026-11-23T19:34:46+00:00 node-1 containerd[987]: time=\"x\" level=info", "time=\"x\" level=info"},
 	{"Nov 23 09:20:11 node-1 kernel: nfs: server not responding", "nfs: server not responding"},
 	{"Nov  3 09:20:11 node-1 systemd[1]: Started x.", "Started x."},

@@ -118,7 +118,7 @@ func (p *pass) keyValue(ks, ke int) {
 			// Key:value as Go prints structs and maps.
 		case spacedAfter && !spacedBefore:
 			// "validating token: expired" is prose; but a value that
-			// looks generated is a secret all the same ("agent config
+			// looks generated is a secret all the same ("daemon config
 			// sharedsecret: FaIB...").
 			strict = true
 		default:

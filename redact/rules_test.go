@@ -254,8 +254,8 @@ func ruleCases() []ruleCase {
 			`level=info msg="deploy" header="X-Service-Token: [REDACTED]"`, 1),
 		neg("secret-field", `level=info msg="token: expired" user=bob`),
 		// Prose, but the value is long and random.
-		pos("secret-field", "agent config sharedsecret: Ab3De5Gh7Jk9Mn1Pq3St5Vw7 loaded",
-			"agent config sharedsecret: [REDACTED] loaded", 1),
+		pos("secret-field", "daemon config sharedsecret: Ab3De5Gh7Jk9Mn1Pq3St5Vw7 loaded",
+			"daemon config sharedsecret: [REDACTED] loaded", 1),
 		neg("secret-field", `notes = "Maven - io.jsonwebtoken:jjwt-jackson-0.11.2"`),
 		neg("secret-field", `MountVolume.SetUp failed for volume "db-creds" : secret "db-creds" not found`),
 		// Vocabulary: creds, pass, *_auth, bindpw, pwd; references kept.
