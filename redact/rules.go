@@ -112,6 +112,9 @@ func (p *pass) keyValue(ks, ke int) {
 			return // "::" or a URL scheme
 		}
 		spacedAfter := vs < len(line) && isSpace(line[vs])
+		if strict && !spacedBefore && !spacedAfter && dashes == 0 && identOnly(name) {
+			strict = false // Key:value, as Go prints it, wherever it stands
+		}
 		switch {
 		case quoted, lineStart, flow:
 		case !spacedBefore && !spacedAfter && dashes == 0 && identOnly(name):
