@@ -6,10 +6,12 @@ import (
 	"errors"
 	"os"
 	"path"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/isolate"
 )
@@ -51,10 +53,18 @@ var nodeConfigFiles = []string{
 	"/etc/lvm/lvm.conf",
 }
 
+// nodeConfigDirs are directories whose files with the suffix are all
+// collected: ceph names a keyring after its client
+// (ceph.client.<id>.keyring, one per CSI driver and pool user), so no fixed
+// list finds them.
+var nodeConfigDirs = []struct{ dir, suffix string }{
+	{"/etc/ceph", ".keyring"},
+}
+
 func init() {
 	Register(Spec{
 		Name:           "nodeconfig",
-		Description:    "kubelet, runtime and storage-client configuration files (kubelet config and kubeconfig, containerd, fstab, multipath, iSCSI, ceph), redacted",
+		Description:    "kubelet, runtime and storage-client configuration files (kubelet config and kubeconfig, containerd, fstab, multipath, iSCSI, ceph and every /etc/ceph/*.keyring), redacted",
 		DefaultEnabled: true,
 		DefaultTimeout: 20 * time.Second,
 		After:          []string{"mountprobe"},
@@ -81,6 +91,7 @@ func collectNodeConfig(ctx context.Context, env *Env) error {
 		return err
 	}
 	paths := append(append([]string(nil), nodeConfigFiles...), o.Extra...)
+	paths = append(paths, listNodeConfigDirs(ctx, env, paths)...)
 	var list []NodeConfigFile
 	for _, p := range paths {
 		if !path.IsAbs(p) {
@@ -131,4 +142,42 @@ func collectNodeConfig(ctx context.Context, env *Env) error {
 		}
 	}
 	return nil
+}
+
+// listNodeConfigDirs returns the files of nodeConfigDirs not in have. Each
+// directory is listed in an isolated worker (it may be on a hung mount),
+// with getdents only: no file is stat()ed or opened here.
+func listNodeConfigDirs(ctx context.Context, env *Env, have []string) []string {
+	seen := map[string]bool{}
+	for _, p := range have {
+		seen[p] = true
+	}
+	var out []string
+	for _, d := range nodeConfigDirs {
+		src := env.HostPath(d.dir)
+		if env.IsHung(src) {
+			continue
+		}
+		var r CSIReadDirResult
+		if err := env.Do(ctx, opCSIReadDir, src, CSIReadDirRequest{Path: src, Max: 1024}, &r); err != nil {
+			if !errors.Is(err, os.ErrNotExist) && !csiNotExist(err) {
+				env.Notef("listing %s for %s files: %v", d.dir, d.suffix, err)
+			}
+			continue
+		}
+		names := make([]string, 0, len(r.Entries))
+		for _, e := range r.Entries {
+			if strings.HasSuffix(e.Name, d.suffix) && e.Type != unix.DT_DIR {
+				names = append(names, e.Name)
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if p := path.Join(d.dir, n); !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }

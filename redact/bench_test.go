@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -13,7 +14,12 @@ import (
 // containerd journal lines (volume mounts, secret volumes, orphaned pods,
 // PLEG), kernel messages, mountinfo, goroutine frames, JSON, with a secret
 // on about one line in five hundred.
-func mixedLog(n int) []byte {
+func mixedLog(n int) []byte { return mixedLogEvery(n, 500) }
+
+// mixedLogEvery is mixedLog with a secret on about one line in every
+// (secret-dense text when every is small), of more kinds: keyed values,
+// vendor tokens, JWTs, ceph keys, command-line credentials.
+func mixedLogEvery(n, every int) []byte {
 	rnd := rand.New(rand.NewSource(42))
 	uuid := func() string {
 		return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", rnd.Uint32(), rnd.Intn(1<<16), rnd.Intn(1<<16), rnd.Intn(1<<16), rnd.Int63n(1<<48))
@@ -66,14 +72,41 @@ func mixedLog(n int) []byte {
 			return fmt.Sprintf(`{"attachmentID":"csi-%s","driverName":"hostpath.csi.k8s.io","nodeName":"node-a","specVolID":"pvc-%s","volumeHandle":"%s"}`, hex(64), uuid(), uuid())
 		},
 	}
+	alnum := func(k int) string {
+		b := make([]byte, k)
+		for i := range b {
+			b[i] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"[rnd.Intn(62)]
+		}
+		return string(b)
+	}
 	secrets := []func() string{
 		func() string { return fmt.Sprintf(`-H "Authorization: Bearer %s"`, hex(32)) },
 		func() string { return fmt.Sprintf(`level=error msg="db" password=%s`, hex(12)) },
 		func() string { return fmt.Sprintf(`{"name":"DB_PASSWORD","value":"%s"}`, hex(12)) },
 	}
+	if every < 500 {
+		secrets = append(secrets,
+			func() string {
+				return fmt.Sprintf(`%s containerd[987]: time="2026-11-21T09:10:11Z" level=error msg="pull failed: token ghp_%s lacks scope"`, ts(), alnum(36))
+			},
+			func() string {
+				return fmt.Sprintf(`%s kubelet[1234]: %s csi.go:80] "NodeStageVolume" secret="AQ%s0FAA%s=="`, ts(), klog(), alnum(4), alnum(30))
+			},
+			func() string {
+				return fmt.Sprintf(`2026-11-21T09:10:11.000000000Z stderr F   password: %s`, alnum(20))
+			},
+			func() string { return fmt.Sprintf("curl -u admin:%s https://10.0.0.%d/api", alnum(14), rnd.Intn(255)) },
+			func() string {
+				return fmt.Sprintf(`{"token":"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ%s.%s"}`, alnum(40), alnum(43))
+			},
+			func() string {
+				return fmt.Sprintf("AWS_ACCESS_KEY_ID=AKIA%s aws_secret_access_key=%s", strings.ToUpper(alnum(16)), alnum(40))
+			},
+		)
+	}
 	var b bytes.Buffer
 	for b.Len() < n {
-		if rnd.Intn(500) == 0 {
+		if rnd.Intn(every) == 0 {
 			b.WriteString(secrets[rnd.Intn(len(secrets))]())
 		} else {
 			b.WriteString(lines[rnd.Intn(len(lines))]())
@@ -84,6 +117,9 @@ func mixedLog(n int) []byte {
 }
 
 var benchText = sync.OnceValue(func() []byte { return mixedLog(32 << 20) })
+
+// denseText has a secret on about one line in four.
+var denseText = sync.OnceValue(func() []byte { return mixedLogEvery(32<<20, 4) })
 
 // BenchmarkWriter: single-core redaction throughput with the built-in
 // rules on mixed log text, written in 32 KiB chunks as io.Copy does.
@@ -101,8 +137,14 @@ func BenchmarkWriterObfuscate(b *testing.B) {
 	benchWriter(b, r)
 }
 
-func benchWriter(b *testing.B, r *Redactor) {
-	in := benchText()
+// BenchmarkWriterDense: the same on secret-dense text.
+func BenchmarkWriterDense(b *testing.B) {
+	benchWriterOn(b, Default(), denseText())
+}
+
+func benchWriter(b *testing.B, r *Redactor) { benchWriterOn(b, r, benchText()) }
+
+func benchWriterOn(b *testing.B, r *Redactor, in []byte) {
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -51,7 +51,7 @@ func TestConfigRules(t *testing.T) {
 			"connecting with Acme-DB-pa55 (was Acme-DB-old)",
 			"stored as " + base64.RawStdEncoding.EncodeToString([]byte("Acme-DB-pa55")),
 			"key acme_0123456789abcdef used",
-			"cookie: session=abc123; path=/",
+			"x-acme-state: session=abc123; path=/",
 			"ACME_PIN=4711 acmePin: 4711",
 			`{"x-acme-auth": "tok"}`,
 			"using bearer 8f14e45fceea167a5a36dedd4bea2543",
@@ -60,7 +60,7 @@ func TestConfigRules(t *testing.T) {
 			"connecting with [REDACTED] (was [REDACTED])",
 			"stored as [REDACTED]",
 			"key [REDACTED] used",
-			"cookie: session=[REDACTED]; path=/",
+			"x-acme-state: session=[REDACTED]; path=/",
 			"ACME_PIN=[REDACTED] acmePin: 4711",
 			`{"x-acme-auth": "[REDACTED]"}`,
 			"using bearer 8f14e45fceea167a5a36dedd4bea2543", // bearer-token disabled

@@ -63,6 +63,10 @@ var planted = []string{
 	"MHcCAQEEIGBbqCinyc5ZqnyT7Otfxed0yYm71m0AL9a+Pz8MXa8xoAoGCCqGSM49",
 	"AwEHoUQDQgAE0sFUKQldSDhWHyIEw8vyVEhIbnHgLd26eJ7NWmNDoAfAAh0T7TV9",
 	"d5ybZljk7uT6zbdgEoh/LkYAeUQFlnqdJQ==",
+	// containerd journal: a vendor token in prose
+	"Pl4ntVendorT0kenAbCdEfGhIjKlMnOpQrSt",
+	// /etc/default/kubelet: a random value under a name that says nothing
+	"Pl4ntEntr0pyVa1ueQw7Er9Ty2Ui4Op6As8Df0",
 }
 
 // wantCounts is what the manifest must report for the corpus: every rule,
@@ -86,6 +90,8 @@ var wantCounts = map[string]int{
 	"gcp-private-key":      1, // private_key_id (the key itself counts as pem)
 	"k8s-secret-data":      4, // two data values, last-applied, stringData block
 	"env-secret":           1,
+	"vendor-token":         1,
+	"high-entropy-value":   1,
 }
 
 // mustStay is context the redaction must not take with it.
@@ -101,6 +107,8 @@ var mustStay = []string{
 	`"secretName":"default-token-x9z2q"`,
 	"username: kubelet-bootstrap",
 	"/var/lib/kubelet/plugins/kubernetes.io/csi/hostpath.csi.k8s.io/2e7c0a9f/globalmount",
+	"--image-credential-provider-config=/etc/kubernetes/credential-provider.yaml",
+	`name:\"sha256:3b8f2a1e6c4d4e2a9f1b7a5c0d2e8b633b8f2a1e6c4d4e2a9f1b7a5c0d2e8b63\"`,
 }
 
 // encodings are the forms a planted secret may take once encoded.

@@ -21,6 +21,9 @@ var fuzzPlants = []struct{ line, secret string }{
 	{"aws_access_key_id AKIAPLANTEDKEY123456", "AKIAPLANTEDKEY123456"},
 	{"\tkey = AQPLANTEDCEPHKEY0123456789abcdefghijkl==", "AQPLANTEDCEPHKEY0123456789abcdefghijkl"},
 	{"--token PLANTEDFLAGTOKEN12345", "PLANTEDFLAGTOKEN12345"},
+	{"pull failed: token ghp_PLANTEDVENDORTOKEN0123456789abcdef lacks scope", "PLANTEDVENDORTOKEN0123456789"},
+	{"2026-11-23T09:23:03.000003000Z stderr F   password: PLANTEDPREFIXEDPW12345", "PLANTEDPREFIXEDPW12345"},
+	{"curl -u admin:PLANTEDCURLPW12345 https://x", "PLANTEDCURLPW12345"},
 }
 
 func fuzzRedactors() []*Redactor {
@@ -147,6 +150,27 @@ func FuzzRedactTwice(f *testing.F) {
 		again, counts := r.String(out)
 		if again != out || len(counts) != 0 {
 			t.Fatalf("second pass changed %q\n  first:  %q\n  second: %q %v", data, out, again, counts)
+		}
+	})
+}
+
+// FuzzLogPrefix: logPrefixLen reads any bytes without panicking, returns a
+// length within the line, and text appended to a line never shortens the
+// prefix found (a prefix depends on what comes before the text only).
+func FuzzLogPrefix(f *testing.F) {
+	for _, tc := range logPrefixCases {
+		f.Add([]byte(tc.line))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		n := logPrefixLen(line)
+		if n < 0 || n > len(line) {
+			t.Fatalf("logPrefixLen(%q) = %d, outside the line", line, n)
+		}
+		if n > 0 && n < len(line) && line[n-1] == ' ' {
+			longer := append(append([]byte(nil), line...), " password: x"...)
+			if m := logPrefixLen(longer); m < n {
+				t.Fatalf("prefix of %q is %d, of %q %d", line, n, longer, m)
+			}
 		}
 	})
 }

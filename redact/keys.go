@@ -16,7 +16,8 @@ import "bytes"
 // secretStems are the words whose presence makes a key secret.
 var secretStems = []string{
 	"password", "passwd", "passphrase", "secret", "token", "credential",
-	"apikey", "privatekey",
+	"creds", "apikey", "privatekey", "pwd", "bindpw", "rootpw", "psk",
+	"encryptionkey", "signingkey", "hmackey", "requirepass", "masterauth",
 }
 
 // metaSuffixes end keys that describe a secret without holding it.
@@ -30,7 +31,17 @@ var metaSuffixes = []string{
 	"enabled", "enable", "disabled", "required", "source", "provider",
 	"stdin", "version", "generation", "selector", "store", "tokens",
 	"secrets", "cacerthash",
+	// References to a secret by the variable or the configuration holding
+	// it: passwordVariable, --image-credential-provider-config.
+	"variable", "config", "configuration", "cfg",
+	// Settings about a secret: tokenLifetime, passwordMaxAge.
+	"lifetime", "validity", "maxage", "limit", "algorithm",
 }
+
+// metaWords end keys that reference a secret when they are a word of the
+// key's own (credentialsId, secret_ids, tokenVar), not letters that end
+// another word ("..._an_i_d").
+var metaWords = []string{"id", "ids", "var"}
 
 // codeExtensions: a key like "token.go" is a source file in a goroutine
 // frame or a compiler message ("token.go:123"), not a field.
@@ -83,6 +94,26 @@ func containsStr(b []byte, s string) bool {
 	return bytes.Contains(b, []byte(s))
 }
 
+// wordSuffix reports whether key ends in the word w (lower case) as a word
+// of its own: "pass", "db_pass", "dbPass", "DB-PASS", but not "bypass" or
+// "compass".
+func wordSuffix(key []byte, w string) bool {
+	n := len(key) - len(w)
+	if n < 0 || !foldEq(key[n:], w) {
+		return false
+	}
+	if n == 0 {
+		return true
+	}
+	switch b := key[n-1]; {
+	case b == '_' || b == '-' || b == '.':
+		return true
+	case 'a' <= b && b <= 'z' && 'A' <= key[n] && key[n] <= 'Z':
+		return true // camelCase
+	}
+	return false
+}
+
 // classifyKey returns the rule that redacts the value of key, or -1. key is
 // the key as written, without leading dashes or quotes.
 func (r *Redactor) classifyKey(key []byte, form keyForm) int32 {
@@ -104,9 +135,9 @@ func (r *Redactor) classifyKey(key []byte, form keyForm) int32 {
 	if hasSuffixStr(n, "accountkey") || hasSuffixStr(n, "sharedaccesskey") {
 		return ruleAzureKey
 	}
-	stem := false
+	stem := wordSuffix(key, "pass") || wordSuffix(key, "auth")
 	for _, s := range secretStems {
-		if containsStr(n, s) {
+		if stem || containsStr(n, s) {
 			stem = true
 			break
 		}
@@ -114,9 +145,22 @@ func (r *Redactor) classifyKey(key []byte, form keyForm) int32 {
 	if !stem {
 		return -1
 	}
+	switch {
+	case hasSuffixStr(n, "csrftoken"), hasSuffixStr(n, "xsrftoken"), string(n) == "oldpwd":
+		// A CSRF token lives as long as a page; OLDPWD is a directory.
+		return -1
+	}
+	if foldEq(key, "private_key_id") {
+		return ruleGCPKey
+	}
 	for _, s := range metaSuffixes {
 		if hasSuffixStr(n, s) {
 			return -1
+		}
+	}
+	for _, s := range metaWords {
+		if wordSuffix(key, s) && !hasSuffixStr(n, "secretid") {
+			return -1 // but Vault's secret_id is a credential
 		}
 	}
 	if dot := bytes.LastIndexByte(key, '.'); dot >= 0 {

@@ -15,10 +15,16 @@ type matcher struct {
 	// the scan loop needs no multiply; hitFlag marks states that end a
 	// keyword.
 	next []uint32
+	// next16 is next in half the memory, used when every entry fits in
+	// 15 bits (the built-in rule set does): the rows of the states plain
+	// text keeps visiting then stay in L1.
+	next16 []uint16
 	// hits[state/nclass] lists the keywords (indexes into the words the
 	// matcher was built from) that end in that state.
 	hits [][]int32
 }
+
+const hitFlag16 = 1 << 15
 
 const hitFlag = 1 << 31
 
@@ -116,11 +122,23 @@ func newMatcher(words [][]byte) *matcher {
 			m.next[i] |= hitFlag
 		}
 	}
+	if len(m.next) < hitFlag16 {
+		m.next16 = make([]uint16, len(m.next))
+		for i, v := range m.next {
+			m.next16[i] = uint16(v &^ hitFlag)
+			if v&hitFlag != 0 {
+				m.next16[i] |= hitFlag16
+			}
+		}
+	}
 	return m
 }
 
 // scan appends every keyword occurrence in line to ev.
 func (m *matcher) scan(line []byte, ev []event) []event {
+	if m.next16 != nil {
+		return m.scan16(line, ev)
+	}
 	next, class := m.next, &m.class
 	s := uint32(0)
 	for i, b := range line {
@@ -128,6 +146,22 @@ func (m *matcher) scan(line []byte, ev []event) []event {
 		if s&hitFlag != 0 {
 			s &^= hitFlag
 			for _, k := range m.hits[s/m.nclass] {
+				ev = append(ev, event{kw: k, end: i + 1})
+			}
+		}
+	}
+	return ev
+}
+
+// scan16 is scan over next16.
+func (m *matcher) scan16(line []byte, ev []event) []event {
+	next, class := m.next16, &m.class
+	s := uint16(0)
+	for i, b := range line {
+		s = next[uint32(s)+uint32(class[b])]
+		if s&hitFlag16 != 0 {
+			s &^= hitFlag16
+			for _, k := range m.hits[uint32(s)/m.nclass] {
 				ev = append(ev, event{kw: k, end: i + 1})
 			}
 		}

@@ -45,6 +45,8 @@ type pass struct {
 	endFrm int   // -1: not searched yet
 	ran    []int // regex rules already run on this piece
 	kindS  int8  // the line's JSON "kind": 0 not looked for yet, 1 Secret, 2 other, 3 none
+	ts     int   // where the text begins after a log prefix; -1 not worked out yet
+	segEnd int   // >= 0: the value being read ends here (a closing quote)
 }
 
 func (p *pass) begin(line []byte, start bool) {
@@ -56,6 +58,8 @@ func (p *pass) begin(line []byte, start bool) {
 	p.endFrm = -1
 	p.ran = p.ran[:0]
 	p.kindS = 0
+	p.ts = -1
+	p.segEnd = -1
 }
 
 // add proposes replacing line[s:e] with repl under rule.
@@ -99,6 +103,7 @@ func (p *pass) run() {
 		switch k.kind {
 		case kwKey:
 			p.keyValue(s, ev.end)
+			p.segEnd = -1
 		case kwAuth:
 			p.authHeader(s, ev.end)
 		case kwBearer:
@@ -131,7 +136,28 @@ func (p *pass) run() {
 			p.runRegex(k.arg)
 		case kwHost, kwUser, kwHome, kwHostRegex:
 			p.obfKeyword(k, s, ev.end)
+		case kwVendor:
+			p.vendor(k.arg, s, ev.end)
+		case kwAzureAD:
+			p.azureADSecret(s)
+		case kwBasic:
+			p.basicCredentials(s, ev.end)
+		case kwPadded:
+			p.paddedKey(s)
+		case kwUserFlag:
+			p.userPassFlag(s, ev.end)
+		case kwPassFlag:
+			if k.arg == 0 {
+				p.passwordFlag(s, ev.end)
+			} else {
+				p.redisPassword(s, ev.end)
+			}
+		case kwCookie:
+			p.cookies(s, ev.end)
 		}
+	}
+	if p.start {
+		p.entropyAssignment()
 	}
 	for _, i := range r.always {
 		p.runRegex(i)

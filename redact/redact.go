@@ -40,11 +40,18 @@
 //	aws-access-key-id     AKIA.../ASIA... key ids
 //	ceph-key              ceph secrets (AQ...==), keyrings included
 //	azure-sas-signature   sig= of a shared access signature URL
+//	vendor-token          tokens known by their prefix (ghp_, glpat-, xoxb-,
+//	                      sk-, SG., hvs., AIza, dckr_pat_, ...), which stays
+//	high-entropy-value    NAME=<random base64> opening a config line
 //
 // A key names a secret when it contains password, passwd, passphrase,
-// secret, token, credential, apikey or private key, and does not end in a
-// word that makes it metadata about one (secretName, tokenFile,
-// passwordRef, tokenExpirationSeconds, token_type, max_tokens). Left alone
+// secret, token, credential, creds, apikey, private key, pwd, bindpw or
+// psk, or ends in the word pass or auth (db_pass, user_auth), and does not
+// end in a word that makes it metadata about one (secretName, tokenFile,
+// passwordRef, tokenExpirationSeconds, token_type, max_tokens,
+// credentialsId, passwordVariable, credential-provider-config). Keys after
+// a log prefix (CRI, journal, klog) or an opening quote count as starting
+// their line (see logPrefixLen). Left alone
 // on purpose, because diagnosis needs them and they hold nothing secret:
 // certificates and public keys, file paths (tokenFile, --token-auth-file,
 // ceph's secretfile=), secret names and references, counts and TTLs.
@@ -102,6 +109,8 @@ const (
 	ruleAWSKeyID                 // aws-access-key-id
 	ruleCephKey                  // ceph-key
 	ruleAzureSAS                 // azure-sas-signature
+	ruleVendor                   // vendor-token
+	ruleEntropy                  // high-entropy-value
 	numBuiltin
 )
 
@@ -125,6 +134,8 @@ var builtinNames = [numBuiltin]string{
 	ruleAWSKeyID:    "aws-access-key-id",
 	ruleCephKey:     "ceph-key",
 	ruleAzureSAS:    "azure-sas-signature",
+	ruleVendor:      "vendor-token",
+	ruleEntropy:     "high-entropy-value",
 }
 
 // BuiltinRuleNames lists the names of the built-in rules, all on by default.
@@ -154,6 +165,13 @@ const (
 	kwHostRegex                // prefilter of a hostname pattern (arg: index)
 	kwUser                     // an explicit user name
 	kwHome                     // "/home/": the next path element is a user name
+	kwVendor                   // a vendor token's prefix (arg: index in vendorTokens)
+	kwAzureAD                  // "Q~" of an Entra ID client secret
+	kwBasic                    // "basic ": Basic credentials outside a header
+	kwPadded                   // "==" ending a base64 value
+	kwUserFlag                 // "-u", "--user": user:password
+	kwPassFlag                 // "-p": a password beside a user flag
+	kwCookie                   // "cookie": a Cookie or Set-Cookie header
 )
 
 type keyword struct {
@@ -226,15 +244,34 @@ func newBuilder() *builder {
 			b.word([]byte(w), keyword{kind: k, arg: arg})
 		}
 	}
-	word(kwKey, 0, "password", "passwd", "passphrase", "secret", "token",
-		"credential", "apikey", "api_key", "api-key", "privatekey",
-		"private_key", "private-key", "key-data", "accountkey",
-		"sharedaccesskey", "auth")
+	// "pass" also finds password, passwd and passphrase.
+	word(kwKey, 0, "pass", "secret", "token",
+		"credential", "creds", "apikey", "api_key", "api-key", "privatekey",
+		"private_key", "private-key", "key-data", "accountkey", "account-key",
+		"account_key", "sharedaccesskey", "auth", "pwd", "bindpw", "rootpw", "psk",
+		"encryption", "signing", "hmac")
+	word(kwCookie, 0, "cookie")
 	word(kwAuth, 0, "authorization")
 	word(kwBearer, 0, "bearer")
-	b.word([]byte("eyJ"), keyword{kind: kwJWT, exact: []byte("eyJ")})
-	b.word([]byte("AKIA"), keyword{kind: kwAWSKeyID, exact: []byte("AKIA")})
-	b.word([]byte("ASIA"), keyword{kind: kwAWSKeyID, exact: []byte("ASIA")})
+	// A JWT header is base64url of a JSON object: `{"` compact, `{\n  "`
+	// or `{ "` pretty-printed.
+	for _, w := range []string{"eyJ", "ewog", "ewoi", "eyAi"} {
+		b.word([]byte(w), keyword{kind: kwJWT, exact: []byte(w)})
+	}
+	for _, w := range []string{"AKIA", "ASIA", "ABIA", "ACCA"} {
+		b.word([]byte(w), keyword{kind: kwAWSKeyID, exact: []byte(w)})
+	}
+	for i, vt := range vendorTokens {
+		b.word([]byte(vt.prefix), keyword{kind: kwVendor, arg: int32(i), exact: []byte(vt.prefix)})
+	}
+	b.word([]byte("Q~"), keyword{kind: kwAzureAD, exact: []byte("Q~")})
+	word(kwBasic, 0, "basic ")
+	b.word([]byte("=="), keyword{kind: kwPadded, exact: []byte("==")})
+	for _, w := range []string{"-u", "--user"} {
+		b.word([]byte(w), keyword{kind: kwUserFlag, exact: []byte(w)})
+	}
+	b.word([]byte("-p"), keyword{kind: kwPassFlag, exact: []byte("-p")})
+	b.word([]byte("-a"), keyword{kind: kwPassFlag, arg: 1, exact: []byte("-a")})
 	b.word([]byte("AQ"), keyword{kind: kwCeph, exact: []byte("AQ")})
 	word(kwURL, 0, "://")
 	word(kwUNC, 0, "//")

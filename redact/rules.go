@@ -52,7 +52,23 @@ func (p *pass) keyValue(ks, ke int) {
 			quoted, qs = true, ks-2
 		}
 	}
-	lineStart := p.start && commentedKeyStart(line) == qs
+	if p.markup(ks, ke, qs, i, quoted, name) {
+		return
+	}
+	lineStart := p.start && (commentedKeyStart(line) == qs || p.atTextStart(qs))
+	// A key right after an opening quote starts the quoted text: a header
+	// given to curl (-H "apikey: x"), a logfmt value (header="Token: x").
+	// Its value ends at the closing quote and must look generated.
+	segEnd := -1
+	if !lineStart && !quoted && qs > 0 && (line[qs-1] == '"' || line[qs-1] == '\'') &&
+		(qs == 1 || isSpace(line[qs-2]) || line[qs-2] == '=' || line[qs-2] == '(' || line[qs-2] == '[' || line[qs-2] == ',') {
+		lineStart = true
+		if segEnd = closeQuote(line, qs, line[qs-1]); segEnd < 0 {
+			segEnd = len(line)
+		}
+	}
+	strict := segEnd >= 0
+	p.segEnd = segEnd
 	flow := flowContext(line, qs)
 
 	j := skipSpace(line, i)
@@ -63,6 +79,16 @@ func (p *pass) keyValue(ks, ke int) {
 	}
 	form := formField
 	vs := j + 1
+	if j+1 < len(line) && (line[j] == '=' && line[j+1] == '>' || line[j] == ':' && line[j+1] == '=') {
+		// "password" => "x" (Perl, PHP, Ruby), :password => "x",
+		// password := "x" (Go): a field, whatever the spacing.
+		if line[j] == ':' || quoted || qs > 0 && line[qs-1] == ':' || lineStart {
+			if rule := p.w.r.classifyKey(name, formField); rule >= 0 {
+				p.value(skipSpace(line, j+2), rule, false, qs)
+			}
+		}
+		return
+	}
 	switch {
 	case sep == '=':
 		if vs < len(line) && line[vs] == '=' {
@@ -78,25 +104,57 @@ func (p *pass) keyValue(ks, ke int) {
 		case !spaced && !quoted:
 			form = formAssign
 		}
+		if !spaced {
+			strict = false // KEY=value says what it is wherever it stands
+		}
 	case sep == ':':
 		if vs < len(line) && (line[vs] == ':' || line[vs] == '/') {
 			return // "::" or a URL scheme
 		}
 		spacedAfter := vs < len(line) && isSpace(line[vs])
+		if strict && !spacedBefore && !spacedAfter && dashes == 0 && identOnly(name) {
+			strict = false // Key:value, as Go prints it, wherever it stands
+		}
 		switch {
 		case quoted, lineStart, flow:
 		case !spacedBefore && !spacedAfter && dashes == 0 && identOnly(name):
 			// Key:value as Go prints structs and maps.
+		case spacedAfter && !spacedBefore:
+			// "validating token: expired" is prose; but a value that
+			// looks generated is a secret all the same ("daemon config
+			// sharedsecret: FaIB...").
+			strict = true
 		default:
-			return // "validating token: expired" is prose
+			return
 		}
-	case dashes > 0 && quoted && j < len(line) && line[j] == ',':
-		// ["--token", "value"]: a command line kept as a JSON or YAML list.
+		if quoted && !lineStart && !flow {
+			// JSON's unquoted values are numbers, literals and
+			// structures: `"db-creds" : secret "db-creds" not found` is
+			// a message quoting a name.
+			if v := skipSpace(line, vs); v < len(line) && isAlpha(line[v]) && !foldEq(line[v:min(len(line), v+4)], "true") &&
+				!foldEq(line[v:min(len(line), v+4)], "null") && !foldEq(line[v:min(len(line), v+5)], "false") {
+				return
+			}
+		}
+	case (dashes > 0 || callArgument(line, qs)) && quoted && j < len(line) && line[j] == ',':
+		// ["--token", "value"]: a command line kept as a JSON or YAML
+		// list; getenv("API_TOKEN", "default"): a call with a default.
 		vs = skipSpace(line, j+1)
+		if vs >= len(line) && dashes > 0 && p.start {
+			// ["--token",\n "value"]: a list printed one element a line
+			// (the kubelet's /pods as nodesnap indents it).
+			if rule := p.w.r.classifyKey(name, formFlag); rule >= 0 {
+				p.w.st.nextLine = nextFlagValue
+				p.w.st.nextRule = rule
+			}
+			return
+		}
 		if vs+1 >= len(line) || line[vs] != line[qs] || line[vs+1] == '-' {
 			return
 		}
-		form = formFlag
+		if dashes > 0 {
+			form = formFlag
+		}
 		sep = ' '
 	case dashes > 0 && (spacedBefore || i < len(line) && line[i] == 0):
 		// --flag value, the arguments separated by spaces or, in a raw
@@ -110,10 +168,38 @@ func (p *pass) keyValue(ks, ke int) {
 		}
 		form = formFlag
 		sep = ' '
+	case !strict && !quoted && dashes == 0 && spacedBefore && j < len(line) && !isStop(line[j]) &&
+		(lineStart || netrcLogin(line, qs) || afterWord(line, qs, "set")):
+		// "bindpw  secret" (ldap.conf, kickstart's rootpw, a .netrc's
+		// "password x" line): the key, blanks and one value, nothing
+		// after it; or .netrc's one-line "machine h login u password x".
+		ve := j
+		for ve < len(line) && !isSpace(line[ve]) {
+			ve++
+		}
+		if !lineStart {
+			if rule := p.w.r.classifyKey(name, formField); rule >= 0 {
+				p.valueSpan(j, ve, rule, contStop)
+			}
+			return
+		}
+		if trimRight(line, len(line)) != ve {
+			return
+		}
+		// A config word on a line of its own takes any value; after a log
+		// prefix ("Password expired") only one that looks generated.
+		configWord := commentedKeyStart(line) == qs && (foldEq(name, "password") || foldEq(name, "passwd") || foldEq(name, "pass"))
+		if !configWord && !foldEq(name, "bindpw") && !foldEq(name, "rootpw") && !secretShaped(line[j:ve], 8) {
+			return
+		}
+		if rule := p.w.r.classifyKey(name, formField); rule >= 0 {
+			p.valueSpan(j, ve, rule, contStop)
+		}
+		return
 	default:
 		return
 	}
-	if sep == ':' && lineStart && !quoted && !flow {
+	if sep == ':' && lineStart && !quoted && !flow && !strict {
 		form = formYAML
 	}
 	rule := p.w.r.classifyKey(name, form)
@@ -121,8 +207,143 @@ func (p *pass) keyValue(ks, ke int) {
 		return
 	}
 	vs = skipSpace(line, vs)
+	if vs < len(line) && (line[vs] == '/' || line[vs] == '~') && foldEq(name, "pwd") {
+		return // $PWD is a directory
+	}
+	if strict {
+		q := byte(0)
+		if vs < len(line) && (line[vs] == '"' || line[vs] == '\'') {
+			q = line[vs]
+			vs++
+		}
+		ve := vs
+		for ve < len(line) && (isB64(line[ve]) || isB64URL(line[ve]) || line[ve] == '=' || line[ve] == '.' || line[ve] == '~') {
+			ve++
+		}
+		if segEnd >= 0 && ve > segEnd {
+			ve = segEnd
+		}
+		if ve <= vs {
+			return // nothing before the closing quote
+		}
+		end := ve < len(line) && !isSpace(line[ve]) && !isStop(line[ve]) && line[ve] != q
+		n := 12
+		if segEnd < 0 {
+			n = 16 // prose: only what is long and random
+		}
+		if end || !secretShaped(line[vs:ve], n) {
+			return
+		}
+		p.valueSpan(vs, ve, rule, contStop)
+		return
+	}
 	toEOL := lineStart && !quoted && !flow && (sep == ':' || sep == '=' && form == formField)
 	p.value(vs, rule, toEOL, qs)
+}
+
+// markup handles a secret key in XML: <password>x</password>, and the
+// name/value attribute pairs of .NET appSettings and Maven-style
+// properties (<add key="ApiKey" value="x"/>, name="password" value="x").
+// It reports whether the key was such markup.
+func (p *pass) markup(ks, ke, qs, i int, quoted bool, name []byte) bool {
+	line := p.line
+	switch {
+	case ks > 0 && line[ks-1] == '<' && ke < len(line) && line[ke] == '>':
+		vs := ke + 1
+		ve := bytes.IndexByte(line[vs:], '<')
+		if ve < 0 {
+			ve = len(line) - vs
+		}
+		if rule := p.w.r.classifyKey(name, formField); rule >= 0 {
+			p.valueSpan(vs, vs+ve, rule, contNone)
+		}
+		return true
+	case quoted && line[qs] == '"' && qs >= 5 && (foldEq(line[qs-4:qs], "key=") || foldEq(line[qs-5:qs], "name=")):
+		j := skipSpace(line, i)
+		if !hasFoldPrefix(line, j, `value="`) {
+			return false
+		}
+		vs := j + len(`value="`)
+		ve := bytes.IndexByte(line[vs:], '"')
+		if ve < 0 {
+			return false
+		}
+		if rule := p.w.r.classifyKey(name, formField); rule >= 0 {
+			p.valueSpan(vs, vs+ve, rule, contDQuote)
+		}
+		return true
+	}
+	return false
+}
+
+// afterWord reports whether the key at qs follows the word w (lower
+// case) and blanks: "aws configure set aws_secret_access_key x",
+// "CONFIG SET requirepass x".
+func afterWord(line []byte, qs int, w string) bool {
+	j := qs
+	for j > 0 && isSpace(line[j-1]) {
+		j--
+	}
+	return j < qs && j >= len(w) && foldEq(line[j-len(w):j], w) && (j == len(w) || isSpace(line[j-len(w)-1]))
+}
+
+// netrcLogin reports whether the key at qs follows "login <user> " on a
+// .netrc line ("machine host login user password secret").
+func netrcLogin(line []byte, qs int) bool {
+	j := qs
+	for j > 0 && isSpace(line[j-1]) {
+		j--
+	}
+	for j > 0 && !isSpace(line[j-1]) {
+		j--
+	}
+	for j > 0 && isSpace(line[j-1]) {
+		j--
+	}
+	return j >= 5 && foldEq(line[j-5:j], "login") && (j == 5 || isSpace(line[j-6]))
+}
+
+// callArgument reports whether the quoted key at qs is the first argument
+// of a call: getenv("API_TOKEN", ...).
+func callArgument(line []byte, qs int) bool {
+	j := qs - 1
+	for j >= 0 && isSpace(line[j]) {
+		j--
+	}
+	return j > 0 && line[j] == '(' && (isAlnum(line[j-1]) || line[j-1] == '_')
+}
+
+// secretShaped reports whether v looks like a generated credential rather
+// than a word: at least n bytes, with both letters and digits.
+func secretShaped(v []byte, n int) bool {
+	if len(v) < n {
+		return false
+	}
+	letter, digit := false, false
+	for _, b := range v {
+		letter = letter || isAlpha(b)
+		digit = digit || isDigit(b)
+	}
+	return letter && digit
+}
+
+// atTextStart reports whether a key at qs is the first thing after the
+// line's log prefix (and its indentation).
+func (p *pass) atTextStart(qs int) bool {
+	ts := p.textStart()
+	return ts > 0 && ts+commentedKeyStart(p.line[ts:]) == qs
+}
+
+// textStart is where the logged text of the line begins (see
+// logPrefixLen), worked out once per piece.
+func (p *pass) textStart() int {
+	if !p.start {
+		return 0
+	}
+	if p.ts < 0 {
+		p.ts = logPrefixLen(p.line)
+	}
+	return p.ts
 }
 
 // commentedKeyStart is keyStart, also stepping over a "#" comment lead: a
@@ -160,7 +381,19 @@ func identOnly(b []byte) bool {
 func (p *pass) value(vs int, rule int32, toEOL bool, keyCol int) {
 	line := p.line
 	if vs >= len(line) {
-		return // nothing, or a nested YAML map whose own keys are checked
+		if toEOL && p.segEnd < 0 {
+			// Nothing after "password:" or "secret =": the value is on the
+			// deeper lines below (a YAML map, INI continuation lines).
+			ts := p.textStart()
+			if keyCol < ts {
+				ts = 0
+			}
+			st := &p.w.st
+			st.nestCol = keyCol - ts
+			st.nestRule = rule
+			st.nestPrefixed = ts > 0
+		}
+		return
 	}
 	c := line[vs]
 	switch {
@@ -189,25 +422,47 @@ func (p *pass) value(vs int, rule int32, toEOL bool, keyCol int) {
 		}
 	case toEOL:
 		e := trimRight(line, len(line))
+		if p.segEnd >= 0 {
+			e = trimRight(line, p.segEnd)
+		}
 		if h := bytes.Index(line[vs:e], []byte(" #")); h >= 0 {
 			e = trimRight(line, vs+h)
 		}
 		p.valueSpan(vs, e, rule, contEOL)
 	default:
-		e := vs
-		for e < len(line) && !isStop(line[e]) {
-			e++
-		}
-		p.valueSpan(vs, e, rule, contStop)
+		p.valueSpan(vs, unquotedEnd(line, vs), rule, contStop)
 	}
+}
+
+// unquotedEnd is where an unquoted value starting at vs ends: at a byte
+// that ends values, except that a backslash escaping anything but a quote
+// or a control letter (\n, \t) is part of the value ("adm\\pw").
+func unquotedEnd(line []byte, vs int) int {
+	e := vs
+	for e < len(line) {
+		b := line[e]
+		if b == '\\' && e+1 < len(line) {
+			switch line[e+1] {
+			case '"', '\'', 'n', 'r', 't':
+				return e
+			}
+			e += 2
+			continue
+		}
+		if isStop(b) {
+			return e
+		}
+		e++
+	}
+	return min(e, len(line))
 }
 
 // valueSpan redacts line[s:e] unless it is empty, already redacted or a
 // placeholder that holds no secret.
 func (p *pass) valueSpan(s, e int, rule int32, open contKind) {
 	v := p.line[s:e]
-	if len(v) == 0 || bytes.Contains(v, []byte(Marker)) {
-		return
+	if len(v) == 0 || len(v) == 1 && isDigit(v[0]) || bytes.Contains(v, []byte(Marker)) {
+		return // nothing, a switch ("PuttyPassword=0"), or redacted before
 	}
 	switch {
 	case foldEq(v, "null"), foldEq(v, "nil"), foldEq(v, "none"), string(v) == "~",
@@ -329,6 +584,12 @@ func (p *pass) envName(ks, ke int) bool {
 	}
 	if line[i] == ',' {
 		i = skipSpace(line, i+1)
+		if i >= len(line) && quoted && !esc && p.start {
+			// Pretty-printed JSON: "name": "DB_PASSWORD", and its
+			// "value" on the next line.
+			p.w.st.nextLine = nextEnvValue
+			return true
+		}
 	} else if quoted || i == ke {
 		return true
 	}
@@ -485,6 +746,16 @@ func (p *pass) jwt(s int) {
 	if e1-s < 10 || e1 >= len(line) || line[e1] != '.' {
 		return
 	}
+	if line[s+2] != 'J' {
+		// A pretty-printed header ("{\n  \"alg\"..."): only a JOSE
+		// header, which names its algorithm, makes this a token.
+		var buf [48]byte
+		n := min(e1-s, 64) &^ 3
+		dec, _ := base64.RawURLEncoding.AppendDecode(buf[:0], line[s:s+n])
+		if !bytes.Contains(dec, []byte(`"alg"`)) && !bytes.Contains(dec, []byte(`"typ"`)) {
+			return
+		}
+	}
 	e2 := b64urlRun(line, e1+1)
 	if e2-e1-1 < 2 || e2 >= len(line) || line[e2] != '.' {
 		return
@@ -497,7 +768,8 @@ func (p *pass) jwt(s int) {
 	p.redact(s, end, ruleJWT, contStop)
 }
 
-// awsKeyID: AKIA (long-term) or ASIA (temporary) and 16 more [A-Z0-9].
+// awsKeyID: AKIA (long-term), ASIA (temporary), ABIA or ACCA and 16 more
+// [A-Z0-9].
 func (p *pass) awsKeyID(s int) {
 	line := p.line
 	if s > 0 && isAlnum(line[s-1]) {
@@ -610,6 +882,7 @@ func (p *pass) pemBegin(s, e int) {
 	st := &p.w.st
 	st.block = blockPEM
 	st.blockMarked, st.blockCounted, st.blockBody = false, false, false
+	st.blockPrefixed = p.textStart() > 0
 	if inline && pemBodyContent(rest) {
 		// The body starts on this line: replace it here, count it once.
 		p.add(body, len(line), rulePEM, prioOf(rulePEM), contNone, Marker)

@@ -29,6 +29,17 @@ func pemBlock(kind string) string {
 	return "-----BEGIN " + kind + "-----\n" + keyBody + "-----END " + kind + "-----\n"
 }
 
+// criPEM is an EC key logged by a container, one CRI record a line, and a
+// line after it.
+func criPEM(body ...string) string {
+	const p = "2026-11-23T09:23:10.000010000Z stderr F "
+	s := p + "-----BEGIN EC PRIVATE KEY-----\n"
+	for _, b := range body {
+		s += p + b + "\n"
+	}
+	return s + p + "-----END EC PRIVATE KEY-----\n" + p + "next line\n"
+}
+
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
 // wrap76 wraps base64 the way base64(1) does.
@@ -191,6 +202,145 @@ func ruleCases() []ruleCase {
 		neg("k8s-secret-data", "apiVersion: v1\nkind: ConfigMap\ndata:\n  mode: aGVsbG8=\n  config: |\n    a: b\n"),
 		neg("k8s-secret-data", `{"apiVersion":"v1","data":{"mode":"aGVsbG8="},"kind":"ConfigMap"}`),
 		neg("k8s-secret-data", "metadata:\n  name: x\nspec:\n  data: plain\n"),
+
+		// vendor-token: the prefix says what it is; the prefix stays.
+		pos("vendor-token", "failed to authorize: token ghp_Zq8Lm3Nx0Pw5Rt7Yu2Io4As6Df9Gh1Jk3Lm5 lacks read:packages",
+			"failed to authorize: token ghp_[REDACTED] lacks read:packages", 1),
+		pos("vendor-token", "clone with github_pat_11ABCDEFG0abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH done",
+			"clone with github_pat_[REDACTED] done", 1),
+		pos("vendor-token", "runner glrt-Xy7zQw3eRt5yUi8oPa2s registered", "runner glrt-[REDACTED] registered", 1),
+		pos("vendor-token", "notify bot=xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUv channel=#ops",
+			"notify bot=xoxb-[REDACTED] channel=#ops", 1),
+		pos("vendor-token", "POST https://hooks.slack.com/services/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: 404",
+			"POST https://hooks.slack.com/services/[REDACTED]: 404", 1),
+		pos("vendor-token", `msg="api: sk-proj-Ab3De5Gh7Jk9Mn1Pq3St5Vw7Yz9Bc2Ef4Hi6Kl8"`, `msg="api: sk-proj-[REDACTED]"`, 1),
+		pos("vendor-token", "remote write bearer=glc_eyJvIjoiMTIzIiwibiI6InN0YWNrIiwiayI6ImFiYyJ9Cg== ok",
+			"remote write bearer=glc_[REDACTED] ok", 1),
+		pos("vendor-token", "quota exceeded for key AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW", "quota exceeded for key AIza[REDACTED]", 1),
+		pos("vendor-token", "vault login hvs.CAESIJ3x9Zq7Lm2Np4Rt6Vw8Yz0Ab1Cd3Ef5Gh7", "vault login hvs.[REDACTED]", 1),
+		pos("vendor-token", "tenant login with y9x8Q~Wv7u6T5s4R3q2P1o0N9m8L7k6J5i4H3g2F failed", "tenant login with [REDACTED] failed", 1),
+		neg("vendor-token", "release notes: abcd8Q~short and Zy9x8Q~Wv7u6T5s4R3q2P1o0N9m8L7k6J5i4H3g2F"),
+		pos("vendor-token", "oauth refresh ok: ya29.a0AfB_byC3d4E5f6G7h8I9j0KlMnOpQrStUvWxYz", "oauth refresh ok: ya29.[REDACTED]", 1),
+		pos("vendor-token", "using dapi0123456789abcdef0123456789abcdef for the job", "using dapi[REDACTED] for the job", 1),
+		neg("vendor-token", "mounted /dev/disk-by-id/sk-Abc123 and /var/lib/hf_cache"),
+		neg("vendor-token", "the rapid dapi-client and ya29 notes"),
+		neg("vendor-token", "task-proj-runner sk-learn-something-long-enough-here"),
+		neg("vendor-token", "ghp_ prefix named in docs, glpat-short, xoxb-1"),
+		neg("vendor-token", "refreshing ghp_IaxQOZazDYHwynFz"),
+
+		// high-entropy-value: a random value under a name that says nothing.
+		pos("high-entropy-value", "mimi=Qw7Er9Ty2Ui4Op6As8Df0Gh1Jk3Lz5Xc7Vb9Nm2", "mimi=[REDACTED]", 1),
+		pos("high-entropy-value", "SUPER_SEECRET_VALUE = 'bG9uZyBzdHJpbmcgb2YgcmFuZG9tIGJ5dGVzIGhlcmUx'", "SUPER_SEECRET_VALUE = '[REDACTED]'", 1),
+		neg("high-entropy-value", "KUBELET_EXTRA_ARGS=--node-labels=zone=eu-west-1a,pool=Default7"),
+		neg("high-entropy-value", "IMAGE_DIGEST=3b8f2a1e6c4d4e2a9f1b7a5c0d2e8b633b8f2a1e6c4d4e2a9f1b7a5c0d2e8b63"),
+		neg("high-entropy-value", "NODE_UUID=3b8f2a1e-6c4d-4e2a-9f1b-7a5c0d2e8b63"),
+		neg("high-entropy-value", "credentialsId = 'Zq8Lm3Nx0Pw5Rt7Yu2Io4As6Df9Gh1Jk3'"),
+		neg("high-entropy-value", "HOSTNAME=ip-10-0-12-34.eu-west-1.compute.internal"),
+
+		// Keys after a log prefix are at the start of their line.
+		pos("secret-field", "2026-11-23T09:23:03.000003000Z stderr F   secret: Zx8Cv7Bn6Mm5",
+			"2026-11-23T09:23:03.000003000Z stderr F   secret: [REDACTED]", 1),
+		pos("secret-field", "I1123 09:20:11.000000       1 config.go:50] private-key: abc.def-ghi_jkl",
+			"I1123 09:20:11.000000       1 config.go:50] private-key: [REDACTED]", 1),
+		pos("secret-field", "2026-11-23T19:34:46.570985+0000 node-1 kubelet[2231]: oldpassword: hunter22",
+			"2026-11-23T19:34:46.570985+0000 node-1 kubelet[2231]: oldpassword: [REDACTED]", 1),
+		pos("secret-field", "Nov 23 09:20:11 node-1 app[7]: todo_secret_x = qwertyuiop",
+			"Nov 23 09:20:11 node-1 app[7]: todo_secret_x = [REDACTED]", 1),
+		neg("secret-field", "I1123 09:20:11.000000       1 auth.go:50] token refresh failed: the server asked for credentials"),
+		// A header or a config line quoted in a log: the quote starts it.
+		pos("secret-field", `I1123 09:18:07.000000 1 http.go:72] -H "apikey: 0c6d6f2e-7d4b-4c1a-9e3f-2b8a5c7d9e10" -H "Accept: x"`,
+			`I1123 09:18:07.000000 1 http.go:72] -H "apikey: [REDACTED]" -H "Accept: x"`, 1),
+		pos("secret-field", `level=info msg="deploy" header="X-Service-Token: 9f8e7d6c5b4a3210"`,
+			`level=info msg="deploy" header="X-Service-Token: [REDACTED]"`, 1),
+		neg("secret-field", `level=info msg="token: expired" user=bob`),
+		// Prose, but the value is long and random.
+		pos("secret-field", "daemon config sharedsecret: Ab3De5Gh7Jk9Mn1Pq3St5Vw7 loaded",
+			"daemon config sharedsecret: [REDACTED] loaded", 1),
+		neg("secret-field", `notes = "Maven - io.jsonwebtoken:jjwt-jackson-0.11.2"`),
+		neg("secret-field", `MountVolume.SetUp failed for volume "db-creds" : secret "db-creds" not found`),
+		// Vocabulary: creds, pass, *_auth, bindpw, pwd; references kept.
+		pos("secret-field", "creds = Pq7Wx2Yz", "creds = [REDACTED]", 1),
+		pos("secret-assignment", "cifs user=svc,pass=Hx4Jk8Ln", "cifs user=svc,pass=[REDACTED]", 1),
+		pos("secret-field", `{"user_auth": "c3ZjOkh4NEprOExu"}`, `{"user_auth": "[REDACTED]"}`, 1),
+		pos("secret-field", "bindpw      ldapbindsecret", "bindpw      [REDACTED]", 1),
+		pos("secret-field", "machine git.example.com login deploy password hunter2", "machine git.example.com login deploy password [REDACTED]", 1),
+		pos("secret-field", "machine x\n  login deploy\n  password hunter2\n", "machine x\n  login deploy\n  password [REDACTED]\n", 1),
+		neg("secret-field", "I1123 09:20:11.000000 1 auth.go:50] password expired"),
+		pos("secret-assignment", "user=sa;pwd=Mq3Rt8Vz;encrypt=true", "user=sa;pwd=[REDACTED];encrypt=true", 1),
+		neg("secret-assignment", "PWD=/root OLDPWD=/home/bob"),
+		neg("secret-field", "bypass = true, compass = north"),
+		neg("secret-field", `usernamePassword(credentialsId: '3f1c', usernameVariable: 'USER', passwordVariable: 'PASS')`),
+		neg("cli-secret-flag", "--image-credential-provider-config=/etc/kubernetes/credential-provider.yaml"),
+		neg("secret-assignment", "PuttyPassword=0"),
+		neg("secret-field", "real_secret_name: db-creds"),
+		pos("secret-field", "real_secret_which_isnt_an_i_d = Kj4Lm8Np2Qr6", "real_secret_which_isnt_an_i_d = [REDACTED]", 1),
+		// getenv("NAME", "default")
+		pos("secret-field", `utils.GetEnvOrDefault("api_token", "7c1e9a3b-5d2f")`, `utils.GetEnvOrDefault("api_token", "[REDACTED]")`, 1),
+		// Key material under "key:"/"shared:", which say no secret word.
+		pos("secret-field", `      key: "cHJpdmF0ZS1rZXktYnl0ZXM=="`, `      key: "[REDACTED]"`, 1),
+		pos("secret-field", `keys="{public: cHVibGljLWtleQ==, shared: cHJlc2hhcmVkLWtleQ==}"`, `keys="{public: cHVibGljLWtleQ==, shared: [REDACTED]}"`, 1),
+		neg("secret-field", `key: "io.cri-containerd.image"`),
+		// A value under a secret key with nothing after it.
+		pos("kubeconfig-secret", "password:\n    secure: quickbrownfoxvalue\nname: x\n", "password:\n    secure: [REDACTED]\nname: x\n", 1),
+		pos("secret-field", "secrets_here =\n    hunter2\n    0123456789abcdef\n[next]\n", "secrets_here =\n    [REDACTED]\n    [REDACTED]\n[next]\n", 2),
+		neg("secret-field", "volumes:\n- name: db\n  secret:\n    secretName: db-creds\n    defaultMode: 420\n"),
+		// JSON printed one element a line: the value on the next line.
+		pos("cli-secret-flag", "\"args\": [\n  \"--client-secret\",\n  \"c0ffee-Secret\",\n  \"--v=2\"\n]\n",
+			"\"args\": [\n  \"--client-secret\",\n  \"[REDACTED]\",\n  \"--v=2\"\n]\n", 1),
+		pos("env-secret", "{\n  \"name\": \"DB_PASSWORD\",\n  \"value\": \"hunter2x\"\n}\n",
+			"{\n  \"name\": \"DB_PASSWORD\",\n  \"value\": \"[REDACTED]\"\n}\n", 1),
+		neg("cli-secret-flag", "\"args\": [\n  \"--token-file\",\n  \"/var/run/token\"\n]\n"),
+		neg("env-secret", "{\n  \"name\": \"DB_HOST\",\n  \"value\": \"db.local\"\n}\n"),
+		// A key logged line by line in a CRI log: each line keeps its prefix
+		// (a valid CRI record), the short last body line goes too.
+		pos("pem-private-key", criPEM("MHcCAQEEIGBbqCinyc5ZqnyT7Otfxed0yYm71m0AL9a+Pz8MXa8xoAoGCCqGSM49", "AwEHoUQDQgAE0sFUKQldSDhWHyIE=="),
+			criPEM("[REDACTED]"), 1),
+		// A backslash inside an unquoted value is part of it.
+		pos("cli-secret-flag", `--admin-password=Adm1n\\pw2 --x=1`, `--admin-password=[REDACTED] --x=1`, 1),
+
+		// Markup and code: XML elements, appSettings pairs, =>, :=.
+		pos("secret-field", `<server><id>nexus</id><username>deploy</username><password>Xy7Zq9Lm</password></server>`,
+			`<server><id>nexus</id><username>deploy</username><password>[REDACTED]</password></server>`, 1),
+		pos("secret-field", `<add key="ApiKey" value="Xy7Zq9LmQw3" />`, `<add key="ApiKey" value="[REDACTED]" />`, 1),
+		pos("secret-field", `'db_password' => 'Xy7Zq9Lm',`, `'db_password' => '[REDACTED]',`, 1),
+		pos("secret-field", `  client.token := "Xy7Zq9Lm"`, `  client.token := "[REDACTED]"`, 1),
+		neg("secret-field", `<passwordPolicy>strict</passwordPolicy><tokenFile>/etc/t</tokenFile>`),
+		neg("secret-field", `<add key="TokenLifetime" value="3600" />`),
+		// Command lines: curl's user:password, a password beside a user.
+		pos("cli-secret-flag", "sshpass -p Xy7Zq9Lm ssh root@10.0.0.9", "sshpass -p [REDACTED] ssh root@10.0.0.9", 1),
+		pos("cli-secret-flag", "mysql -u root -pXy7Zq9Lm appdb", "mysql -u root -p[REDACTED] appdb", 1),
+		neg("cli-secret-flag", "kube-proxy -p 10256 --cluster-cidr=10.0.0.0/8"),
+		pos("cli-secret-flag", "redis-cli -h 10.0.0.5 -a Zq8Lm3Nx ping", "redis-cli -h 10.0.0.5 -a [REDACTED] ping", 1),
+		neg("cli-secret-flag", "tar -a -cf x.tar.gz dir"),
+		pos("aws-secret-key", "aws configure set aws_secret_access_key Zq8Lm3Nx0Pw5Rt7Yu2Io4", "aws configure set aws_secret_access_key [REDACTED]", 1),
+		pos("secret-field", "CONFIG SET requirepass Zq8Lm3Nx", "CONFIG SET requirepass [REDACTED]", 1),
+		pos("secret-field", `signing_key = "Zq8Lm3Nx0Pw5"`, `signing_key = "[REDACTED]"`, 1),
+		pos("secret-field", "encryption_key: 0123456789abcdef0123456789abcdef", "encryption_key: [REDACTED]", 1),
+		neg("secret-field", "encryption: aescbc encryption_key_id: 7 --encryption-provider-config=/etc/k/enc.yaml"),
+		// Cookie headers: the values are sessions.
+		pos("authorization-header", "Cookie: session=Zq8Lm3NxAb1Cd2; theme=dark-mode", "Cookie: session=[REDACTED]; theme=[REDACTED]", 2),
+		pos("authorization-header", `"Set-Cookie":["sid=Zq8Lm3NxAb1Cd2; Path=/; HttpOnly"]`, `"Set-Cookie":["sid=[REDACTED]; Path=/; HttpOnly"]`, 1),
+		neg("authorization-header", "cookie: none set"),
+		pos("cli-secret-flag", "curl -u elastic:Pw-9x8y7z https://localhost:9200", "curl -u elastic:[REDACTED] https://localhost:9200", 1),
+		pos("cli-secret-flag", "curl --user kevin:'Qz8 x7' -X PATCH", "curl --user kevin:'[REDACTED]' -X PATCH", 1),
+		pos("cli-secret-flag", `["curl","-u","admin:S3cr3tPw","https://x"]`, `["curl","-u","admin:[REDACTED]","https://x"]`, 1),
+		pos("cli-secret-flag", "docker login registry.example.com -u robot -p Zx9Cv8Bn7", "docker login registry.example.com -u robot -p [REDACTED]", 1),
+		neg("cli-secret-flag", "ssh -p 2222 admin@10.0.0.1"),
+		neg("cli-secret-flag", "mysqld --user=mysql --datadir=/var/lib/mysql"),
+		neg("cli-secret-flag", "useradd -u 1001 -p"),
+
+		// Basic credentials outside a header.
+		pos("authorization-header", `      "Basic c3ZjOlpxOExtM054MFB3NQ=="`, `      "[REDACTED]"`[0:7]+`Basic [REDACTED]"`, 1),
+		neg("authorization-header", "basic auth is enabled for realm Basic0123"),
+		neg("authorization-header", "Basic YWJjZGVmZ2hpams= decodes to no colon"),
+
+		// AWS key ids of every published prefix.
+		pos("aws-access-key-id", "accessKeyID=ABIA5X7ZQ2W4E6R8T0Y1", "accessKeyID=[REDACTED]", 1),
+		pos("aws-access-key-id", "context credential ACCAZ3X5C7V9B1N2M4Q6 rejected", "context credential [REDACTED] rejected", 1),
+		// A JWT whose header was pretty-printed before encoding.
+		pos("jwt", "accepted "+base64.RawURLEncoding.EncodeToString([]byte("{\n  \"alg\": \"HS256\",\n  \"typ\": \"JWT\"\n}"))+".eyJzdWIiOiIxIn0.c2lnbmF0dXJlLWJ5dGVz",
+			"accepted [REDACTED]", 1),
+		neg("jwt", "accepted "+base64.RawURLEncoding.EncodeToString([]byte("{\n  \"name\": \"x\"\n}"))+".eyJzdWIiOiIxIn0.c2ln"),
 	}
 }
 

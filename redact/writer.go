@@ -74,11 +74,12 @@ const (
 
 // state is what the Writer remembers from one line to the next.
 type state struct {
-	block        blockKind
-	blockMarked  bool // the marker standing for the block's body is out
-	blockCounted bool
-	blockBody    bool // a body line has been seen (headers come before)
-	b64Width     int  // blockB64: the wrapping width; a shorter line is the last
+	block         blockKind
+	blockMarked   bool // the marker standing for the block's body is out
+	blockCounted  bool
+	blockBody     bool // a body line has been seen (headers come before)
+	blockPrefixed bool // the BEGIN line had a log prefix: so do the body's lines
+	b64Width      int  // blockB64: the wrapping width; a shorter line is the last
 
 	scalarIndent int // >= 0: dropping a YAML block scalar more indented than this
 	scalarRule   int32
@@ -92,7 +93,28 @@ type state struct {
 	kind      int8 // YAML/JSON document kind: 0 unknown, 1 Secret, 2 something else
 	objIndent int  // column of the object's apiVersion, -1 before one is seen
 	envIndent int  // >= 0: the previous line was "name: X_PASSWORD" at this column
+
+	// nestCol >= 0: a secret key with nothing after it ("password:",
+	// "secret =") was at this column of the text (after any log prefix,
+	// when nestPrefixed); the more indented lines below hold its value.
+	nestCol      int
+	nestRule     int32
+	nestPrefixed bool
+
+	// nextLine: the previous line ended where JSON printed one element a
+	// line puts a secret on the next: a flag's value, an env entry's
+	// "value".
+	nextLine nextKind
+	nextRule int32
 }
+
+type nextKind uint8
+
+const (
+	nextNone      nextKind = iota
+	nextFlagValue          // ["--client-secret",\n "x"]
+	nextEnvValue           // "name": "DB_PASSWORD",\n "value": "x"
+)
 
 // NewWriter returns a Writer that writes redacted bytes to dst.
 func (r *Redactor) NewWriter(dst io.Writer) *Writer {
@@ -105,6 +127,7 @@ func (r *Redactor) NewWriter(dst io.Writer) *Writer {
 	w.st.scalarIndent = -1
 	w.st.envIndent = -1
 	w.st.objIndent = -1
+	w.st.nestCol = -1
 	w.p.w = w
 	return w
 }
@@ -431,6 +454,12 @@ func (w *Writer) lineStart(line []byte) bool {
 		}
 		st.scalarIndent = -1
 	}
+	if st.nestCol >= 0 {
+		w.nestedLine(line)
+	}
+	if st.nextLine != nextNone {
+		w.nextLineValue(line)
+	}
 	if st.envIndent >= 0 {
 		col := st.envIndent
 		st.envIndent = -1
@@ -442,6 +471,104 @@ func (w *Writer) lineStart(line []byte) bool {
 		w.dataLine(line)
 	}
 	w.structure(line)
+	return false
+}
+
+// nextLineValue redacts the value a JSON line left for this one (see
+// nextKind).
+func (w *Writer) nextLineValue(line []byte) {
+	st := &w.st
+	k := st.nextLine
+	st.nextLine = nextNone
+	i := indentOf(line)
+	if k == nextEnvValue {
+		if !hasFoldPrefix(line, i, `"value"`) {
+			return
+		}
+		if i = skipSpace(line, i+len(`"value"`)); i < len(line) && line[i] == ':' {
+			w.p.value(skipSpace(line, i+1), ruleEnvSecret, false, 0)
+		}
+		return
+	}
+	if i < len(line) && line[i] == '"' && (i+1 >= len(line) || line[i+1] != '-') {
+		e := closeQuote(line, i+1, '"')
+		if e < 0 {
+			e = len(line)
+		}
+		w.p.valueSpan(i+1, e, st.nextRule, contDQuote)
+	}
+}
+
+// nestedLine redacts a line below a secret key that had no value of its
+// own: a deeper "key: value" loses its value (unless the key names a
+// reference: secretName, key, path), a bare continuation line its text. A
+// line not deeper than the key ends the nesting.
+func (w *Writer) nestedLine(line []byte) {
+	st := &w.st
+	ts := 0
+	if st.nestPrefixed {
+		if ts = logPrefixLen(line); ts == 0 {
+			st.nestCol = -1
+			return
+		}
+	}
+	body := line[ts:]
+	if blank(body) {
+		return
+	}
+	ind := indentOf(body)
+	if ind <= st.nestCol || body[ind] == '#' {
+		if ind <= st.nestCol {
+			st.nestCol = -1
+		}
+		return
+	}
+	p := &w.p
+	ks := keyStart(body)
+	ke := ks
+	for ke < len(body) && isKeyByte(body[ke]) {
+		ke++
+	}
+	j := skipBlanks(body, ke)
+	e := trimRight(body, len(body))
+	if ke > ks && j < len(body) && (body[j] == ':' || body[j] == '=') && (j+1 == len(body) || isSpace(body[j+1]) || body[j] == '=') {
+		if nestedReference(body[ks:ke]) {
+			return
+		}
+		vs := skipSpace(body, j+1)
+		if vs >= e || bytes.Contains(body[vs:e], []byte(Marker)) {
+			return // a deeper map (its own lines follow), or redacted before
+		}
+		if body[vs] == '"' || body[vs] == '\'' {
+			if c := bytes.IndexByte(body[vs+1:], body[vs]); c >= 0 {
+				p.add(ts+vs+1, ts+vs+1+c, st.nestRule, prioOf(st.nestRule), contNone, Marker)
+				return
+			}
+		}
+		p.add(ts+vs, ts+e, st.nestRule, prioOf(st.nestRule), contEOL, Marker)
+		return
+	}
+	if bytes.Contains(body[ind:e], []byte(Marker)) {
+		return
+	}
+	p.add(ts+ind, ts+e, st.nestRule, prioOf(st.nestRule), contEOL, Marker)
+}
+
+// nestedReference: keys under a secret key that name where the secret is,
+// not what it is (a Kubernetes secret volume's secretName, items' key and
+// path).
+func nestedReference(key []byte) bool {
+	var buf [96]byte
+	n := normKey(key, &buf)
+	switch string(n) {
+	case "key", "items", "optional", "defaultmode", "mode", "name", "namespace":
+		return true
+	}
+	for _, s := range metaSuffixes {
+		if hasSuffixStr(n, s) {
+			return true
+		}
+	}
 	return false
 }
 
@@ -618,12 +745,23 @@ func (w *Writer) inBlock(line []byte, start bool) bool {
 	st := &w.st
 	p := &w.p
 	if st.block == blockPEM {
+		// A key logged line by line keeps each line's log prefix (a CRI
+		// or journal record); only the text after it is key material.
+		pre := 0
+		if start && st.blockPrefixed {
+			pre = logPrefixLen(line)
+		}
+		whole := line
+		line = line[pre:]
 		if e := bytes.Index(line, []byte("-----END ")); e >= 0 {
 			st.block = blockNone
 			from := 0
 			if start {
 				from = indentOf(line)
 			}
+			from += pre
+			e += pre
+			line = whole
 			if from < e && pemBodyContent(line[from:e]) {
 				if !st.blockCounted {
 					w.count(rulePEM)
@@ -654,6 +792,7 @@ func (w *Writer) inBlock(line []byte, start bool) bool {
 				st.blockCounted = true
 			}
 			if start && !st.blockMarked {
+				w.out = append(w.out, whole[:pre]...)
 				w.markerLine(line)
 				st.blockMarked = true
 			}

@@ -24,6 +24,13 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
+	if os.Getenv("NODESNAP_TEST_HOLD") == "1" {
+		// A process a test started only for its command line (see
+		// startHeldProcess): it sleeps until the test kills it.
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
 	testkit.Main(m)
 }
 
