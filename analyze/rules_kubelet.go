@@ -59,6 +59,18 @@ func (st *state) syncloopBad() []Line {
 	return out
 }
 
+// syncloopOK returns the healthz line that says the sync loop is healthy
+// ("[+]syncloop ok"), or nil.
+func (st *state) syncloopOK() *Line {
+	for i := range st.healthz {
+		t := strings.ToLower(strings.TrimSpace(st.healthz[i].Text))
+		if strings.HasPrefix(t, "[+]syncloop") && strings.HasSuffix(t, "ok") {
+			return &st.healthz[i]
+		}
+	}
+	return nil
+}
+
 func describeGoroutines(gs []goroutine) string {
 	var parts []string
 	longest := 0
@@ -185,7 +197,16 @@ func (st *state) syncloopFinding(syncBad []Line, stuck []goroutine) {
 	if len(syncBad) == 0 {
 		f.Severity = Warning
 	}
+	// The kubelet's own word at collection time overrules its logs: slow
+	// iterations logged earlier, with healthz now saying "[+]syncloop ok"
+	// and no cleanup goroutine stuck, are history, not the incident.
+	earlier := len(syncBad) == 0 && len(stuck) == 0 && st.syncloopOK() != nil
+	if earlier {
+		f.Severity = Info
+	}
 	switch {
+	case earlier:
+		f.Summary = "earlier: the kubelet logged that its sync loop took longer than expected; at collection time its healthz says " + strings.TrimSpace(st.syncloopOK().Text)
 	case len(stuck) > 0:
 		f.Summary = "the kubelet's pod cleanup is stuck: " + describeGoroutines(stuck)
 	case len(syncBad) > 0:
@@ -201,6 +222,9 @@ func (st *state) syncloopFinding(syncBad []Line, stuck []goroutine) {
 	}
 	if len(syncBad) > 0 {
 		f.Evidence = append(f.Evidence, Evidence{Path: "kubelet/healthz.txt", What: "the kubelet's failing health check", Lines: syncBad})
+	}
+	if earlier {
+		f.Evidence = append(f.Evidence, Evidence{Path: "kubelet/healthz.txt", What: "the kubelet's sync loop healthy at collection time", Lines: []Line{*st.syncloopOK()}})
 	}
 	f.Evidence = append(f.Evidence, goroutineEvidence(stuck, "the kubelet's goroutines in pod cleanup, and for how long")...)
 	for i := range st.tasks {
