@@ -78,7 +78,10 @@ func init() {
 
 // NodeConfigFile is one entry of nodeconfig/files.json.
 type NodeConfigFile struct {
-	Path      string `json:"path"`
+	Path string `json:"path"`
+	// From names the running daemon whose command line named the file
+	// ("kubelet --config (pid 812)"); empty for the fixed list.
+	From      string `json:"from,omitempty"`
 	Collected bool   `json:"collected"`
 	File      string `json:"file,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
@@ -92,6 +95,23 @@ func collectNodeConfig(ctx context.Context, env *Env) error {
 	}
 	paths := append(append([]string(nil), nodeConfigFiles...), o.Extra...)
 	paths = append(paths, listNodeConfigDirs(ctx, env, paths)...)
+	// The files the running daemons name come first, read in their own
+	// mount namespace; a fixed path they also name is not read twice.
+	running := runningConfigs(ctx, env)
+	via := map[string]runningConfig{}
+	var order []string
+	for _, rc := range running {
+		if _, dup := via[rc.Path]; !dup {
+			via[rc.Path] = rc
+			order = append(order, rc.Path)
+		}
+	}
+	for _, p := range paths {
+		if _, dup := via[p]; !dup {
+			order = append(order, p)
+		}
+	}
+	paths = order
 	var list []NodeConfigFile
 	for _, p := range paths {
 		if !path.IsAbs(p) {
@@ -104,6 +124,9 @@ func collectNodeConfig(ctx context.Context, env *Env) error {
 			rec.Error = "on a mount found hung earlier in this run; not touched"
 			list = append(list, rec)
 			continue
+		}
+		if rc, ok := via[p]; ok {
+			rec.From, src = rc.From, rc.Via
 		}
 		var res isolate.ReadFileResult
 		// One worker item per file: /etc may hold a file on a network

@@ -196,6 +196,16 @@ func TestHostRunWithToken(t *testing.T) {
 	}
 	checkNodeEvidence(t, r)
 	checkNoSecret(t, r, token)
+	// The configuration the running kubelet and containerd use, named on
+	// their command lines (the e2e cluster keeps them outside the default
+	// paths), not only the default paths.
+	state := filepath.Dir(c.kubeconfig)
+	for _, f := range []string{"kubelet.yaml", "kubelet-client.kubeconfig", "containerd.toml"} {
+		r.file(t, "nodeconfig/files"+filepath.Join(state, f))
+	}
+	if files := string(r.file(t, "nodeconfig/files.json")); !strings.Contains(files, "kubelet --config (pid") {
+		t.Errorf("nodeconfig/files.json does not say the running kubelet named its config:\n%.800s", files)
+	}
 	// A healthy real node: analyze finds nothing at warning or above
 	// (exit 3 would say it did).
 	out, err := exec.Command(testkit.Binary(t), "analyze", r.path).CombinedOutput()
