@@ -45,9 +45,9 @@ type FUSEOption func(*fuseConfig)
 type fuseConfig struct {
 	files    map[string]string
 	loopback string
-	hung    bool
-	subtype string
-	source  string
+	hung     bool
+	subtype  string
+	source   string
 }
 
 // FUSEFiles replaces the served tree. Keys are slash-separated paths
