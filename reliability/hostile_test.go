@@ -181,9 +181,9 @@ func TestHostileBundlesWithAValidManifest(t *testing.T) {
 	os.Remove(evil)
 	nClaims := rounds(400_000, 1_600_000)
 	cases := map[string]string{
-		"path traversal, valid manifest": hostileArchive(t, []entry{m, {name: "host/../../../../" + strings.TrimPrefix(evil, "/"), body: "x"}}),
-		"symlink, valid manifest":        hostileArchive(t, []entry{m, {name: "host/uname.txt", typ: tar.TypeSymlink, link: "/etc/shadow"}}),
-		"hard link, valid manifest":      hostileArchive(t, []entry{m, {name: "host/uname.txt", typ: tar.TypeLink, link: "/etc/shadow"}}),
+		"path traversal, valid manifest":                   hostileArchive(t, []entry{m, {name: "host/../../../../" + strings.TrimPrefix(evil, "/"), body: "x"}}),
+		"symlink, valid manifest":                          hostileArchive(t, []entry{m, {name: "host/uname.txt", typ: tar.TypeSymlink, link: "/etc/shadow"}}),
+		"hard link, valid manifest":                        hostileArchive(t, []entry{m, {name: "host/uname.txt", typ: tar.TypeLink, link: "/etc/shadow"}}),
 		fmt.Sprintf("manifest claiming %d files", nClaims): claimsArchive(t, nClaims),
 	}
 	for name, p := range cases {
