@@ -85,7 +85,7 @@ func TestOutputDirectoryHungBeforeRun(t *testing.T) {
 			}
 			want := "stopped answering"
 			if sigterm {
-				want = "interrupted"
+				want = "stopped while"
 			}
 			if r.code != 1 || !strings.Contains(r.stderr, want) {
 				t.Errorf("exit %d, stderr %q: want 1 and %q", r.code, r.stderr, want)

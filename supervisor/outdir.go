@@ -143,7 +143,7 @@ func (o *Output) do(ctx context.Context, timeout time.Duration, op string, req, 
 		return nil
 	}
 	if cerr := ctx.Err(); cerr != nil {
-		return fmt.Errorf("stopped while %s: %w", opWhat[op], cerr)
+		return fmt.Errorf("stopped while %s (output directory %s): %w", opWhat[op], o.dir, cerr)
 	}
 	var he *isolate.HungError
 	if errors.As(err, &he) {
@@ -266,7 +266,7 @@ const (
 
 var opWhat = map[string]string{
 	opOutputCheck:    "checking that it is a directory",
-	opOutputOpen:     "taking its lock and checking its free space",
+	opOutputOpen:     "waiting for its lock (or checking its free space)",
 	opOutputStaging:  "creating the staging directory",
 	opOutputHash:     "hashing the staged files",
 	opOutputWrite:    "writing the bundle",
@@ -348,6 +348,7 @@ func init() {
 				return nil, err
 			}
 			heldLock = l
+			_ = l.SetHolder(rq.SupervisorPID)
 		}
 		if err := outputdir.CheckFree(rq.Dir, rq.MinFree); err != nil {
 			if errors.Is(err, outputdir.ErrLowSpace) {

@@ -243,9 +243,6 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	}
 	out, err := supervisor.OpenOutput(preCtx, supervisor.OutputOptions{Dir: outDir, Lock: true, LockWait: o.lockWait, MinFree: uint64(max(minFree, 0))})
 	if err != nil {
-		if preCtx.Err() != nil && ctx.Err() == nil {
-			return errors.New("interrupted before collection started; nothing was written")
-		}
 		if errors.Is(err, outputdir.ErrLocked) {
 			return &lockedError{err}
 		}
