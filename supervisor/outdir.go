@@ -24,10 +24,11 @@ import (
 // So the supervisor never touches it itself. Every operation on it — the
 // stat and statfs before the run, the lock, the staging directory, hashing
 // the staged files, writing and renaming the bundle, the obfuscation
-// mapping, retention, cleaning up — runs in one worker process (an
-// isolate.Pool of size 1) under a deadline. The worker that took the lock
-// holds it for the whole run; it dies with the supervisor (PDEATHSIG), and
-// the kernel drops the flock with it.
+// mapping, retention, cleaning up — runs in a worker process (an
+// isolate.Pool of size 1) under a deadline. The lock is taken and held by
+// a worker of its own, which does nothing else: a writer killed on its
+// deadline or by a second interrupt does not drop the lock with it. Both
+// die with the supervisor (PDEATHSIG), and the kernel drops the flock.
 
 // OutputOpTimeout bounds each small operation on the output directory
 // (stat, statfs, mkdir, remove, the mapping file, retention), and what the
@@ -59,6 +60,7 @@ type Output struct {
 	dir       string
 	opTimeout time.Duration
 	pool      *isolate.Pool
+	lockPool  *isolate.Pool
 	locked    bool
 
 	mu   sync.Mutex
@@ -97,12 +99,13 @@ func OpenOutput(ctx context.Context, o OutputOptions) (*Output, error) {
 		out.opTimeout = OutputOpTimeout
 	}
 	out.pool = isolate.NewPool(1, out.opTimeout)
+	out.lockPool = isolate.NewPool(1, out.opTimeout)
 	// The stat alone first, under the short deadline: a hung directory
 	// costs that, not --lock-wait as well.
 	err := out.do(ctx, out.opTimeout, opOutputCheck, openReq{Dir: o.Dir}, nil)
 	var r openResp
 	if err == nil {
-		err = out.do(ctx, o.LockWait+out.opTimeout, opOutputOpen,
+		err = out.doIn(out.lockPool, ctx, o.LockWait+out.opTimeout, opOutputOpen,
 			openReq{Dir: o.Dir, Lock: o.Lock, LockWait: o.LockWait, MinFree: o.MinFree, SupervisorPID: os.Getpid()}, &r)
 	}
 	if err == nil {
@@ -114,7 +117,7 @@ func OpenOutput(ctx context.Context, o OutputOptions) (*Output, error) {
 		}
 	}
 	if err != nil {
-		out.pool.Close()
+		out.closePools(out.Hung() != nil)
 		return nil, err
 	}
 	out.locked = o.Lock
@@ -135,10 +138,14 @@ func (o *Output) Hung() error {
 }
 
 func (o *Output) do(ctx context.Context, timeout time.Duration, op string, req, resp any) error {
+	return o.doIn(o.pool, ctx, timeout, op, req, resp)
+}
+
+func (o *Output) doIn(pool *isolate.Pool, ctx context.Context, timeout time.Duration, op string, req, resp any) error {
 	if err := o.Hung(); err != nil {
 		return err
 	}
-	err := o.pool.DoTimeout(ctx, timeout, op, req, resp)
+	err := pool.DoTimeout(ctx, timeout, op, req, resp)
 	if err == nil {
 		return nil
 	}
@@ -170,10 +177,31 @@ func (o *Output) Close() {
 	if o == nil {
 		return
 	}
-	if o.locked && o.Hung() == nil {
-		_ = o.do(context.Background(), o.opTimeout, opOutputRelease, struct{}{}, nil)
+	hung := o.Hung() != nil
+	if o.locked && !hung {
+		_ = o.doIn(o.lockPool, context.Background(), o.opTimeout, opOutputRelease, struct{}{}, nil)
 	}
-	o.pool.Close()
+	o.closePools(hung)
+}
+
+// closePools stops the workers. On a hung directory it waits for them at
+// most half a second: one that is closing a file there may never finish,
+// and it dies with this process anyway.
+func (o *Output) closePools(hung bool) {
+	done := make(chan struct{})
+	go func() {
+		o.pool.Close()
+		o.lockPool.Close()
+		close(done)
+	}()
+	if !hung {
+		<-done
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(500 * time.Millisecond):
+	}
 }
 
 // staging is a staging directory and the random token of the marker file
