@@ -16,11 +16,13 @@
 // Finding IDs are stable:
 //
 //	mount-held-in-foreign-namespace     a device or kubelet/runtime mount held only outside the host's namespace (incident 002, moby#22260)
+//	nodesnap-own-namespace-excluded     (info) nodesnap ran in a mount namespace of its own (a pod): left out of the holder analysis
 //	csi-published-state-lost            the CSI driver's state says unpublished, the target is mounted (incident 004)
 //	csi-published-not-mounted           the driver says published, nothing is mounted
 //	csi-vol-data-without-mount          a CSI volume directory with vol_data.json and no mount
 //	volume-mounted-for-unknown-pod      pod volume mounts of a pod the kubelet does not run
 //	hung-mount                          a mount that did not answer the probe, with the tasks and kubelet goroutines stuck on it (incident 003)
+//	mount-not-probed                    a mount mountprobe did not reach before its deadline, with the tasks and dirshape timeout that say it hangs
 //	fuse-transport-not-connected        a FUSE mount whose daemon is gone (ENOTCONN)
 //	mount-probe-error                   a mount answering ESTALE, EIO, ...
 //	tasks-blocked-in-kernel             D-state tasks no hung mount explains

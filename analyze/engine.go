@@ -157,6 +157,10 @@ func (st *state) readerFor(name string) func(string, io.Reader) error {
 		return st.readPods
 	case strings.HasPrefix(name, "kubelet/goroutine-debug") && strings.HasSuffix(name, ".txt"):
 		return st.readKubeletGoroutines
+	case strings.HasPrefix(name, "runtime/") && base == "cri-pods.json":
+		return st.readCRIPods
+	case strings.HasPrefix(name, "runtime/") && base == "cri-containers.json":
+		return st.readCRIContainers
 	case strings.HasPrefix(name, "runtime/") && strings.HasPrefix(base, "goroutine") && strings.HasSuffix(base, ".txt"):
 		return st.readRuntimeGoroutines
 	case strings.HasPrefix(dir, "csi/podlogs/"):

@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 type manifestExtra struct {
 	HungMounts []bundle.HungItem        `json:"hung_mounts"`
 	Collectors []bundle.CollectorResult `json:"collectors"`
+	Self       *bundle.Self             `json:"self"`
 }
 
 // fixture reads analyze/testdata/<name> into bundle paths → contents.
@@ -89,6 +90,7 @@ func makeBundle(t testing.TB, files map[string][]byte, format string) string {
 		}
 		delete(files, "_manifest.json")
 		m.HungMounts = append(m.HungMounts, extra.HungMounts...)
+		m.Self = extra.Self
 	}
 	names := make([]string, 0, len(files))
 	for n := range files {

@@ -29,6 +29,8 @@ const (
 	// hundred thousand mounts; past these, a bundle is hostile.
 	maxProcs  = 1_000_000
 	maxMounts = 1_000_000
+	// maxSelfPIDs bounds nodesnap's own processes kept from a bundle.
+	maxSelfPIDs = 10_000
 )
 
 // readTasks reads processes/tasks.json: an array of collectors.Task, one
@@ -52,7 +54,8 @@ func (st *state) readTasks(_ string, r io.Reader) error {
 
 func (st *state) addTask(t *collectors.Task) {
 	if t.PID == t.TID && len(st.procs) < maxProcs {
-		p := &procInfo{PID: t.PID, PPID: t.PPID, Comm: t.Comm, State: t.State, MountNS: t.MountNS, Kernel: t.Kernel}
+		p := &procInfo{PID: t.PID, PPID: t.PPID, Comm: t.Comm, State: t.State, MountNS: t.MountNS, Kernel: t.Kernel,
+			PodUID: t.PodUID, ContainerID: t.ContainerID}
 		if len(t.Cmdline) > 0 {
 			p.Cmdline = shorten(strings.Join(t.Cmdline, " "), 512)
 		}
@@ -94,6 +97,22 @@ func (st *state) readMounts(_ string, r io.Reader) error {
 		switch key {
 		case "host_namespace":
 			return dec.Decode(&st.hostNS)
+		case "nodesnap":
+			var ms collectors.MountsSelf
+			if err := dec.Decode(&ms); err != nil {
+				return err
+			}
+			if len(ms.Namespaces) > maxDeviceNS {
+				ms.Namespaces = ms.Namespaces[:maxDeviceNS]
+			}
+			if len(ms.PIDs) > maxSelfPIDs {
+				ms.PIDs = ms.PIDs[:maxSelfPIDs]
+			}
+			if len(ms.ExcludedDevices) > collectors.MaxExcludedDevices {
+				ms.ExcludedDevices = ms.ExcludedDevices[:collectors.MaxExcludedDevices]
+			}
+			st.selfMounts = &ms
+			return nil
 		case "namespaces":
 			return walkArray(dec, func() error { return st.readMountNamespace(dec) })
 		case "devices":
@@ -125,6 +144,8 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 			return dec.Decode(&ni.Mountinfo)
 		case "process_count":
 			return dec.Decode(&ni.ProcessCount)
+		case "nodesnap":
+			return dec.Decode(&ni.Nodesnap)
 		case "processes":
 			return walkArray(dec, func() error {
 				if len(ni.Processes) >= maxNSProcesses {
@@ -159,6 +180,9 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 	}
 	if ni.Host && st.hostNS == 0 {
 		st.hostNS = ni.Inode
+	}
+	if ni.Nodesnap != "" && !ni.Host && len(st.selfNS) < maxDeviceNS {
+		st.selfNS[ni.Inode] = ni.Nodesnap
 	}
 	for i := range mounts {
 		mounts[i].NS, mounts[i].Host = ni.Inode, ni.Host
@@ -200,6 +224,17 @@ func (st *state) readDevice(dec *json.Decoder) error {
 		return err
 	}
 	if v, ok := rawBool(raw, "only_outside_host_namespace"); ok && !v {
+		if bytes.Contains(raw, []byte("only_in_nodesnap")) {
+			if v, ok := rawBool(raw, "only_in_nodesnap_namespaces"); ok && v {
+				st.selfOnlyN++
+				var l struct {
+					Dev string `json:"dev"`
+				}
+				if json.Unmarshal(raw, &l) == nil && len(st.selfOnlyDevs) < collectors.MaxExcludedDevices {
+					st.selfOnlyDevs = append(st.selfOnlyDevs, l.Dev)
+				}
+			}
+		}
 		return nil
 	}
 	// Of the rest, a container's own tmpfs and overlay mounts are most:
@@ -679,11 +714,16 @@ func (st *state) readPods(_ string, r io.Reader) error {
 					DeletionTimestamp *string `json:"deletionTimestamp"`
 				} `json:"metadata"`
 				Status struct {
-					Phase string `json:"phase"`
+					Phase                 string            `json:"phase"`
+					ContainerStatuses     []containerStatus `json:"containerStatuses"`
+					InitContainerStatuses []containerStatus `json:"initContainerStatuses"`
 				} `json:"status"`
 			}
 			if err := dec.Decode(&p); err != nil {
 				return err
+			}
+			for _, c := range append(p.Status.ContainerStatuses, p.Status.InitContainerStatuses...) {
+				st.addContainer(c.ContainerID, c.Name, p.Metadata.UID)
 			}
 			if p.Metadata.UID != "" {
 				st.pods[p.Metadata.UID] = podRec{UID: p.Metadata.UID, Namespace: p.Metadata.Namespace, Name: p.Metadata.Name,
@@ -696,6 +736,100 @@ func (st *state) readPods(_ string, r io.Reader) error {
 		return err
 	}
 	st.podsSeen = true
+	return endOfInput(dec)
+}
+
+// containerStatus is what readPods keeps of a pod's container status.
+type containerStatus struct {
+	Name        string `json:"name"`
+	ContainerID string `json:"containerID"`
+}
+
+// maxContainers bounds the container names kept (a node runs hundreds).
+const maxContainers = 100000
+
+// addContainer records a container's name; id may carry the runtime's
+// scheme ("containerd://<id>", as the kubelet writes it).
+func (st *state) addContainer(id, name, podUID string) {
+	if i := strings.Index(id, "://"); i >= 0 {
+		id = id[i+3:]
+	}
+	if id == "" || len(st.containers) >= maxContainers {
+		return
+	}
+	if old, ok := st.containers[id]; ok && old.Name != "" && name == "" {
+		return
+	}
+	st.containers[id] = containerRec{Name: name, PodUID: podUID}
+}
+
+// readCRIContainers reads runtime/<runtime>/cri-containers.json (a CRI
+// ListContainers answer in the protobuf JSON mapping), for the names of
+// container IDs and their pods.
+func (st *state) readCRIContainers(_ string, r io.Reader) error {
+	dec := newDecoder(r)
+	err := walkObject(dec, func(key string) error {
+		if key != "containers" {
+			return skipValue(dec)
+		}
+		return walkArray(dec, func() error {
+			var c struct {
+				ID       string `json:"id"`
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+				Labels map[string]string `json:"labels"`
+			}
+			if err := dec.Decode(&c); err != nil {
+				return err
+			}
+			name := c.Metadata.Name
+			if name == "" {
+				name = c.Labels["io.kubernetes.container.name"]
+			}
+			st.addContainer(c.ID, name, c.Labels["io.kubernetes.pod.uid"])
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return endOfInput(dec)
+}
+
+// readCRIPods reads runtime/<runtime>/cri-pods.json (a CRI
+// ListPodSandbox answer in the protobuf JSON mapping), one sandbox at a
+// time, for the names of pod UIDs.
+func (st *state) readCRIPods(_ string, r io.Reader) error {
+	dec := newDecoder(r)
+	err := walkObject(dec, func(key string) error {
+		if key != "items" {
+			return skipValue(dec)
+		}
+		return walkArray(dec, func() error {
+			var p struct {
+				Metadata struct {
+					UID       string `json:"uid"`
+					Name      string `json:"name"`
+					Namespace string `json:"namespace"`
+				} `json:"metadata"`
+				State string `json:"state"`
+			}
+			if err := dec.Decode(&p); err != nil {
+				return err
+			}
+			m := p.Metadata
+			// A pod has a new sandbox after each restart of it; a ready
+			// one says more than an old one.
+			if old, seen := st.runtimePods[m.UID]; m.UID != "" && (!seen || p.State == "SANDBOX_READY" || old.Name == "") {
+				st.runtimePods[m.UID] = podRec{UID: m.UID, Namespace: m.Namespace, Name: m.Name}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
 	return endOfInput(dec)
 }
 

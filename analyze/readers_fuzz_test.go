@@ -16,7 +16,7 @@ var fuzzPaths = []string{
 	"processes/tasks.json", "mounts/mounts.json", "mounts/ns/4026531840.mountinfo", "openfiles/holders.json",
 	"openfiles/processes.jsonl", "mountprobe/probes.json", "dirshape/shape.json", "csi/inventory.json",
 	"kubelet/healthz.txt", "kubelet/pods.json", "kubelet/goroutine-debug2.txt", "runtime/docker/goroutine-debug2.txt",
-	"journal/kubelet.log",
+	"journal/kubelet.log", "runtime/containerd/cri-pods.json",
 }
 
 // FuzzReaders feeds arbitrary bytes straight to each reader (no archive

@@ -273,9 +273,13 @@ func (st *state) claimedMountsOf(ms []mountRec) bool {
 	return false
 }
 
-// podName is "namespace/name (uid)" when the kubelet knows the pod.
+// podName is "namespace/name (uid)" when the kubelet, or else the
+// container runtime, knows the pod.
 func (st *state) podName(uid string) string {
 	if p, ok := st.pods[uid]; ok && p.Name != "" {
+		return p.Namespace + "/" + p.Name + " (" + uid + ")"
+	}
+	if p, ok := st.runtimePods[uid]; ok && p.Name != "" {
 		return p.Namespace + "/" + p.Name + " (" + uid + ")"
 	}
 	return uid

@@ -152,8 +152,9 @@ func (st *state) deletingLeftovers() {
 		if len(mountedOrigs) > 0 {
 			b.WriteString("The original volume is still mounted: the removals fail with \"device or resource busy\" because something keeps it mounted, and a new leftover appears on every retry. ")
 			var foreign []string
+			self := st.selfNamespaces()
 			for _, m := range stillMounted {
-				if !m.Host {
+				if !m.Host && self[m.NS] == "" {
 					foreign = append(foreign, fmt.Sprintf("%s in namespace %d", m.MountPoint, m.NS))
 				}
 			}
@@ -297,7 +298,13 @@ func (st *state) writersIn(r collectors.DirShapeRoot, dir string) []writerRec {
 	}
 	relDir, _ := fsRelative(r, dir)
 	var out []writerRec
+	// nodesnap's own workers (dirshape's, walking the directory) are not
+	// who fills it.
+	self := st.selfPIDs()
 	for _, w := range st.writers {
+		if self[w.PID] {
+			continue
+		}
 		if w.Namespace == st.hostNS || st.hostNS == 0 {
 			if _, ok := pathWithin(w.Path, dir, false); ok {
 				out = append(out, w)

@@ -23,6 +23,7 @@ import (
 // IDs of this family.
 const (
 	idHungMount       = "hung-mount"
+	idNotProbed       = "mount-not-probed"
 	idDeadFUSE        = "fuse-transport-not-connected"
 	idMountError      = "mount-probe-error"
 	idBlockedTasks    = "tasks-blocked-in-kernel"
@@ -109,9 +110,204 @@ func ruleHungMounts(st *state) {
 		g := groups[k]
 		st.hungFinding(g, own, used, kinds[strings.Join(fsMarkers(g.fstype, g.class), ",")])
 	}
+	st.notProbed(own, used)
 	st.deadFUSE()
 	st.probeErrors()
 	st.blockedTasks(own, used)
+}
+
+// fusectlDir is where fusectl, the FUSE control filesystem, is mounted
+// by convention. Many nodes do not mount it (no systemd unit does on
+// minimal images), and then the abort file does not exist.
+const fusectlDir = "/sys/fs/fuse/connections"
+
+// fuseAbortFix is the command that aborts FUSE connection conn (the minor
+// of the mount's device): it mounts fusectl first where it is not
+// mounted, which is harmless (one kernel superblock, read-only knobs
+// besides abort and congestion).
+func fuseAbortFix(conn string) string {
+	return "Wake everything blocked on it by aborting its FUSE connection " + conn + " (fusectl is mounted first where it is not):   " +
+		"mountpoint -q " + fusectlDir + " || mount -t fusectl none " + fusectlDir + "; echo 1 > " + fusectlDir + "/" + conn + "/abort"
+}
+
+// fuseFixes are the remediation lines for a FUSE mount that hangs: abort
+// its connection, or unmount it lazily.
+func fuseFixes(ps []collectors.MountProbe, mp string) []string {
+	var out []string
+	for _, p := range ps {
+		if p.FUSE != nil && p.Mountpoint == mp {
+			out = append(out, fuseAbortFix(strconv.FormatUint(uint64(p.FUSE.Conn), 10)))
+			break
+		}
+	}
+	q := shellQuote(mp)
+	return append(out, "Or unmount it lazily (it leaves the mount table at once; processes already blocked stay until the connection is aborted): umount -l "+q+"   (or fusermount -uz "+q+")")
+}
+
+// hungContext says what the mount probe found, for findings that explain
+// a wait by a mount: never "no mount hung" beside a hung mount, and never
+// silence about mounts the probe did not reach.
+func (st *state) hungContext() string {
+	hung := st.probeCounts[collectors.ProbeHung]
+	if hung == 0 && st.manifest != nil {
+		hung = len(st.manifest.HungMounts)
+	}
+	unfinished := st.probeCounts[collectors.ProbeUnfinished]
+	switch {
+	case hung > 0 && unfinished > 0:
+		return fmt.Sprintf("%s hung (see the hung-mount findings) and %s not probed before mountprobe's deadline (see mount-not-probed); these tasks are not tied to any of them by the evidence.",
+			plural(hung, "mount", "mounts"), plural(unfinished, "was", "were"))
+	case hung > 0:
+		return fmt.Sprintf("%s hung (see the hung-mount findings), but these tasks are not tied to one by the evidence: they may wait on it below another path, or on something else (a device).",
+			plural(hung, "mount", "mounts"))
+	case unfinished > 0:
+		return fmt.Sprintf("No probed mount hung, but %s not probed before mountprobe's deadline (see mount-not-probed): the wait may be on one of them.",
+			plural(unfinished, "mount was", "mounts were"))
+	case !st.probesSeen:
+		return "The bundle has no mount probe results (mountprobe did not run), so a hung mount is not ruled out."
+	}
+	return "No probed mount hung, so the wait is on something the probe did not touch (a device, a path below a mountpoint)."
+}
+
+// notProbed reports mounts the probe did not reach before its deadline,
+// with what the bundle already shows about them: tasks sleeping in their
+// filesystem's code (the kubelet's among them for a pod volume), and
+// dirshape's timeout on the same path. Without such evidence they are
+// listed together as unknown.
+func (st *state) notProbed(own, used map[int]bool) {
+	var unknown []string
+	var unknownRecs []collectors.MountProbe
+	for _, ps := range st.probesByDevice(func(p collectors.MountProbe) bool { return p.Result == collectors.ProbeUnfinished }) {
+		p0 := ps[0]
+		mps := probeMountpoints(ps)
+		markers := fsMarkers(p0.FSType, p0.Class)
+		kubeletPath := false
+		for _, mp := range mps {
+			kubeletPath = kubeletPath || strings.Contains(mp, "/kubelet/") || strings.Contains(mp, "/volumes/kubernetes.io~")
+		}
+		holders := map[int]bool{}
+		for _, p := range ps {
+			for _, ns := range p.Namespaces {
+				if h := st.mountHolders[nsMount{ns, p.MountID}]; h != nil {
+					for _, fh := range h.Holders {
+						holders[fh.PID] = true
+					}
+				}
+			}
+		}
+		var direct, sameKind []collectors.Task
+		if len(markers) > 0 {
+			for i := range st.tasks {
+				t := &st.tasks[i]
+				if own[t.TID] || own[t.PID] || fuseServer(t) || !taskOn(t, markers) {
+					continue
+				}
+				d := holders[t.PID] || (kubeletPath && strings.HasPrefix(t.Comm, "kubelet"))
+				if pr := st.procs[t.PID]; pr != nil && pr.Cmdline != "" {
+					for _, mp := range mps {
+						d = d || tokenIn(pr.Cmdline, mp)
+					}
+				}
+				if d {
+					direct = append(direct, *t)
+					used[t.TID] = true
+				} else if !used[t.TID] {
+					sameKind = append(sameKind, *t)
+				}
+			}
+		}
+		var shape []collectors.DirShapeRoot
+		if st.shape != nil {
+			// dirshape names host paths; a probe in nodesnap's own
+			// namespace names them with the --root prefix.
+			hostMps := append([]string{}, mps...)
+			for _, mp := range mps {
+				if h, ok := st.unroot(mp); ok {
+					hostMps = append(hostMps, h)
+				}
+			}
+			for _, r := range st.shape.Roots {
+				if r.Status != collectors.DirShapeHung {
+					continue
+				}
+				for _, mp := range hostMps {
+					if r.Path == mp || strings.HasPrefix(r.Path, mp+"/") || r.Mountpoint == mp {
+						shape = append(shape, r)
+						break
+					}
+				}
+			}
+		}
+		if len(direct) == 0 && len(shape) == 0 && len(sameKind) == 0 {
+			unknown = append(unknown, mps...)
+			unknownRecs = append(unknownRecs, ps...)
+			continue
+		}
+		kind := p0.FSType
+		f := Finding{ID: idNotProbed, Severity: Warning, Title: "Mount not probed, and the bundle shows processes waiting on its kind of filesystem", Subject: p0.Dev}
+		var why []string
+		if len(shape) > 0 {
+			why = append(why, "dirshape's scan of "+shape[0].Path+" did not answer either")
+		}
+		if len(direct) > 0 {
+			why = append(why, fmt.Sprintf("%s in %s code on it", plural(len(direct), "task sleeps", "tasks sleep"), kind))
+		}
+		if len(direct) > 0 || len(shape) > 0 {
+			f.Severity = Critical
+			f.Title = "Mount not probed, but the bundle shows it hangs"
+		} else {
+			why = append(why, fmt.Sprintf("%s in %s code, on this or another mount of its kind", plural(len(sameKind), "task sleeps", "tasks sleep"), kind))
+		}
+		f.Summary = fmt.Sprintf("%s mount %s was not probed (mountprobe's deadline came first), but %s", kind, listOf(mps, 2), strings.Join(why, " and "))
+		var b strings.Builder
+		fmt.Fprintf(&b, "mountprobe ran out of time before it reached %s (device %s, from %s): its state was not measured. ", listOf(mps, 4), orUnknown(p0.Dev), orUnknown(p0.Source))
+		if len(shape) > 0 {
+			fmt.Fprintf(&b, "dirshape, which stats the same path in a worker with a deadline, got no answer: %s. ", orUnknown(shape[0].Error))
+		}
+		if len(direct) > 0 {
+			fmt.Fprintf(&b, "Tasks sleeping in %s code on it: %s. ", kind, listOf(taskNames(direct), 6))
+			if kubeletPath {
+				b.WriteString("A kubelet thread waiting on a pod volume path is the kubelet's housekeeping (cleanupOrphanedPodDirs) stuck on it: the sync loop stops and new pods stay Pending (incident 003). ")
+			}
+		}
+		if len(sameKind) > 0 {
+			fmt.Fprintf(&b, "Tasks sleeping in %s code, on this or another mount of its kind: %s. ", kind, listOf(taskNames(sameKind), 6))
+		}
+		b.WriteString("Collect again with a larger mountprobe timeout (--timeout-mountprobe or --mountprobe-first PATH) to measure it.")
+		f.Explanation = b.String()
+		for _, p := range ps {
+			f.Evidence = append(f.Evidence, Evidence{Path: "mountprobe/probes.json", What: "the mount the probe did not reach", Record: p})
+		}
+		if len(shape) > 0 {
+			f.Evidence = append(f.Evidence, Evidence{Path: "dirshape/shape.json", What: "dirshape's scan of the same path did not answer", Record: shape})
+		}
+		if len(direct) > 0 {
+			f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "tasks sleeping in the filesystem's code on this mount (kernel stack or wait channel)", Record: direct})
+		}
+		if len(sameKind) > 0 {
+			f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "tasks sleeping in the same filesystem's code, on this or another mount of its kind", Record: sameKind})
+		}
+		fuse := strings.HasPrefix(p0.FSType, "fuse") || p0.Class == "fuse"
+		for _, mp := range mps {
+			if fuse {
+				f.Remediation = append(f.Remediation, fuseFixes(ps, mp)...)
+			} else {
+				q := shellQuote(mp)
+				f.Remediation = append(f.Remediation, "If it hangs (stat "+q+" from a shell you can lose), force-unmount it: umount -f "+q+"   and if it is still busy: umount -l "+q)
+			}
+		}
+		st.add(f)
+	}
+	if len(unknown) > 0 {
+		st.add(Finding{
+			ID: idNotProbed, Severity: Info, Title: "Mounts not probed", Subject: "mountprobe",
+			Summary: fmt.Sprintf("%s not probed before mountprobe's deadline: %s", plural(len(unknown), "mount was", "mounts were"), listOf(unknown, 3)),
+			Explanation: "mountprobe ran out of time before it reached these mounts, usually because many others hung first; nothing else in the bundle " +
+				"(tasks in their filesystems' code, dirshape) says they hang, but their state is unknown.",
+			Evidence:    []Evidence{{Path: "mountprobe/probes.json", What: "the mounts the probe did not reach", Record: unknownRecs}},
+			Remediation: []string{"Collect again with a larger mountprobe timeout (--timeout-mountprobe) if these mounts matter."},
+		})
+	}
 }
 
 // classOfPath guesses a path's filesystem class from the mount table.
@@ -127,9 +323,10 @@ func (st *state) classOfPath(p string) string {
 }
 
 // ownPIDs are nodesnap's own workers that hung on purpose (probing a hung
-// mount): the manifest's hang evidence names them.
+// mount): the manifest's hang evidence names them; and every process of
+// nodesnap's the mounts collector found.
 func (st *state) ownPIDs() map[int]bool {
-	own := map[int]bool{}
+	own := st.selfPIDs()
 	var walk func(h *isolate.HangEvidence)
 	walk = func(h *isolate.HangEvidence) {
 		if h == nil {
@@ -383,16 +580,7 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 		q := shellQuote(mp)
 		switch {
 		case fuse:
-			conn := ""
-			for _, p := range g.probes {
-				if p.FUSE != nil {
-					conn = strconv.FormatUint(uint64(p.FUSE.Conn), 10)
-				}
-			}
-			if conn != "" {
-				f.Remediation = append(f.Remediation, "Wake everything blocked on it by aborting the FUSE connection: echo 1 > /sys/fs/fuse/connections/"+conn+"/abort")
-			}
-			f.Remediation = append(f.Remediation, "Unmount it lazily: fusermount -uz "+q+"   (or umount -l "+q+")")
+			f.Remediation = append(f.Remediation, fuseFixes(g.probes, mp)...)
 		default:
 			f.Remediation = append(f.Remediation, "Force-unmount it: umount -f "+q+"   and if it is still busy: umount -l "+q)
 		}
@@ -563,7 +751,7 @@ func (st *state) blockedTasks(own, used map[int]bool) {
 		Summary:  fmt.Sprintf("%s in D state: %s", plural(len(ts), "task", "tasks"), listOf(names, 3)),
 		Explanation: "These tasks sleep in the kernel and cannot be interrupted, usually waiting for a disk or a network filesystem. " +
 			"A few for a moment are normal under I/O load; the same tasks in several bundles, or kernel stacks in a filesystem or block driver, mean I/O that does not complete. " +
-			"No probed mount hung, so the wait is on something the probe did not touch (a device, a path below a mountpoint).",
+			st.hungContext(),
 		Evidence: []Evidence{{Path: "processes/tasks.json", What: "the tasks in D state with their kernel stacks", Record: ts}},
 		Remediation: []string{
 			"Read the stacks: a filesystem or driver function names the culprit; check that device's or server's health (dmesg, iostat -x 1).",
@@ -611,4 +799,51 @@ func probeMountpoints(ps []collectors.MountProbe) []string {
 		mps = append(mps, p.Mountpoint)
 	}
 	return mps
+}
+
+// nfsProbeContext says what the probe found of the mounts of NFS server
+// host, for a "not responding" log line no hung mount claimed.
+func (st *state) nfsProbeContext(host string) string {
+	if !st.probesSeen {
+		return "The bundle has no mount probe results, so whether its mounts hang now is unknown."
+	}
+	var notProbed []string
+	for _, p := range st.probes {
+		if !strings.HasPrefix(p.FSType, "nfs") {
+			continue
+		}
+		if h, _, _ := strings.Cut(p.Source, ":"); h != host {
+			continue
+		}
+		switch p.Result {
+		case collectors.ProbeUnfinished:
+			notProbed = append(notProbed, p.Mountpoint)
+		case collectors.ProbeHung:
+			return "A mount of this server hung when the bundle was taken (see the hung-mount findings)."
+		}
+	}
+	if len(notProbed) > 0 {
+		return fmt.Sprintf("Its mounts %s were not probed before mountprobe's deadline (see mount-not-probed): whether they hang now is unknown.", listOf(notProbed, 3))
+	}
+	return "No probe of its mounts hung when the bundle was taken."
+}
+
+// unroot turns a path as nodesnap saw it into the host's path by removing
+// the run's --root prefix; ok is false when there is none or p is not
+// under it.
+func (st *state) unroot(p string) (string, bool) {
+	if st.manifest == nil {
+		return p, false
+	}
+	root := strings.TrimRight(st.manifest.Settings.Root, "/")
+	if root == "" {
+		return p, false
+	}
+	if p == root {
+		return "/", true
+	}
+	if rest, ok := strings.CutPrefix(p, root+"/"); ok {
+		return "/" + rest, true
+	}
+	return p, false
 }

@@ -197,8 +197,7 @@ func (st *state) syncloopFinding(syncBad []Line, stuck []goroutine) {
 		"new pods stay Pending/ContainerCreating and deleted ones Terminating. "
 	if len(stuck) > 0 {
 		f.Explanation += "The goroutine dump shows it in pod housekeeping (HandlePodCleanups → cleanupOrphanedPodDirs), which stat()s the volume paths of deleted pods: " +
-			"a path on a mount that hangs keeps it there forever (incident 003). No probed mount hung in this bundle; the path may lie below a mountpoint, " +
-			"or on a mount in another namespace."
+			"a path on a mount that hangs keeps it there forever (incident 003). " + st.hungContext()
 	}
 	if len(syncBad) > 0 {
 		f.Evidence = append(f.Evidence, Evidence{Path: "kubelet/healthz.txt", What: "the kubelet's failing health check", Lines: syncBad})

@@ -351,7 +351,7 @@ func ruleKernelLogs(st *state) {
 			f := Finding{ID: idNFSNotReponding, Severity: Warning, Title: "NFS server not responding", Subject: k.Key,
 				Summary: fmt.Sprintf("NFS server %s did not respond (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
 				Explanation: "\"nfs: server ... not responding, still trying\": on a hard mount every process touching it waits until the server answers. " +
-					"No probe of its mounts hung when the bundle was taken.",
+					st.nfsProbeContext(k.Key),
 				Evidence:    k.evidence(sigWhat[sigNFSNotResponding]),
 				Remediation: []string{"Check the server and the network path to it; unmount (umount -f -l) mounts of a server that is gone for good."}}
 			if ok != nil {

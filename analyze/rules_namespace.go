@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,7 +17,10 @@ import (
 // mounted only outside the host's namespace, and by whom.
 
 // IDs of this family.
-const idHeldForeign = "mount-held-in-foreign-namespace"
+const (
+	idHeldForeign  = "mount-held-in-foreign-namespace"
+	idSelfExcluded = "nodesnap-own-namespace-excluded"
+)
 
 // volumeSigs are the log signatures of a volume or device that will not go
 // away.
@@ -26,8 +30,32 @@ func ruleHeldMounts(st *state) {
 	if !st.mountsSeen || st.hostNS == 0 {
 		return
 	}
+	self := st.selfNamespaces()
+	excluded := 0
 	for _, dev := range st.deviceOrder {
 		d := st.devices[dev]
+		// nodesnap's own namespaces (its container's copy of the node's
+		// mounts, its pod's other containers) are never holders.
+		if len(self) > 0 {
+			kept := d.Namespaces[:0:0]
+			for _, n := range d.Namespaces {
+				if self[n.Namespace] == "" || n.Host {
+					kept = append(kept, n)
+				}
+			}
+			if len(kept) < len(d.Namespaces) {
+				c := *d
+				c.Namespaces = kept
+				if !heldCandidate(&c.MountDevice) || len(kept) == 0 {
+					excluded++
+					if len(st.selfOnlyDevs) < collectors.MaxExcludedDevices {
+						st.selfOnlyDevs = append(st.selfOnlyDevs, d.Dev)
+					}
+					continue
+				}
+				d = &c
+			}
+		}
 		var mounts []mountRec
 		for _, n := range d.Namespaces {
 			for _, m := range n.Mounts {
@@ -37,6 +65,109 @@ func ruleHeldMounts(st *state) {
 		}
 		st.heldFinding(d, mounts, d.Major != 0)
 	}
+	st.selfOnlyN += excluded
+	st.selfExcludedFinding(self)
+}
+
+// selfNamespaces are nodesnap's own mount namespaces other than the host's:
+// those mounts.json marks, and the supervisor's from the manifest (a
+// bundle whose mounts collector did not mark it).
+func (st *state) selfNamespaces() map[uint64]string {
+	out := map[uint64]string{}
+	for ns, k := range st.selfNS {
+		out[ns] = k
+	}
+	if st.manifest != nil && st.manifest.Self != nil {
+		if ns := st.manifest.Self.MountNamespace; ns != 0 && out[ns] == "" {
+			out[ns] = collectors.NodesnapOwn
+		}
+	}
+	if st.selfMounts != nil {
+		if ns := st.selfMounts.MountNamespace; ns != 0 && out[ns] == "" {
+			out[ns] = collectors.NodesnapOwn
+		}
+		for _, ns := range st.selfMounts.Namespaces {
+			if out[ns] == "" {
+				out[ns] = collectors.NodesnapPod
+			}
+		}
+	}
+	delete(out, st.hostNS)
+	delete(out, 0)
+	return out
+}
+
+// selfPIDs are nodesnap's own processes, as the mounts collector found
+// them.
+func (st *state) selfPIDs() map[int]bool {
+	out := map[int]bool{}
+	if st.selfMounts != nil {
+		for _, p := range st.selfMounts.PIDs {
+			out[p] = true
+		}
+	}
+	return out
+}
+
+// selfExcludedFinding says what was left out because it was nodesnap's
+// own, when nodesnap ran in a mount namespace of its own (a pod).
+func (st *state) selfExcludedFinding(self map[uint64]string) {
+	if len(self) == 0 {
+		return
+	}
+	var own []string
+	pods := 0
+	for _, ns := range sortedNS(self) {
+		if self[ns] == collectors.NodesnapOwn {
+			own = append(own, strconv.FormatUint(ns, 10))
+		} else {
+			pods++
+		}
+	}
+	where := "its own mount namespace " + strings.Join(own, ", ")
+	if len(own) == 0 {
+		where = fmt.Sprintf("%d mount namespace(s) of its pod", pods)
+	} else if pods > 0 {
+		where += fmt.Sprintf(" and %d of its pod's other containers", pods)
+	}
+	pod := ""
+	if m := st.manifest; m != nil && m.Self != nil && m.Self.Pod != nil {
+		pod = " (pod " + m.Self.Pod.UID
+		if m.Self.Pod.Name != "" {
+			pod += ", " + m.Self.Pod.Namespace + "/" + m.Self.Pod.Name
+		}
+		pod += ")"
+	}
+	f := Finding{
+		ID:       idSelfExcluded,
+		Severity: Info,
+		Title:    "nodesnap's own mount namespace not counted as evidence",
+		Summary: fmt.Sprintf("nodesnap ran outside the host's mount namespace%s; %s was left out of the mount-holder analysis: %d device(s) mounted outside the host's namespace only there were not flagged",
+			pod, where, st.selfOnlyN),
+		Explanation: "A container's mount namespace starts as a copy of the mounts it was given (the node's root at /host). nodesnap's own " +
+			"copy is not evidence against the node: it exists because nodesnap runs, and goes away with its pod. Where the node's root was " +
+			"mounted without propagation, that copy holds every mount the node had when the pod started, until the pod is deleted.",
+	}
+	if st.selfMounts != nil {
+		f.Evidence = append(f.Evidence, Evidence{Path: "mounts/mounts.json", What: "nodesnap itself in the mount index", Record: st.selfMounts})
+	}
+	if m := st.manifest; m != nil && m.Self != nil {
+		f.Evidence = append(f.Evidence, Evidence{Path: "manifest.json", What: "who nodesnap was", Record: m.Self})
+	}
+	if len(st.selfOnlyDevs) > 0 {
+		f.Evidence = append(f.Evidence, Evidence{Path: "mounts/mounts.json", What: "devices mounted outside the host's namespace only in nodesnap's", Record: st.selfOnlyDevs})
+	}
+	f.Remediation = []string{"Delete nodesnap's pod once its bundle is copied out (kubectl debug leaves its pod behind too): until then its mount namespace holds what it was given."}
+	st.add(f)
+}
+
+func sortedNS(m map[uint64]string) []uint64 {
+	out := make([]uint64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // heldCandidate reports whether a device mounted only outside the host's
@@ -114,8 +245,10 @@ func (st *state) heldFinding(d *deviceRec, mounts []mountRec, block bool) {
 	if len(kthreads) > 0 {
 		fmt.Fprintf(&b, " Kernel threads still working for the device: %s.", strings.Join(kthreadNames(kthreads), ", "))
 	}
-	if h := st.devHolders[d.Dev]; h != nil && len(h.Holders) > 0 {
-		fmt.Fprintf(&b, " Processes with files open on it: %s.", listOf(holderNames(h.Holders), 6))
+	if h := st.devHolders[d.Dev]; h != nil {
+		if hs := st.withoutSelf(h.Holders); len(hs) > 0 {
+			fmt.Fprintf(&b, " Processes with files open on it: %s.", listOf(holderNames(hs), 6))
+		}
 	}
 	f.Explanation = b.String()
 
@@ -198,4 +331,19 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// withoutSelf drops nodesnap's own processes from a list of holders.
+func (st *state) withoutSelf(hs []collectors.FileHolder) []collectors.FileHolder {
+	self := st.selfPIDs()
+	if len(self) == 0 {
+		return hs
+	}
+	out := hs[:0:0]
+	for _, h := range hs {
+		if !self[h.PID] {
+			out = append(out, h)
+		}
+	}
+	return out
 }

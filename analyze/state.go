@@ -40,6 +40,12 @@ type state struct {
 	mountinfoLines map[nsMount]Line
 	mountinfoSpare int
 	mountinfoBytes int
+	// nodesnap itself: its namespaces (from mounts.json) and the devices
+	// the collector found held only there.
+	selfMounts   *collectors.MountsSelf
+	selfNS       map[uint64]string
+	selfOnlyDevs []string
+	selfOnlyN    int
 
 	// openfiles
 	holdersSeen    bool
@@ -59,11 +65,18 @@ type state struct {
 	csi   *collectors.CSIInventory
 
 	// kubelet
-	healthz     []Line
-	healthzBad  []Line
-	kubeDumps   []*goroutineDump
-	podsSeen    bool
-	pods        map[string]podRec
+	healthz    []Line
+	healthzBad []Line
+	kubeDumps  []*goroutineDump
+	podsSeen   bool
+	pods       map[string]podRec
+	// runtimePods are the pods the container runtime has sandboxes for
+	// (runtime/*/cri-pods.json): names for pod UIDs when the kubelet's
+	// list is missing, never evidence that the kubelet runs a pod.
+	runtimePods map[string]podRec
+	// containers names container IDs (the kubelet's containerStatuses,
+	// the runtime's cri-containers.json), for processes' cgroups.
+	containers  map[string]containerRec
 	runtimeDump []*goroutineDump
 	// kubeletExplained is set when a finding already carries the
 	// kubelet's stuck goroutines and failing healthz.
@@ -84,6 +97,7 @@ func newState() *state {
 		present:        map[string]bool{},
 		procs:          map[int]*procInfo{},
 		nsInfo:         map[uint64]*nsInfo{},
+		selfNS:         map[uint64]string{},
 		devices:        map[string]*deviceRec{},
 		mountinfoPath:  map[uint64]string{},
 		mountinfoLines: map[nsMount]Line{},
@@ -92,6 +106,8 @@ func newState() *state {
 		writerSeen:     map[writerKey]bool{},
 		probeCounts:    map[string]int{},
 		pods:           map[string]podRec{},
+		runtimePods:    map[string]podRec{},
+		containers:     map[string]containerRec{},
 		logs:           newLogIndex(),
 	}
 }
@@ -105,6 +121,9 @@ type procInfo struct {
 	Cmdline string `json:"cmdline,omitempty"`
 	MountNS uint64 `json:"mnt_ns,omitempty"`
 	Kernel  bool   `json:"kernel_thread,omitempty"`
+	// PodUID and ContainerID come from the process's cgroup.
+	PodUID      string `json:"pod_uid,omitempty"`
+	ContainerID string `json:"container_id,omitempty"`
 }
 
 // nsMount names a mount in a namespace.
@@ -136,6 +155,8 @@ type nsInfo struct {
 	ProcessCount int                           `json:"process_count"`
 	Processes    []collectors.NamespaceProcess `json:"processes"`
 	Mountinfo    string                        `json:"mountinfo,omitempty"`
+	// Nodesnap is "own" or "pod" for nodesnap's own namespaces.
+	Nodesnap string `json:"nodesnap,omitempty"`
 }
 
 // maxNSProcesses bounds the processes kept per namespace.
@@ -147,6 +168,12 @@ type deviceRec struct {
 }
 
 // podRec is one pod the kubelet knows.
+// containerRec is a container's name and pod.
+type containerRec struct {
+	Name   string `json:"name"`
+	PodUID string `json:"pod_uid,omitempty"`
+}
+
 type podRec struct {
 	UID       string `json:"uid"`
 	Namespace string `json:"namespace"`
@@ -189,8 +216,45 @@ func (st *state) procName(pid int, comm string) string {
 		if p.Cmdline != "" {
 			s += " `" + shorten(p.Cmdline, 160) + "`"
 		}
+		if w := st.podOf(p); w != "" {
+			s += " " + w
+		}
 	}
 	return s
+}
+
+// podOf says which pod and container a process runs in ("in pod ns/name,
+// container c"), from its cgroup and the names the kubelet or the runtime
+// gave; "" outside a pod.
+func (st *state) podOf(p *procInfo) string {
+	if p.PodUID == "" && p.ContainerID == "" {
+		return ""
+	}
+	uid := p.PodUID
+	ctr, known := st.containers[p.ContainerID]
+	if uid == "" {
+		uid = ctr.PodUID
+	}
+	var b strings.Builder
+	pod, ok := st.pods[uid]
+	if !ok || pod.Name == "" {
+		pod, ok = st.runtimePods[uid]
+	}
+	switch {
+	case ok && pod.Name != "":
+		fmt.Fprintf(&b, "in pod %s/%s", pod.Namespace, pod.Name)
+	case uid != "":
+		fmt.Fprintf(&b, "in pod %s (a UID neither the kubelet's list nor the runtime names)", uid)
+	default:
+		b.WriteString("in a container")
+	}
+	switch {
+	case known && ctr.Name != "":
+		fmt.Fprintf(&b, ", container %s", ctr.Name)
+	case p.ContainerID != "":
+		fmt.Fprintf(&b, ", container %.13s", p.ContainerID)
+	}
+	return b.String()
 }
 
 func shorten(s string, n int) string {

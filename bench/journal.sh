@@ -5,25 +5,30 @@
 # Starts a systemd-journald of its own in a private mount namespace (tmpfs
 # over /run, volatile storage, the journal files in a temporary directory:
 # the host's journal is not touched), writes LINES kubelet-like lines into
-# it with systemd-cat, then for ROUNDS rounds, alternating, times
+# it with systemd-cat, then for ROUNDS rounds times
 #   A: journalctl --no-pager -o short-iso-precise -D DIR SYSLOG_IDENTIFIER=kubelet > /dev/null
-#   B: nodesnap collect --only journal --journal-dir DIR --journal-unit kubelet
-# and prints the medians and the ratio B/A, B being the journal collector's
-# own duration from the manifest (journalctl, windowing, redaction, writing
-# to staging). The whole `collect` (child start-up, bundle compression) is
-# printed too. Target: ratio <= 1.2. Results are appended to
+#   B: nodesnap collect --only journal --journal-dir DIR --journal-unit kubelet,
+#      once with --journal-reader native and once with journalctl (their
+#      order alternating from round to round)
+# and prints the medians: B's journal collector duration from the manifest
+# (reading, windowing, redaction, writing to staging) with its ratio to A,
+# the whole `collect` (wall and CPU), and the peak RSS of each (GNU time's
+# %M: the largest process). Round 1 checks that both readers wrote the same
+# kubelet.log. MAXB (default 1GiB: everything) is the --journal-max-bytes
+# cap; MAXB=32MiB is the default a customer gets. Results are appended to
 # $RESULTS_DIR/results.jsonl like the other side-by-side benchmarks.
 #
 # Needs root, util-linux (unshare, nsenter), systemd (systemd-journald,
-# systemd-cat, journalctl), jq, awk, and go unless NODESNAP names a binary.
-# Usage: sudo bench/journal.sh   (env: LINES=200000 ROUNDS=7 NODESNAP=bin/nodesnap)
+# systemd-cat, journalctl), GNU time (/usr/bin/time), jq, awk, and go unless
+# NODESNAP names a binary.
+# Usage: sudo bench/journal.sh   (env: LINES=200000 ROUNDS=7 MAXB=1GiB NODESNAP=bin/nodesnap)
 set -euo pipefail
 LINES=${LINES:-200000}
 . "$(dirname "$0")/lib.sh"
 
 die() { echo "bench/journal.sh: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (journald in a private mount namespace)"
-for t in unshare nsenter systemd-cat journalctl jq awk tar; do
+for t in unshare nsenter systemd-cat journalctl jq awk tar /usr/bin/time; do
   command -v "$t" >/dev/null || die "needs $t"
 done
 JOURNALD=""
@@ -53,8 +58,11 @@ if [ -d /var/log/journal ]; then mount -t tmpfs -o mode=0755 nodesnap-bench-jour
 printf "[Journal]\nStorage=volatile\nRateLimitBurst=0\nRuntimeMaxUse=4G\nRuntimeMaxFileSize=1G\nForwardToSyslog=no\nForwardToKMsg=no\nForwardToConsole=no\nForwardToWall=no\n" > /run/systemd/journald.conf.d/bench.conf
 exec "$2"' sh "$work/journal" "$JOURNALD" 2>"$work/journald.err" &
 jpid=$!
+# Ready once the process is journald (exec'ed after its mounts: before,
+# /proc/PID/root/run is the host's /run, which may hold another journald's
+# sockets) and its own stdout socket exists.
 for _ in $(seq 200); do
-  [ -S "/proc/$jpid/root/run/systemd/journal/stdout" ] && break
+  [ "$(cat "/proc/$jpid/comm" 2>/dev/null)" = systemd-journal ] && [ -S "/proc/$jpid/root/run/systemd/journal/stdout" ] && break
   sleep 0.05
 done
 [ -S "/proc/$jpid/root/run/systemd/journal/stdout" ] || die "journald did not start: $(cat "$work/journald.err")"
@@ -75,7 +83,7 @@ for _ in $(seq 600); do
   [ "$n" -ge "$LINES" ] && break
   sleep 0.1
 done
-[ "$n" -eq "$LINES" ] || die "journal holds $n kubelet lines, want $LINES"
+[ "$n" -eq "$LINES" ] || die "journal holds $n kubelet lines, want $LINES; not written by this script: $(journalctl -D "$work/journal" --no-pager -q -o cat SYSLOG_IDENTIFIER=kubelet | grep -v '^[IE]1121 ' | head -3)"
 bytes=$(journalctl -D "$work/journal" --no-pager -q -o short-iso-precise SYSLOG_IDENTIFIER=kubelet | wc -c)
 echo "journal ready: $n lines, $bytes bytes in short-iso-precise"
 
@@ -88,42 +96,58 @@ cpu_ms() {
   times > "$work/times"
   tail -1 "$work/times" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); t += p[1] * 60 + p[2] } printf "%d\n", t * 1000 }'
 }
-: > "$work/a"; : > "$work/b"; : > "$work/w"; : > "$work/ac"; : > "$work/wc"
+# rss_kb FILE: the peak RSS GNU time wrote (the largest process of the
+# tree it waited for: for collect, the supervisor, the collector child, a
+# worker or journalctl, whichever peaked highest).
+rss_kb() { tail -1 "$1"; }
+# collect_round READER: one `collect --only journal` with that journal
+# reader; appends collector ms, wall ms, CPU ms and peak RSS KiB to
+# $work/{b,w,wc,rss}-READER.
+collect_round() {
+  local reader=$1 t0 t1 c b st
+  rm -rf "$work/out"/*
+  t0=$(now)
+  c=$(/usr/bin/time -f %M -o "$work/rss" "$NODESNAP" collect -q --output json -o "$work/out" --only journal \
+    --journal-dir "$work/journal" --journal-reader "$reader" --journal-unit kubelet --journal-kernel=false \
+    --journal-max-bytes "$MAXB" --max-file-size 1GiB --max-collector-size 2GiB > "$work/result.json" || true; cpu_ms)
+  t1=$(now)
+  ms "$t0" "$t1" >> "$work/w-$reader"
+  echo "$c" >> "$work/wc-$reader"
+  rss_kb "$work/rss" >> "$work/rss-$reader"
+  b=$(jq -r .path "$work/result.json")
+  tar -xzOf "$b" manifest.json > "$work/manifest.json"
+  jq -r '.collectors[] | select(.name=="journal") | .duration_seconds * 1000 | floor' "$work/manifest.json" >> "$work/b-$reader"
+  st=$(jq -r '.collectors[] | select(.name=="journal") | .status' "$work/manifest.json")
+  [ "$st" = ok ] || die "journal collector ($reader) status $st: $(jq -c '.collectors[] | select(.name=="journal")' "$work/manifest.json")"
+  tar -xzOf "$b" journal/kubelet.log > "$work/kubelet-$reader.log"
+}
+MAXB=${MAXB:-1GiB}
+: > "$work/a"; : > "$work/ac"; : > "$work/arss"
+for rd in native journalctl; do : > "$work/b-$rd"; : > "$work/w-$rd"; : > "$work/wc-$rd"; : > "$work/rss-$rd"; done
 for r in $(seq "$ROUNDS"); do
   t0=$(now)
-  c=$(journalctl --no-pager -o short-iso-precise -D "$work/journal" SYSLOG_IDENTIFIER=kubelet > /dev/null; cpu_ms)
+  c=$(/usr/bin/time -f %M -o "$work/rss" journalctl --no-pager -o short-iso-precise -D "$work/journal" SYSLOG_IDENTIFIER=kubelet > /dev/null; cpu_ms)
   t1=$(now)
   ms "$t0" "$t1" >> "$work/a"
   echo "$c" >> "$work/ac"
-
-  rm -rf "$work/out"/*
-  t0=$(now)
-  c=$("$NODESNAP" collect -q --output json -o "$work/out" --only journal --journal-dir "$work/journal" \
-    --journal-unit kubelet --journal-kernel=false --journal-max-bytes 1GiB \
-    --max-file-size 1GiB --max-collector-size 2GiB > "$work/result.json" || true; cpu_ms)
-  t1=$(now)
-  ms "$t0" "$t1" >> "$work/w"
-  echo "$c" >> "$work/wc"
-  b=$(jq -r .path "$work/result.json")
-  tar -xzOf "$b" manifest.json > "$work/manifest.json"
-  jq -r '.collectors[] | select(.name=="journal") | .duration_seconds * 1000 | floor' "$work/manifest.json" >> "$work/b"
-  st=$(jq -r '.collectors[] | select(.name=="journal") | .status' "$work/manifest.json")
-  [ "$st" = ok ] || die "journal collector status $st: $(jq -c '.collectors[] | select(.name=="journal")' "$work/manifest.json")"
+  rss_kb "$work/rss" >> "$work/arss"
+  # Alternate which reader goes first, so drift hits both alike.
+  if [ $((r % 2)) = 1 ]; then collect_round native; collect_round journalctl; else collect_round journalctl; collect_round native; fi
   if [ "$r" = 1 ]; then
-    got=$(tar -xzOf "$b" journal/kubelet.log | wc -l)
-    [ "$got" -eq "$LINES" ] || die "the bundle's kubelet.log has $got lines, want $LINES"
-    red=$(jq -r '[.files[] | select(.path=="journal/kubelet.log") | .redactions // {} | to_entries[] | .value] | add // 0' "$work/manifest.json")
-    echo "round 1: kubelet.log holds all $got lines; $red redactions"
+    cmp -s "$work/kubelet-native.log" "$work/kubelet-journalctl.log" || die "kubelet.log differs between the native reader and journalctl"
+    got=$(wc -l < "$work/kubelet-native.log")
+    echo "round 1: kubelet.log holds $got lines, the same bytes from both readers (cap $MAXB)"
   fi
-  printf "round %d: journalctl %d ms (cpu %d)  collector %d ms  collect %d ms (cpu %d)\n" "$r" "$(tail -1 "$work/a")" "$(tail -1 "$work/ac")" \
-    "$(tail -1 "$work/b")" "$(tail -1 "$work/w")" "$(tail -1 "$work/wc")"
+  printf "round %d: journalctl %d ms  collector native %d ms, journalctl %d ms\n" "$r" "$(tail -1 "$work/a")" \
+    "$(tail -1 "$work/b-native")" "$(tail -1 "$work/b-journalctl")"
 done
-A=$(median < "$work/a"); B=$(median < "$work/b"); W=$(median < "$work/w")
-AC=$(median < "$work/ac"); WC=$(median < "$work/wc")
-printf "\nmedians over %d rounds (%d lines, %d bytes):\n" "$ROUNDS" "$LINES" "$bytes"
-printf "  journalctl > /dev/null        %6d ms\n" "$A"
-printf "  journal collector (manifest)  %6d ms   ratio %s (target <= 1.2)\n" "$B" "$(ratio "$B" "$A")"
-printf "  nodesnap collect (wall)       %6d ms   ratio %s\n" "$W" "$(ratio "$W" "$A")"
-printf "  CPU, user+system: journalctl %d ms; whole collect (supervisor, collector, journalctl, gzip of the bundle) %d ms, ratio %s\n" "$AC" "$WC" "$(ratio "$WC" "$AC")"
-echo "{\"name\":\"journal collector, $LINES lines\",\"nodesnap_ms\":$B,\"reference_ms\":$A,\"ratio\":$(ratio "$B" "$A"),\"rounds\":$ROUNDS}" >>"$RESULTS_DIR/results.jsonl"
-echo "{\"name\":\"collect --only journal (wall), $LINES lines\",\"nodesnap_ms\":$W,\"reference_ms\":$A,\"ratio\":$(ratio "$W" "$A"),\"rounds\":$ROUNDS}" >>"$RESULTS_DIR/results.jsonl"
+A=$(median < "$work/a"); AC=$(median < "$work/ac"); AR=$(median < "$work/arss")
+printf "\nmedians over %d rounds (%d lines, %d bytes in short-iso-precise, cap %s):\n" "$ROUNDS" "$LINES" "$bytes" "$MAXB"
+printf "  %-44s %7s %7s %9s\n" "" "ms" "cpu ms" "peak RSS"
+printf "  %-44s %7d %7d %6d MiB\n" "journalctl > /dev/null" "$A" "$AC" $((AR / 1024))
+for rd in native journalctl; do
+  B=$(median < "$work/b-$rd"); W=$(median < "$work/w-$rd"); WC=$(median < "$work/wc-$rd"); R=$(median < "$work/rss-$rd")
+  printf "  %-44s %7d %7s %9s   ratio %s\n" "journal collector, $rd reader (manifest)" "$B" "" "" "$(ratio "$B" "$A")"
+  printf "  %-44s %7d %7d %6d MiB\n" "collect --only journal, $rd reader (wall)" "$W" "$WC" $((R / 1024))
+  echo "{\"name\":\"journal collector ($rd reader), $LINES lines, cap $MAXB\",\"nodesnap_ms\":$B,\"reference_ms\":$A,\"ratio\":$(ratio "$B" "$A"),\"peak_rss_kib\":$R,\"reference_peak_rss_kib\":$AR,\"rounds\":$ROUNDS}" >>"$RESULTS_DIR/results.jsonl"
+done

@@ -40,6 +40,40 @@ type Manifest struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Resources is what the run itself cost the node.
 	Resources *Resources `json:"resources,omitempty"`
+	// Self is nodesnap's own run: its processes, mount namespace and pod
+	// are never evidence against the node.
+	Self *Self `json:"self,omitempty"`
+}
+
+// Self identifies nodesnap's own run, as its supervisor saw itself.
+type Self struct {
+	// PID is the supervisor's pid in its own pid namespace (the host's
+	// when PIDNamespace is the host's: a pod with hostPID).
+	PID          int    `json:"pid"`
+	PIDNamespace uint64 `json:"pid_namespace,omitempty"`
+	// MountNamespace is the inode of the supervisor's mount namespace
+	// (/proc/self/ns/mnt), which its collectors and workers share. In a
+	// pod it differs from the host's.
+	MountNamespace uint64 `json:"mount_namespace,omitempty"`
+	// Cgroup is the supervisor's cgroup (v2, or v1's first hierarchy that
+	// names a pod or container), as /proc/self/cgroup shows it.
+	Cgroup string `json:"cgroup,omitempty"`
+	// ContainerID is the container's ID where the cgroup names one.
+	ContainerID string `json:"container_id,omitempty"`
+	// Pod is the pod nodesnap runs in, when it runs in one.
+	Pod *SelfPod `json:"pod,omitempty"`
+}
+
+// SelfPod is the pod nodesnap runs in.
+type SelfPod struct {
+	UID       string `json:"uid"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+	// Source says where the UID came from: "env" (the manifests set
+	// NODESNAP_POD_UID from the downward API), "cgroup" or "mountinfo"
+	// (the kubelet's pod directory behind a bind mount such as
+	// /etc/hosts).
+	Source string `json:"source"`
 }
 
 // Resources are the run's own peak memory figures.
@@ -108,6 +142,20 @@ type CollectorResult struct {
 	HungItems       []HungItem            `json:"hung_items,omitempty"`
 	MaxRSSKiB       int64                 `json:"max_rss_kib,omitempty"`
 	Files           []string              `json:"files"`
+	// Remedies name evidence the collector could not gather for want of
+	// something the operator can give (a credential), and how to give it.
+	Remedies []Remedy `json:"remedies,omitempty"`
+}
+
+// Remedy is evidence a collector left out and the commands that would let
+// the next run gather it. Fix lines are the collector's own fixed text, so
+// they are shown as written (a redactor would take the $(...) of
+// "NODESNAP_KUBELET_TOKEN=$(kubectl ...)" for a secret); Missing and
+// Reason went through the redactor.
+type Remedy struct {
+	Missing []string `json:"missing"`
+	Reason  string   `json:"reason"`
+	Fix     []string `json:"fix"`
 }
 
 // HungItem is one operation (a probe of a mount, a command) that missed its

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/redact"
 )
@@ -164,6 +165,25 @@ func (e *Env) Partialf(format string, args ...any) {
 	e.partial = append(e.partial, s)
 	e.mu.Unlock()
 	e.events.send(Event{Type: EventNote, Text: "partial: " + s})
+}
+
+// Remedy records evidence the collector could not gather and the commands
+// that would let the next run gather it; `nodesnap collect` prints it last.
+// missing and reason pass through the redactor; fix lines must be the
+// collector's own fixed text (or values already passed through
+// Redactor().String), since they are recorded as written: a command such as
+// "NODESNAP_KUBELET_TOKEN=$(kubectl ...)" would otherwise lose its $(...).
+func (e *Env) Remedy(missing []string, reason string, fix []string) {
+	r := bundle.Remedy{Missing: make([]string, 0, len(missing)), Fix: fix}
+	for _, m := range missing {
+		s, _ := e.red.String(m)
+		r.Missing = append(r.Missing, s)
+	}
+	r.Reason, _ = e.red.String(reason)
+	if r.Fix == nil {
+		r.Fix = []string{}
+	}
+	e.events.send(Event{Type: EventRemedy, Remedy: &r})
 }
 
 // Fact reports a value the supervisor uses (such as the host's name).

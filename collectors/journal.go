@@ -59,8 +59,13 @@ type JournalOptions struct {
 	JSON bool `json:"json,omitempty"`
 	// MaxBytes caps each source; the newest entries are kept.
 	MaxBytes int64 `json:"max_bytes"`
-	// CommandTimeout bounds one journalctl (or dmesg) run.
+	// CommandTimeout bounds one journalctl (or dmesg) run, or the reading
+	// of one source by the native reader.
 	CommandTimeout time.Duration `json:"command_timeout"`
+	// Reader is how the journal is read: native (nodesnap reads the
+	// journal files itself), journalctl, or auto (native, unless the JSON
+	// export is asked for, which needs journalctl).
+	Reader string `json:"reader,omitempty"`
 }
 
 // Defaults of the journal collector.
@@ -85,7 +90,8 @@ func journalFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.JSON, "journal-json", false, "journal: also export each source as journal JSON (one object per line)")
 	o.MaxBytes = DefaultJournalMaxBytes
 	fs.Var((*journalSize)(&o.MaxBytes), "journal-max-bytes", "journal: cap per source (unit, kernel log, file); the newest entries are kept")
-	fs.DurationVar(&o.CommandTimeout, "journal-timeout", DefaultJournalTimeout, "journal: deadline of one journalctl or dmesg run")
+	fs.DurationVar(&o.CommandTimeout, "journal-timeout", DefaultJournalTimeout, "journal: deadline of one journalctl or dmesg run, or of reading one source from the journal files")
+	fs.StringVar(&o.Reader, "journal-reader", ReaderAuto, "journal: how the journal is read: native (nodesnap reads the journal files itself; no journalctl needed), journalctl, or auto (native; journalctl for --journal-json)")
 }
 
 // journalSize is a byte-size flag value: 1048576, 512KiB, 32MiB, 1GiB.
@@ -150,6 +156,9 @@ type JournalSources struct {
 
 // JournaldStatus is what the collector found out about journald.
 type JournaldStatus struct {
+	// Reader is what read the journal: "native" (nodesnap's own reader of
+	// the journal files) or "journalctl".
+	Reader string `json:"reader,omitempty"`
 	// Journalctl is the program run, Version the first line of its
 	// --version.
 	Journalctl string `json:"journalctl,omitempty"`
@@ -176,11 +185,17 @@ type JournalSource struct {
 	File string `json:"file,omitempty"`
 	// Command is the program run (journal, dmesg); Path the host file read.
 	Command []string `json:"command,omitempty"`
-	Path    string   `json:"path,omitempty"`
+	// Reader is "native" for a journal source read from the journal files
+	// by nodesnap itself.
+	Reader string `json:"reader,omitempty"`
+	Path   string `json:"path,omitempty"`
 	// Status: ok, empty, missing, skipped, timeout or error.
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
 	Stderr string `json:"stderr,omitempty"`
+	// Problems are the journal files the native reader could not read,
+	// or not to their end, and why.
+	Problems []string `json:"problems,omitempty"`
 	// Entries and Bytes are what was kept (Bytes before redaction).
 	Entries int   `json:"entries"`
 	Bytes   int64 `json:"bytes"`
@@ -323,6 +338,8 @@ type journalRun struct {
 	// or from a newer systemd): if nothing at all was read, the journal
 	// counts as failed.
 	unreadable string
+	// native: the journal is read by nodesnap's own reader.
+	native bool
 }
 
 // timeoutError is the collector's verdict when journalctl hung: its status
@@ -352,6 +369,11 @@ func collectJournal(ctx context.Context, env *Env) error {
 	if o.CommandTimeout <= 0 {
 		o.CommandTimeout = DefaultJournalTimeout
 	}
+	switch o.Reader {
+	case "", ReaderAuto, ReaderNative, ReaderJournalctl:
+	default:
+		return fmt.Errorf("--journal-reader %q: want auto, native or journalctl", o.Reader)
+	}
 	since := env.Since
 	if since <= 0 {
 		since = 24 * time.Hour
@@ -370,11 +392,11 @@ func collectJournal(ctx context.Context, env *Env) error {
 		j.idx.FallbackReason = j.idx.Journald.Problem
 		switch {
 		case j.hung != nil:
-			j.idx.FallbackReason = "journalctl hung: " + j.hung.msg
+			j.idx.FallbackReason = j.who() + " hung: " + j.hung.msg
 		case j.queried > 0 && j.failed == j.queried:
-			j.idx.FallbackReason = "journalctl failed for every source"
+			j.idx.FallbackReason = j.who() + " failed for every source"
 		case j.nothingReadable():
-			j.idx.FallbackReason = "journalctl could not read the journal: " + j.unreadable
+			j.idx.FallbackReason = j.who() + " could not read the journal: " + j.unreadable
 		}
 	}
 	j.fallbacks(ctx, usable)
@@ -395,31 +417,53 @@ func (j *journalRun) verdict(usable bool) error {
 		return &timeoutError{msg: msg, cause: j.hung.cause}
 	}
 	if j.queried > 0 && j.failed == j.queried {
-		msg := "journalctl failed for every source (see journal/sources.json): " + j.firstJournalError()
+		msg := j.who() + " failed for every source (see journal/sources.json): " + j.firstJournalError()
 		if used != "" {
 			msg += "; collected instead: " + used
 		}
 		return errors.New(msg)
 	}
 	if j.nothingReadable() {
-		msg := "journalctl could not read the journal: " + j.unreadable
+		msg := j.who() + " could not read the journal: " + j.unreadable
 		if used != "" {
 			msg += "; collected instead: " + used
 		}
 		return errors.New(msg)
 	}
 	if j.failed > 0 {
-		j.env.Partialf("journalctl failed for %d of %d sources: %s", j.failed, j.queried, j.firstJournalError())
+		j.env.Partialf("%s failed for %d of %d sources: %s", j.who(), j.failed, j.queried, j.firstJournalError())
 	}
 	if !usable {
 		if !j.written {
-			return fmt.Errorf("no journald (%s) and no /var/log files or kernel ring buffer could be read: %w", j.idx.Journald.Problem, ErrUnsupported)
+			// Nothing at all: not "ok", and not "unsupported" either (a
+			// node always has logs somewhere): partial, naming every
+			// place looked at.
+			what := "the journal"
+			if n := j.idx.Journald.JournalFiles; n > 0 {
+				what = fmt.Sprintf("the node's journal files (%d)", n)
+			}
+			j.env.Partialf("no logs could be collected: %s could not be read (%s), and none of /var/log/{messages,syslog,kern.log,kubelet.log}, dmesg or /dev/kmsg gave anything", what, j.idx.FallbackReason)
+			return nil
+		}
+		if n := j.idx.Journald.JournalFiles; n > 0 {
+			// The journal is there but was not read: the kubelet's and
+			// the runtime's lines are missing from the bundle.
+			j.env.Partialf("the node's journal files (%d) could not be read (%s); collected instead: %s", n, j.idx.FallbackReason, used)
+			return nil
 		}
 		j.env.Notef("journald is not usable on this node (%s); collected instead: %s", j.idx.FallbackReason, used)
 	} else if used != "" {
 		j.env.Notef("also collected, for what the journal lacked: %s", used)
 	}
 	return nil
+}
+
+// who names what read the journal, for messages.
+func (j *journalRun) who() string {
+	if j.native {
+		return "nodesnap's journal reader"
+	}
+	return "journalctl"
 }
 
 // nothingReadable is true when journalctl skipped journal files as
@@ -515,6 +559,14 @@ func (j *journalRun) probe(ctx context.Context) bool {
 		// files are elsewhere): journalctl will say "no entries".
 		js.Problem = "journald's socket exists but no journal files were found"
 	}
+	if j.reader() == ReaderNative {
+		if js.JournalFiles == 0 {
+			return false
+		}
+		js.Reader, js.Usable, j.native = ReaderNative, true, true
+		return true
+	}
+	js.Reader = ReaderJournalctl
 
 	js.Journalctl = "journalctl"
 	timeout, ok := j.cmdTimeout(ctx, min(5*time.Second, j.o.CommandTimeout))
@@ -552,6 +604,19 @@ func (j *journalRun) probe(ctx context.Context) bool {
 	}
 	js.Usable = true
 	return true
+}
+
+// reader is the journal reader this run uses: native unless journalctl is
+// asked for, or the JSON export (journalctl's own -o json) is.
+func (j *journalRun) reader() string {
+	switch j.o.Reader {
+	case ReaderNative, ReaderJournalctl:
+		return j.o.Reader
+	}
+	if j.o.JSON {
+		return ReaderJournalctl
+	}
+	return ReaderNative
 }
 
 // journalctlVersion reads "systemd 252 (252.38-1~deb12u1)" as 252.
@@ -614,12 +679,21 @@ func kernelQuery() journalQuery {
 func (j *journalRun) fromJournal(ctx context.Context, qs []journalQuery) {
 	var ok []journalQuery
 	for _, q := range qs {
-		s := j.journalSource(ctx, q, "journal", j.format, ".log")
+		var s JournalSource
+		if j.native {
+			s = j.nativeSource(ctx, q)
+		} else {
+			s = j.journalSource(ctx, q, "journal", j.format, ".log")
+		}
 		if s.Status == JournalOK {
 			j.subject[q.subject] = true
 			ok = append(ok, q)
 		}
 		j.idx.Sources = append(j.idx.Sources, s)
+	}
+	if j.native {
+		// Boots are listed by journalctl only.
+		return
 	}
 	if j.o.JSON {
 		for _, q := range ok {

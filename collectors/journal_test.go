@@ -162,6 +162,14 @@ type testJournald struct {
 
 func startJournald(t *testing.T) *testJournald {
 	t.Helper()
+	return startJournaldEnv(t)
+}
+
+// startJournaldEnv starts journald with extra environment variables
+// (SYSTEMD_JOURNAL_COMPACT=0 and SYSTEMD_JOURNAL_KEYED_HASH=0 make it
+// write the older layout).
+func startJournaldEnv(t *testing.T, env ...string) *testJournald {
+	t.Helper()
 	testkit.RequireRoot(t)
 	for _, tool := range []string{"unshare", "nsenter", "systemd-cat", "journalctl", "sh"} {
 		testkit.RequireTool(t, tool)
@@ -181,6 +189,7 @@ func startJournald(t *testing.T) *testJournald {
 	}
 	dir := t.TempDir()
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", journaldScript, "sh", dir, bin)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -505,18 +514,27 @@ func TestJournalCorrupted(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "system.journal"), junk, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	journalFlags(t, "--journal-dir="+dir, "--journal-unit=kubelet")
-	c, _ := collectJournal(t, []string{"journal"}, collectors.Common{})
-	r := journalResult(t, c)
-	if r.Status != bundle.StatusError || !strings.Contains(r.Error, "could not read the journal") || !strings.Contains(r.Error, "system.journal") {
-		t.Fatalf("journal status %q error %q, want an error naming the unreadable file", r.Status, r.Error)
-	}
-	s := journalSources(t, c)
-	if s.Backend != "files" || !strings.Contains(s.FallbackReason, "could not read the journal") {
-		t.Errorf("sources.json: backend %q, fallback %q", s.Backend, s.FallbackReason)
-	}
-	if k := sourceNamed(t, s, "journal", "kubelet"); k.Status != collectors.JournalEmpty || !strings.Contains(k.Stderr, "system.journal") {
-		t.Errorf("kubelet source: %+v", k)
+	for _, reader := range []string{collectors.ReaderJournalctl, collectors.ReaderNative} {
+		t.Run(reader, func(t *testing.T) {
+			journalFlags(t, "--journal-dir="+dir, "--journal-unit=kubelet", "--journal-reader="+reader)
+			c, _ := collectJournal(t, []string{"journal"}, collectors.Common{})
+			r := journalResult(t, c)
+			if r.Status != bundle.StatusError || !strings.Contains(r.Error, "could not read the journal") || !strings.Contains(r.Error, "system.journal") {
+				t.Fatalf("journal status %q error %q, want an error naming the unreadable file", r.Status, r.Error)
+			}
+			s := journalSources(t, c)
+			if s.Backend != "files" || !strings.Contains(s.FallbackReason, "could not read the journal") {
+				t.Errorf("sources.json: backend %q, fallback %q", s.Backend, s.FallbackReason)
+			}
+			k := sourceNamed(t, s, "journal", "kubelet")
+			said := k.Stderr
+			if reader == collectors.ReaderNative {
+				said = strings.Join(k.Problems, "\n")
+			}
+			if k.Status != collectors.JournalEmpty || !strings.Contains(said, "system.journal") {
+				t.Errorf("kubelet source: %+v", k)
+			}
+		})
 	}
 }
 
@@ -566,7 +584,7 @@ exec sleep 300`,
 			if err := os.WriteFile(filepath.Join(jdir, "system.journal"), []byte("LPKSHHRH not really a journal"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			journalFlags(t, "--journal-dir="+jdir, "--journal-timeout=2s")
+			journalFlags(t, "--journal-dir="+jdir, "--journal-timeout=2s", "--journal-reader=journalctl")
 			c, elapsed := collectJournal(t, []string{"journal", "host", "processes"}, collectors.Common{})
 			r := journalResult(t, c)
 			if r.Status != bundle.StatusTimeout {

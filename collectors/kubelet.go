@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,8 +61,18 @@ type KubeletOptions struct {
 	ReadOnlyURL string `json:"readonly_url"`
 	// Token reaches the collector's child as JSON on its stdin; it never
 	// prints (see kubeletSecret) and is scrubbed from everything written.
-	Token          kubeletSecret `json:"token,omitempty"`
-	TokenFile      string        `json:"token_file,omitempty"`
+	Token     kubeletSecret `json:"token,omitempty"`
+	TokenFile string        `json:"token_file,omitempty"`
+	// TokenFrom and TokenFileError are set by PrepareKubeletToken when
+	// TokenFile names one of nodesnap's own descriptors (/dev/stdin,
+	// /dev/fd/N): the token was read before collection, from there.
+	TokenFrom      string `json:"token_from,omitempty"`
+	TokenFileError string `json:"token_file_error,omitempty"`
+	// ClientCert and ClientKey are a client certificate to authenticate
+	// with, as nodesnap sees them (not under --root).
+	ClientCert     string        `json:"client_cert,omitempty"`
+	ClientKey      string        `json:"client_key,omitempty"`
+	HealthzURL     string        `json:"healthz_url"`
 	CAFile         string        `json:"ca_file,omitempty"`
 	Insecure       bool          `json:"insecure,omitempty"`
 	ProfileSeconds int           `json:"profile_seconds,omitempty"`
@@ -77,8 +86,11 @@ func kubeletFlags(fs *pflag.FlagSet) {
 	*o = KubeletOptions{}
 	fs.StringVar(&o.URL, "kubelet-url", "https://127.0.0.1:10250", "kubelet: the kubelet's authenticated (secure) endpoint")
 	fs.StringVar(&o.ReadOnlyURL, "kubelet-readonly-url", "http://127.0.0.1:10255", "kubelet: its read-only port, tried for healthz, metrics and pods when the secure port refuses (empty: never)")
+	fs.StringVar(&o.HealthzURL, "kubelet-healthz-url", "http://127.0.0.1:10248", "kubelet: its healthz port (plain HTTP, no authentication), asked for healthz when the secure port refuses (empty: never)")
 	fs.Var(&o.Token, "kubelet-token", "kubelet: bearer token (default: $"+KubeletTokenEnv+", then --kubelet-token-file, then the pod's service-account token)")
-	fs.StringVar(&o.TokenFile, "kubelet-token-file", "", "kubelet: file holding the bearer token (a path as nodesnap sees it, not under --root)")
+	fs.StringVar(&o.TokenFile, "kubelet-token-file", "", "kubelet: file holding the bearer token (a path as nodesnap sees it, not under --root); /dev/stdin and /dev/fd/N, as <(kubectl create token ...) gives, are read before collection starts")
+	fs.StringVar(&o.ClientCert, "kubelet-client-cert", "", "kubelet: client certificate (PEM) to authenticate with, beside or instead of a token (a path as nodesnap sees it); with neither, a kubeadm control-plane node's <root>"+KubeadmKubeletClientCert+" is used")
+	fs.StringVar(&o.ClientKey, "kubelet-client-key", "", "kubelet: the private key (PEM) of --kubelet-client-cert; it is never written anywhere")
 	fs.StringVar(&o.CAFile, "kubelet-ca-file", "", "kubelet: CA bundle that signed the kubelet's serving certificate (a path as nodesnap sees it); without it a loopback kubelet's certificate is not verified and a non-loopback kubelet is refused unless --kubelet-insecure")
 	fs.BoolVar(&o.Insecure, "kubelet-insecure", false, "kubelet: skip TLS verification of a non-loopback kubelet (the token is then sent to whoever answers)")
 	fs.IntVar(&o.ProfileSeconds, "kubelet-profile-seconds", 0, "kubelet: also take a CPU profile for this many seconds (0: off)")
@@ -117,10 +129,16 @@ func (s kubeletSecret) reveal() string { return string(s) }
 type KubeletRequests struct {
 	URL         string `json:"url"`
 	ReadOnlyURL string `json:"readonly_url,omitempty"`
+	HealthzURL  string `json:"healthz_url,omitempty"`
 	// TokenSource says where the token came from ("flag --kubelet-token",
 	// "environment NODESNAP_KUBELET_TOKEN", "file <path>", "service-account
 	// <path>", "none"), never what it is.
 	TokenSource string `json:"token_source"`
+	// CredentialSource says what the kubelet was shown: "bearer token
+	// (<token source>)", "client certificate <path> (CN=..., O=...)",
+	// "kubeadm apiserver-kubelet-client certificate <path> (...)", both
+	// joined by " and ", or "none". Never the token or the key.
+	CredentialSource string `json:"credential_source"`
 	// TLS says how the secure port's certificate was checked.
 	TLS      string           `json:"tls"`
 	Requests []KubeletRequest `json:"requests"`
@@ -131,7 +149,7 @@ type KubeletRequest struct {
 	// Endpoint names what was asked for: healthz, goroutine-debug1,
 	// goroutine-debug2, heap, cpu-profile, metrics, configz, pods.
 	Endpoint string `json:"endpoint"`
-	// Port is "secure" or "read-only".
+	// Port is "secure", "read-only" or "healthz".
 	Port string `json:"port"`
 	// URL never holds the token (it travels in a header) nor userinfo.
 	URL             string  `json:"url"`
@@ -190,8 +208,10 @@ const (
 	kubeletPermission = "needs get on nodes/proxy (and nodes/metrics, nodes/stats)"
 	kubeletAllowed    = "allowed get on nodes/proxy (and nodes/metrics, nodes/stats)"
 	kubelet401        = "the token was rejected (401): give nodesnap a valid bearer token (--kubelet-token, $" + KubeletTokenEnv + " or --kubelet-token-file) of an identity " + kubeletAllowed
-	kubelet401NoToken = "the kubelet requires a token (401) and none was given: pass one with --kubelet-token, $" + KubeletTokenEnv + " or --kubelet-token-file, of an identity " + kubeletAllowed
+	kubelet401NoToken = "the kubelet requires a credential (401) and none was given: pass a token with --kubelet-token, $" + KubeletTokenEnv + " or --kubelet-token-file, or a client certificate with --kubelet-client-cert and --kubelet-client-key, of an identity " + kubeletAllowed
+	kubelet401Cert    = "the client certificate was rejected (401): the kubelet does not trust its CA (its clientCAFile), or it has expired; give nodesnap a token or a certificate of an identity " + kubeletAllowed
 	kubelet403        = "the token's identity lacks permission: " + kubeletPermission + " (403)"
+	kubelet403Cert    = "the client certificate's identity lacks permission: " + kubeletPermission + " (403)"
 )
 
 // kubeletRun holds one collection's state.
@@ -199,13 +219,20 @@ type kubeletRun struct {
 	env      *Env
 	opts     KubeletOptions
 	token    string
+	cred     kubeletCredential
 	secure   *http.Client // nil when the secure port must not be used
 	refusal  string       // why secure is nil
 	verified bool
 	readonly *http.Client
 	base     *url.URL
 	roBase   *url.URL
+	hzBase   *url.URL
 	maxBytes int64
+
+	mu sync.Mutex
+	// forbiddenUser is the identity a 403 named ("user=..."), when it is
+	// shaped like a Kubernetes user name (see KubeletForbiddenUser).
+	forbiddenUser string
 }
 
 func collectKubelet(ctx context.Context, env *Env) error {
@@ -222,11 +249,14 @@ func collectKubelet(ctx context.Context, env *Env) error {
 	}
 	report := KubeletRequests{}
 
-	token, source, terr := resolveKubeletToken(ctx, env, o)
-	k.token = token
-	report.TokenSource = source
-	if terr != nil {
-		env.Partialf("%s; requests are made without a token", k.scrub(terr.Error()))
+	cred, problems := resolveKubeletCredential(ctx, env, o)
+	k.cred, k.token = cred, cred.token
+	report.TokenSource, report.CredentialSource = cred.tokenSource, cred.describe()
+	for _, p := range problems {
+		env.Partialf("%s", k.scrub(p))
+	}
+	if cred.certSource != "" {
+		env.Notef("the kubelet is shown the %s", cred.certSource)
 	}
 
 	base, err := parseKubeletURL(o.URL)
@@ -244,6 +274,17 @@ func collectKubelet(ctx context.Context, env *Env) error {
 		report.ReadOnlyURL = ro.String()
 		k.readonly = newKubeletClient(nil, o.RequestTimeout)
 	}
+	if o.HealthzURL != "" {
+		hz, err := parseKubeletURL(o.HealthzURL)
+		if err != nil {
+			return fmt.Errorf("--kubelet-healthz-url: %w", err)
+		}
+		k.hzBase = hz
+		report.HealthzURL = hz.String()
+		if k.readonly == nil {
+			k.readonly = newKubeletClient(nil, o.RequestTimeout)
+		}
+	}
 
 	tlsCfg, verified, how, refusal, err := kubeletTLSConfig(ctx, env, base, o)
 	if err != nil {
@@ -256,6 +297,13 @@ func collectKubelet(ctx context.Context, env *Env) error {
 		// else could be read.
 		k.refusal = refusal
 	} else {
+		if cred.cert != nil {
+			if tlsCfg == nil {
+				env.Notef("the client certificate is not used: %s is plain HTTP", base.Host)
+			} else {
+				tlsCfg.Certificates = []tls.Certificate{*cred.cert}
+			}
+		}
 		k.secure = newKubeletClient(tlsCfg, o.RequestTimeout)
 		if base.Scheme == "https" && !verified {
 			env.Notef("%s", how)
@@ -329,6 +377,7 @@ func (k *kubeletRun) verdict(ctx context.Context, eps []kubeletEndpoint, results
 	for _, e := range errOrder {
 		k.env.Notef("%s — %s", e, strings.Join(byErr[e], ", "))
 	}
+	fixable := k.remedy(eps, results)
 	if got == len(eps) {
 		return nil
 	}
@@ -355,7 +404,11 @@ func (k *kubeletRun) verdict(ctx context.Context, eps []kubeletEndpoint, results
 			missed = append(missed, eps[i].name)
 		}
 	}
-	k.env.Partialf("%d of %d kubelet endpoints could not be read (%s); kubelet/requests.json and the notes say why", len(missed), len(eps), strings.Join(missed, ", "))
+	why := "kubelet/requests.json and the notes say why"
+	if fixable {
+		why = "the manifest's remedies (printed at the end of the run) say what gets them"
+	}
+	k.env.Partialf("%d of %d kubelet endpoints could not be read (%s); %s", len(missed), len(eps), strings.Join(missed, ", "), why)
 	return nil
 }
 
@@ -380,16 +433,30 @@ func (k *kubeletRun) fetch(ctx context.Context, ep kubeletEndpoint) []KubeletReq
 		out = append(out, KubeletRequest{Endpoint: ep.name, Port: "secure", URL: k.endpointURL(k.base, ep), Error: "not attempted: " + k.refusal})
 		fallback = true
 	} else {
-		r, refused := k.attempt(ctx, ep, false)
+		r, refused := k.attempt(ctx, ep, portSecure)
 		out = append(out, r)
 		fallback = refused
 	}
 	if fallback && ep.readOnly && k.roBase != nil && ctx.Err() == nil {
-		r, _ := k.attempt(ctx, ep, true)
+		r, refused := k.attempt(ctx, ep, portReadOnly)
+		out = append(out, r)
+		fallback = refused || r.File == ""
+	}
+	// The healthz port (10248, on by default and bound to loopback) needs
+	// no credential: where nothing else answered, healthz still comes.
+	if fallback && ep.name == "healthz" && k.hzBase != nil && ctx.Err() == nil {
+		r, _ := k.attempt(ctx, ep, portHealthz)
 		out = append(out, r)
 	}
 	return out
 }
+
+// The kubelet's ports, as requests.json names them.
+const (
+	portSecure   = "secure"
+	portReadOnly = "read-only"
+	portHealthz  = "healthz"
+)
 
 func (k *kubeletRun) endpointURL(base *url.URL, ep kubeletEndpoint) string {
 	return strings.TrimSuffix(base.String(), "/") + ep.path
@@ -397,10 +464,14 @@ func (k *kubeletRun) endpointURL(base *url.URL, ep kubeletEndpoint) string {
 
 // attempt makes one request. refused reports an answer that the other
 // port may not give: connection refused, 401, 403.
-func (k *kubeletRun) attempt(ctx context.Context, ep kubeletEndpoint, readOnly bool) (rec KubeletRequest, refused bool) {
-	base, client, port := k.base, k.secure, "secure"
-	if readOnly {
-		base, client, port = k.roBase, k.readonly, "read-only"
+func (k *kubeletRun) attempt(ctx context.Context, ep kubeletEndpoint, port string) (rec KubeletRequest, refused bool) {
+	base, client := k.base, k.secure
+	readOnly := port != portSecure
+	switch port {
+	case portReadOnly:
+		base, client = k.roBase, k.readonly
+	case portHealthz:
+		base, client = k.hzBase, k.readonly
 	}
 	u := k.endpointURL(base, ep)
 	rec = KubeletRequest{Endpoint: ep.name, Port: port, URL: u, TLSVerified: !readOnly && base.Scheme == "https" && k.verified}
@@ -414,8 +485,8 @@ func (k *kubeletRun) attempt(ctx context.Context, ep kubeletEndpoint, readOnly b
 		rec.Error = k.scrub(err.Error())
 		return rec, false
 	}
-	// The read-only port is plain HTTP without authentication: the token
-	// never goes there.
+	// The read-only and healthz ports are plain HTTP without
+	// authentication: the token never goes there.
 	if !readOnly && k.token != "" {
 		req.Header.Set("Authorization", "Bearer "+k.token)
 	}
@@ -428,19 +499,30 @@ func (k *kubeletRun) attempt(ctx context.Context, ep kubeletEndpoint, readOnly b
 	rec.StatusCode = resp.StatusCode
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
-		if k.token == "" && !readOnly {
+		switch {
+		case readOnly || k.cred.none():
 			rec.Error = kubelet401NoToken
-		} else {
+		case k.token == "":
+			rec.Error = kubelet401Cert
+		default:
 			rec.Error = kubelet401
 		}
 		return rec, true
 	case resp.StatusCode == http.StatusForbidden:
 		msg := kubelet403
+		if k.token == "" {
+			msg = kubelet403Cert
+		}
 		if ep.subresource != "" {
 			msg += "; " + strings.SplitN(ep.path, "?", 2)[0] + " is authorized as get " + ep.subresource
 		}
 		if ex := k.excerpt(resp.Body); ex != "" {
 			msg += "; the kubelet said: " + ex
+			if u := KubeletForbiddenUser(ex); u != "" {
+				k.mu.Lock()
+				k.forbiddenUser = u
+				k.mu.Unlock()
+			}
 		}
 		rec.Error = msg
 		return rec, true
@@ -582,39 +664,6 @@ func (k *kubeletRun) scrub(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, k.token, redact.Marker)
-}
-
-// resolveKubeletToken finds the bearer token: flag, environment, file,
-// then the pod's own service-account token. Files are read by an isolated
-// worker: a token file may sit on any mount.
-func resolveKubeletToken(ctx context.Context, env *Env, o KubeletOptions) (token, source string, err error) {
-	if t := strings.TrimSpace(o.Token.reveal()); t != "" {
-		return t, "flag --kubelet-token", nil
-	}
-	if t := strings.TrimSpace(os.Getenv(KubeletTokenEnv)); t != "" {
-		return t, "environment " + KubeletTokenEnv, nil
-	}
-	read := func(p string) (string, error) {
-		var r isolate.ReadFileResult
-		if err := env.Do(ctx, isolate.OpReadFile, p, isolate.ReadFileRequest{Path: p, Max: 64 << 10}, &r); err != nil {
-			return "", err
-		}
-		return strings.TrimSpace(string(r.Data)), nil
-	}
-	if o.TokenFile != "" {
-		t, err := read(o.TokenFile)
-		if err != nil {
-			return "", "file " + o.TokenFile, fmt.Errorf("cannot read --kubelet-token-file %s: %w", o.TokenFile, err)
-		}
-		if t == "" {
-			return "", "file " + o.TokenFile, fmt.Errorf("--kubelet-token-file %s is empty", o.TokenFile)
-		}
-		return t, "file " + o.TokenFile, nil
-	}
-	if t, err := read(ServiceAccountTokenPath); err == nil && t != "" {
-		return t, "service-account " + ServiceAccountTokenPath, nil
-	}
-	return "", "none", nil
 }
 
 func parseKubeletURL(s string) (*url.URL, error) {

@@ -130,8 +130,16 @@ const (
 	podSecretValue = "hunter2-database-password-value"
 )
 
+// Identities the fake kubelet's API server allows get on nodes/proxy.
+const (
+	nodesnapSA = "system:serviceaccount:nodesnap:nodesnap"
+	kubeadmCN  = "kube-apiserver-kubelet-client"
+	operatorCN = "nodesnap-operator"
+)
+
 type fakeKubelet struct {
 	srv      *httptest.Server
+	ca       *testkit.CA // the kubelet's client CA
 	requests map[string]int
 	mu       sync.Mutex
 }
@@ -158,19 +166,24 @@ func newFakeKubelet(t *testing.T) *fakeKubelet {
 	mux.HandleFunc("/pods", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"kind":"PodList","apiVersion":"v1","items":[{"metadata":{"name":"db-0","namespace":"prod","uid":"8b5c1e2a-0000-4000-8000-000000000001","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"spec\":{\"containers\":[{\"env\":[{\"name\":\"DB_PASSWORD\",\"value\":\"%[1]s\"}]}]}}"}},"spec":{"containers":[{"name":"db","image":"postgres:16","env":[{"name":"DB_PASSWORD","value":"%[1]s"},{"name":"FROM_SECRET","valueFrom":{"secretKeyRef":{"name":"db","key":"pw"}}}]}]}}]}`, podSecretValue)
 	})
+	// The kubelet of a real node: webhook authentication and
+	// authorization, anonymous access off.
+	fk.ca = testkit.NewCA(t)
+	auth := &testkit.KubeletAuth{
+		Tokens:   map[string]string{goodToken: nodesnapSA, forbiddenToken: "system:serviceaccount:monitoring:nodesnap"},
+		ClientCA: fk.ca,
+		Allowed: func(user, _ string) bool {
+			return user == nodesnapSA || user == kubeadmCN || user == operatorCN
+		},
+	}
+	guarded := auth.Wrap(mux)
 	fk.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fk.mu.Lock()
 		fk.requests[r.URL.Path]++
 		fk.mu.Unlock()
-		switch r.Header.Get("Authorization") {
-		case "Bearer " + goodToken:
-			mux.ServeHTTP(w, r)
-		case "Bearer " + forbiddenToken:
-			http.Error(w, "Forbidden (user=system:serviceaccount:monitoring:nodesnap, verb=get, resource=nodes, subresource=proxy)", http.StatusForbidden)
-		default:
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
-		}
+		guarded.ServeHTTP(w, r)
 	}))
+	fk.srv.TLS = auth.TLSConfig()
 	fk.srv.StartTLS()
 	t.Cleanup(fk.srv.Close)
 	if !strings.HasPrefix(fk.srv.URL, "https://127.0.0.1:") {
@@ -255,7 +268,7 @@ func assertAbsent(t *testing.T, b *agentBundle, secret string) {
 // and the token is nowhere in the bundle.
 func TestKubeletCollectsEverything(t *testing.T) {
 	fk := newFakeKubelet(t)
-	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-token", goodToken,
+	agentFlags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token", goodToken,
 		"--kubelet-readonly-url", "http://"+closedPort(t), "--kubelet-profile-seconds", "1")
 	b := agentCollect(t, "kubelet", collectors.Common{})
 	if b.res.Status != bundle.StatusOK {
@@ -329,7 +342,7 @@ func TestKubeletCollectsEverything(t *testing.T) {
 func TestKubeletVerifiesWithCA(t *testing.T) {
 	fk := newFakeKubelet(t)
 	t.Setenv(collectors.KubeletTokenEnv, goodToken)
-	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-ca-file", fk.caFile(t), "--kubelet-readonly-url", "")
+	agentFlags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-ca-file", fk.caFile(t), "--kubelet-readonly-url", "")
 	b := agentCollect(t, "kubelet", collectors.Common{NoBinary: true})
 	if b.res.Status != bundle.StatusOK {
 		t.Fatalf("status %q (%s), want ok", b.res.Status, b.res.Error)
@@ -369,7 +382,7 @@ func TestKubeletWrongToken(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(wrong+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-token-file", tokenFile, "--kubelet-readonly-url", ro.URL)
+	agentFlags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token-file", tokenFile, "--kubelet-readonly-url", ro.URL)
 	b := agentCollect(t, "kubelet", collectors.Common{})
 	if b.res.Status != bundle.StatusPartial {
 		t.Fatalf("status %q (%s), want partial", b.res.Status, b.res.Error)
@@ -416,7 +429,7 @@ func TestKubeletWrongToken(t *testing.T) {
 // one, with the kubelet's own explanation.
 func TestKubeletForbidden(t *testing.T) {
 	fk := newFakeKubelet(t)
-	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-token", forbiddenToken, "--kubelet-readonly-url", "")
+	agentFlags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token", forbiddenToken, "--kubelet-readonly-url", "")
 	b := agentCollect(t, "kubelet", collectors.Common{})
 	if b.res.Status != bundle.StatusError {
 		t.Fatalf("status %q, want error", b.res.Status)
@@ -438,7 +451,7 @@ func TestKubeletForbidden(t *testing.T) {
 // what it can.
 func TestKubeletReadOnlyFallback(t *testing.T) {
 	ro := newFakeReadOnly(t)
-	agentFlags(t, "kubelet", "--kubelet-url", "https://"+closedPort(t), "--kubelet-token", goodToken, "--kubelet-readonly-url", ro.URL)
+	agentFlags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", "https://"+closedPort(t), "--kubelet-token", goodToken, "--kubelet-readonly-url", ro.URL)
 	b := agentCollect(t, "kubelet", collectors.Common{})
 	if b.res.Status != bundle.StatusPartial {
 		t.Fatalf("status %q (%s), want partial", b.res.Status, b.res.Error)
@@ -481,7 +494,7 @@ func TestKubeletUnresponsive(t *testing.T) {
 		mu.Unlock()
 	})
 	const deadline = 2 * time.Second
-	agentFlags(t, "kubelet", "--kubelet-url", "https://"+l.Addr().String(), "--kubelet-token", goodToken,
+	agentFlags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", "https://"+l.Addr().String(), "--kubelet-token", goodToken,
 		"--kubelet-readonly-url", "", "--kubelet-request-timeout", deadline.String())
 	start := time.Now()
 	b := agentCollect(t, "kubelet", collectors.Common{})
@@ -505,7 +518,7 @@ func TestKubeletUnresponsive(t *testing.T) {
 
 // The token is never sent, unverified, to a kubelet that is not this host.
 func TestKubeletRefusesUnverifiedRemote(t *testing.T) {
-	agentFlags(t, "kubelet", "--kubelet-url", "https://192.0.2.10:10250", "--kubelet-token", goodToken, "--kubelet-readonly-url", "")
+	agentFlags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", "https://192.0.2.10:10250", "--kubelet-token", goodToken, "--kubelet-readonly-url", "")
 	b := agentCollect(t, "kubelet", collectors.Common{})
 	if b.res.Status != bundle.StatusError {
 		t.Errorf("status %q, want error", b.res.Status)
@@ -648,5 +661,304 @@ func BenchmarkRedactPodSecrets(b *testing.B) {
 		if _, n, err := collectors.RedactPodSecrets(data); err != nil || n != 2200 {
 			b.Fatalf("%d, %v", n, err)
 		}
+	}
+}
+
+// --- credentials on a real node: no token, client certificates ----------
+
+// newFakeHealthzPort serves what the kubelet's healthz port (10248) serves:
+// /healthz, plain HTTP, no authentication.
+func newFakeHealthzPort(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			http.Error(w, "a token reached the healthz port", http.StatusTeapot)
+			return
+		}
+		if r.URL.Path != "/healthz" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, "[+]ping ok\n[-]syncloop failed: reason withheld (healthz port)\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// noServiceAccountToken skips where the machine running the tests is a
+// pod: the collector would rightly use that pod's token.
+func noServiceAccountToken(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(collectors.ServiceAccountTokenPath); err == nil {
+		t.Skipf("%s exists here (a pod?): the collector would use it", collectors.ServiceAccountTokenPath)
+	}
+}
+
+func remedies(t *testing.T, b *agentBundle) []bundle.Remedy {
+	t.Helper()
+	if len(b.res.Remedies) == 0 {
+		t.Fatalf("the manifest records no remedy for %s; notes:\n%s", b.res.Name, b.notes())
+	}
+	return b.res.Remedies
+}
+
+// By hand on a real node with no token: what needs no credential is
+// collected (healthz from the healthz port), the run is partial, and the
+// manifest names each piece of evidence left out and the commands that get
+// it next time.
+func TestKubeletNoCredential(t *testing.T) {
+	noServiceAccountToken(t)
+	fk := newFakeKubelet(t)
+	hz := newFakeHealthzPort(t)
+	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "http://"+closedPort(t), "--kubelet-healthz-url", hz.URL)
+	// An empty --root: no kubeadm certificate to fall back on.
+	b := agentCollect(t, "kubelet", collectors.Common{Root: t.TempDir()})
+	if b.res.Status != bundle.StatusPartial {
+		t.Fatalf("status %q (%s), want partial", b.res.Status, b.res.Error)
+	}
+	if h := string(b.file(t, "kubelet/healthz.txt")); !strings.Contains(h, "(healthz port)") {
+		t.Errorf("healthz.txt = %q, want the healthz port's", h)
+	}
+	rq := kubeletRequests(t, b)
+	if rq.TokenSource != "none" || rq.CredentialSource != "none" {
+		t.Errorf("token source %q, credential %q, want none", rq.TokenSource, rq.CredentialSource)
+	}
+	var n401 int
+	for _, r := range rq.Requests {
+		if r.Port == "secure" && r.StatusCode == 401 {
+			n401++
+		}
+		if r.Port == "healthz" && (r.Endpoint != "healthz" || r.StatusCode != 200) {
+			t.Errorf("healthz-port request %+v", r)
+		}
+	}
+	if n401 != 7 {
+		t.Errorf("%d secure 401s, want 7: %+v", n401, rq.Requests)
+	}
+	rs := remedies(t, b)
+	if len(rs) != 1 {
+		t.Fatalf("%d remedies, want 1: %+v", len(rs), rs)
+	}
+	r := rs[0]
+	want := []string{"goroutine dumps", "heap profile", "metrics", "configz (the kubelet's running configuration)", "pods (the kubelet's own pod list)"}
+	if strings.Join(r.Missing, "|") != strings.Join(want, "|") {
+		t.Errorf("missing %q, want %q", r.Missing, want)
+	}
+	if !strings.Contains(r.Reason, "requires a credential (401) and none was given") {
+		t.Errorf("reason %q", r.Reason)
+	}
+	fix := strings.Join(r.Fix, "\n")
+	for _, want := range []string{
+		"NODESNAP_KUBELET_TOKEN=$(kubectl -n nodesnap create token nodesnap --duration=10m) nodesnap collect",
+		"kubectl -n nodesnap create token nodesnap --duration=10m | sudo nodesnap collect --kubelet-token-file /dev/stdin",
+		"kubectl apply -f deploy/kubernetes/rbac.yaml",
+		"--kubelet-client-cert",
+	} {
+		if !strings.Contains(fix, want) {
+			t.Errorf("fix lacks %q:\n%s", want, fix)
+		}
+	}
+	if !strings.Contains(b.notes(), "none was given") {
+		t.Errorf("the notes do not say why:\n%s", b.notes())
+	}
+}
+
+// A client certificate given by flag authenticates alone; its identity is
+// recorded, its key is not.
+func TestKubeletClientCertFlags(t *testing.T) {
+	fk := newFakeKubelet(t)
+	dir := t.TempDir()
+	crt, key := fk.ca.WriteClientCert(t, dir, "operator", operatorCN, "ops")
+	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "",
+		"--kubelet-client-cert", crt, "--kubelet-client-key", key)
+	b := agentCollect(t, "kubelet", collectors.Common{NoBinary: true, Root: t.TempDir()})
+	if b.res.Status != bundle.StatusOK {
+		t.Fatalf("status %q (%s), want ok", b.res.Status, b.res.Error)
+	}
+	rq := kubeletRequests(t, b)
+	if want := "client certificate " + crt + " (CN=" + operatorCN + ", O=ops; valid until "; !strings.HasPrefix(rq.CredentialSource, want) {
+		t.Errorf("credential %q, want prefix %q", rq.CredentialSource, want)
+	}
+	if rq.TokenSource != "none" {
+		t.Errorf("token source %q, want none", rq.TokenSource)
+	}
+	if len(b.res.Remedies) != 0 {
+		t.Errorf("remedies %+v on a complete run", b.res.Remedies)
+	}
+	assertNoKey(t, b, key)
+}
+
+// assertNoKey fails if any line of a PEM key's body is in the bundle.
+func assertNoKey(t *testing.T, b *agentBundle, keyPath string) {
+	t.Helper()
+	data, err := os.ReadFile(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(data)
+	if blk == nil {
+		t.Fatalf("%s holds no PEM", keyPath)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if len(line) >= 16 && !strings.HasPrefix(line, "-----") {
+			assertAbsent(t, b, line)
+		}
+	}
+}
+
+// On a kubeadm control-plane node, the API server's own client certificate
+// for the kubelet (under --root) is used when no token is given, and the
+// manifest says so; a token given wins over it.
+func TestKubeletKubeadmCertUnderRoot(t *testing.T) {
+	noServiceAccountToken(t)
+	fk := newFakeKubelet(t)
+	root := t.TempDir()
+	_, key := fk.ca.WriteClientCert(t, filepath.Join(root, "etc/kubernetes/pki"), "apiserver-kubelet-client", kubeadmCN, "kubeadm:cluster-admins")
+	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "")
+	b := agentCollect(t, "kubelet", collectors.Common{NoBinary: true, Root: root})
+	if b.res.Status != bundle.StatusOK {
+		t.Fatalf("status %q (%s), want ok", b.res.Status, b.res.Error)
+	}
+	want := "kubeadm apiserver-kubelet-client certificate /etc/kubernetes/pki/apiserver-kubelet-client.crt (CN=" + kubeadmCN + ", O=kubeadm:cluster-admins; valid until "
+	if rq := kubeletRequests(t, b); !strings.HasPrefix(rq.CredentialSource, want) {
+		t.Errorf("credential %q, want prefix %q", rq.CredentialSource, want)
+	}
+	if !strings.Contains(b.notes(), "shown the kubeadm apiserver-kubelet-client certificate") {
+		t.Errorf("notes do not say which credential was used:\n%s", b.notes())
+	}
+	assertNoKey(t, b, key)
+
+	// A token given is what the operator chose: the certificate stays.
+	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "", "--kubelet-token", goodToken)
+	b = agentCollect(t, "kubelet", collectors.Common{NoBinary: true, Root: root})
+	if rq := kubeletRequests(t, b); b.res.Status != bundle.StatusOK || rq.CredentialSource != "bearer token (flag --kubelet-token)" {
+		t.Errorf("with a token: status %q, credential %q", b.res.Status, rq.CredentialSource)
+	}
+}
+
+// Refusals an operator fixes in RBAC (403) or with another credential
+// (401) each name their fix.
+func TestKubeletCredentialRefusals(t *testing.T) {
+	fk := newFakeKubelet(t)
+	other := testkit.NewCA(t)
+	dir := t.TempDir()
+	nodeCrt, nodeKey := fk.ca.WriteClientCert(t, dir, "node", "system:node:node-1", "system:nodes")
+	strangerCrt, strangerKey := other.WriteClientCert(t, dir, "stranger", operatorCN)
+	for _, tc := range []struct {
+		name        string
+		args        []string
+		errWant     string
+		reason, fix []string
+	}{
+		{"service account without binding", []string{"--kubelet-token", forbiddenToken},
+			"the token's identity lacks permission",
+			[]string{"system:serviceaccount:monitoring:nodesnap may not get nodes/proxy (403)"},
+			[]string{"kubectl apply -f deploy/kubernetes/rbac.yaml && kubectl create clusterrolebinding nodesnap-monitoring-nodesnap --clusterrole=nodesnap --serviceaccount=monitoring:nodesnap"}},
+		{"the node's own certificate", []string{"--kubelet-client-cert", nodeCrt, "--kubelet-client-key", nodeKey},
+			"the client certificate's identity lacks permission",
+			[]string{"system:node:node-1 may not get nodes/proxy (403)"},
+			[]string{"not granted nodes/proxy", "NODESNAP_KUBELET_TOKEN=$(kubectl -n nodesnap create token nodesnap --duration=10m) nodesnap collect"}},
+		{"certificate of another CA", []string{"--kubelet-client-cert", strangerCrt, "--kubelet-client-key", strangerKey},
+			"the client certificate was rejected (401)",
+			[]string{"the kubelet rejected the client certificate " + strangerCrt + " (CN=" + operatorCN},
+			[]string{"NODESNAP_KUBELET_TOKEN=$(kubectl -n nodesnap create token nodesnap --duration=10m) nodesnap collect"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			agentFlags(t, "kubelet", append([]string{"--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", ""}, tc.args...)...)
+			b := agentCollect(t, "kubelet", collectors.Common{Root: t.TempDir()})
+			if b.res.Status != bundle.StatusError || !strings.Contains(b.res.Error, tc.errWant) {
+				t.Errorf("status %q error %q, want error with %q", b.res.Status, b.res.Error, tc.errWant)
+			}
+			rs := remedies(t, b)
+			if len(rs[0].Missing) != 6 {
+				t.Errorf("missing %q, want all six kinds of evidence", rs[0].Missing)
+			}
+			for _, w := range tc.reason {
+				if !strings.Contains(rs[0].Reason, w) {
+					t.Errorf("reason %q lacks %q", rs[0].Reason, w)
+				}
+			}
+			fix := strings.Join(rs[0].Fix, "\n")
+			for _, w := range tc.fix {
+				if !strings.Contains(fix, w) {
+					t.Errorf("fix lacks %q:\n%s", w, fix)
+				}
+			}
+			assertAbsent(t, b, forbiddenToken)
+		})
+	}
+}
+
+// A token handed over on a descriptor of nodesnap's own (<(kubectl ...),
+// a pipe) is read before collection: a worker would open its own.
+func TestKubeletTokenFromDescriptor(t *testing.T) {
+	fk := newFakeKubelet(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	go func() {
+		io.WriteString(w, goodToken+"\n")
+		w.Close()
+	}()
+	fdPath := fmt.Sprintf("/dev/fd/%d", r.Fd())
+	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "", "--kubelet-token-file", fdPath)
+	collectors.PrepareKubeletToken(context.Background())
+	b := agentCollect(t, "kubelet", collectors.Common{NoBinary: true, Root: t.TempDir()})
+	if b.res.Status != bundle.StatusOK {
+		t.Fatalf("status %q (%s), want ok", b.res.Status, b.res.Error)
+	}
+	if rq := kubeletRequests(t, b); rq.TokenSource != "file "+fdPath {
+		t.Errorf("token source %q", rq.TokenSource)
+	}
+	assertAbsent(t, b, goodToken)
+
+	// Nothing ever written: the read ends at its deadline, and says so.
+	r2, w2, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r2.Close(); w2.Close() })
+	fdPath = fmt.Sprintf("/dev/fd/%d", r2.Fd())
+	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "",
+		"--kubelet-token-file", fdPath, "--kubelet-request-timeout", "300ms")
+	start := time.Now()
+	collectors.PrepareKubeletToken(context.Background())
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("reading a silent pipe took %s, want about 300ms", d)
+	}
+	b = agentCollect(t, "kubelet", collectors.Common{NoBinary: true, Root: t.TempDir()})
+	if !strings.Contains(b.notes(), "nothing was written to it within 300ms") {
+		t.Errorf("notes do not say the pipe stayed silent:\n%s", b.notes())
+	}
+}
+
+// An expired kubeadm certificate is reported, not sent.
+func TestKubeletExpiredKubeadmCert(t *testing.T) {
+	noServiceAccountToken(t)
+	fk := newFakeKubelet(t)
+	root := t.TempDir()
+	pki := filepath.Join(root, "etc/kubernetes/pki")
+	crt, key := fk.ca.ClientCert(t, kubeadmCN, []string{"kubeadm:cluster-admins"}, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
+	if err := os.MkdirAll(pki, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pki, "apiserver-kubelet-client.crt"), crt, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pki, "apiserver-kubelet-client.key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agentFlags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "")
+	b := agentCollect(t, "kubelet", collectors.Common{NoBinary: true, Root: root})
+	if !strings.Contains(b.notes(), "kubeadm's client certificate "+filepath.Join(pki, "apiserver-kubelet-client.crt")+" expired on ") {
+		t.Errorf("notes do not say the certificate expired:\n%s", b.notes())
+	}
+	if rq := kubeletRequests(t, b); rq.CredentialSource != "none" {
+		t.Errorf("credential %q, want none", rq.CredentialSource)
+	}
+	if rs := remedies(t, b); !strings.Contains(rs[0].Reason, "none was given") {
+		t.Errorf("reason %q", rs[0].Reason)
 	}
 }

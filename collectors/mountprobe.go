@@ -48,9 +48,31 @@ type MountprobeOptions struct {
 	MaxWorkers int `json:"max_workers"`
 	// SlowAfter is when a probe counts as stuck for scheduling.
 	SlowAfter time.Duration `json:"slow_after"`
+	// MaxPerNamespace bounds the network and FUSE probes of one mount
+	// namespace running at once (0: half of MaxWorkers, at least
+	// --workers), so that a namespace full of hung mounts cannot take
+	// every worker. Probes of the kubelet, runtime and CSI paths of the
+	// host are not bounded by it.
+	MaxPerNamespace int `json:"max_per_namespace,omitempty"`
+	// First lists more paths whose mounts (and the mounts on the way to
+	// them) are probed first, like the kubelet, runtime and CSI roots.
+	First []string `json:"first,omitempty"`
 }
 
 var mountprobeOpts = MountprobeOptions{MaxWorkers: 32, SlowAfter: 200 * time.Millisecond}
+
+// mpFirstRoots are the host paths whose mounts are probed first: the
+// kubelet, the container runtimes and CSI drivers. A hung mount here stops
+// pods; one elsewhere (a daemon's private namespace, a user's FUSE mount)
+// usually does not. Pod volume paths of a kubelet with another --root-dir
+// are recognised by their shape (see mpKubeletShaped).
+var mpFirstRoots = []string{
+	"/var/lib/kubelet",
+	"/var/lib/containerd", "/run/containerd",
+	"/var/lib/docker", "/run/docker",
+	"/var/lib/containers", "/run/containers", "/var/lib/crio", "/run/crio",
+	"/var/lib/csi-hostpath-data", "/csi",
+}
 
 func init() {
 	Register(Spec{
@@ -65,6 +87,10 @@ func init() {
 		Flags: func(fs *pflag.FlagSet) {
 			fs.IntVar(&mountprobeOpts.MaxWorkers, "mountprobe-max-workers", mountprobeOpts.MaxWorkers,
 				"mountprobe: most probes at once, counting workers stuck on hung mounts (at least --workers)")
+			fs.IntVar(&mountprobeOpts.MaxPerNamespace, "mountprobe-max-per-namespace", mountprobeOpts.MaxPerNamespace,
+				"mountprobe: most network and FUSE probes of one mount namespace at once (0: half of --mountprobe-max-workers)")
+			fs.StringSliceVar(&mountprobeOpts.First, "mountprobe-first", mountprobeOpts.First,
+				"mountprobe: more paths (host paths, comma-separated) whose mounts are probed first, besides the kubelet, runtime and CSI roots")
 		},
 		Run: collectMountprobe,
 	})
@@ -73,12 +99,17 @@ func init() {
 
 // MountProbeReport is mountprobe/probes.json.
 type MountProbeReport struct {
-	StartedAt      time.Time             `json:"started_at"`
-	DurationMS     float64               `json:"duration_ms"`
-	ProbeTimeoutMS int64                 `json:"probe_timeout_ms"`
-	Workers        int                   `json:"workers"`
-	MaxWorkers     int                   `json:"max_workers"`
-	Namespaces     []MountProbeNamespace `json:"namespaces"`
+	StartedAt      time.Time `json:"started_at"`
+	DurationMS     float64   `json:"duration_ms"`
+	ProbeTimeoutMS int64     `json:"probe_timeout_ms"`
+	Workers        int       `json:"workers"`
+	MaxWorkers     int       `json:"max_workers"`
+	// MaxPerNamespace is the bound on one namespace's network and FUSE
+	// probes at once; Reserved workers are kept for the probes that
+	// come first (kubelet, runtime and CSI paths of the host).
+	MaxPerNamespace int                   `json:"max_per_namespace,omitempty"`
+	Reserved        int                   `json:"reserved_workers,omitempty"`
+	Namespaces      []MountProbeNamespace `json:"namespaces"`
 	// Counts is the number of probes per result (ok, hung, error,
 	// skipped, unfinished).
 	Counts map[string]int `json:"counts"`
@@ -124,6 +155,9 @@ type MountProbe struct {
 	Root           string   `json:"root"`
 	// Class is network, fuse, block, local or pseudo.
 	Class string `json:"class"`
+	// First is set for mounts probed first: on a kubelet, runtime or CSI
+	// path of the host, or on the way to one.
+	First bool `json:"first,omitempty"`
 	// Result is ok, hung, error, skipped or unfinished.
 	Result string `json:"result"`
 	// Probed is false when no probe ran: skipped, or hung inferred from
@@ -146,6 +180,11 @@ type MountProbe struct {
 	// BlockedIn is where the hung probe's worker was blocked (the full
 	// evidence is in the manifest's hung_mounts).
 	BlockedIn string `json:"blocked_in,omitempty"`
+	// StartedMS and DoneMS are when the probe started and when its
+	// result was known (reported hung, for a hung one), counted from the
+	// collector's start: how long a mount waited for its turn.
+	StartedMS float64 `json:"started_ms,omitempty"`
+	DoneMS    float64 `json:"done_ms,omitempty"`
 }
 
 // MountProbeStatfs summarises statfs(2).
@@ -231,6 +270,9 @@ type mpNamespace struct {
 	rep   int // task whose mountinfo is read ("self" when rep == 0)
 	host  bool
 	self  bool
+	// first: its kubelet, runtime and CSI paths come first. The host's
+	// namespace, or nodesnap's own when pid 1's cannot be read.
+	first bool
 	// prefix is prepended to a mountpoint to reach it from nodesnap:
 	// "" in nodesnap's own namespace, /proc/<rep>/root elsewhere.
 	prefix string
@@ -319,6 +361,74 @@ type mpItem struct {
 	hangEvidence   *isolate.HangEvidence
 	started        time.Time
 	state          int
+	// own is the item's own priority; prio the effective one, the most
+	// urgent of its own and of every item waiting for it.
+	own, prio mpPrio
+	likely    bool // network or FUSE: likely to hang
+}
+
+// mpPrio orders probes, lowest first: tier 0 is a kubelet, runtime or CSI
+// path of the host namespace, 1 the rest of the host namespace, 2 such a
+// path in another namespace, 3 the rest; then class (network, FUSE,
+// block, local, pseudo); then mountinfo order.
+type mpPrio struct{ tier, class, order int }
+
+func (a mpPrio) less(b mpPrio) bool {
+	if a.tier != b.tier {
+		return a.tier < b.tier
+	}
+	if a.class != b.class {
+		return a.class < b.class
+	}
+	return a.order < b.order
+}
+
+// mpTierFirst is the tier that may use reserved workers and is not
+// bounded per namespace.
+const mpTierFirst = 0
+
+// mpFirstPath reports whether a host path is a kubelet, runtime or CSI
+// path, or lies under one of extra.
+func mpFirstPath(p string, extra []string) bool {
+	for _, r := range mpFirstRoots {
+		if mpUnder(p, r) {
+			return true
+		}
+	}
+	for _, r := range extra {
+		if r != "" && mpUnder(p, path.Clean(r)) {
+			return true
+		}
+	}
+	return mpKubeletShaped(p)
+}
+
+// mpUnder reports whether p is root or lies below it.
+func mpUnder(p, root string) bool {
+	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
+}
+
+// mpKubeletShaped recognises the kubelet's own mounts under any --root-dir:
+// pods/<uid>/volumes|volume-subpaths|volumeDevices/... and
+// plugins/kubernetes.io/... (CSI staging and global mounts).
+func mpKubeletShaped(p string) bool {
+	seg := strings.Split(p, "/")
+	for i := 0; i+1 < len(seg); i++ {
+		switch seg[i] {
+		case "pods":
+			if i+2 < len(seg) && len(seg[i+1]) >= 32 && strings.Count(seg[i+1], "-") == 4 {
+				switch seg[i+2] {
+				case "volumes", "volume-subpaths", "volumeDevices":
+					return true
+				}
+			}
+		case "plugins":
+			if strings.HasPrefix(seg[i+1], "kubernetes.io") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // mpItem states.
@@ -340,7 +450,11 @@ type mpProber struct {
 	env          *Env
 	probeTimeout time.Duration
 	base, max    int
+	perNS        int
+	reserved     int
+	first        []string
 	slowAfter    time.Duration
+	started      time.Time
 	fusectl      []string
 	notes        []string
 	mu           sync.Mutex
@@ -352,7 +466,7 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 		return err
 	}
 	started := time.Now()
-	p := &mpProber{env: env, probeTimeout: env.ProbeTimeout, base: env.Workers, slowAfter: opts.SlowAfter}
+	p := &mpProber{env: env, probeTimeout: env.ProbeTimeout, base: env.Workers, slowAfter: opts.SlowAfter, started: started}
 	if p.probeTimeout <= 0 {
 		p.probeTimeout = 3 * time.Second
 	}
@@ -360,6 +474,16 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 		p.base = 1
 	}
 	p.max = max(opts.MaxWorkers, p.base)
+	p.perNS = opts.MaxPerNamespace
+	if p.perNS <= 0 {
+		p.perNS = max(p.base, p.max/2)
+	}
+	p.perNS = min(p.perNS, p.max)
+	// Workers only the first tier may use: a probe of the kubelet's
+	// mount never waits for a whole probe deadline behind stuck probes
+	// of other namespaces.
+	p.reserved = min(p.base, p.max-p.base)
+	p.first = opts.First
 	if p.slowAfter <= 0 {
 		p.slowAfter = 200 * time.Millisecond
 	}
@@ -401,7 +525,7 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 	p.schedule(pctx, items)
 
 	rep := MountProbeReport{StartedAt: started.UTC(), ProbeTimeoutMS: p.probeTimeout.Milliseconds(),
-		Workers: p.base, MaxWorkers: p.max, Counts: map[string]int{}}
+		Workers: p.base, MaxWorkers: p.max, MaxPerNamespace: p.perNS, Reserved: p.reserved, Counts: map[string]int{}}
 	for _, ns := range order {
 		mn := MountProbeNamespace{Inode: ns.inode, Host: ns.host, Self: ns.self, PID: ns.rep, Tasks: len(ns.pids),
 			Mounts: len(ns.mounts), Error: ns.err}
@@ -470,7 +594,11 @@ func (p *mpProber) readTables(ctx context.Context, nss map[uint64]*mpNamespace, 
 		} else {
 			ns.prefix = p.env.ProcPath(strconv.Itoa(ns.rep), "root")
 		}
+		ns.first = ns.host || (hostNS == 0 && ns.self)
 		order = append(order, ns)
+	}
+	if hostNS == 0 {
+		p.notef("the host's mount namespace (pid 1's) could not be identified: nodesnap's own is probed first in its place")
 	}
 	rank := func(ns *mpNamespace) int {
 		switch {
@@ -589,9 +717,33 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 			items = append(items, it)
 		}
 	}
-	// Dependencies, in the namespace each item is probed through.
-	devRep := map[string]*mpItem{}
 	for _, it := range items {
+		it.likely = it.class == procfs.ClassNetwork || it.class == procfs.ClassFUSE
+		first := mpFirstPath(it.m.MountPoint, p.first)
+		if it.ns.self && !first {
+			if hp, ok := mpUnroot(p.env.Root, it.m.MountPoint); ok {
+				first = mpFirstPath(hp, p.first)
+			}
+		}
+		tier := 3
+		switch {
+		case it.ns.first && first:
+			tier = 0
+		case it.ns.first:
+			tier = 1
+		case first:
+			tier = 2
+		}
+		it.own = mpPrio{tier: tier, class: int(it.class), order: it.order}
+		it.prio = it.own
+	}
+	// Dependencies, in the namespace each item is probed through. The
+	// probe of a filesystem (a FUSE connection, a device) that stands
+	// for all its mounts, in every namespace, is its most urgent mount's.
+	byPrio := append([]*mpItem(nil), items...)
+	sort.SliceStable(byPrio, func(i, j int) bool { return byPrio[i].own.less(byPrio[j].own) })
+	devRep := map[string]*mpItem{}
+	for _, it := range byPrio {
 		if it.hidden || it.autofs {
 			continue
 		}
@@ -604,7 +756,31 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 			devRep[it.rec.Dev] = it
 		}
 	}
+	mpInherit(items)
 	return items
+}
+
+// mpInherit gives every item the priority of its most urgent waiter: a
+// parent mount is walked to reach its children and a filesystem's first
+// probe stands for its other mounts, so /var/lib/kubelet (local) is
+// probed as early as the hung FUSE mount of a pod under it.
+func mpInherit(items []*mpItem) {
+	stack := append([]*mpItem(nil), items...)
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, d := range []*mpItem{it.parent, it.devRep} {
+			// Each change lowers a key of a finite set: this ends,
+			// cycles (a mount moved under its own child) included.
+			if d != nil && d != it && it.prio.less(d.prio) {
+				d.prio = it.prio
+				stack = append(stack, d)
+			}
+		}
+	}
+	for _, it := range items {
+		it.rec.First = it.prio.tier == mpTierFirst
+	}
 }
 
 // mpFindFusectl lists mounts of fusectl, the FUSE control filesystem:
@@ -664,14 +840,13 @@ func (p *mpProber) fuseWaiting(conn uint32) *int {
 	return nil
 }
 
-// mpQueue orders probes: network first, then FUSE, block, local,
-// pseudo; mountinfo order within a class.
+// mpQueue orders probes by their effective priority (mpPrio).
 type mpQueue []*mpItem
 
 func (q mpQueue) Len() int { return len(q) }
 func (q mpQueue) Less(i, j int) bool {
-	if q[i].class != q[j].class {
-		return q[i].class < q[j].class
+	if q[i].prio != q[j].prio {
+		return q[i].prio.less(q[j].prio)
 	}
 	return q[i].order < q[j].order
 }
@@ -707,6 +882,7 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 			it.rec.HungVia = it.devRep.rec.ProbePath
 			it.rec.Diagnosis = "same filesystem (device " + it.rec.Dev + ") as " + it.devRep.rec.ProbePath + ", which hung; not probed again"
 			it.rec.LatencyMS = it.devRep.rec.LatencyMS
+			it.rec.DoneMS = mpMS(time.Since(p.started))
 			p.reportHung(it)
 			finish(it)
 		default:
@@ -753,38 +929,65 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 
 	done := make(chan *mpItem, len(items))
 	running := map[*mpItem]bool{}
+	perNS := map[*mpNamespace]int{}
 	tick := time.NewTicker(max(p.slowAfter/2, 10*time.Millisecond))
 	defer tick.Stop()
 	complete := func(it *mpItem) {
 		delete(running, it)
+		perNS[it.ns]--
 		if it.rec.Result == ProbeHung {
 			p.reportHung(it)
 		}
 		finish(it)
 	}
+	var deferred []*mpItem
 	for remaining > 0 {
-		for ready.Len() > 0 && ctx.Err() == nil && len(running) < p.max {
-			it := ready[0]
-			now := time.Now()
-			slow := 0
-			for r := range running {
-				if now.Sub(r.started) >= p.slowAfter {
-					slow++
+		now := time.Now()
+		slow := 0
+		for r := range running {
+			if now.Sub(r.started) >= p.slowAfter {
+				slow++
+			}
+		}
+		// Start the most urgent probes the rules allow; one that may
+		// not start yet does not hold back the others behind it.
+		// The per-namespace bound holds while namespaces compete: when
+		// the network and FUSE probes waiting are all of one namespace,
+		// it may use every unreserved worker.
+		var sole *mpNamespace
+		for _, it := range ready {
+			if it.likely && it.prio.tier != mpTierFirst {
+				if sole == nil {
+					sole = it.ns
+				} else if sole != it.ns {
+					sole = nil
+					break
 				}
 			}
-			likelyHang := it.class == procfs.ClassNetwork || it.class == procfs.ClassFUSE
-			if !likelyHang && len(running)-slow >= p.base {
-				break
+		}
+		for ready.Len() > 0 && ctx.Err() == nil && len(running) < p.max {
+			it := heap.Pop(&ready).(*mpItem)
+			ok := p.mayStart(it, len(running), slow, perNS[it.ns])
+			if !ok && it.ns == sole && it.likely && len(running) < p.max-p.reserved {
+				ok = true
 			}
-			heap.Pop(&ready)
+			if !ok {
+				deferred = append(deferred, it)
+				continue
+			}
 			it.state = mpRunning
 			it.started = now
 			running[it] = true
+			perNS[it.ns]++
 			go func() {
 				p.probe(ctx, it)
 				done <- it
 			}()
 		}
+		for _, it := range deferred {
+			heap.Push(&ready, it)
+		}
+		deferred = deferred[:0]
 		if len(running) == 0 {
 			if ctx.Err() != nil {
 				break
@@ -825,6 +1028,35 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 			it.rec.SkipReason = "not probed: the collector's deadline came first"
 		}
 	}
+}
+
+// mayStart applies the concurrency rules to the most urgent ready probe
+// not yet started, given how many run (in all, stuck past SlowAfter, and
+// in its namespace):
+//   - a mount unlikely to hang starts only while fewer than --workers
+//     probes run that are not stuck, so stuck ones are replaced;
+//   - network and FUSE probes outside the first tier (kubelet, runtime
+//     and CSI paths of the host, and the mounts on the way to them) do
+//     not use the reserved workers, and one namespace runs at most perNS
+//     of them;
+//   - outside the first tier, one namespace runs at most perNS +
+//     --workers probes in all.
+//
+// Other mounts may use reserved workers: they start only while few
+// probes are not stuck, and mostly answer in a millisecond, so they do
+// not keep a first-tier probe waiting, and a namespace's healthy mounts
+// are not starved by its hung ones.
+func (p *mpProber) mayStart(it *mpItem, running, slow, inNS int) bool {
+	if !it.likely && running-slow >= p.base {
+		return false
+	}
+	if it.prio.tier == mpTierFirst {
+		return true
+	}
+	if it.likely {
+		return running < p.max-p.reserved && inNS < p.perNS
+	}
+	return inNS < p.perNS+p.base
 }
 
 // reportHung tells the run that a mount hangs. Later collectors may name
@@ -869,9 +1101,11 @@ func mpUnroot(root, p string) (string, bool) {
 func (p *mpProber) probe(ctx context.Context, it *mpItem) {
 	it.rec.Probed = true
 	start := time.Now()
+	it.rec.StartedMS = mpMS(start.Sub(p.started))
 	var res mpResponse
 	err := p.env.Do(ctx, opMountProbe, it.rec.ProbePath, mpRequest{Path: it.rec.ProbePath}, &res)
 	elapsed := time.Since(start)
+	it.rec.DoneMS = mpMS(time.Since(p.started))
 	var he *isolate.HungError
 	switch {
 	case errors.As(err, &he):

@@ -263,3 +263,169 @@ func BenchmarkMountprobe200(b *testing.B) {
 	b.ReportMetric(worst.Seconds(), "s/collector")
 	b.ReportMetric((worst - probe).Seconds(), "s-over-deadline")
 }
+
+// mpKubeletScene is incident 003 behind a namespace full of stale FUSE
+// mounts: n hung ceph-fuse mounts and a few healthy tmpfs mounts that
+// exist only in another mount namespace (a CSI node plugin full of stale ceph-fuse mounts), and one
+// hung ceph-fuse mount under a kubelet-like pods/<uid>/volumes/... path
+// in the host namespace, on a kubelet root that is its own filesystem.
+type mpKubeletScene struct {
+	holder  *testkit.Holder
+	hung    []string // mountpoints of the other namespace's hung mounts
+	nsOK    []string // healthy mounts of the other namespace
+	kroot   string   // the kubelet root (a tmpfs in the host namespace)
+	kubelet *testkit.FUSE
+	// shared is one hung FUSE filesystem mounted in both namespaces at
+	// different paths: sharedNS in the other one, sharedHost (a bind
+	// mount) in the host's.
+	sharedNS, sharedHost string
+}
+
+func mpSetUpKubeletScene(t testing.TB, n int) *mpKubeletScene {
+	t.Helper()
+	testkit.RequireFUSE(t)
+	dir := t.TempDir()
+	s := &mpKubeletScene{}
+	plugin := filepath.Join(dir, "plugin")
+	for i := 0; i < n; i++ {
+		f := testkit.HungFUSE(t, filepath.Join(plugin, fmt.Sprintf("ceph%03d", i)), testkit.FUSEStartHung(),
+			testkit.FUSESubtype("ceph-fuse"), testkit.FUSESource("ceph-fuse"))
+		s.hung = append(s.hung, f.Mountpoint())
+	}
+	for i := 0; i < 3; i++ {
+		s.nsOK = append(s.nsOK, testkit.MountTmpfs(t, filepath.Join(plugin, fmt.Sprintf("ok%d", i)), "size=1m"))
+	}
+	// Bound before it hangs: the bind's own path walk then cannot wait
+	// on the daemon.
+	shared := testkit.HungFUSE(t, filepath.Join(plugin, "shared"), testkit.FUSESubtype("ceph-fuse"), testkit.FUSESource("ceph-fuse"))
+	s.sharedNS = shared.Mountpoint()
+	s.sharedHost = filepath.Join(dir, "shared-bind")
+	if err := os.Mkdir(s.sharedHost, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(s.sharedNS, s.sharedHost, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind mount: %v", err)
+	}
+	// Runs before the FUSE cleanup; unmounting a bind mount sends the
+	// daemon nothing.
+	t.Cleanup(func() { _ = unix.Unmount(s.sharedHost, unix.MNT_DETACH) })
+	shared.Hang()
+	// The holder copies the table; unmounted here, the mounts live only
+	// in its namespace. A lazy unmount of a FUSE mount sends its daemon
+	// nothing. The fixtures' own cleanups find them gone and end the
+	// servers; the holder is killed first (cleanups run in reverse).
+	s.holder = testkit.HoldInPrivateNamespace(t, "")
+	for _, mp := range append(append([]string{s.sharedNS}, s.hung...), s.nsOK...) {
+		if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil {
+			t.Fatalf("unmount %s in the host namespace: %v", mp, err)
+		}
+	}
+	s.kroot = testkit.MountTmpfs(t, filepath.Join(dir, "kubelet"), "size=4m")
+	vol := filepath.Join(s.kroot, "pods", "6f1c0e52-3b7a-4d1e-9a8b-0c2d4e6f8a10", "volumes", "kubernetes.io~csi", "pvc-0a1b2c3d", "mount")
+	s.kubelet = testkit.HungFUSE(t, vol, testkit.FUSEStartHung(), testkit.FUSESubtype("ceph-fuse"), testkit.FUSESource("ceph-fuse"))
+	return s
+}
+
+// mpKubeletRun collects mountprobe alone with the default probe deadline
+// and collector timeout, and returns the report and the kubelet mount's
+// record.
+func mpKubeletRun(t testing.TB, s *mpKubeletScene) (*bundle.Contents, *collectors.MountProbeReport, *collectors.MountProbe) {
+	t.Helper()
+	c, elapsed := mpRun(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
+		Common: collectors.Common{ProbeTimeout: 3 * time.Second}})
+	var rep collectors.MountProbeReport
+	mpDecode(t, c, "mountprobe/probes.json", &rep)
+	k := mpFind(&rep, s.kubelet.Mountpoint())
+	if k == nil {
+		t.Fatalf("the kubelet's mount %s is not in probes.json", s.kubelet.Mountpoint())
+	}
+	t.Logf("run %.2fs, mountprobe %.2fs, counts %v; kubelet mount: %s, started at %.2fs, result at %.2fs",
+		elapsed.Seconds(), rep.DurationMS/1000, rep.Counts, k.Result, k.StartedMS/1000, k.DoneMS/1000)
+	return c, &rep, k
+}
+
+// Incident 003 with 200 hung FUSE mounts in another namespace: the
+// kubelet's mount is probed and reported hung within the collector's
+// deadline, and healthy mounts (in both namespaces) are probed, although
+// the other namespace's hung mounts cannot all be probed in that time.
+func TestMountprobeKubeletMountNotStarvedByHungNamespace(t *testing.T) {
+	s := mpSetUpKubeletScene(t, 200)
+	c, rep, k := mpKubeletRun(t, s)
+
+	if self, _ := testkit.MountNamespace(0); k.Result != collectors.ProbeHung || !k.Probed || !k.First || k.ProbeNamespace != self {
+		t.Errorf("kubelet mount record: %+v (namespaces %+v)", *k, rep.Namespaces)
+	}
+	if !mpHungTargets(c.Manifest)[s.kubelet.Mountpoint()] {
+		t.Errorf("the manifest's hung_mounts lack the kubelet's mount %s", s.kubelet.Mountpoint())
+	}
+	// Probed in the first round: its probe started before one probe
+	// deadline had passed.
+	if k.StartedMS > float64(rep.ProbeTimeoutMS) {
+		t.Errorf("the kubelet mount's probe started %.2fs into the run, after other probes' deadlines", k.StartedMS/1000)
+	}
+	if r := mpFind(rep, s.kroot); r == nil || r.Result != collectors.ProbeOK {
+		t.Errorf("kubelet root %s: %+v", s.kroot, r)
+	}
+	for _, mp := range s.nsOK {
+		r := mpFind(rep, mp)
+		if r == nil || r.Result != collectors.ProbeOK || r.ProbeNamespace != s.holder.NSInode {
+			t.Errorf("healthy mount %s of the other namespace: %+v", mp, r)
+		}
+	}
+	// One probe for the filesystem in both namespaces, made through the
+	// host's mount; the other namespace's is known hung from it.
+	sh, sn := mpFind(rep, s.sharedHost), mpFind(rep, s.sharedNS)
+	if sh == nil || sn == nil {
+		t.Fatalf("shared filesystem records missing: host %v, other namespace %v", sh, sn)
+	}
+	if sh.Result != collectors.ProbeHung || !sh.Probed {
+		t.Errorf("shared filesystem, host mount: %+v", *sh)
+	}
+	if sn.Result != collectors.ProbeHung || sn.Probed || sn.HungVia != s.sharedHost || sn.ProbeNamespace != s.holder.NSInode {
+		t.Errorf("shared filesystem, other namespace's mount: %+v", *sn)
+	}
+	var hung, unfinished int
+	for _, mp := range s.hung {
+		r := mpFind(rep, mp)
+		switch {
+		case r == nil:
+			t.Errorf("%s (other namespace) not in probes.json", mp)
+		case r.ProbeNamespace != s.holder.NSInode:
+			t.Errorf("%s probed through namespace %d, want %d", mp, r.ProbeNamespace, s.holder.NSInode)
+		case r.Result == collectors.ProbeHung:
+			hung++
+		case r.Result == collectors.ProbeUnfinished:
+			unfinished++
+		default:
+			t.Errorf("%s (hung, other namespace): %+v", mp, *r)
+		}
+	}
+	t.Logf("other namespace: %d hung, %d not probed before the deadline", hung, unfinished)
+	if hung == 0 {
+		t.Errorf("none of the other namespace's hung mounts was found hung")
+	}
+}
+
+// BenchmarkMountprobeKubeletBehind200 measures when the kubelet's hung
+// mount is reported hung while 200 hung FUSE mounts of another namespace
+// wait too (probe deadline 3s, the default). Run by
+// bench/dirshape_mountprobe.sh.
+func BenchmarkMountprobeKubeletBehind200(b *testing.B) {
+	s := mpSetUpKubeletScene(b, 200)
+	var worst float64
+	missed := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_, rep, k := mpKubeletRun(b, s)
+		if k.Result != collectors.ProbeHung {
+			// Never reported: the whole run is a lower bound.
+			b.Logf("round %d: the kubelet's mount was %s: %s", i, k.Result, k.SkipReason)
+			missed++
+			worst = max(worst, rep.DurationMS/1000)
+			continue
+		}
+		worst = max(worst, k.DoneMS/1000)
+	}
+	b.ReportMetric(worst, "s-to-kubelet-hung")
+	b.ReportMetric(float64(missed), "rounds-kubelet-not-probed")
+}

@@ -61,7 +61,45 @@ type MountsReport struct {
 	// namespace, except pseudo filesystems (proc, sysfs, cgroup, ...).
 	Devices []MountDevice `json:"devices"`
 	Errors  []string      `json:"errors,omitempty"`
+	// Nodesnap is nodesnap's own run as this scan found it: its
+	// namespaces are never counted as holders.
+	Nodesnap *MountsSelf `json:"nodesnap,omitempty"`
 }
+
+// MountsSelf is nodesnap itself in the mount index. In a pod, its mount
+// namespace is a copy of the node's mounts made when the pod started, and
+// would otherwise show as a holder of every mount the node has unmounted
+// since.
+type MountsSelf struct {
+	// MountNamespace is nodesnap's own (its supervisor's, which every
+	// collector and worker shares); 0 when the scanned /proc does not
+	// show it.
+	MountNamespace uint64 `json:"mount_namespace,omitempty"`
+	// PodUID is nodesnap's pod, when it runs in one.
+	PodUID string `json:"pod_uid,omitempty"`
+	// Namespaces are the namespaces not counted as holders: nodesnap's
+	// own and its pod's other containers'. Empty when nodesnap runs in
+	// the host's namespace, which is never a foreign holder anyway.
+	Namespaces []uint64 `json:"namespaces"`
+	// SupervisorPID and PIDs are nodesnap's processes as this /proc
+	// numbers them: the supervisor, its collectors and their workers
+	// and programs, at the time of the scan.
+	SupervisorPID int   `json:"supervisor_pid,omitempty"`
+	PIDs          []int `json:"pids,omitempty"`
+	// ExcludedDevices are devices mounted outside the host's namespace
+	// only in Namespaces: not flagged (at most MaxExcludedDevices).
+	ExcludedDevices     []string `json:"excluded_devices,omitempty"`
+	ExcludedDeviceCount int      `json:"excluded_device_count,omitempty"`
+}
+
+// MaxExcludedDevices bounds MountsSelf.ExcludedDevices.
+const MaxExcludedDevices = 100
+
+// Values of the nodesnap field of a namespace.
+const (
+	NodesnapOwn = "own" // nodesnap's own namespace
+	NodesnapPod = "pod" // another container of nodesnap's pod
+)
 
 // MountNamespace is one mount namespace and its mount table.
 type MountNamespace struct {
@@ -80,7 +118,10 @@ type MountNamespace struct {
 	ReadFromRoot string  `json:"read_from_root,omitempty"`
 	// ThreadLevel is set when some task here is a thread whose process's
 	// main thread is in another namespace (it unshared on its own).
-	ThreadLevel  bool               `json:"thread_level,omitempty"`
+	ThreadLevel bool `json:"thread_level,omitempty"`
+	// Nodesnap is "own" for nodesnap's own namespace and "pod" for
+	// another container of its pod: never counted as a holder.
+	Nodesnap     string             `json:"nodesnap,omitempty"`
 	ProcessCount int                `json:"process_count"`
 	TaskCount    int                `json:"task_count"`
 	Processes    []NamespaceProcess `json:"processes"`
@@ -145,7 +186,11 @@ type MountDevice struct {
 	// OnlyOutsideHostNamespace: mounted somewhere, but not in the host's
 	// namespace. An unmount on the host cannot free such a device (the
 	// EBUSY of incident 002); Namespaces names who holds it.
-	OnlyOutsideHostNamespace bool                   `json:"only_outside_host_namespace"`
+	// nodesnap's own namespaces (MountsSelf) do not count.
+	OnlyOutsideHostNamespace bool `json:"only_outside_host_namespace"`
+	// OnlyInNodesnapNamespaces: mounted outside the host's namespace,
+	// but only in nodesnap's own namespaces: not flagged.
+	OnlyInNodesnapNamespaces bool                   `json:"only_in_nodesnap_namespaces,omitempty"`
 	Namespaces               []MountDeviceNamespace `json:"namespaces"`
 }
 
@@ -157,6 +202,8 @@ const MaxDeviceNamespaceProcesses = 16
 type MountDeviceNamespace struct {
 	Namespace uint64 `json:"namespace"`
 	Host      bool   `json:"host"`
+	// Nodesnap marks nodesnap's own namespaces (see MountNamespace).
+	Nodesnap string `json:"nodesnap,omitempty"`
 	// ProcessCount is how many processes have a task in the namespace.
 	ProcessCount int `json:"process_count"`
 	// Processes lists them (pids, comms, and tids for thread-level
@@ -353,6 +400,9 @@ func mntGone(err error) bool {
 
 // mntNSScan collects tasks by mount namespace.
 type mntNSScan struct {
+	// ppid and comms are every scanned process's parent and name.
+	ppid      map[int]int
+	comms     map[int]string
 	spaces    map[uint64]*mntNSEntry
 	order     []uint64
 	tasks     int
@@ -377,7 +427,7 @@ const mntScanGoroutines = 4
 const mntMaxNSCandidates = 16
 
 func mntNewNSScan() *mntNSScan {
-	return &mntNSScan{spaces: map[uint64]*mntNSEntry{}}
+	return &mntNSScan{spaces: map[uint64]*mntNSEntry{}, ppid: map[int]int{}, comms: map[int]string{}}
 }
 
 func (s *mntNSScan) entry(ns uint64) *mntNSEntry {
@@ -393,6 +443,7 @@ func (s *mntNSScan) entry(ns uint64) *mntNSEntry {
 // mntProcScan is what one process's tasks say about namespaces.
 type mntProcScan struct {
 	comm  string
+	ppid  int
 	tasks []mntTaskNS
 	split bool // tasks in more than one namespace
 	gone  int  // tasks that could not be read
@@ -477,7 +528,17 @@ func mntScanProcess(proc string, pid int) mntProcScan {
 		// thread stands for the process.
 		leaderNS = r.tasks[0].ns
 	}
-	r.comm = mntReadComm(pidDir + "/comm")
+	// stat, not comm: the same one read gives the parent, which tells
+	// nodesnap's own processes (the supervisor's descendants) apart.
+	var sb [1024]byte
+	if b, err := mntReadSmall(pidDir+"/stat", sb[:]); err == nil {
+		if st, err := procfs.ParseStat(b); err == nil {
+			r.comm, r.ppid = st.Comm, st.PPID
+		}
+	}
+	if r.comm == "" {
+		r.comm = mntReadComm(pidDir + "/comm")
+	}
 	if r.split {
 		// A thread that unshared often has a telling name of its own.
 		for i := range r.tasks {
@@ -496,6 +557,8 @@ func (s *mntNSScan) add(pid int, r mntProcScan) {
 	}
 	s.processes++
 	s.tasks += len(r.tasks)
+	s.ppid[pid] = r.ppid
+	s.comms[pid] = r.comm
 	for _, t := range r.tasks {
 		e := s.entry(t.ns)
 		if len(e.candidates) < mntMaxNSCandidates {
@@ -712,6 +775,16 @@ func collectMounts(ctx context.Context, env *Env) error {
 	}
 
 	rep.Devices = BuildMountDeviceIndex(rep.Namespaces)
+	rep.Nodesnap = mntFindSelf(env, proc, scan, host, rep.Namespaces)
+	MarkNodesnapNamespaces(&rep)
+	if n := rep.Nodesnap; len(n.Namespaces) > 0 {
+		pod := ""
+		if len(n.Namespaces) > 1 {
+			pod = fmt.Sprintf(" and %d of its pod's other containers", len(n.Namespaces)-1)
+		}
+		env.Notef("nodesnap's own mount namespace %d%s not counted as holders: %d device(s) mounted outside the host's namespace only there were not flagged",
+			n.MountNamespace, pod, n.ExcludedDeviceCount)
+	}
 	sysCache := mntNewBlockCache(env.Sys)
 	outside := 0
 	for i := range rep.Devices {
@@ -911,6 +984,9 @@ func mntBlockName(b *BlockDevice) string {
 func mntDescribeHolders(d *MountDevice) string {
 	var parts []string
 	for _, n := range d.Namespaces {
+		if n.Nodesnap != "" {
+			continue
+		}
 		var ps []string
 		for _, p := range n.Processes {
 			ps = append(ps, fmt.Sprintf("%s[%d]", p.Comm, p.PID))
@@ -1098,4 +1174,143 @@ func mntReadBlockDevice(sys, dir string) *BlockDevice {
 		}
 	}
 	return b
+}
+
+// mntFindSelf finds nodesnap in the scan: its own mount namespace (the
+// supervisor's, passed down in Common.Self), its pod's other containers'
+// namespaces, and its processes: the supervisor (this collector's parent,
+// found through <proc>/self, which names the reader as that /proc numbers
+// it) and its descendants.
+func mntFindSelf(env *Env, proc string, scan *mntNSScan, host uint64, nss []MountNamespace) *MountsSelf {
+	ms := &MountsSelf{Namespaces: []uint64{}}
+	if env.Self != nil {
+		ms.MountNamespace = env.Self.MountNamespace
+		if env.Self.Pod != nil {
+			ms.PodUID = env.Self.Pod.UID
+		}
+	}
+	if ms.MountNamespace == 0 {
+		ms.MountNamespace, _ = mntNSInode("/proc/self/ns/mnt")
+	}
+	if link, err := os.Readlink(proc + "/self"); err == nil {
+		if me, err := strconv.Atoi(link); err == nil {
+			ms.SupervisorPID, ms.PIDs = SelfProcesses(scan.ppid, scan.comms, me)
+		}
+	}
+	if _, ok := scan.spaces[ms.MountNamespace]; !ok {
+		// Not among the namespaces this /proc shows (a fixture root,
+		// or a pod without the host's PID namespace): nothing of
+		// nodesnap's own to leave out.
+		ms.MountNamespace = 0
+	}
+	if ms.MountNamespace == 0 || ms.MountNamespace == host || host == 0 {
+		return ms
+	}
+	ms.Namespaces = append(ms.Namespaces, ms.MountNamespace)
+	ms.Namespaces = append(ms.Namespaces, PodNamespaces(nss, host, ms.MountNamespace, ms.PodUID)...)
+	return ms
+}
+
+// PodNamespaces returns the mount namespaces of the pod uid's containers
+// other than host and own: those with a mount bound from the pod's own
+// kubelet directory (/etc/hosts, a termination log, a volume) at a mount
+// point outside any kubelet pod directory. A copy of the node's kubelet
+// tree (a CSI driver's) has its mount points in pod directories, and is
+// not the pod.
+func PodNamespaces(nss []MountNamespace, host, own uint64, uid string) []uint64 {
+	if uid == "" {
+		return nil
+	}
+	var out []uint64
+	for _, ns := range nss {
+		if ns.Inode == host || ns.Inode == own || ns.Host {
+			continue
+		}
+		for _, m := range ns.Mounts {
+			if strings.Contains(m.MountPoint, "/pods/") {
+				continue
+			}
+			if u, ok := procfs.PodUIDFromMountRoot(m.Root); ok && u == uid {
+				out = append(out, ns.Inode)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// SelfProcesses returns the supervisor of the collector process me (its
+// parent) and the supervisor's processes: itself, its children that run
+// the same program (collectors: the supervisor of an in-process test run
+// has other children), and everything below those (workers, the programs
+// they run). ppid and comm cover every scanned process.
+func SelfProcesses(ppid map[int]int, comm map[int]string, me int) (int, []int) {
+	sup, ok := ppid[me]
+	if !ok || sup <= 0 {
+		return 0, nil
+	}
+	children := map[int][]int{}
+	for pid, pp := range ppid {
+		children[pp] = append(children[pp], pid)
+	}
+	out := []int{sup}
+	queue := []int{}
+	for _, c := range children[sup] {
+		if comm[c] == comm[sup] || c == me {
+			queue = append(queue, c)
+		}
+	}
+	seen := map[int]bool{sup: true}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		out = append(out, p)
+		queue = append(queue, children[p]...)
+	}
+	slices.Sort(out)
+	return sup, out
+}
+
+// MarkNodesnapNamespaces marks rep.Nodesnap's namespaces in the namespace
+// list and the device index, and recomputes which devices are held only
+// outside the host's namespace without them.
+func MarkNodesnapNamespaces(rep *MountsReport) {
+	if rep.Nodesnap == nil || len(rep.Nodesnap.Namespaces) == 0 {
+		return
+	}
+	kind := map[uint64]string{}
+	for _, ns := range rep.Nodesnap.Namespaces {
+		kind[ns] = NodesnapPod
+	}
+	kind[rep.Nodesnap.MountNamespace] = NodesnapOwn
+	for i := range rep.Namespaces {
+		if k, ok := kind[rep.Namespaces[i].Inode]; ok && !rep.Namespaces[i].Host {
+			rep.Namespaces[i].Nodesnap = k
+		}
+	}
+	for i := range rep.Devices {
+		d := &rep.Devices[i]
+		foreign := false
+		for j := range d.Namespaces {
+			n := &d.Namespaces[j]
+			if k, ok := kind[n.Namespace]; ok && !n.Host {
+				n.Nodesnap = k
+			} else if !n.Host {
+				foreign = true
+			}
+		}
+		if d.InHostNamespace || foreign || !d.OnlyOutsideHostNamespace {
+			continue
+		}
+		d.OnlyOutsideHostNamespace = false
+		d.OnlyInNodesnapNamespaces = true
+		rep.Nodesnap.ExcludedDeviceCount++
+		if len(rep.Nodesnap.ExcludedDevices) < MaxExcludedDevices {
+			rep.Nodesnap.ExcludedDevices = append(rep.Nodesnap.ExcludedDevices, d.Dev)
+		}
+	}
 }

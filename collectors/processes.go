@@ -38,8 +38,14 @@ type Task struct {
 	StartTime  time.Time `json:"start_time,omitzero"`
 	MountNS    uint64    `json:"mnt_ns,omitempty"`
 	Kernel     bool      `json:"kernel_thread,omitempty"`
-	UID        int       `json:"uid"`
-	RSSKiB     uint64    `json:"rss_kib,omitempty"`
+	// PodUID and ContainerID are the Kubernetes pod and the container the
+	// process runs in, from its cgroup path (the kubelet's and the
+	// runtimes' naming): who a holder or a blocked task is, in the words
+	// of a support engineer's first question.
+	PodUID      string `json:"pod_uid,omitempty"`
+	ContainerID string `json:"container_id,omitempty"`
+	UID         int    `json:"uid"`
+	RSSKiB      uint64 `json:"rss_kib,omitempty"`
 	// Cmdline is set on the thread-group leader only (pid == tid).
 	Cmdline      []string `json:"cmdline,omitempty"`
 	CmdlineError string   `json:"cmdline_error,omitempty"`
@@ -97,6 +103,12 @@ func collectProcesses(ctx context.Context, env *Env) error {
 				rss = st.VmRSS
 			}
 		}
+		// /proc/<pid>/cgroup takes no lock of the process (unlike cmdline):
+		// read here, as status is.
+		var cg procfs.SelfCgroup
+		if b, err := os.ReadFile(pdir + "/cgroup"); err == nil {
+			cg = procfs.ParseSelfCgroup(b)
+		}
 		for _, tid := range tids {
 			tdir := pdir + "/task/" + strconv.Itoa(tid)
 			b, err := os.ReadFile(tdir + "/stat")
@@ -108,7 +120,8 @@ func collectProcesses(ctx context.Context, env *Env) error {
 				continue
 			}
 			t := Task{PID: pid, TID: tid, PPID: st.PPID, Comm: st.Comm, State: st.State,
-				StartTicks: st.StartTime, Kernel: st.IsKernelThread(), UID: uid}
+				StartTicks: st.StartTime, Kernel: st.IsKernelThread(), UID: uid,
+				PodUID: cg.PodUID, ContainerID: cg.ContainerID}
 			if tid == pid {
 				t.RSSKiB = rss
 			}

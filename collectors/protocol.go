@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
@@ -32,6 +33,9 @@ type Common struct {
 	// Redaction is the redaction configuration, as JSON, given to
 	// NewRedactor in the child.
 	Redaction json.RawMessage `json:"redaction,omitempty"`
+	// Self is nodesnap's own run (its supervisor's pid, namespaces and
+	// pod): never evidence against the node.
+	Self *bundle.Self `json:"self,omitempty"`
 }
 
 // ChildConfig is what the supervisor sends a collector child on stdin.
@@ -53,6 +57,7 @@ const (
 	EventFact      = "fact"
 	EventDone      = "done"
 	EventMappings  = "mappings"
+	EventRemedy    = "remedy"
 )
 
 // FileRecord is what a child knows about a file it finished writing.
@@ -87,6 +92,8 @@ type Event struct {
 	PeakRSSKiB int64 `json:"peak_rss_kib,omitempty"`
 	// Mappings are obfuscation tokens and the values they stand for.
 	Mappings map[string]string `json:"mappings,omitempty"`
+	// Remedy is sent with "remedy".
+	Remedy *bundle.Remedy `json:"remedy,omitempty"`
 }
 
 // Collector statuses, as in the manifest.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,7 +36,7 @@ import (
 func init() {
 	Register(Spec{
 		Name:           "runtime",
-		Description:    "container runtimes' goroutine dumps (containerd debug socket, dockerd) and listings (ctr, crictl, docker), each under its own deadline",
+		Description:    "container runtimes' own view: pods, containers, images and status from containerd and CRI-O over the CRI API, containers and info from dockerd's API, goroutine dumps (containerd debug socket, dockerd); ctr, crictl and docker listings where installed; each call under its own deadline",
 		DefaultEnabled: true,
 		DefaultTimeout: 45 * time.Second,
 		Options:        &runtimeOpts,
@@ -77,7 +79,7 @@ func runtimeFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CRIOSocket, "crio-socket", defaultCRIOSocket, "runtime: CRI-O's socket")
 	fs.StringVar(&o.DockerSocket, "docker-socket", defaultDockerSocket, "runtime: dockerd's API socket")
 	fs.DurationVar(&o.CommandTimeout, "runtime-command-timeout", 10*time.Second, "runtime: deadline of each ctr, crictl or docker command")
-	fs.DurationVar(&o.RequestTimeout, "runtime-request-timeout", 10*time.Second, "runtime: deadline of each request to a runtime's socket")
+	fs.DurationVar(&o.RequestTimeout, "runtime-request-timeout", 10*time.Second, "runtime: deadline of each request to a runtime's socket (each CRI call, each dockerd API request)")
 }
 
 // RuntimeSummary is runtime/summary.json.
@@ -98,9 +100,17 @@ type RuntimeStatus struct {
 	DebugSocket      string `json:"debug_socket,omitempty"`
 	DebugSocketFound bool   `json:"debug_socket_found,omitempty"`
 	// ConfigFile is the configuration read for socket addresses, if any.
-	ConfigFile string        `json:"config_file,omitempty"`
-	Items      []RuntimeItem `json:"items"`
-	Notes      []string      `json:"notes,omitempty"`
+	ConfigFile string `json:"config_file,omitempty"`
+	// CRIRuntimeName, CRIRuntimeVersion and CRIAPIVersion are what the
+	// CRI Version call answered (containerd and CRI-O).
+	CRIRuntimeName    string `json:"cri_runtime_name,omitempty"`
+	CRIRuntimeVersion string `json:"cri_runtime_version,omitempty"`
+	CRIAPIVersion     string `json:"cri_api_version,omitempty"`
+	// Listed says whether its containers were listed by any means (the
+	// CRI API, dockerd's API or a client program).
+	Listed bool          `json:"listed,omitempty"`
+	Items  []RuntimeItem `json:"items"`
+	Notes  []string      `json:"notes,omitempty"`
 }
 
 // RuntimeItem is one command or socket request.
@@ -108,9 +118,11 @@ type RuntimeItem struct {
 	// What names it: "goroutine dump", "ctr namespaces ls", ...
 	What string `json:"what"`
 	// Command is the argv of an external command; URL a socket request as
-	// unix://<socket><path>.
+	// unix://<socket><path> (a CRI call: unix://<socket>, and Method the
+	// gRPC method, such as /runtime.v1.RuntimeService/ListContainers).
 	Command []string `json:"command,omitempty"`
 	URL     string   `json:"url,omitempty"`
+	Method  string   `json:"method,omitempty"`
 	// File is the bundle file written, relative to runtime/.
 	File            string  `json:"file,omitempty"`
 	StatusCode      int     `json:"status_code,omitempty"`
@@ -121,12 +133,16 @@ type RuntimeItem struct {
 	Error           string  `json:"error,omitempty"`
 	// Skipped says why it was not attempted (a client not installed).
 	Skipped string `json:"skipped,omitempty"`
+
+	// listing: this item listed the runtime's containers.
+	listing bool
 }
 
+// rtJob fills one slot of a runtime's items; a CRI session fills several.
 type rtJob struct {
 	rt  *RuntimeStatus
 	idx int
-	run func(ctx context.Context) RuntimeItem
+	run func(ctx context.Context) []RuntimeItem
 }
 
 func collectRuntime(ctx context.Context, env *Env) error {
@@ -148,17 +164,6 @@ func collectRuntime(ctx context.Context, env *Env) error {
 	}
 	if o.DockerSocket == "" {
 		o.DockerSocket = defaultDockerSocket
-	}
-
-	var jobs []rtJob
-	add := func(rt *RuntimeStatus, fn func(ctx context.Context) RuntimeItem) {
-		rt.Items = append(rt.Items, RuntimeItem{})
-		jobs = append(jobs, rtJob{rt: rt, idx: len(rt.Items) - 1, run: fn})
-	}
-	cmd := func(out string, what string, prog string, args ...string) func(ctx context.Context) RuntimeItem {
-		return func(ctx context.Context) RuntimeItem {
-			return runtimeCommand(ctx, env, o.CommandTimeout, out, what, prog, args...)
-		}
 	}
 
 	// containerd: its config names the sockets.
@@ -189,6 +194,51 @@ func collectRuntime(ctx context.Context, env *Env) error {
 	dock.SocketFound = rtSocketExists(ctx, env, dock.Socket)
 	dock.Present = dock.SocketFound
 
+	// Each runtime's items, in the order added; a job fills one slot.
+	slots := map[*RuntimeStatus][][]RuntimeItem{}
+	var jobs []rtJob
+	addN := func(rt *RuntimeStatus, fn func(ctx context.Context) []RuntimeItem) {
+		slots[rt] = append(slots[rt], nil)
+		jobs = append(jobs, rtJob{rt: rt, idx: len(slots[rt]) - 1, run: fn})
+	}
+	add := func(rt *RuntimeStatus, fn func(ctx context.Context) RuntimeItem) {
+		addN(rt, func(ctx context.Context) []RuntimeItem { return []RuntimeItem{fn(ctx)} })
+	}
+	// Client programs are extras: run where installed, one note per
+	// runtime where not.
+	missing := map[*RuntimeStatus]map[string]bool{}
+	installed := func(rt *RuntimeStatus, prog string) bool {
+		if _, ok := rtFindProgram(ctx, env, prog); ok {
+			return true
+		}
+		if missing[rt] == nil {
+			missing[rt] = map[string]bool{}
+		}
+		missing[rt][prog] = true
+		return false
+	}
+	cmd := func(rt *RuntimeStatus, out, what string, listing bool, prog string, args ...string) {
+		if !installed(rt, prog) {
+			return
+		}
+		add(rt, func(ctx context.Context) RuntimeItem {
+			it := runtimeCommand(ctx, env, o.CommandTimeout, out, what, prog, args...)
+			it.listing = listing && it.Error == "" && it.Skipped == ""
+			return it
+		})
+	}
+	cri := func(rt *RuntimeStatus, dir string) {
+		sock := env.HostPath(rt.Socket)
+		addN(rt, func(ctx context.Context) []RuntimeItem {
+			return collectCRI(ctx, env, o.RequestTimeout, rt, rt.Socket, sock, dir)
+		})
+	}
+	crictl := func(rt *RuntimeStatus, dir string) {
+		if installed(rt, "crictl") {
+			rtAddCrictl(rt, add, env, o, env.HostPath(rt.Socket), dir)
+		}
+	}
+
 	if ctd.Present {
 		if ctd.DebugSocketFound {
 			sock := env.HostPath(ctd.DebugSocket)
@@ -199,23 +249,27 @@ func collectRuntime(ctx context.Context, env *Env) error {
 			ctd.Notes = append(ctd.Notes, fmt.Sprintf("no goroutine dump: containerd's debug socket %s does not exist; set [debug] address = %q in %s and restart containerd to allow one", ctd.DebugSocket, defaultContainerdDebug, cfgHost))
 		}
 		if ctd.SocketFound {
+			cri(ctd, "containerd")
 			sock := env.HostPath(ctd.Socket)
-			add(ctd, cmd("containerd/ctr-namespaces.txt", "ctr namespaces ls", "ctr", "-a", sock, "namespaces", "ls"))
+			cmd(ctd, "containerd/ctr-namespaces.txt", "ctr namespaces ls", false, "ctr", "-a", sock, "namespaces", "ls")
 			namespaces := []string{"k8s.io"}
 			if dock.Present {
 				// dockerd ≥ 20.10 keeps its containers in containerd's "moby".
 				namespaces = append(namespaces, "moby")
 			}
 			for _, ns := range namespaces {
-				add(ctd, cmd("containerd/"+ns+"/ctr-containers.txt", "ctr -n "+ns+" containers ls", "ctr", "-a", sock, "-n", ns, "containers", "ls"))
-				add(ctd, cmd("containerd/"+ns+"/ctr-tasks.txt", "ctr -n "+ns+" tasks ls", "ctr", "-a", sock, "-n", ns, "tasks", "ls"))
+				cmd(ctd, "containerd/"+ns+"/ctr-containers.txt", "ctr -n "+ns+" containers ls", true, "ctr", "-a", sock, "-n", ns, "containers", "ls")
+				cmd(ctd, "containerd/"+ns+"/ctr-tasks.txt", "ctr -n "+ns+" tasks ls", false, "ctr", "-a", sock, "-n", ns, "tasks", "ls")
 			}
-			rtAddCrictl(ctd, add, env, o, sock, "containerd")
+			crictl(ctd, "containerd")
+		} else {
+			ctd.Notes = append(ctd.Notes, fmt.Sprintf("containerd's API socket %s does not exist (only its debug socket): its containers cannot be listed (see --containerd-socket)", ctd.Socket))
 		}
 	}
 	if crio.Present {
 		crio.Notes = append(crio.Notes, "CRI-O serves no goroutine dump on its socket; it writes one to /tmp/crio-goroutine-stacks-*.log on SIGUSR1, which nodesnap does not send")
-		rtAddCrictl(crio, add, env, o, env.HostPath(crio.Socket), "crio")
+		cri(crio, "crio")
+		crictl(crio, "crio")
 	}
 	if dock.Present {
 		sock := env.HostPath(dock.Socket)
@@ -226,43 +280,77 @@ func collectRuntime(ctx context.Context, env *Env) error {
 			}
 			return it
 		})
-		add(dock, cmd("docker/docker-ps.txt", "docker ps -a", "docker", "-H", "unix://"+sock, "ps", "-a", "--no-trunc"))
-		add(dock, cmd("docker/docker-info.txt", "docker info", "docker", "-H", "unix://"+sock, "info"))
+		// dockerd's own API: what `docker ps -a` and `docker info` show,
+		// without the docker client.
+		add(dock, func(ctx context.Context) RuntimeItem {
+			it := rtSocketGetJSON(ctx, env, o.RequestTimeout, dock.Socket, sock, "/containers/json?all=1", "docker/containers.json", "dockerd containers")
+			it.listing = it.Error == ""
+			return it
+		})
+		add(dock, func(ctx context.Context) RuntimeItem {
+			return rtSocketGetJSON(ctx, env, o.RequestTimeout, dock.Socket, sock, "/info", "docker/info.json", "dockerd info")
+		})
+		cmd(dock, "docker/docker-ps.txt", "docker ps -a", true, "docker", "-H", "unix://"+sock, "ps", "-a", "--no-trunc")
+		cmd(dock, "docker/docker-info.txt", "docker info", false, "docker", "-H", "unix://"+sock, "info")
 	}
 
 	// Everything at once (bounded): a runtime that hangs then costs one
 	// deadline per client, not the sum of them.
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
-	for _, j := range jobs {
+	results := make([][]RuntimeItem, len(jobs))
+	for i, j := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			j.rt.Items[j.idx] = j.run(ctx)
+			results[i] = j.run(ctx)
 		}()
 	}
 	wg.Wait()
+	for i, j := range jobs {
+		slots[j.rt][j.idx] = results[i]
+	}
 
 	sum := RuntimeSummary{Runtimes: []RuntimeStatus{*ctd, *crio, *dock}}
-	failed := 0
-	for i := range sum.Runtimes {
+	failed, firstFailure := 0, ""
+	var unlisted []string
+	for i, orig := range []*RuntimeStatus{ctd, crio, dock} {
 		rt := &sum.Runtimes[i]
+		rt.Items = []RuntimeItem{}
+		for _, s := range slots[orig] {
+			rt.Items = append(rt.Items, s...)
+		}
 		if !rt.Present {
 			daemon := map[string]string{"containerd": "containerd", "cri-o": "crio", "docker": "dockerd"}[rt.Name]
 			if p, ok := rtFindProgram(ctx, env, daemon); ok {
 				rt.Notes = append(rt.Notes, fmt.Sprintf("%s is installed here (%s) but its socket %s does not exist: it is not running, or listens elsewhere (see --%s-socket)", rt.Name, p, rt.Socket, rtFlagStem(rt.Name)))
 			}
+			continue
 		}
 		for _, it := range rt.Items {
+			rt.Listed = rt.Listed || it.listing
 			if it.Error != "" {
+				if failed == 0 {
+					firstFailure = rt.Name + "'s " + it.What
+				}
 				failed++
 				env.Notef("%s: %s: %s", rt.Name, it.What, it.Error)
 			}
-			if it.Skipped != "" {
+			if it.Skipped != "" && !strings.HasPrefix(it.Skipped, "not attempted") {
 				env.Notef("%s: %s skipped: %s", rt.Name, it.What, it.Skipped)
 			}
+		}
+		for _, prog := range sortedSet(missing[orig]) {
+			what := "its listings were not run"
+			if rt.Listed {
+				what = "its listings were not run (the containers were listed by other means)"
+			}
+			rt.Notes = append(rt.Notes, fmt.Sprintf("%s is not installed here: %s", prog, what))
+		}
+		if !rt.Listed {
+			unlisted = append(unlisted, rtUnlistedReason(rt, missing[orig]))
 		}
 		for _, n := range rt.Notes {
 			env.Notef("%s: %s", rt.Name, n)
@@ -275,10 +363,61 @@ func collectRuntime(ctx context.Context, env *Env) error {
 		return fmt.Errorf("no container runtime found (no socket at %s, %s, %s or %s): %w",
 			ctd.Socket, ctd.DebugSocket, crio.Socket, dock.Socket, ErrUnsupported)
 	}
+	for _, u := range unlisted {
+		env.Partialf("%s", u)
+	}
 	if failed > 0 {
-		env.Partialf("%d runtime commands or requests failed; runtime/summary.json says which", failed)
+		if failed == 1 {
+			env.Partialf("%s failed (runtime/summary.json has the details)", firstFailure)
+		} else {
+			env.Partialf("%d runtime commands or requests failed, first %s (runtime/summary.json has them all)", failed, firstFailure)
+		}
 	}
 	return nil
+}
+
+// rtUnlistedReason says, for a customer, why a running runtime's
+// containers are not in the bundle.
+func rtUnlistedReason(rt *RuntimeStatus, missing map[string]bool) string {
+	var tried []string
+	for _, it := range rt.Items {
+		switch {
+		case it.Method != "" && strings.HasSuffix(it.Method, "/Version"):
+			tried = append(tried, "the CRI API: "+rtItemOutcome(it))
+		case it.Method != "" && strings.HasSuffix(it.Method, "/ListContainers") && !strings.HasPrefix(it.Skipped, "not attempted"):
+			tried = append(tried, "the CRI API's ListContainers: "+rtItemOutcome(it))
+		case it.URL != "" && strings.Contains(it.URL, "/containers/json"):
+			tried = append(tried, "dockerd's API: "+rtItemOutcome(it))
+		case len(it.Command) > 0 && !it.listing && (strings.Contains(it.What, "containers ls") || strings.Contains(it.What, " ps")):
+			tried = append(tried, it.What+": "+rtItemOutcome(it))
+		}
+	}
+	if progs := sortedSet(missing); len(progs) > 0 {
+		tried = append(tried, "no client program to ask instead ("+strings.Join(progs, ", ")+" not installed)")
+	}
+	if len(tried) == 0 {
+		tried = append(tried, "nothing could be asked")
+	}
+	return fmt.Sprintf("%s's socket %s exists but its containers could not be listed: %s", rt.Name, rt.Socket, strings.Join(tried, "; "))
+}
+
+func rtItemOutcome(it RuntimeItem) string {
+	switch {
+	case it.Error != "":
+		return it.Error
+	case it.Skipped != "":
+		return it.Skipped
+	}
+	return "answered, but listed nothing usable"
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func rtAddCrictl(rt *RuntimeStatus, add func(*RuntimeStatus, func(context.Context) RuntimeItem), env *Env, o RuntimeOptions, sock, dir string) {
@@ -287,7 +426,9 @@ func rtAddCrictl(rt *RuntimeStatus, add func(*RuntimeStatus, func(context.Contex
 	to := strconv.Itoa(max(1, int(o.CommandTimeout.Seconds())-1)) + "s"
 	base := []string{"--runtime-endpoint", ep, "--image-endpoint", ep, "--timeout", to}
 	add(rt, func(ctx context.Context) RuntimeItem {
-		return runtimeCommand(ctx, env, o.CommandTimeout, dir+"/crictl-ps.txt", "crictl ps -a", "crictl", append(base, "ps", "-a")...)
+		it := runtimeCommand(ctx, env, o.CommandTimeout, dir+"/crictl-ps.txt", "crictl ps -a", "crictl", append(base, "ps", "-a")...)
+		it.listing = it.Error == "" && it.Skipped == ""
+		return it
 	})
 	add(rt, func(ctx context.Context) RuntimeItem {
 		return runtimeCommand(ctx, env, o.CommandTimeout, dir+"/crictl-pods.txt", "crictl pods", "crictl", append(base, "pods")...)
@@ -392,7 +533,63 @@ func rtSocketExists(ctx context.Context, env *Env, hostPath string) bool {
 
 // rtSocketGet makes one HTTP GET over a unix socket, under its own deadline,
 // and streams the answer (redacted) into the bundle.
-func rtSocketGet(ctx context.Context, env *Env, timeout time.Duration, hostSock, sock, reqPath, out, what string) (it RuntimeItem) {
+func rtSocketGet(ctx context.Context, env *Env, timeout time.Duration, hostSock, sock, reqPath, out, what string) RuntimeItem {
+	return rtSocketFetch(ctx, env, timeout, hostSock, sock, reqPath, what, func(body io.Reader) (string, int64, error) {
+		f, err := env.Create(out)
+		if err != nil {
+			return "", 0, err
+		}
+		n, cerr := io.Copy(f, io.LimitReader(body, rtAnswerLimit(env)+1))
+		if err := f.Close(); cerr == nil {
+			cerr = err
+		}
+		return out, n, cerr
+	})
+}
+
+// rtSocketGetJSON is rtSocketGet for a JSON answer (dockerd's API answers on
+// one line): it is read whole (bounded), indented so that the redactor
+// sees one value per line, sanitized of registry credentials, then written.
+func rtSocketGetJSON(ctx context.Context, env *Env, timeout time.Duration, hostSock, sock, reqPath, out, what string) RuntimeItem {
+	return rtSocketFetch(ctx, env, timeout, hostSock, sock, reqPath, what, func(body io.Reader) (string, int64, error) {
+		limit := rtAnswerLimit(env)
+		data, err := io.ReadAll(io.LimitReader(body, limit+1))
+		if err != nil {
+			return "", int64(len(data)), err
+		}
+		if int64(len(data)) > limit {
+			return "", int64(len(data)), fmt.Errorf("the answer is larger than %d bytes; not kept", limit)
+		}
+		clean, err := RuntimeJSON(data)
+		if err != nil {
+			return "", int64(len(data)), err
+		}
+		return out, int64(len(data)), env.WriteFile(out, clean)
+	})
+}
+
+func rtAnswerLimit(env *Env) int64 {
+	if env.MaxFileBytes <= 0 || env.MaxFileBytes > 64<<20 {
+		return 64 << 20
+	}
+	return env.MaxFileBytes
+}
+
+// RuntimeJSON indents a runtime's JSON answer and removes registry
+// credentials from it. An answer that is not JSON is an error.
+func RuntimeJSON(data []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, bytes.TrimSpace(data), "", "  "); err != nil {
+		return nil, fmt.Errorf("the answer is not JSON: %w", err)
+	}
+	buf.WriteByte('\n')
+	clean, _ := SanitizeRuntimeConfig(buf.Bytes())
+	return clean, nil
+}
+
+// rtSocketFetch makes one HTTP GET over a unix socket under its own
+// deadline; keep stores a 200 answer's body and returns the file written.
+func rtSocketFetch(ctx context.Context, env *Env, timeout time.Duration, hostSock, sock, reqPath, what string, keep func(io.Reader) (string, int64, error)) (it RuntimeItem) {
 	it = RuntimeItem{What: what, URL: "unix://" + hostSock + reqPath}
 	start := time.Now()
 	defer func() { it.DurationSeconds = time.Since(start).Seconds() }()
@@ -426,22 +623,10 @@ func rtSocketGet(ctx context.Context, env *Env, timeout time.Duration, hostSock,
 		it.Error = fmt.Sprintf("answered %s: %s", resp.Status, strings.Join(strings.Fields(string(b)), " "))
 		return it
 	}
-	f, err := env.Create(out)
+	file, n, err := keep(resp.Body)
+	it.File, it.Bytes = file, n
 	if err != nil {
-		it.Error = err.Error()
-		return it
-	}
-	limit := env.MaxFileBytes
-	if limit <= 0 {
-		limit = 64 << 20
-	}
-	n, cerr := io.Copy(f, io.LimitReader(resp.Body, limit+1))
-	if err := f.Close(); cerr == nil {
-		cerr = err
-	}
-	it.Bytes, it.File = n, out
-	if cerr != nil {
-		it.Error = "reading the answer: " + rtDescribeSocketError(cerr, timeout)
+		it.Error = "reading the answer: " + rtDescribeSocketError(err, timeout)
 		it.TimedOut = rctx.Err() != nil
 	}
 	return it

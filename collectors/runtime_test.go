@@ -29,9 +29,10 @@ type testContainerd struct {
 	dir, config, sock, debugSock string
 }
 
-// startContainerd starts the Debian package's containerd. It is killed by
-// its pid (and process group) when the test ends.
-func startContainerd(t *testing.T) *testContainerd {
+// startContainerd starts the Debian package's containerd, with its CRI
+// plugin when cri is set. It is killed by its pid (and process group) when
+// the test ends.
+func startContainerd(t *testing.T, cri bool) *testContainerd {
 	t.Helper()
 	testkit.RequireRoot(t)
 	testkit.RequireTool(t, "containerd")
@@ -43,13 +44,27 @@ func startContainerd(t *testing.T) *testContainerd {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	c := &testContainerd{dir: dir, config: filepath.Join(dir, "config.toml"),
 		sock: filepath.Join(dir, "c.sock"), debugSock: filepath.Join(dir, "debug.sock")}
-	// The CRI plugin is off: it wants CNI and would start a streaming
-	// server; containerd's own API and debug socket are what is tested. A
-	// registry credential is in the file to prove it is not copied.
+	// Without cri, the CRI plugin is off, as in dockerd's own containerd:
+	// containerd's own API and debug socket are what is tested. With it,
+	// the plugin runs without a network (no CNI: pods use the host's) and,
+	// as in a container, without raising OOM scores. A
+	// registry credential is in the file to prove it is not copied: the
+	// CRI plugin also reports it in its verbose status.
+	plugins := `disabled_plugins = ["io.containerd.grpc.v1.cri"]`
+	criOpts := ""
+	if cri {
+		plugins = ""
+		// The native snapshotter copies layers: no overlay mount needed.
+		// runc keeps its state under the test's directory, not /run.
+		criOpts = "restrict_oom_score_adj = true\n    sandbox_image = \"" + testImage + "\"\n    stream_server_address = \"127.0.0.1\"\n    stream_server_port = \"0\"\n" +
+			"  [plugins.\"io.containerd.grpc.v1.cri\".containerd]\n    snapshotter = \"native\"\n" +
+			"  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n    runtime_type = \"io.containerd.runc.v2\"\n" +
+			"  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n    Root = \"" + filepath.Join(dir, "runc") + "\""
+	}
 	cfg := fmt.Sprintf(`version = 2
 root = %q
 state = %q
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
+`+plugins+`
 
 [grpc]
   address = %q # the API socket
@@ -64,6 +79,8 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 [plugins]
   [plugins."io.containerd.internal.v1.opt"]
     path = %q
+  [plugins."io.containerd.grpc.v1.cri"]
+    `+criOpts+`
   [plugins."io.containerd.grpc.v1.cri".registry.configs."registry.example.com".auth]
     username = "robot"
     password = %q
@@ -161,7 +178,7 @@ func runtimeSummary(t *testing.T, b *agentBundle) map[string]collectors.RuntimeS
 // listings are collected, with the socket addresses read from its config;
 // without the ctr client the dump still comes back.
 func TestRuntimeContainerd(t *testing.T) {
-	c := startContainerd(t)
+	c := startContainerd(t, false)
 	c.ctr(t, "namespaces", "create", "k8s.io")
 	c.ctr(t, "namespaces", "create", "nodesnap-test", "incident=001")
 	none := t.TempDir()
@@ -203,16 +220,23 @@ func TestRuntimeContainerd(t *testing.T) {
 			t.Errorf("item %+v has no duration", it)
 		}
 	}
+	// The CRI plugin is off: the CRI API is skipped, not failed, and ctr
+	// listed the containers.
+	if v := criItem(t, ctd, "Version"); !ctd.Listed || !strings.Contains(v.Skipped, "does not serve CRI v1") {
+		t.Errorf("containerd without its CRI plugin: %+v", ctd)
+	}
 	if rs["cri-o"].Present || rs["docker"].Present {
 		t.Errorf("absent runtimes reported present: %+v", rs)
 	}
 
 	// Without the ctr client (PATH holds nothing), the dump still comes
-	// back and the manifest says what was skipped.
+	// back and the manifest says what was skipped; with no CRI plugin
+	// either, nothing listed the containers, and the run says so.
 	t.Setenv("PATH", t.TempDir())
 	b = agentCollect(t, "runtime", collectors.Common{})
-	if b.res.Status != bundle.StatusOK {
-		t.Fatalf("without ctr: status %q (%s), want ok", b.res.Status, b.res.Error)
+	if b.res.Status != bundle.StatusPartial || !strings.Contains(b.res.Error, "containerd's socket") ||
+		!strings.Contains(b.res.Error, "its containers could not be listed") || !strings.Contains(b.res.Error, "ctr not installed") {
+		t.Fatalf("without ctr or CRI: status %q (%s), want partial saying why", b.res.Status, b.res.Error)
 	}
 	b.file(t, "runtime/containerd/goroutine-debug2.txt")
 	if _, ok := b.Files["runtime/containerd/ctr-namespaces.txt"]; ok {
@@ -300,6 +324,62 @@ func TestRuntimeDockerSocket(t *testing.T) {
 	} else if !strings.Contains(b.notes(), "docker is not installed") {
 		t.Errorf("no docker client, and the notes do not say so:\n%s", b.notes())
 	}
+	assertDockerAPI(t, b)
+
+	// Without the docker client, as in nodesnap's image: dockerd's API
+	// lists the containers, and the run is complete.
+	t.Setenv("PATH", t.TempDir())
+	b = agentCollect(t, "runtime", collectors.Common{Root: root})
+	if b.res.Status != bundle.StatusOK {
+		t.Errorf("without the docker client: status %q (%s), want ok", b.res.Status, b.res.Error)
+	}
+	assertDockerAPI(t, b)
+	if !strings.Contains(b.notes(), "docker is not installed here") || !strings.Contains(b.notes(), "listed by other means") {
+		t.Errorf("notes do not say the client is missing and not needed:\n%s", b.notes())
+	}
+	if _, ok := b.Files["runtime/docker/docker-ps.txt"]; ok {
+		t.Errorf("docker-ps.txt exists without a docker client")
+	}
+
+	// dockerd down (its socket left behind): partial, saying why.
+	srv.Close()
+	stale, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.SetUnlinkOnClose(false)
+	stale.Close()
+	b = agentCollect(t, "runtime", collectors.Common{Root: root})
+	if b.res.Status != bundle.StatusPartial || !strings.Contains(b.res.Error, "docker's socket") || !strings.Contains(b.res.Error, "dockerd's API: connection refused") {
+		t.Errorf("dockerd down: status %q (%s), want partial saying why", b.res.Status, b.res.Error)
+	}
+}
+
+// assertDockerAPI checks the listing and info taken from dockerd's API.
+func assertDockerAPI(t *testing.T, b *agentBundle) {
+	t.Helper()
+	var cs []struct {
+		Id    string
+		Names []string
+		State string
+	}
+	if err := json.Unmarshal(b.file(t, "runtime/docker/containers.json"), &cs); err != nil || len(cs) != 1 || cs[0].Names[0] != "/volume-writer" || cs[0].State != "created" {
+		t.Errorf("docker/containers.json (%v): %s", err, b.file(t, "runtime/docker/containers.json"))
+	}
+	var info struct{ ServerVersion string }
+	if err := json.Unmarshal(b.file(t, "runtime/docker/info.json"), &info); err != nil || info.ServerVersion != "24.0.0" {
+		t.Errorf("docker/info.json (%v): %s", err, b.file(t, "runtime/docker/info.json"))
+	}
+	d := runtimeSummary(t, b)["docker"]
+	if !d.Listed {
+		t.Errorf("docker not listed: %+v", d)
+	}
+	for _, it := range d.Items {
+		if it.URL == "unix:///run/docker.sock/containers/json?all=1" && it.File == "docker/containers.json" && it.StatusCode == 200 {
+			return
+		}
+	}
+	t.Errorf("no summary item for GET /containers/json: %+v", d.Items)
 }
 
 func TestParseContainerdAddresses(t *testing.T) {

@@ -187,21 +187,31 @@ func checkPodSpec(t *testing.T, what string, spec *corev1.PodSpec, sa string) {
 		vols[spec.Volumes[i].Name] = &spec.Volumes[i]
 	}
 	all := append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...)
-	var collect *corev1.Container
+	var collect, hold *corev1.Container
 	for i := range all {
 		c := &all[i]
 		if c.Image != imagePlaceholder {
 			t.Errorf("%s container %s: image %q, want the placeholder %s", what, c.Name, c.Image, imagePlaceholder)
 		}
+		if c.ImagePullPolicy != corev1.PullIfNotPresent {
+			t.Errorf("%s container %s: imagePullPolicy %q, want IfNotPresent", what, c.Name, c.ImagePullPolicy)
+		}
 		if c.Resources.Limits.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
 			t.Errorf("%s container %s has no cpu and memory limits", what, c.Name)
 		}
-		if strings.Contains(strings.Join(append(c.Command, c.Args...), " "), "nodesnap collect") {
+		argv := containerArgv(t, what, c)
+		if len(argv) < 2 {
+			continue
+		}
+		switch argv[1] {
+		case "collect":
 			collect = c
+		case "hold":
+			hold = c
 		}
 	}
-	if collect == nil {
-		t.Fatalf("%s: no container runs nodesnap collect", what)
+	if collect == nil || hold == nil {
+		t.Fatalf("%s: no container runs nodesnap collect, or none nodesnap hold", what)
 	}
 	if collect.SecurityContext == nil || collect.SecurityContext.Privileged == nil || !*collect.SecurityContext.Privileged {
 		t.Errorf("%s: %s is not privileged", what, collect.Name)
@@ -210,35 +220,94 @@ func checkPodSpec(t *testing.T, what string, spec *corev1.PodSpec, sa string) {
 	for _, m := range collect.VolumeMounts {
 		mounts[m.MountPath] = m
 	}
+	hostPath := func(m corev1.VolumeMount) string {
+		if v := vols[m.Name]; v != nil && v.HostPath != nil {
+			return v.HostPath.Path
+		}
+		return ""
+	}
 	host, ok := mounts["/host"]
-	if !ok || !host.ReadOnly || vols[host.Name] == nil || vols[host.Name].HostPath == nil || vols[host.Name].HostPath.Path != "/" {
+	if !ok || !host.ReadOnly || hostPath(host) != "/" {
 		t.Errorf("%s: the host's root is not mounted read-only at /host: %+v", what, host)
 	}
-	if host.MountPropagation == nil || *host.MountPropagation != corev1.MountPropagationHostToContainer {
-		t.Errorf("%s: /host without HostToContainer propagation: mounts made later are not seen", what)
+	// containerd refuses HostToContainer (and Bidirectional) on a "/"
+	// that is a private mount: the pod would never start.
+	if host.MountPropagation != nil && *host.MountPropagation != corev1.MountPropagationNone {
+		t.Errorf("%s: /host with mountPropagation %s: containerd refuses it where the node's / is a private mount", what, *host.MountPropagation)
 	}
-	args := nodesnapArgs(t, strings.Join(append(collect.Command, collect.Args...), "\n"))
-	flags := parseCollect(t, what, args)
+	kd, ok := mounts["/host/var/lib/kubelet"]
+	if !ok || !kd.ReadOnly || hostPath(kd) != "/var/lib/kubelet" || kd.MountPropagation == nil || *kd.MountPropagation != corev1.MountPropagationHostToContainer {
+		t.Errorf("%s: the kubelet's directory is not mounted read-only at /host/var/lib/kubelet with HostToContainer: %+v", what, kd)
+	}
+	uid := false
+	for _, e := range collect.Env {
+		uid = uid || e.Name == "NODESNAP_POD_UID" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.uid"
+	}
+	if !uid {
+		t.Errorf("%s: %s does not get its pod's UID (NODESNAP_POD_UID from metadata.uid): its own pod could count as evidence", what, collect.Name)
+	}
+	argv := containerArgv(t, what, collect)
+	flags := parseCollect(t, what, argv[2:])
 	root, outDir := flags["root"], flags["output-dir"]
 	if root != "/host" {
 		t.Errorf("%s: --root %q, want /host", what, root)
 	}
 	out, ok := mounts[outDir]
-	if !ok || out.ReadOnly || vols[out.Name] == nil || vols[out.Name].HostPath == nil || vols[out.Name].HostPath.Path != "/var/tmp/nodesnap" {
+	if !ok || out.ReadOnly || hostPath(out) != "/var/tmp/nodesnap" {
 		t.Errorf("%s: --output-dir %s is not the writable hostPath /var/tmp/nodesnap: %+v", what, outDir, out)
+	}
+	if flags["host-output-dir"] != hostPath(out) {
+		t.Errorf("%s: --host-output-dir %q, want the output volume's host path %q", what, flags["host-output-dir"], hostPath(out))
+	}
+	if flags["exit-zero-if-written"] != "true" {
+		t.Errorf("%s: without --exit-zero-if-written a partial bundle (status 3) fails the init container", what)
+	}
+
+	// The hold container serves the same directory, read-only, where
+	// bundle-cat looks by default.
+	var holdDir string
+	for _, e := range hold.Env {
+		if e.Name == "NODESNAP_OUTPUT_DIR" {
+			holdDir = e.Value
+		}
+	}
+	ok = false
+	for _, m := range hold.VolumeMounts {
+		ok = ok || m.MountPath == holdDir && m.ReadOnly && hostPath(m) == hostPath(out)
+	}
+	if !ok {
+		t.Errorf("%s: %s does not have the bundles read-only at $NODESNAP_OUTPUT_DIR (%q)", what, hold.Name, holdDir)
 	}
 }
 
-var collectLine = regexp.MustCompile(`(?m)^\s*(?:exec\s+)?nodesnap\s+collect\b(.*)$`)
+// noShell are programs the image does not have.
+var noShell = map[string]bool{"sh": true, "bash": true, "ash": true, "dash": true, "sleep": true, "tar": true, "cat": true, "env": true}
 
-// nodesnapArgs finds the nodesnap collect command line in a script.
-func nodesnapArgs(t *testing.T, script string) []string {
+// containerArgv is a container's command line, checked to run the nodesnap
+// binary directly (the image has no shell, sleep or tar) with a
+// subcommand and flags that the real binary accepts.
+func containerArgv(t *testing.T, what string, c *corev1.Container) []string {
 	t.Helper()
-	m := collectLine.FindStringSubmatch(script)
-	if m == nil {
-		t.Fatalf("no nodesnap collect line in:\n%s", script)
+	argv := append(append([]string(nil), c.Command...), c.Args...)
+	for _, a := range argv {
+		if noShell[filepath.Base(a)] || strings.ContainsAny(a, "\n;|&$`") {
+			t.Errorf("%s container %s runs %q: the image has nothing but nodesnap (no shell, sleep or tar)", what, c.Name, argv)
+			return nil
+		}
 	}
-	return strings.Fields(m[1])
+	if len(c.Command) == 0 || c.Command[0] != "/usr/local/bin/nodesnap" || len(argv) < 2 {
+		t.Errorf("%s container %s: command %q, want /usr/local/bin/nodesnap and a subcommand", what, c.Name, argv)
+		return nil
+	}
+	bin := testkit.Binary(t)
+	// --help first, so that nothing runs; flags are still parsed.
+	cmd := exec.Command(bin, append([]string{argv[1], "--help"}, argv[2:]...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("%s container %s: nodesnap %s: %v\n%s", what, c.Name, strings.Join(argv[1:], " "), err, out)
+	} else if !bytes.Contains(out, []byte("nodesnap "+argv[1])) {
+		t.Errorf("%s container %s: %q is not a nodesnap command:\n%s", what, c.Name, argv[1], out)
+	}
+	return argv
 }
 
 // parseCollect checks args against the real binary's collect flags
@@ -362,7 +431,52 @@ func TestDocsExamplesParse(t *testing.T) {
 		}
 	}
 	t.Logf("%d nodesnap collect examples checked", n)
+	if m := checkPodCommandExamples(t, files); m < 4 {
+		t.Errorf("only %d nodesnap hold and bundle-cat examples found in docs/", m)
+	}
 	if n < 5 {
 		t.Errorf("only %d nodesnap collect examples found in docs/", n)
 	}
+}
+
+// podCommand finds `nodesnap hold ...` and `nodesnap bundle-cat ...` in a
+// line, up to a shell operator.
+var podCommand = regexp.MustCompile(`\bnodesnap (hold|bundle-cat)((?:\s+[^\s|;&>#]+)*)`)
+
+// checkPodCommandExamples runs every hold and bundle-cat example of the
+// docs' code blocks through the real binary's flag parser (--help first,
+// so nothing runs) and returns how many it checked.
+func checkPodCommandExamples(t *testing.T, files []string) int {
+	t.Helper()
+	bin := testkit.Binary(t)
+	n := 0
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		inCode := false
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				inCode = !inCode
+				continue
+			}
+			if !inCode {
+				continue
+			}
+			for _, m := range podCommand.FindAllStringSubmatch(line, -1) {
+				args := []string{m[1], "--help"}
+				for _, a := range strings.Fields(m[2]) {
+					a = strings.Trim(a, `'"`)
+					if strings.ContainsAny(a, "$…") {
+						a = "PLACEHOLDER"
+					}
+					args = append(args, a)
+				}
+				if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+					t.Errorf("%s:%d: nodesnap %s: %v\n%s", filepath.Base(f), i+1, strings.Join(args, " "), err, out)
+				}
+				n++
+			}
+		}
+	}
+	t.Logf("%d nodesnap hold and bundle-cat examples checked", n)
+	return n
 }

@@ -179,11 +179,12 @@ var faults = []fault{
 			os.MkdirAll(filepath.Dir(p), 0o755)
 			silentListener(t, "unix", p)
 		}
-		// A journal file, so that journalctl is run at all.
+		// A journal file, so that journalctl is run at all (asked for:
+		// the default reader reads the files itself).
 		jdir := filepath.Join(n.root, "var/log/journal/0123456789abcdef0123456789abcdef")
 		os.MkdirAll(jdir, 0o755)
 		os.WriteFile(filepath.Join(jdir, "system.journal"), []byte("LPKSHHRH"), 0o640)
-		return []string{path}, []string{"--journal-dir", filepath.Dir(jdir)}, func(t *testing.T, m *bundle.Manifest, _ map[string][]byte) {
+		return []string{path}, []string{"--journal-dir", filepath.Dir(jdir), "--journal-reader", "journalctl"}, func(t *testing.T, m *bundle.Manifest, _ map[string][]byte) {
 			hungExecNamed(t, m, "journalctl")
 			hungExecNamed(t, m, "crictl")
 		}

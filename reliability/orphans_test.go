@@ -61,7 +61,7 @@ func TestNoProcessOutlivesTheSupervisor(t *testing.T) {
 		os.MkdirAll(jdir, 0o755)
 		os.WriteFile(filepath.Join(jdir, "system.journal"), []byte("LPKSHHRH"), 0o640)
 
-		cmd := exec.Command(bin, n.args(t.TempDir(), "--journal-dir", filepath.Dir(jdir), "--journal-timeout", "25s",
+		cmd := exec.Command(bin, n.args(t.TempDir(), "--journal-dir", filepath.Dir(jdir), "--journal-reader", "journalctl", "--journal-timeout", "25s",
 			"--runtime-command-timeout", "25s")...)
 		cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

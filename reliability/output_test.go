@@ -163,7 +163,7 @@ func TestOutputDirectoryDeletedMidRun(t *testing.T) {
 		if err := os.Mkdir(out, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		cmd := nodesnapIn(t, t.TempDir(), n.args(out, "--journal-dir", filepath.Dir(jdir), "--journal-timeout", "3s")...)
+		cmd := nodesnapIn(t, t.TempDir(), n.args(out, "--journal-dir", filepath.Dir(jdir), "--journal-reader", "journalctl", "--journal-timeout", "3s")...)
 		cmd.Env = append(os.Environ(), path)
 		go func() {
 			end := time.Now().Add(runTimeout)

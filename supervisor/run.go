@@ -156,6 +156,11 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 		defer out.Close()
 	}
 
+	if opts.Common.Self == nil {
+		// Who nodesnap itself is, so that no collector counts its own
+		// processes, mount namespace or pod as evidence.
+		opts.Common.Self = collectors.IdentifySelf()
+	}
 	r := &run{out: out, opts: opts, start: time.Now(), hungSet: map[string]bool{}, facts: map[string]string{},
 		results: map[string]*collectorRun{}, children: map[*isolate.Child]struct{}{}, mappings: map[string]string{}}
 	if err := r.setupRedaction(); err != nil {
@@ -599,6 +604,10 @@ func (r *run) handleEvent(cr *collectorRun, ev collectors.Event) {
 			r.mappings[k] = v
 		}
 		r.mu.Unlock()
+	case collectors.EventRemedy:
+		if ev.Remedy != nil && len(cr.res.Remedies) < 20 {
+			cr.res.Remedies = append(cr.res.Remedies, *ev.Remedy)
+		}
 	case collectors.EventFact:
 		r.mu.Lock()
 		r.facts[ev.Key] = ev.Value
@@ -722,6 +731,7 @@ func (r *run) manifest(specs []*collectors.Spec, h hashResp) *bundle.Manifest {
 	m.Host.BootID = r.facts["boot_id"]
 	m.Host.MachineID = r.facts["machine_id"]
 	m.Interrupted = r.interrupt
+	m.Self = r.opts.Common.Self
 	m.HungMounts = append(m.HungMounts, r.hung...)
 	r.mu.Unlock()
 

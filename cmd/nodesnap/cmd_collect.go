@@ -47,6 +47,12 @@ type collectOptions struct {
 	minFreeSet       bool
 	upload           uploadOptions
 	redaction        redactFlags
+	// exitZeroIfWritten makes statuses 3 and 5 (a bundle was written)
+	// exit 0, for a Kubernetes init container.
+	exitZeroIfWritten bool
+	// hostOutputDir is the output directory as the host sees it, when
+	// nodesnap runs in a container with a hostPath mounted at -o.
+	hostOutputDir string
 }
 
 // Defaults of the unattended-run flags.
@@ -82,6 +88,11 @@ the output filesystem has less than --min-free available; --keep N removes this 
 bundles once the new one is complete. --upload URL then sends the bundle (see 'nodesnap upload
 --help'); a failed upload keeps it on disk and exits with status 5.
 
+In a Kubernetes init container, where only status 0 lets the pod go on, --exit-zero-if-written
+exits 0 whenever a bundle was written (partial, or not uploaded: the output still says which),
+and --host-output-dir names the hostPath mounted at --output-dir, so that the last line printed
+is the bundle's path on the node.
+
 ` + exitStatusHelp,
 		Example: `  # what a support engineer asks a customer to run
   sudo nodesnap collect
@@ -94,6 +105,14 @@ bundles once the new one is complete. --upload URL then sends the bundle (see 'n
 
   # in a privileged pod with the host's root at /host
   nodesnap collect --root /host -o /host/var/tmp
+
+  # by hand, where the kubelet wants a credential: a short-lived token of the
+  # nodesnap ServiceAccount (deploy/kubernetes/rbac.yaml), kept out of shell history
+  NODESNAP_KUBELET_TOKEN=$(kubectl -n nodesnap create token nodesnap --duration=10m) nodesnap collect
+  kubectl -n nodesnap create token nodesnap --duration=10m | sudo nodesnap collect --kubelet-token-file /dev/stdin
+
+  # the init container of deploy/kubernetes/job.yaml (/output is the node's /var/tmp/nodesnap)
+  nodesnap collect --root /host -o /output --host-output-dir /var/tmp/nodesnap --exit-zero-if-written
 
   # from cron or a systemd timer: quiet, the newest 4 bundles kept
   nodesnap collect -q -o /var/lib/nodesnap --keep 4
@@ -132,6 +151,8 @@ bundles once the new one is complete. --upload URL then sends the bundle (see 'n
 	f.IntVar(&o.keep, "keep", 0, "after a complete run, keep only the newest N bundles of this host in the output directory (0: keep all)")
 	f.DurationVar(&o.lockWait, "lock-wait", defaultLockWait, "how long to wait for another run collecting into the same output directory before giving up (exit status 4)")
 	f.Var(&o.minFree, "min-free", "refuse to start when the output filesystem has less than this available (0: no check; unless given, never more than --max-bundle-size)")
+	f.BoolVar(&o.exitZeroIfWritten, "exit-zero-if-written", false, "exit with status 0 whenever a bundle was written, also when it is partial (3) or its upload failed (5); the output still says which (for a Kubernetes init container, where only 0 lets the pod go on)")
+	f.StringVar(&o.hostOutputDir, "host-output-dir", "", "the output directory as the host sees it, when nodesnap runs in a container with a host directory mounted at --output-dir: the last line printed names the bundle's path on the host")
 	f.StringVar(&o.upload.url, "upload", "", "after writing the bundle, upload it to this http(s) URL (default $"+UploadURLEnv+")")
 	o.upload.addFlags(f, "upload-")
 	for _, s := range collectors.All() {
@@ -144,16 +165,51 @@ bundles once the new one is complete. --upload URL then sends the bundle (see 'n
 
 // collectResult is the --output json report.
 type collectResult struct {
-	Path       string            `json:"path"`
+	Path string `json:"path"`
+	// HostPath is Path as the host sees it (--host-output-dir, or under
+	// --root).
+	HostPath   string            `json:"host_path,omitempty"`
 	Size       int64             `json:"size"`
 	SHA256     string            `json:"sha256"`
 	Status     string            `json:"status"` // complete, partial or interrupted
 	Collectors map[string]string `json:"collectors"`
+	// Remedies are what collectors left out for want of a credential, and
+	// the commands that get it.
+	Remedies []collectRemedy `json:"remedies,omitempty"`
 	// Removed lists the old bundles --keep removed.
 	Removed []string      `json:"removed,omitempty"`
 	Upload  *uploadResult `json:"upload,omitempty"`
 	// ExitStatus is the status nodesnap exits with (see --help).
 	ExitStatus int `json:"exit_status"`
+}
+
+// collectRemedy is one collector's remedy.
+type collectRemedy struct {
+	Collector string `json:"collector"`
+	bundle.Remedy
+}
+
+func manifestRemedies(m *bundle.Manifest) []collectRemedy {
+	var out []collectRemedy
+	for _, c := range m.Collectors {
+		for _, r := range c.Remedies {
+			out = append(out, collectRemedy{Collector: c.Name, Remedy: r})
+		}
+	}
+	return out
+}
+
+// printRemedies says, at the end of a run, which evidence is missing and
+// what to run to get it. It goes to stderr even with --quiet: stdout keeps
+// its one line, and a run by hand must not end silently without its
+// kubelet evidence.
+func printRemedies(w io.Writer, rs []collectRemedy) {
+	for _, r := range rs {
+		fmt.Fprintf(w, "nodesnap: %s: missing %s: %s. To collect them (add this run's other options to nodesnap collect):\n", r.Collector, strings.Join(r.Missing, ", "), r.Reason)
+		for _, f := range r.Fix {
+			fmt.Fprintf(w, "    %s\n", f)
+		}
+	}
 }
 
 // lockedError is a run that found another collecting into its output
@@ -172,6 +228,9 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	}
 	if o.keep > 0 && o.outputFile != "" {
 		return &supervisor.UsageError{Msg: "--keep works with --output-dir, whose bundles are named by host and time; not with --output-file"}
+	}
+	if o.hostOutputDir != "" && (!filepath.IsAbs(o.hostOutputDir) || o.outputFile != "") {
+		return &supervisor.UsageError{Msg: "--host-output-dir must be an absolute path, and goes with --output-dir (not --output-file)"}
 	}
 	if o.lockWait < 0 {
 		return &supervisor.UsageError{Msg: "--lock-wait must not be negative"}
@@ -208,9 +267,19 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	if o.outputFile != "" {
 		outDir = filepath.Dir(o.outputFile)
 	}
-	if o.root != "/" && (o.outputDir == supervisor.DefaultOutputDir) && o.outputFile == "" {
+	if o.root != "/" && (o.outputDir == supervisor.DefaultOutputDir) && o.outputFile == "" && o.hostOutputDir == "" {
 		// Inside a container /var/tmp is the container's; say where it went.
 		fmt.Fprintln(stderr, "nodesnap: note: the bundle is written to "+o.outputDir+" as this process sees it; use -o to put it on the host")
+	}
+
+	for _, s := range specs {
+		if s.Name == "kubelet" {
+			// A token on a descriptor of this process (<(kubectl ...), a
+			// pipe) can only be read here; and before this process opens
+			// descriptors of its own (the lock), so that a /dev/fd/N the
+			// shell did not pass is reported, not read from nodesnap's.
+			collectors.PrepareKubeletToken(ctx)
+		}
 	}
 
 	// From here until we return, SIGINT and SIGTERM never kill the
@@ -331,11 +400,17 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	case res.Partial:
 		exit = exitPartial
 	}
+	// wouldExit is the status without --exit-zero-if-written.
+	wouldExit := exit
+	if o.exitZeroIfWritten {
+		exit = exitOK
+	}
 
+	hostPath, onHost := bundleHostPath(o, res.Bundle.Path)
 	switch {
 	case o.output == "json":
-		cr := collectResult{Path: res.Bundle.Path, Size: res.Bundle.Size, SHA256: res.Bundle.SHA256, Status: status,
-			Collectors: map[string]string{}, Removed: removed, Upload: ur, ExitStatus: exit}
+		cr := collectResult{Path: res.Bundle.Path, HostPath: hostPath, Size: res.Bundle.Size, SHA256: res.Bundle.SHA256, Status: status,
+			Collectors: map[string]string{}, Remedies: manifestRemedies(res.Manifest), Removed: removed, Upload: ur, ExitStatus: exit}
 		for _, c := range res.Manifest.Collectors {
 			cr.Collectors[c.Name] = c.Status
 		}
@@ -345,6 +420,7 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 			return err
 		}
 	case o.quiet:
+		printRemedies(stderr, manifestRemedies(res.Manifest))
 		// One line, so that scripts can take it as it is.
 		fmt.Fprintln(stdout, res.Bundle.Path)
 	default:
@@ -364,8 +440,14 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		for _, w := range res.Manifest.Warnings {
 			fmt.Fprintf(stderr, "nodesnap: warning: %s\n", w)
 		}
+		printRemedies(stderr, manifestRemedies(res.Manifest))
 		if res.MappingFile != "" {
 			fmt.Fprintf(stderr, "nodesnap: obfuscation mapping (keep it; do not attach it): %s\n", res.MappingFile)
+		}
+		if wouldExit != exit {
+			// The bundle is on disk; the lines above say what is
+			// missing from it.
+			fmt.Fprintf(stderr, "nodesnap: exit status 0, not %d (--exit-zero-if-written): a bundle was written\n", wouldExit)
 		}
 		switch {
 		case ur == nil:
@@ -376,10 +458,12 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 			fmt.Fprintf(stdout, "The upload to %s failed: %s.\nAttach this file to the ticket instead:\n", ur.URL, ur.Error)
 		}
 		fmt.Fprintln(stdout, res.Bundle.Path)
-		if hp, ok := hostView(o.root, res.Bundle.Path); ok {
-			fmt.Fprintf(stdout, "(on the host: %s)\n", hp)
-		}
 		fmt.Fprintf(stdout, "size: %s (%d bytes)\nsha256: %s\n", humanBytes(res.Bundle.Size), res.Bundle.Size, res.Bundle.SHA256)
+		if onHost {
+			// Last, so that a pod's log ends with where the bundle
+			// is on the node.
+			fmt.Fprintf(stdout, "on the node: %s\n", hostPath)
+		}
 	}
 	switch exit {
 	case exitUploadFailed:
@@ -388,6 +472,16 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		return &partialError{}
 	}
 	return nil
+}
+
+// bundleHostPath is the bundle's path as the host sees it: in
+// --host-output-dir when given, else under --root when the bundle was
+// written there.
+func bundleHostPath(o *collectOptions, p string) (string, bool) {
+	if o.hostOutputDir != "" {
+		return filepath.Join(o.hostOutputDir, filepath.Base(p)), true
+	}
+	return hostView(o.root, p)
 }
 
 // hostView is p as the host sees it, when p lies under the host's root

@@ -52,6 +52,21 @@ func printManifest(w io.Writer, m *bundle.Manifest, files bool) {
 		status += fmt.Sprintf(" (interrupted by %s)", m.Interrupted.Signal)
 	}
 	fmt.Fprintf(w, "status:    %s\n", status)
+	if s := m.Self; s != nil {
+		// Who nodesnap was: its own namespace and pod are never
+		// evidence (the mounts collector's notes say what was left out).
+		line := fmt.Sprintf("pid %d", s.PID)
+		if s.MountNamespace != 0 {
+			line += fmt.Sprintf(", mount namespace %d", s.MountNamespace)
+		}
+		if p := s.Pod; p != nil {
+			line += ", pod " + p.UID
+			if p.Name != "" {
+				line += " (" + p.Namespace + "/" + p.Name + ")"
+			}
+		}
+		fmt.Fprintf(w, "nodesnap:  %s\n", line)
+	}
 	for _, warn := range m.Warnings {
 		fmt.Fprintf(w, "warning:   %s\n", warn)
 	}
@@ -78,6 +93,10 @@ func printManifest(w io.Writer, m *bundle.Manifest, files bool) {
 		for _, h := range m.HungMounts {
 			fmt.Fprintf(w, "  %s  (found by %s)\n", h.Target, h.Collector)
 		}
+	}
+	if rs := manifestRemedies(m); len(rs) > 0 {
+		fmt.Fprintln(w)
+		printRemedies(w, rs)
 	}
 	fmt.Fprintf(w, "\nredactions: %d", m.Redaction.Total)
 	if m.Redaction.Total > 0 {

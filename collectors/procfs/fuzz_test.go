@@ -320,3 +320,37 @@ func FuzzParseLink(f *testing.F) {
 		}
 	})
 }
+
+// A pod UID or container ID found in a cgroup file is one the patterns
+// accept, and appears in the path it came from.
+func FuzzParseSelfCgroup(f *testing.F) {
+	f.Add([]byte("0::/kubepods.slice/kubepods-pod1b4e0c2a_7f3d_4a51_9c0e_2d5e8f6a7b90.slice/cri-containerd-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope\n"))
+	f.Add([]byte("11:memory:/kubepods/burstable/pod0123456789abcdef0123456789abcdef/x\n0::/\n"))
+	f.Add([]byte("0::/\n"))
+	f.Add([]byte("::\n:\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got := ParseSelfCgroup(data)
+		if got.PodUID != "" && (!ValidPodUID(got.PodUID) || !strings.Contains(got.Path, strings.ReplaceAll(got.PodUID, "-", "")[:8])) {
+			t.Errorf("pod UID %q from path %q", got.PodUID, got.Path)
+		}
+		if got.ContainerID != "" && (len(got.ContainerID) != 64 || !strings.Contains(got.Path, got.ContainerID)) {
+			t.Errorf("container ID %q from path %q", got.ContainerID, got.Path)
+		}
+		if got.Path != "" && !bytes.Contains(data, []byte(got.Path)) {
+			t.Errorf("path %q is not in the input", got.Path)
+		}
+	})
+}
+
+// A pod UID taken from a mount root is a valid UID found in the root.
+func FuzzPodUIDFromMountRoot(f *testing.F) {
+	f.Add("/var/lib/kubelet/pods/1b4e0c2a-7f3d-4a51-9c0e-2d5e8f6a7b90/etc-hosts")
+	f.Add("/pods/0123456789abcdef0123456789abcdef/volumes/x")
+	f.Add("/")
+	f.Fuzz(func(t *testing.T, root string) {
+		uid, ok := PodUIDFromMountRoot(root)
+		if ok != (uid != "") || ok && (!ValidPodUID(uid) || !strings.Contains(root, "pods/"+uid+"/")) {
+			t.Errorf("PodUIDFromMountRoot(%q) = %q, %v", root, uid, ok)
+		}
+	})
+}

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -42,11 +43,13 @@ func requireCluster(t *testing.T) *cluster {
 	if c.kubectl == "" {
 		c.kubectl = "kubectl"
 	}
-	h, err := os.Hostname()
+	// cluster.sh names the node after the host, or localhost where the host
+	// name does not resolve to loopback.
+	node, err := os.ReadFile(filepath.Join(filepath.Dir(kc), "node"))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the e2e cluster's node name: %v", err)
 	}
-	c.node = strings.ToLower(h)
+	c.node = strings.TrimSpace(string(node))
 	return c
 }
 
@@ -90,7 +93,7 @@ func collect(t *testing.T, env []string, args ...string) *run {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testkit.Binary(t), append([]string{"collect", "--output-dir", out}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(withoutToken(), env...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
@@ -193,6 +196,12 @@ func TestHostRunWithToken(t *testing.T) {
 	}
 	checkNodeEvidence(t, r)
 	checkNoSecret(t, r, token)
+	// A healthy real node: analyze finds nothing at warning or above
+	// (exit 3 would say it did).
+	out, err := exec.Command(testkit.Binary(t), "analyze", r.path).CombinedOutput()
+	if err != nil {
+		t.Errorf("analyze of a healthy real node: %v\n%s", err, out)
+	}
 }
 
 // checkNoSecret fails when any file of the bundle holds the token given to
@@ -343,8 +352,8 @@ func TestJobInPod(t *testing.T) {
 			}
 		}
 	})
-	c.k(t, "", "-n", "nodesnap", "wait", "--for=condition=Ready", "pod", "-l", "job-name="+job, "--timeout=4m")
-	pod := c.k(t, "", "-n", "nodesnap", "get", "pod", "-l", "job-name="+job, "-o", "jsonpath={.items[0].metadata.name}")
+	pod := c.podOf(t, "nodesnap", "job-name="+job, time.Minute)
+	c.k(t, "", "-n", "nodesnap", "wait", "--for=condition=Ready", "pod/"+pod, "--timeout=4m")
 	if code := c.k(t, "", "-n", "nodesnap", "get", "pod", pod, "-o", "jsonpath={.status.initContainerStatuses[0].state.terminated.exitCode}"); code != "0" {
 		t.Fatalf("the collect container ended with %q\n%s", code, c.k(t, "", "-n", "nodesnap", "logs", pod, "-c", "collect"))
 	}
@@ -386,6 +395,8 @@ func TestJobInPod(t *testing.T) {
 	// Job's pod is still there for both to see.
 	onHost := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + c.token(t)})
 	compareRuns(t, onHost, inPod)
+	t.Logf("collection wall time: %.2fs in the Job's pod, %.2fs on the node; bundle %d and %d bytes",
+		inPod.b.Manifest.DurationSeconds, onHost.b.Manifest.DurationSeconds, len(want), fileSize(t, onHost.path))
 }
 
 // compareRuns checks that a --root /host run in a pod carries the evidence
@@ -402,9 +413,13 @@ func compareRuns(t *testing.T, host, pod *run) {
 			t.Errorf("collector %s: ok on the host, %s in the pod: %s %v", hc.Name, pc.Status, pc.Error, pc.Notes)
 		}
 	}
+	// What a client program on the node printed (ctr, crictl, docker) has
+	// no counterpart in the image, which has none: the CRI API's answers
+	// must be there instead.
+	fromClient := regexp.MustCompile(`/(ctr|crictl)-[a-z-]+\.(txt|json)(\.stderr)?$|/docker-(ps|info)\.txt$`)
 	for _, prefix := range []string{"kubelet/", "runtime/", "csi/", "journal/", "nodeconfig/"} {
 		for name := range host.b.Files {
-			if strings.HasPrefix(name, prefix) {
+			if strings.HasPrefix(name, prefix) && !fromClient.MatchString(name) {
 				if _, ok := pod.b.Files[name]; !ok {
 					t.Errorf("the host run has %s, the pod run does not", name)
 				}
@@ -425,6 +440,31 @@ func compareRuns(t *testing.T, host, pod *run) {
 	if h, p := lines(host), lines(pod); p < h*9/10 {
 		t.Errorf("the pod run kept %d kubelet journal lines, the host run %d", p, h)
 	}
+}
+
+// TestDaemonSet runs deploy/kubernetes/daemonset.yaml: its pod starts on a
+// node whose / is private, collects once and holds the bundle.
+func TestDaemonSet(t *testing.T) {
+	c := requireCluster(t)
+	const hostDir = "/var/tmp/nodesnap"
+	before := hostBundles(t, hostDir)
+	c.k(t, c.manifest(t, "daemonset.yaml"), "apply", "-f", "-")
+	t.Cleanup(func() {
+		c.k(t, "", "-n", "nodesnap", "delete", "daemonset", "nodesnap", "--wait=true", "--timeout=2m", "--cascade=foreground")
+		for p := range hostBundles(t, hostDir) {
+			if !before[p] {
+				_ = os.Remove(p)
+				_ = os.Remove(p + ".sha256")
+			}
+		}
+	})
+	c.k(t, "", "-n", "nodesnap", "rollout", "status", "daemonset/nodesnap", "--timeout=4m")
+	onNode := newBundle(t, hostDir, before, 30*time.Second)
+	r := &run{path: onNode, b: readBundle(t, onNode)}
+	if st := r.status(t, "kubelet"); st.Status != "ok" {
+		t.Errorf("in the DaemonSet's pod, kubelet collector: %s %s %v", st.Status, st.Error, st.Notes)
+	}
+	checkNodeEvidence(t, r)
 }
 
 // TestKubectlDebugNode follows docs/kubernetes.md's kubectl debug recipe:
@@ -480,5 +520,353 @@ func TestKubectlDebugNode(t *testing.T) {
 		if strings.HasPrefix(f, "mount-held-in-foreign-namespace") {
 			t.Errorf("the debug pod's own namespace is evidence against the node: %s", f)
 		}
+	}
+}
+
+// TestHostRunNoToken is a run by hand on the node with no credential: the
+// kubelet refuses (anonymous authentication is off), the run collects what
+// needs none, ends by naming what is missing and the command that fixes
+// it — and that command, run as printed, does fix it.
+func TestHostRunNoToken(t *testing.T) {
+	c := requireCluster(t)
+	r := collect(t, nil)
+	if r.code != 3 {
+		t.Fatalf("collect with no credential exited %d, want 3 (partial)\n%s", r.code, r.stderr)
+	}
+	if st := r.status(t, "kubelet"); st.Status != "partial" {
+		t.Errorf("kubelet collector: %s, want partial", st.Status)
+	}
+	const fix = "kubectl -n nodesnap create token nodesnap --duration=10m | sudo nodesnap collect --kubelet-token-file /dev/stdin"
+	if !strings.Contains(r.stderr, fix) || !strings.Contains(r.stderr, "pods") {
+		t.Fatalf("the run does not end by naming the missing evidence and %q:\n%s", fix, r.stderr)
+	}
+	// The printed fix, as root (no sudo needed here), through a pipe.
+	out := t.TempDir()
+	sh := c.kubectl + " --kubeconfig " + c.kubeconfig + " -n nodesnap create token nodesnap --duration=10m | " +
+		testkit.Binary(t) + " collect --quiet --output-dir " + out + " --kubelet-token-file /dev/stdin"
+	cmd := exec.Command("bash", "-o", "pipefail", "-c", sh)
+	cmd.Env = withoutToken()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+			t.Fatalf("the printed fix failed: %v\n%s", err, b)
+		}
+	}
+	matches, _ := filepath.Glob(filepath.Join(out, "nodesnap-*.tar.gz"))
+	if len(matches) != 1 {
+		t.Fatalf("the printed fix left %d bundles", len(matches))
+	}
+	fixed := &run{path: matches[0], b: readBundle(t, matches[0])}
+	if st := fixed.status(t, "kubelet"); st.Status != "ok" {
+		t.Errorf("with the printed fix, kubelet collector: %s %v", st.Status, st.Notes)
+	}
+	if pods := podNames(t, fixed.file(t, "kubelet/pods.json")); !contains(pods, "e2e/volume-user") {
+		t.Errorf("with the printed fix, kubelet/pods.json lacks e2e/volume-user: %v", pods)
+	}
+}
+
+// TestHostRunKubeadmCertificate: on a control-plane node set up by kubeadm,
+// the apiserver's kubelet client certificate is the credential meant for
+// this path; with no token nodesnap uses it and says so.
+func TestHostRunKubeadmCertificate(t *testing.T) {
+	c := requireCluster(t)
+	const pki = "/etc/kubernetes/pki"
+	if _, err := os.Stat("/etc/kubernetes"); err == nil {
+		t.Skip("/etc/kubernetes exists on this machine: not planting a kubeadm layout over it")
+	}
+	if err := os.MkdirAll(pki, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll("/etc/kubernetes") })
+	src := filepath.Join(filepath.Dir(c.kubeconfig), "pki")
+	for _, ext := range []string{".crt", ".key"} {
+		b, err := os.ReadFile(filepath.Join(src, "apiserver-kubelet-client"+ext))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pki, "apiserver-kubelet-client"+ext), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := collect(t, nil)
+	if st := r.status(t, "kubelet"); st.Status != "ok" {
+		t.Fatalf("kubelet collector with kubeadm's certificate: %s %v\n%s", st.Status, st.Notes, r.stderr)
+	}
+	if req := string(r.file(t, "kubelet/requests.json")); !strings.Contains(req, "apiserver-kubelet-client") {
+		t.Errorf("kubelet/requests.json does not say kubeadm's certificate was used:\n%.600s", req)
+	}
+	key, _ := os.ReadFile(filepath.Join(pki, "apiserver-kubelet-client.key"))
+	body := strings.Split(strings.TrimSpace(string(key)), "\n")
+	for name, data := range r.b.Files {
+		for _, line := range body[1 : len(body)-1] {
+			if len(line) >= 32 && bytes.Contains(data, []byte(line)) {
+				t.Fatalf("%s holds a line of the kubelet client key", name)
+			}
+		}
+	}
+}
+
+// withoutToken is this process's environment without a kubelet token.
+func withoutToken() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "NODESNAP_KUBELET_TOKEN=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// TestIncident002LoopHeldByAnotherPodsNamespace reproduces incident 002 on
+// the real kubelet and CSI driver: a block-backed volume (a loop device
+// with ext4, as rbd is) staged and published to a pod; an agent pod that
+// also mounted the device in its own mount namespace (a backup or scanning
+// agent; node_exporter's copy of the host's root in the original
+// incident); the volume's pod is deleted, the kubelet unpublishes and
+// unstages on the host, and the device stays in use, held only in the
+// agent's namespace. nodesnap must say so and name the agent's pod and
+// container.
+//
+// (On kernels since 3.18 the host's rmdir of a mountpoint detaches copies
+// of that mount in other namespaces, so a mere copy of the staging path no
+// longer outlives the unstage; a mount the agent made itself, at a path of
+// its own, does.)
+func TestIncident002LoopHeldByAnotherPodsNamespace(t *testing.T) {
+	c := requireCluster(t)
+	for _, tool := range []string{"mkfs.ext4", "truncate"} {
+		testkit.RequireTool(t, tool)
+	}
+	img := "/var/lib/csi-hostpath-data/vol-002.img"
+	if out, err := exec.Command("truncate", "-s", "64M", img).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = os.Remove(img) })
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	volume := strings.NewReplacer("NODE_NAME", c.node).Replace(`apiVersion: v1
+kind: PersistentVolume
+metadata: {name: e2e-vol-002}
+spec:
+  capacity: {storage: 64Mi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  claimRef: {namespace: e2e, name: data-002}
+  csi: {driver: hostpath.csi.k8s.io, volumeHandle: vol-002}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data-002, namespace: e2e}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  volumeName: e2e-vol-002
+  resources: {requests: {storage: 64Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: loop-user, namespace: e2e}
+spec:
+  nodeName: NODE_NAME
+  tolerations: [{operator: Exists}]
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: pause
+      image: registry.k8s.io/pause:3.10
+      imagePullPolicy: Never
+      volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+    - name: data
+      persistentVolumeClaim: {claimName: data-002}
+`)
+	agent := strings.NewReplacer("NODE_NAME", c.node, "IMAGE", c.image(t)).Replace(`apiVersion: v1
+kind: Pod
+metadata: {name: host-root-agent, namespace: e2e}
+spec:
+  nodeName: NODE_NAME
+  tolerations: [{operator: Exists}]
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: agent
+      image: IMAGE
+      imagePullPolicy: IfNotPresent
+      command: ["/usr/local/bin/nodesnap", "hold", "--dir", "/host/var/tmp", "--for", "1h"]
+      volumeMounts: [{name: root, mountPath: /host, readOnly: true}]
+  volumes:
+    - name: root
+      hostPath: {path: /}
+`)
+	t.Cleanup(func() {
+		c.k(t, "", "-n", "e2e", "delete", "pod", "host-root-agent", "loop-user", "--ignore-not-found", "--wait=true", "--timeout=2m")
+		c.k(t, "", "-n", "e2e", "delete", "pvc", "data-002", "--ignore-not-found", "--wait=true", "--timeout=1m")
+		c.k(t, "", "delete", "pv", "e2e-vol-002", "--ignore-not-found", "--wait=true", "--timeout=1m")
+	})
+	c.k(t, volume, "apply", "-f", "-")
+	c.k(t, "", "-n", "e2e", "wait", "--for=condition=Ready", "pod/loop-user", "--timeout=2m")
+	if dev := loopBackedBy(t, img); dev == "" {
+		t.Fatalf("no loop device is backed by %s once the volume is staged", img)
+	} else {
+		t.Logf("the volume is on loop device %s", dev)
+	}
+	c.k(t, agent, "apply", "-f", "-")
+	c.k(t, "", "-n", "e2e", "wait", "--for=condition=Ready", "pod/host-root-agent", "--timeout=2m")
+	// The agent mounts the device in its own namespace, at its own /tmp.
+	agentPID := ""
+	for _, l := range strings.Split(c.k(t, "", "-n", "e2e", "get", "pod", "host-root-agent", "-o", "jsonpath={.status.containerStatuses[0].containerID}"), "\n") {
+		agentPID = pidOfContainer(t, strings.TrimPrefix(l, "containerd://"))
+	}
+	major, minor, _ := strings.Cut(loopBackedBy(t, img), ":")
+	// mount -N does the mount(2) inside the agent's namespace, where the
+	// node's /dev is /host/dev.
+	if out, err := exec.Command("mount", "-N", agentPID, "-t", "ext4", "/host/dev/loop"+minor, "/tmp").CombinedOutput(); err != nil || major != "7" {
+		t.Fatalf("mounting the volume's device in the agent's namespace: %v %s", err, out)
+	}
+	c.k(t, "", "-n", "e2e", "delete", "pod", "loop-user", "--wait=true", "--timeout=2m")
+	// The kubelet has unstaged it: the host no longer mounts the loop
+	// device, the agent's namespace still does.
+	dev := loopBackedBy(t, img)
+	if dev == "" {
+		t.Fatalf("the loop device of %s was detached: the agent's namespace did not keep the mount", img)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		mi, _ := os.ReadFile("/proc/self/mountinfo")
+		if !strings.Contains(string(mi), " "+dev+" ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the kubelet did not unmount e2e-vol-002 from the host within 60s")
+		}
+		time.Sleep(time.Second)
+	}
+
+	r := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + c.token(t)})
+	if r.code != 0 && r.code != 3 {
+		t.Fatalf("collect exited %d\n%s", r.code, r.stderr)
+	}
+	found := false
+	for _, f := range analyzeIDs(t, r.path) {
+		if strings.HasPrefix(f, "mount-held-in-foreign-namespace") && strings.Contains(f, "loop") {
+			found = true
+			if !strings.Contains(f, "in pod e2e/host-root-agent, container agent") {
+				t.Errorf("the finding does not name the agent's pod and container: %s", f)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("analyze does not report the loop device held only in the agent's namespace: %v", analyzeIDs(t, r.path))
+	}
+}
+
+// TestIncident003StaleFUSEUnderOrphanedPodDir reproduces incident 003 on
+// the real kubelet: a FUSE mount whose daemon stopped answering, under the
+// volume directory of a pod the kubelet no longer knows. The kubelet's
+// housekeeping (cleanupOrphanedPodDirs) stats it within seconds and blocks
+// in request_wait_answer; nodesnap must finish and name the hung mount.
+// It runs last: until the mount is aborted the kubelet starts no pod.
+func TestIncident003StaleFUSEUnderOrphanedPodDir(t *testing.T) {
+	c := requireCluster(t)
+	token := c.token(t)
+	uid := "3f0b6a2e-5c1d-4e8f-9a7b-0c3d2e1f0a03"
+	podDir := filepath.Join("/var/lib/kubelet/pods", uid)
+	mp := filepath.Join(podDir, "volumes/kubernetes.io~csi/pvc-0003/mount")
+	t.Cleanup(func() { _ = os.RemoveAll(podDir) })
+	f := testkit.HungFUSE(t, mp, testkit.FUSEStartHung(), testkit.FUSESubtype("ceph-fuse"), testkit.FUSESource("ceph-fuse"))
+
+	pid, err := os.ReadFile(filepath.Join(filepath.Dir(c.kubeconfig), "pids", "kubelet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubelet := strings.TrimSpace(string(pid))
+	blocked := func() bool {
+		tasks, _ := filepath.Glob(filepath.Join("/proc", kubelet, "task", "*", "wchan"))
+		for _, w := range tasks {
+			if b, _ := os.ReadFile(w); strings.Contains(string(b), "request_wait_answer") {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !blocked() && time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+	}
+	if !blocked() {
+		t.Fatalf("the kubelet (pid %s) did not block on the hung mount %s within 60s", kubelet, mp)
+	}
+
+	r := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + token}, "--timeout", "90s")
+	if r.code != 0 && r.code != 3 {
+		t.Fatalf("collect exited %d\n%s", r.code, r.stderr)
+	}
+	findings := analyzeIDs(t, r.path)
+	named := false
+	for _, f := range findings {
+		if strings.HasPrefix(f, "hung-mount") && strings.Contains(f, mp) {
+			named = true
+		}
+	}
+	if !named {
+		t.Errorf("analyze does not name the hung mount %s: %v", mp, findings)
+	}
+	t.Logf("findings: %v", findings)
+	if err := f.Close(); err != nil {
+		t.Errorf("releasing the hung mount: %v", err)
+	}
+}
+
+func fileSize(t *testing.T, p string) int64 {
+	t.Helper()
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+// loopBackedBy returns the major:minor of the loop device backed by img,
+// or "".
+func loopBackedBy(t *testing.T, img string) string {
+	t.Helper()
+	devs, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, bf := range devs {
+		if b, err := os.ReadFile(bf); err == nil && strings.TrimSpace(string(b)) == img {
+			d, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(bf)), "dev"))
+			if err == nil {
+				return strings.TrimSpace(string(d))
+			}
+		}
+	}
+	return ""
+}
+
+// pidOfContainer finds the pid of a container's first process by its cgroup.
+func pidOfContainer(t *testing.T, id string) string {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cgroup")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(id)) {
+			return filepath.Base(filepath.Dir(p))
+		}
+	}
+	t.Fatalf("no process of container %s", id)
+	return ""
+}
+
+// podOf waits for the controller to create a pod matching selector and
+// returns its name (kubectl wait -l fails at once while there is none).
+func (c *cluster) podOf(t *testing.T, ns, selector string, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		name := c.k(t, "", "-n", ns, "get", "pod", "-l", selector, "-o", "jsonpath={.items[*].metadata.name}")
+		if f := strings.Fields(name); len(f) > 0 {
+			return f[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pod matches %s in %s after %s", selector, ns, within)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }

@@ -170,6 +170,15 @@ func (d *driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequ
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// A volume with an image file <id>.img is block-backed: a loop device
+	// with an ext4 filesystem, as rbd or iSCSI volumes are on real nodes
+	// (incident 002). Otherwise a directory, bind-mounted.
+	if img := filepath.Join(d.dataDir, id+".img"); fileExists(img) {
+		if err := stageLoop(img, staging); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return &csi.NodeStageVolumeResponse{}, nil
+	}
 	src := filepath.Join(d.dataDir, id)
 	if err := os.MkdirAll(src, 0o777); err != nil {
 		return nil, status.Errorf(codes.Internal, "creating %s: %v", src, err)
@@ -282,4 +291,72 @@ func unmount(target string) error {
 		return fmt.Errorf("unmounting %s: %w", target, err)
 	}
 	return nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// stageLoop attaches img to a free loop device (autoclear: the kernel
+// detaches it when its last mount goes) and mounts its ext4 at staging,
+// as block-backed drivers (rbd, iSCSI) do.
+func stageLoop(img, staging string) error {
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		return fmt.Errorf("creating %s: %w", staging, err)
+	}
+	if isMountpoint(staging) {
+		return nil
+	}
+	return attachAndMount(img, staging)
+}
+
+func attachAndMount(img, target string) error {
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("opening /dev/loop-control: %w", err)
+	}
+	defer ctl.Close()
+	n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
+	if err != nil {
+		return fmt.Errorf("finding a free loop device: %w", err)
+	}
+	dev := fmt.Sprintf("/dev/loop%d", n)
+	// A container's /dev is populated when it starts: a loop device the
+	// kernel made later needs its node.
+	if !fileExistsAny(dev) {
+		if err := unix.Mknod(dev, unix.S_IFBLK|0o660, int(unix.Mkdev(7, uint32(n)))); err != nil {
+			return fmt.Errorf("creating %s: %w", dev, err)
+		}
+	}
+	lf, err := os.OpenFile(dev, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", dev, err)
+	}
+	defer lf.Close()
+	f, err := os.OpenFile(img, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", img, err)
+	}
+	defer f.Close()
+	if err := unix.IoctlSetInt(int(lf.Fd()), unix.LOOP_SET_FD, int(f.Fd())); err != nil {
+		return fmt.Errorf("attaching %s to %s: %w", img, dev, err)
+	}
+	info := unix.LoopInfo64{Flags: unix.LO_FLAGS_AUTOCLEAR}
+	copy(info.File_name[:], img)
+	if err := unix.IoctlLoopSetStatus64(int(lf.Fd()), &info); err != nil {
+		_ = unix.IoctlSetInt(int(lf.Fd()), unix.LOOP_CLR_FD, 0)
+		return fmt.Errorf("setting up %s: %w", dev, err)
+	}
+	if err := unix.Mount(dev, target, "ext4", 0, ""); err != nil {
+		_ = unix.IoctlSetInt(int(lf.Fd()), unix.LOOP_CLR_FD, 0)
+		return fmt.Errorf("mounting %s (%s) at %s: %w", dev, img, target, err)
+	}
+	log.Printf("attached %s to %s, mounted at %s", img, dev, target)
+	return nil
+}
+
+func fileExistsAny(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
