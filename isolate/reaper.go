@@ -13,7 +13,7 @@ import (
 //
 // PR_SET_PDEATHSIG reaches a process's direct children only, and a
 // process group only holds processes that do not leave it: a grandchild an
-// external command started (a pager of journalctl, a shim helper of ctr,
+// external command started (a pager of journalctl, a shim started by ctr,
 // anything that calls setsid) outlived a supervisor killed with SIGKILL.
 // Of the ways to kill a whole tree:
 //   - a child subreaper (PR_SET_CHILD_SUBREAPER) collects orphans only
