@@ -47,12 +47,17 @@ func Validate(ctx context.Context, p string) (*Report, error) {
 				return Stop(fmt.Errorf("%w: manifest.json is larger than %d bytes", ErrInvalid, MaxManifestBytes))
 			}
 			// The version first: a bundle from a newer nodesnap deserves
-			// that answer, not a list of schema differences.
-			m, err := ParseManifest(raw)
-			if err != nil {
+			// that answer, not a list of schema differences. Then the
+			// schema, whose decoded document is garbage before the
+			// manifest is decoded: the two never add up in memory.
+			if err := CheckSchemaVersion(raw); err != nil {
 				return Stop(fmt.Errorf("%w: %w", ErrInvalid, err))
 			}
 			if err := bundleschema.ValidateManifest(raw); err != nil {
+				return Stop(fmt.Errorf("%w: %w", ErrInvalid, err))
+			}
+			m, err := ParseManifest(raw)
+			if err != nil {
 				return Stop(fmt.Errorf("%w: %w", ErrInvalid, err))
 			}
 			rep.Manifest = m

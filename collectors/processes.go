@@ -49,6 +49,9 @@ type Task struct {
 	// Cmdline is set on the thread-group leader only (pid == tid).
 	Cmdline      []string `json:"cmdline,omitempty"`
 	CmdlineError string   `json:"cmdline_error,omitempty"`
+	// CmdlineTruncated says the command line is longer than the
+	// maxCmdline bytes read: Cmdline is its beginning.
+	CmdlineTruncated bool `json:"cmdline_truncated,omitempty"`
 	// Stack is the kernel stack of a task in uninterruptible sleep or
 	// waiting in a filesystem (see fsWaitPrefixes).
 	Stack      []string `json:"stack,omitempty"`
@@ -160,6 +163,9 @@ func collectProcesses(ctx context.Context, env *Env) error {
 // readCmdlines reads every user process's command line in the isolated
 // pool: /proc/<pid>/cmdline takes the process's mmap lock, which a process
 // stuck in a page fault on a dead mount holds forever.
+// maxCmdline is how much of a command line is read.
+const maxCmdline = 128 << 10
+
 func readCmdlines(ctx context.Context, env *Env, tasks []Task, sum *ProcessesSummary) {
 	var idx []int
 	for i := range tasks {
@@ -180,7 +186,7 @@ func readCmdlines(ctx context.Context, env *Env, tasks []Task, sum *ProcessesSum
 				t := &tasks[i]
 				var res isolate.ReadFileResult
 				path := env.ProcPath(strconv.Itoa(t.PID), "cmdline")
-				err := env.Do(ctx, isolate.OpReadFile, path, isolate.ReadFileRequest{Path: path, Max: 128 << 10}, &res)
+				err := env.Do(ctx, isolate.OpReadFile, path, isolate.ReadFileRequest{Path: path, Max: maxCmdline}, &res)
 				if err != nil {
 					t.CmdlineError = err.Error()
 					if isolate.IsTimeout(err) {
@@ -191,6 +197,7 @@ func readCmdlines(ctx context.Context, env *Env, tasks []Task, sum *ProcessesSum
 					continue
 				}
 				t.Cmdline = procfs.ParseCmdline(res.Data)
+				t.CmdlineTruncated = res.Truncated
 			}
 		}()
 	}

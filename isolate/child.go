@@ -34,6 +34,9 @@ type Spec struct {
 	// Events, when true, gives the child a pipe on fd 3 for structured
 	// messages, readable from Child.Events.
 	Events bool
+
+	// newPIDNS starts the child as pid 1 of a new PID namespace.
+	newPIDNS bool
 }
 
 // Child is a running child process in its own process group.
@@ -70,6 +73,9 @@ func Start(spec Spec) (*Child, error) {
 	// returning: once the child is gone, give the copiers a moment and close.
 	cmd.WaitDelay = 500 * time.Millisecond
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if spec.newPIDNS {
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWPID
+	}
 	c := &Child{cmd: cmd, done: make(chan struct{})}
 	var evW *os.File
 	if spec.Events {
@@ -214,10 +220,11 @@ func Run(ctx context.Context, timeout time.Duration, spec Spec) (Result, error) 
 	if spec.Path == "" {
 		return Result{}, errors.New("no program given")
 	}
-	if _, err := exec.LookPath(spec.Path); err != nil {
+	abs, err := exec.LookPath(spec.Path)
+	if err != nil {
 		return Result{ExitCode: -1}, fmt.Errorf("%s: %w", spec.Path, ErrNotFound)
 	}
-	c, err := Start(spec)
+	c, err := startReaped(spec, abs)
 	if err != nil {
 		return Result{ExitCode: -1}, err
 	}
@@ -240,6 +247,27 @@ func Run(ctx context.Context, timeout time.Duration, spec Spec) (Result, error) 
 	h := c.Kill(true)
 	r := Result{ExitCode: -1, TimedOut: true, Duration: time.Since(c.start), Evidence: h}
 	return r, fmt.Errorf("%s did not finish within %s (%s): %w", spec.Path, timeout, h.String(), ErrTimeout)
+}
+
+// startReaped starts the program at abs (spec.Path looked up) under a
+// reaper in a new PID namespace (see ModeReaper), or, where that cannot
+// be done, directly.
+func startReaped(spec Spec, abs string) (*Child, error) {
+	if !pidnsUnavailable.Load() {
+		r := spec
+		r.Path = ""
+		r.Args = append([]string{ModeReaper, abs, spec.Path}, spec.Args...)
+		r.newPIDNS = true
+		c, err := Start(r)
+		if err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EUSERS) {
+			return nil, err
+		}
+		pidnsUnavailable.Store(true)
+	}
+	return Start(spec)
 }
 
 // OwnPeakRSSKiB is this process's own peak resident set size (VmHWM), which

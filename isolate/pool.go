@@ -23,11 +23,13 @@ var (
 )
 
 // Typed adapts an operation on a decoded request of type Req to an OpFunc,
-// so that each operation does not repeat the decoding.
+// so that each operation does not repeat the decoding. Strings arrive byte
+// for byte as the caller sent them, invalid UTF-8 included (see wire.go);
+// an OpFunc that decodes its request itself should use UnmarshalWire.
 func Typed[Req any](fn func(Req) (any, error)) OpFunc {
 	return func(raw json.RawMessage) (any, error) {
 		var rq Req
-		if err := json.Unmarshal(raw, &rq); err != nil {
+		if err := UnmarshalWire(raw, &rq); err != nil {
 			return nil, fmt.Errorf("decoding the request: %w", err)
 		}
 		return fn(rq)
@@ -133,7 +135,7 @@ func (p *Pool) Do(ctx context.Context, op string, req, resp any) error {
 
 // DoTimeout is Do with a per-call deadline.
 func (p *Pool) DoTimeout(ctx context.Context, timeout time.Duration, op string, req, resp any) error {
-	raw, err := json.Marshal(req)
+	raw, err := MarshalWire(req)
 	if err != nil {
 		return fmt.Errorf("encoding %s request: %w", op, err)
 	}
@@ -184,10 +186,10 @@ func (p *Pool) DoTimeout(ctx context.Context, timeout time.Duration, op string, 
 		}
 		p.put(w)
 		if a.r.Err != "" {
-			return &OpError{Op: op, Msg: a.r.Err, Errno: syscall.Errno(a.r.Errno)}
+			return &OpError{Op: op, Msg: unwireString(a.r.Err), Errno: syscall.Errno(a.r.Errno)}
 		}
 		if resp != nil && len(a.r.Resp) > 0 {
-			if err := json.Unmarshal(a.r.Resp, resp); err != nil {
+			if err := UnmarshalWire(a.r.Resp, resp); err != nil {
 				return fmt.Errorf("decoding %s answer: %w", op, err)
 			}
 		}
@@ -371,11 +373,11 @@ func serve(rq request) (json.RawMessage, string, int) {
 	if err != nil {
 		var errno syscall.Errno
 		if errors.As(err, &errno) {
-			return nil, err.Error(), int(errno)
+			return nil, wireString(err.Error()), int(errno)
 		}
-		return nil, err.Error(), 0
+		return nil, wireString(err.Error()), 0
 	}
-	raw, merr := json.Marshal(v)
+	raw, merr := MarshalWire(v)
 	if merr != nil {
 		return nil, "encoding answer: " + merr.Error(), 0
 	}

@@ -145,6 +145,20 @@ func readPID(f *os.File) int {
 	return pid
 }
 
+// SetHolder records pid as the lock's holder in the lock file, in place of
+// the pid of the process that took it: a worker takes and holds the lock
+// for the run's supervisor, whose pid is the one a waiting run should name.
+func (l *Lock) SetHolder(pid int) error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	if err := l.f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := l.f.WriteAt([]byte(strconv.Itoa(pid)+"\n"), 0)
+	return err
+}
+
 // Release removes the lock file and drops the lock. Removing before
 // unlocking is what makes removal safe: a run that opened the old file
 // meanwhile finds, once it gets the lock, that the name no longer leads to

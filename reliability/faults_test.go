@@ -159,6 +159,17 @@ var faults = []fault{
 		testkit.HungFUSE(t, mp, testkit.FUSEStartHung())
 		return nil, nil, func(t *testing.T, m *bundle.Manifest, _ map[string][]byte) { hungMountNamed(t, m, mp) }
 	}},
+	{"hung FUSE at a non-UTF-8 path", func(t *testing.T, n *node) ([]string, []string, func(*testing.T, *bundle.Manifest, map[string][]byte)) {
+		// Paths reach workers byte for byte: this one used to arrive with
+		// U+FFFD for \xe9, a path that does not exist, and the hung mount
+		// was reported "unmounted during the run".
+		mp := filepath.Join(n.root, "var/lib/kubelet/pods", podUID, "volumes/kubernetes.io~csi/pvc-caf\xe9-\xff/mount")
+		testkit.HungFUSE(t, mp, testkit.FUSEStartHung())
+		return nil, nil, func(t *testing.T, m *bundle.Manifest, _ map[string][]byte) {
+			// The manifest is JSON: it shows the name with U+FFFD.
+			hungMountNamed(t, m, strings.ToValidUTF8(mp, "\uFFFD"))
+		}
+	}},
 	{"journalctl, crictl, ctr never return", func(t *testing.T, n *node) ([]string, []string, func(*testing.T, *bundle.Manifest, map[string][]byte)) {
 		path := hangingPrograms(t)
 		// Runtime sockets that exist, so the runtime collector runs its

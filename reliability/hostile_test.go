@@ -2,13 +2,21 @@ package reliability
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/internal/testkit"
 )
 
 type entry struct {
@@ -77,6 +85,133 @@ func TestHostileBundles(t *testing.T) {
 				}
 				if strings.Contains(r.stderr, "panic") || strings.Contains(r.stderr, "goroutine ") {
 					t.Errorf("%s panicked: %s", sub[0], r.stderr)
+				}
+				if _, err := os.Lstat(evil); err == nil {
+					t.Errorf("%s wrote %s", sub[0], evil)
+					os.Remove(evil)
+				}
+				if left, _ := os.ReadDir(cwd); len(left) != 0 {
+					t.Errorf("%s wrote into its working directory: %v", sub[0], left)
+				}
+				o.failed = t.Failed()
+				record(o)
+			})
+		}
+	}
+}
+
+// realManifest is the manifest.json of a real collection of a fixture
+// node: schema-valid, so that what follows it is what a reader judges.
+func realManifest(t *testing.T) []byte {
+	t.Helper()
+	n := newNode(t)
+	out := t.TempDir()
+	r := nodesnap(t, runTimeout+30*time.Second, nil, n.args(out, "--only", "host")...)
+	if r.code != 0 && r.code != 3 {
+		t.Fatalf("collect: exit %d\n%s", r.code, r.stderr)
+	}
+	ents, _ := os.ReadDir(out)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tar.gz") {
+			_, raw, err := bundle.ReadManifest(context.Background(), filepath.Join(out, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return raw
+		}
+	}
+	t.Fatal("collect wrote no bundle")
+	return nil
+}
+
+// claimsArchive is a bundle of a few megabytes whose only entry is a
+// manifest listing n files, every one the same but for its name: it
+// compresses about 50:1, far past what a real manifest (one sha256 digest
+// per file) can.
+func claimsArchive(t *testing.T, n int) string {
+	t.Helper()
+	prefix := `{"schema_version":1,"tool":{"name":"nodesnap","version":"x","go_version":"go"},"command_line":[],` +
+		`"started_at":"2026-11-21T10:00:00Z","finished_at":"2026-11-21T10:00:01Z","duration_seconds":1,"status":"complete",` +
+		`"host":{"hostname":"h","kernel":"k"},"settings":{},"redaction":{"total":0,"rules":{}},` +
+		`"collectors":[{"name":"host","status":"ok","files":[]}],"files":[`
+	suffix := `],"hung_mounts":[],"omitted":[]}`
+	entry := func(i int) string {
+		return fmt.Sprintf(`{"path":"host/f%08d","collector":"host","size":1,"sha256":"%064d","kind":"text"}`, i, 0)
+	}
+	size := int64(len(prefix)+len(suffix)) + int64(n)*int64(len(entry(0))) + int64(n-1)
+	p := filepath.Join(t.TempDir(), "claims.tar.gz")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz, _ := gzip.NewWriterLevel(f, gzip.BestCompression)
+	tw := tar.NewWriter(gz)
+	if err := tw.WriteHeader(&tar.Header{Name: "manifest.json", Typeflag: tar.TypeReg, Mode: 0o600, Size: size}); err != nil {
+		t.Fatal(err)
+	}
+	bw := bufio.NewWriterSize(tw, 1<<20)
+	bw.WriteString(prefix)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString(entry(i))
+	}
+	bw.WriteString(suffix)
+	if err := bw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(tw.Close(), gz.Close(), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Bundles whose manifest is real and schema-valid but whose archive
+// holds what validate refuses (a path leaving the bundle, a symlink, a
+// hard link), and a bundle of a few megabytes whose manifest claims
+// millions of files: every reading command refuses them, quickly, within
+// a memory bound set by the bundle's size. inspect used to read the
+// manifest alone and print "complete" (exit 0) for the first three; the
+// last cost validate 26 s and 3.3 GiB, inspect 3.2 GiB.
+func TestHostileBundlesWithAValidManifest(t *testing.T) {
+	testkit.RequireRoot(t) // the fixture collection
+	m := entry{name: "manifest.json", body: string(realManifest(t))}
+	evil := filepath.Join(os.TempDir(), "nodesnap-reliability-evil")
+	os.Remove(evil)
+	nClaims := rounds(400_000, 1_600_000)
+	cases := map[string]string{
+		"path traversal, valid manifest":                   hostileArchive(t, []entry{m, {name: "host/../../../../" + strings.TrimPrefix(evil, "/"), body: "x"}}),
+		"symlink, valid manifest":                          hostileArchive(t, []entry{m, {name: "host/uname.txt", typ: tar.TypeSymlink, link: "/etc/shadow"}}),
+		"hard link, valid manifest":                        hostileArchive(t, []entry{m, {name: "host/uname.txt", typ: tar.TypeLink, link: "/etc/shadow"}}),
+		fmt.Sprintf("manifest claiming %d files", nClaims): claimsArchive(t, nClaims),
+	}
+	for name, p := range cases {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What a reader may use: a fixed allowance for the process, plus
+		// the manifest a bundle of this size may hold
+		// (bundle.ManifestBudget) decoded at 20 bytes of memory per byte.
+		rssLimit := 64<<20 + 20*bundle.ManifestBudget(st.Size())
+		for _, sub := range [][]string{{"validate", p}, {"inspect", p}, {"analyze", p}, {"redact", "-o", filepath.Join(t.TempDir(), "out.tar.gz"), p}} {
+			t.Run(name+"/"+sub[0], func(t *testing.T) {
+				cwd := t.TempDir()
+				cmd := nodesnapIn(t, cwd, sub...)
+				r := execRun(t, 30*time.Second, cmd)
+				o := outcome{fault: "hostile bundle, valid manifest (" + sub[0] + ")", noBundle: true}
+				if r.code == 0 {
+					t.Errorf("%s accepted it (exit 0):\n%s", sub[0], r.stdout)
+				}
+				if !strings.HasPrefix(r.stderr, "nodesnap: ") || strings.Contains(r.stderr, "panic") {
+					t.Errorf("%s: no clear error: %q", sub[0], r.stderr)
+				}
+				if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+					t.Logf("%s: exit %d in %s, peak RSS %d MiB, bundle %d KiB", sub[0], r.code, r.elapsed.Round(time.Millisecond), ru.Maxrss>>10, st.Size()>>10)
+					if ru.Maxrss*1024 > rssLimit {
+						t.Errorf("%s peaked at %d MiB for a %d KiB bundle, over %d MiB", sub[0], ru.Maxrss>>10, st.Size()>>10, rssLimit>>20)
+					}
 				}
 				if _, err := os.Lstat(evil); err == nil {
 					t.Errorf("%s wrote %s", sub[0], evil)

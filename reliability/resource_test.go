@@ -1,6 +1,7 @@
 package reliability
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -112,4 +113,55 @@ func runAs(t *testing.T, uid int, bin string, args ...string) run {
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 	return execRun(t, runTimeout+30*time.Second, cmd)
+}
+
+// A command line longer than the 128 KiB nodesnap reads is flagged as
+// truncated in processes/tasks.json; it used to be cut without a word.
+func TestLongCommandLineFlagged(t *testing.T) {
+	testkit.RequireRoot(t)
+	n := newNode(t)
+	// One argument may not pass 128 KiB (MAX_ARG_STRLEN): two of 100.
+	long := "--arg=" + strings.Repeat("x", 100<<10)
+	holder := exec.Command("/bin/sh", "-c", "sleep 600; :", "rel-long-cmdline", long, long)
+	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-holder.Process.Pid, syscall.SIGKILL); holder.Wait() })
+	out := t.TempDir()
+	r := nodesnap(t, runTimeout+30*time.Second, nil, n.args(out, "--only", "processes")...)
+	o := outcome{fault: "command line over 128 KiB"}
+	if r.code != 0 && r.code != 3 {
+		t.Errorf("exit %d\n%s", r.code, r.stderr)
+	}
+	c, co := checkOutput(t, out, false, nil)
+	o.valid = co.valid
+	if c != nil {
+		var tasks []struct {
+			PID       int      `json:"pid"`
+			Cmdline   []string `json:"cmdline"`
+			Truncated bool     `json:"cmdline_truncated"`
+		}
+		if err := json.Unmarshal(c.Files["processes/tasks.json"], &tasks); err != nil {
+			t.Fatalf("processes/tasks.json: %v", err)
+		}
+		found := false
+		for _, tk := range tasks {
+			if tk.PID != holder.Process.Pid {
+				if tk.Truncated {
+					t.Errorf("pid %d flagged truncated with a %d-argument command line", tk.PID, len(tk.Cmdline))
+				}
+				continue
+			}
+			found = true
+			if !tk.Truncated {
+				t.Errorf("the 200 KiB command line of pid %d is not flagged truncated", tk.PID)
+			}
+		}
+		if !found {
+			t.Errorf("pid %d not in processes/tasks.json", holder.Process.Pid)
+		}
+	}
+	o.failed = t.Failed()
+	record(o)
 }

@@ -59,6 +59,9 @@ type Options struct {
 	// stops collection and finishes the bundle with what was gathered,
 	// the second abandons it.
 	HandleSignals bool
+	// Output, when set, is the output directory already opened (and
+	// locked) by the caller; otherwise Run opens it, without a lock.
+	Output *Output
 }
 
 // Progress is one step of the run, for a progress display.
@@ -101,7 +104,8 @@ const (
 
 type run struct {
 	opts     Options
-	staging  string
+	out      *Output
+	staging  staging
 	start    time.Time
 	collectD time.Time // collectors must end by then
 	abortCtx context.Context
@@ -141,17 +145,23 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 	if opts.OutputFile != "" {
 		outDir = filepath.Dir(opts.OutputFile)
 	}
-	if err := checkOutputDir(outDir); err != nil {
-		return nil, err
+	out := opts.Output
+	if out == nil {
+		// Checked (and cleaned of what killed runs left) in a worker
+		// under a deadline, like every touch of the output directory.
+		var err error
+		if out, err = OpenOutput(parent, OutputOptions{Dir: outDir}); err != nil {
+			return nil, err
+		}
+		defer out.Close()
 	}
-	cleanStale(outDir)
 
 	if opts.Common.Self == nil {
 		// Who nodesnap itself is, so that no collector counts its own
 		// processes, mount namespace or pod as evidence.
 		opts.Common.Self = collectors.IdentifySelf()
 	}
-	r := &run{opts: opts, start: time.Now(), hungSet: map[string]bool{}, facts: map[string]string{},
+	r := &run{out: out, opts: opts, start: time.Now(), hungSet: map[string]bool{}, facts: map[string]string{},
 		results: map[string]*collectorRun{}, children: map[*isolate.Child]struct{}{}, mappings: map[string]string{}}
 	if err := r.setupRedaction(); err != nil {
 		return nil, err
@@ -188,15 +198,18 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 		}()
 	}
 
-	staging, err := os.MkdirTemp(outDir, fmt.Sprintf("%s%d-staging-", bundle.TempPrefix, os.Getpid()))
+	names := make([]string, 0, len(specs))
+	for _, s := range specs {
+		names = append(names, s.Name)
+	}
+	r.staging, err = out.Staging(abortCtx, names)
 	if err != nil {
-		return nil, fmt.Errorf("creating the staging directory in %s: %w", outDir, err)
+		if abortCtx.Err() != nil {
+			return nil, ErrAborted
+		}
+		return nil, err
 	}
-	r.staging = staging
-	defer os.RemoveAll(staging)
-	if err := os.Chmod(staging, 0o700); err != nil {
-		return nil, fmt.Errorf("securing the staging directory: %w", err)
-	}
+	defer r.cleanup()
 
 	reserve := opts.Timeout / 10
 	reserve = min(max(reserve, 2*time.Second), 15*time.Second)
@@ -212,18 +225,27 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 		return nil, ErrAborted
 	}
 	r.progress(Progress{Phase: "writing"})
-	m, err := r.manifest(specs)
-	if err != nil {
-		return nil, err
-	}
-	out := opts.OutputFile
-	if out == "" {
-		out = uniquePath(filepath.Join(outDir, bundle.DefaultName(m.Host.Hostname, r.start, opts.Format)))
-	}
-	w, err := bundle.Write(abortCtx, out, opts.Format, m, staging, m.FinishedAt)
+	// Hashing and writing get until --timeout + OutputGrace: past it the
+	// output filesystem is taken as hung, and the run ends without a
+	// bundle rather than not at all.
+	writeBy := r.start.Add(opts.Timeout + OutputGrace)
+	h, err := out.Hash(abortCtx, max(time.Until(writeBy), time.Second), r.staging, names)
 	if err != nil {
 		if abortCtx.Err() != nil {
 			return nil, ErrAborted
+		}
+		return nil, err
+	}
+	m := r.manifest(specs, h)
+	w, err := out.Write(abortCtx, max(time.Until(writeBy), time.Second), opts.OutputFile,
+		bundle.DefaultName(m.Host.Hostname, r.start, opts.Format), opts.Format, m, r.staging)
+	if err != nil {
+		if abortCtx.Err() != nil {
+			return nil, ErrAborted
+		}
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			// The worker said so in words; say it with the error too.
+			err = fmt.Errorf("%w%s", bundle.ErrNoSpace, strings.TrimPrefix(err.Error(), bundle.ErrNoSpace.Error()))
 		}
 		return nil, err
 	}
@@ -232,12 +254,25 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 		for k, v := range r.red.Mappings() {
 			r.mappings[k] = v
 		}
-		res.MappingFile, err = WriteMappings(out, r.mappings)
+		res.MappingFile, err = out.Mappings(abortCtx, w.Path, r.mappings)
 		if err != nil {
-			return res, fmt.Errorf("the bundle was written to %s, but the obfuscation mapping was not: %w", out, err)
+			return res, fmt.Errorf("the bundle was written to %s, but the obfuscation mapping was not: %w", w.Path, err)
 		}
 	}
 	return res, nil
+}
+
+// cleanup removes the staging directory, unless the output directory was
+// found hung: then it is left, and named in the error the run returns.
+func (r *run) cleanup() {
+	if err := r.out.Hung(); err != nil {
+		var he *OutputHungError
+		if errors.As(err, &he) && he.Left == "" {
+			he.Left = r.staging.Path
+		}
+		return
+	}
+	_ = r.out.Cleanup(context.Background(), r.staging)
 }
 
 func fillDefaults(o *Options) error {
@@ -288,44 +323,6 @@ func fillDefaults(o *Options) error {
 		c.Since = 24 * time.Hour
 	}
 	return nil
-}
-
-// checkOutputDir makes sure the output directory exists and is a
-// directory. It is the user's own choice of a local directory, the one
-// place the supervisor writes.
-func checkOutputDir(dir string) error {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("output directory %s: %w", dir, err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("output directory %s is not a directory", dir)
-	}
-	return nil
-}
-
-// cleanStale removes staging directories and temporary bundles left in dir
-// by nodesnap runs that were killed outright (SIGKILL, power loss): their
-// names carry the pid, and a pid that no longer runs nodesnap left them.
-func cleanStale(dir string) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasPrefix(name, bundle.TempPrefix) {
-			continue
-		}
-		var pid int
-		if _, err := fmt.Sscanf(strings.TrimPrefix(name, bundle.TempPrefix), "%d-", &pid); err != nil || pid <= 0 {
-			continue
-		}
-		if pid == os.Getpid() || processAlive(pid) {
-			continue
-		}
-		os.RemoveAll(filepath.Join(dir, name))
-	}
 }
 
 func processAlive(pid int) bool {
@@ -451,11 +448,8 @@ func (r *run) runOne(cr *collectorRun) {
 		r.progress(Progress{Collector: s.Name, Phase: "done", Status: cr.res.Status, Elapsed: time.Since(started), Error: firstLine(cr.res.Error)})
 	}()
 
-	dir := filepath.Join(r.staging, s.Name)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		cr.res.Status, cr.res.Error = bundle.StatusError, "creating its staging directory: "+err.Error()
-		return
-	}
+	// Made with the staging directory, in the output worker.
+	dir := filepath.Join(r.staging.Path, s.Name)
 	common := r.opts.Common
 	r.mu.Lock()
 	for m := range r.hungSet {
@@ -678,8 +672,12 @@ func (r *run) killAll() {
 	}
 }
 
-// manifest builds the manifest from the results and the staged files.
-func (r *run) manifest(specs []*collectors.Spec) (*bundle.Manifest, error) {
+// manifest builds the manifest from the results and the staged files the
+// output worker found and hashed. A file a collector reported written but
+// that is not in staging any more (the output directory was removed during
+// the run) is listed as omitted, and makes its collector and the bundle
+// partial: a bundle never says complete while missing what it collected.
+func (r *run) manifest(specs []*collectors.Spec, h hashResp) *bundle.Manifest {
 	end := time.Now()
 	m := &bundle.Manifest{
 		SchemaVersion:   bundle.SchemaVersion,
@@ -745,16 +743,11 @@ func (r *run) manifest(specs []*collectors.Spec) (*bundle.Manifest, error) {
 		case bundle.StatusTimeout, bundle.StatusError, bundle.StatusPartial:
 			partial = true
 		}
-		files, err := r.stagedFiles(s.Name)
-		if err != nil {
-			return nil, err
-		}
-		for _, rel := range files {
+		found := map[string]bool{}
+		for _, hf := range h.Files[s.Name] {
+			rel, size, sum := hf.Rel, hf.Size, hf.SHA256
+			found[rel] = true
 			p := s.Name + "/" + rel
-			size, sum, err := bundle.HashFile(filepath.Join(r.staging, s.Name, filepath.FromSlash(rel)))
-			if err != nil {
-				return nil, fmt.Errorf("reading staged file %s: %w", p, err)
-			}
 			if r.opts.MaxBundleBytes > 0 && total+size > r.opts.MaxBundleBytes {
 				m.Omitted = append(m.Omitted, bundle.Omitted{Path: p, Reason: fmt.Sprintf("the bundle size cap (%d bytes) was reached", r.opts.MaxBundleBytes)})
 				continue
@@ -779,9 +772,27 @@ func (r *run) manifest(specs []*collectors.Spec) (*bundle.Manifest, error) {
 			m.Files = append(m.Files, fe)
 			cr.res.Files = append(cr.res.Files, p)
 		}
+		var vanished []string
 		for rel, rec := range cr.records {
-			if rec.Omitted != "" {
+			switch {
+			case rec.Omitted != "":
 				m.Omitted = append(m.Omitted, bundle.Omitted{Path: s.Name + "/" + rel, Reason: rec.Omitted})
+			case !found[rel]:
+				vanished = append(vanished, s.Name+"/"+rel)
+				m.Omitted = append(m.Omitted, bundle.Omitted{Path: s.Name + "/" + rel, Reason: "written by the collector, but gone from the staging directory when the bundle was written (the output directory was removed or changed during the run)"})
+			}
+		}
+		if len(vanished) > 0 {
+			sort.Strings(vanished)
+			partial = true
+			if cr.res.Status == bundle.StatusOK {
+				cr.res.Status = bundle.StatusPartial
+			}
+			msg := fmt.Sprintf("%d file(s) it wrote vanished from the staging directory before the bundle was written, first %s", len(vanished), vanished[0])
+			if cr.res.Error == "" {
+				cr.res.Error = msg
+			} else {
+				cr.res.Error += "; " + msg
 			}
 		}
 		m.Collectors = append(m.Collectors, cr.res)
@@ -797,36 +808,15 @@ func (r *run) manifest(specs []*collectors.Spec) (*bundle.Manifest, error) {
 		m.Warnings = append(m.Warnings, fmt.Sprintf("nodesnap ran as uid %d, not root: other users' process files, kernel stacks, mount namespaces and root-only logs could not be read, so evidence is missing", uid))
 		partial = true
 	}
+	if h.Replaced {
+		m.Warnings = append(m.Warnings, "the staging directory "+r.staging.Path+" was removed or replaced during the run (was the output directory deleted?): files written before that are missing, and listed as omitted")
+		partial = true
+	}
 	m.Status = "complete"
 	if partial {
 		m.Status = "partial"
 	}
-	return m, nil
-}
-
-// stagedFiles lists the regular files a collector left in staging, as
-// slash-separated paths relative to its directory, sorted.
-func (r *run) stagedFiles(name string) ([]string, error) {
-	root := filepath.Join(r.staging, name)
-	var out []string
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.Type().IsRegular() {
-			rel, _ := filepath.Rel(root, p)
-			out = append(out, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing staged files of %s: %w", name, err)
-	}
-	sort.Strings(out)
-	return out, nil
+	return m
 }
 
 func firstLine(s string) string {

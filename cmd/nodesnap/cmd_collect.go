@@ -267,11 +267,6 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	if o.outputFile != "" {
 		outDir = filepath.Dir(o.outputFile)
 	}
-	if st, err := os.Stat(outDir); err != nil {
-		return fmt.Errorf("output directory %w", err)
-	} else if !st.IsDir() {
-		return fmt.Errorf("output directory %s is not a directory", outDir)
-	}
 	if o.root != "/" && (o.outputDir == supervisor.DefaultOutputDir) && o.outputFile == "" && o.hostOutputDir == "" {
 		// Inside a container /var/tmp is the container's; say where it went.
 		fmt.Fprintln(stderr, "nodesnap: note: the bundle is written to "+o.outputDir+" as this process sees it; use -o to put it on the host")
@@ -308,21 +303,21 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	// One run at a time per output directory: two would double the load
 	// on a sick node, and retention of one could remove what the other
 	// is about to upload.
-	lock, err := outputdir.Acquire(preCtx, outDir, o.lockWait)
+	// The directory is checked, locked and kept in a worker process under
+	// deadlines (supervisor.Output): a hung mount there ends the run with
+	// an error instead of freezing it.
+	minFree := int64(o.minFree)
+	if !o.minFreeSet {
+		minFree = min(minFree, int64(o.maxBundle))
+	}
+	out, err := supervisor.OpenOutput(preCtx, supervisor.OutputOptions{Dir: outDir, Lock: true, LockWait: o.lockWait, MinFree: uint64(max(minFree, 0))})
 	if err != nil {
 		if errors.Is(err, outputdir.ErrLocked) {
 			return &lockedError{err}
 		}
 		return err
 	}
-	defer lock.Release()
-	minFree := int64(o.minFree)
-	if !o.minFreeSet {
-		minFree = min(minFree, int64(o.maxBundle))
-	}
-	if err := outputdir.CheckFree(outDir, uint64(max(minFree, 0))); err != nil {
-		return err
-	}
+	defer out.Close()
 	if preCtx.Err() != nil && ctx.Err() == nil {
 		return errors.New("interrupted before collection started; nothing was written")
 	}
@@ -351,6 +346,7 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		disp = newProgress(stderr, names, o.timeout)
 		sopts.Progress = disp.update
 	}
+	sopts.Output = out
 	isolate.TuneGC()
 	res, err := supervisor.Run(ctx, sopts)
 	if err != nil {
@@ -375,7 +371,7 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	var removed []string
 	if o.keep > 0 {
 		var rerr error
-		removed, rerr = outputdir.Retain(outDir, res.Manifest.Host.Hostname, o.keep, res.Bundle.Path)
+		removed, rerr = out.Retain(ctx, res.Manifest.Host.Hostname, o.keep, res.Bundle.Path)
 		if rerr != nil {
 			fmt.Fprintln(stderr, "nodesnap: warning: "+rerr.Error())
 		}

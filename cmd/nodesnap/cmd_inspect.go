@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	bundleschema "github.com/nodesnap/nodesnap/bundle-schema"
 )
 
 func newInspectCommand() *cobra.Command {
@@ -18,24 +17,26 @@ func newInspectCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect BUNDLE",
 		Short: "Show a bundle's manifest at a glance: collectors, statuses, durations, sizes",
-		Long: `Inspect reads only the manifest (the bundle's first entry), checks it against the schema,
-and prints who ran, how it ended, how long it took, what it wrote, what hung and what was
-redacted. It does not read the rest of the archive: 'nodesnap validate' does.
+		Long: `Inspect prints who ran, how it ended, how long it took, what it wrote, what hung and what
+was redacted. It first checks the whole bundle as 'nodesnap validate' does (schema, every
+file's size and sha256, no links or paths leaving the bundle) and refuses what validate
+refuses: a manifest alone says nothing about what the archive really holds.
 
 ` + exitStatusHelp,
 		Example: `  nodesnap inspect nodesnap-node1-20261121T101500Z.tar.gz
   nodesnap inspect --files nodesnap-node1-20261121T101500Z.tar.gz`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, raw, err := bundle.ReadManifest(cmd.Context(), args[0])
+			rep, err := bundle.Validate(cmd.Context(), args[0])
 			if err != nil {
+				if rep != nil {
+					for _, p := range rep.Problems {
+						fmt.Fprintln(cmd.ErrOrStderr(), "  "+p)
+					}
+				}
 				return err
 			}
-			// Only the manifest is read: it must at least be one.
-			if err := bundleschema.ValidateManifest(raw); err != nil {
-				return fmt.Errorf("%w: %w", bundle.ErrInvalid, err)
-			}
-			printManifest(cmd.OutOrStdout(), m, files)
+			printManifest(cmd.OutOrStdout(), rep.Manifest, files)
 			return nil
 		},
 	}

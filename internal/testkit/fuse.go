@@ -43,10 +43,11 @@ var DefaultFUSEFiles = map[string]string{
 type FUSEOption func(*fuseConfig)
 
 type fuseConfig struct {
-	files   map[string]string
-	hung    bool
-	subtype string
-	source  string
+	files    map[string]string
+	loopback string
+	hung     bool
+	subtype  string
+	source   string
 }
 
 // FUSEFiles replaces the served tree. Keys are slash-separated paths
@@ -54,6 +55,14 @@ type fuseConfig struct {
 // "/" is an (empty) directory. Parent directories are implied.
 func FUSEFiles(files map[string]string) FUSEOption {
 	return func(c *fuseConfig) { c.files = files }
+}
+
+// FUSELoopback serves the directory dir (read-write, as root sees it)
+// instead of a fixed tree: a writable FUSE mount, such as an output
+// directory on a network filesystem, that Hang makes stop answering in the
+// middle of whatever it is doing.
+func FUSELoopback(dir string) FUSEOption {
+	return func(c *fuseConfig) { c.loopback = dir }
 }
 
 // FUSEStartHung makes HungFUSE return a mount that is already hung: the
@@ -273,7 +282,16 @@ func mountFUSE(t testing.TB, mountpoint string, opts ...FUSEOption) *FUSE {
 	g := &gate{release: make(chan struct{}), hungAtStart: cfg.hung}
 	zero := time.Duration(0)
 	discard := log.New(io.Discard, "", 0)
-	root := &treeRoot{files: cfg.files}
+	var root fs.InodeEmbedder = &treeRoot{files: cfg.files}
+	if cfg.loopback != "" {
+		lr, err := fs.NewLoopbackRoot(cfg.loopback)
+		if err != nil {
+			ctl.release()
+			removeCreated(created)
+			t.Fatalf("testkit: FUSE loopback of %s: %v", cfg.loopback, err)
+		}
+		root = lr
+	}
 	raw := fs.NewNodeFS(root, &fs.Options{
 		EntryTimeout:    &zero,
 		AttrTimeout:     &zero,
