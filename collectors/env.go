@@ -294,6 +294,9 @@ func (f *File) WriteString(s string) (int, error) { return f.Write([]byte(s)) }
 // Truncated reports whether a cap cut this file short.
 func (f *File) Truncated() bool { return f.capped.truncated }
 
+// Written is how many bytes reached the file (after redaction and caps).
+func (f *File) Written() int64 { return f.capped.n }
+
 // Close flushes, closes and reports the file to the supervisor.
 func (f *File) Close() error {
 	f.closeOnce.Do(func() {

@@ -228,6 +228,10 @@ type kubeletRun struct {
 	roBase   *url.URL
 	hzBase   *url.URL
 	maxBytes int64
+	// pool is what the collector's cap leaves for answers once its own
+	// record is set aside (-1: no cap); each answer reserves from it.
+	poolMu sync.Mutex
+	pool   int64
 
 	mu sync.Mutex
 	// forbiddenUser is the identity a 403 named ("user=..."), when it is
@@ -243,7 +247,10 @@ func collectKubelet(ctx context.Context, env *Env) error {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 10 * time.Second
 	}
-	k := &kubeletRun{env: env, opts: o, maxBytes: env.MaxFileBytes}
+	k := &kubeletRun{env: env, opts: o, maxBytes: env.MaxFileBytes, pool: -1}
+	if cc := env.MaxCollectorBytes; cc > 0 {
+		k.pool = max(cc-kubeletRecordReserve, 0)
+	}
 	if k.maxBytes <= 0 {
 		k.maxBytes = 64 << 20
 	}
@@ -350,14 +357,19 @@ func collectKubelet(ctx context.Context, env *Env) error {
 
 // verdict turns the requests into the collector's status and notes.
 func (k *kubeletRun) verdict(ctx context.Context, eps []kubeletEndpoint, results [][]KubeletRequest) error {
-	got, refusedAll := 0, true
+	got, cutN, refusedAll := 0, 0, true
 	byErr := map[string][]string{}
 	var errOrder []string
 	for i, rs := range results {
-		ok := false
+		ok, cut := false, false
 		for _, r := range rs {
-			if r.File != "" || r.Skipped != "" {
+			// An answer that started but was cut (by its deadline, or by a
+			// size cap) is kept, and is not a whole answer.
+			switch {
+			case r.Skipped != "" || (r.File != "" && r.Error == "" && !r.Truncated):
 				ok = true
+			case r.File != "":
+				cut = true
 			}
 			if r.Skipped == "" && !strings.Contains(r.Error, "connection refused") {
 				refusedAll = false
@@ -372,6 +384,8 @@ func (k *kubeletRun) verdict(ctx context.Context, eps []kubeletEndpoint, results
 		}
 		if ok {
 			got++
+		} else if cut {
+			cutN++
 		}
 	}
 	for _, e := range errOrder {
@@ -381,7 +395,7 @@ func (k *kubeletRun) verdict(ctx context.Context, eps []kubeletEndpoint, results
 	if got == len(eps) {
 		return nil
 	}
-	if got == 0 {
+	if got == 0 && cutN == 0 {
 		if refusedAll && len(errOrder) > 0 {
 			if !kubeletDirExists(ctx, k.env) {
 				return fmt.Errorf("no kubelet on this node: nothing listens on %s and /var/lib/kubelet does not exist: %w", k.base.Host, ErrUnsupported)
@@ -396,19 +410,26 @@ func (k *kubeletRun) verdict(ctx context.Context, eps []kubeletEndpoint, results
 	}
 	var missed []string
 	for i, rs := range results {
-		ok := false
+		ok, cut := false, ""
 		for _, r := range rs {
-			ok = ok || r.File != "" || r.Skipped != ""
+			switch {
+			case r.Skipped != "" || (r.File != "" && r.Error == "" && !r.Truncated):
+				ok = true
+			case r.File != "" && r.Truncated:
+				cut = " (cut at the size cap)"
+			case r.File != "":
+				cut = " (cut short: " + r.Error + ")"
+			}
 		}
 		if !ok {
-			missed = append(missed, eps[i].name)
+			missed = append(missed, eps[i].name+cut)
 		}
 	}
 	why := "kubelet/requests.json and the notes say why"
 	if fixable {
 		why = "the manifest's remedies (printed at the end of the run) say what gets them"
 	}
-	k.env.Partialf("%d of %d kubelet endpoints could not be read (%s); %s", len(missed), len(eps), strings.Join(missed, ", "), why)
+	k.env.Partialf("%d of %d kubelet endpoints could not be read whole (%s); %s", len(missed), len(eps), strings.Join(missed, ", "), why)
 	return nil
 }
 
@@ -527,13 +548,13 @@ func (k *kubeletRun) attempt(ctx context.Context, ep kubeletEndpoint, port strin
 		rec.Error = msg
 		return rec, true
 	case resp.StatusCode/100 == 2 || ep.anyStatus:
-		n, truncated, werr := k.save(ep, resp.Body)
+		n, truncated, kept, werr := k.save(ep, resp.Body)
 		rec.Bytes, rec.Truncated = n, truncated
 		if werr != nil {
 			rec.Error = k.scrub(kubeletDescribeError(werr, base.Host, timeout))
-			if n == 0 {
-				return rec, false
-			}
+		}
+		if !kept {
+			return rec, false
 		}
 		rec.File = ep.file
 		return rec, false
@@ -556,21 +577,74 @@ func (k *kubeletRun) excerpt(r io.Reader) string {
 	return k.scrub(s)
 }
 
-// save writes an answer into the bundle and returns how many bytes came.
-func (k *kubeletRun) save(ep kubeletEndpoint, body io.Reader) (int64, bool, error) {
-	lr := &kubeletCountingReader{r: io.LimitReader(body, k.maxBytes+1)}
-	if ep.json {
-		data, err := io.ReadAll(lr)
-		if err != nil {
-			return lr.n, false, err
+// save writes an answer into the bundle; it returns how many bytes came,
+// whether the answer was cut by a size cap, and whether a file was kept.
+func (k *kubeletRun) save(ep kubeletEndpoint, body io.Reader) (n int64, truncated, kept bool, err error) {
+	// Each answer reserves its bytes from what the collector's cap leaves
+	// once its own record (requests.json, the notes) is set aside, and
+	// gives back what it did not use: a flooding kubelet fills the data,
+	// never the record, however many answers arrive at once.
+	limit := k.reserve(k.maxBytes)
+	if limit <= 0 {
+		return 0, true, false, errors.New("not kept: the collector's size cap was reached by the kubelet's other answers")
+	}
+	var f *File
+	defer func() {
+		used := int64(0)
+		if f != nil {
+			used = f.Written()
 		}
+		k.release(limit - used)
+	}()
+	n, truncated, f, err = k.saveWithin(ep, body, limit)
+	return n, truncated, f != nil, err
+}
+
+// reserve takes up to want bytes of the pool.
+func (k *kubeletRun) reserve(want int64) int64 {
+	k.poolMu.Lock()
+	defer k.poolMu.Unlock()
+	if k.pool < 0 {
+		return want
+	}
+	got := min(want, k.pool)
+	k.pool -= got
+	return got
+}
+
+// release gives unused bytes back to the pool.
+func (k *kubeletRun) release(n int64) {
+	k.poolMu.Lock()
+	defer k.poolMu.Unlock()
+	if k.pool >= 0 && n > 0 {
+		k.pool += n
+	}
+}
+
+func (k *kubeletRun) saveWithin(ep kubeletEndpoint, body io.Reader, limit int64) (int64, bool, *File, error) {
+	lr := &kubeletCountingReader{r: io.LimitReader(body, limit+1)}
+	// JSON is re-indented (pods.json also redacted as a whole) in memory;
+	// past kubeletJSONInMemory it is streamed as it came instead, so one
+	// huge answer costs a bounded buffer, not its size several times.
+	if ep.json {
+		head, err := io.ReadAll(io.LimitReader(lr, kubeletJSONInMemory+1))
+		if err != nil {
+			return lr.n, false, nil, err
+		}
+		if int64(len(head)) > kubeletJSONInMemory {
+			if ep.pods {
+				return lr.n, true, nil, fmt.Errorf("the pods answer is over %d MiB; not kept, since its environment values can only be removed from a whole document", kubeletJSONInMemory>>20)
+			}
+			return k.stream(ep, io.MultiReader(bytes.NewReader(head), lr), lr, limit)
+		}
+		data := head
 		out := data
 		if ep.pods {
 			red, n, perr := RedactPodSecrets(data)
 			if perr != nil {
 				// Not JSON (cut short, or an error page): env values cannot be
 				// told apart, so it is not kept.
-				return lr.n, false, fmt.Errorf("pods answer is not JSON (%v); not kept, since environment values could not be removed", perr)
+				return lr.n, false, nil, fmt.Errorf("pods answer is not JSON (%v); not kept, since environment values could not be removed", perr)
 			}
 			out = red
 			if n > 0 {
@@ -582,9 +656,9 @@ func (k *kubeletRun) save(ep kubeletEndpoint, body io.Reader) (int64, bool, erro
 				out = buf.Bytes()
 			}
 		}
-		f, err := k.env.Create(ep.file)
+		f, err := k.env.Create(ep.file, MaxBytes(limit))
 		if err != nil {
-			return lr.n, false, err
+			return lr.n, false, nil, err
 		}
 		sw := newKubeletScrubber(f, k.token)
 		_, werr := sw.Write(out)
@@ -594,15 +668,31 @@ func (k *kubeletRun) save(ep kubeletEndpoint, body io.Reader) (int64, bool, erro
 		if cerr := f.Close(); werr == nil {
 			werr = cerr
 		}
-		return lr.n, f.Truncated() || lr.n > k.maxBytes, werr
+		return lr.n, f.Truncated() || lr.n > limit, f, werr
 	}
-	var opts []FileOption
+	return k.stream(ep, lr, lr, limit)
+}
+
+// Bounds of the kubelet collector's own memory and record.
+const (
+	// kubeletJSONInMemory is the largest JSON answer re-indented (or, for
+	// pods.json, redacted) in memory.
+	kubeletJSONInMemory = 32 << 20
+	// kubeletRecordReserve is kept of the collector's cap for
+	// requests.json and the notes.
+	kubeletRecordReserve = 1 << 20
+)
+
+// stream copies an answer into the bundle as it comes (redacted unless
+// binary), within limit bytes.
+func (k *kubeletRun) stream(ep kubeletEndpoint, src io.Reader, lr *kubeletCountingReader, limit int64) (int64, bool, *File, error) {
+	opts := []FileOption{MaxBytes(limit)}
 	if ep.binary {
 		opts = append(opts, Binary(kubeletPprofReason))
 	}
 	f, err := k.env.Create(ep.file, opts...)
 	if err != nil {
-		return 0, false, err
+		return 0, false, nil, err
 	}
 	var w io.Writer = f
 	var sw *kubeletScrubber
@@ -610,7 +700,6 @@ func (k *kubeletRun) save(ep kubeletEndpoint, body io.Reader) (int64, bool, erro
 		sw = newKubeletScrubber(f, k.token)
 		w = sw
 	}
-	var src io.Reader = lr
 	var head *isolate.HeadBuffer
 	if ep.name == "healthz" {
 		head = &isolate.HeadBuffer{Max: 64 << 10}
@@ -628,7 +717,7 @@ func (k *kubeletRun) save(ep kubeletEndpoint, body io.Reader) (int64, bool, erro
 	if cerr := f.Close(); rerr == nil {
 		rerr = cerr
 	}
-	return lr.n, f.Truncated() || lr.n > k.maxBytes, rerr
+	return lr.n, f.Truncated() || lr.n > limit, f, rerr
 }
 
 // noteFailingChecks puts healthz's failing checks ("[-]syncloop failed")
