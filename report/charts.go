@@ -49,7 +49,7 @@ type label struct {
 }
 
 const (
-	chartLeft  = 330.0 // room for the lane labels
+	chartLeft  = 350.0 // room for the lane labels
 	chartPlot  = 640.0
 	chartRight = 110.0
 	laneH      = 22.0
@@ -61,6 +61,7 @@ type event struct {
 	lane int
 	at   time.Time
 	text string
+	sev  string
 }
 
 // timelineChart draws the dated evidence lines of the findings (kubelet,
@@ -102,7 +103,7 @@ func timelineChart(rep *analyze.Report, fs []analyze.Finding) (*chart, string) {
 				if li < 0 || len(evs) >= maxTimelineDots {
 					continue
 				}
-				evs = append(evs, event{lane: li, at: at, text: fmt.Sprintf("%s line %d: %s", e.Path, l.N, cut(l.Text, 160))})
+				evs = append(evs, event{lane: li, at: at, sev: sevClass(f.Severity), text: fmt.Sprintf("%s line %d: %s", e.Path, l.N, cut(l.Text, 160))})
 			}
 		}
 	}
@@ -130,13 +131,13 @@ func timelineChart(rep *analyze.Report, fs []analyze.Finding) (*chart, string) {
 	for i, id := range lanes {
 		y := 10 + float64(i)*laneH
 		c.Rects = append(c.Rects, rect{X: chartLeft, Y: y, W: chartPlot, H: laneH - 4, Class: "lane"})
-		c.Texts = append(c.Texts, label{X: chartLeft - 8, Y: y + laneH/2 + 1, Anchor: "end", Class: "lbl", Text: cut(id, 48)})
+		c.Texts = append(c.Texts, label{X: chartLeft - 8, Y: y + laneH/2 + 1, Anchor: "end", Class: "lbl", Text: cut(id, 60)})
 	}
 	counts := make([]int, len(lanes))
 	for _, e := range evs {
 		counts[e.lane]++
 		y := 10 + float64(e.lane)*laneH + (laneH-4)/2
-		c.Dots = append(c.Dots, dot{X: x(e.at), Y: y, R: 4, Class: "ev", Title: e.at.Format("2006-01-02 15:04:05.000Z") + "  " + e.text})
+		c.Dots = append(c.Dots, dot{X: x(e.at), Y: y, R: 4, Class: "ev " + e.sev, Title: e.at.Format("2006-01-02 15:04:05.000Z") + "  " + e.text})
 	}
 	for i, n := range counts {
 		y := 10 + float64(i)*laneH
@@ -239,4 +240,15 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// sevClass maps a severity to one of the page's fixed classes.
+func sevClass(s analyze.Severity) string {
+	switch s {
+	case analyze.Critical:
+		return "ev-critical"
+	case analyze.Warning:
+		return "ev-warning"
+	}
+	return "ev-info"
 }

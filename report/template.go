@@ -35,6 +35,7 @@ pre { background:var(--bg); border:1px solid var(--line); padding:8px 10px; over
 table { border-collapse:collapse; width:100%; margin:6px 0; }
 th, td { text-align:left; padding:4px 8px; border-bottom:1px solid var(--line); vertical-align:top; }
 th { background:var(--bg); font-weight:600; }
+th.num { text-align:right; }
 td.num { text-align:right; white-space:nowrap; }
 .glance { display:grid; grid-template-columns: max-content 1fr; gap:2px 16px; margin:12px 0; }
 .glance dt { color:var(--muted); }
@@ -61,7 +62,7 @@ td.num { text-align:right; white-space:nowrap; }
 .st-ok { color:var(--ok); } .st-warn { color:var(--warn); } .st-bad { color:var(--bad); font-weight:600; } .st-other { color:var(--muted); }
 svg { max-width:100%; height:auto; font-family: system-ui, "DejaVu Sans", sans-serif; }
 svg .lane { fill:#f1f3f4; }
-svg .ev { fill:var(--bad); fill-opacity:.75; stroke:#fff; stroke-width:1; }
+svg .ev { fill-opacity:.8; stroke:#fff; stroke-width:1; } svg .ev-critical { fill:var(--bad); } svg .ev-warning { fill:var(--warn); } svg .ev-info { fill:var(--info); }
 svg .lbl { font-size:12px; fill:#202124; dominant-baseline:middle; }
 svg .note { font-size:11px; fill:var(--muted); dominant-baseline:middle; }
 svg .axis { stroke:#9aa0a6; stroke-width:1; }
@@ -157,13 +158,13 @@ details > summary { cursor:pointer; color:var(--info); }
 
 <h2 id="collectors">Collectors</h2>
 {{with .CollectorChart}}{{template "chart" .}}{{end}}
-<table><tr><th>collector</th><th>status</th><th>duration</th><th>deadline</th><th>files</th><th>size</th><th>peak RSS</th><th>detail</th></tr>
+<table><tr><th>collector</th><th>status</th><th class="num">duration</th><th class="num">deadline</th><th class="num">files</th><th class="num">size</th><th class="num">peak RSS</th><th>detail</th></tr>
 {{range .Collectors}}<tr><td>{{.Name}}</td><td class="st-{{.Class}}">{{.Status}}</td><td class="num">{{.Duration}}</td><td class="num">{{.Timeout}}</td><td class="num">{{.Files}}</td><td class="num">{{.Size}}</td><td class="num">{{.MaxRSS}}</td><td>{{.Detail}}</td></tr>
 {{end}}</table>
 
 <h2 id="files">Files in the bundle</h2>
 <details><summary>{{.TotalFiles}} files{{if .MoreFiles}}, the first {{len .Files}} listed{{end}}</summary>
-<table><tr><th>path</th><th>size</th><th>kind</th><th>redactions</th><th>flags</th></tr>
+<table><tr><th>path</th><th class="num">size</th><th>kind</th><th class="num">redactions</th><th>flags</th></tr>
 {{range .Files}}<tr id="{{.Ref}}"><td class="mono">{{.Path}}</td><td class="num">{{.Size}}</td><td>{{.Kind}}</td><td class="num">{{.Redaction}}</td><td>{{.Flags}}</td></tr>
 {{end}}</table>
 {{if .MoreFiles}}<p class="cut">… and {{.MoreFiles}} more files, not listed here (nodesnap inspect --files lists every one).</p>{{end}}
