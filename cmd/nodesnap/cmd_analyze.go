@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -11,6 +12,7 @@ import (
 
 type analyzeOptions struct {
 	json bool
+	html bool
 }
 
 func newAnalyzeCommand() *cobra.Command {
@@ -35,10 +37,14 @@ sizes) are refused.
   nodesnap analyze --json nodesnap-node1-20261121T101500Z.tar.gz | jq '.findings[].id'`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.json && o.html {
+				return &flagError{errors.New("--json and --html cannot be used together")}
+			}
 			return runAnalyze(cmd.Context(), cmd.OutOrStdout(), o, args[0])
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the report as JSON")
+	cmd.Flags().BoolVar(&o.html, "html", false, "print the report as one self-contained HTML page (as 'nodesnap report' writes it)")
 	return cmd
 }
 
@@ -49,9 +55,12 @@ func runAnalyze(ctx context.Context, w io.Writer, o analyzeOptions, bundlePath s
 	if err != nil {
 		return err
 	}
-	if o.json {
+	switch {
+	case o.json:
 		err = analyze.WriteJSON(w, rep)
-	} else {
+	case o.html:
+		err = writeReportHTML(ctx, w, rep, bundlePath)
+	default:
 		err = analyze.WriteText(w, rep)
 	}
 	if err != nil {

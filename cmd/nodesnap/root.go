@@ -53,6 +53,7 @@ with a deadline.
 		newUploadCommand(),
 		newValidateCommand(),
 		newRedactCommand(),
+		newReportCommand(),
 		newVersionCommand(),
 	)
 	return root

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodesnap/nodesnap/analyze"
+	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/report"
+)
+
+func newReportCommand() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "report BUNDLE [-o report.html]",
+		Short: "Write a bundle's analysis as one self-contained HTML page",
+		Long: `Report analyses a bundle as 'nodesnap analyze' does and writes what it found as one HTML
+file to open in any browser, offline: the node at a glance (host, kernel, how the collection
+ended, which evidence is missing and why, and how to collect it next time); the findings by
+severity, each with its evidence lines (linked to the bundle file they come from), the
+explanation and the fix; a timeline of the findings' dated kubelet, runtime and kernel log
+lines; hung mounts with the kernel stacks of the tasks blocked on them; and the collectors,
+with when each ran, how long it took and what it wrote.
+
+The page is built from the bundle alone. It holds no script and loads nothing: styles and
+charts (SVG) are inline, and its Content-Security-Policy forbids scripts and any network
+access. Every text from the bundle is escaped. Long lists are cut, and the page says where,
+so it stays small (well under 2 MiB); 'nodesnap analyze --json' has everything.
+
+Without -o the page is written to BUNDLE's name with .html in place of .tar.gz or .tar.zst,
+in the current directory; '-o -' writes it to standard output. The file is written under a
+temporary name and renamed into place, mode 0600: it quotes the bundle. The path written is
+printed. Exit status 0 when the page is written, whatever it found ('nodesnap analyze
+--html' prints the same page and exits as analyze does).
+
+` + exitStatusHelp,
+		Example: `  nodesnap report nodesnap-node1-20261121T101500Z.tar.gz
+  nodesnap report -o ticket-4711.html nodesnap-node1-20261121T101500Z.tar.gz
+  nodesnap analyze --html nodesnap-node1-20261121T101500Z.tar.gz > report.html`,
+		Args: argsUsage(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReport(cmd.Context(), cmd.OutOrStdout(), args[0], out)
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "file to write (default: the bundle's name with .html, in the current directory; - for standard output)")
+	return cmd
+}
+
+// reportName is the default page name for a bundle: its base name with
+// .html in place of the archive's extension.
+func reportName(bundlePath string) string {
+	base := filepath.Base(bundlePath)
+	for _, ext := range []string{".tar.gz", ".tar.zst", ".tgz"} {
+		if strings.HasSuffix(base, ext) && len(base) > len(ext) {
+			return strings.TrimSuffix(base, ext) + ".html"
+		}
+	}
+	return base + ".html"
+}
+
+func runReport(ctx context.Context, stdout io.Writer, bundlePath, out string) error {
+	rep, m, err := report.Load(ctx, bundlePath)
+	if err != nil {
+		return err
+	}
+	var page bytes.Buffer
+	if err := report.Write(&page, rep, m); err != nil {
+		return err
+	}
+	if out == "-" {
+		_, err := stdout.Write(page.Bytes())
+		return err
+	}
+	if out == "" {
+		out = reportName(bundlePath)
+	}
+	if err := writeFileAtomic(out, page.Bytes()); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, out)
+	return err
+}
+
+// writeFileAtomic writes data to a temporary file beside p and renames it
+// into place, so a reader never sees half a page.
+func writeFileAtomic(p string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(p), ".nodesnap-report-*.html")
+	if err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, p)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp) // best effort: the error below is what matters
+		return fmt.Errorf("writing the report to %s: %w", p, werr)
+	}
+	return nil
+}
+
+// writeReportHTML is analyze --html: the report page of an analysis
+// already made, with the bundle's manifest.
+func writeReportHTML(ctx context.Context, w io.Writer, rep *analyze.Report, bundlePath string) error {
+	m, _, err := bundle.ReadManifest(ctx, bundlePath)
+	if err != nil {
+		return err
+	}
+	return report.Write(w, rep, m)
+}
