@@ -92,7 +92,11 @@ func TestRealFUSEFixesWorkAsPrinted(t *testing.T) {
 	run := exec.Command("sh", "-c", abort)
 	if !had {
 		// The old fix fails here, as on nodes without fusectl.
-		if out, err := exec.Command("sh", "-c", abort[strings.Index(abort, "echo 1"):]).CombinedOutput(); err == nil {
+		i := strings.Index(abort, "echo 1")
+		if i < 0 {
+			t.Fatalf("the printed fix has no abort: %s", abort)
+		}
+		if out, err := exec.Command("sh", "-c", abort[i:]).CombinedOutput(); err == nil {
 			t.Errorf("without fusectl the bare abort succeeded: %s", out)
 		}
 		run = exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", abort)

@@ -21,7 +21,7 @@ type wireSample struct {
 	ByPath map[string]int `json:"by_path,omitempty"`
 	Any    any            `json:"any,omitempty"`
 	When   time.Time      `json:"when"`
-	hidden string
+	hidden string         //nolint:unused // an unexported field the wire form must skip
 }
 
 func TestWireRoundTrip(t *testing.T) {

@@ -20,18 +20,6 @@ const outputTimeout = 8 * time.Second
 
 var outputBound = outputTimeout + supervisor.OutputGrace + 2*time.Second
 
-// waitFor polls cond every 20 ms until it holds or limit passes.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("%s: not within %s", what, limit)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // stagingHolds reports whether a staging directory under dir holds a file
 // of collector c. dir is read directly: it is the backing directory, never
 // the FUSE mount.

@@ -26,7 +26,7 @@ func decompressLZ4(p []byte, limit int) ([]byte, error) {
 	out := make([]byte, n)
 	m, err := lz4.UncompressBlock(p[8:], out)
 	if err != nil {
-		return nil, fmt.Errorf("%w: LZ4 payload: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: LZ4 payload: %w", ErrCorrupt, err)
 	}
 	if uint64(m) != n {
 		return nil, corruptf("LZ4 payload gave %d bytes, claims %d", m, n)
@@ -51,7 +51,7 @@ func decompressZSTD(p []byte, limit int) ([]byte, error) {
 	}
 	out, err := zstdDec.DecodeAll(p, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: zstd payload: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: zstd payload: %w", ErrCorrupt, err)
 	}
 	if len(out) > limit {
 		return nil, corruptf("zstd payload of %d bytes is over the %d limit", len(out), limit)
@@ -69,12 +69,12 @@ func decompressXZ(p []byte, limit int) ([]byte, error) {
 	}
 	r, err := xz.ReaderConfig{SingleStream: true}.NewReader(bytes.NewReader(p))
 	if err != nil {
-		return nil, fmt.Errorf("%w: XZ payload: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: XZ payload: %w", ErrCorrupt, err)
 	}
 	var out bytes.Buffer
 	n, err := io.Copy(&out, io.LimitReader(r, int64(limit)+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: XZ payload: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: XZ payload: %w", ErrCorrupt, err)
 	}
 	if n > int64(limit) {
 		return nil, corruptf("XZ payload is over the %d limit", limit)
