@@ -31,8 +31,10 @@ func WriteText(w io.Writer, d *Diff, width int) error {
 		width = Width
 	}
 	t := &textOut{width: width}
-	t.line("old: %s  %s  %s  (%s)", d.Old.Hostname, stamp(d.Old.CollectedAt), d.Old.Status, d.Old.Bundle)
-	t.line("new: %s  %s  %s  (%s)", d.New.Hostname, stamp(d.New.CollectedAt), d.New.Status, d.New.Bundle)
+	t.line("old: %s", d.Old.Bundle)
+	t.line("     %s, collected %s, %s", d.Old.Hostname, stamp(d.Old.CollectedAt), d.Old.Status)
+	t.line("new: %s", d.New.Bundle)
+	t.line("     %s, collected %s, %s", d.New.Hostname, stamp(d.New.CollectedAt), d.New.Status)
 	if d.HostsDiffer {
 		t.line("WARNING: the bundles come from different hosts (%s, %s): every difference below may", d.Old.Hostname, d.New.Hostname)
 		t.line("         be one between two nodes, not a change of one node.")
