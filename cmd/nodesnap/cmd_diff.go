@@ -10,14 +10,15 @@ import (
 )
 
 type diffOptions struct {
-	json  bool
-	width int
+	json   bool
+	width  int
+	latest string
 }
 
 func newDiffCommand() *cobra.Command {
 	var o diffOptions
 	cmd := &cobra.Command{
-		Use:   "diff OLD NEW",
+		Use:   "diff {OLD NEW | --latest DIR}",
 		Short: "Say what changed on a node between two bundles",
 		Long: `Diff compares two bundles of the same node, OLD first, and reports what changed:
 analyze's findings (new, gone, severity changed), hung mounts, devices mounted only outside
@@ -31,18 +32,34 @@ versions. Bundles of two different hosts are compared too, with a warning first.
 Both bundles are read as analyze reads them, in bounded streaming passes, and refused
 for the same reasons (unsafe entries, truncated archives, another schema version). The
 text report fits --width columns (100 by default); --json prints every change.
+--latest DIR compares the two newest bundles in DIR (a --keep directory of snapshots) of
+the host of the newest one, ordered by the time in their names.
 
 Exit status 3 means a finding of severity warning or critical appeared in NEW, or a
 finding rose to one; 0 that none did (other changes are printed either way).
 
 ` + exitStatusHelp,
 		Example: `  nodesnap diff nodesnap-node1-20261120T101500Z.tar.gz nodesnap-node1-20261121T101500Z.tar.gz
-  nodesnap diff --json yesterday.tar.gz today.tar.gz | jq '.findings_new[].id'`,
-		Args: argsUsage(cobra.ExactArgs(2)),
+  nodesnap diff --json yesterday.tar.gz today.tar.gz | jq '.findings_new[].id'
+  nodesnap diff --latest /var/tmp`,
+		Args: argsUsage(func(cmd *cobra.Command, args []string) error {
+			if o.latest != "" {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(2)(cmd, args)
+		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.latest != "" {
+				older, newer, err := bundlediff.Latest(o.latest)
+				if err != nil {
+					return err
+				}
+				args = []string{older, newer}
+			}
 			return runDiff(cmd.Context(), cmd.OutOrStdout(), o, args[0], args[1])
 		},
 	}
+	cmd.Flags().StringVar(&o.latest, "latest", "", "compare the two newest bundles in this directory, instead of OLD and NEW")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the changes as JSON")
 	cmd.Flags().IntVar(&o.width, "width", bundlediff.Width, "the text report's line width (at least 40)")
 	return cmd

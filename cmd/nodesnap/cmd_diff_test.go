@@ -84,6 +84,27 @@ func TestDiffCommand(t *testing.T) {
 		t.Errorf("cut bundle: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 
+	// --latest: the two newest of the host, by the time in their names.
+	dir := t.TempDir()
+	for name, src := range map[string]string{"nodesnap-n1-20261120T090000Z.tar.gz": sick,
+		"nodesnap-n1-20261121T090000Z.tar.gz": healthy, "nodesnap-n1-20261119T090000Z.tar.gz": healthy} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r = runNodesnap(t, time.Minute, nil, "diff", "--latest", dir)
+	if r.code != exitOK || !strings.Contains(r.stdout, "old: "+filepath.Join(dir, "nodesnap-n1-20261120T090000Z.tar.gz")) ||
+		!strings.Contains(r.stdout, "- critical hung-mount (0:61)") {
+		t.Errorf("--latest: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r = runNodesnap(t, time.Minute, nil, "diff", "--latest", dir, healthy); r.code != exitUsage {
+		t.Errorf("--latest with an argument: exit %d, want %d", r.code, exitUsage)
+	}
+
 	if r = runNodesnap(t, time.Minute, nil, "diff", healthy); r.code != exitUsage {
 		t.Errorf("one argument: exit %d, want %d", r.code, exitUsage)
 	}
