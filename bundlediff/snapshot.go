@@ -247,42 +247,98 @@ func (s *Snapshot) skip(why string) {
 }
 
 // readMounts keeps the host namespace's mounts and the devices mounted
-// only outside it.
+// only outside it, one namespace and one device at a time.
 func (s *Snapshot) readMounts(r io.Reader) error {
-	var m collectors.MountsReport
-	if err := json.NewDecoder(r).Decode(&m); err != nil {
+	dec := json.NewDecoder(r)
+	var hostNS uint64
+	err := walkObject(dec, func(key string) error {
+		switch key {
+		case "host_namespace":
+			return dec.Decode(&hostNS)
+		case "namespaces":
+			return walkArray(dec, func() error { return s.readNamespace(dec, hostNS) })
+		case "devices":
+			return walkArray(dec, func() error {
+				var d collectors.MountDevice
+				if err := dec.Decode(&d); err != nil {
+					return err
+				}
+				if d.OnlyOutsideHostNamespace && len(s.ForeignDevices) < maxKept {
+					s.ForeignDevices[d.Dev] = strings.TrimSpace(strings.Join(d.FSTypes, ",") + " " + strings.Join(d.Sources, ","))
+				}
+				return nil
+			})
+		}
+		return skipValue(dec)
+	})
+	if err != nil {
 		return err
 	}
-	for _, ns := range m.Namespaces {
-		if !ns.Host && ns.Inode != m.HostNamespace {
-			continue
+	return endOfInput(dec)
+}
+
+// readNamespace reads one namespace of mounts.json, keeping its mounts
+// if it is the host's (which it says before or after them).
+func (s *Snapshot) readNamespace(dec *json.Decoder, hostNS uint64) error {
+	var inode uint64
+	var host bool
+	var mounts []Mount
+	err := walkObject(dec, func(key string) error {
+		switch key {
+		case "inode":
+			return dec.Decode(&inode)
+		case "host":
+			return dec.Decode(&host)
+		case "mounts":
+			return walkArray(dec, func() error {
+				var m struct {
+					MountPoint string `json:"mount_point"`
+					FSType     string `json:"fs_type"`
+				}
+				if err := dec.Decode(&m); err != nil {
+					return err
+				}
+				if len(mounts) < maxKept {
+					mounts = append(mounts, Mount{Mountpoint: m.MountPoint, FSType: m.FSType})
+				}
+				return nil
+			})
 		}
-		for _, mt := range ns.Mounts {
-			if len(s.HostMounts) < maxKept {
-				s.HostMounts[mt.MountPoint] = mt.FSType
-			}
-		}
+		return skipValue(dec)
+	})
+	if err != nil || !(host || (hostNS != 0 && inode == hostNS)) {
+		return err
 	}
-	for _, d := range m.Devices {
-		if !d.OnlyOutsideHostNamespace || len(s.ForeignDevices) >= maxKept {
-			continue
+	for _, m := range mounts {
+		if len(s.HostMounts) < maxKept {
+			s.HostMounts[m.Mountpoint] = m.FSType
 		}
-		s.ForeignDevices[d.Dev] = strings.TrimSpace(strings.Join(d.FSTypes, ",") + " " + strings.Join(d.Sources, ","))
 	}
 	return nil
 }
 
+// readTasks keeps the tasks in D state, one task at a time.
 func (s *Snapshot) readTasks(r io.Reader) error {
-	var tasks []collectors.Task
-	if err := json.NewDecoder(r).Decode(&tasks); err != nil {
-		return err
-	}
-	for _, t := range tasks {
+	dec := json.NewDecoder(r)
+	err := walkArray(dec, func() error {
+		var t struct {
+			TID   int    `json:"tid"`
+			Comm  string `json:"comm"`
+			State string `json:"state"`
+			Wchan string `json:"wchan"`
+		}
+		if err := dec.Decode(&t); err != nil {
+			return err
+		}
 		if t.State == "D" && len(s.DState) < maxKept {
 			s.DState[fmt.Sprintf("%d %s", t.TID, t.Comm)] = t.Wchan
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	return nil
+	return endOfInput(dec)
 }
 
 func (s *Snapshot) readProbes(r io.Reader) error {
