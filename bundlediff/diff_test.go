@@ -275,14 +275,7 @@ func TestRefusesTruncatedAndHostile(t *testing.T) {
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)
-	m := `{"schema_version":1}`
-	if err := tw.WriteHeader(&tar.Header{Name: "manifest.json", Mode: 0o600, Size: int64(len(m)), Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.Write([]byte(m)); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.WriteHeader(&tar.Header{Name: "mounts/mounts.json", Linkname: "/etc/shadow", Typeflag: tar.TypeSymlink}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Name: "manifest.json", Linkname: "/etc/shadow", Typeflag: tar.TypeSymlink}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tw.Close(); err != nil {
@@ -298,6 +291,40 @@ func TestRefusesTruncatedAndHostile(t *testing.T) {
 	_, err = bundlediff.Load(context.Background(), evil)
 	if !errors.Is(err, bundle.ErrUnsafe) || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("hostile bundle: %v", err)
+	}
+}
+
+// A bundle whose file differs from its manifest's checksum is refused as
+// validate refuses it, without bundle.ErrInvalid (whose exit status, 3,
+// means "worse" for diff).
+func TestRefusesInvalid(t *testing.T) {
+	good := makeBundle(t, fixture(t, "healthy"), bundleOpts{})
+	c, err := bundle.ReadAll(context.Background(), good, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same manifest over other bytes of one file.
+	staging := t.TempDir()
+	for name, b := range c.Files {
+		if name == "processes/tasks.json" {
+			b = append([]byte(nil), b...)
+			b[len(b)/2] ^= 1
+		}
+		p := filepath.Join(staging, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad.tar.gz")
+	if _, err := bundle.Write(context.Background(), bad, bundle.Gzip, c.Manifest, staging, c.Manifest.StartedAt); err != nil {
+		t.Fatal(err)
+	}
+	_, err = bundlediff.Load(context.Background(), bad)
+	if !errors.Is(err, bundlediff.ErrInvalid) || errors.Is(err, bundle.ErrInvalid) || !strings.Contains(err.Error(), "processes/tasks.json: sha256") {
+		t.Errorf("tampered bundle: %v", err)
 	}
 }
 

@@ -49,7 +49,8 @@ type bundleOpts struct {
 
 // makeBundle writes files into a real bundle with bundle.Write, as
 // analyze's tests do: a manifest listing each file (collector = first path
-// element), plus the hung mounts of a fixture's _manifest.json.
+// element), plus the hung mounts of a fixture's _manifest.json. The bundle
+// validates, as diff requires.
 func makeBundle(t testing.TB, files map[string][]byte, o bundleOpts) string {
 	t.Helper()
 	if o.host == "" {
@@ -109,7 +110,7 @@ func makeBundle(t testing.TB, files map[string][]byte, o bundleOpts) string {
 		}
 		sum := sha256.Sum256(files[n])
 		m.Files = append(m.Files, bundle.FileEntry{Path: n, Collector: col, Size: int64(len(files[n])), SHA256: hex.EncodeToString(sum[:]), Kind: bundle.KindText})
-		cols[col].Files = append(cols[col].Files, strings.TrimPrefix(n, col+"/"))
+		cols[col].Files = append(cols[col].Files, n)
 	}
 	for name, status := range o.collectors {
 		if cols[name] == nil {

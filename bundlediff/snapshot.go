@@ -90,10 +90,24 @@ func (p Pod) Label(uid string) string {
 	return p.Namespace + "/" + p.Name
 }
 
-// Load reads a bundle into a Snapshot. Whatever analyze or the bundle
-// readers refuse (unsafe entries, a truncated archive, another schema) is
-// refused here with their error.
+// ErrInvalid is wrapped when a bundle is readable but does not validate
+// (a file's checksum or size differs from the manifest's, the manifest
+// does not match its schema): what it holds cannot be trusted to compare.
+var ErrInvalid = errors.New("the bundle does not validate")
+
+// Load reads a bundle into a Snapshot. Whatever `nodesnap validate`
+// refuses (unsafe entries, a truncated archive, another schema, a checksum
+// that differs) is refused here, with its words.
 func Load(ctx context.Context, p string) (*Snapshot, error) {
+	if _, err := bundle.Validate(ctx, p); err != nil {
+		if errors.Is(err, bundle.ErrInvalid) && !errors.Is(err, bundle.ErrUnsafe) {
+			// Not bundle.ErrInvalid itself: for diff, exit status 3
+			// means "worse", not "invalid".
+			return nil, fmt.Errorf("reading bundle %s: %w (nodesnap validate %s lists every problem): %s", p, ErrInvalid, p,
+				strings.TrimPrefix(err.Error(), bundle.ErrInvalid.Error()+": "))
+		}
+		return nil, fmt.Errorf("reading bundle %s: %w", p, err)
+	}
 	rep, err := analyze.AnalyzeFile(ctx, p, analyze.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("reading bundle %s: %w", p, err)

@@ -29,9 +29,10 @@ dirshape's largest directories that grew and .deleting~ counts, analyze's log si
 counts, collector statuses and bundle completeness, and kernel, kubelet and runtime
 versions. Bundles of two different hosts are compared too, with a warning first.
 
-Both bundles are read as analyze reads them, in bounded streaming passes, and refused
-for the same reasons (unsafe entries, truncated archives, another schema version). The
-text report fits --width columns (100 by default); --json prints every change.
+Both bundles are read in bounded streaming passes and refused when validate refuses them
+(unsafe entries, a truncated archive, another schema version, a file whose checksum
+differs from the manifest's): exit status 1. The text report fits --width columns (100 by
+default); --json prints every change.
 --latest DIR compares the two newest bundles in DIR (a --keep directory of snapshots) of
 the host of the newest one, ordered by the time in their names.
 

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -9,26 +12,60 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/nodesnap/nodesnap/bundle"
 )
 
-// fixtureBundle writes analyze's incident fixture name as a bundle.
+// fixtureBundle writes analyze's incident fixture name as a bundle that
+// validates (diff refuses one that does not): each file listed by its
+// collector, the first element of its path.
 func fixtureBundle(t *testing.T, name string) string {
 	t.Helper()
 	root := filepath.Join("..", "..", "analyze", "testdata", name)
-	files := map[string]string{}
+	staging := t.TempDir()
+	now := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	m := &bundle.Manifest{SchemaVersion: bundle.SchemaVersion, Tool: bundle.Tool{Name: "nodesnap", Version: "test", GoVersion: "go"},
+		CommandLine: []string{"nodesnap", "collect"}, Host: bundle.Host{Hostname: "n1"}, StartedAt: now, FinishedAt: now, Status: "complete",
+		Settings: bundle.Settings{Root: "/", TimeoutSeconds: 120, MaxFileBytes: 64 << 20, MaxBundleBytes: 1 << 30, Concurrency: 4, Compression: bundle.Gzip}, Collectors: []bundle.CollectorResult{}, Files: []bundle.FileEntry{},
+		Redaction: bundle.RedactionSummary{Rules: map[string]int{}}, HungMounts: []bundle.HungItem{}, Omitted: []bundle.Omitted{}}
+	cols := map[string]int{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Name() == "_manifest.json" {
 			return err
 		}
 		rel, _ := filepath.Rel(root, p)
+		name := filepath.ToSlash(rel)
 		b, err := os.ReadFile(p)
-		files[filepath.ToSlash(rel)] = string(b)
-		return err
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(staging, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, b, 0o600); err != nil {
+			return err
+		}
+		col, _, _ := strings.Cut(name, "/")
+		i, ok := cols[col]
+		if !ok {
+			i = len(m.Collectors)
+			cols[col] = i
+			m.Collectors = append(m.Collectors, bundle.CollectorResult{Name: col, Status: bundle.StatusOK, Files: []string{}})
+		}
+		m.Collectors[i].Files = append(m.Collectors[i].Files, name)
+		sum := sha256.Sum256(b)
+		m.Files = append(m.Files, bundle.FileEntry{Path: name, Collector: col, Size: int64(len(b)), SHA256: hex.EncodeToString(sum[:]), Kind: bundle.KindText})
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return analyzeBundle(t, files)
+	out := filepath.Join(t.TempDir(), "b.tar.gz")
+	if _, err := bundle.Write(context.Background(), out, bundle.Gzip, m, staging, now); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // Through the real binary: a new hung mount is exit 3 and named, the way
