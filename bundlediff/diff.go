@@ -33,6 +33,8 @@ type Diff struct {
 
 	HostMountsAdded   []Mount `json:"host_mounts_added"`
 	HostMountsRemoved []Mount `json:"host_mounts_removed"`
+	// HostMountsByType counts the two lists per filesystem type.
+	HostMountsByType []TypeCount `json:"host_mounts_by_fstype"`
 
 	DStateNew  []string `json:"d_state_new"`
 	DStateGone []string `json:"d_state_gone"`
@@ -87,6 +89,13 @@ type FindingChange struct {
 	Old     analyze.Severity `json:"old"`
 	New     analyze.Severity `json:"new"`
 	Summary string           `json:"summary"`
+}
+
+// TypeCount is how many mounts of one filesystem type came and went.
+type TypeCount struct {
+	FSType  string `json:"fstype"`
+	Added   int    `json:"added"`
+	Removed int    `json:"removed"`
 }
 
 // Mount is a mountpoint of the host namespace and its filesystem type.
@@ -202,6 +211,22 @@ func compareMounts(d *Diff, a, b *Snapshot) {
 	}
 	sortMounts(d.HostMountsAdded)
 	sortMounts(d.HostMountsRemoved)
+	by := map[string]*TypeCount{}
+	get := func(t string) *TypeCount {
+		if by[t] == nil {
+			by[t] = &TypeCount{FSType: t}
+		}
+		return by[t]
+	}
+	for _, m := range d.HostMountsAdded {
+		get(m.FSType).Added++
+	}
+	for _, m := range d.HostMountsRemoved {
+		get(m.FSType).Removed++
+	}
+	for _, t := range sortedKeys(by) {
+		d.HostMountsByType = append(d.HostMountsByType, *by[t])
+	}
 }
 
 func comparePods(d *Diff, a, b *Snapshot) {

@@ -98,6 +98,7 @@ func TestHealthyAndIncident003(t *testing.T) {
 	wantHas(t, "hung mounts", d.HungNew, cephPVC)
 	wantHas(t, "D state", d.DStateNew, "4130911 kubelet in ceph_mdsc_do_request")
 	wantHas(t, "host mounts added", d.HostMountsAdded, bundlediff.Mount{Mountpoint: cephPVC, FSType: "ceph"})
+	wantHas(t, "host mounts by type", d.HostMountsByType, bundlediff.TypeCount{FSType: "ceph", Added: 1})
 	sig := counts(d.Signatures)
 	if sig["libceph-session-lost"] != [2]uint64{0, 2} || sig["kernel-hung-task"] != [2]uint64{0, 1} {
 		t.Errorf("signatures %v", sig)

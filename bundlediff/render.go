@@ -67,6 +67,18 @@ func WriteText(w io.Writer, d *Diff, width int) error {
 	t.list("Devices mounted only outside the host's mount namespace", d.ForeignDevicesNew, d.ForeignDevicesGone)
 	if len(d.HostMountsAdded)+len(d.HostMountsRemoved) > 0 {
 		t.section(fmt.Sprintf("Host mount table (%d added, %d removed)", len(d.HostMountsAdded), len(d.HostMountsRemoved)))
+		var by []string
+		for _, c := range d.HostMountsByType {
+			s := c.FSType
+			if c.Added > 0 {
+				s += fmt.Sprintf(" +%d", c.Added)
+			}
+			if c.Removed > 0 {
+				s += fmt.Sprintf(" -%d", c.Removed)
+			}
+			by = append(by, s)
+		}
+		t.item("by type: %s", strings.Join(by, ", "))
 		t.mounts("+", d.HostMountsAdded)
 		t.mounts("-", d.HostMountsRemoved)
 	}
