@@ -47,6 +47,9 @@ type Diff struct {
 	DirGrowth      []CountChange `json:"dir_growth"`
 	DeletingChange []CountChange `json:"deleting_changes"`
 	Signatures     []CountChange `json:"log_signatures"`
+	// Goroutines are the kubelet's goroutine counts by first frame
+	// outside Go's standard library, "(all)" for the total.
+	Goroutines []CountChange `json:"kubelet_goroutines"`
 
 	BundleStatus *ValueChange  `json:"bundle_status,omitempty"`
 	Collectors   []ValueChange `json:"collector_statuses"`
@@ -124,7 +127,7 @@ func (d *Diff) Changed() bool {
 	return len(d.FindingsNew)+len(d.FindingsGone)+len(d.FindingsChanged)+len(d.HungNew)+len(d.HungGone)+
 		len(d.ForeignDevicesNew)+len(d.ForeignDevicesGone)+len(d.HostMountsAdded)+len(d.HostMountsRemoved)+
 		len(d.DStateNew)+len(d.DStateGone)+len(d.PodsAdded)+len(d.PodsRemoved)+len(d.PodPhaseChanges)+
-		len(d.ContainerRestart)+len(d.DirGrowth)+len(d.DeletingChange)+len(d.Signatures)+
+		len(d.ContainerRestart)+len(d.DirGrowth)+len(d.DeletingChange)+len(d.Signatures)+len(d.Goroutines)+
 		len(d.Collectors)+len(d.Versions) > 0 || d.BundleStatus != nil
 }
 
@@ -179,6 +182,17 @@ func Compare(a, b *Snapshot) *Diff {
 	}
 	if both(SourceDirshape, "directory shapes (dirshape/shape.json)") {
 		compareDirs(d, a, b)
+	}
+	if both(SourceGoroutines, "the kubelet's goroutines (kubelet/goroutine-debug2.txt)") {
+		add := func(name string, o, n int) {
+			if notable(o, n) {
+				d.Goroutines = append(d.Goroutines, CountChange{name, uint64(o), uint64(n)})
+			}
+		}
+		add("(all)", a.GoroutineTotal, b.GoroutineTotal)
+		for _, f := range unionKeys(a.Goroutines, b.Goroutines) {
+			add(f, a.Goroutines[f], b.Goroutines[f])
+		}
 	}
 	for _, id := range unionKeys(a.Report.Signatures, b.Report.Signatures) {
 		o, n := a.Report.Signatures[id], b.Report.Signatures[id]
@@ -293,6 +307,20 @@ func compareCollection(d *Diff, a, b *Snapshot) {
 		addVersion(rt, a.Runtimes[rt], b.Runtimes[rt])
 	}
 }
+
+// notable reports whether a goroutine count moved enough to say: by at
+// least goroutineMin and by half. A kubelet's goroutines come and go by
+// the dozen between any two dumps; a stuck one piles hundreds on a frame.
+func notable(o, n int) bool {
+	d := n - o
+	if d < 0 {
+		d = -d
+	}
+	return d >= goroutineMin && 2*d >= max(o, n)
+}
+
+// goroutineMin is the least change of a goroutine count reported.
+const goroutineMin = 10
 
 // dirGrowthMin is the least growth of a directory's entries worth
 // reporting (and a tenth of its size before): a busy node's directories

@@ -11,7 +11,7 @@ import (
 // snapshot reads: none may panic, and what they keep stays bounded.
 func FuzzReaders(f *testing.F) {
 	for _, p := range []string{"healthy/mounts/mounts.json", "healthy/processes/tasks.json", "healthy/dirshape/shape.json",
-		"healthy/kubelet/pods.json", "incident003-cephfs-hung/mountprobe/probes.json"} {
+		"healthy/kubelet/pods.json", "incident003-cephfs-hung/kubelet/goroutine-debug2.txt", "incident003-cephfs-hung/mountprobe/probes.json"} {
 		b, err := os.ReadFile(filepath.Join("..", "analyze", "testdata", p))
 		if err != nil {
 			f.Fatal(err)
@@ -23,7 +23,8 @@ func FuzzReaders(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s := &Snapshot{HostMounts: map[string]string{}, ForeignDevices: map[string]string{}, Hung: map[string]bool{},
 			DState: map[string]string{}, Pods: map[string]Pod{}, Containers: map[string]uint32{},
-			Dirs: map[string]uint64{}, Deleting: map[string]uint64{}, Runtimes: map[string]string{}, Seen: map[string]bool{}}
+			Dirs: map[string]uint64{}, Deleting: map[string]uint64{}, Runtimes: map[string]string{}, Seen: map[string]bool{},
+			Goroutines: map[string]int{}}
 		_ = s.readMounts(bytes.NewReader(b))
 		_ = s.readTasks(bytes.NewReader(b))
 		_ = s.readProbes(bytes.NewReader(b))
@@ -33,6 +34,12 @@ func FuzzReaders(f *testing.F) {
 		_ = s.readCRIContainers(bytes.NewReader(b))
 		_ = s.readRuntimeSummary(bytes.NewReader(b))
 		_ = s.readKubeletMetrics(bytes.NewReader(b))
+		if _, err := countGoroutines(bytes.NewReader(b), s.Goroutines); err != nil {
+			t.Fatalf("countGoroutines on a byte slice: %v", err)
+		}
+		if len(s.Goroutines) > maxFrames+1 {
+			t.Fatalf("kept %d frames", len(s.Goroutines))
+		}
 		for _, n := range []int{len(s.HostMounts), len(s.DState), len(s.Pods), len(s.Containers), len(s.Dirs), len(s.Hung)} {
 			if n > maxKept {
 				t.Fatalf("kept %d items, over %d", n, maxKept)

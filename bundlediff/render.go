@@ -95,6 +95,7 @@ func WriteText(w io.Writer, d *Diff, width int) error {
 	t.counts("Largest directories that grew (entries)", d.DirGrowth)
 	t.counts(".deleting~ entries per dirshape root", d.DeletingChange)
 	t.counts("Log signatures (lines, in each bundle's log window)", d.Signatures)
+	t.counts("Kubelet goroutines by first frame outside the standard library", d.Goroutines)
 	if d.BundleStatus != nil || len(d.Collectors) > 0 {
 		t.section("Collection")
 		if d.BundleStatus != nil {

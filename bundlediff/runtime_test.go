@@ -70,3 +70,34 @@ func TestDirshapeGrowth(t *testing.T) {
 		t.Errorf("incident 001 is worse: %v", refs(d.FindingsNew))
 	}
 }
+
+// A kubelet that piles goroutines on one frame says where; a dump that
+// moves by a few does not count.
+func TestKubeletGoroutines(t *testing.T) {
+	dump := func(stuck, idle int) []byte {
+		var b strings.Builder
+		for i := range stuck {
+			fmt.Fprintf(&b, "goroutine %d [syscall, 12 minutes]:\nsyscall.Syscall6(0x106)\n\t/x/asm.s:43 +0x5\n"+
+				"k8s.io/kubernetes/pkg/kubelet.(*Kubelet).getPodVolumePathListFromDisk(0xc000a2c000, {0xc000c4e3f0, 0x24})\n\t/x/kubelet_getters.go:393 +0x2a5\n\n", 100+i)
+		}
+		for i := range idle {
+			fmt.Fprintf(&b, "goroutine %d [select]:\nk8s.io/client-go/tools/cache.(*Reflector).watch(0xc0)\n\t/x/reflector.go:1 +0x1\n\n", 10000+i)
+		}
+		return []byte(b.String())
+	}
+	build := func(stuck, idle int) *bundlediff.Snapshot {
+		files := fixture(t, "healthy")
+		files["kubelet/goroutine-debug2.txt"] = dump(stuck, idle)
+		return load(t, makeBundle(t, files, bundleOpts{}))
+	}
+	quiet := bundlediff.Compare(build(0, 40), build(0, 44))
+	if len(quiet.Goroutines) != 0 {
+		t.Errorf("a few more idle goroutines reported: %+v", quiet.Goroutines)
+	}
+	d := bundlediff.Compare(build(0, 40), build(300, 41))
+	wantHas(t, "goroutines", d.Goroutines, bundlediff.CountChange{Name: "k8s.io/kubernetes/pkg/kubelet.(*Kubelet).getPodVolumePathListFromDisk", Old: 0, New: 300})
+	wantHas(t, "goroutines", d.Goroutines, bundlediff.CountChange{Name: "(all)", Old: 40, New: 341})
+	if len(d.Goroutines) != 2 {
+		t.Errorf("goroutines %+v: want the stuck frame and the total only", d.Goroutines)
+	}
+}

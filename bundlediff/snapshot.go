@@ -67,6 +67,10 @@ type Snapshot struct {
 	// is .deleting~ names per root.
 	Dirs     map[string]uint64 `json:"-"`
 	Deleting map[string]uint64 `json:"-"`
+	// Goroutines counts the kubelet's goroutines (debug=2 dump) by their
+	// first frame outside Go's standard library; GoroutineTotal is all.
+	Goroutines     map[string]int `json:"-"`
+	GoroutineTotal int            `json:"-"`
 	// Seen names the sources the bundle holds (mounts, tasks, pods,
 	// containers, dirshape): a source missing from either bundle is not
 	// compared.
@@ -116,7 +120,7 @@ func Load(ctx context.Context, p string) (*Snapshot, error) {
 		HostMounts: map[string]string{}, ForeignDevices: map[string]string{}, Hung: map[string]bool{},
 		DState: map[string]string{}, Pods: map[string]Pod{}, Containers: map[string]uint32{},
 		Dirs: map[string]uint64{}, Deleting: map[string]uint64{}, Runtimes: map[string]string{},
-		Seen: map[string]bool{}}
+		Seen: map[string]bool{}, Goroutines: map[string]int{}}
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, fmt.Errorf("reading bundle %s: %w", p, err)
@@ -159,7 +163,8 @@ func (s *Snapshot) read(ctx context.Context, r io.Reader) error {
 			e.Name == "mountprobe/probes.json" || e.Name == "dirshape/shape.json" ||
 			e.Name == "kubelet/pods.json" || e.Name == "runtime/summary.json" ||
 			(strings.HasPrefix(e.Name, "runtime/") && (base == "cri-pods.json" || base == "cri-containers.json")) ||
-			(dir == "kubelet/" && strings.HasPrefix(base, "metrics"))
+			(dir == "kubelet/" && strings.HasPrefix(base, "metrics")) ||
+			e.Name == "kubelet/goroutine-debug2.txt"
 		if !want {
 			return nil
 		}
@@ -190,6 +195,10 @@ func (s *Snapshot) read(ctx context.Context, r io.Reader) error {
 			err = readCRIPods(e.Reader, criPods)
 		case base == "cri-containers.json":
 			err = s.readCRIContainers(e.Reader)
+		case e.Name == "kubelet/goroutine-debug2.txt":
+			var n int
+			n, err = countGoroutines(e.Reader, s.Goroutines)
+			s.GoroutineTotal += n
 		case strings.HasPrefix(base, "metrics"):
 			err = s.readKubeletMetrics(e.Reader)
 		}
@@ -234,6 +243,7 @@ const (
 	SourcePods       = "pods"
 	SourceContainers = "containers"
 	SourceDirshape   = "dirshape"
+	SourceGoroutines = "goroutines"
 )
 
 // sourceOf names the source a decoded file provides ("" for none that a
@@ -250,6 +260,8 @@ func sourceOf(name string) string {
 		return SourceDirshape
 	case base == "cri-containers.json":
 		return SourceContainers
+	case name == "kubelet/goroutine-debug2.txt":
+		return SourceGoroutines
 	}
 	return ""
 }
