@@ -26,8 +26,8 @@ the host's mount namespace, the host's mount table (mountpoints added or removed
 filesystem type), tasks in D state, the kubelet's pods (added, removed, phase changed; the
 runtime's pod sandboxes when the kubelet's list is missing), CRI containers restarted,
 dirshape's largest directories that grew and .deleting~ counts, analyze's log signature
-counts, the kubelet's goroutines by first frame outside Go's standard library, collector statuses and bundle completeness, and kernel, kubelet and runtime
-versions. Bundles of two different hosts are compared too, with a warning first.
+counts, the kubelet's goroutines by first frame outside Go's standard library, collector
+statuses and bundle completeness, and kernel, kubelet and runtime versions. Bundles of two different hosts are compared too, with a warning first.
 
 Both bundles are read in bounded streaming passes and refused when validate refuses them
 (unsafe entries, a truncated archive, another schema version, a file whose checksum
