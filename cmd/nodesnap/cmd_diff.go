@@ -27,7 +27,8 @@ filesystem type), tasks in D state, the kubelet's pods (added, removed, phase ch
 runtime's pod sandboxes when the kubelet's list is missing), CRI containers restarted,
 dirshape's largest directories that grew and .deleting~ counts, analyze's log signature
 counts, the kubelet's goroutines by first frame outside Go's standard library, collector
-statuses and bundle completeness, and kernel, kubelet and runtime versions. Bundles of two different hosts are compared too, with a warning first.
+statuses and bundle completeness, and kernel, kubelet and runtime versions. Bundles of two
+different hosts are compared too, with a warning first.
 
 Both bundles are read in bounded streaming passes and refused when validate refuses them
 (unsafe entries, a truncated archive, another schema version, a file whose checksum
