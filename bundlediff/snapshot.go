@@ -1,11 +1,12 @@
 // Package bundlediff compares two nodesnap bundles: what changed on a node
 // between two collections (nodesnap diff).
 //
-// Each bundle is read in two bounded passes through the bundle package's
-// safe readers: analyze's own streaming pass for its findings and log
-// signatures, then one pass that keeps a small Snapshot of the facts a
-// diff compares (mount tables, hung mounts, tasks in D state, pods,
-// containers, directory shapes, collector statuses, versions). Files
+// Each bundle is read in three bounded streaming passes through the bundle
+// package's safe readers: bundle.Validate (a bundle it refuses is
+// refused), analyze's own pass for its findings and log signatures, then
+// one pass that keeps a small Snapshot of the facts a diff compares (mount
+// tables, hung mounts, tasks in D state, pods, containers, directory
+// shapes, the kubelet's goroutines, collector statuses, versions). Files
 // larger than MaxFileBytes are not decoded and the snapshot says so.
 package bundlediff
 
