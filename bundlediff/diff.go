@@ -47,6 +47,10 @@ type Diff struct {
 	DirGrowth      []CountChange `json:"dir_growth"`
 	DeletingChange []CountChange `json:"deleting_changes"`
 	Signatures     []CountChange `json:"log_signatures"`
+	// LogWindowDiffers is set when the bundles' logs reach back over
+	// different spans (--since): signature counts then compare windows of
+	// different lengths.
+	LogWindowDiffers bool `json:"log_window_differs,omitempty"`
 	// Goroutines are the kubelet's goroutine counts by first frame
 	// outside Go's standard library, "(all)" for the total.
 	Goroutines []CountChange `json:"kubelet_goroutines"`
@@ -75,6 +79,8 @@ type Side struct {
 	Kubelet     string            `json:"kubelet_version,omitempty"`
 	Runtimes    map[string]string `json:"runtime_versions,omitempty"`
 	Obfuscated  []string          `json:"obfuscated,omitempty"`
+	// LogWindowSeconds is the collection's --since.
+	LogWindowSeconds float64 `json:"log_window_seconds,omitempty"`
 }
 
 // FindingRef names a finding.
@@ -134,7 +140,7 @@ func (d *Diff) Changed() bool {
 func side(s *Snapshot) Side {
 	return Side{Bundle: s.Path, Hostname: s.Hostname, BootID: s.BootID, CollectedAt: s.Report.CollectedAt,
 		Status: s.Report.BundleStatus, Findings: s.Report.Counts, Kernel: s.Kernel, Kubelet: s.Kubelet,
-		Runtimes: s.Runtimes, Obfuscated: s.Obfuscated}
+		Runtimes: s.Runtimes, Obfuscated: s.Obfuscated, LogWindowSeconds: s.Manifest.Settings.SinceSeconds}
 }
 
 // Compare computes what changed from a to b.
@@ -200,6 +206,7 @@ func Compare(a, b *Snapshot) *Diff {
 			d.Signatures = append(d.Signatures, CountChange{id, uint64(o), uint64(n)})
 		}
 	}
+	d.LogWindowDiffers = d.Old.LogWindowSeconds != d.New.LogWindowSeconds
 	compareCollection(d, a, b)
 	for _, n := range a.Skipped {
 		d.Notes = append(d.Notes, "old bundle: "+n)

@@ -188,7 +188,7 @@ func TestCompareCases(t *testing.T) {
 	base := func() *bundlediff.Snapshot {
 		return &bundlediff.Snapshot{
 			Report:   &analyze.Report{Hostname: "n", Findings: []analyze.Finding{{ID: "x", Subject: "s", Severity: analyze.Info}}},
-			Manifest: &bundle.Manifest{}, Hostname: "n", Kernel: "6.1",
+			Manifest: &bundle.Manifest{Settings: bundle.Settings{SinceSeconds: 3600}}, Hostname: "n", Kernel: "6.1",
 			HostMounts: map[string]string{"/": "ext4"}, ForeignDevices: map[string]string{}, Hung: map[string]bool{},
 			DState: map[string]string{}, Pods: map[string]bundlediff.Pod{"u1": {Namespace: "ns", Name: "p", Phase: "Running"}},
 			Containers: map[string]uint32{"ns/p/c": 0}, Dirs: map[string]uint64{"/var/lib/kubelet/pods": 1000},
@@ -234,6 +234,14 @@ func TestCompareCases(t *testing.T) {
 			func(d *bundlediff.Diff) bool {
 				return len(d.Versions) == 1 && d.Versions[0] == bundlediff.ValueChange{Name: "kernel", Old: "6.1", New: "6.12"}
 			}},
+		{"a longer log window", func(s *bundlediff.Snapshot) {
+			s.Manifest = &bundle.Manifest{Settings: bundle.Settings{SinceSeconds: 86400}}
+			s.Report.Signatures = map[string]int{"teardown-busy": 40}
+		}, false, func(d *bundlediff.Diff) bool {
+			var b strings.Builder
+			_ = bundlediff.WriteText(&b, d, 100)
+			return d.LogWindowDiffers && len(d.Signatures) == 1 && strings.Contains(b.String(), "the log windows differ (--since 1h0m0s and 24h0m0s)")
+		}},
 		{"no task list in the new bundle", func(s *bundlediff.Snapshot) { delete(s.Seen, "tasks"); s.DState = map[string]string{} }, false,
 			func(d *bundlediff.Diff) bool { return len(d.Notes) == 1 && len(d.DStateGone) == 0 }},
 	}

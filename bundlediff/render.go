@@ -95,6 +95,10 @@ func WriteText(w io.Writer, d *Diff, width int) error {
 	t.counts("Largest directories that grew (entries)", d.DirGrowth)
 	t.counts(".deleting~ entries per dirshape root", d.DeletingChange)
 	t.counts("Log signatures (lines, in each bundle's log window)", d.Signatures)
+	if len(d.Signatures) > 0 && d.LogWindowDiffers {
+		t.item("note: the log windows differ (--since %s and %s): counts are not per the same span",
+			window(d.Old.LogWindowSeconds), window(d.New.LogWindowSeconds))
+	}
 	t.counts("Kubelet goroutines by first frame outside the standard library", d.Goroutines)
 	if d.BundleStatus != nil || len(d.Collectors) > 0 {
 		t.section("Collection")
@@ -215,6 +219,13 @@ func stamp(t time.Time) string {
 		return "unknown time"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+func window(sec float64) string {
+	if sec <= 0 {
+		return "unset"
+	}
+	return (time.Duration(sec) * time.Second).String()
 }
 
 func subj(s string) string {
