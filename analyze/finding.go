@@ -109,6 +109,10 @@ type Report struct {
 	// Counts are the findings per severity.
 	Counts   map[string]int `json:"counts"`
 	Findings []Finding      `json:"findings"`
+	// Signatures counts the log lines of each signature of analyze's
+	// catalogue (kubelet, runtime and kernel logs; `nodesnap diff`
+	// compares them).
+	Signatures map[string]int `json:"signatures,omitempty"`
 	// FilesRead counts the bundle's entries; BytesRead their bytes.
 	FilesRead int   `json:"files_read"`
 	BytesRead int64 `json:"bytes_read"`

@@ -359,6 +359,14 @@ func (st *state) report() *Report {
 	for _, f := range st.findings {
 		rep.Counts[f.Severity.String()]++
 	}
+	for id, s := range st.logs.sigs {
+		if s.Count > 0 {
+			if rep.Signatures == nil {
+				rep.Signatures = map[string]int{}
+			}
+			rep.Signatures[id] = s.Count
+		}
+	}
 	return rep
 }
 

@@ -47,6 +47,7 @@ with a deadline.
 		newCollectCommand(),
 		newCollectorsCommand(),
 		newBundleCatCommand(),
+		newDiffCommand(),
 		newDocsCommand(),
 		newHoldCommand(),
 		newInspectCommand(),
