@@ -21,8 +21,8 @@ import (
 // answers (a collector timeout below the probe deadline), as with many
 // hung mounts ahead of it: analyze says the mount was not probed and
 // shows what the bundle holds instead, a thread of a process named
-// kubelet asleep in request_wait_answer and dirshape's own timeout on
-// the same path; nothing claims that no mount hung.
+// kubelet asleep in request_wait_answer; nothing claims that no mount
+// hung.
 func TestRealNotProbedPodVolume(t *testing.T) {
 	testkit.RequireFUSE(t)
 	testkit.RequireTool(t, "stat")
@@ -43,20 +43,14 @@ func TestRealNotProbedPodVolume(t *testing.T) {
 	t.Cleanup(func() { _ = victim.Process.Kill() })
 	vol.WaitBlocked(1, 10*time.Second)
 
-	spec, _ := collectors.Lookup("dirshape")
-	o := spec.Options.(*collectors.DirShapeOptions)
-	saved := *o
-	t.Cleanup(func() { *o = saved })
-	o.Roots = nil
-	// dirshape's own scan budget, short: its scan of the pod's volume
-	// times out (its evidence) well before the collectors' deadline,
-	// while mountprobe's probe deadline (ProbeTimeout below) is longer
-	// than that deadline, as when many hung mounts are ahead of it: the
-	// volume is deterministically "not probed".
-	o.MaxTime = 300 * time.Millisecond
+	// mountprobe's probe deadline (ProbeTimeout) is longer than the
+	// collectors' deadline, as when many hung mounts are ahead of it: the
+	// volume is deterministically "not probed". (dirshape's own timeout on
+	// the path is not part of this run: whether its scan reaches the
+	// volume before its budget ends depends on the machine's load.)
 	r := collectWith(t, supervisor.Options{CollectorTimeout: 1400 * time.Millisecond,
 		Common: collectors.Common{Root: root, Proc: "/proc", Sys: "/sys", ProbeTimeout: 5 * time.Second}},
-		"processes", "mountprobe", "dirshape")
+		"processes", "mountprobe")
 	var f analyze.Finding
 	for _, g := range findings(r, "mount-not-probed") {
 		if strings.Contains(g.Summary, vol.Mountpoint()) {
@@ -69,9 +63,9 @@ func TestRealNotProbedPodVolume(t *testing.T) {
 	if f.Severity != analyze.Critical {
 		t.Errorf("severity %s", f.Severity)
 	}
-	wantIn(t, "summary", f.Summary, "not probed", "dirshape", "fuse.ceph-fuse code")
+	wantIn(t, "summary", f.Summary, "not probed", "fuse.ceph-fuse code")
 	wantIn(t, "explanation", f.Explanation, fmt.Sprintf("kubelet[%d]", victim.Process.Pid), "request_wait_answer", "cleanupOrphanedPodDirs")
-	wantIn(t, "evidence", evidenceText(f), "dirshape/shape.json", "\"status\":\"hung\"", "processes/tasks.json", "\"result\":\"unfinished\"")
+	wantIn(t, "evidence", evidenceText(f), "processes/tasks.json", "\"result\":\"unfinished\"")
 	wantIn(t, "remediation", strings.Join(f.Remediation, "\n"), "mount -t fusectl none /sys/fs/fuse/connections;", fmt.Sprintf("/%d/abort", vol.ConnID()))
 	for _, g := range r.Findings {
 		if strings.Contains(g.Explanation, "No probed mount hung, so") {
