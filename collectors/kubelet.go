@@ -229,7 +229,8 @@ type kubeletRun struct {
 	hzBase   *url.URL
 	maxBytes int64
 	// pool is what the collector's cap leaves for answers once its own
-	// record is set aside (-1: no cap); each answer reserves from it.
+	// record is set aside (-1: no cap); answers take from it as they are
+	// written (poolWriter).
 	poolMu sync.Mutex
 	pool   int64
 
@@ -580,45 +581,39 @@ func (k *kubeletRun) excerpt(r io.Reader) string {
 // save writes an answer into the bundle; it returns how many bytes came,
 // whether the answer was cut by a size cap, and whether a file was kept.
 func (k *kubeletRun) save(ep kubeletEndpoint, body io.Reader) (n int64, truncated, kept bool, err error) {
-	// Each answer reserves its bytes from what the collector's cap leaves
-	// once its own record (requests.json, the notes) is set aside, and
-	// gives back what it did not use: a flooding kubelet fills the data,
-	// never the record, however many answers arrive at once.
-	limit := k.reserve(k.maxBytes)
-	if limit <= 0 {
-		return 0, true, false, errors.New("not kept: the collector's size cap was reached by the kubelet's other answers")
-	}
-	var f *File
-	defer func() {
-		used := int64(0)
-		if f != nil {
-			used = f.Written()
-		}
-		k.release(limit - used)
-	}()
-	n, truncated, f, err = k.saveWithin(ep, body, limit)
+	n, truncated, f, err := k.saveWithin(ep, body, k.maxBytes)
 	return n, truncated, f != nil, err
 }
 
-// reserve takes up to want bytes of the pool.
-func (k *kubeletRun) reserve(want int64) int64 {
-	k.poolMu.Lock()
-	defer k.poolMu.Unlock()
-	if k.pool < 0 {
-		return want
-	}
-	got := min(want, k.pool)
-	k.pool -= got
-	return got
+// poolWriter takes each write's bytes from the pool: what the collector's
+// cap leaves once its own record (requests.json, the notes) is set aside.
+// Answers arriving at once share it as they write, first come first
+// served; past it the rest of an answer is dropped and the answer marked
+// cut, so a flooding kubelet fills the data, never the record.
+type poolWriter struct {
+	k   *kubeletRun
+	w   io.Writer
+	cut bool
 }
 
-// release gives unused bytes back to the pool.
-func (k *kubeletRun) release(n int64) {
-	k.poolMu.Lock()
-	defer k.poolMu.Unlock()
-	if k.pool >= 0 && n > 0 {
-		k.pool += n
+func (p *poolWriter) Write(b []byte) (int, error) {
+	take := int64(len(b))
+	p.k.poolMu.Lock()
+	if p.k.pool >= 0 {
+		take = min(take, p.k.pool)
+		p.k.pool -= take
 	}
+	p.k.poolMu.Unlock()
+	if take < int64(len(b)) {
+		p.cut = true
+	}
+	if take > 0 {
+		if _, err := p.w.Write(b[:take]); err != nil {
+			return 0, err
+		}
+	}
+	// Dropped bytes are "written": the producer is not broken mid-stream.
+	return len(b), nil
 }
 
 func (k *kubeletRun) saveWithin(ep kubeletEndpoint, body io.Reader, limit int64) (int64, bool, *File, error) {
@@ -660,7 +655,8 @@ func (k *kubeletRun) saveWithin(ep kubeletEndpoint, body io.Reader, limit int64)
 		if err != nil {
 			return lr.n, false, nil, err
 		}
-		sw := newKubeletScrubber(f, k.token)
+		pw := &poolWriter{k: k, w: f}
+		sw := newKubeletScrubber(pw, k.token)
 		_, werr := sw.Write(out)
 		if cerr := sw.Close(); werr == nil {
 			werr = cerr
@@ -668,7 +664,7 @@ func (k *kubeletRun) saveWithin(ep kubeletEndpoint, body io.Reader, limit int64)
 		if cerr := f.Close(); werr == nil {
 			werr = cerr
 		}
-		return lr.n, f.Truncated() || lr.n > limit, f, werr
+		return lr.n, f.Truncated() || pw.cut || lr.n > limit, f, werr
 	}
 	return k.stream(ep, lr, lr, limit)
 }
@@ -694,10 +690,11 @@ func (k *kubeletRun) stream(ep kubeletEndpoint, src io.Reader, lr *kubeletCounti
 	if err != nil {
 		return 0, false, nil, err
 	}
-	var w io.Writer = f
+	pw := &poolWriter{k: k, w: f}
+	var w io.Writer = pw
 	var sw *kubeletScrubber
 	if !ep.binary {
-		sw = newKubeletScrubber(f, k.token)
+		sw = newKubeletScrubber(pw, k.token)
 		w = sw
 	}
 	var head *isolate.HeadBuffer
@@ -717,7 +714,7 @@ func (k *kubeletRun) stream(ep kubeletEndpoint, src io.Reader, lr *kubeletCounti
 	if cerr := f.Close(); rerr == nil {
 		rerr = cerr
 	}
-	return lr.n, f.Truncated() || lr.n > limit, f, rerr
+	return lr.n, f.Truncated() || pw.cut || lr.n > limit, f, rerr
 }
 
 // noteFailingChecks puts healthz's failing checks ("[-]syncloop failed")
