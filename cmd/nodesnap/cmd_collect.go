@@ -58,6 +58,9 @@ type collectOptions struct {
 	hostOutputDir string
 }
 
+// AllowNonRootEnv, set to 1, is --allow-non-root.
+const AllowNonRootEnv = "NODESNAP_ALLOW_NON_ROOT"
+
 // Defaults of the unattended-run flags.
 const (
 	defaultLockWait = 10 * time.Second
@@ -151,7 +154,7 @@ is the bundle's path on the node.
 	f.BoolVar(&o.noBinary, "no-binary", false, "leave out artifacts that cannot be redacted (pprof protobufs)")
 	o.redaction.register(f)
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the bundle's path (and errors, and what the bundle is missing)")
-	f.BoolVar(&o.allowNonRoot, "allow-non-root", false, "collect even when not running as root (by default such a run is refused: much evidence needs root); the bundle is partial and says so")
+	f.BoolVar(&o.allowNonRoot, "allow-non-root", os.Getenv(AllowNonRootEnv) == "1", "collect even when not running as root (by default such a run is refused: much evidence needs root); the bundle is partial and says so (or $"+AllowNonRootEnv+"=1)")
 	f.IntVar(&o.keep, "keep", 0, "after a complete run, keep only the newest N bundles of this host in the output directory (0: keep all)")
 	f.DurationVar(&o.lockWait, "lock-wait", defaultLockWait, "how long to wait for another run collecting into the same output directory before giving up (exit status 4)")
 	f.Var(&o.minFree, "min-free", "refuse to start when the output filesystem has less than this available (0: no check; unless given, never more than --max-bundle-size)")
