@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -9,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/internal/testkit"
 )
 
 // analyzeFindings runs nodesnap analyze --json on a bundle and returns
@@ -156,5 +160,53 @@ func TestCollectInterruptIsNotHung(t *testing.T) {
 	if s := missingFinding(t, p, "interrupt"); !strings.Contains(s, "SIGINT") {
 		t.Errorf("interrupt finding: %q", s)
 	}
-	_ = filepath.Base(p)
+}
+
+// Incident 001's volume: a Docker (or Podman) volume that is a mount of
+// its own is scanned by dirshape by default, as a pod volume is, so that
+// its subdirectories are counted rather than hidden behind the mount.
+func TestCollectScansRuntimeVolumeMounts(t *testing.T) {
+	testkit.RequireRoot(t)
+	root := t.TempDir()
+	vols := map[string]int{
+		"/var/lib/docker/volumes/big/_data":                300,
+		"/var/lib/containers/storage/volumes/pgdata/_data": 20,
+	}
+	for p, n := range vols {
+		dir := filepath.Join(root, p)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mnt := testkit.MountTmpfs(t, dir)
+		for i := 0; i < n; i++ {
+			if err := os.Mkdir(filepath.Join(mnt, fmt.Sprintf("d%05d", i)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out := t.TempDir()
+	r := runNodesnap(t, time.Minute, nil, "collect", "-q", "-o", out, "--only", "dirshape", "--root", root, "--proc", "/proc", "--sys", "/sys", "--timeout", "30s", "--min-free", "0")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\nstderr:\n%s", r.code, r.stderr)
+	}
+	c := mustValidate(t, bundlePath(t, out))
+	var rep collectors.DirShapeReport
+	if err := json.Unmarshal(c.Files["dirshape/shape.json"], &rep); err != nil {
+		t.Fatalf("dirshape/shape.json: %v", err)
+	}
+	for p, n := range vols {
+		var got *collectors.DirShapeRoot
+		for i := range rep.Roots {
+			if rep.Roots[i].Path == p {
+				got = &rep.Roots[i]
+			}
+		}
+		if got == nil {
+			t.Errorf("the volume mount %s was not scanned; roots: %d", p, len(rep.Roots))
+			continue
+		}
+		if got.Kind != "volume_mount" || !got.Complete || got.Entries != uint64(n) || got.FSType != "tmpfs" {
+			t.Errorf("%s: kind %s complete %v entries %d fstype %s; want volume_mount, complete, %d entries, tmpfs", p, got.Kind, got.Complete, got.Entries, got.FSType, n)
+		}
+	}
 }
