@@ -77,6 +77,21 @@ func TestCollectSizeCapIsPartial(t *testing.T) {
 	if s := missingFinding(t, p, "size-cap"); !strings.Contains(s, "test-bigfile/big.txt") || !strings.Contains(s, "102400") {
 		t.Errorf("size-cap finding does not say what and why: %q", s)
 	}
+
+	// --output json says it too, in "missing".
+	r = runNodesnap(t, time.Minute, []string{"NODESNAP_TEST_BIG_BYTES=307200"},
+		"collect", "--output", "json", "-o", t.TempDir(), "--only", "host,test-bigfile", "--timeout", "30s", "--max-bundle-size", "100KiB", "--min-free", "0")
+	var res struct {
+		Status     string   `json:"status"`
+		Missing    []string `json:"missing"`
+		ExitStatus int      `json:"exit_status"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("--output json: %v\n%s", err, r.stdout)
+	}
+	if res.Status != "partial" || res.ExitStatus != exitPartial || !strings.Contains(strings.Join(res.Missing, "\n"), "size cap") {
+		t.Errorf("--output json: status %s, exit_status %d, missing %q", res.Status, res.ExitStatus, res.Missing)
+	}
 }
 
 // A --timeout too short for the collectors: each one it cut says "cut by
