@@ -28,3 +28,19 @@ func TestDsIsRuntimeVolume(t *testing.T) {
 		}
 	}
 }
+
+// Mountpoints come from the host's mount table, which any user who can
+// mount (a FUSE daemon, a container) writes: no panic, and a volume is
+// only ever found below its root.
+func FuzzDsIsRuntimeVolume(f *testing.F) {
+	f.Add("/var/lib/docker/volumes", "big/_data")
+	f.Add("/var/lib/nerdctl/x", "volumes/default/v/_data")
+	f.Add("/", "volumes/a/_data")
+	f.Add("", "_data/../volumes")
+	f.Fuzz(func(t *testing.T, root, rel string) {
+		got := dsIsRuntimeVolume(root, rel)
+		if rel == "" && got {
+			t.Errorf("root %q alone read as a volume", root)
+		}
+	})
+}
