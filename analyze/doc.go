@@ -47,5 +47,6 @@
 //	decoded-command-output              a log line's byte-array command output, decoded
 //	unreadable-evidence                 a collector file that could not be decoded
 //	evidence-incomplete                 collectors that timed out, failed or were interrupted
+//	evidence-missing                    evidence the run left out: the size cap, --timeout, an interrupt, no root
 //	analyze-internal-error              a rule that failed (a bug)
 package analyze

@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
 )
@@ -14,6 +15,7 @@ import (
 const (
 	idUnreadable = "unreadable-evidence"
 	idIncomplete = "evidence-incomplete"
+	idMissing    = "evidence-missing"
 )
 
 func ruleBundle(st *state) {
@@ -34,6 +36,7 @@ func ruleBundle(st *state) {
 	if m == nil {
 		return
 	}
+	ruleEvidenceMissing(st, m)
 	var bad []string
 	var recs []bundle.CollectorResult
 	for _, c := range m.Collectors {
@@ -68,4 +71,79 @@ func ruleBundle(st *state) {
 		Evidence:    []Evidence{{Path: "manifest.json", What: "the collectors' statuses, errors and hang evidence", Record: recs}},
 		Remediation: []string{"Read the collectors' errors (nodesnap inspect <bundle>); collect again with a longer --timeout if they ran out of time."},
 	})
+}
+
+// ruleEvidenceMissing says, a finding per cause, what the run itself left
+// out of the bundle: files past the size cap, collectors cut by the global
+// --timeout, an interrupt, a run without root.
+func ruleEvidenceMissing(st *state, m *bundle.Manifest) {
+	var capped []string
+	var capRec []bundle.Omitted
+	for _, o := range m.Omitted {
+		if strings.Contains(o.Reason, "size cap") {
+			capped = append(capped, o.Path)
+			if len(capRec) < 20 {
+				capRec = append(capRec, o)
+			}
+		}
+	}
+	if len(capped) > 0 {
+		st.add(Finding{
+			ID: idMissing, Severity: Info, Title: "Evidence left out: the bundle size cap was reached",
+			Subject: "size-cap",
+			Summary: fmt.Sprintf("%s left out of the bundle by --max-bundle-size (%d bytes): %s",
+				plural(len(capped), "file", "files"), m.Settings.MaxBundleBytes, listOf(capped, 3)),
+			Explanation: "The run reached its cap on the bundle's size and left these files out. The rules that read them had nothing to read: " +
+				"a finding absent from this report is not proof that all is well there.",
+			Evidence:    []Evidence{{Path: "manifest.json", What: "omitted", Record: capRec}},
+			Remediation: []string{"Collect again with a larger --max-bundle-size (or --only the collectors that matter)."},
+		})
+	}
+	var cut []string
+	var cutRec []bundle.CollectorResult
+	for _, c := range m.Collectors {
+		if strings.HasPrefix(c.Error, "cut by --timeout") {
+			cut = append(cut, c.Name+" "+c.Status)
+			rc := c
+			rc.Files = nil
+			cutRec = append(cutRec, rc)
+		}
+	}
+	if len(cut) > 0 {
+		st.add(Finding{
+			ID: idMissing, Severity: Info, Title: "Evidence missing: collectors cut by --timeout",
+			Subject: "timeout",
+			Summary: fmt.Sprintf("the run's global deadline (--timeout %s) cut %s: %s",
+				time.Duration(m.Settings.TimeoutSeconds*float64(time.Second)), plural(len(cut), "collector", "collectors"), listOf(cut, 4)),
+			Explanation: "These collectors did not get the time they needed: the run's global deadline ended them, or came before they could start. " +
+				"What they would have collected is missing; what they said about the node after the cut is not evidence.",
+			Evidence:    []Evidence{{Path: "manifest.json", What: "the cut collectors", Record: cutRec}},
+			Remediation: []string{"Collect again with a longer --timeout (the default is 2m)."},
+		})
+	}
+	if m.Interrupted != nil {
+		st.add(Finding{
+			ID: idMissing, Severity: Info, Title: "Evidence missing: collection was interrupted",
+			Subject: "interrupt",
+			Summary: "collection was interrupted by " + m.Interrupted.Signal + " at " + m.Interrupted.At.Format(time.RFC3339) + "; collectors still running were stopped, later ones never ran",
+			Explanation: "Someone (or something: a Job's deadline, systemd) stopped the run. The bundle holds what was gathered until then; " +
+				"a collector marked interrupted was not hung.",
+			Evidence:    []Evidence{{Path: "manifest.json", What: "interrupted", Record: m.Interrupted}},
+			Remediation: []string{"Collect again and let it finish (it ends within --timeout whatever the node's state)."},
+		})
+	}
+	for _, w := range m.Warnings {
+		if !strings.Contains(w, "not root") {
+			continue
+		}
+		st.add(Finding{
+			ID: idMissing, Severity: Info, Title: "Evidence missing: nodesnap did not run as root",
+			Subject: "not-root",
+			Summary: shorten(w, 200),
+			Explanation: "The run was allowed without root (--allow-non-root). Files only root can read were not collected: other users' " +
+				"processes, kernel stacks, mount namespaces, root-only logs. Rules that need them could not check.",
+			Evidence:    []Evidence{{Path: "manifest.json", What: "warnings", Record: w}},
+			Remediation: []string{"Collect again as root: sudo nodesnap collect."},
+		})
+	}
 }

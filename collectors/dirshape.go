@@ -27,7 +27,8 @@ const opDirShapeScan = "dirshape.scan"
 
 // DirShapeDefaultRoots are scanned when no --dirshape-root is given: the
 // kubelet's pod and plugin directories (and, with VolumeMounts, each pod
-// volume that is a mount of its own), the container runtimes' volume and
+// or container-runtime volume that is a mount of its own), the container
+// runtimes' volume and
 // state directories, and the state directories of common CSI drivers and
 // local-volume provisioners. Roots that do not exist are reported absent.
 var DirShapeDefaultRoots = []string{
@@ -59,7 +60,9 @@ type DirShapeOptions struct {
 	// own root. Without it no scan enters another mount.
 	CrossMounts bool `json:"cross_mounts"`
 	// VolumeMounts scans each mount under the kubelet's
-	// pods/<uid>/volumes/<plugin>/<volume> as its own root.
+	// pods/<uid>/volumes/<plugin>/<volume>, and each Docker, Podman or
+	// nerdctl (containerd) volume's _data that is a mount of its own (a
+	// local-driver volume on a device), as its own root.
 	VolumeMounts bool `json:"volume_mounts"`
 }
 
@@ -83,7 +86,7 @@ func init() {
 			fs.DurationVar(&dirshapeOpts.MaxTime, "dirshape-max-time", dirshapeOpts.MaxTime, "dirshape: stop scanning a root after this long (its counts are then lower bounds)")
 			fs.IntVar(&dirshapeOpts.Top, "dirshape-top", dirshapeOpts.Top, "dirshape: how many of the largest directories to report per root")
 			fs.BoolVar(&dirshapeOpts.CrossMounts, "dirshape-cross-mounts", dirshapeOpts.CrossMounts, "dirshape: also scan the other mounts under each root (each as its own root; hung mounts are never entered)")
-			fs.BoolVar(&dirshapeOpts.VolumeMounts, "dirshape-volume-mounts", dirshapeOpts.VolumeMounts, "dirshape: scan each pod volume that is a mount of its own")
+			fs.BoolVar(&dirshapeOpts.VolumeMounts, "dirshape-volume-mounts", dirshapeOpts.VolumeMounts, "dirshape: scan each pod volume, and each Docker/Podman/containerd volume, that is a mount of its own")
 		},
 		Run: collectDirshape,
 	})
@@ -1125,7 +1128,7 @@ func (c *dsCollector) units(roots []string) []*dsUnit {
 			}
 			kind := ""
 			switch {
-			case c.opts.VolumeMounts && dsIsPodVolume(rs, rel):
+			case c.opts.VolumeMounts && (dsIsPodVolume(rs, rel) || dsIsRuntimeVolume(rs, rel)):
 				kind = "volume_mount"
 			case c.opts.CrossMounts:
 				kind = "mount"
@@ -1155,6 +1158,26 @@ func dsIsPodVolume(root, rel string) bool {
 		parts = parts[1:]
 	}
 	return len(parts) >= 4 && parts[1] == "volumes"
+}
+
+// dsIsRuntimeVolume reports whether rel, a mountpoint relative to root, is
+// a container runtime's named volume (or below one): the _data directory
+// of volumes/<name>/_data (Docker: /var/lib/docker/volumes, Podman:
+// /var/lib/containers/storage/volumes) or volumes/<namespace>/<name>/_data
+// (nerdctl, containerd's Docker-like CLI). A local-driver volume created
+// with a device (docker volume create -o device=...) is mounted there.
+func dsIsRuntimeVolume(root, rel string) bool {
+	parts := strings.Split(strings.Trim(path.Join(root, rel), "/"), "/")
+	start := len(strings.Split(strings.Trim(root, "/"), "/"))
+	for i := start; i < len(parts); i++ {
+		if parts[i] != "_data" {
+			continue
+		}
+		if (i >= 2 && parts[i-2] == "volumes") || (i >= 3 && parts[i-3] == "volumes") {
+			return true
+		}
+	}
+	return false
 }
 
 // mountOf returns the mount holding p (as nodesnap sees it).

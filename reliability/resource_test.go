@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,8 +63,9 @@ func TestOutputDirectoryReadOnly(t *testing.T) {
 	record(o)
 }
 
-// As an unprivileged user: a partial bundle that says it was not run as
-// root, with the permission errors recorded.
+// As an unprivileged user: refused by default (exit 2, nothing written);
+// with --allow-non-root a partial bundle that says it was not run as root,
+// at the end of the output even with -q and as an analyze finding.
 func TestNotRoot(t *testing.T) {
 	testkit.RequireRoot(t) // to switch to nobody
 	n := newNode(t)
@@ -81,10 +83,21 @@ func TestNotRoot(t *testing.T) {
 			}
 		}
 	}
-	r := runAs(t, 65534, bin, n.args(out)...)
+	refused := runAs(t, 65534, bin, n.args(out)...)
+	if refused.code != 2 || !strings.Contains(refused.stderr, "needs root") || !strings.Contains(refused.stderr, "--allow-non-root") {
+		t.Errorf("without --allow-non-root: exit %d, want 2 (refused) with a message naming the flag\nstderr:\n%s", refused.code, refused.stderr)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Errorf("a refused run left %d file(s) in the output directory", len(ents))
+	}
+	r := runAs(t, 65534, bin, n.args(out, "--allow-non-root")...)
 	o := outcome{fault: "not root (uid 65534)"}
 	if r.code != 3 {
 		t.Errorf("exit %d, want 3 (partial)\nstderr:\n%s", r.code, r.stderr)
+	}
+	// n.args has -q: the caveat is still the end of the output.
+	if !strings.Contains(r.stderr, "warning: nodesnap ran as uid 65534, not root") {
+		t.Errorf("-q output does not say the run was not root:\n%s", r.stderr)
 	}
 	c, co := checkOutput(t, out, false, nil)
 	o.valid = co.valid
@@ -94,6 +107,16 @@ func TestNotRoot(t *testing.T) {
 		}
 		if c.Manifest.Status != "partial" {
 			t.Errorf("status %s, want partial", c.Manifest.Status)
+		}
+		ents, _ := os.ReadDir(out)
+		for _, e := range ents {
+			if !strings.HasSuffix(e.Name(), ".tar.gz") {
+				continue
+			}
+			a := nodesnap(t, time.Minute, nil, "analyze", "--json", filepath.Join(out, e.Name()))
+			if !strings.Contains(a.stdout, `"id": "evidence-missing"`) || !strings.Contains(a.stdout, `"subject": "not-root"`) {
+				t.Errorf("analyze has no evidence-missing finding about the run without root:\n%s", a.stdout)
+			}
 		}
 	}
 	o.failed = t.Failed()

@@ -127,6 +127,10 @@ type collectorRun struct {
 	res     bundle.CollectorResult
 	records map[string]*collectors.FileRecord
 	done    chan struct{}
+	// cut is set when the run's global deadline (--timeout), not the
+	// collector's own, ended it or kept it from starting: evidence lost
+	// that the bundle must call partial.
+	cut bool
 }
 
 // Run collects and writes one bundle.
@@ -404,7 +408,8 @@ func (r *run) schedule(specs []*collectors.Spec) {
 			defer func() { <-sem }()
 			if time.Until(r.collectD) <= 0 {
 				cr.res.Status = bundle.StatusSkipped
-				cr.res.Error = "the global deadline was reached before it could start"
+				cr.res.Error = fmt.Sprintf("cut by --timeout %s: the run's deadline was reached before it could start", r.opts.Timeout)
+				cr.cut = true
 				return
 			}
 			r.runOne(cr)
@@ -435,7 +440,11 @@ func (r *run) runOne(cr *collectorRun) {
 	started := time.Now()
 	deadline := started.Add(timeout)
 	hardStop := deadline.Add(childGrace)
+	// clamped: the run's global deadline comes before the collector's
+	// own; what ends it then is --timeout, whatever the collector says.
+	clamped := false
 	if hardStop.After(r.collectD) {
+		clamped = true
 		hardStop = r.collectD
 		deadline = r.collectD.Add(-childGrace)
 	}
@@ -546,6 +555,10 @@ func (r *run) runOne(cr *collectorRun) {
 		}
 	case reason == "stopped":
 		cr.res.Status = bundle.StatusError
+		// Where it was when the signal came: not a hang, and marked so.
+		if killed != nil {
+			killed.Phase = "interrupted"
+		}
 		cr.res.HangEvidence = killed
 		cr.res.Error = r.stopReason("while it was running; what it wrote so far is kept")
 	case d != nil:
@@ -568,6 +581,22 @@ func (r *run) runOne(cr *collectorRun) {
 	}
 	if cr.res.Status == "" {
 		cr.res.Status = bundle.StatusError
+	}
+	if clamped && reason != "stopped" && (cr.res.Status != bundle.StatusOK || len(cr.res.HungItems) > 0) && cutShort(started, deadline, time.Now()) {
+		// The global deadline left it too little time, or ended it: what
+		// it said about itself ("no journald", "no answer", an item
+		// "hung") is a symptom of the cut, not the cause. Its words are
+		// kept as a note.
+		if cr.res.Error != "" {
+			cr.res.Notes = append(cr.res.Notes, "its own report after the cut: "+r.redactString(cr.res.Error))
+		}
+		cr.res.Status = bundle.StatusTimeout
+		cr.res.Error = fmt.Sprintf("cut by --timeout %s: the run's deadline left it %s of its own %s; what it wrote so far is kept",
+			r.opts.Timeout, max(deadline.Sub(started), 0).Round(time.Millisecond), timeout)
+		cr.cut = true
+		if killed != nil {
+			killed.Phase = "cut"
+		}
 	}
 	cr.res.MaxRSSKiB = child.MaxRSSKiB()
 	if d != nil && d.PeakRSSKiB > 0 {
@@ -736,6 +765,8 @@ func (r *run) manifest(specs []*collectors.Spec, h hashResp) *bundle.Manifest {
 	r.mu.Unlock()
 
 	var total int64
+	var capped []string
+	var cut []string
 	partial := m.Interrupted != nil
 	for _, s := range specs {
 		cr := r.results[s.Name]
@@ -743,6 +774,11 @@ func (r *run) manifest(specs []*collectors.Spec, h hashResp) *bundle.Manifest {
 		case bundle.StatusTimeout, bundle.StatusError, bundle.StatusPartial:
 			partial = true
 		}
+		if cr.cut {
+			partial = true
+			cut = append(cut, s.Name)
+		}
+		cappedHere := 0
 		found := map[string]bool{}
 		for _, hf := range h.Files[s.Name] {
 			rel, size, sum := hf.Rel, hf.Size, hf.SHA256
@@ -750,6 +786,8 @@ func (r *run) manifest(specs []*collectors.Spec, h hashResp) *bundle.Manifest {
 			p := s.Name + "/" + rel
 			if r.opts.MaxBundleBytes > 0 && total+size > r.opts.MaxBundleBytes {
 				m.Omitted = append(m.Omitted, bundle.Omitted{Path: p, Reason: fmt.Sprintf("the bundle size cap (%d bytes) was reached", r.opts.MaxBundleBytes)})
+				capped = append(capped, p)
+				cappedHere++
 				continue
 			}
 			total += size
@@ -782,6 +820,18 @@ func (r *run) manifest(specs []*collectors.Spec, h hashResp) *bundle.Manifest {
 				m.Omitted = append(m.Omitted, bundle.Omitted{Path: s.Name + "/" + rel, Reason: "written by the collector, but gone from the staging directory when the bundle was written (the output directory was removed or changed during the run)"})
 			}
 		}
+		if cappedHere > 0 {
+			partial = true
+			if cr.res.Status == bundle.StatusOK {
+				cr.res.Status = bundle.StatusPartial
+			}
+			msg := fmt.Sprintf("%d file(s) it wrote were left out: the bundle size cap (--max-bundle-size %d bytes) was reached", cappedHere, r.opts.MaxBundleBytes)
+			if cr.res.Error == "" {
+				cr.res.Error = msg
+			} else {
+				cr.res.Error += "; " + msg
+			}
+		}
 		if len(vanished) > 0 {
 			sort.Strings(vanished)
 			partial = true
@@ -804,6 +854,13 @@ func (r *run) manifest(specs []*collectors.Spec, h hashResp) *bundle.Manifest {
 		res.LargestChildMaxRSSKiB = max(res.LargestChildMaxRSSKiB, c.MaxRSSKiB)
 	}
 	m.Resources = res
+	if len(capped) > 0 {
+		sort.Strings(capped)
+		m.Warnings = append(m.Warnings, fmt.Sprintf("the bundle size cap (--max-bundle-size %d bytes) was reached: %d file(s) were left out, first %s (the manifest's omitted list names them all)", r.opts.MaxBundleBytes, len(capped), capped[0]))
+	}
+	if len(cut) > 0 {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("cut by --timeout %s: %s did not get the time they needed; collect again with a longer --timeout", r.opts.Timeout, strings.Join(cut, ", ")))
+	}
 	if uid := os.Geteuid(); uid != 0 {
 		m.Warnings = append(m.Warnings, fmt.Sprintf("nodesnap ran as uid %d, not root: other users' process files, kernel stacks, mount namespaces and root-only logs could not be read, so evidence is missing", uid))
 		partial = true
@@ -817,6 +874,13 @@ func (r *run) manifest(specs []*collectors.Spec, h hashResp) *bundle.Manifest {
 		m.Status = "partial"
 	}
 	return m
+}
+
+// cutShort tells whether a collector whose deadline the run's global
+// deadline clamped was cut by it: it was given less than a second, or it
+// ended at (or near) that deadline.
+func cutShort(started, deadline, ended time.Time) bool {
+	return deadline.Sub(started) < time.Second || !ended.Before(deadline.Add(-200*time.Millisecond))
 }
 
 func firstLine(s string) string {

@@ -50,10 +50,16 @@ type collectOptions struct {
 	// exitZeroIfWritten makes statuses 3 and 5 (a bundle was written)
 	// exit 0, for a Kubernetes init container.
 	exitZeroIfWritten bool
+	// allowNonRoot lets a run go ahead without root, with the evidence
+	// only root can read missing (and said so).
+	allowNonRoot bool
 	// hostOutputDir is the output directory as the host sees it, when
 	// nodesnap runs in a container with a hostPath mounted at -o.
 	hostOutputDir string
 }
+
+// AllowNonRootEnv, set to 1, is --allow-non-root.
+const AllowNonRootEnv = "NODESNAP_ALLOW_NON_ROOT"
 
 // Defaults of the unattended-run flags.
 const (
@@ -147,7 +153,8 @@ is the bundle's path on the node.
 	f.IntVar(&o.workers, "workers", supervisor.DefaultWorkers, "isolated worker processes per collector for risky operations")
 	f.BoolVar(&o.noBinary, "no-binary", false, "leave out artifacts that cannot be redacted (pprof protobufs)")
 	o.redaction.register(f)
-	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the bundle's path (and errors)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the bundle's path (and errors, and what the bundle is missing)")
+	f.BoolVar(&o.allowNonRoot, "allow-non-root", os.Getenv(AllowNonRootEnv) == "1", "collect even when not running as root (by default such a run is refused: much evidence needs root); the bundle is partial and says so (or $"+AllowNonRootEnv+"=1)")
 	f.IntVar(&o.keep, "keep", 0, "after a complete run, keep only the newest N bundles of this host in the output directory (0: keep all)")
 	f.DurationVar(&o.lockWait, "lock-wait", defaultLockWait, "how long to wait for another run collecting into the same output directory before giving up (exit status 4)")
 	f.Var(&o.minFree, "min-free", "refuse to start when the output filesystem has less than this available (0: no check; unless given, never more than --max-bundle-size)")
@@ -173,6 +180,9 @@ type collectResult struct {
 	SHA256     string            `json:"sha256"`
 	Status     string            `json:"status"` // complete, partial or interrupted
 	Collectors map[string]string `json:"collectors"`
+	// Missing says, a line each, what the bundle lacks and why (the
+	// lines collect prints at its end).
+	Missing []string `json:"missing,omitempty"`
 	// Remedies are what collectors left out for want of a credential, and
 	// the commands that get it.
 	Remedies []collectRemedy `json:"remedies,omitempty"`
@@ -212,6 +222,30 @@ func printRemedies(w io.Writer, rs []collectRemedy) {
 	}
 }
 
+// lossLines says what a bundle lacks and why, a line each: the collectors
+// that did not finish, an interrupt, and the run-wide warnings (size cap,
+// --timeout, not root). Empty for a complete bundle.
+func lossLines(m *bundle.Manifest) []string {
+	var out, problems []string
+	for _, c := range m.Collectors {
+		switch {
+		case c.Status == bundle.StatusTimeout, c.Status == bundle.StatusError, c.Status == bundle.StatusPartial,
+			c.Status == bundle.StatusSkipped && strings.HasPrefix(c.Error, "cut by --timeout"):
+			problems = append(problems, c.Name+" ("+c.Status+")")
+		}
+	}
+	if len(problems) > 0 {
+		out = append(out, fmt.Sprintf("bundle is partial: %s; the manifest says why (nodesnap inspect shows it)", strings.Join(problems, ", ")))
+	}
+	if m.Interrupted != nil {
+		out = append(out, fmt.Sprintf("collection was interrupted by %s; the bundle holds what was gathered", m.Interrupted.Signal))
+	}
+	for _, w := range m.Warnings {
+		out = append(out, "warning: "+w)
+	}
+	return out
+}
+
 // lockedError is a run that found another collecting into its output
 // directory (exit status 4).
 type lockedError struct{ err error }
@@ -234,6 +268,10 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	}
 	if o.lockWait < 0 {
 		return &supervisor.UsageError{Msg: "--lock-wait must not be negative"}
+	}
+	if uid := os.Geteuid(); uid != 0 && !o.allowNonRoot {
+		return &supervisor.UsageError{Msg: fmt.Sprintf("nodesnap collect needs root (running as uid %d): without it, other users' process files, kernel stacks, "+
+			"mount namespaces and root-only logs cannot be read. Run it with sudo, or add --allow-non-root to collect what this user can read (the bundle is then partial and says so)", uid)}
 	}
 	// Usage errors the supervisor would find, found before the output
 	// directory is locked or checked.
@@ -410,7 +448,7 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	switch {
 	case o.output == "json":
 		cr := collectResult{Path: res.Bundle.Path, HostPath: hostPath, Size: res.Bundle.Size, SHA256: res.Bundle.SHA256, Status: status,
-			Collectors: map[string]string{}, Remedies: manifestRemedies(res.Manifest), Removed: removed, Upload: ur, ExitStatus: exit}
+			Collectors: map[string]string{}, Missing: lossLines(res.Manifest), Remedies: manifestRemedies(res.Manifest), Removed: removed, Upload: ur, ExitStatus: exit}
 		for _, c := range res.Manifest.Collectors {
 			cr.Collectors[c.Name] = c.Status
 		}
@@ -420,25 +458,17 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 			return err
 		}
 	case o.quiet:
+		// What the bundle lacks is said even with --quiet: on stderr,
+		// so that stdout keeps its one line.
+		for _, l := range lossLines(res.Manifest) {
+			fmt.Fprintln(stderr, "nodesnap: "+l)
+		}
 		printRemedies(stderr, manifestRemedies(res.Manifest))
 		// One line, so that scripts can take it as it is.
 		fmt.Fprintln(stdout, res.Bundle.Path)
 	default:
-		var problems []string
-		for _, c := range res.Manifest.Collectors {
-			switch c.Status {
-			case bundle.StatusTimeout, bundle.StatusError, bundle.StatusPartial:
-				problems = append(problems, c.Name+" ("+c.Status+")")
-			}
-		}
-		if len(problems) > 0 {
-			fmt.Fprintf(stderr, "nodesnap: bundle is partial: %s; the manifest says why (nodesnap inspect shows it)\n", strings.Join(problems, ", "))
-		}
-		if res.Manifest.Interrupted != nil {
-			fmt.Fprintf(stderr, "nodesnap: collection was interrupted by %s; the bundle holds what was gathered\n", res.Manifest.Interrupted.Signal)
-		}
-		for _, w := range res.Manifest.Warnings {
-			fmt.Fprintf(stderr, "nodesnap: warning: %s\n", w)
+		for _, l := range lossLines(res.Manifest) {
+			fmt.Fprintln(stderr, "nodesnap: "+l)
 		}
 		printRemedies(stderr, manifestRemedies(res.Manifest))
 		if res.MappingFile != "" {

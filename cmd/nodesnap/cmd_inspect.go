@@ -79,7 +79,7 @@ func printManifest(w io.Writer, m *bundle.Manifest, files bool) {
 	fmt.Fprintln(tw, "COLLECTOR\tSTATUS\tDURATION\tFILES\tSIZE\tDETAIL")
 	for _, c := range m.Collectors {
 		detail := c.Error
-		if c.HangEvidence != nil {
+		if c.HangEvidence != nil && c.HangEvidence.Phase != "interrupted" && c.HangEvidence.Phase != "cut" {
 			detail = "hung: " + c.HangEvidence.String()
 		}
 		if detail == "" && len(c.HungItems) > 0 {

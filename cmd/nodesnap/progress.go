@@ -144,7 +144,7 @@ func (p *liveProgress) finish(m *bundle.Manifest) {
 			r := p.row(c.Name)
 			r.status, r.elapsed = c.Status, time.Duration(c.DurationSeconds*float64(time.Second))
 			r.err = firstLineOf(c.Error)
-			if c.HangEvidence != nil {
+			if c.HangEvidence != nil && c.HangEvidence.Phase != "interrupted" && c.HangEvidence.Phase != "cut" {
 				r.err = "hung: " + c.HangEvidence.String()
 			}
 		}

@@ -132,7 +132,8 @@ func TestCollectProgressPlain(t *testing.T) {
 	}
 }
 
-// --quiet prints one line, the bundle's path, and nothing on stderr.
+// --quiet prints one line, the bundle's path, and nothing on stderr unless
+// the bundle is missing something.
 func TestCollectQuiet(t *testing.T) {
 	out := t.TempDir()
 	r := runNodesnap(t, 60*time.Second, []string{fastEnv}, append([]string{"collect", "-q", "-o", out}, fastRun...)...)
@@ -145,9 +146,10 @@ func TestCollectQuiet(t *testing.T) {
 	if r.stderr != "" {
 		t.Errorf("stderr %q, want nothing", r.stderr)
 	}
-	// Partial: still the one line; the exit status tells.
+	// Partial: still the one line on stdout; the exit status tells, and
+	// stderr says what is missing (evidence loss is never silent).
 	r = runNodesnap(t, 60*time.Second, nil, "collect", "-q", "-o", t.TempDir(), "--only", "test-exit", "--timeout", "30s")
-	if r.code != exitPartial || strings.Count(r.stdout, "\n") != 1 || r.stderr != "" {
+	if r.code != exitPartial || strings.Count(r.stdout, "\n") != 1 || r.stderr != "nodesnap: bundle is partial: test-exit (error); the manifest says why (nodesnap inspect shows it)\n" {
 		t.Errorf("partial quiet run: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
