@@ -40,12 +40,18 @@ const (
 // MountprobeOptions are mountprobe's own settings. The probe deadline is
 // the run's --probe-timeout.
 type MountprobeOptions struct {
-	// MaxWorkers bounds concurrent probes. --workers probes run at once
-	// normally; a probe still running after SlowAfter no longer counts
-	// against that, so a stuck mount is replaced by a fresh worker, up to
-	// MaxWorkers in all. Network and FUSE mounts, the ones likely to
-	// hang, are started up to MaxWorkers at once.
+	// MaxWorkers bounds probes running at once that are not stuck.
+	// --workers probes run at once normally; a probe still running after
+	// SlowAfter no longer counts against either bound, so a stuck mount
+	// is replaced by a fresh worker at once. Network and FUSE mounts, the
+	// ones likely to hang, are started up to MaxWorkers at once.
 	MaxWorkers int `json:"max_workers"`
+	// MaxStuck bounds the probes stuck past SlowAfter that still wait
+	// for their deadline (each holds one worker process), so that hung
+	// mounts cost about one probe deadline in all, not one per
+	// MaxWorkers of them, while a table of thousands of hung mounts
+	// cannot start thousands of processes.
+	MaxStuck int `json:"max_stuck"`
 	// SlowAfter is when a probe counts as stuck for scheduling.
 	SlowAfter time.Duration `json:"slow_after"`
 	// MaxPerNamespace bounds the network and FUSE probes of one mount
@@ -59,7 +65,7 @@ type MountprobeOptions struct {
 	First []string `json:"first,omitempty"`
 }
 
-var mountprobeOpts = MountprobeOptions{MaxWorkers: 32, SlowAfter: 200 * time.Millisecond}
+var mountprobeOpts = MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 200 * time.Millisecond}
 
 // mpFirstRoots are the host paths whose mounts are probed first: the
 // kubelet, the container runtimes and CSI drivers. A hung mount here stops
@@ -80,13 +86,15 @@ func init() {
 		Description:    "stat + statfs of every mount of every mount namespace, each in an isolated worker with the probe deadline: ok, hung or error, latency, class; hung mounts are skipped by every later collector",
 		DefaultEnabled: true,
 		// A few probe deadlines: probes run concurrently and stuck
-		// workers are replaced, so even many hung mounts cost about one
-		// deadline (plus the kill of each stuck worker).
+		// workers are replaced at once (up to --mountprobe-max-stuck),
+		// so even many hung mounts cost about one deadline.
 		DefaultTimeout: 20 * time.Second,
 		Options:        &mountprobeOpts,
 		Flags: func(fs *pflag.FlagSet) {
 			fs.IntVar(&mountprobeOpts.MaxWorkers, "mountprobe-max-workers", mountprobeOpts.MaxWorkers,
-				"mountprobe: most probes at once, counting workers stuck on hung mounts (at least --workers)")
+				"mountprobe: most probes at once, not counting workers stuck on hung mounts (at least --workers)")
+			fs.IntVar(&mountprobeOpts.MaxStuck, "mountprobe-max-stuck", mountprobeOpts.MaxStuck,
+				"mountprobe: most probes at once stuck on hung mounts and waiting for the probe deadline, besides --mountprobe-max-workers")
 			fs.IntVar(&mountprobeOpts.MaxPerNamespace, "mountprobe-max-per-namespace", mountprobeOpts.MaxPerNamespace,
 				"mountprobe: most network and FUSE probes of one mount namespace at once (0: half of --mountprobe-max-workers)")
 			fs.StringSliceVar(&mountprobeOpts.First, "mountprobe-first", mountprobeOpts.First,
@@ -104,6 +112,10 @@ type MountProbeReport struct {
 	ProbeTimeoutMS int64     `json:"probe_timeout_ms"`
 	Workers        int       `json:"workers"`
 	MaxWorkers     int       `json:"max_workers"`
+	// MaxStuck bounds the probes stuck on hung mounts at once, besides
+	// MaxWorkers; PeakStuck is the most there were.
+	MaxStuck  int `json:"max_stuck,omitempty"`
+	PeakStuck int `json:"peak_stuck,omitempty"`
 	// MaxPerNamespace is the bound on one namespace's network and FUSE
 	// probes at once; Reserved workers are kept for the probes that
 	// come first (kubelet, runtime and CSI paths of the host).
@@ -450,6 +462,8 @@ type mpProber struct {
 	env          *Env
 	probeTimeout time.Duration
 	base, max    int
+	maxStuck     int
+	peakStuck    int
 	perNS        int
 	reserved     int
 	first        []string
@@ -461,7 +475,7 @@ type mpProber struct {
 }
 
 func collectMountprobe(ctx context.Context, env *Env) error {
-	opts := MountprobeOptions{MaxWorkers: 32, SlowAfter: 200 * time.Millisecond}
+	opts := MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 200 * time.Millisecond}
 	if err := env.Options(&opts); err != nil {
 		return err
 	}
@@ -479,6 +493,7 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 		p.perNS = max(p.base, p.max/2)
 	}
 	p.perNS = min(p.perNS, p.max)
+	p.maxStuck = max(opts.MaxStuck, 0)
 	// Workers only the first tier may use: a probe of the kubelet's
 	// mount never waits for a whole probe deadline behind stuck probes
 	// of other namespaces.
@@ -489,7 +504,7 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 	}
 	// The pool is sized for the maximum; the scheduler below decides how
 	// many probes actually run.
-	env.Workers = p.max
+	env.Workers = p.max + p.maxStuck
 	env.ProbeTimeout = p.probeTimeout
 
 	// Leave time to kill stuck workers (each may take isolate.ReapGrace)
@@ -525,7 +540,7 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 	p.schedule(pctx, items)
 
 	rep := MountProbeReport{StartedAt: started.UTC(), ProbeTimeoutMS: p.probeTimeout.Milliseconds(),
-		Workers: p.base, MaxWorkers: p.max, MaxPerNamespace: p.perNS, Reserved: p.reserved, Counts: map[string]int{}}
+		Workers: p.base, MaxWorkers: p.max, MaxStuck: p.maxStuck, PeakStuck: p.peakStuck, MaxPerNamespace: p.perNS, Reserved: p.reserved, Counts: map[string]int{}}
 	for _, ns := range order {
 		mn := MountProbeNamespace{Inode: ns.inode, Host: ns.host, Self: ns.self, PID: ns.rep, Tasks: len(ns.pids),
 			Mounts: len(ns.mounts), Error: ns.err}
@@ -930,6 +945,7 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 	done := make(chan *mpItem, len(items))
 	running := map[*mpItem]bool{}
 	perNS := map[*mpNamespace]int{}
+	slowNS := map[*mpNamespace]int{}
 	tick := time.NewTicker(max(p.slowAfter/2, 10*time.Millisecond))
 	defer tick.Stop()
 	complete := func(it *mpItem) {
@@ -944,11 +960,14 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 	for remaining > 0 {
 		now := time.Now()
 		slow := 0
+		clear(slowNS)
 		for r := range running {
 			if now.Sub(r.started) >= p.slowAfter {
 				slow++
+				slowNS[r.ns]++
 			}
 		}
+		p.peakStuck = max(p.peakStuck, slow)
 		// Start the most urgent probes the rules allow; one that may
 		// not start yet does not hold back the others behind it.
 		// The per-namespace bound holds while namespaces compete: when
@@ -965,11 +984,19 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 				}
 			}
 		}
-		for ready.Len() > 0 && ctx.Err() == nil && len(running) < p.max {
+		// Stuck probes count against MaxStuck only: they hold a worker
+		// but not a slot, so hung mounts cost one deadline together.
+		for ready.Len() > 0 && ctx.Err() == nil && len(running)-slow < p.max && slow <= p.maxStuck && len(running) < p.max+p.maxStuck {
 			it := heap.Pop(&ready).(*mpItem)
-			ok := p.mayStart(it, len(running), slow, perNS[it.ns])
-			if !ok && it.ns == sole && it.likely && len(running) < p.max-p.reserved {
+			active, activeNS := len(running)-slow, perNS[it.ns]-slowNS[it.ns]
+			ok := p.mayStart(it, active, activeNS)
+			if !ok && it.ns == sole && it.likely && active < p.max-p.reserved {
 				ok = true
+			}
+			// While namespaces compete, one namespace's stuck probes
+			// take at most three quarters of MaxStuck.
+			if ok && it.likely && it.prio.tier != mpTierFirst && it.ns != sole && slowNS[it.ns] >= max(1, p.maxStuck*3/4) {
+				ok = false
 			}
 			if !ok {
 				deferred = append(deferred, it)
@@ -1031,8 +1058,9 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 }
 
 // mayStart applies the concurrency rules to the most urgent ready probe
-// not yet started, given how many run (in all, stuck past SlowAfter, and
-// in its namespace):
+// not yet started, given how many probes run that are not stuck past
+// SlowAfter (in all, and in its namespace); stuck ones are bounded by
+// MaxStuck alone:
 //   - a mount unlikely to hang starts only while fewer than --workers
 //     probes run that are not stuck, so stuck ones are replaced;
 //   - network and FUSE probes outside the first tier (kubelet, runtime
@@ -1046,8 +1074,8 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 // probes are not stuck, and mostly answer in a millisecond, so they do
 // not keep a first-tier probe waiting, and a namespace's healthy mounts
 // are not starved by its hung ones.
-func (p *mpProber) mayStart(it *mpItem, running, slow, inNS int) bool {
-	if !it.likely && running-slow >= p.base {
+func (p *mpProber) mayStart(it *mpItem, running, inNS int) bool {
+	if !it.likely && running >= p.base {
 		return false
 	}
 	if it.prio.tier == mpTierFirst {
