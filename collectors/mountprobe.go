@@ -293,7 +293,10 @@ type mpNamespace struct {
 	// "" in nodesnap's own namespace, /proc/<rep>/root elsewhere.
 	prefix string
 	mounts []procfs.Mount
-	err    string
+	// nMounts is len(mounts), kept when mounts is dropped: each item
+	// has its own copy of its mount.
+	nMounts int
+	err     string
 }
 
 // mpListNamespaces finds every distinct mount namespace by the ns/mnt
@@ -478,11 +481,11 @@ type mpProber struct {
 	mu           sync.Mutex
 }
 
-// mpMemoryLimit is mountprobe's soft memory limit. Its live heap is a few
-// hundred bytes a mount (13 MB at 30,000 mounts) but the collection's GC
-// setting (isolate.TuneGC) let the heap grow to 5x that and then to the
-// 256 MiB limit: 265 MiB peak RSS at 30,000 mounts. At 40 MiB the peak
-// stays under 64 MiB there.
+// mpMemoryLimit is mountprobe's soft memory limit. Its live data is about
+// a kilobyte a mount, but the collection's GC setting (isolate.TuneGC)
+// let the heap grow to 5x that and on to the 256 MiB limit: 265 MiB peak
+// RSS at 30,000 mounts, 70 MiB with this limit (and probes.json
+// streamed); 32 MiB gave the same peak, so the rest is live data.
 const mpMemoryLimit = 40 << 20
 
 func collectMountprobe(ctx context.Context, env *Env) error {
@@ -545,6 +548,9 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 			it.rec.FUSE = &MountProbeFUSE{Conn: it.m.Minor, WaitingBefore: p.fuseWaiting(it.m.Minor)}
 		}
 	}
+	for _, ns := range order {
+		ns.nMounts, ns.mounts = len(ns.mounts), nil
+	}
 	if fuseSeen && len(p.fusectl) == 0 {
 		p.notef("fusectl is not mounted (normally at /sys/fs/fuse/connections): the FUSE request queues could not be read")
 	}
@@ -555,7 +561,7 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 		Workers: p.base, MaxWorkers: p.max, MaxStuck: p.maxStuck, PeakStuck: p.peakStuck, MaxPerNamespace: p.perNS, Reserved: p.reserved, Counts: map[string]int{}}
 	for _, ns := range order {
 		mn := MountProbeNamespace{Inode: ns.inode, Host: ns.host, Self: ns.self, PID: ns.rep, Tasks: len(ns.pids),
-			Mounts: len(ns.mounts), Error: ns.err}
+			Mounts: ns.nMounts, Error: ns.err}
 		mn.PIDs = ns.pids[:min(len(ns.pids), 16)]
 		if ns.rep > 0 {
 			if r, err := isolate.ReadFileLimited(env.ProcPath(strconv.Itoa(ns.rep), "comm"), 256); err == nil {
@@ -570,10 +576,13 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 		}
 		return items[i].order < items[j].order
 	})
-	for _, it := range items {
+	rep.Probes = make([]MountProbe, 0, len(items))
+	for i, it := range items {
 		rep.Counts[it.rec.Result]++
 		rep.Probes = append(rep.Probes, it.rec)
+		items[i] = nil // the record is copied: the item may go
 	}
+	items = nil
 	rep.DurationMS = mpMS(time.Since(started))
 	rep.Notes = p.notes
 	if rep.Probes == nil {
