@@ -110,7 +110,11 @@ func TestMpEncodeReport(t *testing.T) {
 	}{{"probes", full}, {"none", MountProbeReport{Counts: map[string]int{}, Probes: []MountProbe{}}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := mpEncodeReport(&buf, &tc.rep); err != nil {
+			var probes []*MountProbe
+			for i := range tc.rep.Probes {
+				probes = append(probes, &tc.rep.Probes[i])
+			}
+			if err := mpEncodeReport(&buf, &tc.rep, probes); err != nil {
 				t.Fatal(err)
 			}
 			want, err := json.Marshal(&tc.rep)
