@@ -14,7 +14,7 @@ die() { echo "bench: $*" >&2; exit 1; }
 for t in unshare python3 tar; do command -v "$t" >/dev/null || die "missing $t"; done
 MOUNTS=${MOUNTS:-30000}
 bin=$(nodesnap_bin)
-work=$(mktemp -d /tmp/nodesnap-bench-mpscale.XXXXXX)
+work=$(mktemp -d -t nodesnap-bench-mpscale.XXXXXX)
 holder=
 cleanup() {
 	[ -n "$holder" ] && kill "$holder" 2>/dev/null || true
