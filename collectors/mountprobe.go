@@ -1,10 +1,14 @@
 package collectors
 
 import (
+	"bufio"
+	"bytes"
 	"container/heap"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"sort"
@@ -40,12 +44,18 @@ const (
 // MountprobeOptions are mountprobe's own settings. The probe deadline is
 // the run's --probe-timeout.
 type MountprobeOptions struct {
-	// MaxWorkers bounds concurrent probes. --workers probes run at once
-	// normally; a probe still running after SlowAfter no longer counts
-	// against that, so a stuck mount is replaced by a fresh worker, up to
-	// MaxWorkers in all. Network and FUSE mounts, the ones likely to
-	// hang, are started up to MaxWorkers at once.
+	// MaxWorkers bounds probes running at once that are not stuck.
+	// --workers probes run at once normally; a probe still running after
+	// SlowAfter no longer counts against either bound, so a stuck mount
+	// is replaced by a fresh worker at once. Network and FUSE mounts, the
+	// ones likely to hang, are started up to MaxWorkers at once.
 	MaxWorkers int `json:"max_workers"`
+	// MaxStuck bounds the probes stuck past SlowAfter that still wait
+	// for their deadline (each holds one worker process), so that hung
+	// mounts cost about one probe deadline in all, not one per
+	// MaxWorkers of them, while a table of thousands of hung mounts
+	// cannot start thousands of processes.
+	MaxStuck int `json:"max_stuck"`
 	// SlowAfter is when a probe counts as stuck for scheduling.
 	SlowAfter time.Duration `json:"slow_after"`
 	// MaxPerNamespace bounds the network and FUSE probes of one mount
@@ -59,7 +69,7 @@ type MountprobeOptions struct {
 	First []string `json:"first,omitempty"`
 }
 
-var mountprobeOpts = MountprobeOptions{MaxWorkers: 32, SlowAfter: 200 * time.Millisecond}
+var mountprobeOpts = MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 200 * time.Millisecond}
 
 // mpFirstRoots are the host paths whose mounts are probed first: the
 // kubelet, the container runtimes and CSI drivers. A hung mount here stops
@@ -80,13 +90,15 @@ func init() {
 		Description:    "stat + statfs of every mount of every mount namespace, each in an isolated worker with the probe deadline: ok, hung or error, latency, class; hung mounts are skipped by every later collector",
 		DefaultEnabled: true,
 		// A few probe deadlines: probes run concurrently and stuck
-		// workers are replaced, so even many hung mounts cost about one
-		// deadline (plus the kill of each stuck worker).
+		// workers are replaced at once (up to --mountprobe-max-stuck),
+		// so even many hung mounts cost about one deadline.
 		DefaultTimeout: 20 * time.Second,
 		Options:        &mountprobeOpts,
 		Flags: func(fs *pflag.FlagSet) {
 			fs.IntVar(&mountprobeOpts.MaxWorkers, "mountprobe-max-workers", mountprobeOpts.MaxWorkers,
-				"mountprobe: most probes at once, counting workers stuck on hung mounts (at least --workers)")
+				"mountprobe: most probes at once, not counting workers stuck on hung mounts (at least --workers)")
+			fs.IntVar(&mountprobeOpts.MaxStuck, "mountprobe-max-stuck", mountprobeOpts.MaxStuck,
+				"mountprobe: most probes at once stuck on hung mounts and waiting for the probe deadline, besides --mountprobe-max-workers")
 			fs.IntVar(&mountprobeOpts.MaxPerNamespace, "mountprobe-max-per-namespace", mountprobeOpts.MaxPerNamespace,
 				"mountprobe: most network and FUSE probes of one mount namespace at once (0: half of --mountprobe-max-workers)")
 			fs.StringSliceVar(&mountprobeOpts.First, "mountprobe-first", mountprobeOpts.First,
@@ -104,6 +116,10 @@ type MountProbeReport struct {
 	ProbeTimeoutMS int64     `json:"probe_timeout_ms"`
 	Workers        int       `json:"workers"`
 	MaxWorkers     int       `json:"max_workers"`
+	// MaxStuck bounds the probes stuck on hung mounts at once, besides
+	// MaxWorkers; PeakStuck is the most there were.
+	MaxStuck  int `json:"max_stuck,omitempty"`
+	PeakStuck int `json:"peak_stuck,omitempty"`
 	// MaxPerNamespace is the bound on one namespace's network and FUSE
 	// probes at once; Reserved workers are kept for the probes that
 	// come first (kubelet, runtime and CSI paths of the host).
@@ -277,7 +293,10 @@ type mpNamespace struct {
 	// "" in nodesnap's own namespace, /proc/<rep>/root elsewhere.
 	prefix string
 	mounts []procfs.Mount
-	err    string
+	// nMounts is len(mounts), kept when mounts is dropped: each item
+	// has its own copy of its mount.
+	nMounts int
+	err     string
 }
 
 // mpListNamespaces finds every distinct mount namespace by the ns/mnt
@@ -450,6 +469,8 @@ type mpProber struct {
 	env          *Env
 	probeTimeout time.Duration
 	base, max    int
+	maxStuck     int
+	peakStuck    int
 	perNS        int
 	reserved     int
 	first        []string
@@ -460,8 +481,16 @@ type mpProber struct {
 	mu           sync.Mutex
 }
 
+// mpMemoryLimit is mountprobe's soft memory limit. Its live data is about
+// a kilobyte a mount, but the collection's GC setting (isolate.TuneGC)
+// let the heap grow to 5x that and on to the 256 MiB limit: 265 MiB peak
+// RSS at 30,000 mounts, 70 MiB with this limit (and probes.json
+// streamed); 32 MiB gave the same peak, so the rest is live data.
+const mpMemoryLimit = 40 << 20
+
 func collectMountprobe(ctx context.Context, env *Env) error {
-	opts := MountprobeOptions{MaxWorkers: 32, SlowAfter: 200 * time.Millisecond}
+	isolate.LimitMemory(mpMemoryLimit)
+	opts := MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 200 * time.Millisecond}
 	if err := env.Options(&opts); err != nil {
 		return err
 	}
@@ -479,6 +508,7 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 		p.perNS = max(p.base, p.max/2)
 	}
 	p.perNS = min(p.perNS, p.max)
+	p.maxStuck = max(opts.MaxStuck, 0)
 	// Workers only the first tier may use: a probe of the kubelet's
 	// mount never waits for a whole probe deadline behind stuck probes
 	// of other namespaces.
@@ -489,7 +519,7 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 	}
 	// The pool is sized for the maximum; the scheduler below decides how
 	// many probes actually run.
-	env.Workers = p.max
+	env.Workers = p.max + p.maxStuck
 	env.ProbeTimeout = p.probeTimeout
 
 	// Leave time to kill stuck workers (each may take isolate.ReapGrace)
@@ -518,6 +548,9 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 			it.rec.FUSE = &MountProbeFUSE{Conn: it.m.Minor, WaitingBefore: p.fuseWaiting(it.m.Minor)}
 		}
 	}
+	for _, ns := range order {
+		ns.nMounts, ns.mounts = len(ns.mounts), nil
+	}
 	if fuseSeen && len(p.fusectl) == 0 {
 		p.notef("fusectl is not mounted (normally at /sys/fs/fuse/connections): the FUSE request queues could not be read")
 	}
@@ -525,10 +558,10 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 	p.schedule(pctx, items)
 
 	rep := MountProbeReport{StartedAt: started.UTC(), ProbeTimeoutMS: p.probeTimeout.Milliseconds(),
-		Workers: p.base, MaxWorkers: p.max, MaxPerNamespace: p.perNS, Reserved: p.reserved, Counts: map[string]int{}}
+		Workers: p.base, MaxWorkers: p.max, MaxStuck: p.maxStuck, PeakStuck: p.peakStuck, MaxPerNamespace: p.perNS, Reserved: p.reserved, Counts: map[string]int{}}
 	for _, ns := range order {
 		mn := MountProbeNamespace{Inode: ns.inode, Host: ns.host, Self: ns.self, PID: ns.rep, Tasks: len(ns.pids),
-			Mounts: len(ns.mounts), Error: ns.err}
+			Mounts: ns.nMounts, Error: ns.err}
 		mn.PIDs = ns.pids[:min(len(ns.pids), 16)]
 		if ns.rep > 0 {
 			if r, err := isolate.ReadFileLimited(env.ProcPath(strconv.Itoa(ns.rep), "comm"), 256); err == nil {
@@ -543,19 +576,18 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 		}
 		return items[i].order < items[j].order
 	})
-	for _, it := range items {
+	// The records stay in their items (a copy of 30,000 took 10 MB).
+	probes := make([]*MountProbe, len(items))
+	for i, it := range items {
 		rep.Counts[it.rec.Result]++
-		rep.Probes = append(rep.Probes, it.rec)
+		probes[i] = &it.rec
 	}
 	rep.DurationMS = mpMS(time.Since(started))
 	rep.Notes = p.notes
-	if rep.Probes == nil {
-		rep.Probes = []MountProbe{}
-	}
-	if err := env.WriteJSON("probes.json", rep); err != nil {
+	if err := mpWriteReport(env, "probes.json", &rep, probes); err != nil {
 		return err
 	}
-	if err := env.WriteFile("summary.txt", []byte(mpSummary(&rep))); err != nil {
+	if err := mpWriteReport(env, "summary.txt", &rep, probes, mpWriteSummary); err != nil {
 		return err
 	}
 	if n := rep.Counts[ProbeHung]; n > 0 {
@@ -570,6 +602,60 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 		}
 	}
 	return nil
+}
+
+// mpWriteReport writes probes.json (or, with another writer, the
+// summary) one probe at a time: encoded whole, the report of 30,000
+// mounts took 12 MB, and json's buffers and the indentation three times
+// that, which made mountprobe's peak.
+func mpWriteReport(env *Env, name string, rep *MountProbeReport, probes []*MountProbe, write ...func(io.Writer, *MountProbeReport, []*MountProbe) error) error {
+	f, err := env.Create(name)
+	if err != nil {
+		return err
+	}
+	enc := mpEncodeReport
+	if len(write) > 0 {
+		enc = write[0]
+	}
+	werr := enc(f, rep, probes)
+	cerr := f.Close()
+	if werr != nil {
+		return fmt.Errorf("writing %s: %w", name, werr)
+	}
+	return cerr
+}
+
+// mpEncodeReport writes rep as indented JSON with probes as its Probes,
+// last and one at a time.
+func mpEncodeReport(w io.Writer, rep *MountProbeReport, probes []*MountProbe) error {
+	// The outer Probes, nil and omitted, hides the report's own.
+	head, err := json.MarshalIndent(struct {
+		*MountProbeReport
+		Probes *int `json:"probes,omitempty"`
+	}{MountProbeReport: rep}, "", "  ")
+	if err != nil {
+		return err
+	}
+	head = bytes.TrimSuffix(bytes.TrimRight(head, "\n"), []byte("\n}"))
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.Write(head)
+	bw.WriteString(",\n  \"probes\": [")
+	for i, p := range probes {
+		b, err := json.MarshalIndent(p, "    ", "  ")
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString("\n    ")
+		bw.Write(b)
+	}
+	if len(probes) > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteString("]\n}\n")
+	return bw.Flush()
 }
 
 func (p *mpProber) notef(format string, args ...any) {
@@ -930,6 +1016,7 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 	done := make(chan *mpItem, len(items))
 	running := map[*mpItem]bool{}
 	perNS := map[*mpNamespace]int{}
+	slowNS := map[*mpNamespace]int{}
 	tick := time.NewTicker(max(p.slowAfter/2, 10*time.Millisecond))
 	defer tick.Stop()
 	complete := func(it *mpItem) {
@@ -944,11 +1031,14 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 	for remaining > 0 {
 		now := time.Now()
 		slow := 0
+		clear(slowNS)
 		for r := range running {
 			if now.Sub(r.started) >= p.slowAfter {
 				slow++
+				slowNS[r.ns]++
 			}
 		}
+		p.peakStuck = max(p.peakStuck, slow)
 		// Start the most urgent probes the rules allow; one that may
 		// not start yet does not hold back the others behind it.
 		// The per-namespace bound holds while namespaces compete: when
@@ -965,11 +1055,35 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 				}
 			}
 		}
-		for ready.Len() > 0 && ctx.Err() == nil && len(running) < p.max {
+		likelyLeft := mpCountLikely(ready)
+		// Stuck probes count against MaxStuck only: they hold a worker
+		// but not a slot, so hung mounts cost one deadline together.
+		for ready.Len() > 0 && ctx.Err() == nil && len(running)-slow < p.max && slow <= p.maxStuck && len(running) < p.max+p.maxStuck {
 			it := heap.Pop(&ready).(*mpItem)
-			ok := p.mayStart(it, len(running), slow, perNS[it.ns])
-			if !ok && it.ns == sole && it.likely && len(running) < p.max-p.reserved {
+			active, activeNS := len(running)-slow, perNS[it.ns]-slowNS[it.ns]
+			if !it.likely && active >= p.base {
+				// No mount unlikely to hang may start now, and the
+				// queue puts the likely ones first within a tier:
+				// stop unless a likely one waits further on. Without
+				// this, each probe's answer re-sorted the whole queue
+				// (30,000 mounts took 200 s).
+				deferred = append(deferred, it)
+				if likelyLeft == 0 {
+					break
+				}
+				continue
+			}
+			if it.likely {
+				likelyLeft--
+			}
+			ok := p.mayStart(it, active, activeNS)
+			if !ok && it.ns == sole && it.likely && active < p.max-p.reserved {
 				ok = true
+			}
+			// While namespaces compete, one namespace's stuck probes
+			// take at most three quarters of MaxStuck.
+			if ok && it.likely && it.prio.tier != mpTierFirst && it.ns != sole && slowNS[it.ns] >= max(1, p.maxStuck*3/4) {
+				ok = false
 			}
 			if !ok {
 				deferred = append(deferred, it)
@@ -1030,9 +1144,22 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 	}
 }
 
+// mpCountLikely counts the mounts likely to hang (network, FUSE) that
+// wait in q.
+func mpCountLikely(q mpQueue) int {
+	n := 0
+	for _, it := range q {
+		if it.likely {
+			n++
+		}
+	}
+	return n
+}
+
 // mayStart applies the concurrency rules to the most urgent ready probe
-// not yet started, given how many run (in all, stuck past SlowAfter, and
-// in its namespace):
+// not yet started, given how many probes run that are not stuck past
+// SlowAfter (in all, and in its namespace); stuck ones are bounded by
+// MaxStuck alone:
 //   - a mount unlikely to hang starts only while fewer than --workers
 //     probes run that are not stuck, so stuck ones are replaced;
 //   - network and FUSE probes outside the first tier (kubelet, runtime
@@ -1046,8 +1173,8 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 // probes are not stuck, and mostly answer in a millisecond, so they do
 // not keep a first-tier probe waiting, and a namespace's healthy mounts
 // are not starved by its hung ones.
-func (p *mpProber) mayStart(it *mpItem, running, slow, inNS int) bool {
-	if !it.likely && running-slow >= p.base {
+func (p *mpProber) mayStart(it *mpItem, running, inNS int) bool {
+	if !it.likely && running >= p.base {
 		return false
 	}
 	if it.prio.tier == mpTierFirst {
@@ -1262,10 +1389,11 @@ func mpRound1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
 
 func mpMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func mpSummary(r *MountProbeReport) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "mountprobe: %d distinct mounts in %d mount namespace(s), probed in %.2fs (probe deadline %s, %d-%d workers)\n",
-		len(r.Probes), len(r.Namespaces), r.DurationMS/1000, time.Duration(r.ProbeTimeoutMS)*time.Millisecond, r.Workers, r.MaxWorkers)
+// mpWriteSummary writes summary.txt.
+func mpWriteSummary(w io.Writer, r *MountProbeReport, probes []*MountProbe) error {
+	b := bufio.NewWriterSize(w, 64<<10)
+	fmt.Fprintf(b, "mountprobe: %d distinct mounts in %d mount namespace(s), probed in %.2fs (probe deadline %s, %d-%d workers)\n",
+		len(probes), len(r.Namespaces), r.DurationMS/1000, time.Duration(r.ProbeTimeoutMS)*time.Millisecond, r.Workers, r.MaxWorkers)
 	keys := []string{ProbeOK, ProbeHung, ProbeError, ProbeSkipped, ProbeUnfinished}
 	var parts []string
 	for _, k := range keys {
@@ -1273,44 +1401,44 @@ func mpSummary(r *MountProbeReport) string {
 			parts = append(parts, fmt.Sprintf("%s %d", k, n))
 		}
 	}
-	fmt.Fprintf(&b, "results: %s\n", strings.Join(parts, ", "))
+	fmt.Fprintf(b, "results: %s\n", strings.Join(parts, ", "))
 	for _, n := range r.Notes {
-		fmt.Fprintf(&b, "note: %s\n", n)
+		fmt.Fprintf(b, "note: %s\n", n)
 	}
 	section := func(title, result string) {
 		first := true
-		for _, p := range r.Probes {
+		for _, p := range probes {
 			if p.Result != result {
 				continue
 			}
 			if first {
-				fmt.Fprintf(&b, "\n%s\n", title)
+				fmt.Fprintf(b, "\n%s\n", title)
 				first = false
 			}
-			fmt.Fprintf(&b, "  %s  [%s %s %s dev %s, ns %d]\n", p.ProbePath, p.Class, p.FSType, p.Source, p.Dev, p.ProbeNamespace)
+			fmt.Fprintf(b, "  %s  [%s %s %s dev %s, ns %d]\n", p.ProbePath, p.Class, p.FSType, p.Source, p.Dev, p.ProbeNamespace)
 			if p.Errno != "" || p.Error != "" {
-				fmt.Fprintf(&b, "      error: %s %s\n", p.Errno, p.Error)
+				fmt.Fprintf(b, "      error: %s %s\n", p.Errno, p.Error)
 			}
 			if p.Diagnosis != "" {
-				fmt.Fprintf(&b, "      %s\n", p.Diagnosis)
+				fmt.Fprintf(b, "      %s\n", p.Diagnosis)
 			}
 			if p.BlockedIn != "" {
-				fmt.Fprintf(&b, "      blocked: %s\n", p.BlockedIn)
+				fmt.Fprintf(b, "      blocked: %s\n", p.BlockedIn)
 			}
 			if p.FUSE != nil {
-				fmt.Fprintf(&b, "      fuse connection %d: waiting before %s, after %s\n", p.FUSE.Conn, mpIntOrUnknown(p.FUSE.WaitingBefore), mpIntOrUnknown(p.FUSE.WaitingAfter))
+				fmt.Fprintf(b, "      fuse connection %d: waiting before %s, after %s\n", p.FUSE.Conn, mpIntOrUnknown(p.FUSE.WaitingBefore), mpIntOrUnknown(p.FUSE.WaitingAfter))
 			}
 			if p.SkipReason != "" {
-				fmt.Fprintf(&b, "      %s\n", p.SkipReason)
+				fmt.Fprintf(b, "      %s\n", p.SkipReason)
 			}
 		}
 	}
 	section("HUNG (later collectors do not touch these paths):", ProbeHung)
 	section("ERRORS:", ProbeError)
 	section("UNFINISHED:", ProbeUnfinished)
-	fmt.Fprintf(&b, "\nALL MOUNTS (network, fuse, block, local, pseudo):\n")
-	fmt.Fprintf(&b, "  %-10s %9s  %-7s %-16s %-9s %s\n", "RESULT", "LATENCY", "CLASS", "FSTYPE", "DEV", "MOUNTPOINT")
-	for _, p := range r.Probes {
+	fmt.Fprintf(b, "\nALL MOUNTS (network, fuse, block, local, pseudo):\n")
+	fmt.Fprintf(b, "  %-10s %9s  %-7s %-16s %-9s %s\n", "RESULT", "LATENCY", "CLASS", "FSTYPE", "DEV", "MOUNTPOINT")
+	for _, p := range probes {
 		lat := "-"
 		if p.Probed || p.Result == ProbeHung {
 			lat = fmt.Sprintf("%.2fms", p.LatencyMS)
@@ -1319,13 +1447,13 @@ func mpSummary(r *MountProbeReport) string {
 		if p.Errno != "" {
 			res += " " + p.Errno
 		}
-		fmt.Fprintf(&b, "  %-10s %9s  %-7s %-16s %-9s %s", res, lat, p.Class, p.FSType, p.Dev, p.ProbePath)
+		fmt.Fprintf(b, "  %-10s %9s  %-7s %-16s %-9s %s", res, lat, p.Class, p.FSType, p.Dev, p.ProbePath)
 		if n := len(p.Namespaces); n > 1 {
-			fmt.Fprintf(&b, "  (in %d namespaces)", n)
+			fmt.Fprintf(b, "  (in %d namespaces)", n)
 		}
 		b.WriteByte('\n')
 	}
-	return b.String()
+	return b.Flush()
 }
 
 func mpIntOrUnknown(p *int) string {

@@ -1,6 +1,9 @@
 package collectors
 
 import (
+	"bytes"
+	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/nodesnap/nodesnap/collectors/procfs"
@@ -89,5 +92,45 @@ func TestMountprobeInherit(t *testing.T) {
 	}
 	if sameA.prio != sameB.own {
 		t.Errorf("first probe of a filesystem: %+v, want %+v", sameA.prio, sameB.own)
+	}
+}
+
+// probes.json written one probe at a time decodes to the same report as
+// the report encoded whole, with and without probes.
+func TestMpEncodeReport(t *testing.T) {
+	w := 3
+	full := MountProbeReport{ProbeTimeoutMS: 3000, Workers: 4, MaxWorkers: 32, MaxStuck: 256, PeakStuck: 7,
+		Counts: map[string]int{ProbeOK: 1, ProbeHung: 1}, Notes: []string{"a \"quoted\" note\n"},
+		Namespaces: []MountProbeNamespace{{Inode: 4026531840, Host: true, PID: 1}},
+		Probes: []MountProbe{{Mountpoint: "/mnt/a\xff", Result: ProbeOK, LatencyMS: 0.5},
+			{Mountpoint: "/mnt/b", Result: ProbeHung, FUSE: &MountProbeFUSE{Conn: 42, WaitingBefore: &w}}}}
+	for _, tc := range []struct {
+		name string
+		rep  MountProbeReport
+	}{{"probes", full}, {"none", MountProbeReport{Counts: map[string]int{}, Probes: []MountProbe{}}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			var probes []*MountProbe
+			for i := range tc.rep.Probes {
+				probes = append(probes, &tc.rep.Probes[i])
+			}
+			if err := mpEncodeReport(&buf, &tc.rep, probes); err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(&tc.rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, exp any
+			if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+				t.Fatalf("streamed report is not JSON: %v\n%s", err, buf.Bytes())
+			}
+			if err := json.Unmarshal(want, &exp); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, exp) {
+				t.Errorf("streamed report differs:\n%s\nwant the same as\n%s", buf.Bytes(), want)
+			}
+		})
 	}
 }

@@ -429,3 +429,149 @@ func BenchmarkMountprobeKubeletBehind200(b *testing.B) {
 	b.ReportMetric(worst, "s-to-kubelet-hung")
 	b.ReportMetric(float64(missed), "rounds-kubelet-not-probed")
 }
+
+// BenchmarkMountprobeHung200 is issue 17's cost curve: 200 hung FUSE
+// mounts (each its own stuck daemon, so no probe is spared as "same
+// filesystem") beside 50 healthy tmpfs mounts, at the default probe
+// deadline of 3 s. Every healthy mount must be probed, and the collector
+// should take about one probe deadline whatever the number of hung mounts.
+// Run by bench/dirshape_mountprobe.sh.
+func BenchmarkMountprobeHung200(b *testing.B) {
+	testkit.RequireFUSE(b)
+	dir := b.TempDir()
+	const hung, healthy = 200, 50
+	for i := 0; i < hung; i++ {
+		testkit.HungFUSE(b, filepath.Join(dir, fmt.Sprintf("hung%03d", i)), testkit.FUSEStartHung())
+	}
+	var ok []string
+	for i := 0; i < healthy; i++ {
+		ok = append(ok, testkit.MountTmpfs(b, filepath.Join(dir, fmt.Sprintf("ok%03d", i)), "size=1m"))
+	}
+	probe := 3 * time.Second
+	var worst time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, elapsed := mpRun(b, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
+			Common: collectors.Common{ProbeTimeout: probe}})
+		res := c.Manifest.Collector("mountprobe")
+		var rep collectors.MountProbeReport
+		mpDecode(b, c, "mountprobe/probes.json", &rep)
+		d := time.Duration(res.DurationSeconds * float64(time.Second))
+		worst = max(worst, d)
+		nh := 0
+		var lastStart, lastDone float64
+		for _, p := range rep.Probes {
+			if strings.HasPrefix(p.Mountpoint, dir+"/hung") && p.Result == collectors.ProbeHung {
+				nh++
+				lastStart, lastDone = max(lastStart, p.StartedMS), max(lastDone, p.DoneMS)
+			}
+		}
+		b.Logf("round %d: last hung probe started at %.2fs, its result at %.2fs; at most %d stuck at once", i, lastStart/1000, lastDone/1000, rep.PeakStuck)
+		unprobed := 0
+		for _, mp := range ok {
+			if r := mpFind(&rep, mp); r == nil || r.Result != collectors.ProbeOK {
+				unprobed++
+			}
+		}
+		b.Logf("round %d: %d mounts, counts %v; %d of %d hung found, %d of %d healthy not ok; mountprobe %.3fs (deadline %v, over by %.3fs), status %s; whole run %.3fs",
+			i, len(rep.Probes), rep.Counts, nh, hung, unprobed, healthy, d.Seconds(), probe, (d - probe).Seconds(), res.Status, elapsed.Seconds())
+		if unprobed > 0 {
+			b.Errorf("%d healthy mount(s) not probed ok", unprobed)
+		}
+		if nh != hung {
+			b.Errorf("%d hung mounts found, want %d", nh, hung)
+		}
+	}
+	b.ReportMetric(worst.Seconds(), "s/collector")
+	b.ReportMetric((worst - probe).Seconds(), "s-over-deadline")
+}
+
+// mpHungScene mounts n hung FUSE filesystems (each its own stuck daemon,
+// so none is spared as "same filesystem") and k healthy tmpfs mounts.
+func mpHungScene(t testing.TB, n, k int) (dir string, ok []string) {
+	t.Helper()
+	testkit.RequireFUSE(t)
+	dir = t.TempDir()
+	for i := 0; i < n; i++ {
+		testkit.HungFUSE(t, filepath.Join(dir, fmt.Sprintf("hung%03d", i)), testkit.FUSEStartHung())
+	}
+	for i := 0; i < k; i++ {
+		ok = append(ok, testkit.MountTmpfs(t, filepath.Join(dir, fmt.Sprintf("ok%03d", i)), "size=1m"))
+	}
+	return dir, ok
+}
+
+// mpCountHung counts the scene's mounts found hung, and the healthy ones
+// not found ok.
+func mpCountHung(rep *collectors.MountProbeReport, dir string, ok []string) (hung, notOK int) {
+	for _, p := range rep.Probes {
+		if strings.HasPrefix(p.Mountpoint, dir+"/hung") && p.Result == collectors.ProbeHung {
+			hung++
+		}
+	}
+	for _, mp := range ok {
+		if r := mpFind(rep, mp); r == nil || r.Result != collectors.ProbeOK {
+			notOK++
+		}
+	}
+	return hung, notOK
+}
+
+// Hung mounts cost about one probe deadline together, not one per
+// --mountprobe-max-workers of them: a probe stuck past its slow mark
+// gives its slot to a fresh worker at once. With 96 hung mounts and 32
+// workers, holding the slots would take three deadlines; the test allows
+// less than two.
+func TestMountprobeManyHungCostOneDeadline(t *testing.T) {
+	dir, ok := mpHungScene(t, 96, 10)
+	const probe = 3 * time.Second
+	c, elapsed := mpRun(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
+		Common: collectors.Common{ProbeTimeout: probe}})
+	res := c.Manifest.Collector("mountprobe")
+	var rep collectors.MountProbeReport
+	mpDecode(t, c, "mountprobe/probes.json", &rep)
+	d := time.Duration(res.DurationSeconds * float64(time.Second))
+	hung, notOK := mpCountHung(&rep, dir, ok)
+	t.Logf("run %.2fs, mountprobe %.2fs, status %s, counts %v, at most %d stuck at once", elapsed.Seconds(), d.Seconds(), res.Status, rep.Counts, rep.PeakStuck)
+	if hung != 96 || notOK != 0 {
+		t.Errorf("%d of 96 hung mounts found hung, %d of %d healthy mounts not ok", hung, notOK, len(ok))
+	}
+	if res.Status != "ok" {
+		t.Errorf("mountprobe status %s (%s), want ok", res.Status, res.Error)
+	}
+	if rep.PeakStuck <= rep.MaxWorkers {
+		t.Errorf("at most %d probes were stuck at once: stuck probes still hold their slots (max workers %d)", rep.PeakStuck, rep.MaxWorkers)
+	}
+	if limit := 2 * probe; d >= limit {
+		t.Errorf("mountprobe took %v with 96 hung mounts; want under %v (about one deadline)", d, limit)
+	}
+}
+
+// --mountprobe-max-stuck bounds the workers left waiting on hung mounts:
+// with a bound of 8, never more than 8 + --mountprobe-max-workers are
+// stuck at once, every hung mount is still found (in more deadlines) and
+// the healthy ones are all probed.
+func TestMountprobeMaxStuckBound(t *testing.T) {
+	defer collectors.SetMountprobeMaxStuckForTest(8)()
+	dir, ok := mpHungScene(t, 60, 5)
+	const probe = time.Second
+	c, _ := mpRun(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
+		Common: collectors.Common{ProbeTimeout: probe}})
+	var rep collectors.MountProbeReport
+	mpDecode(t, c, "mountprobe/probes.json", &rep)
+	hung, notOK := mpCountHung(&rep, dir, ok)
+	t.Logf("mountprobe %.2fs, counts %v, max stuck %d, at most %d stuck at once", rep.DurationMS/1000, rep.Counts, rep.MaxStuck, rep.PeakStuck)
+	if rep.MaxStuck != 8 {
+		t.Fatalf("probes.json max_stuck %d, want the 8 set", rep.MaxStuck)
+	}
+	if hung != 60 || notOK != 0 {
+		t.Errorf("%d of 60 hung mounts found hung, %d of %d healthy mounts not ok", hung, notOK, len(ok))
+	}
+	if rep.PeakStuck > rep.MaxStuck+rep.MaxWorkers {
+		t.Errorf("%d probes stuck at once, over the bound %d + %d", rep.PeakStuck, rep.MaxStuck, rep.MaxWorkers)
+	}
+	// 60 hung mounts, at most 40 stuck at once: a second deadline.
+	if rep.DurationMS < 2*float64(probe.Milliseconds()) {
+		t.Errorf("mountprobe took %.2fs: the bound on stuck probes did not hold them back", rep.DurationMS/1000)
+	}
+}

@@ -27,3 +27,14 @@ func TuneGC() {
 		debug.SetMemoryLimit(gcMemoryLimit)
 	}
 }
+
+// LimitMemory lowers this process's soft memory limit to limit bytes for
+// a collector whose live data is known to be small beside what the GC
+// setting above lets its heap reach (the limit, not the live heap, makes
+// its peak), unless the user set GOMEMLIMIT. The limit is soft: a larger
+// live heap costs GC time, never a failure.
+func LimitMemory(limit int64) {
+	if os.Getenv("GOMEMLIMIT") == "" && limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
+}

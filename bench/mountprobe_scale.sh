@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# mountprobe's peak memory at scale (issue 17): N tmpfs mounts (default
+# 30,000) in a private mount namespace held by `unshare`, so the host's own
+# table is untouched; one collection with --only mountprobe; the peak RSS
+# the manifest records for the collector (its process, not the workers')
+# and the probe counts. Target: <= 64 MiB at 30,000 mounts.
+#
+# Usage: sudo bench/mountprobe_scale.sh   (env: MOUNTS=30000 NODESNAP=path/to/binary)
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+die() { echo "bench: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "needs root (mount namespaces, tmpfs)"
+for t in unshare python3 tar; do command -v "$t" >/dev/null || die "missing $t"; done
+MOUNTS=${MOUNTS:-30000}
+bin=$(nodesnap_bin)
+work=$(mktemp -d -t nodesnap-bench-mpscale.XXXXXX)
+holder=
+cleanup() {
+	[ -n "$holder" ] && kill "$holder" 2>/dev/null || true
+	[ -n "$holder" ] && wait "$holder" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$work/out" "$work/m"
+
+# The holder mounts one tmpfs, then MOUNTS small tmpfs mounts below it, in
+# its own namespace (private propagation: nothing reaches the host), says
+# "ready" and sleeps until killed; its namespace goes with it.
+unshare -m --propagation private python3 - "$work/m" "$MOUNTS" "$work/ready" <<'PY' &
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+root, n, ready = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def mount(src, dst, fs, data):
+    if libc.mount(src.encode(), dst.encode(), fs.encode(), 0, data.encode()) != 0:
+        raise OSError(ctypes.get_errno(), "mount " + dst)
+mount("bench", root, "tmpfs", "size=64m,nr_inodes=200k")
+for i in range(n):
+    d = "%s/m%05d" % (root, i)
+    os.mkdir(d)
+    mount("bench", d, "tmpfs", "size=4k,nr_inodes=16")
+open(ready, "w").close()
+while True:
+    time.sleep(3600)
+PY
+holder=$!
+for _ in $(seq 600); do [ -e "$work/ready" ] && break; kill -0 "$holder" 2>/dev/null || die "the mount holder failed"; sleep 1; done
+[ -e "$work/ready" ] || die "the mount holder did not finish mounting"
+echo "mountprobe: $MOUNTS tmpfs mounts in namespace $(readlink /proc/$holder/ns/mnt)"
+
+/usr/bin/time -f '%e s wall, largest process %M KiB' "$bin" collect -q -o "$work/out" --only mountprobe --timeout 5m --collector-timeout 4m >/dev/null 2>"$work/time" || true
+b=$(ls "$work"/out/*.tar.gz | head -1)
+tar -xzOf "$b" manifest.json >"$work/manifest.json"
+tar -xzOf "$b" mountprobe/probes.json >"$work/probes.json"
+python3 - "$work/manifest.json" "$work/probes.json" "$RESULTS_DIR/results.jsonl" "$MOUNTS" <<'PY'
+import json, sys
+man = json.load(open(sys.argv[1])); rep = json.load(open(sys.argv[2])); n = int(sys.argv[4])
+c = [x for x in man["collectors"] if x["name"] == "mountprobe"][0]
+rss = c.get("max_rss_kib", 0)
+print("mountprobe: status %s, %.1fs, %d probes %s; peak RSS %d KiB = %.1f MiB (target <= 64 MiB)" % (
+    c["status"], c["duration_seconds"], len(rep["probes"]), rep["counts"], rss, rss / 1024))
+with open(sys.argv[3], "a") as f:
+    f.write(json.dumps({"name": "mountprobe %d mounts peak RSS" % n, "collector_rss_kib": rss, "seconds": c["duration_seconds"],
+                        "status": c["status"], "probes": len(rep["probes"])}) + "\n")
+PY
+cat "$work/time"
