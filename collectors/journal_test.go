@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -127,31 +126,6 @@ func nonce(t *testing.T) string {
 	return hex.EncodeToString(b)
 }
 
-// journaldScript starts systemd-journald in the private mount namespace
-// unshare gave it: a tmpfs over /run (so its sockets and runtime journal
-// never touch the host's /run), the runtime journal directory bound to a
-// directory of the test, volatile storage, no rate limit, nothing
-// forwarded. $1 is that directory, $2 the journald binary.
-const journaldScript = `set -e
-[ -s /etc/machine-id ] || { echo "journald needs /etc/machine-id" >&2; exit 3; }
-mount -t tmpfs -o mode=0755 nodesnap-test-run /run
-mkdir -p /run/systemd/journal /run/systemd/journald.conf.d /run/log/journal
-mount --bind "$1" /run/log/journal
-if [ -d /var/log/journal ]; then mount -t tmpfs -o mode=0755 nodesnap-test-journal /var/log/journal; fi
-cat > /run/systemd/journald.conf.d/nodesnap-test.conf <<EOF
-[Journal]
-Storage=volatile
-RateLimitBurst=0
-RuntimeMaxUse=2G
-RuntimeMaxFileSize=512M
-ForwardToSyslog=no
-ForwardToKMsg=no
-ForwardToConsole=no
-ForwardToWall=no
-EOF
-exec "$2"
-`
-
 // testJournald is a systemd-journald the test started in its own mount
 // namespace (pid 1 here is not systemd, and the host's journal is not
 // touched). Its journal files land in Dir, which journalctl -D reads.
@@ -170,64 +144,12 @@ func startJournald(t *testing.T) *testJournald {
 // write the older layout).
 func startJournaldEnv(t *testing.T, env ...string) *testJournald {
 	t.Helper()
-	testkit.RequireRoot(t)
-	for _, tool := range []string{"unshare", "nsenter", "systemd-cat", "journalctl", "sh"} {
+	// cat enters journald's namespace and writes through systemd-cat.
+	for _, tool := range []string{"nsenter", "systemd-cat"} {
 		testkit.RequireTool(t, tool)
 	}
-	bin := ""
-	for _, p := range []string{"/lib/systemd/systemd-journald", "/usr/lib/systemd/systemd-journald"} {
-		if _, err := os.Stat(p); err == nil {
-			bin = p
-			break
-		}
-	}
-	if bin == "" {
-		if testkit.InCI() {
-			t.Fatal("systemd-journald is not installed (Debian package systemd)")
-		}
-		t.Skip("systemd-journald is not installed (Debian package systemd); skipping")
-	}
-	dir := t.TempDir()
-	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", journaldScript, "sh", dir, bin)
-	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting journald: %v", err)
-	}
-	j := &testJournald{Dir: dir, Pid: cmd.Process.Pid}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		// By pid only. SIGTERM lets journald close its files; the
-		// namespace, and every mount in it, goes with its last process.
-		_ = syscall.Kill(j.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(j.Pid, syscall.SIGKILL)
-			<-done
-		}
-	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		select {
-		case <-done:
-			t.Fatalf("journald exited at start: %v: %s", cmd.ProcessState, stderr.String())
-		default:
-		}
-		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", j.Pid))
-		_, serr := os.Stat(fmt.Sprintf("/proc/%d/root/run/systemd/journal/stdout", j.Pid))
-		files, _ := filepath.Glob(filepath.Join(dir, "*", "*.journal"))
-		if strings.TrimSpace(string(comm)) == "systemd-journal" && serr == nil && len(files) > 0 {
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("journald not ready after 15s (comm %q, socket %v, files %v): %s", comm, serr, files, stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	j := testkit.StartJournaldEnv(t, env...)
+	return &testJournald{Dir: j.Dir, Pid: j.Pid}
 }
 
 // cat writes lines with systemd-cat -t ident, inside journald's namespace.

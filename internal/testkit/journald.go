@@ -54,6 +54,14 @@ exec "$2"
 // journalctl; missing ones skip the test, or fail it with CI=true.
 func StartJournald(t testing.TB) *Journald {
 	t.Helper()
+	return StartJournaldEnv(t)
+}
+
+// StartJournaldEnv is StartJournald with extra environment variables for
+// journald (SYSTEMD_JOURNAL_COMPACT=0 and SYSTEMD_JOURNAL_KEYED_HASH=0 make
+// it write the older file layout).
+func StartJournaldEnv(t testing.TB, env ...string) *Journald {
+	t.Helper()
 	RequireRoot(t)
 	RequireTool(t, "unshare")
 	RequireTool(t, "journalctl")
@@ -70,6 +78,7 @@ func StartJournald(t testing.TB) *Journald {
 	}
 	dir := t.TempDir()
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", journaldScript, "sh", dir, bin)
+	cmd.Env = append(os.Environ(), env...)
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -96,7 +105,11 @@ func StartJournald(t testing.TB) *Journald {
 		default:
 		}
 		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", j.Pid))
+		// Both the native socket and the stream socket (systemd-cat's).
 		_, serr := os.Stat(fmt.Sprintf("/proc/%d/root/run/systemd/journal/socket", j.Pid))
+		if serr == nil {
+			_, serr = os.Stat(fmt.Sprintf("/proc/%d/root/run/systemd/journal/stdout", j.Pid))
+		}
 		files, _ := filepath.Glob(filepath.Join(dir, "*", "*.journal"))
 		if strings.TrimSpace(string(comm)) == "systemd-journal" && serr == nil && len(files) > 0 {
 			return j
