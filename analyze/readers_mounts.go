@@ -1,0 +1,271 @@
+package analyze
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/collectors/procfs"
+)
+
+// Readers of the mounts collector's files: mounts.json's namespaces and devices, and the raw mount tables.
+
+// readMounts reads mounts/mounts.json (collectors.MountsReport), one
+// mount and one device at a time.
+func (st *state) readMounts(_ string, r io.Reader) error {
+	st.mountsSeen = true
+	dec := newDecoder(r)
+	err := walkObject(dec, func(key string) error {
+		switch key {
+		case "host_namespace":
+			return dec.Decode(&st.hostNS)
+		case "nodesnap":
+			var ms collectors.MountsSelf
+			if err := dec.Decode(&ms); err != nil {
+				return err
+			}
+			if len(ms.Namespaces) > maxDeviceNS {
+				ms.Namespaces = ms.Namespaces[:maxDeviceNS]
+			}
+			if len(ms.PIDs) > maxSelfPIDs {
+				ms.PIDs = ms.PIDs[:maxSelfPIDs]
+			}
+			if len(ms.ExcludedDevices) > collectors.MaxExcludedDevices {
+				ms.ExcludedDevices = ms.ExcludedDevices[:collectors.MaxExcludedDevices]
+			}
+			st.selfMounts = &ms
+			return nil
+		case "namespaces":
+			return walkArray(dec, func() error { return st.readMountNamespace(dec) })
+		case "devices":
+			return walkArray(dec, func() error { return st.readDevice(dec) })
+		}
+		return skipValue(dec)
+	})
+	if err != nil {
+		return err
+	}
+	for i := range st.mounts {
+		if st.hostNS != 0 && st.mounts[i].NS == st.hostNS {
+			st.mounts[i].Host = true
+		}
+	}
+	return endOfInput(dec)
+}
+
+func (st *state) readMountNamespace(dec *json.Decoder) error {
+	ni := &nsInfo{}
+	var mounts []mountRec
+	err := walkObject(dec, func(key string) error {
+		switch key {
+		case "inode":
+			return dec.Decode(&ni.Inode)
+		case "host":
+			return dec.Decode(&ni.Host)
+		case "mountinfo":
+			return dec.Decode(&ni.Mountinfo)
+		case "process_count":
+			return dec.Decode(&ni.ProcessCount)
+		case "nodesnap":
+			return dec.Decode(&ni.Nodesnap)
+		case "processes":
+			return walkArray(dec, func() error {
+				if len(ni.Processes) >= maxNSProcesses {
+					return skipValue(dec)
+				}
+				var p collectors.NamespaceProcess
+				if err := dec.Decode(&p); err != nil {
+					return err
+				}
+				ni.Processes = append(ni.Processes, p)
+				return nil
+			})
+		case "mounts":
+			return walkArray(dec, func() error {
+				var m collectors.NamespaceMount
+				if err := dec.Decode(&m); err != nil {
+					return err
+				}
+				if len(st.mounts)+len(mounts) >= maxMounts {
+					return nil
+				}
+				mounts = append(mounts, mountRec{ID: m.ID, ParentID: m.ParentID, Dev: m.Dev(), Major: m.Major,
+					Root: m.Root, MountPoint: m.MountPoint, FSType: m.FSType, Source: m.Source,
+					Propagation: m.Propagation.String(), Class: m.Class})
+				return nil
+			})
+		}
+		return skipValue(dec)
+	})
+	if err != nil {
+		return err
+	}
+	if ni.Host && st.hostNS == 0 {
+		st.hostNS = ni.Inode
+	}
+	if ni.Nodesnap != "" && !ni.Host && len(st.selfNS) < maxDeviceNS {
+		st.selfNS[ni.Inode] = ni.Nodesnap
+	}
+	for i := range mounts {
+		mounts[i].NS, mounts[i].Host = ni.Inode, ni.Host
+	}
+	if room := maxMounts - len(st.mounts); len(mounts) > room {
+		mounts = mounts[:max(room, 0)]
+	}
+	st.mounts = append(st.mounts, mounts...)
+	if ni.Mountinfo != "" {
+		st.mountinfoPath[ni.Inode] = "mounts/" + ni.Mountinfo
+	}
+	st.nsInfo[ni.Inode] = ni
+	return nil
+}
+
+// deviceLite is a device of the index with its namespaces left raw: only
+// devices mounted nowhere but outside the host's namespace are looked at
+// namespace by namespace, and the rest (tens of thousands of tmpfs and
+// overlay devices on a busy node) are never decoded further.
+type deviceLite struct {
+	Dev                      string                  `json:"dev"`
+	Major                    uint32                  `json:"major"`
+	Minor                    uint32                  `json:"minor"`
+	Sources                  []string                `json:"sources"`
+	FSTypes                  []string                `json:"fs_types"`
+	Class                    string                  `json:"class"`
+	Block                    *collectors.BlockDevice `json:"block"`
+	InHostNamespace          bool                    `json:"in_host_namespace"`
+	OnlyOutsideHostNamespace bool                    `json:"only_outside_host_namespace"`
+	Namespaces               json.RawMessage         `json:"namespaces"`
+}
+
+func (st *state) readDevice(dec *json.Decoder) error {
+	// Most devices are mounted in the host's namespace: their raw bytes
+	// say so, and decoding them (each carries its namespaces' process
+	// lists) would cost more than the rest of the analysis.
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	if v, ok := rawBool(raw, "only_outside_host_namespace"); ok && !v {
+		if bytes.Contains(raw, []byte("only_in_nodesnap")) {
+			if v, ok := rawBool(raw, "only_in_nodesnap_namespaces"); ok && v {
+				st.selfOnlyN++
+				var l struct {
+					Dev string `json:"dev"`
+				}
+				if json.Unmarshal(raw, &l) == nil && len(st.selfOnlyDevs) < collectors.MaxExcludedDevices {
+					st.selfOnlyDevs = append(st.selfOnlyDevs, l.Dev)
+				}
+			}
+		}
+		return nil
+	}
+	// Of the rest, a container's own tmpfs and overlay mounts are most:
+	// not a block device, and no kubelet or runtime path in sight.
+	if rawHas(raw, `"major": 0,`, `"major":0,`) && !containsAny(raw, dataPathMarkers) {
+		return nil
+	}
+	var l deviceLite
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return err
+	}
+	if !l.OnlyOutsideHostNamespace {
+		return nil
+	}
+	d := collectors.MountDevice{Dev: l.Dev, Major: l.Major, Minor: l.Minor, Sources: l.Sources, FSTypes: l.FSTypes, Class: l.Class,
+		Block: l.Block, InHostNamespace: l.InHostNamespace, OnlyOutsideHostNamespace: true}
+	if len(l.Namespaces) > 0 {
+		if err := json.Unmarshal(l.Namespaces, &d.Namespaces); err != nil {
+			return fmt.Errorf("device %s: %w", l.Dev, err)
+		}
+	}
+	if !heldCandidate(&d) {
+		return nil
+	}
+	if _, ok := st.devices[d.Dev]; !ok {
+		st.deviceOrder = append(st.deviceOrder, d.Dev)
+	}
+	st.devices[d.Dev] = &deviceRec{MountDevice: d}
+	return nil
+}
+
+// rawBool finds `"key": true|false` in a JSON object's bytes, at any depth
+// (ok is false when absent or ambiguous: then the caller decodes). Only for
+// keys that appear once per object.
+func rawBool(raw []byte, key string) (v, ok bool) {
+	k := []byte(`"` + key + `"`)
+	i := bytes.Index(raw, k)
+	if i < 0 || bytes.Contains(raw[i+len(k):], k) {
+		return false, false
+	}
+	rest := bytes.TrimLeft(raw[i+len(k):], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return false, false
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	switch {
+	case bytes.HasPrefix(rest, []byte("true")):
+		return true, true
+	case bytes.HasPrefix(rest, []byte("false")):
+		return false, true
+	}
+	return false, false
+}
+
+// readMountinfo reads a raw mounts/ns/<inode>.mountinfo (bundles of
+// development builds before 2026-11 have mounts/ns/<inode>/mountinfo), keeping the lines
+// that evidence may quote: mounts outside the host's namespace of a block
+// device, a network or FUSE filesystem, or under a kubelet or runtime
+// directory; in the host's namespace only the last two.
+func (st *state) readMountinfo(name string, r io.Reader) error {
+	id, ok := strings.CutSuffix(path.Base(name), ".mountinfo")
+	if !ok {
+		id = path.Base(path.Dir(name))
+	}
+	ns, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		return nil // not one of the collector's
+	}
+	if _, ok := st.mountinfoPath[ns]; !ok {
+		st.mountinfoPath[ns] = name
+	}
+	lr := newLineReader(r)
+	for {
+		b, n, cut, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ms, _ := procfs.ParseMountInfo(b)
+		if len(ms) != 1 {
+			continue
+		}
+		m := ms[0]
+		class := procfs.Classify(m)
+		if class == procfs.ClassPseudo {
+			continue
+		}
+		host := st.hostNS != 0 && ns == st.hostNS
+		keep := class == procfs.ClassNetwork || class == procfs.ClassFUSE || dataPath(m.MountPoint)
+		if !host && m.Major != 0 {
+			keep = true
+		}
+		if !keep {
+			continue
+		}
+		if len(st.mountinfoLines) >= maxMountinfoLines || st.mountinfoBytes >= maxMountinfoBytes {
+			st.mountinfoSpare++
+			continue
+		}
+		l := keepLine(n, b, cut)
+		st.mountinfoBytes += len(l.Text)
+		st.mountinfoLines[nsMount{ns, m.ID}] = l
+	}
+}

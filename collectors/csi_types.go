@@ -1,0 +1,213 @@
+package collectors
+
+// The csi collector's records: csi/inventory.json and what it refers to.
+
+// CSIInventory is csi/inventory.json.
+type CSIInventory struct {
+	// KubeletDir is the kubelet's root (host path).
+	KubeletDir string `json:"kubelet_dir"`
+	// MountTable is the mountinfo the inventory was checked against;
+	// MountTableError says why it could not be read (then every
+	// "mounted" is null).
+	MountTable      string `json:"mount_table"`
+	MountTableError string `json:"mount_table_error,omitempty"`
+	// PodVolumes are pods/<uid>/volumes/<plugin>/<volume>, every plugin.
+	PodVolumes []CSIPodVolume `json:"pod_volumes"`
+	// StagingVolumes are the CSI staging directories under
+	// plugins/kubernetes.io/csi/ that hold a vol_data.json.
+	StagingVolumes []CSIStagingVolume `json:"staging_volumes"`
+	StateFiles     []CSIStateFile     `json:"state_files"`
+	// Plugins and PluginsRegistry list plugins/ (a few levels deep, never
+	// into a mountpoint) and plugins_registry/.
+	Plugins         []CSIDirEntry `json:"plugins"`
+	PluginsRegistry []CSIDirEntry `json:"plugins_registry"`
+	// Findings are the cross-checks of state files, vol_data.json and the
+	// mount table that found something wrong.
+	Findings []CSIFinding `json:"findings"`
+	// Drivers are the CSI drivers the kubelet knows (plugins_registry,
+	// plugins, vol_data.json), used to find the drivers' pods.
+	Drivers []string `json:"drivers,omitempty"`
+	// PodLogDir is the kubelet's pod log directory (host path); PodLogs
+	// the containers of CSI pods whose logs were kept, under podlogs/.
+	PodLogDir string      `json:"pod_log_dir,omitempty"`
+	PodLogs   []CSIPodLog `json:"pod_logs"`
+	// Errors are listings or reads that failed (hung ones included).
+	Errors []string `json:"errors,omitempty"`
+}
+
+// CSIDirEntry is one entry of a listing, typed from readdir's d_type
+// (nothing is stat()ed).
+type CSIDirEntry struct {
+	// Path is the host path.
+	Path string `json:"path"`
+	// Type is dir, file, json (a regular *.json file), socket, symlink,
+	// other or unknown.
+	Type string `json:"type"`
+	// Mountpoint is true when the mount table has a mount there; such
+	// directories are never entered.
+	Mountpoint bool `json:"mountpoint,omitempty"`
+}
+
+// CSIPodVolume is one volume directory of one pod.
+type CSIPodVolume struct {
+	PodUID string `json:"pod_uid"`
+	// Plugin is the directory name, e.g. "kubernetes.io~csi".
+	Plugin string `json:"plugin"`
+	// Volume is the volume directory's name (the PV name for CSI).
+	Volume string `json:"volume"`
+	// Dir is the volume directory (host path).
+	Dir string `json:"dir"`
+	// MountPath is where the volume is expected to be mounted: Dir/mount
+	// for CSI, Dir itself for other plugins.
+	MountPath string `json:"mount_path"`
+	// Mounted says whether MountPath is in the mount table (null when the
+	// table could not be read).
+	Mounted *bool `json:"mounted"`
+	// Mounts are the mount table entries at MountPath (a volume mounted
+	// twice shows twice).
+	Mounts []CSIMountRef `json:"mounts,omitempty"`
+	// DeletingLeftover marks a "<name>.deleting~<n>" directory left by a
+	// failed teardown (incident 000).
+	DeletingLeftover bool `json:"deleting_leftover,omitempty"`
+	// VolData is the parsed vol_data.json of a CSI volume, VolDataFile its
+	// copy in the bundle (relative to csi/), VolDataError why it could not
+	// be read or parsed.
+	VolData      *CSIVolData `json:"vol_data,omitempty"`
+	VolDataFile  string      `json:"vol_data_file,omitempty"`
+	VolDataError string      `json:"vol_data_error,omitempty"`
+}
+
+// CSIStagingVolume is one staging directory under plugins/kubernetes.io/csi.
+type CSIStagingVolume struct {
+	Dir             string        `json:"dir"`
+	GlobalMountPath string        `json:"global_mount_path"`
+	Mounted         *bool         `json:"mounted"`
+	Mounts          []CSIMountRef `json:"mounts,omitempty"`
+	VolData         *CSIVolData   `json:"vol_data,omitempty"`
+	VolDataFile     string        `json:"vol_data_file,omitempty"`
+	VolDataError    string        `json:"vol_data_error,omitempty"`
+}
+
+// CSIMountRef is the part of a mount table entry the inventory needs.
+type CSIMountRef struct {
+	MountID int    `json:"mount_id"`
+	Dev     string `json:"dev"`
+	Root    string `json:"root"`
+	FSType  string `json:"fs_type"`
+	Source  string `json:"source"`
+}
+
+// CSIVolData is the kubelet's vol_data.json of a CSI volume.
+type CSIVolData struct {
+	DriverName          string `json:"driver_name,omitempty"`
+	VolumeHandle        string `json:"volume_handle,omitempty"`
+	SpecVolID           string `json:"spec_vol_id,omitempty"`
+	NodeName            string `json:"node_name,omitempty"`
+	AttachmentID        string `json:"attachment_id,omitempty"`
+	VolumeLifecycleMode string `json:"volume_lifecycle_mode,omitempty"`
+}
+
+// CSIStateFile is one driver state file.
+type CSIStateFile struct {
+	// Path is the host path; File its raw (redacted) copy in the bundle,
+	// relative to csi/.
+	Path      string `json:"path"`
+	File      string `json:"file,omitempty"`
+	Bytes     int    `json:"bytes"`
+	Truncated bool   `json:"truncated,omitempty"`
+	// Format is "csi-hostpath" (csi-driver-host-path's state.json),
+	// "json" (JSON of an unknown layout) or "invalid".
+	Format string `json:"format"`
+	// ParseError says why an invalid file could not be parsed (cut short,
+	// malformed): the raw copy is still in the bundle.
+	ParseError string           `json:"parse_error,omitempty"`
+	Volumes    []CSIStateVolume `json:"volumes,omitempty"`
+	Snapshots  int              `json:"snapshots,omitempty"`
+	// ReadError says why the file could not be read at all.
+	ReadError string `json:"read_error,omitempty"`
+}
+
+// CSIStateVolume is one volume of a csi-hostpath state file, with what the
+// mount table says about it.
+type CSIStateVolume struct {
+	VolID   string `json:"vol_id"`
+	VolName string `json:"vol_name,omitempty"`
+	VolPath string `json:"vol_path,omitempty"`
+	NodeID  string `json:"node_id,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	// PublishedState is how the driver recorded the volume's publications:
+	// "set" (a non-empty list), "empty" ([] or ""), "null", "false",
+	// "missing", or "other".
+	PublishedState string   `json:"published_state"`
+	Published      []string `json:"published,omitempty"`
+	StagedState    string   `json:"staged_state"`
+	Staged         []string `json:"staged,omitempty"`
+	// MountedTargets are target paths of this volume (from Published and
+	// from pods' vol_data.json) that the mount table has.
+	MountedTargets []string `json:"mounted_targets,omitempty"`
+}
+
+// CSIFinding is one inconsistency between a driver's state, the kubelet's
+// vol_data.json and the mount table.
+type CSIFinding struct {
+	// Kind is "published-lost" (the driver does not think the volume is
+	// published, yet its target is mounted: NodeUnpublishVolume will
+	// return success without unmounting, incident 004) or
+	// "published-not-mounted" (the driver thinks it is published, yet the
+	// target is not mounted).
+	Kind       string `json:"kind"`
+	StateFile  string `json:"state_file"`
+	VolumeID   string `json:"volume_id"`
+	TargetPath string `json:"target_path"`
+	PodUID     string `json:"pod_uid,omitempty"`
+	Detail     string `json:"detail"`
+}
+
+// CSIPodLog is one container of a CSI pod, and what was kept of its logs.
+type CSIPodLog struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	PodUID    string `json:"pod_uid"`
+	Container string `json:"container"`
+	// Dir is the container's log directory (host path).
+	Dir string `json:"dir"`
+	// Match says why the pod was taken for a CSI pod.
+	Match string `json:"match"`
+	// Files are the container's log files, newest first, each with what
+	// was kept of it or why nothing was.
+	Files []CSIPodLogFile `json:"files"`
+	// Bytes is what was kept over all files; Truncated says the current
+	// and previous instance's logs hold more than that.
+	Bytes     int64 `json:"bytes"`
+	Truncated bool  `json:"truncated,omitempty"`
+	// Error says why the directory could not be listed.
+	Error string `json:"error,omitempty"`
+}
+
+// CSIPodLogFile is one log file of a container.
+type CSIPodLogFile struct {
+	// Name is the file's name in the container's log directory: "1.log",
+	// a rotated "1.log.20240715-034930", a compressed "….gz".
+	Name string `json:"name"`
+	// Path is the host path.
+	Path string `json:"path"`
+	// Restart is the container instance the file belongs to (the
+	// kubelet's restart count); Instance is "current", "previous" (the
+	// one before the last restart) or "older".
+	Restart    int    `json:"restart"`
+	Instance   string `json:"instance"`
+	Rotated    bool   `json:"rotated,omitempty"`
+	Compressed bool   `json:"compressed,omitempty"`
+	// File is the copy in the bundle, relative to csi/ (absent when
+	// nothing was kept).
+	File string `json:"file,omitempty"`
+	// SourceBytes is the file's size when read; Bytes how many of its
+	// last bytes were kept (whole lines, before redaction); Truncated says
+	// its beginning was left out.
+	SourceBytes int64 `json:"source_bytes,omitempty"`
+	Bytes       int64 `json:"bytes"`
+	Truncated   bool  `json:"truncated,omitempty"`
+	// Skipped says why the file was not read; Error why reading it failed.
+	Skipped string `json:"skipped,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
