@@ -431,6 +431,13 @@ func (j *journalRun) journalSource(ctx context.Context, q journalQuery, kind, fo
 		s.Status = JournalOK
 		j.stderrNote(q.name, stderr)
 	}
+	return j.closeSource(s, file, w, budget, "journalctl stopped early", "it gave")
+}
+
+// closeSource writes a source's window to its file, oldest first, and
+// says in the manifest what a cap or an early stop left out; stopped and
+// gave word the early stop for the reader that filled the window.
+func (j *journalRun) closeSource(s JournalSource, file string, w *entryWindow, budget int64, stopped, gave string) JournalSource {
 	truncated := w.full || (s.Status != JournalOK && w.entries() > 0)
 	if err := j.writeWindow(&s, file, w, truncated); err != nil {
 		s.Status, s.Error = JournalError, err.Error()
@@ -447,7 +454,7 @@ func (j *journalRun) journalSource(ctx context.Context, q journalQuery, kind, fo
 		j.env.Notef("%s: kept the newest %s (%d entries%s); older entries since %s were left out by the %s cap",
 			file, humanBytes(s.Bytes), s.Entries, from, j.since.UTC().Format(time.RFC3339), humanBytes(budget))
 	} else if truncated {
-		j.env.Notef("%s: journalctl stopped early (%s); kept the newest entries it gave (%d)%s", file, s.Status, s.Entries, from)
+		j.env.Notef("%s: %s (%s); kept the newest entries %s (%d)%s", file, stopped, s.Status, gave, s.Entries, from)
 	}
 	return s
 }

@@ -411,25 +411,7 @@ func (j *journalRun) nativeSource(ctx context.Context, q journalQuery) JournalSo
 		j.nativeProblem(q.name, p)
 	}
 	s.Problems = problems[:min(len(problems), maxNativeProblems)]
-	truncated := w.full || (s.Status != JournalOK && w.entries() > 0)
-	if err := j.writeWindow(&s, file, w, truncated); err != nil {
-		s.Status, s.Error = JournalError, err.Error()
-		return s
-	}
-	if s.Status == JournalOK && s.Entries == 0 {
-		s.Status = JournalEmpty
-	}
-	from := ""
-	if s.Oldest != "" {
-		from = ", from " + s.Oldest
-	}
-	if w.full {
-		j.env.Notef("%s: kept the newest %s (%d entries%s); older entries since %s were left out by the %s cap",
-			file, humanBytes(s.Bytes), s.Entries, from, j.since.UTC().Format(time.RFC3339), humanBytes(budget))
-	} else if truncated {
-		j.env.Notef("%s: reading the journal stopped early (%s); kept the newest entries read (%d)%s", file, s.Status, s.Entries, from)
-	}
-	return s
+	return j.closeSource(s, file, w, budget, "reading the journal stopped early", "read")
 }
 
 // nativeProblem reports, once each, a journal file the native reader
