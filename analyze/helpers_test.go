@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodesnap/nodesnap/internal/testkit"
 
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
@@ -45,21 +46,7 @@ type manifestExtra struct {
 // fixture reads analyze/testdata/<name> into bundle paths → contents.
 func fixture(t testing.TB, name string) map[string][]byte {
 	t.Helper()
-	root := filepath.Join("testdata", name)
-	files := map[string][]byte{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		b, err := os.ReadFile(p)
-		files[filepath.ToSlash(rel)] = b
-		return err
-	})
-	if err != nil {
-		t.Fatalf("fixture %s: %v", name, err)
-	}
-	return files
+	return testkit.ReadTree(t, filepath.Join("testdata", name))
 }
 
 // makeBundle writes files into a real bundle with bundle.Write: a

@@ -5,13 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodesnap/nodesnap/internal/testkit"
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundlediff"
@@ -21,21 +22,7 @@ import (
 // contents (the same fixtures analyze's own tests use).
 func fixture(t testing.TB, name string) map[string][]byte {
 	t.Helper()
-	root := filepath.Join("..", "analyze", "testdata", name)
-	files := map[string][]byte{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		b, err := os.ReadFile(p)
-		files[filepath.ToSlash(rel)] = b
-		return err
-	})
-	if err != nil {
-		t.Fatalf("fixture %s: %v", name, err)
-	}
-	return files
+	return testkit.ReadTree(t, filepath.Join("..", "analyze", "testdata", name))
 }
 
 // bundleOpts vary the manifest a test bundle gets.

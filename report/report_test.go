@@ -7,13 +7,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodesnap/nodesnap/internal/testkit"
 
 	"golang.org/x/net/html"
 
@@ -29,21 +30,7 @@ const maxReportBytes = 2 << 20
 // tests do.
 func fixtureFiles(t *testing.T, name string) map[string][]byte {
 	t.Helper()
-	root := filepath.Join("..", "analyze", "testdata", name)
-	files := map[string][]byte{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		b, err := os.ReadFile(p)
-		files[filepath.ToSlash(rel)] = b
-		return err
-	})
-	if err != nil {
-		t.Fatalf("fixture %s: %v", name, err)
-	}
-	return files
+	return testkit.ReadTree(t, filepath.Join("..", "analyze", "testdata", name))
 }
 
 // writeBundle writes files into a real bundle with bundle.Write, with a
