@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -76,15 +77,6 @@ func TestHostileBundles(t *testing.T) {
 			t.Run(name+"/"+sub[0], func(t *testing.T) {
 				cwd := t.TempDir()
 				cmd := nodesnapIn(t, cwd, sub...)
-				mem := memCgroup(t)
-				if mem != "" {
-					// The reader moves itself into a memory cgroup of its own
-					// before it execs: ru_maxrss would report this test
-					// process's peak, which execve inherits.
-					bin := cmd.Path
-					cmd.Path = "/bin/sh"
-					cmd.Args = append([]string{"sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, mem, bin}, sub...)
-				}
 				r := execRun(t, 30*time.Second, cmd)
 				o := outcome{fault: "hostile bundle (" + sub[0] + ")", noBundle: true}
 				if r.code == 0 {
@@ -208,16 +200,7 @@ func TestHostileBundlesWithAValidManifest(t *testing.T) {
 		for _, sub := range [][]string{{"validate", p}, {"inspect", p}, {"analyze", p}, {"redact", "-o", filepath.Join(t.TempDir(), "out.tar.gz"), p}} {
 			t.Run(name+"/"+sub[0], func(t *testing.T) {
 				cwd := t.TempDir()
-				cmd := nodesnapIn(t, cwd, sub...)
-				mem := memCgroup(t)
-				if mem != "" {
-					// The reader moves itself into a memory cgroup of its own
-					// before it execs: ru_maxrss would report this test
-					// process's peak, which execve inherits.
-					bin := cmd.Path
-					cmd.Path = "/bin/sh"
-					cmd.Args = append([]string{"sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, mem, bin}, sub...)
-				}
+				cmd, mem := nodesnapInCgroup(t, cwd, sub...)
 				r := execRun(t, 30*time.Second, cmd)
 				o := outcome{fault: "hostile bundle, valid manifest (" + sub[0] + ")", noBundle: true}
 				if r.code == 0 {
@@ -245,6 +228,22 @@ func TestHostileBundlesWithAValidManifest(t *testing.T) {
 			})
 		}
 	}
+}
+
+// nodesnapInCgroup is nodesnapIn for a command whose memory is measured:
+// it moves itself into a memory cgroup of its own (mem) before it execs,
+// since ru_maxrss would report this test process's peak, which execve
+// inherits. mem is "" where no cgroup could be made.
+func nodesnapInCgroup(t *testing.T, dir string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := nodesnapIn(t, dir, args...)
+	mem := memCgroup(t)
+	if mem != "" {
+		bin := cmd.Path
+		cmd.Path = "/bin/sh"
+		cmd.Args = append([]string{"sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, mem, bin}, args...)
+	}
+	return cmd, mem
 }
 
 // memCgroup makes a cgroup v1 memory cgroup for one command and removes it
