@@ -12,7 +12,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/supervisor"
+	"github.com/nodesnap/nodesnap/outputdir"
 )
 
 // setSysctl sets a /proc/sys file for the test and restores it after.
@@ -64,7 +64,7 @@ func TestObfuscationMappingAgainstPlants(t *testing.T) {
 		for s := -2; s < 60; s++ {
 			for _, h := range []string{host, "reliability-node"} {
 				base := strings.TrimSuffix(filepath.Join(out, bundle.DefaultName(h, now.Add(time.Duration(s)*time.Second), bundle.Gzip)), ".tar.gz")
-				final, tmp := base+supervisor.MappingSuffix, base+supervisor.MappingSuffix+".tmp"
+				final, tmp := base+outputdir.MappingSuffix, base+outputdir.MappingSuffix+".tmp"
 				fmt.Fprintf(&script, "ln -s %s %s\n", victim, final)
 				if s%2 == 0 {
 					fmt.Fprintf(&script, "ln -s %s %s\n", victim, tmp)
@@ -100,7 +100,7 @@ func TestObfuscationMappingAgainstPlants(t *testing.T) {
 		var mapping string
 		ents, _ := os.ReadDir(out)
 		for _, e := range ents {
-			if e.Type().IsRegular() && strings.HasSuffix(e.Name(), supervisor.MappingSuffix) {
+			if e.Type().IsRegular() && strings.HasSuffix(e.Name(), outputdir.MappingSuffix) {
 				if mapping != "" {
 					t.Errorf("two mapping files: %s and %s", mapping, e.Name())
 				}

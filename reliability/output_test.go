@@ -10,15 +10,15 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/supervisor"
+	"github.com/nodesnap/nodesnap/outputdir"
 )
 
 // The stated bound of a run whatever its output directory does: --timeout
-// plus supervisor.OutputGrace for hashing and writing, plus 2 s to give up
+// plus outputdir.WriteGrace for hashing and writing, plus 2 s to give up
 // on a hung directory (worker reaping, lock release).
 const outputTimeout = 8 * time.Second
 
-var outputBound = outputTimeout + supervisor.OutputGrace + 2*time.Second
+var outputBound = outputTimeout + outputdir.WriteGrace + 2*time.Second
 
 // stagingHolds reports whether a staging directory under dir holds a file
 // of collector c. dir is read directly: it is the backing directory, never
@@ -39,7 +39,7 @@ func stagingHolds(dir, c string) bool {
 }
 
 // An output directory on a mount that hangs before the run starts: the
-// stat of it costs one deadline (supervisor.OutputOpTimeout), the run ends
+// stat of it costs one deadline (outputdir.OpTimeout), the run ends
 // with exit 1 and a message naming the hung directory, and SIGTERM ends it
 // at once. It used to take 63 s with --timeout 10s and ignore SIGTERM.
 func TestOutputDirectoryHungBeforeRun(t *testing.T) {
@@ -60,7 +60,7 @@ func TestOutputDirectoryHungBeforeRun(t *testing.T) {
 			}
 			r := execRun(t, outputBound+30*time.Second, cmd)
 			o := outcome{fault: "output directory on a hung mount before the run", noBundle: true}
-			limit := supervisor.OutputOpTimeout + 2*time.Second
+			limit := outputdir.OpTimeout + 2*time.Second
 			if sigterm {
 				o.fault += " + SIGTERM"
 				limit = 3 * time.Second

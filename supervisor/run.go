@@ -28,6 +28,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/outputdir"
 	"github.com/nodesnap/nodesnap/redact"
 )
 
@@ -61,7 +62,7 @@ type Options struct {
 	HandleSignals bool
 	// Output, when set, is the output directory already opened (and
 	// locked) by the caller; otherwise Run opens it, without a lock.
-	Output *Output
+	Output *outputdir.Output
 }
 
 // Progress is one step of the run, for a progress display.
@@ -104,8 +105,8 @@ const (
 
 type run struct {
 	opts     Options
-	out      *Output
-	staging  staging
+	out      *outputdir.Output
+	staging  outputdir.StagingDir
 	start    time.Time
 	collectD time.Time // collectors must end by then
 	abortCtx context.Context
@@ -154,7 +155,7 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 		// Checked (and cleaned of what killed runs left) in a worker
 		// under a deadline, like every touch of the output directory.
 		var err error
-		if out, err = OpenOutput(parent, OutputOptions{Dir: outDir}); err != nil {
+		if out, err = outputdir.Open(parent, outputdir.Options{Dir: outDir}); err != nil {
 			return nil, err
 		}
 		defer out.Close()
@@ -229,10 +230,10 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 		return nil, ErrAborted
 	}
 	r.progress(Progress{Phase: "writing"})
-	// Hashing and writing get until --timeout + OutputGrace: past it the
+	// Hashing and writing get until --timeout + outputdir.WriteGrace: past it the
 	// output filesystem is taken as hung, and the run ends without a
 	// bundle rather than not at all.
-	writeBy := r.start.Add(opts.Timeout + OutputGrace)
+	writeBy := r.start.Add(opts.Timeout + outputdir.WriteGrace)
 	h, err := out.Hash(abortCtx, max(time.Until(writeBy), time.Second), r.staging, names)
 	if err != nil {
 		if abortCtx.Err() != nil {
@@ -270,7 +271,7 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 // found hung: then it is left, and named in the error the run returns.
 func (r *run) cleanup() {
 	if err := r.out.Hung(); err != nil {
-		var he *OutputHungError
+		var he *outputdir.HungError
 		if errors.As(err, &he) && he.Left == "" {
 			he.Left = r.staging.Path
 		}
@@ -327,30 +328,6 @@ func fillDefaults(o *Options) error {
 		c.Since = 24 * time.Hour
 	}
 	return nil
-}
-
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-func uniquePath(p string) string {
-	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
-		return p
-	}
-	ext := ""
-	base := p
-	for _, e := range []string{".tar.gz", ".tar.zst"} {
-		if strings.HasSuffix(p, e) {
-			ext, base = e, strings.TrimSuffix(p, e)
-		}
-	}
-	for i := 2; ; i++ {
-		q := fmt.Sprintf("%s-%d%s", base, i, ext)
-		if _, err := os.Lstat(q); errors.Is(err, os.ErrNotExist) {
-			return q
-		}
-	}
 }
 
 func signalName(s os.Signal) string {
@@ -706,7 +683,7 @@ func (r *run) killAll() {
 // that is not in staging any more (the output directory was removed during
 // the run) is listed as omitted, and makes its collector and the bundle
 // partial: a bundle never says complete while missing what it collected.
-func (r *run) manifest(specs []*collectors.Spec, h hashResp) *bundle.Manifest {
+func (r *run) manifest(specs []*collectors.Spec, h outputdir.HashResult) *bundle.Manifest {
 	end := time.Now()
 	m := &bundle.Manifest{
 		SchemaVersion:   bundle.SchemaVersion,

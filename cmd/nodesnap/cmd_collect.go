@@ -342,13 +342,13 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	// on a sick node, and retention of one could remove what the other
 	// is about to upload.
 	// The directory is checked, locked and kept in a worker process under
-	// deadlines (supervisor.Output): a hung mount there ends the run with
+	// deadlines (outputdir.Output): a hung mount there ends the run with
 	// an error instead of freezing it.
 	minFree := int64(o.minFree)
 	if !o.minFreeSet {
 		minFree = min(minFree, int64(o.maxBundle))
 	}
-	out, err := supervisor.OpenOutput(preCtx, supervisor.OutputOptions{Dir: outDir, Lock: true, LockWait: o.lockWait, MinFree: uint64(max(minFree, 0))})
+	out, err := outputdir.Open(preCtx, outputdir.Options{Dir: outDir, Lock: true, LockWait: o.lockWait, MinFree: uint64(max(minFree, 0))})
 	if err != nil {
 		if errors.Is(err, outputdir.ErrLocked) {
 			return &lockedError{err}

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/outputdir"
 	"github.com/nodesnap/nodesnap/redact"
 	"github.com/nodesnap/nodesnap/supervisor"
 )
@@ -85,7 +86,7 @@ With --obfuscate, the token→value mapping is written beside the new bundle (mo
 				return err
 			}
 			if maps := red.Mappings(); len(maps) > 0 {
-				mf, err := supervisor.WriteMappings(w.Path, maps)
+				mf, err := outputdir.WriteMappings(w.Path, maps)
 				if err != nil {
 					return fmt.Errorf("the bundle was written to %s, but the obfuscation mapping was not: %w", w.Path, err)
 				}

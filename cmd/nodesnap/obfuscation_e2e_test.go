@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/supervisor"
+	"github.com/nodesnap/nodesnap/outputdir"
 )
 
 // With --obfuscate, one IP seen by two collectors (separate processes) gets
@@ -42,7 +42,7 @@ func TestCollectObfuscatesConsistently(t *testing.T) {
 		switch {
 		case strings.HasSuffix(n, ".tar.gz"):
 			bundlePathFound = filepath.Join(out, n)
-		case strings.HasSuffix(n, supervisor.MappingSuffix):
+		case strings.HasSuffix(n, outputdir.MappingSuffix):
 			mapping = filepath.Join(out, n)
 		default:
 			t.Errorf("unexpected file in the output directory: %s", n)
@@ -79,7 +79,7 @@ func TestCollectObfuscatesConsistently(t *testing.T) {
 	if psTok == nil || cfTok == nil || !bytes.Equal(psTok, cfTok) {
 		t.Fatalf("tokens differ across collectors: processes %q, nodeconfig %q", psTok, cfTok)
 	}
-	var m supervisor.Mapping
+	var m outputdir.Mapping
 	raw, err := os.ReadFile(mapping)
 	if err != nil {
 		t.Fatal(err)

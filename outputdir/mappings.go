@@ -1,4 +1,4 @@
-package supervisor
+package outputdir
 
 import (
 	"crypto/rand"

@@ -1,4 +1,4 @@
-package supervisor
+package outputdir
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/isolate"
-	"github.com/nodesnap/nodesnap/outputdir"
 )
 
 // The output directory is a path like any other: it may sit on an NFS or
@@ -30,32 +30,32 @@ import (
 // deadline or by a second interrupt does not drop the lock with it. Both
 // die with the supervisor (PDEATHSIG), and the kernel drops the flock.
 
-// OutputOpTimeout bounds each small operation on the output directory
+// OpTimeout bounds each small operation on the output directory
 // (stat, statfs, mkdir, remove, the mapping file, retention), and what the
 // lock may take past --lock-wait.
-const OutputOpTimeout = 5 * time.Second
+const OpTimeout = 5 * time.Second
 
-// OutputGrace is how long past --timeout hashing and writing the bundle may
+// WriteGrace is how long past --timeout hashing and writing the bundle may
 // go on. Past it the output filesystem is taken as hung: the writer is
 // killed, no bundle is written, and the run ends. With the lock released
 // (or abandoned) and cleanup bounded too, a run ends within --timeout +
-// OutputGrace + 2 s whatever its output directory does.
-const OutputGrace = 10 * time.Second
+// WriteGrace + 2 s whatever its output directory does.
+const WriteGrace = 10 * time.Second
 
-// OutputOptions says how to open an output directory.
-type OutputOptions struct {
+// Options says how to open an output directory.
+type Options struct {
 	Dir string
-	// Lock takes the directory's lock (outputdir.Acquire), waiting up to
+	// Lock takes the directory's lock (Acquire), waiting up to
 	// LockWait for another run to finish.
 	Lock     bool
 	LockWait time.Duration
 	// MinFree refuses a filesystem with fewer bytes available (0: no check).
 	MinFree uint64
-	// OpTimeout replaces OutputOpTimeout (tests).
+	// OpTimeout replaces OpTimeout (tests).
 	OpTimeout time.Duration
 }
 
-// Output is a run's handle on its output directory. See OpenOutput.
+// Output is a run's handle on its output directory. See Open.
 type Output struct {
 	dir       string
 	opTimeout time.Duration
@@ -64,11 +64,11 @@ type Output struct {
 	locked    bool
 
 	mu   sync.Mutex
-	hung *OutputHungError
+	hung *HungError
 }
 
-// OutputHungError says the output directory stopped answering.
-type OutputHungError struct {
+// HungError says the output directory stopped answering.
+type HungError struct {
 	Dir      string
 	Op       string
 	Timeout  time.Duration
@@ -77,7 +77,7 @@ type OutputHungError struct {
 	Left string
 }
 
-func (e *OutputHungError) Error() string {
+func (e *HungError) Error() string {
 	s := fmt.Sprintf("the output directory %s stopped answering: %s did not finish within %s (%s); nothing more was written there",
 		e.Dir, e.Op, e.Timeout.Round(time.Millisecond), e.Evidence.String())
 	if e.Left != "" {
@@ -87,16 +87,16 @@ func (e *OutputHungError) Error() string {
 }
 
 // Unwrap makes errors.Is(err, isolate.ErrTimeout) true.
-func (e *OutputHungError) Unwrap() error { return isolate.ErrTimeout }
+func (e *HungError) Unwrap() error { return isolate.ErrTimeout }
 
-// OpenOutput checks that dir is a directory, takes its lock if asked,
+// Open checks that dir is a directory, takes its lock if asked,
 // checks its free space and removes what runs killed outright left there
 // — all in a worker, so that a directory on a hung mount costs
-// OutputOpTimeout (plus LockWait) and an error, not a frozen run.
-func OpenOutput(ctx context.Context, o OutputOptions) (*Output, error) {
+// OpTimeout (plus LockWait) and an error, not a frozen run.
+func Open(ctx context.Context, o Options) (*Output, error) {
 	out := &Output{dir: o.Dir, opTimeout: o.OpTimeout}
 	if out.opTimeout <= 0 {
-		out.opTimeout = OutputOpTimeout
+		out.opTimeout = OpTimeout
 	}
 	out.pool = isolate.NewPool(1, out.opTimeout)
 	out.lockPool = isolate.NewPool(1, out.opTimeout)
@@ -111,9 +111,9 @@ func OpenOutput(ctx context.Context, o OutputOptions) (*Output, error) {
 	if err == nil {
 		switch r.Kind {
 		case "locked":
-			err = &outputdir.LockedError{Dir: o.Dir, PID: r.PID, Waited: r.Waited}
+			err = &LockedError{Dir: o.Dir, PID: r.PID, Waited: r.Waited}
 		case "lowspace":
-			err = fmt.Errorf("%w%s", outputdir.ErrLowSpace, strings.TrimPrefix(r.Msg, outputdir.ErrLowSpace.Error()))
+			err = fmt.Errorf("%w%s", ErrLowSpace, strings.TrimPrefix(r.Msg, ErrLowSpace.Error()))
 		}
 	}
 	if err != nil {
@@ -154,7 +154,7 @@ func (o *Output) doIn(pool *isolate.Pool, ctx context.Context, timeout time.Dura
 	}
 	var he *isolate.HungError
 	if errors.As(err, &he) {
-		h := &OutputHungError{Dir: o.dir, Op: opWhat[op], Timeout: timeout, Evidence: he.Evidence}
+		h := &HungError{Dir: o.dir, Op: opWhat[op], Timeout: timeout, Evidence: he.Evidence}
 		o.mu.Lock()
 		o.hung = h
 		o.mu.Unlock()
@@ -204,10 +204,10 @@ func (o *Output) closePools(hung bool) {
 	}
 }
 
-// staging is a staging directory and the random token of the marker file
+// StagingDir is a staging directory and the random token of the marker file
 // made in it: a directory made again at the same path (inode numbers are
 // reused at once on ext4) does not hold it.
-type staging struct {
+type StagingDir struct {
 	Path  string `json:"path"`
 	Token string `json:"token"`
 }
@@ -217,38 +217,38 @@ const stagingMarker = ".staging-id"
 
 // Staging makes the run's staging directory (mode 0700) with one
 // directory per collector.
-func (o *Output) Staging(ctx context.Context, collectors []string) (staging, error) {
-	var s staging
+func (o *Output) Staging(ctx context.Context, collectors []string) (StagingDir, error) {
+	var s StagingDir
 	err := o.do(ctx, o.opTimeout, opOutputStaging, stagingReq{Dir: o.dir, SupervisorPID: os.Getpid(), Collectors: collectors}, &s)
 	return s, err
 }
 
-// hashed is one staged file.
-type hashed struct {
+// HashedFile is one staged file.
+type HashedFile struct {
 	Rel    string `json:"rel"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
 }
 
-type hashResp struct {
+type HashResult struct {
 	// Replaced says the staging directory is gone or is not the one the
 	// run made: the output directory was removed (or moved) during the
 	// run, and a collector made a new one.
-	Replaced bool                `json:"replaced,omitempty"`
-	Files    map[string][]hashed `json:"files"`
+	Replaced bool                    `json:"replaced,omitempty"`
+	Files    map[string][]HashedFile `json:"files"`
 }
 
 // Hash lists and hashes every regular file in each collector's staging
 // directory, and checks that the staging directory is still the one made.
-func (o *Output) Hash(ctx context.Context, timeout time.Duration, s staging, collectors []string) (hashResp, error) {
-	var r hashResp
+func (o *Output) Hash(ctx context.Context, timeout time.Duration, s StagingDir, collectors []string) (HashResult, error) {
+	var r HashResult
 	err := o.do(ctx, timeout, opOutputHash, hashReq{Staging: s, Collectors: collectors}, &r)
 	return r, err
 }
 
 // Write archives the bundle: to path out, or when out is empty to name in
 // the output directory (made unique with -2, -3…).
-func (o *Output) Write(ctx context.Context, timeout time.Duration, out, name, format string, m *bundle.Manifest, s staging) (bundle.Written, error) {
+func (o *Output) Write(ctx context.Context, timeout time.Duration, out, name, format string, m *bundle.Manifest, s StagingDir) (bundle.Written, error) {
 	var w bundle.Written
 	raw, err := json.Marshal(m)
 	if err != nil {
@@ -267,11 +267,11 @@ func (o *Output) Mappings(ctx context.Context, bundlePath string, m map[string]s
 
 // Cleanup removes the staging directory and what killed runs (or a killed
 // writer) left in the output directory.
-func (o *Output) Cleanup(ctx context.Context, s staging) error {
+func (o *Output) Cleanup(ctx context.Context, s StagingDir) error {
 	return o.do(ctx, o.opTimeout, opOutputCleanup, cleanupReq{Dir: o.dir, Staging: s.Path, SupervisorPID: os.Getpid()}, nil)
 }
 
-// Retain is outputdir.Retain in the worker.
+// Retain is Retain in the worker.
 func (o *Output) Retain(ctx context.Context, host string, keep int, current string) ([]string, error) {
 	var removed []string
 	err := o.do(ctx, o.opTimeout, opOutputRetain, retainReq{Dir: o.dir, Host: host, Keep: keep, Current: current}, &removed)
@@ -326,8 +326,8 @@ type stagingReq struct {
 }
 
 type hashReq struct {
-	Staging    staging  `json:"staging"`
-	Collectors []string `json:"collectors"`
+	Staging    StagingDir `json:"staging"`
+	Collectors []string   `json:"collectors"`
 }
 
 type writeReq struct {
@@ -359,7 +359,7 @@ type retainReq struct {
 }
 
 // heldLock is the lock the worker took for its supervisor.
-var heldLock *outputdir.Lock
+var heldLock *Lock
 
 func init() {
 	isolate.RegisterOp(opOutputCheck, isolate.Typed(func(rq openReq) (any, error) {
@@ -367,8 +367,8 @@ func init() {
 	}))
 	isolate.RegisterOp(opOutputOpen, isolate.Typed(func(rq openReq) (any, error) {
 		if rq.Lock {
-			l, err := outputdir.Acquire(context.Background(), rq.Dir, rq.LockWait)
-			var le *outputdir.LockedError
+			l, err := Acquire(context.Background(), rq.Dir, rq.LockWait)
+			var le *LockedError
 			if errors.As(err, &le) {
 				return openResp{Kind: "locked", PID: le.PID, Waited: le.Waited}, nil
 			}
@@ -378,8 +378,8 @@ func init() {
 			heldLock = l
 			_ = l.SetHolder(rq.SupervisorPID)
 		}
-		if err := outputdir.CheckFree(rq.Dir, rq.MinFree); err != nil {
-			if errors.Is(err, outputdir.ErrLowSpace) {
+		if err := CheckFree(rq.Dir, rq.MinFree); err != nil {
+			if errors.Is(err, ErrLowSpace) {
 				heldLock.Release()
 				heldLock = nil
 				return openResp{Kind: "lowspace", Msg: err.Error()}, nil
@@ -416,7 +416,7 @@ func init() {
 			os.RemoveAll(p)
 			return nil, fmt.Errorf("creating the staging directory: %w", err)
 		}
-		return staging{Path: p, Token: tok}, nil
+		return StagingDir{Path: p, Token: tok}, nil
 	}))
 	isolate.RegisterOp(opOutputHash, isolate.Typed(hashStaged))
 	isolate.RegisterOp(opOutputWrite, isolate.Typed(func(rq writeReq) (any, error) {
@@ -443,7 +443,7 @@ func init() {
 		return nil, nil
 	}))
 	isolate.RegisterOp(opOutputRetain, isolate.Typed(func(rq retainReq) (any, error) {
-		removed, err := outputdir.Retain(rq.Dir, rq.Host, rq.Keep, rq.Current)
+		removed, err := Retain(rq.Dir, rq.Host, rq.Keep, rq.Current)
 		if removed == nil {
 			removed = []string{}
 		}
@@ -456,13 +456,13 @@ func init() {
 
 // hashStaged runs in the worker: see Output.Hash.
 func hashStaged(rq hashReq) (any, error) {
-	r := hashResp{Files: map[string][]hashed{}}
+	r := HashResult{Files: map[string][]HashedFile{}}
 	if b, err := os.ReadFile(filepath.Join(rq.Staging.Path, stagingMarker)); err != nil || string(b) != rq.Staging.Token {
 		r.Replaced = true
 	}
 	for _, c := range rq.Collectors {
 		root := filepath.Join(rq.Staging.Path, c)
-		var files []hashed
+		var files []HashedFile
 		err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 			if err != nil {
 				if errors.Is(err, os.ErrNotExist) {
@@ -481,7 +481,7 @@ func hashStaged(rq hashReq) (any, error) {
 				return fmt.Errorf("reading staged file %s: %w", p, err)
 			}
 			rel, _ := filepath.Rel(root, p)
-			files = append(files, hashed{Rel: filepath.ToSlash(rel), Size: size, SHA256: sum})
+			files = append(files, HashedFile{Rel: filepath.ToSlash(rel), Size: size, SHA256: sum})
 			return nil
 		})
 		if err != nil {
@@ -506,7 +506,7 @@ func checkOutputDir(dir string) error {
 	return nil
 }
 
-// cleanStale removes staging directories and temporary files left in dir
+// cleanStale removes StagingDir directories and temporary files left in dir
 // by nodesnap processes that are gone (a run killed with SIGKILL, a
 // writer killed on a deadline): their names carry the pid. It runs in the
 // output worker; self is the supervisor's pid, whose files are in use.
@@ -528,5 +528,29 @@ func cleanStale(dir string, self int) {
 			continue
 		}
 		os.RemoveAll(filepath.Join(dir, name))
+	}
+}
+
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func uniquePath(p string) string {
+	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+		return p
+	}
+	ext := ""
+	base := p
+	for _, e := range []string{".tar.gz", ".tar.zst"} {
+		if strings.HasSuffix(p, e) {
+			ext, base = e, strings.TrimSuffix(p, e)
+		}
+	}
+	for i := 2; ; i++ {
+		q := fmt.Sprintf("%s-%d%s", base, i, ext)
+		if _, err := os.Lstat(q); errors.Is(err, os.ErrNotExist) {
+			return q
+		}
 	}
 }
