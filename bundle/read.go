@@ -69,14 +69,16 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 		}
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
-	magic, _ := br.Peek(4)
+	magic, _ := br.Peek(len(ageArmor))
 	var af archives.CompressedArchive
 	switch {
+	case bytes.HasPrefix(magic, []byte(ageMagic)), bytes.HasPrefix(magic, []byte(ageArmor)):
+		return ErrEncrypted
 	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
 		// Single-threaded for reading untrusted input: the parallel
 		// reader reads ahead into large buffers per stream.
 		af = archives.CompressedArchive{Compression: archives.Gz{}, Extraction: archives.Tar{}}
-	case len(magic) >= 4 && bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
 		af, _ = Format(Zstd)
 	default:
 		return fmt.Errorf("%w: not a gzip or zstd compressed tar archive", ErrUnsafe)
@@ -84,6 +86,10 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 	seen := map[string]bool{}
 	var total int64
 	count := 0
+	// top is the directory every entry sits in ("name/"), known from the
+	// first entry, manifest.json; "" for bundles written before there was
+	// one, whose entries sit at the root.
+	top := ""
 	err := af.Extract(ctx, br, func(ctx context.Context, fi archives.FileInfo) error {
 		hdr, _ := fi.Header.(*tar.Header)
 		if hdr == nil {
@@ -92,6 +98,18 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 		name, err := safeName(hdr.Name)
 		if err != nil {
 			return err
+		}
+		if count == 0 {
+			if dir, base := path.Split(name); base == ManifestName && dir != "" && strings.Count(dir, "/") == 1 {
+				top = dir
+			}
+		}
+		if top != "" {
+			rest, ok := strings.CutPrefix(name, top)
+			if !ok {
+				return fmt.Errorf("%w: entry %q is outside the bundle's directory %s", ErrUnsafe, name, top)
+			}
+			name = rest
 		}
 		if hdr.Typeflag != tar.TypeReg {
 			return fmt.Errorf("%w: entry %q is %s; a bundle holds only regular files", ErrUnsafe, hdr.Name, typeName(hdr.Typeflag))
@@ -149,6 +167,16 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 	}
 	return nil
 }
+
+// ErrEncrypted is returned for a bundle encrypted with --encrypt-to: it
+// is read once decrypted with the recipient's key.
+var ErrEncrypted = errors.New("this bundle is encrypted (age); decrypt it first with the recipient's key: age -d -i KEY -o BUNDLE.tar.gz BUNDLE.tar.gz.age")
+
+// The first bytes of an age file, binary and armored.
+const (
+	ageMagic = "age-encryption.org/"
+	ageArmor = "-----BEGIN AGE ENCRYPTED FILE-----"
+)
 
 // userError carries a callback's own error through unchanged.
 type userError struct{ err error }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mholt/archives"
+	"golang.org/x/sys/unix"
 )
 
 // Compression formats.
@@ -52,11 +53,29 @@ type Written struct {
 // ErrNoSpace is wrapped when the output filesystem is full.
 var ErrNoSpace = errors.New("no space left on the output filesystem")
 
+// WriteOptions are Write's less common wishes.
+type WriteOptions struct {
+	// Encrypt, when set, wraps the file: what it writes is what lands on
+	// disk (an age encryptor), and Written's size and sha256 are of that.
+	// The plaintext archive then never touches the disk.
+	Encrypt func(io.Writer) (io.WriteCloser, error)
+	// NoReplace fails with an error wrapping fs.ErrExist when something is
+	// at out already, instead of replacing it (--output-file).
+	NoReplace bool
+}
+
 // Write archives manifest (first) and the files it lists, read from
-// staging, into out. It writes to a temporary file beside out and renames it
-// into place only when complete and synced, so a reader never sees half a
-// bundle. On any error the temporary file is removed.
+// staging, into out, every entry in one top-level directory named after
+// out (TopDir), so that tar xzf makes one directory. It writes to a
+// temporary file beside out and renames it into place only when complete
+// and synced, so a reader never sees half a bundle. On any error the
+// temporary file is removed.
 func Write(ctx context.Context, out, format string, m *Manifest, staging string, mtime time.Time) (w Written, err error) {
+	return WriteWith(ctx, out, format, m, staging, mtime, WriteOptions{})
+}
+
+// WriteWith is Write with options.
+func WriteWith(ctx context.Context, out, format string, m *Manifest, staging string, mtime time.Time, o WriteOptions) (w Written, err error) {
 	af, err := Format(format)
 	if err != nil {
 		return w, err
@@ -66,10 +85,11 @@ func Write(ctx context.Context, out, format string, m *Manifest, staging string,
 		return w, fmt.Errorf("encoding the manifest: %w", err)
 	}
 	mj = append(mj, '\n')
-	files := []archives.FileInfo{memFile(ManifestName, mj, mtime)}
+	top := TopDir(filepath.Base(out)) + "/"
+	files := []archives.FileInfo{memFile(top+ManifestName, mj, mtime)}
 	total := int64(len(mj))
 	for _, fe := range m.Files {
-		files = append(files, diskFile(fe.Path, filepath.Join(staging, filepath.FromSlash(fe.Path)), fe.Size, mtime))
+		files = append(files, diskFile(top+fe.Path, filepath.Join(staging, filepath.FromSlash(fe.Path)), fe.Size, mtime))
 		total += fe.Size
 	}
 	if gz, ok := af.Compression.(archives.Gz); ok && total < parallelGzipMin {
@@ -92,11 +112,24 @@ func Write(ctx context.Context, out, format string, m *Manifest, staging string,
 	}()
 	h := sha256.New()
 	ew := &errWriter{w: f, h: h}
+	var sink io.Writer = ew
+	var enc io.WriteCloser
+	if o.Encrypt != nil {
+		if enc, err = o.Encrypt(ew); err != nil {
+			return w, fmt.Errorf("encrypting the bundle: %w", err)
+		}
+		sink = enc
+	}
 	// archives ignores the errors of the compressor's and tar writer's
 	// Close; errWriter remembers the first write error so a full disk at
 	// the very end is still caught.
-	if err = af.Archive(ctx, ew, files); err != nil {
+	if err = af.Archive(ctx, sink, files); err != nil {
 		return w, wrapSpace(fmt.Errorf("writing the bundle: %w", err))
+	}
+	if enc != nil {
+		if err = enc.Close(); err != nil {
+			return w, wrapSpace(fmt.Errorf("encrypting the bundle: %w", err))
+		}
 	}
 	if ew.err != nil {
 		return w, wrapSpace(fmt.Errorf("writing the bundle: %w", ew.err))
@@ -107,7 +140,15 @@ func Write(ctx context.Context, out, format string, m *Manifest, staging string,
 	if err = f.Close(); err != nil {
 		return w, wrapSpace(fmt.Errorf("closing the bundle: %w", err))
 	}
-	if err = os.Rename(tmp, out); err != nil {
+	if o.NoReplace {
+		err = placeNoReplace(tmp, out)
+		if err == nil {
+			os.Remove(tmp)
+		}
+	} else {
+		err = os.Rename(tmp, out)
+	}
+	if err != nil {
 		return w, fmt.Errorf("moving the bundle into place: %w", err)
 	}
 	syncDir(filepath.Dir(out))
@@ -242,20 +283,30 @@ func HashFile(path string) (int64, string, error) {
 	return n, hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// DefaultName is nodesnap-<host>-<UTC timestamp>.<ext>.
-func DefaultName(host string, t time.Time, format string) string {
-	if format == "" {
-		format = Gzip
+// TopDir is the directory a bundle's entries sit in: its file name
+// without the extension (.tar.gz, .tar.zst, and .age when encrypted).
+func TopDir(name string) string {
+	name = strings.TrimSuffix(name, ".age")
+	for _, e := range []string{"." + Gzip, "." + Zstd} {
+		name = strings.TrimSuffix(name, e)
 	}
-	host = strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.', r == '_':
-			return r
-		}
-		return '_'
-	}, host)
-	if host == "" {
-		host = "unknown"
+	if name == "" || name == "." || name == ".." {
+		return "nodesnap"
 	}
-	return fmt.Sprintf("nodesnap-%s-%s.%s", host, t.UTC().Format("20060102T150405Z"), format)
+	return name
+}
+
+// placeNoReplace gives the file at tmp the name path, failing with an
+// error wrapping fs.ErrExist if anything (a file, a link) is there:
+// link(2) where the filesystem has hard links, renameat2(RENAME_NOREPLACE)
+// where not. The caller removes tmp once linked.
+func placeNoReplace(tmp, path string) error {
+	err := unix.Linkat(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, 0)
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_NOREPLACE)
+	}
+	if err != nil {
+		return &os.LinkError{Op: "place", Old: tmp, New: path, Err: err}
+	}
+	return nil
 }

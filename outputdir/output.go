@@ -51,13 +51,25 @@ type Options struct {
 	LockWait time.Duration
 	// MinFree refuses a filesystem with fewer bytes available (0: no check).
 	MinFree uint64
-	// OpTimeout replaces OpTimeout (tests).
+	// File, when set, is the exact path the bundle will be written to
+	// (--output-file): Open refuses it if it exists, before anything is
+	// collected.
+	File string
+	// Create makes a missing Dir (and its missing parents), mode 0700.
+	Create bool
+	// TmpDir, when set, holds the staging directory instead of Dir: for
+	// an output directory too small for the collected files as well as
+	// the bundle. The bundle is still written beside its final name in
+	// Dir and renamed into place, so it appears whole or not at all.
+	TmpDir string
+	// OpTimeout replaces the default OpTimeout (tests).
 	OpTimeout time.Duration
 }
 
 // Output is a run's handle on its output directory. See Open.
 type Output struct {
 	dir       string
+	tmpDir    string
 	opTimeout time.Duration
 	pool      *isolate.Pool
 	lockPool  *isolate.Pool
@@ -94,7 +106,7 @@ func (e *HungError) Unwrap() error { return isolate.ErrTimeout }
 // — all in a worker, so that a directory on a hung mount costs
 // OpTimeout (plus LockWait) and an error, not a frozen run.
 func Open(ctx context.Context, o Options) (*Output, error) {
-	out := &Output{dir: o.Dir, opTimeout: o.OpTimeout}
+	out := &Output{dir: o.Dir, tmpDir: o.TmpDir, opTimeout: o.OpTimeout}
 	if out.opTimeout <= 0 {
 		out.opTimeout = OpTimeout
 	}
@@ -102,7 +114,7 @@ func Open(ctx context.Context, o Options) (*Output, error) {
 	out.lockPool = isolate.NewPool(1, out.opTimeout)
 	// The stat alone first, under the short deadline: a hung directory
 	// costs that, not --lock-wait as well.
-	err := out.do(ctx, out.opTimeout, opOutputCheck, openReq{Dir: o.Dir}, nil)
+	err := out.do(ctx, out.opTimeout, opOutputCheck, openReq{Dir: o.Dir, File: o.File, Create: o.Create, TmpDir: o.TmpDir, SupervisorPID: os.Getpid()}, nil)
 	var r openResp
 	if err == nil {
 		err = out.doIn(out.lockPool, ctx, o.LockWait+out.opTimeout, opOutputOpen,
@@ -219,7 +231,11 @@ const stagingMarker = ".staging-id"
 // directory per collector.
 func (o *Output) Staging(ctx context.Context, collectors []string) (StagingDir, error) {
 	var s StagingDir
-	err := o.do(ctx, o.opTimeout, opOutputStaging, stagingReq{Dir: o.dir, SupervisorPID: os.Getpid(), Collectors: collectors}, &s)
+	dir := o.dir
+	if o.tmpDir != "" {
+		dir = o.tmpDir
+	}
+	err := o.do(ctx, o.opTimeout, opOutputStaging, stagingReq{Dir: dir, SupervisorPID: os.Getpid(), Collectors: collectors}, &s)
 	return s, err
 }
 
@@ -246,15 +262,37 @@ func (o *Output) Hash(ctx context.Context, timeout time.Duration, s StagingDir, 
 	return r, err
 }
 
-// Write archives the bundle: to path out, or when out is empty to name in
-// the output directory (made unique with -2, -3…).
-func (o *Output) Write(ctx context.Context, timeout time.Duration, out, name, format string, m *bundle.Manifest, s StagingDir) (bundle.Written, error) {
-	var w bundle.Written
+// WriteRequest says what bundle to write and where.
+type WriteRequest struct {
+	// File is the exact path (--output-file); it is never replaced. When
+	// empty, the bundle goes into the output directory under Name, made
+	// unique with -2, -3… (Name.Seq).
+	File string
+	Name Name
+	// Recipients, when set, encrypt the bundle to these keys
+	// (ParseRecipients): the file written is <name>.age, and the
+	// plaintext archive never reaches the disk.
+	Recipients []string
+}
+
+// Written is a bundle written, and its checksum file.
+type Written struct {
+	bundle.Written
+	// SumFile is the <bundle>.sha256 beside it, or "" and SumError says
+	// why it could not be written.
+	SumFile  string
+	SumError string
+}
+
+// Write archives the bundle (bundle.WriteWith) and writes its .sha256
+// sidecar, in the worker, within timeout.
+func (o *Output) Write(ctx context.Context, timeout time.Duration, rq WriteRequest, m *bundle.Manifest, s StagingDir) (Written, error) {
+	var w Written
 	raw, err := json.Marshal(m)
 	if err != nil {
 		return w, fmt.Errorf("encoding the manifest: %w", err)
 	}
-	err = o.do(ctx, timeout, opOutputWrite, writeReq{Out: out, Dir: o.dir, Name: name, Format: format, Manifest: raw, Staging: s.Path, Mtime: m.FinishedAt}, &w)
+	err = o.do(ctx, timeout, opOutputWrite, writeReq{WriteRequest: rq, Dir: o.dir, Manifest: raw, Staging: s.Path, Mtime: m.FinishedAt}, &w)
 	return w, err
 }
 
@@ -268,7 +306,7 @@ func (o *Output) Mappings(ctx context.Context, bundlePath string, m map[string]s
 // Cleanup removes the staging directory and what killed runs (or a killed
 // writer) left in the output directory.
 func (o *Output) Cleanup(ctx context.Context, s StagingDir) error {
-	return o.do(ctx, o.opTimeout, opOutputCleanup, cleanupReq{Dir: o.dir, Staging: s.Path, SupervisorPID: os.Getpid()}, nil)
+	return o.do(ctx, o.opTimeout, opOutputCleanup, cleanupReq{Dir: o.dir, Staging: s.Path, TmpDir: o.tmpDir, SupervisorPID: os.Getpid()}, nil)
 }
 
 // Retain is Retain in the worker.
@@ -306,6 +344,9 @@ var opWhat = map[string]string{
 
 type openReq struct {
 	Dir           string        `json:"dir"`
+	Create        bool          `json:"create,omitempty"`
+	File          string        `json:"file,omitempty"`
+	TmpDir        string        `json:"tmp_dir,omitempty"`
 	Lock          bool          `json:"lock,omitempty"`
 	LockWait      time.Duration `json:"lock_wait,omitempty"`
 	MinFree       uint64        `json:"min_free,omitempty"`
@@ -331,10 +372,8 @@ type hashReq struct {
 }
 
 type writeReq struct {
-	Out      string          `json:"out,omitempty"`
+	WriteRequest
 	Dir      string          `json:"dir"`
-	Name     string          `json:"name"`
-	Format   string          `json:"format"`
 	Manifest json.RawMessage `json:"manifest"`
 	Staging  string          `json:"staging"`
 	Mtime    time.Time       `json:"mtime"`
@@ -348,6 +387,7 @@ type mappingsReq struct {
 type cleanupReq struct {
 	Dir           string `json:"dir"`
 	Staging       string `json:"staging"`
+	TmpDir        string `json:"tmp_dir,omitempty"`
 	SupervisorPID int    `json:"supervisor_pid"`
 }
 
@@ -363,7 +403,19 @@ var heldLock *Lock
 
 func init() {
 	isolate.RegisterOp(opOutputCheck, isolate.Typed(func(rq openReq) (any, error) {
-		return nil, checkOutputDir(rq.Dir)
+		if err := checkOutputDir(rq.Dir, rq.Create); err != nil {
+			return nil, err
+		}
+		if rq.File != "" && taken(rq.File) {
+			return nil, fmt.Errorf("%s already exists; nodesnap never overwrites a file: remove it or choose another --output-file", rq.File)
+		}
+		if rq.TmpDir != "" {
+			if err := checkDir(rq.TmpDir, "--tmp-dir"); err != nil {
+				return nil, err
+			}
+			cleanStale(rq.TmpDir, rq.SupervisorPID)
+		}
+		return nil, nil
 	}))
 	isolate.RegisterOp(opOutputOpen, isolate.Typed(func(rq openReq) (any, error) {
 		if rq.Lock {
@@ -424,11 +476,7 @@ func init() {
 		if err := json.Unmarshal(rq.Manifest, &m); err != nil {
 			return nil, fmt.Errorf("decoding the manifest: %w", err)
 		}
-		out := rq.Out
-		if out == "" {
-			out = uniquePath(filepath.Join(rq.Dir, rq.Name))
-		}
-		return bundle.Write(context.Background(), out, rq.Format, &m, rq.Staging, rq.Mtime)
+		return writeBundle(rq, &m)
 	}))
 	isolate.RegisterOp(opOutputMappings, isolate.Typed(func(rq mappingsReq) (any, error) {
 		return WriteMappings(rq.Bundle, rq.Mappings)
@@ -440,6 +488,9 @@ func init() {
 			}
 		}
 		cleanStale(rq.Dir, rq.SupervisorPID)
+		if rq.TmpDir != "" {
+			cleanStale(rq.TmpDir, rq.SupervisorPID)
+		}
 		return nil, nil
 	}))
 	isolate.RegisterOp(opOutputRetain, isolate.Typed(func(rq retainReq) (any, error) {
@@ -494,14 +545,34 @@ func hashStaged(rq hashReq) (any, error) {
 }
 
 // checkOutputDir makes sure the output directory exists and is a
-// directory. It runs in the output worker.
-func checkOutputDir(dir string) error {
+// directory, making it first (mode 0700: bundles hold a node's secrets
+// until redacted, and their names say which node) when create is set. It
+// runs in the output worker.
+func checkOutputDir(dir string, create bool) error {
+	_, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		if !create {
+			return fmt.Errorf("output directory %s does not exist; create it (mkdir -m 0700 %s) or choose another with -o", dir, dir)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("creating the output directory: %w; create it yourself (mkdir -m 0700 %s) or choose another with -o", err, dir)
+		}
+		// The umask may have taken bits away; 0700 exactly.
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("creating the output directory: %w", err)
+		}
+	}
+	return checkDir(dir, "output directory")
+}
+
+// checkDir makes sure dir is a directory; what names it in messages.
+func checkDir(dir, what string) error {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("output directory %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if !st.IsDir() {
-		return fmt.Errorf("output directory %s is not a directory", dir)
+		return fmt.Errorf("%s %s is not a directory", what, dir)
 	}
 	return nil
 }
@@ -536,21 +607,59 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-func uniquePath(p string) string {
-	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
-		return p
-	}
-	ext := ""
-	base := p
-	for _, e := range []string{".tar.gz", ".tar.zst"} {
-		if strings.HasSuffix(p, e) {
-			ext, base = e, strings.TrimSuffix(p, e)
+// writeBundle runs in the worker: see Output.Write. A name in the output
+// directory is taken only when neither it nor its sidecar exists, and the
+// bundle is placed without replacing anything, so two writers (or a file
+// planted in a shared directory) never overwrite each other.
+func writeBundle(rq writeReq, m *bundle.Manifest) (Written, error) {
+	var w Written
+	o := bundle.WriteOptions{NoReplace: true}
+	if len(rq.Recipients) > 0 {
+		rs, err := ParseRecipients(rq.Recipients)
+		if err != nil {
+			return w, err
 		}
+		o.Encrypt = encryptor(rs)
 	}
-	for i := 2; ; i++ {
-		q := fmt.Sprintf("%s-%d%s", base, i, ext)
-		if _, err := os.Lstat(q); errors.Is(err, os.ErrNotExist) {
-			return q
+	n := rq.Name
+	n.Encrypted = len(rq.Recipients) > 0
+	for tries := 0; ; tries++ {
+		out := rq.File
+		if out == "" {
+			out = filepath.Join(rq.Dir, n.String())
+			if taken(out) || taken(out+SumSuffix) {
+				if tries >= maxNameTries {
+					return w, fmt.Errorf("writing the bundle: %s and %d names after it are taken", out, maxNameTries)
+				}
+				n.Seq = max(n.Seq+1, 2)
+				continue
+			}
 		}
+		bw, err := bundle.WriteWith(context.Background(), out, n.Format, m, rq.Staging, rq.Mtime, o)
+		if errors.Is(err, os.ErrExist) && rq.File == "" && tries < maxNameTries {
+			n.Seq = max(n.Seq+1, 2)
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, os.ErrExist) {
+				return w, fmt.Errorf("%s already exists; nodesnap never overwrites a file: remove it or choose another --output-file", out)
+			}
+			return w, err
+		}
+		w.Written = bw
+		if w.SumFile, err = WriteSum(bw); err != nil {
+			// The bundle is whole and in place; the checksum is
+			// printed anyway. Say what is missing, do not fail.
+			w.SumError = err.Error()
+		}
+		return w, nil
 	}
+}
+
+// maxNameTries bounds the -N tried for a bundle's name.
+const maxNameTries = 1000
+
+func taken(p string) bool {
+	_, err := os.Lstat(p)
+	return !errors.Is(err, os.ErrNotExist)
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/internal/testkit"
 	"github.com/nodesnap/nodesnap/outputdir"
 )
@@ -63,7 +62,7 @@ func TestObfuscationMappingAgainstPlants(t *testing.T) {
 		now := time.Now()
 		for s := -2; s < 60; s++ {
 			for _, h := range []string{host, "reliability-node"} {
-				base := strings.TrimSuffix(filepath.Join(out, bundle.DefaultName(h, now.Add(time.Duration(s)*time.Second), bundle.Gzip)), ".tar.gz")
+				base := strings.TrimSuffix(filepath.Join(out, outputdir.Name{Host: h, Time: now.Add(time.Duration(s) * time.Second)}.String()), ".tar.gz")
 				final, tmp := base+outputdir.MappingSuffix, base+outputdir.MappingSuffix+".tmp"
 				fmt.Fprintf(&script, "ln -s %s %s\n", victim, final)
 				if s%2 == 0 {

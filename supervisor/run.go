@@ -40,6 +40,11 @@ type Options struct {
 	OutputFile string
 	// Format is bundle.Gzip or bundle.Zstd.
 	Format string
+	// CaseID and Label go into the bundle's name (outputdir.Name).
+	CaseID, Label string
+	// EncryptTo, when set, encrypts the bundle to these recipients
+	// (outputdir.ParseRecipients).
+	EncryptTo []string
 	// Timeout is the global deadline: the bundle is written within it.
 	Timeout time.Duration
 	// CollectorTimeout, when set, replaces every collector's default.
@@ -78,7 +83,7 @@ type Progress struct {
 
 // Result of a run that wrote a bundle.
 type Result struct {
-	Bundle   bundle.Written
+	Bundle   outputdir.Written
 	Manifest *bundle.Manifest
 	// Partial is true when any collector ended timeout, error or partial,
 	// or the run was interrupted.
@@ -136,15 +141,12 @@ type collectorRun struct {
 
 // Run collects and writes one bundle.
 func Run(parent context.Context, opts Options) (*Result, error) {
-	if err := fillDefaults(&opts); err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	specs, err := Select(opts.Only, opts.Skip)
 	if err != nil {
 		return nil, err
-	}
-	if opts.Timeout <= 0 {
-		return nil, &UsageError{Msg: "--timeout must be positive"}
 	}
 	outDir := opts.OutputDir
 	if opts.OutputFile != "" {
@@ -155,7 +157,7 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 		// Checked (and cleaned of what killed runs left) in a worker
 		// under a deadline, like every touch of the output directory.
 		var err error
-		if out, err = outputdir.Open(parent, outputdir.Options{Dir: outDir}); err != nil {
+		if out, err = outputdir.Open(parent, outputdir.Options{Dir: outDir, File: opts.OutputFile}); err != nil {
 			return nil, err
 		}
 		defer out.Close()
@@ -242,8 +244,11 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	m := r.manifest(specs, h)
-	w, err := out.Write(abortCtx, max(time.Until(writeBy), time.Second), opts.OutputFile,
-		bundle.DefaultName(m.Host.Hostname, r.start, opts.Format), opts.Format, m, r.staging)
+	w, err := out.Write(abortCtx, max(time.Until(writeBy), time.Second), outputdir.WriteRequest{
+		File:       opts.OutputFile,
+		Name:       outputdir.Name{Host: m.Host.Hostname, Time: r.start, CaseID: opts.CaseID, Label: opts.Label, Format: opts.Format},
+		Recipients: opts.EncryptTo,
+	}, m, r.staging)
 	if err != nil {
 		if abortCtx.Err() != nil {
 			return nil, ErrAborted
@@ -280,13 +285,34 @@ func (r *run) cleanup() {
 	_ = r.out.Cleanup(context.Background(), r.staging)
 }
 
-func fillDefaults(o *Options) error {
+// Validate fills in the defaults and checks the options, once for
+// every caller: collect calls it before it locks the output directory,
+// and Run again (it changes nothing the second time). Its errors are
+// *UsageError.
+func (o *Options) Validate() error {
 	if o.OutputDir == "" {
 		o.OutputDir = DefaultOutputDir
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
+	if o.Timeout < 0 {
+		return &UsageError{Msg: "--timeout must be positive"}
+	}
+	for _, t := range []struct{ flag, v string }{{"case-id", o.CaseID}, {"label", o.Label}} {
+		if err := outputdir.CheckTag(t.flag, t.v); err != nil {
+			return &UsageError{Msg: err.Error()}
+		}
+	}
+	if len(o.EncryptTo) > 0 {
+		if _, err := outputdir.ParseRecipients(o.EncryptTo); err != nil {
+			return &UsageError{Msg: err.Error()}
+		}
+		if o.OutputFile != "" && !strings.HasSuffix(o.OutputFile, ".age") {
+			return &UsageError{Msg: "with --encrypt-to, --output-file must end in .age: the file is encrypted, and its name should say so"}
+		}
+	}
+
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
 	}

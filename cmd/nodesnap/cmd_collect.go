@@ -26,6 +26,9 @@ import (
 type collectOptions struct {
 	outputDir        string
 	outputFile       string
+	tmpDir           string
+	caseID, label    string
+	encryptTo        []string
 	compression      string
 	output           string
 	timeout          time.Duration
@@ -134,7 +137,11 @@ is the bundle's path on the node.
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.outputDir, "output-dir", "o", supervisor.DefaultOutputDir, "directory to write the bundle to")
-	f.StringVar(&o.outputFile, "output-file", "", "exact path of the bundle (overrides --output-dir and the default name)")
+	f.StringVar(&o.outputFile, "output-file", "", "exact path of the bundle (overrides --output-dir and the default name); an existing file is never overwritten")
+	f.StringVar(&o.caseID, "case-id", "", "support case number, put into the bundle's name (letters, digits, '-', '_')")
+	f.StringVar(&o.label, "label", "", "a word of your own put into the bundle's name (letters, digits, '-', '_')")
+	f.StringVar(&o.tmpDir, "tmp-dir", "", "directory for the files collected before they are archived (default: the output directory); for an output directory too small to hold them and the bundle")
+	f.StringArrayVar(&o.encryptTo, "encrypt-to", nil, "encrypt the bundle with age to this public key (age1… or an SSH ssh-ed25519/ssh-rsa key; repeat for several): writes <bundle>.age, and no unencrypted bundle is left on disk")
 	f.StringVar(&o.compression, "compression", bundle.Gzip, "bundle format: tar.gz or tar.zst")
 	f.StringVar(&o.output, "output", "text", "how to report the result: text or json")
 	f.DurationVar(&o.timeout, "timeout", supervisor.DefaultTimeout, "global deadline: the bundle is written within it")
@@ -175,9 +182,13 @@ type collectResult struct {
 	Path string `json:"path"`
 	// HostPath is Path as the host sees it (--host-output-dir, or under
 	// --root).
-	HostPath   string            `json:"host_path,omitempty"`
-	Size       int64             `json:"size"`
-	SHA256     string            `json:"sha256"`
+	HostPath string `json:"host_path,omitempty"`
+	Size     int64  `json:"size"`
+	SHA256   string `json:"sha256"`
+	// SHA256File is the <bundle>.sha256 beside it (sha256sum -c).
+	SHA256File string `json:"sha256_file,omitempty"`
+	// Encrypted says the bundle is encrypted to --encrypt-to's keys.
+	Encrypted  bool              `json:"encrypted,omitempty"`
 	Status     string            `json:"status"` // complete, partial or interrupted
 	Collectors map[string]string `json:"collectors"`
 	// Missing says, a line each, what the bundle lacks and why (the
@@ -273,13 +284,9 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		return &supervisor.UsageError{Msg: fmt.Sprintf("nodesnap collect needs root (running as uid %d): without it, other users' process files, kernel stacks, "+
 			"mount namespaces and root-only logs cannot be read. Run it with sudo, or add --allow-non-root to collect what this user can read (the bundle is then partial and says so)", uid)}
 	}
-	// Usage errors the supervisor would find, found before the output
-	// directory is locked or checked.
 	if o.timeout <= 0 {
+		// 0 would mean the default to the supervisor.
 		return &supervisor.UsageError{Msg: "--timeout must be positive"}
-	}
-	if _, err := bundle.Format(o.compression); err != nil {
-		return &supervisor.UsageError{Msg: err.Error()}
 	}
 	if o.upload.url == "" {
 		o.upload.url = os.Getenv(UploadURLEnv)
@@ -348,21 +355,11 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	if !o.minFreeSet {
 		minFree = min(minFree, int64(o.maxBundle))
 	}
-	out, err := outputdir.Open(preCtx, outputdir.Options{Dir: outDir, Lock: true, LockWait: o.lockWait, MinFree: uint64(max(minFree, 0))})
-	if err != nil {
-		if errors.Is(err, outputdir.ErrLocked) {
-			return &lockedError{err}
-		}
-		return err
-	}
-	defer out.Close()
-	if preCtx.Err() != nil && ctx.Err() == nil {
-		return errors.New("interrupted before collection started; nothing was written")
-	}
-	cancelPre()
-
+	// The options, checked before the output directory is locked or
+	// touched, the way the supervisor checks them (once, in Validate).
 	sopts := supervisor.Options{
 		OutputDir: o.outputDir, OutputFile: o.outputFile, Format: o.compression,
+		CaseID: o.caseID, Label: o.label, EncryptTo: o.encryptTo,
 		Timeout: o.timeout, CollectorTimeout: o.collectorTimeout,
 		Only: o.only, Skip: o.skip, Concurrency: o.concurrency, MaxBundleBytes: int64(o.maxBundle),
 		Common: collectors.Common{
@@ -375,6 +372,23 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		HandleSignals: true,
 		Redaction:     redaction,
 	}
+	if err := sopts.Validate(); err != nil {
+		return err
+	}
+	out, err := outputdir.Open(preCtx, outputdir.Options{Dir: outDir, File: o.outputFile, Create: o.outputFile == "", TmpDir: o.tmpDir,
+		Lock: true, LockWait: o.lockWait, MinFree: uint64(max(minFree, 0))})
+	if err != nil {
+		if errors.Is(err, outputdir.ErrLocked) {
+			return &lockedError{err}
+		}
+		return err
+	}
+	defer out.Close()
+	if preCtx.Err() != nil && ctx.Err() == nil {
+		return errors.New("interrupted before collection started; nothing was written")
+	}
+	cancelPre()
+
 	var disp progressDisplay
 	if !o.quiet && o.output == "text" {
 		names := make([]string, 0, len(specs))
@@ -404,6 +418,9 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		status = "interrupted"
 	}
 	chatty := !o.quiet && o.output == "text"
+	if res.Bundle.SumError != "" {
+		fmt.Fprintln(stderr, "nodesnap: warning: the bundle is whole, but its checksum file is missing: "+res.Bundle.SumError)
+	}
 
 	// Retention only now: the new bundle is complete and in place.
 	var removed []string
@@ -447,7 +464,8 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	hostPath, onHost := bundleHostPath(o, res.Bundle.Path)
 	switch {
 	case o.output == "json":
-		cr := collectResult{Path: res.Bundle.Path, HostPath: hostPath, Size: res.Bundle.Size, SHA256: res.Bundle.SHA256, Status: status,
+		cr := collectResult{Path: res.Bundle.Path, HostPath: hostPath, Size: res.Bundle.Size, SHA256: res.Bundle.SHA256,
+			SHA256File: res.Bundle.SumFile, Encrypted: len(o.encryptTo) > 0, Status: status,
 			Collectors: map[string]string{}, Missing: lossLines(res.Manifest), Remedies: manifestRemedies(res.Manifest), Removed: removed, Upload: ur, ExitStatus: exit}
 		for _, c := range res.Manifest.Collectors {
 			cr.Collectors[c.Name] = c.Status
@@ -471,6 +489,10 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 			fmt.Fprintln(stderr, "nodesnap: "+l)
 		}
 		printRemedies(stderr, manifestRemedies(res.Manifest))
+		if len(o.encryptTo) > 0 {
+			fmt.Fprintf(stderr, "nodesnap: the bundle is encrypted to %d key(s) with age; its recipient reads it after: age -d -i KEY -o %s %s\n",
+				len(o.encryptTo), strings.TrimSuffix(filepath.Base(res.Bundle.Path), ".age"), filepath.Base(res.Bundle.Path))
+		}
 		if res.MappingFile != "" {
 			fmt.Fprintf(stderr, "nodesnap: obfuscation mapping (keep it; do not attach it): %s\n", res.MappingFile)
 		}
