@@ -4,7 +4,8 @@ SHELL   := /bin/bash
 GO      ?= go
 BIN     ?= bin/nodesnap
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+BUILD_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.buildDate=$(BUILD_DATE)
 
 .PHONY: all build test test-kernel test-short e2e-k8s bench lint fmt vet fuzz reliability clean
 

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,13 +17,16 @@ import (
 	"github.com/nodesnap/nodesnap/supervisor"
 )
 
+// redactOptions are the flags of nodesnap redact.
+type redactOptions struct {
+	rf       redactFlags
+	out      string
+	noBinary bool
+	format   string
+}
+
 func newRedactCommand() *cobra.Command {
-	var (
-		rf       redactFlags
-		out      string
-		noBinary bool
-		format   string
-	)
+	o := &redactOptions{}
 	cmd := &cobra.Command{
 		Use:   "redact BUNDLE",
 		Short: "Re-redact an existing bundle with extra rules or obfuscation, into a new bundle",
@@ -29,7 +34,8 @@ func newRedactCommand() *cobra.Command {
 --redact-config's and the --obfuscate classes, and writes a new bundle with a new manifest
 (sizes, digests and redaction counts of the new content). The original is left untouched.
 Binary artifacts (pprof profiles) cannot be redacted: --no-binary drops them.
-With --obfuscate, the token→value mapping is written beside the new bundle (mode 0600).
+With --obfuscate, the token→value mapping is written beside the new bundle (mode 0600);
+with --obfuscate hostname, the new bundle's name carries the node's token too, not its name.
 
 ` + exitStatusHelp,
 		Example: `  # before attaching to a public ticket: hide IPs and the node's name too
@@ -39,69 +45,91 @@ With --obfuscate, the token→value mapping is written beside the new bundle (mo
   nodesnap redact --redact-config acme-rules.yaml -o clean.tar.gz nodesnap-node1-20261121T101500Z.tar.gz`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in := args[0]
-			s, err := rf.settings()
-			if err != nil {
-				return err
-			}
-			if s == nil {
-				s = &redact.Settings{}
-			}
-			if len(s.Options.Obfuscate) > 0 {
-				if s.Options.Key, err = redact.NewKey(); err != nil {
-					return err
-				}
-				if m, _, err := bundle.ReadManifest(cmd.Context(), in); err == nil && m.Host.Hostname != "" {
-					s.Options.Hostnames = append(s.Options.Hostnames, m.Host.Hostname)
-				}
-			}
-			red, err := s.Build()
-			if err != nil {
-				return &supervisor.UsageError{Msg: err.Error()}
-			}
-			if format != "" {
-				if _, err := bundle.Format(format); err != nil {
-					return &supervisor.UsageError{Msg: err.Error()}
-				}
-			}
-			if out == "" {
-				base := strings.TrimSuffix(strings.TrimSuffix(in, ".tar.gz"), ".tar.zst")
-				ext := ".tar.gz"
-				if strings.HasSuffix(in, ".tar.zst") || format == bundle.Zstd {
-					ext = ".tar.zst"
-				}
-				out = base + ".redacted" + ext
-			}
-			if abs, _ := filepath.Abs(out); abs == mustAbs(in) {
-				return &supervisor.UsageError{Msg: "the output must not be the input bundle"}
-			}
-			if _, err := os.Lstat(out); err == nil {
-				return fmt.Errorf("%s already exists; choose another with -o", out)
-			}
-			if err := unix.Access(filepath.Dir(out), unix.W_OK); err != nil {
-				return fmt.Errorf("cannot write to %s: %w", filepath.Dir(out), err)
-			}
-			w, m, err := bundle.Reredact(cmd.Context(), in, out, red, bundle.RedactOptions{NoBinary: noBinary, Obfuscated: s.Options.Obfuscate, Format: format})
-			if err != nil {
-				return err
-			}
-			if maps := red.Mappings(); len(maps) > 0 {
-				mf, err := outputdir.WriteMappings(w.Path, maps)
-				if err != nil {
-					return fmt.Errorf("the bundle was written to %s, but the obfuscation mapping was not: %w", w.Path, err)
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "obfuscation mapping (keep it, do not attach it): %s\n", mf)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\nsize: %s (%d bytes)\nsha256: %s\nredactions: %d\n", w.Path, humanBytes(w.Size), w.Size, w.SHA256, m.Redaction.Total)
-			return nil
+			return runRedact(cmd.Context(), o, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
-	rf.register(f)
-	f.StringVarP(&out, "output-file", "o", "", "path of the new bundle (default: BUNDLE with .redacted before the extension)")
-	f.BoolVar(&noBinary, "no-binary", false, "drop binary artifacts, which cannot be redacted")
-	f.StringVar(&format, "compression", "", "format of the new bundle: tar.gz or tar.zst (default: the input's)")
+	o.rf.register(f)
+	f.StringVarP(&o.out, "output-file", "o", "", "path of the new bundle (default: BUNDLE with .redacted before the extension, and the node's token for its name with --obfuscate hostname)")
+	f.BoolVar(&o.noBinary, "no-binary", false, "drop binary artifacts, which cannot be redacted")
+	f.StringVar(&o.format, "compression", "", "format of the new bundle: tar.gz or tar.zst (default: the input's)")
 	return cmd
+}
+
+func runRedact(ctx context.Context, o *redactOptions, in string, stdout, stderr io.Writer) error {
+	s, err := o.rf.settings()
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		s = &redact.Settings{}
+	}
+	var host string
+	if len(s.Options.Obfuscate) > 0 {
+		if s.Options.Key, err = redact.NewKey(); err != nil {
+			return err
+		}
+		if m, _, err := bundle.ReadManifest(ctx, in); err == nil && m.Host.Hostname != "" {
+			host = m.Host.Hostname
+			s.Options.Hostnames = append(s.Options.Hostnames, host)
+		}
+	}
+	red, err := s.Build()
+	if err != nil {
+		return &supervisor.UsageError{Msg: err.Error()}
+	}
+	if o.format != "" {
+		if _, err := bundle.Format(o.format); err != nil {
+			return &supervisor.UsageError{Msg: err.Error()}
+		}
+	}
+	out := o.out
+	if out == "" {
+		out = redactedName(in, o.format, host, red)
+	}
+	if abs, _ := filepath.Abs(out); abs == mustAbs(in) {
+		return &supervisor.UsageError{Msg: "the output must not be the input bundle"}
+	}
+	if _, err := os.Lstat(out); err == nil {
+		return fmt.Errorf("%s already exists; choose another with -o", out)
+	}
+	if err := unix.Access(filepath.Dir(out), unix.W_OK); err != nil {
+		return fmt.Errorf("cannot write to %s: %w", filepath.Dir(out), err)
+	}
+	w, m, err := bundle.Reredact(ctx, in, out, red, bundle.RedactOptions{NoBinary: o.noBinary, Obfuscated: s.Options.Obfuscate, Format: o.format})
+	if err != nil {
+		return err
+	}
+	if maps := red.Mappings(); len(maps) > 0 {
+		mf, err := outputdir.WriteMappings(w.Path, maps)
+		if err != nil {
+			return fmt.Errorf("the bundle was written to %s, but the obfuscation mapping was not: %w", w.Path, err)
+		}
+		fmt.Fprintf(stderr, "obfuscation mapping (keep it, do not attach it): %s\n", mf)
+	}
+	fmt.Fprintf(stdout, "%s\nsize: %s (%d bytes)\nsha256: %s\nredactions: %d\n", w.Path, humanBytes(w.Size), w.Size, w.SHA256, m.Redaction.Total)
+	return nil
+}
+
+// redactedName is the default name of the redacted copy of in: .redacted
+// before the extension and, when the node's name is obfuscated, its token
+// in place of the name, which would otherwise give away what the content
+// hides.
+func redactedName(in, format, host string, red *redact.Redactor) string {
+	dir, base := filepath.Split(in)
+	ext := ".tar.gz"
+	if strings.HasSuffix(base, ".tar.zst") || format == bundle.Zstd {
+		ext = ".tar.zst"
+	}
+	base = strings.TrimSuffix(strings.TrimSuffix(base, ".tar.gz"), ".tar.zst")
+	if host != "" {
+		if tok, _ := red.String(host); tok != host {
+			// The name holds the host as outputdir.SafeHost wrote it;
+			// the token is made file-name safe the same way.
+			base = strings.ReplaceAll(base, outputdir.SafeHost(host), outputdir.SafeHost(tok))
+		}
+	}
+	return dir + base + ".redacted" + ext
 }
 
 func mustAbs(p string) string {

@@ -1,20 +1,8 @@
 package main
 
 import (
-	"runtime/debug"
-
 	"github.com/spf13/cobra"
 )
-
-func toolVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
@@ -41,6 +29,9 @@ with a deadline.
 		SilenceErrors: true,
 		Version:       toolVersion(),
 	}
+	// The same line as nodesnap version.
+	root.SetVersionTemplate("{{with .Annotations}}{{index . \"version\"}}{{end}}\n")
+	root.Annotations = map[string]string{"version": readBuildInfo().String()}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
 	root.AddCommand(
 		newAnalyzeCommand(),
@@ -68,17 +59,5 @@ func argsUsage(check cobra.PositionalArgs) cobra.PositionalArgs {
 			return &flagError{err}
 		}
 		return nil
-	}
-}
-
-func newVersionCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the nodesnap version",
-		Args:  argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cmd.Println("nodesnap " + toolVersion())
-			return nil
-		},
 	}
 }
