@@ -2,10 +2,9 @@ package collectors
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/nodesnap/nodesnap/internal/cliflag"
 	"github.com/spf13/pflag"
 )
 
@@ -60,21 +59,11 @@ func journalFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Reader, "journal-reader", ReaderAuto, "journal: how the journal is read: native (nodesnap reads the journal files itself; no journalctl needed), journalctl, or auto (native; journalctl for --journal-json)")
 }
 
-// journalSize is a byte-size flag value: 1048576, 512KiB, 32MiB, 1GiB.
+// journalSize is a byte-size flag value above 0 (cliflag.ParseBytes):
+// 1048576, 512KiB, 32MiB, 1GiB.
 type journalSize int64
 
-func (s *journalSize) String() string {
-	n := int64(*s)
-	for _, u := range []struct {
-		suf string
-		m   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n > 0 && n%u.m == 0 {
-			return strconv.FormatInt(n/u.m, 10) + u.suf
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
+func (s *journalSize) String() string { return cliflag.FormatBytes(int64(*s)) }
 
 func (s *journalSize) Type() string { return "size" }
 
@@ -88,21 +77,9 @@ func (s *journalSize) Set(v string) error {
 }
 
 func parseJournalSize(v string) (int64, error) {
-	t := strings.ToUpper(strings.TrimSpace(v))
-	mult := int64(1)
-	for _, u := range []struct {
-		suf string
-		m   int64
-	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1000}, {"MB", 1e6}, {"GB", 1e9},
-		{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
-		if strings.HasSuffix(t, u.suf) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suf)), u.m
-			break
-		}
+	n, err := cliflag.ParseBytes(v)
+	if err == nil && n == 0 {
+		err = fmt.Errorf("%q: the size must be above 0", v)
 	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("%q is not a size (examples: 1048576, 512KiB, 32MiB)", v)
-	}
-	return n * mult, nil
+	return n, err
 }

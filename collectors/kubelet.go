@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/nodesnap/nodesnap/internal/cliflag"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/redact"
 )
@@ -82,6 +83,7 @@ func kubeletFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ReadOnlyURL, "kubelet-readonly-url", "http://127.0.0.1:10255", "kubelet: its read-only port, tried for healthz, metrics and pods when the secure port refuses (empty: never)")
 	fs.StringVar(&o.HealthzURL, "kubelet-healthz-url", "http://127.0.0.1:10248", "kubelet: its healthz port (plain HTTP, no authentication), asked for healthz when the secure port refuses (empty: never)")
 	fs.Var(&o.Token, "kubelet-token", "kubelet: bearer token (default: $"+KubeletTokenEnv+", then --kubelet-token-file, then the pod's service-account token)")
+	cliflag.MarkSecret(fs, "kubelet-token")
 	fs.StringVar(&o.TokenFile, "kubelet-token-file", "", "kubelet: file holding the bearer token (a path as nodesnap sees it, not under --root); /dev/stdin and /dev/fd/N, as <(kubectl create token ...) gives, are read before collection starts")
 	fs.StringVar(&o.ClientCert, "kubelet-client-cert", "", "kubelet: client certificate (PEM) to authenticate with, beside or instead of a token (a path as nodesnap sees it); with neither, a kubeadm control-plane node's <root>"+KubeadmKubeletClientCert+" is used")
 	fs.StringVar(&o.ClientKey, "kubelet-client-key", "", "kubelet: the private key (PEM) of --kubelet-client-cert; it is never written anywhere")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -15,12 +14,15 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/internal/cliflag"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/outputdir"
 	"github.com/nodesnap/nodesnap/supervisor"
+	"github.com/nodesnap/nodesnap/upload"
 )
 
 type collectOptions struct {
@@ -37,18 +39,18 @@ type collectOptions struct {
 	concurrency      int
 	since            time.Duration
 	root, proc, sys  string
-	maxFile          byteSize
-	maxCollector     byteSize
-	maxBundle        byteSize
+	maxFile          cliflag.ByteSize
+	maxCollector     cliflag.ByteSize
+	maxBundle        cliflag.ByteSize
 	probeTimeout     time.Duration
 	workers          int
 	noBinary         bool
 	quiet            bool
 	keep             int
 	lockWait         time.Duration
-	minFree          byteSize
+	minFree          cliflag.ByteSize
 	minFreeSet       bool
-	upload           uploadOptions
+	upload           upload.Options
 	redaction        redactFlags
 	// exitZeroIfWritten makes statuses 3 and 5 (a bundle was written)
 	// exit 0, for a Kubernetes init container.
@@ -132,7 +134,7 @@ is the bundle's path on the node.
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.minFreeSet = cmd.Flags().Changed("min-free")
-			return runCollect(cmd.Context(), o, os.Args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runCollect(cmd.Context(), o, cmd.Flags(), os.Args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -167,8 +169,9 @@ is the bundle's path on the node.
 	f.Var(&o.minFree, "min-free", "refuse to start when the output filesystem has less than this available (0: no check; unless given, never more than --max-bundle-size)")
 	f.BoolVar(&o.exitZeroIfWritten, "exit-zero-if-written", false, "exit with status 0 whenever a bundle was written, also when it is partial (3) or its upload failed (5); the output still says which (for a Kubernetes init container, where only 0 lets the pod go on)")
 	f.StringVar(&o.hostOutputDir, "host-output-dir", "", "the output directory as the host sees it, when nodesnap runs in a container with a host directory mounted at --output-dir: the last line printed names the bundle's path on the host")
-	f.StringVar(&o.upload.url, "upload", "", "after writing the bundle, upload it to this http(s) URL (default $"+UploadURLEnv+")")
-	o.upload.addFlags(f, "upload-")
+	f.StringVar(&o.upload.URL, "upload", "", "after writing the bundle, upload it to this http(s) URL (default $"+UploadURLEnv+")")
+	cliflag.MarkURL(f, "upload")
+	addUploadFlags(&o.upload, f, "upload-")
 	for _, s := range collectors.All() {
 		if s.Flags != nil {
 			s.Flags(f)
@@ -198,8 +201,8 @@ type collectResult struct {
 	// the commands that get it.
 	Remedies []collectRemedy `json:"remedies,omitempty"`
 	// Removed lists the old bundles --keep removed.
-	Removed []string      `json:"removed,omitempty"`
-	Upload  *uploadResult `json:"upload,omitempty"`
+	Removed []string       `json:"removed,omitempty"`
+	Upload  *upload.Result `json:"upload,omitempty"`
 	// ExitStatus is the status nodesnap exits with (see --help).
 	ExitStatus int `json:"exit_status"`
 }
@@ -264,7 +267,10 @@ type lockedError struct{ err error }
 func (l *lockedError) Error() string { return l.err.Error() }
 func (l *lockedError) Unwrap() error { return l.err }
 
-func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, stderr io.Writer) error {
+// runCollect collects one bundle. flags are collect's, whose marks
+// (cliflag.MarkSecret) say which values argv's record in the manifest
+// must hide.
+func runCollect(ctx context.Context, o *collectOptions, flags *pflag.FlagSet, argv []string, stdout, stderr io.Writer) error {
 	if o.output != "text" && o.output != "json" {
 		return &supervisor.UsageError{Msg: fmt.Sprintf("--output must be text or json, not %q", o.output)}
 	}
@@ -288,13 +294,13 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		// 0 would mean the default to the supervisor.
 		return &supervisor.UsageError{Msg: "--timeout must be positive"}
 	}
-	if o.upload.url == "" {
-		o.upload.url = os.Getenv(UploadURLEnv)
+	if o.upload.URL == "" {
+		o.upload.URL = os.Getenv(UploadURLEnv)
 	}
-	var up *uploader
-	if o.upload.url != "" {
+	var up *upload.Uploader
+	if o.upload.URL != "" {
 		var err error
-		if up, err = newUploader(&o.upload, "upload-"); err != nil {
+		if up, err = newUploader(&o.upload, "upload-", stderr); err != nil {
 			return err
 		}
 	}
@@ -367,7 +373,7 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 			MaxFileBytes: int64(o.maxFile), MaxCollectorBytes: int64(o.maxCollector),
 			ProbeTimeout: o.probeTimeout, Workers: o.workers, NoBinary: o.noBinary,
 		},
-		CommandLine:   redactArgs(argv),
+		CommandLine:   cliflag.RecordArgs(flags, argv),
 		Version:       toolVersion(),
 		HandleSignals: true,
 		Redaction:     redaction,
@@ -435,16 +441,16 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		}
 	}
 
-	var ur *uploadResult
+	var ur *upload.Result
 	if up != nil {
 		if chatty {
-			up.log = stderr
-			fmt.Fprintf(stderr, "nodesnap: uploading %s to %s\n", humanBytes(res.Bundle.Size), up.shown)
+			up.Log = stderr
+			fmt.Fprintf(stderr, "nodesnap: uploading %s to %s\n", humanBytes(res.Bundle.Size), up.Shown)
 		}
 		// Ctrl-C during the upload ends it, not the process: the
 		// customer still learns where the bundle is.
 		uctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-		r := up.upload(uctx, res.Bundle.Path, res.Bundle.Size, res.Bundle.SHA256)
+		r := up.Upload(uctx, res.Bundle.Path, res.Bundle.Size, res.Bundle.SHA256)
 		stop()
 		ur = &r
 	}
@@ -569,60 +575,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// secretFlags are flags whose values never appear in the manifest.
-var secretFlags = []string{"--kubelet-token", "--token", "--password", "--upload-headers-value"}
-
-// urlFlags are flags whose values are URLs that may carry credentials in
-// their query (a pre-signed URL's signature) or user info: only scheme,
-// host and path are recorded.
-var urlFlags = []string{"--upload"}
-
-// redactArgs records the command line with the values of secret flags
-// removed.
-func redactArgs(argv []string) []string {
-	out := make([]string, 0, len(argv))
-	redactNext, urlNext := false, false
-	for _, a := range argv {
-		if redactNext {
-			out = append(out, "[REDACTED]")
-			redactNext = false
-			continue
-		}
-		if urlNext {
-			out = append(out, recordableURL(a))
-			urlNext = false
-			continue
-		}
-		done := false
-		for _, f := range secretFlags {
-			if a == f {
-				redactNext = true
-			} else if strings.HasPrefix(a, f+"=") {
-				out = append(out, f+"=[REDACTED]")
-				done = true
-			}
-		}
-		for _, f := range urlFlags {
-			if a == f {
-				urlNext = true
-			} else if v, ok := strings.CutPrefix(a, f+"="); ok {
-				out = append(out, f+"="+recordableURL(v))
-				done = true
-			}
-		}
-		if !done {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-func recordableURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" {
-		return "[REDACTED]"
-	}
-	return safeURL(u)
 }

@@ -1,78 +1,56 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"mime/multipart"
-	"net"
-	"net/http"
-	"net/textproto"
-	"net/url"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/upload"
 )
 
 // UploadURLEnv names the environment variable read when no URL is given.
-// An environment variable keeps a pre-signed URL (a credential until it
-// expires) out of the process's argv, where ps, /proc/<pid>/cmdline and
-// this very tool's processes collector would see it.
-const UploadURLEnv = "NODESNAP_UPLOAD_URL"
+const UploadURLEnv = upload.URLEnv
 
 // SHA256Header carries the bundle's sha256 (hex) with every upload.
-const SHA256Header = "X-Nodesnap-Sha256"
+const SHA256Header = upload.SHA256Header
 
-// uploadOptions are the upload flags, shared by `collect --upload` (with
-// an "upload-" prefix) and `upload`.
-type uploadOptions struct {
-	url          string
-	method       string
-	field        string
-	retries      int
-	timeout      time.Duration
-	stallTimeout time.Duration
-	backoff      time.Duration
-	headersFile  string
+// addUploadFlags declares the upload flags, shared by `collect --upload`
+// (with an "upload-" prefix) and `upload`.
+func addUploadFlags(u *upload.Options, f *pflag.FlagSet, prefix string) {
+	f.StringVar(&u.Method, prefix+"method", "put", "put: the bundle is the request body (pre-signed object-store URLs); post: a multipart/form-data form")
+	f.StringVar(&u.Field, prefix+"field", "file", "with post: the form field that carries the bundle")
+	f.IntVar(&u.Retries, prefix+"retries", upload.DefaultRetries, "attempts after the first when the connection fails or the server answers 408, 429 or 5xx")
+	f.DurationVar(&u.Timeout, prefix+"timeout", upload.DefaultTimeout, "deadline of the whole upload, retries and waits included")
+	f.DurationVar(&u.StallTimeout, prefix+"stall-timeout", upload.DefaultStallTimeout, "an attempt that sends nothing and hears nothing for this long is abandoned and retried")
+	f.DurationVar(&u.Backoff, prefix+"backoff", upload.DefaultBackoff, "wait before the first retry; doubled for each further one (at most 30s)")
+	f.StringVar(&u.HeadersFile, prefix+"headers-file", "", "file of extra request headers, one 'Name: value' per line (# comments); never printed or recorded")
 }
 
-// Upload defaults.
-const (
-	defaultUploadRetries = 3
-	defaultUploadTimeout = 5 * time.Minute
-	defaultUploadStall   = time.Minute
-	defaultUploadBackoff = time.Second
-	maxUploadBackoff     = 30 * time.Second
-)
-
-func (u *uploadOptions) addFlags(f *pflag.FlagSet, prefix string) {
-	f.StringVar(&u.method, prefix+"method", "put", "put: the bundle is the request body (pre-signed object-store URLs); post: a multipart/form-data form")
-	f.StringVar(&u.field, prefix+"field", "file", "with post: the form field that carries the bundle")
-	f.IntVar(&u.retries, prefix+"retries", defaultUploadRetries, "attempts after the first when the connection fails or the server answers 408, 429 or 5xx")
-	f.DurationVar(&u.timeout, prefix+"timeout", defaultUploadTimeout, "deadline of the whole upload, retries and waits included")
-	f.DurationVar(&u.stallTimeout, prefix+"stall-timeout", defaultUploadStall, "an attempt that sends nothing and hears nothing for this long is abandoned and retried")
-	f.DurationVar(&u.backoff, prefix+"backoff", defaultUploadBackoff, "wait before the first retry; doubled for each further one (at most 30s)")
-	f.StringVar(&u.headersFile, prefix+"headers-file", "", "file of extra request headers, one 'Name: value' per line (# comments); never printed or recorded")
+// newUploader is upload.New with its option errors as usage errors, and
+// a warning on stderr for a URL that would send the bundle in the clear.
+func newUploader(o *upload.Options, prefix string, stderr io.Writer) (*upload.Uploader, error) {
+	up, err := upload.New(o, prefix, "nodesnap/"+toolVersion())
+	if errors.Is(err, upload.ErrOption) {
+		return nil, &flagError{errors.New(strings.TrimPrefix(err.Error(), upload.ErrOption.Error()+": "))}
+	}
+	if err == nil && up.Plaintext() {
+		fmt.Fprintf(stderr, "nodesnap: warning: %s is plain http: the bundle (and any credential in the URL or headers) crosses the network unencrypted; use https\n", up.Shown)
+	}
+	return up, err
 }
 
 func newUploadCommand() *cobra.Command {
-	o := &uploadOptions{}
+	o := &upload.Options{}
 	var output string
 	cmd := &cobra.Command{
 		Use:   "upload BUNDLE [URL]",
@@ -92,27 +70,27 @@ printed; its query (the signature) and the headers from --headers-file never are
 		Args: argsUsage(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 2 {
-				o.url = args[1]
+				o.URL = args[1]
 			}
 			return runUpload(cmd.Context(), o, args[0], output, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	o.addFlags(cmd.Flags(), "")
+	addUploadFlags(o, cmd.Flags(), "")
 	cmd.Flags().StringVar(&output, "output", "text", "how to report the result: text or json")
 	return cmd
 }
 
-func runUpload(ctx context.Context, o *uploadOptions, path, output string, stdout, stderr io.Writer) error {
+func runUpload(ctx context.Context, o *upload.Options, path, output string, stdout, stderr io.Writer) error {
 	if output != "text" && output != "json" {
 		return &flagError{fmt.Errorf("--output must be text or json, not %q", output)}
 	}
-	if o.url == "" {
-		o.url = os.Getenv(UploadURLEnv)
+	if o.URL == "" {
+		o.URL = os.Getenv(UploadURLEnv)
 	}
-	if o.url == "" {
+	if o.URL == "" {
 		return &flagError{fmt.Errorf("no URL: give it after the bundle or in $%s", UploadURLEnv)}
 	}
-	up, err := newUploader(o, "")
+	up, err := newUploader(o, "", stderr)
 	if err != nil {
 		return err
 	}
@@ -123,26 +101,38 @@ func runUpload(ctx context.Context, o *uploadOptions, path, output string, stdou
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", path)
 	}
-	// A typo must not send some other file to a third party.
-	if _, _, err := bundle.ReadManifest(ctx, path); err != nil {
-		return fmt.Errorf("%s is not a nodesnap bundle, not uploading it: %w", path, err)
+	// A typo must not send some other file to a third party, nor a
+	// damaged bundle make a second round trip with the customer: the
+	// whole bundle is validated first (every file's size and sha256). An
+	// encrypted bundle cannot be read here; it is sent as it is.
+	if rep, err := bundle.Validate(ctx, path); errors.Is(err, bundle.ErrEncrypted) {
+		if output == "text" {
+			fmt.Fprintln(stderr, "nodesnap: the bundle is encrypted (age): sending it without validating it")
+		}
+	} else if err != nil {
+		if rep != nil {
+			for _, p := range rep.Problems {
+				fmt.Fprintln(stderr, "  "+p)
+			}
+		}
+		return fmt.Errorf("%s does not validate, not uploading it (nodesnap validate says more): %w", path, err)
 	}
 	size, sum, err := bundle.HashFile(path)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
 	if output == "text" {
-		up.log = stderr
+		up.Log = stderr
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	res := up.upload(ctx, path, size, sum)
+	res := up.Upload(ctx, path, size, sum)
 	stop()
 	if output == "json" {
 		out := struct {
-			Path   string       `json:"path"`
-			Size   int64        `json:"size"`
-			SHA256 string       `json:"sha256"`
-			Upload uploadResult `json:"upload"`
+			Path   string        `json:"path"`
+			Size   int64         `json:"size"`
+			SHA256 string        `json:"sha256"`
+			Upload upload.Result `json:"upload"`
 		}{path, size, sum, res}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -170,461 +160,4 @@ func (e *uploadError) Error() string {
 		kind = "the (partial) bundle"
 	}
 	return fmt.Sprintf("upload to %s failed: %s; %s is kept at %s", e.url, e.reason, kind, e.path)
-}
-
-// uploadResult is the "upload" object of --output json.
-type uploadResult struct {
-	// URL is the target without its query or user info (those carry
-	// credentials).
-	URL             string  `json:"url"`
-	Method          string  `json:"method"`
-	OK              bool    `json:"ok"`
-	Attempts        int     `json:"attempts"`
-	StatusCode      int     `json:"status_code,omitempty"`
-	Error           string  `json:"error,omitempty"`
-	DurationSeconds float64 `json:"duration_seconds"`
-}
-
-type uploader struct {
-	o       uploadOptions
-	target  *url.URL
-	shown   string // the URL as it may be printed
-	headers http.Header
-	secrets []string // header values and query values: scrubbed from anything printed
-	client  *http.Client
-	agent   string
-	prefix  string    // how the flags are spelled: "upload-" under collect
-	log     io.Writer // progress of attempts; nil: silent
-}
-
-// newUploader checks the options and reads the headers file. prefix is
-// how the flags are spelled in errors ("upload-" under collect).
-func newUploader(o *uploadOptions, prefix string) (*uploader, error) {
-	u := &uploader{o: *o, headers: http.Header{}, agent: "nodesnap/" + toolVersion(), prefix: prefix}
-	u.o.method = strings.ToLower(u.o.method)
-	if u.o.method != "put" && u.o.method != "post" {
-		return nil, &flagError{fmt.Errorf("--%smethod must be put or post, not %q", prefix, o.method)}
-	}
-	if u.o.method == "post" && u.o.field == "" {
-		return nil, &flagError{fmt.Errorf("--%sfield must not be empty", prefix)}
-	}
-	if u.o.retries < 0 || u.o.timeout <= 0 || u.o.stallTimeout <= 0 || u.o.backoff < 0 {
-		return nil, &flagError{fmt.Errorf("--%sretries must be 0 or more and --%stimeout and --%sstall-timeout positive", prefix, prefix, prefix)}
-	}
-	t, err := url.Parse(o.url)
-	if err != nil || (t.Scheme != "http" && t.Scheme != "https") || t.Host == "" {
-		// Never echo the URL: it may be a credential.
-		return nil, &flagError{fmt.Errorf("the upload URL is not an http:// or https:// URL")}
-	}
-	u.target = t
-	u.shown = safeURL(t)
-	for _, vs := range t.Query() {
-		u.secrets = append(u.secrets, vs...)
-	}
-	if t.User != nil {
-		if p, ok := t.User.Password(); ok {
-			u.secrets = append(u.secrets, p)
-		}
-	}
-	if o.headersFile != "" {
-		h, vals, err := readHeadersFile(o.headersFile)
-		if err != nil {
-			return nil, &flagError{fmt.Errorf("--%sheaders-file: %w", prefix, err)}
-		}
-		u.headers = h
-		u.secrets = append(u.secrets, vals...)
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = http.ProxyFromEnvironment
-	tr.DialContext = (&net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	tr.TLSHandshakeTimeout = 15 * time.Second
-	tr.ExpectContinueTimeout = 2 * time.Second
-	u.client = &http.Client{Transport: tr, CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		if len(via) >= 5 {
-			return errors.New("too many redirects")
-		}
-		// Headers from the file are the user's credentials for one
-		// host; Go would forward them to wherever a redirect points.
-		if len(u.headers) > 0 && req.URL.Host != via[0].URL.Host {
-			return fmt.Errorf("the server redirected to another host (%s); not following it with the headers of --%sheaders-file", req.URL.Host, prefix)
-		}
-		return nil
-	}}
-	return u, nil
-}
-
-// safeURL is u without what may be a credential: user info, query and
-// fragment. A pre-signed URL's signature lives in its query.
-func safeURL(u *url.URL) string {
-	c := *u
-	c.User = nil
-	c.Fragment, c.RawFragment = "", ""
-	q := c.RawQuery != ""
-	c.RawQuery, c.ForceQuery = "", false
-	s := c.String()
-	if q {
-		s += "?…"
-	}
-	return s
-}
-
-// refuseHeaders are set by nodesnap itself: a headers file may not
-// replace them.
-var refuseHeaders = map[string]bool{
-	"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Connection": true,
-	"Expect": true, textproto.CanonicalMIMEHeaderKey(SHA256Header): true,
-}
-
-var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-
-// readHeadersFile reads 'Name: value' lines. Errors name the line number,
-// never its content: the file holds credentials.
-func readHeadersFile(p string) (http.Header, []string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	h := http.Header{}
-	var vals []string
-	sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
-	sc.Buffer(make([]byte, 64<<10), 64<<10)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, value, ok := strings.Cut(line, ":")
-		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
-		if !ok || !headerName.MatchString(name) {
-			return nil, nil, fmt.Errorf("%s line %d is not 'Name: value'", p, n)
-		}
-		if strings.ContainsAny(value, "\r\n\x00") {
-			return nil, nil, fmt.Errorf("%s line %d: the value has a control character", p, n)
-		}
-		if refuseHeaders[textproto.CanonicalMIMEHeaderKey(name)] {
-			return nil, nil, fmt.Errorf("%s line %d: nodesnap sets %s itself", p, n, textproto.CanonicalMIMEHeaderKey(name))
-		}
-		h.Add(name, value)
-		if value != "" {
-			vals = append(vals, value)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", p, err)
-	}
-	return h, vals, nil
-}
-
-// scrub removes every secret (header values, URL query values) from text
-// about to be shown.
-func (u *uploader) scrub(s string) string {
-	for _, v := range u.secrets {
-		if len(v) >= 3 {
-			s = strings.ReplaceAll(s, v, "[REDACTED]")
-		}
-	}
-	return s
-}
-
-func (u *uploader) logf(format string, args ...any) {
-	if u.log != nil {
-		fmt.Fprintf(u.log, "nodesnap: "+format+"\n", args...)
-	}
-}
-
-// upload sends the file at path, retrying what a retry can cure, within
-// the total timeout. It never returns without a verdict in the result.
-func (u *uploader) upload(ctx context.Context, path string, size int64, sum string) (res uploadResult) {
-	res = uploadResult{URL: u.shown, Method: strings.ToUpper(u.o.method)}
-	start := time.Now()
-	defer func() { res.DurationSeconds = time.Since(start).Seconds() }()
-	ctx, cancel := context.WithTimeout(ctx, u.o.timeout)
-	defer cancel()
-	attempts := 1 + u.o.retries
-	wait := u.o.backoff
-	for i := 1; ; i++ {
-		res.Attempts = i
-		code, retryAfter, err := u.attempt(ctx, path, size, sum)
-		res.StatusCode = code
-		if err == nil {
-			res.OK, res.Error = true, ""
-			u.logf("uploaded to %s (HTTP %d, attempt %d)", u.shown, code, i)
-			return res
-		}
-		res.Error = u.scrub(err.Error())
-		var pe *permanentError
-		switch {
-		case errors.As(err, &pe):
-			return res
-		case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
-			res.Error = "interrupted: " + res.Error
-			return res
-		case ctx.Err() != nil:
-			res.Error = fmt.Sprintf("no success within %s (--%stimeout)", u.o.timeout, u.prefix)
-			if i > 1 {
-				res.Error += fmt.Sprintf(", %d attempts", i)
-			}
-			if !errors.Is(err, errDeadline) {
-				res.Error += "; last: " + u.scrub(err.Error())
-			}
-			return res
-		case i >= attempts:
-			res.Error += fmt.Sprintf(" (gave up after %d attempts, --%sretries %d)", i, u.prefix, u.o.retries)
-			return res
-		}
-		// ±20% so that a fleet that failed together does not retry
-		// together.
-		d := wait + time.Duration((rand.Float64()*0.4-0.2)*float64(wait))
-		if retryAfter > d {
-			d = min(retryAfter, 2*maxUploadBackoff)
-		}
-		wait = min(2*wait, maxUploadBackoff)
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
-			res.Error += fmt.Sprintf("; the next attempt would start after the upload deadline (%s, --%stimeout)", u.o.timeout, u.prefix)
-			return res
-		}
-		u.logf("upload attempt %d of %d failed: %s; retrying in %s", i, attempts, res.Error, d.Round(100*time.Millisecond))
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			res.Error = "stopped while waiting to retry: " + res.Error
-			return res
-		case <-t.C:
-		}
-	}
-}
-
-// permanentError is an answer a retry will not change (403, 404...).
-type permanentError struct{ msg string }
-
-func (p *permanentError) Error() string { return p.msg }
-
-var (
-	errStalled  = errors.New("stalled")
-	errDeadline = errors.New("the upload deadline passed during the transfer")
-)
-
-// attempt makes one request. It returns the HTTP status (0 if none came),
-// how long the server asked us to wait, and an error for anything but 2xx.
-func (u *uploader) attempt(ctx context.Context, path string, size int64, sum string) (int, time.Duration, error) {
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	w := &stallWatch{last: time.Now()}
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		tick := time.NewTicker(min(u.o.stallTimeout/4, time.Second))
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				if w.idle() > u.o.stallTimeout {
-					cancel(errStalled)
-					return
-				}
-			}
-		}
-	}()
-
-	req, err := u.request(actx, path, size, sum, w)
-	if err != nil {
-		return 0, 0, &permanentError{err.Error()}
-	}
-	resp, err := u.client.Do(req)
-	if err != nil {
-		if errors.Is(context.Cause(actx), errStalled) {
-			return 0, 0, fmt.Errorf("nothing sent or received for %s (--%sstall-timeout)", u.o.stallTimeout, u.prefix)
-		}
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			// url.Error prints the whole URL, signature included.
-			err = ue.Err
-		}
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			return 0, 0, errDeadline
-		}
-		if strings.Contains(err.Error(), "redirect") {
-			return 0, 0, &permanentError{err.Error()}
-		}
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
-	w.touch()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<10))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return resp.StatusCode, 0, nil
-	}
-	msg := fmt.Sprintf("the server answered %s", resp.Status)
-	if detail := serverDetail(body); detail != "" {
-		msg += ": " + detail
-	}
-	switch {
-	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooEarly,
-		resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
-		return resp.StatusCode, retryAfter(resp.Header.Get("Retry-After")), errors.New(msg)
-	}
-	return resp.StatusCode, 0, &permanentError{msg}
-}
-
-// request builds one attempt's request, its body read afresh from the file.
-func (u *uploader) request(ctx context.Context, path string, size int64, sum string, w *stallWatch) (*http.Request, error) {
-	var (
-		body   func() (io.ReadCloser, error)
-		length int64
-		ctype  string
-	)
-	open := func() (*os.File, error) {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("reopening the bundle: %w", err)
-		}
-		return f, nil
-	}
-	switch u.o.method {
-	case "put":
-		length = size
-		body = func() (io.ReadCloser, error) {
-			f, err := open()
-			if err != nil {
-				return nil, err
-			}
-			return &watchedBody{r: io.LimitReader(f, size), c: f, w: w}, nil
-		}
-	case "post":
-		// The form is built around the file so that its length is
-		// known: some servers and proxies refuse chunked uploads.
-		var head bytes.Buffer
-		mw := multipart.NewWriter(&head)
-		if _, err := mw.CreateFormFile(u.o.field, filepath.Base(path)); err != nil {
-			return nil, err
-		}
-		headBytes := append([]byte(nil), head.Bytes()...)
-		head.Reset()
-		if err := mw.Close(); err != nil {
-			return nil, err
-		}
-		tail := append([]byte(nil), head.Bytes()...) // "\r\n--boundary--\r\n"
-		length = int64(len(headBytes)) + size + int64(len(tail))
-		ctype = mw.FormDataContentType()
-		body = func() (io.ReadCloser, error) {
-			f, err := open()
-			if err != nil {
-				return nil, err
-			}
-			r := io.MultiReader(bytes.NewReader(headBytes), io.LimitReader(f, size), bytes.NewReader(tail))
-			return &watchedBody{r: r, c: f, w: w}, nil
-		}
-	}
-	b, err := body()
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, strings.ToUpper(u.o.method), u.target.String(), b)
-	if err != nil {
-		b.Close()
-		return nil, errors.New("building the request failed")
-	}
-	req.ContentLength = length
-	req.GetBody = body
-	for k, vs := range u.headers {
-		req.Header[k] = append([]string(nil), vs...)
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", u.agent)
-	}
-	req.Header.Set(SHA256Header, sum)
-	if length > 1<<20 {
-		// Lets the server refuse (an expired signature) before a
-		// large body is sent.
-		req.Header.Set("Expect", "100-continue")
-	}
-	return req, nil
-}
-
-// stallWatch records when the transfer last made progress.
-type stallWatch struct {
-	mu   sync.Mutex
-	last time.Time
-}
-
-func (s *stallWatch) touch() {
-	s.mu.Lock()
-	s.last = time.Now()
-	s.mu.Unlock()
-}
-
-func (s *stallWatch) idle() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return time.Since(s.last)
-}
-
-// watchedBody is a request body that tells the stall watch of progress.
-// Reads stop when the socket's buffer is full and the peer reads nothing,
-// so a silent peer shows as no progress.
-type watchedBody struct {
-	r io.Reader
-	c io.Closer
-	w *stallWatch
-}
-
-func (b *watchedBody) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if n > 0 {
-		b.w.touch()
-	}
-	return n, err
-}
-
-func (b *watchedBody) Close() error { return b.c.Close() }
-
-var (
-	xmlCode    = regexp.MustCompile(`<Code>([^<]{1,100})</Code>`)
-	xmlMessage = regexp.MustCompile(`<Message>([^<]{1,300})</Message>`)
-)
-
-// serverDetail is what an error answer says, briefly. Object stores answer
-// XML whose other elements (StringToSign, CanonicalRequest) echo signed
-// request details, so only Code and Message are taken from it.
-func serverDetail(body []byte) string {
-	if m := xmlCode.FindSubmatch(body); m != nil {
-		s := string(m[1])
-		if mm := xmlMessage.FindSubmatch(body); mm != nil {
-			s += " (" + string(mm[1]) + ")"
-		}
-		return s
-	}
-	s := strings.TrimSpace(string(body))
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
-		s = s[:i]
-	}
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return -1
-		}
-		return r
-	}, s)
-	return truncate(s, 200)
-}
-
-// retryAfter reads a Retry-After header (seconds or an HTTP date).
-func retryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
 }

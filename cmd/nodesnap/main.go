@@ -37,7 +37,6 @@ const exitStatusHelp = `Exit status:
   5  collect, upload: the bundle was written but could not be uploaded; it is
      kept on disk at the printed path (collect prints whether it is partial)`
 
-
 func main() {
 	// Hidden internal modes: the same binary re-executed by the isolation
 	// layer. They never reach cobra.

@@ -1,0 +1,91 @@
+package cliflag
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func testFlags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.String("upload", "", "")
+	fs.StringP("kubelet-token", "k", "", "")
+	fs.String("label", "", "")
+	MarkURL(fs, "upload")
+	MarkSecret(fs, "kubelet-token")
+	return fs
+}
+
+func TestRecordArgs(t *testing.T) {
+	fs := testFlags()
+	for _, c := range []struct{ in, want string }{
+		{"nodesnap collect --upload https://u:pw@h.example/p/q?X-Amz-Signature=s3cr3t#frag --upload=https://h.example/x?sig=abc --upload ::bad",
+			"nodesnap collect --upload https://h.example/p/q?… --upload=https://h.example/x?… --upload [REDACTED]"},
+		{"nodesnap collect --kubelet-token abc --kubelet-token=def -k ghi --label x",
+			"nodesnap collect --kubelet-token [REDACTED] --kubelet-token=[REDACTED] -k [REDACTED] --label x"},
+		// A flag not marked keeps its value; a value that looks like a
+		// flag name is still the value.
+		{"nodesnap collect --label --kubelet-token", "nodesnap collect --label --kubelet-token"},
+	} {
+		got := strings.Join(RecordArgs(fs, strings.Fields(c.in)), " ")
+		if got != c.want {
+			t.Errorf("RecordArgs(%q)\n got %q\nwant %q", c.in, got, c.want)
+		}
+	}
+	secret, urls := Marked(fs)
+	if strings.Join(secret, ",") != "kubelet-token" || strings.Join(urls, ",") != "upload" {
+		t.Errorf("Marked = %v, %v", secret, urls)
+	}
+}
+
+// Marking a flag that does not exist is a programming error, caught at once.
+func TestMarkMissingFlagPanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("MarkSecret of a missing flag did not panic")
+		}
+	}()
+	MarkSecret(pflag.NewFlagSet("t", pflag.ContinueOnError), "token")
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{
+		"0": 0, "1048576": 1 << 20, "512KiB": 512 << 10, "64mib": 64 << 20, "1G": 1 << 30, "2MB": 2e6, "3 KiB": 3 << 10, "7B": 7, "1TiB": 1 << 40,
+	} {
+		if n, err := ParseBytes(in); err != nil || n != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, n, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1", "x", "1.5MiB", "99999999999GiB", "KiB", "+5", "1 2"} {
+		if n, err := ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q) = %d, accepted", bad, n)
+		}
+	}
+	for n, want := range map[int64]string{0: "0", 1000: "1000", 1 << 10: "1KiB", 1536: "1536", 64 << 20: "64MiB", 1 << 30: "1GiB"} {
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// Whatever ParseBytes accepts, FormatBytes gives back a string it reads
+// as the same size.
+func FuzzParseBytes(f *testing.F) {
+	for _, s := range []string{"0", "512KiB", "1g", "2MB", "99999999999GiB", " 3 tib "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseBytes(s)
+		if err != nil {
+			return
+		}
+		if n < 0 {
+			t.Fatalf("ParseBytes(%q) = %d", s, n)
+		}
+		back, err := ParseBytes(FormatBytes(n))
+		if err != nil || back != n {
+			t.Errorf("ParseBytes(FormatBytes(%d)) = %d, %v", n, back, err)
+		}
+	})
+}
