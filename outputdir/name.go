@@ -79,9 +79,9 @@ func ParseName(name string) (n Name, ok bool) {
 	if m[3] != "" {
 		n.Seq, _ = strconv.Atoi(m[3])
 	}
-	if n.Seq == 0 && m[3] != "" || SafeHost(n.Host) != n.Host {
-		// -0 and hosts nodesnap would have written differently are
-		// not names it gives.
+	if n.Seq == 0 && m[3] != "" || SafeHost(n.Host) != n.Host || strings.HasPrefix(n.Label, "case-") {
+		// -0, hosts nodesnap would have written differently and
+		// labels CheckTag refuses are not names it gives.
 		return Name{}, false
 	}
 	return n, true

@@ -164,6 +164,14 @@ func TestParseName(t *testing.T) {
 		{"nodesnap--20261121T101500Z.tar.gz", false, "", 0},
 		{"mynodesnap-node1-20261121T101500Z.tar.gz", false, "", 0},
 		{"nodesnap-node1-20261121T101500Z.tar.gz.sha256", false, "", 0},
+		{"nodesnap-node1-20261121T101500Z.case-01234.tar.gz", true, "node1", 0},
+		{"nodesnap-node1-20261121T101500Z-2.case-01234.db-up.tar.zst.age", true, "node1", 2},
+		{"nodesnap-node1-20261121T101500Z.db_up.tar.gz", true, "node1", 0},
+		{"nodesnap-node1-20261121T101500Z.tar.gz.age", true, "node1", 0},
+		{"nodesnap-node1-20261121T101500Z.a.b.tar.gz", false, "", 0},
+		{"nodesnap-node1-20261121T101500Z.case-.tar.gz", false, "", 0},
+		{"nodesnap-node1-20261121T101500Z-0.tar.gz", false, "", 0},
+		{"nodesnap-no de-20261121T101500Z.tar.gz", false, "", 0},
 	} {
 		n, ok := ParseName(c.name)
 		if ok != c.ok || (ok && (n.Host != c.host || n.Seq != c.seq)) {
@@ -175,14 +183,16 @@ func TestParseName(t *testing.T) {
 func FuzzParseName(f *testing.F) {
 	f.Add("nodesnap-node1-20261121T101500Z.tar.gz")
 	f.Add("nodesnap-n-20261121T101500Z-99.tar.zst")
+	f.Add("nodesnap-n-20261121T101500Z-2.case-77.lbl.tar.gz.age")
 	f.Fuzz(func(t *testing.T, s string) {
 		n, ok := ParseName(s)
 		if !ok {
 			return
 		}
-		// Whatever parses names a bundle of that host made at that time.
-		if !strings.HasPrefix(s, "nodesnap-"+n.Host+"-"+n.Time.Format("20060102T150405Z")) {
-			t.Errorf("ParseName(%q) = %+v does not round-trip", s, n)
+		// Whatever parses is the name nodesnap gives a bundle of that
+		// host, time, case, label and format: one definition both ways.
+		if n.String() != s {
+			t.Errorf("ParseName(%q) = %+v, which names %q", s, n, n.String())
 		}
 	})
 }
