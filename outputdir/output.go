@@ -562,7 +562,10 @@ func checkOutputDir(dir string, create bool) error {
 			return fmt.Errorf("creating the output directory: %w", err)
 		}
 	}
-	return checkDir(dir, "output directory")
+	if err := checkDir(dir, "output directory"); err != nil {
+		return fmt.Errorf("%w; choose another with -o", err)
+	}
+	return nil
 }
 
 // checkDir makes sure dir is a directory; what names it in messages.
