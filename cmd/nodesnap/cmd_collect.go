@@ -81,7 +81,9 @@ func newCollectCommand() *cobra.Command {
 		Use:   "collect",
 		Short: "Collect a redacted diagnostic bundle from this node",
 		Long: `Collect runs every enabled collector, each in its own child process with a deadline,
-and writes one redacted bundle: nodesnap-<host>-<UTC time>.tar.gz in the output directory.
+and writes one redacted bundle: nodesnap-<host>-<UTC time>.tar.gz in the output directory
+(made, mode 0700, if missing), with its checksum beside it in <bundle>.sha256 (sha256sum -c).
+--case-id and --label go into the name; every entry sits in one directory named like the file.
 It finishes within --timeout whatever state the node is in: a collector that hangs (on a
 stale mount, say) is killed, and the manifest records where it hung. The last lines
 printed are the bundle's path, size and sha256: that file is what to attach to the ticket.
@@ -113,6 +115,12 @@ is the bundle's path on the node.
 
   # only some collectors
   sudo nodesnap collect --only host,processes,mounts
+
+  # for support case 01234567, encrypted to the support engineer's age (or SSH) key
+  sudo nodesnap collect --case-id 01234567 --encrypt-to age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p
+
+  # a small /var/tmp: stage the collected files on another filesystem
+  sudo nodesnap collect --tmp-dir /mnt/scratch
 
   # in a privileged pod with the host's root at /host
   nodesnap collect --root /host -o /host/var/tmp

@@ -99,8 +99,8 @@ func newVersionCommand() *cobra.Command {
 		Use:   "version",
 		Short: "Print the nodesnap version, its Go version and the commit it was built from",
 		Long: `Version prints one line: the release version ("devel" for a build from a checkout),
-the Go toolchain, the commit (with +dirty when the checkout had changes) and that commit's
-date. nodesnap --version prints the same line.`,
+the Go toolchain, the commit (with +dirty when the checkout had changes, "unknown" for a build
+without VCS stamps) and the build date. nodesnap --version prints the same line.`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintln(cmd.OutOrStdout(), readBuildInfo())
