@@ -115,7 +115,7 @@ func runUpload(ctx context.Context, o *upload.Options, path, output string, stdo
 				fmt.Fprintln(stderr, "  "+p)
 			}
 		}
-		return fmt.Errorf("%s does not validate, not uploading it (nodesnap validate says more): %w", path, err)
+		return fmt.Errorf("%s is not a nodesnap bundle that validates (nodesnap validate says more), not uploading it: %w", path, err)
 	}
 	size, sum, err := bundle.HashFile(path)
 	if err != nil {

@@ -140,7 +140,7 @@ func TestCollectSIGTERMAnyTime(t *testing.T) {
 				t.Fatal("nodesnap did not exit within 30s of SIGTERM")
 			}
 			code := cmd.ProcessState.ExitCode()
-			names := readDir(t, out)
+			names := bundleFiles(t, out)
 			for _, n := range names {
 				if strings.HasPrefix(n, ".nodesnap-") {
 					t.Errorf("left behind: %s", n)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/outputdir"
 )
 
 // TestMain lets the tests run this test binary as nodesnap itself: with
@@ -94,6 +95,28 @@ func bundlePath(t *testing.T, dir string) string {
 		t.Fatalf("want exactly one bundle in %s, found %v", dir, found)
 	}
 	return found[0]
+}
+
+// bundleFiles is readDir without the .sha256 beside each bundle, which
+// it checks are there.
+func bundleFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	names := readDir(t, dir)
+	has := map[string]bool{}
+	for _, n := range names {
+		has[n] = true
+	}
+	var out []string
+	for _, n := range names {
+		if b, ok := strings.CutSuffix(n, outputdir.SumSuffix); ok && has[b] {
+			continue
+		}
+		if _, ok := outputdir.ParseName(n); ok && !has[n+outputdir.SumSuffix] {
+			t.Errorf("%s has no %s beside it", n, outputdir.SumSuffix)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func readDir(t *testing.T, dir string) []string {

@@ -38,7 +38,7 @@ func TestCollectObfuscatesConsistently(t *testing.T) {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	var bundlePathFound, mapping string
-	for _, n := range readDir(t, out) {
+	for _, n := range bundleFiles(t, out) {
 		switch {
 		case strings.HasSuffix(n, ".tar.gz"):
 			bundlePathFound = filepath.Join(out, n)

@@ -55,7 +55,12 @@ func TestCollectExitZeroIfWritten(t *testing.T) {
 	}
 
 	// A run that writes no bundle still fails.
-	bad := runNodesnap(t, 30*time.Second, nil, "collect", "-o", filepath.Join(out, "missing"), "--exit-zero-if-written", "--only", "test-slow")
+	// (A missing output directory is made: one under a file cannot be.)
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := runNodesnap(t, 30*time.Second, nil, "collect", "-o", filepath.Join(notDir, "missing"), "--exit-zero-if-written", "--only", "test-slow")
 	if bad.code != exitFatal {
 		t.Errorf("no output directory: exit %d, want %d", bad.code, exitFatal)
 	}

@@ -72,7 +72,7 @@ func TestCollectConcurrentRunsRefused(t *testing.T) {
 		t.Errorf("first run printed %q, the bundle is %s", got, p)
 	}
 	mustValidate(t, p)
-	if names := readDir(t, out); len(names) != 1 {
+	if names := bundleFiles(t, out); len(names) != 1 {
 		t.Errorf("output directory holds %v, want only the bundle", names)
 	}
 }
@@ -98,7 +98,7 @@ func TestCollectWaitsForRunningCollection(t *testing.T) {
 		t.Fatalf("first run: exit %d", code)
 	}
 	var bundles int
-	for _, n := range readDir(t, out) {
+	for _, n := range bundleFiles(t, out) {
 		if _, ok := outputdir.ParseName(n); !ok {
 			t.Errorf("left in the output directory: %s", n)
 			continue
@@ -144,7 +144,7 @@ func TestCollectKeep(t *testing.T) {
 		}
 		paths = append(paths, p)
 	}
-	names := readDir(t, out)
+	names := bundleFiles(t, out)
 	want := []string{filepath.Base(paths[2]), filepath.Base(paths[3])}
 	sort.Strings(names)
 	sort.Strings(want)
@@ -248,7 +248,7 @@ func TestCollectSignalWhileWaitingForLock(t *testing.T) {
 		t.Fatalf("first run: exit %d", code)
 	}
 	mustValidate(t, bundlePath(t, out))
-	if names := readDir(t, out); len(names) != 1 {
+	if names := bundleFiles(t, out); len(names) != 1 {
 		t.Errorf("output directory holds %v", names)
 	}
 }
