@@ -143,7 +143,7 @@ func WriteWith(ctx context.Context, out, format string, m *Manifest, staging str
 	if o.NoReplace {
 		err = placeNoReplace(tmp, out)
 		if err == nil {
-			os.Remove(tmp)
+			_ = os.Remove(tmp)
 		}
 	} else {
 		err = os.Rename(tmp, out)

@@ -115,7 +115,7 @@ func CheckTag(flag, v string) error {
 		return fmt.Errorf("--%s is %d characters long; at most 64 go into the bundle's name", flag, len(v))
 	}
 	for _, r := range v {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+		if !isTagRune(r) {
 			return fmt.Errorf("--%s %q: only letters, digits, '-' and '_' may go into the bundle's name, not %q", flag, v, r)
 		}
 	}
@@ -146,4 +146,8 @@ func SortNewest(names []string) {
 		b, _ := ParseName(names[j])
 		return Newer(a, b)
 	})
+}
+
+func isTagRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }

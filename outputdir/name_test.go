@@ -2,6 +2,7 @@ package outputdir
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -173,7 +174,7 @@ func TestWriteEncrypted(t *testing.T) {
 	if strings.Contains(string(raw), "evidence") {
 		t.Fatalf("the plaintext is in the encrypted file")
 	}
-	if _, _, err := bundle.ReadManifest(context.Background(), w.Path); err != bundle.ErrEncrypted || !strings.Contains(err.Error(), "age -d -i KEY") {
+	if _, _, err := bundle.ReadManifest(context.Background(), w.Path); !errors.Is(err, bundle.ErrEncrypted) || !strings.Contains(err.Error(), "age -d -i KEY") {
 		t.Errorf("reading the encrypted bundle: %v, want ErrEncrypted saying how to decrypt", err)
 	}
 	f, _ := os.Open(w.Path)
@@ -187,7 +188,9 @@ func TestWriteEncrypted(t *testing.T) {
 	if _, err := io.Copy(out, r); err != nil {
 		t.Fatal(err)
 	}
-	out.Close()
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
 	c, err := bundle.ReadAll(context.Background(), plain, 0)
 	if err != nil || string(c.Files["host/f.txt"]) != string(secret) {
 		t.Errorf("the decrypted bundle: %v, host/f.txt %q", err, c.Files["host/f.txt"])

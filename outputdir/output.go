@@ -116,9 +116,18 @@ func Open(ctx context.Context, o Options) (*Output, error) {
 	// costs that, not --lock-wait as well.
 	err := out.do(ctx, out.opTimeout, opOutputCheck, openReq{Dir: o.Dir, File: o.File, Create: o.Create, TmpDir: o.TmpDir, SupervisorPID: os.Getpid()}, nil)
 	var r openResp
+	lockAsked := false
 	if err == nil {
+		lockAsked = o.Lock
 		err = out.doIn(out.lockPool, ctx, o.LockWait+out.opTimeout, opOutputOpen,
 			openReq{Dir: o.Dir, Lock: o.Lock, LockWait: o.LockWait, MinFree: o.MinFree, SupervisorPID: os.Getpid()}, &r)
+	}
+	if err != nil && lockAsked && ctx.Err() != nil && out.Hung() == nil {
+		// Interrupted while a worker took the lock: it was killed, and
+		// the kernel dropped its flock, but the lock file may be left.
+		// A fresh worker removes it if no other run holds it (briefly:
+		// the directory answered a moment ago).
+		_ = out.pool.DoTimeout(context.Background(), min(out.opTimeout, 2*time.Second), opOutputUnlock, openReq{Dir: o.Dir}, nil)
 	}
 	if err == nil {
 		switch r.Kind {
@@ -328,6 +337,7 @@ const (
 	opOutputCleanup  = "output.cleanup"
 	opOutputRetain   = "output.retain"
 	opOutputRelease  = "output.release"
+	opOutputUnlock   = "output.unlock"
 )
 
 var opWhat = map[string]string{
@@ -340,6 +350,7 @@ var opWhat = map[string]string{
 	opOutputCleanup:  "removing the staging directory",
 	opOutputRetain:   "removing older bundles (--keep)",
 	opOutputRelease:  "releasing its lock",
+	opOutputUnlock:   "removing the lock file of an interrupted start",
 }
 
 type openReq struct {
@@ -440,6 +451,12 @@ func init() {
 		}
 		cleanStale(rq.Dir, rq.SupervisorPID)
 		return openResp{}, nil
+	}))
+	isolate.RegisterOp(opOutputUnlock, isolate.Typed(func(rq openReq) (any, error) {
+		if l, err := Acquire(context.Background(), rq.Dir, 0); err == nil {
+			l.Release()
+		}
+		return nil, nil
 	}))
 	isolate.RegisterOp(opOutputRelease, isolate.Typed(func(struct{}) (any, error) {
 		heldLock.Release()

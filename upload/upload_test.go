@@ -69,11 +69,6 @@ func newUploadServer(t *testing.T, script ...int) *uploadServer {
 	return s
 }
 
-func (s *uploadServer) requests() []receivedUpload {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]receivedUpload(nil), s.reqs...)
-}
 
 // In-process: an attempt that stalls (the server reads nothing and answers
 // nothing) is abandoned after the stall timeout and retried.

@@ -195,7 +195,7 @@ func TestCollectSecondSignalAbandons(t *testing.T) {
 		<-done
 		t.Fatal("nodesnap did not exit after two signals")
 	}
-	if names := readDir(t, out); len(names) != 0 {
+	if names := bundleFiles(t, out); len(names) != 0 {
 		// Both signals may land before the handler runs the first: then
 		// the first finishes a bundle, which must validate.
 		if len(names) == 1 && !strings.HasPrefix(names[0], ".") {
