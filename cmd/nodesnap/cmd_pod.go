@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -153,34 +152,17 @@ func listBundles(dir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing the output directory: %w", err)
 	}
-	type named struct {
-		name string
-		n    outputdir.Name
-	}
-	var bs []named
+	var names []string
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		if n, ok := outputdir.ParseName(e.Name()); ok {
-			bs = append(bs, named{e.Name(), n})
+		if _, ok := outputdir.ParseName(e.Name()); ok {
+			names = append(names, e.Name())
 		}
 	}
-	sort.Slice(bs, func(i, j int) bool {
-		a, b := bs[i].n, bs[j].n
-		if !a.Time.Equal(b.Time) {
-			return a.Time.After(b.Time)
-		}
-		if a.Seq != b.Seq {
-			return a.Seq > b.Seq
-		}
-		return bs[i].name > bs[j].name
-	})
-	out := make([]string, len(bs))
-	for i, b := range bs {
-		out[i] = b.name
-	}
-	return out, nil
+	outputdir.SortNewest(names)
+	return names, nil
 }
 
 // bundleName resolves what the user asked for to a bundle's file name in
