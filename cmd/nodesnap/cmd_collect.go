@@ -98,8 +98,9 @@ prints one JSON object (path, size, sha256, status, every collector's status, up
 For cron, systemd timers and incident hooks: only one run collects into an output directory
 at a time (the next waits --lock-wait, then exits with status 4); a run refuses to start when
 the output filesystem has less than --min-free available; --keep N removes this host's oldest
-bundles once the new one is complete. --upload URL then sends the bundle (see 'nodesnap upload
---help'); a failed upload keeps it on disk and exits with status 5.
+bundles once the new one is written (never the newest complete one). --upload URL then sends
+the bundle (see 'nodesnap upload --help'); a failed upload keeps it on disk and exits with
+status 5.
 
 In a Kubernetes init container, where only status 0 lets the pod go on, --exit-zero-if-written
 exits 0 whenever a bundle was written (partial, or not uploaded: the output still says which),
@@ -172,7 +173,7 @@ is the bundle's path on the node.
 	o.redaction.register(f)
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the bundle's path (and errors, and what the bundle is missing)")
 	f.BoolVar(&o.allowNonRoot, "allow-non-root", os.Getenv(AllowNonRootEnv) == "1", "collect even when not running as root (by default such a run is refused: much evidence needs root); the bundle is partial and says so (or $"+AllowNonRootEnv+"=1)")
-	f.IntVar(&o.keep, "keep", 0, "after a complete run, keep only the newest N bundles of this host in the output directory (0: keep all)")
+	f.IntVar(&o.keep, "keep", 0, "once the bundle is written, keep only the newest N bundles of this host in the output directory, and the newest complete one when those are all partial (0: keep all)")
 	f.DurationVar(&o.lockWait, "lock-wait", defaultLockWait, "how long to wait for another run collecting into the same output directory before giving up (exit status 4)")
 	f.Var(&o.minFree, "min-free", "refuse to start when the output filesystem has less than this available (0: no check; unless given, never more than --max-bundle-size)")
 	f.BoolVar(&o.exitZeroIfWritten, "exit-zero-if-written", false, "exit with status 0 whenever a bundle was written, also when it is partial (3) or its upload failed (5); the output still says which (for a Kubernetes init container, where only 0 lets the pod go on)")
