@@ -1,11 +1,16 @@
-// Package outputdir looks after the directory nodesnap writes bundles to
-// when it runs unattended (cron, a systemd timer, a Kubernetes pod): a lock
-// so two runs never collect into it at once, a free-space check before a
-// run starts, and retention of the newest bundles of this host.
+// Package outputdir owns the directory nodesnap writes bundles to: its
+// checks (made 0700 when missing), the lock so that two runs never collect
+// into it at once, the free-space check, the staging directory (there or
+// in --tmp-dir), the bundle's name (Name), writing the bundle and its
+// .sha256 sidecar without ever replacing a file, encryption to
+// --encrypt-to keys, the obfuscation mapping, and retention of this host's
+// newest bundles.
 //
-// The output directory is the user's own choice of a local directory, the
-// one place the supervisor writes; touching it directly (flock, statfs,
-// readdir) is the same exception the supervisor already makes for it.
+// The output directory is a path like any other: it may sit on a mount
+// that stops answering. So the supervisor never touches it: every
+// operation runs in a worker process under a deadline (Output, Open). The
+// functions of this file and of lock.go and retention.go are what those
+// workers run.
 package outputdir
 
 import (
