@@ -141,7 +141,7 @@ func WriteWith(ctx context.Context, out, format string, m *Manifest, staging str
 		return w, wrapSpace(fmt.Errorf("closing the bundle: %w", err))
 	}
 	if o.NoReplace {
-		err = placeNoReplace(tmp, out)
+		err = PlaceNoReplace(tmp, out)
 		if err == nil {
 			_ = os.Remove(tmp)
 		}
@@ -296,11 +296,11 @@ func TopDir(name string) string {
 	return name
 }
 
-// placeNoReplace gives the file at tmp the name path, failing with an
+// PlaceNoReplace gives the file at tmp the name path, failing with an
 // error wrapping fs.ErrExist if anything (a file, a link) is there:
 // link(2) where the filesystem has hard links, renameat2(RENAME_NOREPLACE)
 // where not. The caller removes tmp once linked.
-func placeNoReplace(tmp, path string) error {
+func PlaceNoReplace(tmp, path string) error {
 	err := unix.Linkat(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, 0)
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
 		err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_NOREPLACE)

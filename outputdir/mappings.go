@@ -67,7 +67,7 @@ func WriteMappings(bundlePath string, m map[string]string) (string, error) {
 		if i > 1 {
 			path = fmt.Sprintf("%s-%d%s", base, i, MappingSuffix)
 		}
-		err := placeNoReplace(tmp, path)
+		err := bundle.PlaceNoReplace(tmp, path)
 		if err == nil {
 			return path, nil
 		}
@@ -122,15 +122,4 @@ func writeExclusive(dir string, data []byte) (string, error) {
 		return "", err
 	}
 	return p, nil
-}
-
-// placeNoReplace gives the file at tmp the name path, failing with EEXIST
-// if anything (a file, a link, a dangling link) is there: link(2) where
-// the filesystem has hard links, renameat2(RENAME_NOREPLACE) where not.
-func placeNoReplace(tmp, path string) error {
-	err := unix.Linkat(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, 0)
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
-		err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_NOREPLACE)
-	}
-	return err
 }

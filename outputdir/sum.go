@@ -37,7 +37,7 @@ func WriteSum(w bundle.Written) (string, error) {
 		return "", fmt.Errorf("writing the checksum file beside %s: %w", w.Path, err)
 	}
 	p := w.Path + SumSuffix
-	if err := placeNoReplace(tmp, p); err != nil {
+	if err := bundle.PlaceNoReplace(tmp, p); err != nil {
 		return "", fmt.Errorf("writing %s: %w", p, err)
 	}
 	return p, nil
