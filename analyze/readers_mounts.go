@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 // Readers of the mounts collector's files: mounts.json's namespaces and devices, and the raw mount tables.

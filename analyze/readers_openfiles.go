@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 // Readers of the openfiles collector's files: holders of devices and mounts, and who writes into the kubelet's, runtime's and CSI data trees.

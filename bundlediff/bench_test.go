@@ -11,7 +11,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundlediff"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 // largeBundle is a node with 200 mount namespaces of 1,000 mounts each

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/procfs"
 	"github.com/nodesnap/nodesnap/isolate"
 	"golang.org/x/sys/unix"
 )

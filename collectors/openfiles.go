@@ -31,7 +31,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/procfs"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 

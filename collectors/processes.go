@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/procfs"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
