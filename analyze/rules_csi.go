@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Incident 004: after the CSI hostpath driver restarted, its state.json
@@ -44,7 +44,7 @@ func ruleCSI(st *state) {
 }
 
 // stateVolume finds a volume of a state file.
-func (st *state) stateVolume(file, volID string) (*collectors.CSIStateFile, *collectors.CSIStateVolume) {
+func (st *state) stateVolume(file, volID string) (*layout.CSIStateFile, *layout.CSIStateVolume) {
 	for i := range st.csi.StateFiles {
 		sf := &st.csi.StateFiles[i]
 		if sf.Path != file {
@@ -60,7 +60,7 @@ func (st *state) stateVolume(file, volID string) (*collectors.CSIStateFile, *col
 	return nil, nil
 }
 
-func (st *state) podVolumeAt(target string) *collectors.CSIPodVolume {
+func (st *state) podVolumeAt(target string) *layout.CSIPodVolume {
 	for i := range st.csi.PodVolumes {
 		if path.Clean(st.csi.PodVolumes[i].MountPath) == path.Clean(target) {
 			return &st.csi.PodVolumes[i]
@@ -69,7 +69,7 @@ func (st *state) podVolumeAt(target string) *collectors.CSIPodVolume {
 	return nil
 }
 
-func (st *state) csiPublishedLost(cf collectors.CSIFinding) {
+func (st *state) csiPublishedLost(cf layout.CSIFinding) {
 	sf, v := st.stateVolume(cf.StateFile, cf.VolumeID)
 	pv := st.podVolumeAt(cf.TargetPath)
 	f := Finding{
@@ -130,7 +130,7 @@ func (st *state) csiPublishedLost(cf collectors.CSIFinding) {
 	st.add(f)
 }
 
-func (st *state) csiNotMounted(cf collectors.CSIFinding) {
+func (st *state) csiNotMounted(cf layout.CSIFinding) {
 	f := Finding{
 		ID:       idCSINotMounted,
 		Severity: Warning,
@@ -152,7 +152,7 @@ func (st *state) csiNotMounted(cf collectors.CSIFinding) {
 // a vol_data.json but are not mounted: left behind by a teardown that did
 // not finish, for a pod the kubelet no longer runs.
 func (st *state) csiVolDataWithoutMount() {
-	byPod := map[string][]collectors.CSIPodVolume{}
+	byPod := map[string][]layout.CSIPodVolume{}
 	for _, pv := range st.csi.PodVolumes {
 		if pv.VolData == nil || pv.DeletingLeftover || pv.Mounted == nil || *pv.Mounted {
 			continue

@@ -5,7 +5,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Incidents 000 and 001: directories that grow without bound.
@@ -49,7 +49,7 @@ type deletingGroup struct {
 	empty     int
 	notEmpty  int
 	unknown   int
-	originals []collectors.DeletingOriginal
+	originals []layout.DeletingOriginal
 	evidence  []Evidence
 }
 
@@ -93,7 +93,7 @@ func (st *state) deletingGroups() []*deletingGroup {
 			}
 			g.count++
 			g.unknown++
-			orig, _, _ := collectors.ParseDeletingName(pv.Volume)
+			orig, _, _ := layout.ParseDeletingName(pv.Volume)
 			found := false
 			for i := range g.originals {
 				if g.originals[i].Name == orig {
@@ -102,7 +102,7 @@ func (st *state) deletingGroups() []*deletingGroup {
 				}
 			}
 			if !found {
-				g.originals = append(g.originals, collectors.DeletingOriginal{Name: orig, Count: 1})
+				g.originals = append(g.originals, layout.DeletingOriginal{Name: orig, Count: 1})
 			}
 			if len(g.evidence) < 5 {
 				g.evidence = append(g.evidence, Evidence{Path: "csi/inventory.json", What: "a .deleting~ leftover among the pod's volumes", Record: pv})
@@ -195,8 +195,8 @@ func (st *state) deletingLeftovers() {
 // hugeDir is a directory worth a finding, with the root it was found
 // under.
 type hugeDir struct {
-	root collectors.DirShapeRoot
-	dir  collectors.DirShapeDir
+	root layout.DirShapeRoot
+	dir  layout.DirShapeDir
 }
 
 // hugeDirs returns the directories past the thresholds or ext4's link
@@ -208,7 +208,7 @@ func (st *state) hugeDirs() []hugeDir {
 	var out []hugeDir
 	seen := map[string]bool{}
 	for _, r := range st.shape.Roots {
-		var dirs []collectors.DirShapeDir
+		var dirs []layout.DirShapeDir
 		dirs = append(dirs, r.NlinkAnomalies...)
 		dirs = append(dirs, r.Largest...)
 		for _, d := range dirs {
@@ -228,7 +228,7 @@ func (st *state) hugeDirectories() {
 	}
 }
 
-func (st *state) hugeDirFinding(r collectors.DirShapeRoot, d collectors.DirShapeDir) {
+func (st *state) hugeDirFinding(r layout.DirShapeRoot, d layout.DirShapeDir) {
 	id, title := idHugeDir, "Huge directory"
 	if d.NlinkAnomaly {
 		id, title = idNlinkOverflow, "Directory past ext4's subdirectory link limit"
@@ -290,7 +290,7 @@ func (st *state) hugeDirFinding(r collectors.DirShapeRoot, d collectors.DirShape
 // dir: host processes by path; processes in other namespaces by the
 // filesystem-relative path of their file (the mount's root plus the path
 // below its mount point), when it is on the scanned root's device.
-func (st *state) writersIn(r collectors.DirShapeRoot, dir string) []writerRec {
+func (st *state) writersIn(r layout.DirShapeRoot, dir string) []writerRec {
 	byID := map[nsMount]*mountRec{}
 	for i := range st.mounts {
 		m := &st.mounts[i]

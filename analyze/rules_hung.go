@@ -7,8 +7,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Incident 003: a leftover cephfs mount hung every stat(); the kubelet's
@@ -38,7 +37,7 @@ type hungFS struct {
 	fstype string
 	source string
 	class  string
-	probes []collectors.MountProbe
+	probes []layout.MountProbe
 	// manifest hung_mounts entries for it (also when probes.json is
 	// missing).
 	items []bundle.HungItem
@@ -64,7 +63,7 @@ func ruleHungMounts(st *state) {
 	groups := map[string]*hungFS{}
 	var order []string
 	for _, p := range st.probes {
-		if p.Result != collectors.ProbeHung {
+		if p.Result != layout.ProbeHung {
 			continue
 		}
 		g := groups[p.Dev]
@@ -120,11 +119,11 @@ func ruleHungMounts(st *state) {
 // a wait by a mount: never "no mount hung" beside a hung mount, and never
 // silence about mounts the probe did not reach.
 func (st *state) hungContext() string {
-	hung := st.probeCounts[collectors.ProbeHung]
+	hung := st.probeCounts[layout.ProbeHung]
 	if hung == 0 && st.manifest != nil {
 		hung = len(st.manifest.HungMounts)
 	}
-	unfinished := st.probeCounts[collectors.ProbeUnfinished]
+	unfinished := st.probeCounts[layout.ProbeUnfinished]
 	switch {
 	case hung > 0 && unfinished > 0:
 		return fmt.Sprintf("%s hung (see the hung-mount findings) and %s not probed before mountprobe's deadline (see mount-not-probed); these tasks are not tied to any of them by the evidence.",
@@ -146,8 +145,8 @@ func (st *state) hungContext() string {
 // nodesnap's the mounts collector found.
 func (st *state) ownPIDs() map[int]bool {
 	own := st.selfPIDs()
-	var walk func(h *isolate.HangEvidence)
-	walk = func(h *isolate.HangEvidence) {
+	var walk func(h *layout.HangEvidence)
+	walk = func(h *layout.HangEvidence) {
 		if h == nil {
 			return
 		}
@@ -194,7 +193,7 @@ func fsMarkers(fstype, class string) []string {
 	return nil
 }
 
-func taskOn(t *collectors.Task, markers []string) bool {
+func taskOn(t *layout.Task, markers []string) bool {
 	for _, m := range markers {
 		if strings.Contains(t.Wchan, m) {
 			return true
@@ -209,7 +208,7 @@ func taskOn(t *collectors.Task, markers []string) bool {
 }
 
 // taskNames names tasks with their state and wait channel.
-func taskNames(ts []collectors.Task) []string {
+func taskNames(ts []layout.Task) []string {
 	var out []string
 	for _, t := range ts {
 		out = append(out, fmt.Sprintf("%s[%d] (state %s, wchan %s)", t.Comm, t.TID, t.State, orUnknown(t.Wchan)))
@@ -255,7 +254,7 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 			}
 		}
 	}
-	var waiting, possible []collectors.Task
+	var waiting, possible []layout.Task
 	var kubelet []string
 	for i := range st.tasks {
 		t := &st.tasks[i]
@@ -455,8 +454,8 @@ func (st *state) claimAll(f *Finding, sig string) {
 // I/O error, device gone), one finding per filesystem.
 func (st *state) probeErrors() {
 	bad := map[string]bool{"ESTALE": true, "EIO": true, "ENODEV": true, "ENXIO": true, "EHOSTDOWN": true, "EHOSTUNREACH": true, "ETIMEDOUT": true, "ECONNREFUSED": true, "ECONNRESET": true}
-	for _, ps := range st.probesByDevice(func(p collectors.MountProbe) bool {
-		return p.Result == collectors.ProbeError && bad[p.Errno]
+	for _, ps := range st.probesByDevice(func(p layout.MountProbe) bool {
+		return p.Result == layout.ProbeError && bad[p.Errno]
 	}) {
 		dev, mps := ps[0].Dev, probeMountpoints(ps)
 		f := Finding{
@@ -485,7 +484,7 @@ func (st *state) probeErrors() {
 // blockedTasks reports tasks in uninterruptible sleep that no hung mount
 // explains.
 func (st *state) blockedTasks(own, used map[int]bool) {
-	var ts []collectors.Task
+	var ts []layout.Task
 	for _, t := range st.tasks {
 		if own[t.TID] || own[t.PID] || used[t.TID] || t.State != "D" {
 			continue
@@ -537,9 +536,9 @@ func fsStack(stack []string) bool {
 
 // probesByDevice groups the probes keep accepts by filesystem (device),
 // in the order the devices first appear: one finding per filesystem.
-func (st *state) probesByDevice(keep func(collectors.MountProbe) bool) [][]collectors.MountProbe {
+func (st *state) probesByDevice(keep func(layout.MountProbe) bool) [][]layout.MountProbe {
 	idx := map[string]int{}
-	var groups [][]collectors.MountProbe
+	var groups [][]layout.MountProbe
 	for _, p := range st.probes {
 		if !keep(p) {
 			continue
@@ -555,7 +554,7 @@ func (st *state) probesByDevice(keep func(collectors.MountProbe) bool) [][]colle
 	return groups
 }
 
-func probeMountpoints(ps []collectors.MountProbe) []string {
+func probeMountpoints(ps []layout.MountProbe) []string {
 	mps := make([]string, 0, len(ps))
 	for _, p := range ps {
 		mps = append(mps, p.Mountpoint)
@@ -578,9 +577,9 @@ func (st *state) nfsProbeContext(host string) string {
 			continue
 		}
 		switch p.Result {
-		case collectors.ProbeUnfinished:
+		case layout.ProbeUnfinished:
 			notProbed = append(notProbed, p.Mountpoint)
-		case collectors.ProbeHung:
+		case layout.ProbeHung:
 			return "A mount of this server hung when the bundle was taken (see the hung-mount findings)."
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Incident 002: an rbd device could not be unmapped (EBUSY) because a
@@ -48,7 +48,7 @@ func ruleHeldMounts(st *state) {
 				c.Namespaces = kept
 				if !heldCandidate(&c.MountDevice) || len(kept) == 0 {
 					excluded++
-					if len(st.selfOnlyDevs) < collectors.MaxExcludedDevices {
+					if len(st.selfOnlyDevs) < layout.MaxExcludedDevices {
 						st.selfOnlyDevs = append(st.selfOnlyDevs, d.Dev)
 					}
 					continue
@@ -79,16 +79,16 @@ func (st *state) selfNamespaces() map[uint64]string {
 	}
 	if st.manifest != nil && st.manifest.Self != nil {
 		if ns := st.manifest.Self.MountNamespace; ns != 0 && out[ns] == "" {
-			out[ns] = collectors.NodesnapOwn
+			out[ns] = layout.NodesnapOwn
 		}
 	}
 	if st.selfMounts != nil {
 		if ns := st.selfMounts.MountNamespace; ns != 0 && out[ns] == "" {
-			out[ns] = collectors.NodesnapOwn
+			out[ns] = layout.NodesnapOwn
 		}
 		for _, ns := range st.selfMounts.Namespaces {
 			if out[ns] == "" {
-				out[ns] = collectors.NodesnapPod
+				out[ns] = layout.NodesnapPod
 			}
 		}
 	}
@@ -118,7 +118,7 @@ func (st *state) selfExcludedFinding(self map[uint64]string) {
 	var own []string
 	pods := 0
 	for _, ns := range sortedNS(self) {
-		if self[ns] == collectors.NodesnapOwn {
+		if self[ns] == layout.NodesnapOwn {
 			own = append(own, strconv.FormatUint(ns, 10))
 		} else {
 			pods++
@@ -175,7 +175,7 @@ func sortedNS(m map[uint64]string) []uint64 {
 // root, its /dev tmpfs, its secrets) and a systemd service's private /tmp
 // live only in its namespace by design; a block device, or a copy of a
 // kubelet or runtime path, does not.
-func heldCandidate(d *collectors.MountDevice) bool {
+func heldCandidate(d *layout.MountDevice) bool {
 	if !d.OnlyOutsideHostNamespace {
 		return false
 	}
@@ -334,7 +334,7 @@ func shellQuote(s string) string {
 }
 
 // withoutSelf drops nodesnap's own processes from a list of holders.
-func (st *state) withoutSelf(hs []collectors.FileHolder) []collectors.FileHolder {
+func (st *state) withoutSelf(hs []layout.FileHolder) []layout.FileHolder {
 	self := st.selfPIDs()
 	if len(self) == 0 {
 		return hs

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Mounts whose probe could not run: what the bundle holds instead (kernel stacks in that filesystem's code, the kubelet's threads).
@@ -16,8 +16,8 @@ import (
 // listed together as unknown.
 func (st *state) notProbed(own, used map[int]bool) {
 	var unknown []string
-	var unknownRecs []collectors.MountProbe
-	for _, ps := range st.probesByDevice(func(p collectors.MountProbe) bool { return p.Result == collectors.ProbeUnfinished }) {
+	var unknownRecs []layout.MountProbe
+	for _, ps := range st.probesByDevice(func(p layout.MountProbe) bool { return p.Result == layout.ProbeUnfinished }) {
 		p0 := ps[0]
 		mps := probeMountpoints(ps)
 		markers := fsMarkers(p0.FSType, p0.Class)
@@ -35,7 +35,7 @@ func (st *state) notProbed(own, used map[int]bool) {
 				}
 			}
 		}
-		var direct, sameKind []collectors.Task
+		var direct, sameKind []layout.Task
 		if len(markers) > 0 {
 			for i := range st.tasks {
 				t := &st.tasks[i]
@@ -56,7 +56,7 @@ func (st *state) notProbed(own, used map[int]bool) {
 				}
 			}
 		}
-		var shape []collectors.DirShapeRoot
+		var shape []layout.DirShapeRoot
 		if st.shape != nil {
 			// dirshape names host paths; a probe in nodesnap's own
 			// namespace names them with the --root prefix.
@@ -67,7 +67,7 @@ func (st *state) notProbed(own, used map[int]bool) {
 				}
 			}
 			for _, r := range st.shape.Roots {
-				if r.Status != collectors.DirShapeHung {
+				if r.Status != layout.DirShapeHung {
 					continue
 				}
 				for _, mp := range hostMps {

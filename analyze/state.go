@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // state is what the readers keep of a bundle for the rules: compact facts,
@@ -25,9 +25,9 @@ type state struct {
 	// processes/tasks.json
 	tasksSeen    bool
 	procs        map[int]*procInfo
-	tasks        []collectors.Task // D state, or waiting in a filesystem
+	tasks        []layout.Task // D state, or waiting in a filesystem
 	tasksDropped int
-	kthreads     []collectors.KernelThreadRef
+	kthreads     []layout.KernelThreadRef
 
 	// mounts/mounts.json and mounts/ns/*.mountinfo
 	mountsSeen     bool
@@ -42,27 +42,27 @@ type state struct {
 	mountinfoBytes int
 	// nodesnap itself: its namespaces (from mounts.json) and the devices
 	// the collector found held only there.
-	selfMounts   *collectors.MountsSelf
+	selfMounts   *layout.MountsSelf
 	selfNS       map[uint64]string
 	selfOnlyDevs []string
 	selfOnlyN    int
 
 	// openfiles
 	holdersSeen    bool
-	devHolders     map[string]*collectors.DeviceHolders
-	mountHolders   map[nsMount]*collectors.MountHolders
+	devHolders     map[string]*layout.DeviceHolders
+	mountHolders   map[nsMount]*layout.MountHolders
 	writers        []writerRec
 	writerSeen     map[writerKey]bool
 	writersDropped int
 
 	// mountprobe
 	probesSeen  bool
-	probes      []collectors.MountProbe // every probe not ok
+	probes      []layout.MountProbe // every probe not ok
 	probeCounts map[string]int
 
 	// dirshape, csi
-	shape *collectors.DirShapeReport
-	csi   *collectors.CSIInventory
+	shape *layout.DirShapeReport
+	csi   *layout.CSIInventory
 
 	// kubelet
 	healthz    []Line
@@ -101,8 +101,8 @@ func newState() *state {
 		devices:        map[string]*deviceRec{},
 		mountinfoPath:  map[uint64]string{},
 		mountinfoLines: map[nsMount]Line{},
-		devHolders:     map[string]*collectors.DeviceHolders{},
-		mountHolders:   map[nsMount]*collectors.MountHolders{},
+		devHolders:     map[string]*layout.DeviceHolders{},
+		mountHolders:   map[nsMount]*layout.MountHolders{},
 		writerSeen:     map[writerKey]bool{},
 		probeCounts:    map[string]int{},
 		pods:           map[string]podRec{},
@@ -150,11 +150,11 @@ type mountRec struct {
 
 // nsInfo is one mount namespace: some of its processes.
 type nsInfo struct {
-	Inode        uint64                        `json:"inode"`
-	Host         bool                          `json:"host"`
-	ProcessCount int                           `json:"process_count"`
-	Processes    []collectors.NamespaceProcess `json:"processes"`
-	Mountinfo    string                        `json:"mountinfo,omitempty"`
+	Inode        uint64                    `json:"inode"`
+	Host         bool                      `json:"host"`
+	ProcessCount int                       `json:"process_count"`
+	Processes    []layout.NamespaceProcess `json:"processes"`
+	Mountinfo    string                    `json:"mountinfo,omitempty"`
 	// Nodesnap is "own" or "pod" for nodesnap's own namespaces.
 	Nodesnap string `json:"nodesnap,omitempty"`
 }
@@ -164,7 +164,7 @@ const maxNSProcesses = 16
 
 // deviceRec is one device of the mount index.
 type deviceRec struct {
-	collectors.MountDevice
+	layout.MountDevice
 }
 
 // podRec is one pod the kubelet knows.

@@ -24,7 +24,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // MaxFileBytes bounds each bundle file decoded for a snapshot; a larger
@@ -286,7 +286,7 @@ func (s *Snapshot) readMounts(r io.Reader) error {
 			return walkArray(dec, func() error { return s.readNamespace(dec, hostNS) })
 		case "devices":
 			return walkArray(dec, func() error {
-				var d collectors.MountDevice
+				var d layout.MountDevice
 				if err := dec.Decode(&d); err != nil {
 					return err
 				}
@@ -370,13 +370,13 @@ func (s *Snapshot) readTasks(r io.Reader) error {
 
 func (s *Snapshot) readProbes(r io.Reader) error {
 	var p struct {
-		Probes []collectors.MountProbe `json:"probes"`
+		Probes []layout.MountProbe `json:"probes"`
 	}
 	if err := json.NewDecoder(r).Decode(&p); err != nil {
 		return err
 	}
 	for _, pr := range p.Probes {
-		if pr.Result == collectors.ProbeHung && len(s.Hung) < maxKept {
+		if pr.Result == layout.ProbeHung && len(s.Hung) < maxKept {
 			s.Hung[pr.Mountpoint] = true
 		}
 	}
@@ -384,7 +384,7 @@ func (s *Snapshot) readProbes(r io.Reader) error {
 }
 
 func (s *Snapshot) readShape(r io.Reader) error {
-	var d collectors.DirShapeReport
+	var d layout.DirShapeReport
 	if err := json.NewDecoder(r).Decode(&d); err != nil {
 		return err
 	}
@@ -478,7 +478,7 @@ func (s *Snapshot) readCRIContainers(r io.Reader) error {
 }
 
 func (s *Snapshot) readRuntimeSummary(r io.Reader) error {
-	var sum collectors.RuntimeSummary
+	var sum layout.RuntimeSummary
 	if err := json.NewDecoder(r).Decode(&sum); err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/outputdir"
 )
@@ -72,7 +73,7 @@ type OutputHungError struct {
 	Dir      string
 	Op       string
 	Timeout  time.Duration
-	Evidence *isolate.HangEvidence
+	Evidence *layout.HangEvidence
 	// Left names what could not be removed (a staging directory).
 	Left string
 }

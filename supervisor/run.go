@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/redact"
@@ -520,7 +521,7 @@ func (r *run) runOne(cr *collectorRun) {
 
 	timer := time.NewTimer(time.Until(hardStop))
 	defer timer.Stop()
-	var killed *isolate.HangEvidence
+	var killed *layout.HangEvidence
 	reason := ""
 	select {
 	case <-child.Done():

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/internal/testkit"
 )
 
@@ -205,12 +205,12 @@ func TestCollectScansRuntimeVolumeMounts(t *testing.T) {
 		t.Fatalf("exit %d\nstderr:\n%s", r.code, r.stderr)
 	}
 	c := mustValidate(t, bundlePath(t, out))
-	var rep collectors.DirShapeReport
+	var rep layout.DirShapeReport
 	if err := json.Unmarshal(c.Files["dirshape/shape.json"], &rep); err != nil {
 		t.Fatalf("dirshape/shape.json: %v", err)
 	}
 	for p, n := range vols {
-		var got *collectors.DirShapeRoot
+		var got *layout.DirShapeRoot
 		for i := range rep.Roots {
 			if rep.Roots[i].Path == p {
 				got = &rep.Roots[i]
