@@ -3,7 +3,6 @@ package bundle
 import (
 	"archive/tar"
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,8 +12,6 @@ import (
 	"os"
 	"path"
 	"strings"
-
-	"github.com/mholt/archives"
 )
 
 // Limits protect readers of untrusted bundles.
@@ -70,25 +67,19 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	magic, _ := br.Peek(4)
-	var af archives.CompressedArchive
-	switch {
-	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
-		// Single-threaded for reading untrusted input: the parallel
-		// reader reads ahead into large buffers per stream.
-		af = archives.CompressedArchive{Compression: archives.Gz{}, Extraction: archives.Tar{}}
-	case len(magic) >= 4 && bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		af, _ = Format(Zstd)
-	default:
-		return fmt.Errorf("%w: not a gzip or zstd compressed tar archive", ErrUnsafe)
+	dec, err := newDecompressor(magic, br)
+	if err != nil {
+		if errors.Is(err, ErrUnsafe) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ErrUnsafe, cleanArchiveErr(err))
 	}
+	defer dec.Close()
+	tr := tar.NewReader(dec)
 	seen := map[string]bool{}
 	var total int64
 	count := 0
-	err := af.Extract(ctx, br, func(ctx context.Context, fi archives.FileInfo) error {
-		hdr, _ := fi.Header.(*tar.Header)
-		if hdr == nil {
-			return fmt.Errorf("%w: entry without a tar header", ErrUnsafe)
-		}
+	entry := func(hdr *tar.Header) error {
 		name, err := safeName(hdr.Name)
 		if err != nil {
 			return err
@@ -117,14 +108,9 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 			return fmt.Errorf("%w: the bundle decompresses to more than %d bytes", ErrUnsafe, lim.MaxTotalBytes)
 		}
 		total += hdr.Size
-		rc, err := fi.Open()
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
 		// tar.Reader already stops at hdr.Size; the counter makes a short
 		// entry (truncated archive) visible.
-		cr := &countReader{r: rc}
+		cr := &countReader{r: tr}
 		if err := fn(Entry{Name: name, Size: hdr.Size, Reader: cr}); err != nil {
 			return err
 		}
@@ -136,7 +122,28 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 			return fmt.Errorf("%w: entry %q is cut short (%d of %d bytes)", ErrUnsafe, name, cr.n, hdr.Size)
 		}
 		return nil
-	})
+	}
+	for {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		var hdr *tar.Header
+		hdr, err = tr.Next()
+		if err == io.EOF {
+			err = nil
+			break
+		}
+		if err != nil {
+			break
+		}
+		if hdr.Typeflag == tar.TypeXGlobalHeader {
+			// A pax global header (git archive writes one) holds no file.
+			continue
+		}
+		if err = entry(hdr); err != nil {
+			break
+		}
+	}
 	if err != nil {
 		if errors.Is(err, ErrUnsafe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err
