@@ -185,7 +185,7 @@ func (st *state) processEvidence(pids []int, what string) []Evidence {
 	if len(recs) == 0 {
 		return nil
 	}
-	return []Evidence{{Path: "processes/tasks.json", What: what, Record: recs}}
+	return []Evidence{{Path: layout.TasksPath, What: what, Record: recs}}
 }
 
 // kernelThreadsOn returns the kernel threads named after a device.

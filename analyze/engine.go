@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Options tune an analysis.
@@ -135,42 +136,42 @@ func firstLines(s string, n int) string {
 func (st *state) readerFor(name string) func(string, io.Reader) error {
 	dir, base := path.Split(name)
 	switch {
-	case name == "processes/tasks.json":
+	case name == layout.TasksPath:
 		return st.readTasks
-	case name == "mounts/mounts.json":
+	case name == layout.MountsPath:
 		return st.readMounts
-	case strings.HasPrefix(name, "mounts/ns/") && (strings.HasSuffix(base, ".mountinfo") || base == "mountinfo"):
+	case strings.HasPrefix(name, layout.MountinfoPath) && (strings.HasSuffix(base, layout.MountinfoExt) || base == "mountinfo"):
 		return st.readMountinfo
-	case name == "openfiles/holders.json":
+	case name == layout.HoldersPath:
 		return st.readHolders
-	case name == "openfiles/processes.jsonl":
+	case name == layout.OpenFilesProcessesPath:
 		return st.readOpenFiles
-	case name == "mountprobe/probes.json":
+	case name == layout.ProbesPath:
 		return st.readProbes
-	case name == "dirshape/shape.json":
+	case name == layout.ShapePath:
 		return st.readShape
-	case name == "csi/inventory.json":
+	case name == layout.CSIInventoryPath:
 		return st.readCSI
-	case name == "kubelet/healthz.txt":
+	case name == layout.KubeletHealthzPath:
 		return st.readHealthz
-	case name == "kubelet/pods.json":
+	case name == layout.KubeletPodsPath:
 		return st.readPods
-	case strings.HasPrefix(name, "kubelet/goroutine-debug") && strings.HasSuffix(name, ".txt"):
+	case strings.HasPrefix(name, layout.KubeletGoroutinePathPrefix) && strings.HasSuffix(name, ".txt"):
 		return st.readKubeletGoroutines
-	case strings.HasPrefix(name, "runtime/") && base == "cri-pods.json":
+	case strings.HasPrefix(name, layout.DirRuntime+"/") && base == layout.CRIPodsFile:
 		return st.readCRIPods
-	case strings.HasPrefix(name, "runtime/") && base == "cri-containers.json":
+	case strings.HasPrefix(name, layout.DirRuntime+"/") && base == layout.CRIContainersFile:
 		return st.readCRIContainers
-	case strings.HasPrefix(name, "runtime/") && strings.HasPrefix(base, "goroutine") && strings.HasSuffix(base, ".txt"):
+	case strings.HasPrefix(name, layout.DirRuntime+"/") && strings.HasPrefix(base, layout.RuntimeGoroutinePrefix) && strings.HasSuffix(base, ".txt"):
 		return st.readRuntimeGoroutines
-	case strings.HasPrefix(dir, "csi/podlogs/"):
+	case strings.HasPrefix(dir, layout.CSIPodLogsPath):
 		// The CSI driver pods' own container logs: what the driver
 		// answered the kubelet (incident 004's "not published").
 		return st.logs.scanLog
-	case strings.HasPrefix(dir, "journal/"):
+	case strings.HasPrefix(dir, layout.DirJournal+"/"):
 		// Logs as text; journal JSON exports repeat the text logs and
 		// sources.json is the index.
-		if strings.HasSuffix(base, ".json") || base == "boots.txt" {
+		if strings.HasSuffix(base, ".json") || base == layout.JournalBootsFile {
 			return nil
 		}
 		return st.logs.scanLog

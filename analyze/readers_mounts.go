@@ -120,7 +120,7 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 	}
 	st.mounts = append(st.mounts, mounts...)
 	if ni.Mountinfo != "" {
-		st.mountinfoPath[ni.Inode] = "mounts/" + ni.Mountinfo
+		st.mountinfoPath[ni.Inode] = layout.DirMounts + "/" + ni.Mountinfo
 	}
 	st.nsInfo[ni.Inode] = ni
 	return nil

@@ -192,7 +192,7 @@ func (st *state) writerFilter() *writerFilter {
 	if st.shape == nil {
 		listed := false
 		for _, f := range st.manifest.Files {
-			listed = listed || f.Path == "dirshape/shape.json"
+			listed = listed || f.Path == layout.ShapePath
 		}
 		wf.skip, wf.generic = !listed, listed
 		return wf

@@ -68,7 +68,7 @@ func ruleBundle(st *state) {
 		Explanation: "These collectors timed out, failed or stopped early, so what they would have shown is partly missing: a finding absent from this report " +
 			"is not proof that all is well in their area. A collector that timed out often did so because something on the node hangs: " +
 			strings.TrimSpace("the manifest records where."),
-		Evidence:    []Evidence{{Path: "manifest.json", What: "the collectors' statuses, errors and hang evidence", Record: recs}},
+		Evidence:    []Evidence{{Path: bundle.ManifestName, What: "the collectors' statuses, errors and hang evidence", Record: recs}},
 		Remediation: []string{"Read the collectors' errors (nodesnap inspect <bundle>); collect again with a longer --timeout if they ran out of time."},
 	})
 }
@@ -95,7 +95,7 @@ func ruleEvidenceMissing(st *state, m *bundle.Manifest) {
 				plural(len(capped), "file", "files"), m.Settings.MaxBundleBytes, listOf(capped, 3)),
 			Explanation: "The run reached its cap on the bundle's size and left these files out. The rules that read them had nothing to read: " +
 				"a finding absent from this report is not proof that all is well there.",
-			Evidence:    []Evidence{{Path: "manifest.json", What: "omitted", Record: capRec}},
+			Evidence:    []Evidence{{Path: bundle.ManifestName, What: "omitted", Record: capRec}},
 			Remediation: []string{"Collect again with a larger --max-bundle-size (or --only the collectors that matter)."},
 		})
 	}
@@ -117,7 +117,7 @@ func ruleEvidenceMissing(st *state, m *bundle.Manifest) {
 				time.Duration(m.Settings.TimeoutSeconds*float64(time.Second)), plural(len(cut), "collector", "collectors"), listOf(cut, 4)),
 			Explanation: "These collectors did not get the time they needed: the run's global deadline ended them, or came before they could start. " +
 				"What they would have collected is missing; what they said about the node after the cut is not evidence.",
-			Evidence:    []Evidence{{Path: "manifest.json", What: "the cut collectors", Record: cutRec}},
+			Evidence:    []Evidence{{Path: bundle.ManifestName, What: "the cut collectors", Record: cutRec}},
 			Remediation: []string{"Collect again with a longer --timeout (the default is 2m)."},
 		})
 	}
@@ -128,7 +128,7 @@ func ruleEvidenceMissing(st *state, m *bundle.Manifest) {
 			Summary: "collection was interrupted by " + m.Interrupted.Signal + " at " + m.Interrupted.At.Format(time.RFC3339) + "; collectors still running were stopped, later ones never ran",
 			Explanation: "Someone (or something: a Job's deadline, systemd) stopped the run. The bundle holds what was gathered until then; " +
 				"a collector marked interrupted was not hung.",
-			Evidence:    []Evidence{{Path: "manifest.json", What: "interrupted", Record: m.Interrupted}},
+			Evidence:    []Evidence{{Path: bundle.ManifestName, What: "interrupted", Record: m.Interrupted}},
 			Remediation: []string{"Collect again and let it finish (it ends within --timeout whatever the node's state)."},
 		})
 	}
@@ -142,7 +142,7 @@ func ruleEvidenceMissing(st *state, m *bundle.Manifest) {
 			Summary: shorten(w, 200),
 			Explanation: "The run was allowed without root (--allow-non-root). Files only root can read were not collected: other users' " +
 				"processes, kernel stacks, mount namespaces, root-only logs. Rules that need them could not check.",
-			Evidence:    []Evidence{{Path: "manifest.json", What: "warnings", Record: w}},
+			Evidence:    []Evidence{{Path: bundle.ManifestName, What: "warnings", Record: w}},
 			Remediation: []string{"Collect again as root: sudo nodesnap collect."},
 		})
 	}

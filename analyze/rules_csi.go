@@ -93,26 +93,26 @@ func (st *state) csiPublishedLost(cf layout.CSIFinding) {
 	if pv != nil && pv.PodUID != "" {
 		f.Explanation += " Pod: " + st.podName(pv.PodUID) + "."
 	}
-	f.Evidence = append(f.Evidence, Evidence{Path: "csi/inventory.json", What: "the csi collector's cross-check of the driver's state and the mount table", Record: cf})
+	f.Evidence = append(f.Evidence, Evidence{Path: layout.CSIInventoryPath, What: "the csi collector's cross-check of the driver's state and the mount table", Record: cf})
 	if sf != nil && v != nil {
-		p := "csi/inventory.json"
+		p := layout.CSIInventoryPath
 		if sf.File != "" {
-			p = "csi/" + sf.File
+			p = layout.DirCSI + "/" + sf.File
 		}
 		f.Evidence = append(f.Evidence, Evidence{Path: p, What: "the driver's record of the volume (Published " + v.PublishedState + ")", Record: v})
 	}
 	if pv != nil {
-		ev := Evidence{Path: "csi/inventory.json", What: "the pod volume: its vol_data.json and its mount", Record: pv}
+		ev := Evidence{Path: layout.CSIInventoryPath, What: "the pod volume: its vol_data.json and its mount", Record: pv}
 		f.Evidence = append(f.Evidence, ev)
 		if pv.VolDataFile != "" {
-			f.Evidence = append(f.Evidence, Evidence{Path: "csi/" + pv.VolDataFile, What: "the kubelet's vol_data.json for the volume", Record: pv.VolData})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.DirCSI + "/" + pv.VolDataFile, What: "the kubelet's vol_data.json for the volume", Record: pv.VolData})
 		}
 	}
 	ms := st.mountsAt(cf.TargetPath)
 	f.Evidence = append(f.Evidence, st.mountinfoEvidence(ms, "the target is still in the mount table")...)
 	for _, m := range ms {
 		if h := st.mountHolders[nsMount{m.NS, m.ID}]; h != nil && len(h.Holders) > 0 {
-			f.Evidence = append(f.Evidence, Evidence{Path: "openfiles/holders.json", What: "processes using the mount", Record: h})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.HoldersPath, What: "processes using the mount", Record: h})
 		}
 	}
 	tokens := append(pathTokens(cf.TargetPath), cf.VolumeID, cf.PodUID)
@@ -139,7 +139,7 @@ func (st *state) csiNotMounted(cf layout.CSIFinding) {
 		Summary:  fmt.Sprintf("%s records volume %s as published at %s, but the mount table has nothing there", cf.StateFile, cf.VolumeID, cf.TargetPath),
 		Explanation: "The driver's state and the node disagree: the publish was lost (unmounted by hand, a node reboot) without the driver being told. " +
 			"A pod using the volume sees an empty directory instead of its data, and the driver may refuse to publish it again.",
-		Evidence: []Evidence{{Path: "csi/inventory.json", What: "the csi collector's cross-check", Record: cf}},
+		Evidence: []Evidence{{Path: layout.CSIInventoryPath, What: "the csi collector's cross-check", Record: cf}},
 		Remediation: []string{
 			"Restart the pod that uses the volume so the kubelet publishes it again; if the driver refuses, restart the driver's node plugin.",
 		},
@@ -189,7 +189,7 @@ func (st *state) csiVolDataWithoutMount() {
 			},
 		}
 		for _, pv := range pvs {
-			f.Evidence = append(f.Evidence, Evidence{Path: "csi/inventory.json", What: "the volume directory and its vol_data.json, not mounted", Record: pv})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.CSIInventoryPath, What: "the volume directory and its vol_data.json, not mounted", Record: pv})
 		}
 		st.claimLogs(&f, []string{uid}, sigOrphanedPod, sigRmdirBusy, sigPodNotCleaned, sigTeardownBusy)
 		st.add(f)
@@ -243,12 +243,12 @@ func (st *state) csiMountsWithoutPod() {
 		}
 		f.Evidence = append(f.Evidence, st.mountinfoEvidence(ms, "the leftover mounts in the host's mount table")...)
 		if len(f.Evidence) == 0 {
-			f.Evidence = append(f.Evidence, Evidence{Path: "mounts/mounts.json", What: "the leftover mounts", Record: ms})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.MountsPath, What: "the leftover mounts", Record: ms})
 		}
-		f.Evidence = append(f.Evidence, Evidence{Path: "kubelet/pods.json", What: "the pods the kubelet runs: " + uid + " is not among them"})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.KubeletPodsPath, What: "the pods the kubelet runs: " + uid + " is not among them"})
 		for _, m := range ms {
 			if h := st.mountHolders[nsMount{m.NS, m.ID}]; h != nil && len(h.Holders) > 0 {
-				f.Evidence = append(f.Evidence, Evidence{Path: "openfiles/holders.json", What: "processes using the mount", Record: h})
+				f.Evidence = append(f.Evidence, Evidence{Path: layout.HoldersPath, What: "processes using the mount", Record: h})
 			}
 		}
 		st.claimLogs(&f, []string{uid}, sigOrphanedPod, sigRmdirBusy, sigTeardownBusy, sigPodNotCleaned)

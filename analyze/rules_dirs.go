@@ -70,7 +70,7 @@ func (st *state) deletingGroups() []*deletingGroup {
 				}
 				out = append(out, &deletingGroup{parent: g.Parent, count: int(g.Count), empty: int(g.Empty), notEmpty: int(g.NotEmpty),
 					unknown: int(g.Unknown), originals: g.Originals,
-					evidence: []Evidence{{Path: "dirshape/shape.json", What: "the .deleting~ leftovers in this directory, grouped by original", Record: rec}}})
+					evidence: []Evidence{{Path: layout.ShapePath, What: "the .deleting~ leftovers in this directory, grouped by original", Record: rec}}})
 			}
 		}
 	}
@@ -105,7 +105,7 @@ func (st *state) deletingGroups() []*deletingGroup {
 				g.originals = append(g.originals, layout.DeletingOriginal{Name: orig, Count: 1})
 			}
 			if len(g.evidence) < 5 {
-				g.evidence = append(g.evidence, Evidence{Path: "csi/inventory.json", What: "a .deleting~ leftover among the pod's volumes", Record: pv})
+				g.evidence = append(g.evidence, Evidence{Path: layout.CSIInventoryPath, What: "a .deleting~ leftover among the pod's volumes", Record: pv})
 			}
 		}
 		for _, p := range order {
@@ -263,13 +263,13 @@ func (st *state) hugeDirFinding(r layout.DirShapeRoot, d layout.DirShapeDir) {
 			names = append(names, fmt.Sprintf("%s (%s %s)", st.procName(w.PID, w.Comm), w.Use, w.Path))
 		}
 		b.WriteString("Processes with files or their working directory in it, likely writing there: " + listOf(names, 4) + ".")
-	} else if st.present["openfiles/processes.jsonl"] && st.writersDropped == 0 {
+	} else if st.present[layout.OpenFilesProcessesPath] && st.writersDropped == 0 {
 		b.WriteString("No process had a file open in it when the bundle was taken.")
 	}
 	f.Explanation = strings.TrimSpace(b.String())
-	f.Evidence = append(f.Evidence, Evidence{Path: "dirshape/shape.json", What: "the directory's shape (scanned root " + r.Path + ")", Record: d})
+	f.Evidence = append(f.Evidence, Evidence{Path: layout.ShapePath, What: "the directory's shape (scanned root " + r.Path + ")", Record: d})
 	if len(writers) > 0 {
-		ev := Evidence{Path: "openfiles/processes.jsonl", What: "processes with files or their working directory in the directory (line: their line in the file)"}
+		ev := Evidence{Path: layout.OpenFilesProcessesPath, What: "processes with files or their working directory in the directory (line: their line in the file)"}
 		if len(writers) > maxWritersInResult {
 			ev.More = len(writers) - maxWritersInResult
 			writers = writers[:maxWritersInResult]

@@ -76,7 +76,7 @@ func (st *state) deadFUSE() {
 		}
 		var ms []mountRec
 		for _, p := range ps {
-			f.Evidence = append(f.Evidence, Evidence{Path: "mountprobe/probes.json", What: "the probe failed with " + p.Errno, Record: p})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.ProbesPath, What: "the probe failed with " + p.Errno, Record: p})
 			for _, ns := range p.Namespaces {
 				ms = append(ms, mountRec{NS: ns, ID: p.MountID})
 			}

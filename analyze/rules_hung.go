@@ -329,10 +329,10 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 
 	// Evidence.
 	for _, p := range g.probes {
-		f.Evidence = append(f.Evidence, Evidence{Path: "mountprobe/probes.json", What: "the probe that did not answer", Record: p})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.ProbesPath, What: "the probe that did not answer", Record: p})
 	}
 	if len(g.items) > 0 {
-		f.Evidence = append(f.Evidence, Evidence{Path: "manifest.json", What: "hung_mounts: where the probe's worker was blocked", Record: g.items})
+		f.Evidence = append(f.Evidence, Evidence{Path: bundle.ManifestName, What: "hung_mounts: where the probe's worker was blocked", Record: g.items})
 	}
 	var ms []mountRec
 	for _, p := range g.probes {
@@ -343,21 +343,21 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 	f.Evidence = append(f.Evidence, st.mountinfoEvidence(ms, "the mount in the mount table")...)
 	for _, m := range ms {
 		if h := st.mountHolders[nsMount{m.NS, m.ID}]; h != nil && len(h.Holders) > 0 {
-			f.Evidence = append(f.Evidence, Evidence{Path: "openfiles/holders.json", What: "processes with files, a working directory or a root on the mount", Record: h})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.HoldersPath, What: "processes with files, a working directory or a root on the mount", Record: h})
 		}
 	}
 	if len(waiting) > 0 {
-		f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "tasks waiting on the mount (kernel stack or wait channel in its filesystem's code)", Record: waiting})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.TasksPath, What: "tasks waiting on the mount (kernel stack or wait channel in its filesystem's code)", Record: waiting})
 	}
 	if len(possible) > 0 {
-		f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "tasks waiting in the same filesystem's code, on this or another hung mount of its kind", Record: possible})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.TasksPath, What: "tasks waiting in the same filesystem's code, on this or another hung mount of its kind", Record: possible})
 	}
 	if len(stuck) > 0 {
 		f.Evidence = append(f.Evidence, goroutineEvidence(stuck, "the kubelet's goroutines stuck in pod cleanup, and for how long")...)
 		st.kubeletExplained = true
 	}
 	if len(syncBad) > 0 {
-		f.Evidence = append(f.Evidence, Evidence{Path: "kubelet/healthz.txt", What: "the kubelet's failing health checks", Lines: syncBad})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.KubeletHealthzPath, What: "the kubelet's failing health checks", Lines: syncBad})
 		st.kubeletExplained = true
 	}
 	// Kernel and kubelet log lines about this filesystem.
@@ -467,7 +467,7 @@ func (st *state) probeErrors() {
 			Explanation: "The mount is reachable but broken: " + orUnknown(ps[0].Diagnosis) + ". Pods using it get the same error.",
 		}
 		for _, p := range ps {
-			f.Evidence = append(f.Evidence, Evidence{Path: "mountprobe/probes.json", What: "the probe's error", Record: p})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.ProbesPath, What: "the probe's error", Record: p})
 		}
 		var tokens []string
 		for _, mp := range mps {
@@ -513,7 +513,7 @@ func (st *state) blockedTasks(own, used map[int]bool) {
 		Explanation: "These tasks sleep in the kernel and cannot be interrupted, usually waiting for a disk or a network filesystem. " +
 			"A few for a moment are normal under I/O load; the same tasks in several bundles, or kernel stacks in a filesystem or block driver, mean I/O that does not complete. " +
 			st.hungContext(),
-		Evidence: []Evidence{{Path: "processes/tasks.json", What: "the tasks in D state with their kernel stacks", Record: ts}},
+		Evidence: []Evidence{{Path: layout.TasksPath, What: "the tasks in D state with their kernel stacks", Record: ts}},
 		Remediation: []string{
 			"Read the stacks: a filesystem or driver function names the culprit; check that device's or server's health (dmesg, iostat -x 1).",
 			"Take a second bundle a minute later: tasks still in D with the same stack are stuck, not busy.",

@@ -3,6 +3,8 @@ package analyze
 import (
 	"fmt"
 	"strings"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // The kubelet's own view (incident 003): healthz "[-]syncloop failed", and
@@ -182,7 +184,7 @@ func ruleKubelet(st *state) {
 			Title:       "Kubelet health checks failing",
 			Summary:     "the kubelet's healthz reports " + listOf(names, 3),
 			Explanation: "The kubelet's /healthz?verbose lists each internal check; these fail. The node is marked NotReady if they keep failing.",
-			Evidence:    []Evidence{{Path: "kubelet/healthz.txt", What: "the failing checks", Lines: other}},
+			Evidence:    []Evidence{{Path: layout.KubeletHealthzPath, What: "the failing checks", Lines: other}},
 			Remediation: []string{"Read the kubelet's log around the time of the bundle (journal/kubelet.log) for the failing check's cause."},
 		})
 	}
@@ -221,16 +223,16 @@ func (st *state) syncloopFinding(syncBad []Line, stuck []goroutine) {
 			"a path on a mount that hangs keeps it there forever (incident 003). " + st.hungContext()
 	}
 	if len(syncBad) > 0 {
-		f.Evidence = append(f.Evidence, Evidence{Path: "kubelet/healthz.txt", What: "the kubelet's failing health check", Lines: syncBad})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.KubeletHealthzPath, What: "the kubelet's failing health check", Lines: syncBad})
 	}
 	if earlier {
-		f.Evidence = append(f.Evidence, Evidence{Path: "kubelet/healthz.txt", What: "the kubelet's sync loop healthy at collection time", Lines: []Line{*st.syncloopOK()}})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.KubeletHealthzPath, What: "the kubelet's sync loop healthy at collection time", Lines: []Line{*st.syncloopOK()}})
 	}
 	f.Evidence = append(f.Evidence, goroutineEvidence(stuck, "the kubelet's goroutines in pod cleanup, and for how long")...)
 	for i := range st.tasks {
 		t := &st.tasks[i]
 		if strings.HasPrefix(t.Comm, "kubelet") && t.State == "D" {
-			f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "a kubelet thread in D state", Record: t})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.TasksPath, What: "a kubelet thread in D state", Record: t})
 		}
 	}
 	st.claimAll(&f, sigSyncLoop)

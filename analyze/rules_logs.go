@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Log signatures that no joined cause explained: each is still worth a
@@ -143,7 +145,7 @@ func (st *state) teardownBusy() {
 				f.Evidence = append(f.Evidence, st.mountinfoEvidence(ms, "the volume's directory is still mounted")...)
 				for _, m := range ms {
 					if h := st.mountHolders[nsMount{m.NS, m.ID}]; h != nil && len(h.Holders) > 0 {
-						f.Evidence = append(f.Evidence, Evidence{Path: "openfiles/holders.json", What: "processes using the mount", Record: h})
+						f.Evidence = append(f.Evidence, Evidence{Path: layout.HoldersPath, What: "processes using the mount", Record: h})
 						fmt.Fprintf(&b, "Processes using it: %s. ", listOf(holderNames(h.Holders), 4))
 					}
 				}

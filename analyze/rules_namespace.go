@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
@@ -149,13 +150,13 @@ func (st *state) selfExcludedFinding(self map[uint64]string) {
 			"mounted without propagation, that copy holds every mount the node had when the pod started, until the pod is deleted.",
 	}
 	if st.selfMounts != nil {
-		f.Evidence = append(f.Evidence, Evidence{Path: "mounts/mounts.json", What: "nodesnap itself in the mount index", Record: st.selfMounts})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.MountsPath, What: "nodesnap itself in the mount index", Record: st.selfMounts})
 	}
 	if m := st.manifest; m != nil && m.Self != nil {
-		f.Evidence = append(f.Evidence, Evidence{Path: "manifest.json", What: "who nodesnap was", Record: m.Self})
+		f.Evidence = append(f.Evidence, Evidence{Path: bundle.ManifestName, What: "who nodesnap was", Record: m.Self})
 	}
 	if len(st.selfOnlyDevs) > 0 {
-		f.Evidence = append(f.Evidence, Evidence{Path: "mounts/mounts.json", What: "devices mounted outside the host's namespace only in nodesnap's", Record: st.selfOnlyDevs})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.MountsPath, What: "devices mounted outside the host's namespace only in nodesnap's", Record: st.selfOnlyDevs})
 	}
 	f.Remediation = []string{"Delete nodesnap's pod once its bundle is copied out (kubectl debug leaves its pod behind too): until then its mount namespace holds what it was given."}
 	st.add(f)
@@ -252,12 +253,12 @@ func (st *state) heldFinding(d *deviceRec, mounts []mountRec, block bool) {
 	}
 	f.Explanation = b.String()
 
-	f.Evidence = append(f.Evidence, Evidence{Path: "mounts/mounts.json", What: "the device index: mounted only outside the host's namespace, and by whom", Record: d.MountDevice})
+	f.Evidence = append(f.Evidence, Evidence{Path: layout.MountsPath, What: "the device index: mounted only outside the host's namespace, and by whom", Record: d.MountDevice})
 	f.Evidence = append(f.Evidence, st.mountinfoEvidence(mounts, "the mount in that namespace's mount table")...)
 	if h := st.devHolders[d.Dev]; h != nil {
-		f.Evidence = append(f.Evidence, Evidence{Path: "openfiles/holders.json", What: "open files and kernel threads on the device", Record: h})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.HoldersPath, What: "open files and kernel threads on the device", Record: h})
 	} else if len(kthreads) > 0 {
-		f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "kernel threads named after the device", Record: kthreads})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.TasksPath, What: "kernel threads named after the device", Record: kthreads})
 	}
 	f.Evidence = append(f.Evidence, st.processEvidence(pids, "the processes in the namespace that holds the mount")...)
 

@@ -116,16 +116,16 @@ func (st *state) notProbed(own, used map[int]bool) {
 		b.WriteString("Collect again with a larger mountprobe timeout (--timeout-mountprobe or --mountprobe-first PATH) to measure it.")
 		f.Explanation = b.String()
 		for _, p := range ps {
-			f.Evidence = append(f.Evidence, Evidence{Path: "mountprobe/probes.json", What: "the mount the probe did not reach", Record: p})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.ProbesPath, What: "the mount the probe did not reach", Record: p})
 		}
 		if len(shape) > 0 {
-			f.Evidence = append(f.Evidence, Evidence{Path: "dirshape/shape.json", What: "dirshape's scan of the same path did not answer", Record: shape})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.ShapePath, What: "dirshape's scan of the same path did not answer", Record: shape})
 		}
 		if len(direct) > 0 {
-			f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "tasks sleeping in the filesystem's code on this mount (kernel stack or wait channel)", Record: direct})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.TasksPath, What: "tasks sleeping in the filesystem's code on this mount (kernel stack or wait channel)", Record: direct})
 		}
 		if len(sameKind) > 0 {
-			f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "tasks sleeping in the same filesystem's code, on this or another mount of its kind", Record: sameKind})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.TasksPath, What: "tasks sleeping in the same filesystem's code, on this or another mount of its kind", Record: sameKind})
 		}
 		fuse := strings.HasPrefix(p0.FSType, "fuse") || p0.Class == "fuse"
 		for _, mp := range mps {
@@ -144,7 +144,7 @@ func (st *state) notProbed(own, used map[int]bool) {
 			Summary: fmt.Sprintf("%s not probed before mountprobe's deadline: %s", plural(len(unknown), "mount was", "mounts were"), listOf(unknown, 3)),
 			Explanation: "mountprobe ran out of time before it reached these mounts, usually because many others hung first; nothing else in the bundle " +
 				"(tasks in their filesystems' code, dirshape) says they hang, but their state is unknown.",
-			Evidence:    []Evidence{{Path: "mountprobe/probes.json", What: "the mounts the probe did not reach", Record: unknownRecs}},
+			Evidence:    []Evidence{{Path: layout.ProbesPath, What: "the mounts the probe did not reach", Record: unknownRecs}},
 			Remediation: []string{"Collect again with a larger mountprobe timeout (--timeout-mountprobe) if these mounts matter."},
 		})
 	}

@@ -378,7 +378,7 @@ func (st *state) runRule(r rule) {
 			st.add(Finding{ID: idInternalError, Severity: Info, Title: "A rule failed", Subject: r.name,
 				Summary:     fmt.Sprintf("rule %s stopped with an internal error: %v", r.name, p),
 				Explanation: "This is a bug in nodesnap analyze; the other rules ran. Please report it with the bundle if you can share it.",
-				Evidence:    []Evidence{{Path: "manifest.json", What: firstLines(string(debug.Stack()), 16)}}})
+				Evidence:    []Evidence{{Path: bundle.ManifestName, What: firstLines(string(debug.Stack()), 16)}}})
 		}
 	}()
 	r.run(st)

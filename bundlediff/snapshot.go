@@ -160,12 +160,12 @@ func (s *Snapshot) read(ctx context.Context, r io.Reader) error {
 			return nil
 		}
 		dir, base := path.Split(e.Name)
-		want := e.Name == "mounts/mounts.json" || e.Name == "processes/tasks.json" ||
-			e.Name == "mountprobe/probes.json" || e.Name == "dirshape/shape.json" ||
-			e.Name == "kubelet/pods.json" || e.Name == "runtime/summary.json" ||
-			(strings.HasPrefix(e.Name, "runtime/") && (base == "cri-pods.json" || base == "cri-containers.json")) ||
-			(dir == "kubelet/" && strings.HasPrefix(base, "metrics")) ||
-			e.Name == "kubelet/goroutine-debug2.txt"
+		want := e.Name == layout.MountsPath || e.Name == layout.TasksPath ||
+			e.Name == layout.ProbesPath || e.Name == layout.ShapePath ||
+			e.Name == layout.KubeletPodsPath || e.Name == layout.RuntimeSummaryPath ||
+			(strings.HasPrefix(e.Name, layout.DirRuntime+"/") && (base == layout.CRIPodsFile || base == layout.CRIContainersFile)) ||
+			(dir == layout.DirKubelet+"/" && strings.HasPrefix(base, layout.KubeletMetricsPrefix)) ||
+			e.Name == layout.KubeletGoroutineDebug2Path
 		if !want {
 			return nil
 		}
@@ -175,32 +175,32 @@ func (s *Snapshot) read(ctx context.Context, r io.Reader) error {
 		}
 		var err error
 		switch {
-		case e.Name == "mounts/mounts.json":
+		case e.Name == layout.MountsPath:
 			err = s.readMounts(e.Reader)
-		case e.Name == "processes/tasks.json":
+		case e.Name == layout.TasksPath:
 			err = s.readTasks(e.Reader)
-		case e.Name == "mountprobe/probes.json":
+		case e.Name == layout.ProbesPath:
 			probesSeen = true
 			err = s.readProbes(e.Reader)
-		case e.Name == "dirshape/shape.json":
+		case e.Name == layout.ShapePath:
 			err = s.readShape(e.Reader)
-		case e.Name == "kubelet/pods.json":
+		case e.Name == layout.KubeletPodsPath:
 			podsFromKubelet = true
 			err = s.readKubeletPods(e.Reader)
-		case e.Name == "runtime/summary.json":
+		case e.Name == layout.RuntimeSummaryPath:
 			err = s.readRuntimeSummary(e.Reader)
-		case base == "cri-pods.json":
+		case base == layout.CRIPodsFile:
 			if criPods == nil {
 				criPods = map[string]Pod{}
 			}
 			err = readCRIPods(e.Reader, criPods)
-		case base == "cri-containers.json":
+		case base == layout.CRIContainersFile:
 			err = s.readCRIContainers(e.Reader)
-		case e.Name == "kubelet/goroutine-debug2.txt":
+		case e.Name == layout.KubeletGoroutineDebug2Path:
 			var n int
 			n, err = countGoroutines(e.Reader, s.Goroutines)
 			s.GoroutineTotal += n
-		case strings.HasPrefix(base, "metrics"):
+		case strings.HasPrefix(base, layout.KubeletMetricsPrefix):
 			err = s.readKubeletMetrics(e.Reader)
 		}
 		if err != nil {
@@ -251,17 +251,17 @@ const (
 // diff must see on both sides).
 func sourceOf(name string) string {
 	switch base := path.Base(name); {
-	case name == "mounts/mounts.json":
+	case name == layout.MountsPath:
 		return SourceMounts
-	case name == "processes/tasks.json":
+	case name == layout.TasksPath:
 		return SourceTasks
-	case name == "kubelet/pods.json":
+	case name == layout.KubeletPodsPath:
 		return SourcePods
-	case name == "dirshape/shape.json":
+	case name == layout.ShapePath:
 		return SourceDirshape
-	case base == "cri-containers.json":
+	case base == layout.CRIContainersFile:
 		return SourceContainers
-	case name == "kubelet/goroutine-debug2.txt":
+	case name == layout.KubeletGoroutineDebug2Path:
 		return SourceGoroutines
 	}
 	return ""
