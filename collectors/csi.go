@@ -29,7 +29,7 @@ import (
 
 func init() {
 	Register(Spec{
-		Name:           "csi",
+		Name:           layout.DirCSI,
 		Description:    "CSI driver state files, kubelet plugins and plugins_registry, every pod volume's vol_data.json, the pod → volume → mount inventory, and the newest container logs of the CSI driver pods (current and previous instance)",
 		DefaultEnabled: true,
 		DefaultTimeout: 40 * time.Second,
@@ -156,7 +156,7 @@ func collectCSI(ctx context.Context, env *Env) error {
 		st.Mode&syscall.S_IFMT == syscall.S_IFDIR
 	c.stateFiles(ctx)
 	if !kubeletFound && len(inv.StateFiles) == 0 {
-		_ = env.WriteJSON("inventory.json", inv)
+		_ = env.WriteJSON(layout.CSIInventoryFile, inv)
 		return fmt.Errorf("no kubelet directory at %s and no CSI state file matching %s: %w", o.KubeletDir, strings.Join(o.StateGlobs, ", "), ErrUnsupported)
 	}
 
@@ -188,7 +188,7 @@ func collectCSI(ctx context.Context, env *Env) error {
 	// Last: the logs are the bulk of the bytes and the least structured
 	// part; the inventory above must not wait for them.
 	c.podLogs(ctx)
-	if err := env.WriteJSON("inventory.json", inv); err != nil {
+	if err := env.WriteJSON(layout.CSIInventoryFile, inv); err != nil {
 		return err
 	}
 	if len(c.hung) > 0 {

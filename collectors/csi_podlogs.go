@@ -161,7 +161,7 @@ func (c *csiRun) podLogs(ctx context.Context) {
 		csiPods++
 		// Two pods of one name (a StatefulSet's pod deleted and created
 		// again) keep apart by their UIDs.
-		bdir := "podlogs/" + csiSafeName(ref.Namespace+"_"+ref.Pod)
+		bdir := layout.CSIPodLogsDir + csiSafeName(ref.Namespace+"_"+ref.Pod)
 		if bundleDirs[bdir] {
 			bdir += "_" + csiSafeName(ref.UID)
 		}

@@ -72,7 +72,7 @@ var dirshapeOpts = dsDefaultOptions()
 
 func init() {
 	Register(Spec{
-		Name:           "dirshape",
+		Name:           layout.DirDirShape,
 		Description:    "bounded directory-shape statistics of the kubelet, runtime and CSI directories: entry counts, largest directories, .deleting~ leftovers, ext4 nlink anomalies; never enters a hung mount",
 		DefaultEnabled: true,
 		DefaultTimeout: 60 * time.Second,
@@ -167,7 +167,7 @@ func collectDirshape(ctx context.Context, env *Env) error {
 	}
 	rep.DurationMS = mpMS(time.Since(started))
 	rep.Notes = c.notes
-	if err := env.WriteJSON("shape.json", rep); err != nil {
+	if err := env.WriteJSON(layout.ShapeFile, rep); err != nil {
 		return err
 	}
 	if err := env.WriteFile("summary.txt", []byte(dsSummary(&rep))); err != nil {

@@ -29,7 +29,7 @@ import (
 
 func init() {
 	Register(Spec{
-		Name:           "journal",
+		Name:           layout.DirJournal,
 		Description:    "journald logs of the kubelet, container runtimes and kernel (newest kept under a byte cap); /var/log tails and dmesg where journald is absent",
 		DefaultEnabled: true,
 		DefaultTimeout: 60 * time.Second,
@@ -122,7 +122,7 @@ func collectJournal(ctx context.Context, env *Env) error {
 		}
 	}
 	j.fallbacks(ctx, usable)
-	if err := env.WriteJSON("sources.json", j.idx); err != nil {
+	if err := env.WriteJSON(layout.JournalSourcesFile, j.idx); err != nil {
 		return err
 	}
 	return j.verdict(usable)
@@ -516,7 +516,7 @@ func (j *journalRun) boots(ctx context.Context) {
 	default:
 		s.Status = layout.JournalOK
 	}
-	if err := j.writeWindow(&s, "boots.txt", w, w.dropped > 0); err != nil {
+	if err := j.writeWindow(&s, layout.JournalBootsFile, w, w.dropped > 0); err != nil {
 		s.Status, s.Error = layout.JournalError, err.Error()
 	}
 	if s.Status == layout.JournalOK && s.Entries == 0 {

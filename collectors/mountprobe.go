@@ -69,7 +69,7 @@ var mpFirstRoots = []string{
 
 func init() {
 	Register(Spec{
-		Name:           "mountprobe",
+		Name:           layout.DirMountProbe,
 		Description:    "stat + statfs of every mount of every mount namespace, each in an isolated worker with the probe deadline: ok, hung or error, latency, class; hung mounts are skipped by every later collector",
 		DefaultEnabled: true,
 		// A few probe deadlines: probes run concurrently and stuck
@@ -333,7 +333,7 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 	}
 	rep.DurationMS = mpMS(time.Since(started))
 	rep.Notes = p.notes
-	if err := mpWriteReport(env, "probes.json", &rep, probes); err != nil {
+	if err := mpWriteReport(env, layout.ProbesFile, &rep, probes); err != nil {
 		return err
 	}
 	if err := mpWriteReport(env, "summary.txt", &rep, probes, mpWriteSummary); err != nil {

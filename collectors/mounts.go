@@ -34,7 +34,7 @@ import (
 
 func init() {
 	Register(Spec{
-		Name:           "mounts",
+		Name:           layout.DirMounts,
 		Description:    "mountinfo of every mount namespace (read once per namespace, found through every task), namespace → processes, device → every namespace/process/mountpoint that mounts it",
 		DefaultEnabled: true,
 		DefaultTimeout: 30 * time.Second,
@@ -547,7 +547,7 @@ func collectMounts(ctx context.Context, env *Env) error {
 			return
 		}
 		mns.ReadFrom, mns.ReadFromRoot, mns.Truncated = from, root, trunc
-		mns.Mountinfo = "ns/" + strconv.FormatUint(ns, 10) + ".mountinfo"
+		mns.Mountinfo = layout.MountinfoFile(ns)
 		if err := env.WriteFile(mns.Mountinfo, data); err != nil {
 			werrs[i] = err
 			return

@@ -16,7 +16,7 @@ import (
 // compress quickly when there are thousands of mounts, and in lines the
 // redactor reads one at a time.
 func mntWriteReport(env *Env, rep *layout.MountsReport) error {
-	f, err := env.Create("mounts.json")
+	f, err := env.Create(layout.MountsFile)
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ const opOpenFilesMaps = "openfiles.maps"
 
 func init() {
 	Register(Spec{
-		Name:           "openfiles",
+		Name:           layout.DirOpenFiles,
 		Description:    "lsof from /proc by readlink only (fds with fdinfo, cwd, root, exe, mapped files); holders per device and per mountpoint; kernel threads per device",
 		DefaultEnabled: true,
 		DefaultTimeout: 60 * time.Second,
@@ -317,7 +317,7 @@ func collectOpenFiles(ctx context.Context, env *Env) error {
 		}
 	}
 
-	out, err := env.Create("processes.jsonl")
+	out, err := env.Create(layout.OpenFilesProcessesFile)
 	if err != nil {
 		return err
 	}
@@ -398,7 +398,7 @@ func collectOpenFiles(ctx context.Context, env *Env) error {
 	s.summarize(&sum, agg)
 	// One device or mount per line: compact, and read by the redactor a
 	// line at a time.
-	return mntWriteJSONLines(env, "holders.json", struct {
+	return mntWriteJSONLines(env, layout.HoldersFile, struct {
 		*layout.OpenFilesSummary
 		Devices       *struct{} `json:"devices,omitempty"`
 		Mounts        *struct{} `json:"mounts,omitempty"`

@@ -19,7 +19,7 @@ import (
 
 func init() {
 	Register(Spec{
-		Name:           "processes",
+		Name:           layout.DirProcesses,
 		Description:    "every task: pid, tid, comm, state, wchan, ppid, start time, mount namespace; D-state kernel stacks; kernel threads; command lines (redacted)",
 		DefaultEnabled: true,
 		DefaultTimeout: 45 * time.Second,
@@ -111,7 +111,7 @@ func collectProcesses(ctx context.Context, env *Env) error {
 	if err := writeTasks(env, tasks); err != nil {
 		return err
 	}
-	if err := env.WriteJSON("summary.json", sum); err != nil {
+	if err := env.WriteJSON(layout.ProcessesSummaryFile, sum); err != nil {
 		return err
 	}
 	return writePS(env, tasks)
@@ -215,7 +215,7 @@ func readDStacks(ctx context.Context, env *Env, tasks []layout.Task, sum *layout
 // writeTasks writes tasks.json as one JSON array with one task per line:
 // readable, greppable, and streamable by the analyzer.
 func writeTasks(env *Env, tasks []layout.Task) error {
-	f, err := env.Create("tasks.json")
+	f, err := env.Create(layout.TasksFile)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ import (
 
 func init() {
 	Register(Spec{
-		Name:           "runtime",
+		Name:           layout.DirRuntime,
 		Description:    "container runtimes' own view: pods, containers, images and status from containerd and CRI-O over the CRI API, containers and info from dockerd's API, goroutine dumps (containerd debug socket, dockerd); ctr, crictl and docker listings where installed; each call under its own deadline",
 		DefaultEnabled: true,
 		DefaultTimeout: 45 * time.Second,
@@ -188,7 +188,7 @@ func collectRuntime(ctx context.Context, env *Env) error {
 		if ctd.DebugSocketFound {
 			sock := env.HostPath(ctd.DebugSocket)
 			add(ctd, func(ctx context.Context) layout.RuntimeItem {
-				return rtSocketGet(ctx, env, o.RequestTimeout, ctd.DebugSocket, sock, "/debug/pprof/goroutine?debug=2", "containerd/goroutine-debug2.txt", "goroutine dump")
+				return rtSocketGet(ctx, env, o.RequestTimeout, ctd.DebugSocket, sock, "/debug/pprof/goroutine?debug=2", "containerd/"+layout.RuntimeGoroutineFile, "goroutine dump")
 			})
 		} else {
 			ctd.Notes = append(ctd.Notes, fmt.Sprintf("no goroutine dump: containerd's debug socket %s does not exist; set [debug] address = %q in %s and restart containerd to allow one", ctd.DebugSocket, defaultContainerdDebug, cfgHost))
@@ -219,7 +219,7 @@ func collectRuntime(ctx context.Context, env *Env) error {
 	if dock.Present {
 		sock := env.HostPath(dock.Socket)
 		add(dock, func(ctx context.Context) layout.RuntimeItem {
-			it := rtSocketGet(ctx, env, o.RequestTimeout, dock.Socket, sock, "/debug/pprof/goroutine?debug=2", "docker/goroutine-debug2.txt", "goroutine dump")
+			it := rtSocketGet(ctx, env, o.RequestTimeout, dock.Socket, sock, "/debug/pprof/goroutine?debug=2", "docker/"+layout.RuntimeGoroutineFile, "goroutine dump")
 			if it.StatusCode == http.StatusNotFound {
 				it.Error += ` (dockerd serves /debug/pprof only with "debug": true in /etc/docker/daemon.json)`
 			}
@@ -301,7 +301,7 @@ func collectRuntime(ctx context.Context, env *Env) error {
 			env.Notef("%s: %s", rt.Name, n)
 		}
 	}
-	if err := env.WriteJSON("summary.json", sum); err != nil {
+	if err := env.WriteJSON(layout.RuntimeSummaryFile, sum); err != nil {
 		return err
 	}
 	if !ctd.Present && !crio.Present && !dock.Present {

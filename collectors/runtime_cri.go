@@ -45,11 +45,11 @@ var criCalls = []criCall{
 		func(ctx context.Context, rs criapi.RuntimeServiceClient, _ criapi.ImageServiceClient) (proto.Message, error) {
 			return rs.Status(ctx, &criapi.StatusRequest{Verbose: true})
 		}},
-	{"CRI pod sandboxes", criapi.RuntimeService_ListPodSandbox_FullMethodName, "cri-pods.json", true,
+	{"CRI pod sandboxes", criapi.RuntimeService_ListPodSandbox_FullMethodName, layout.CRIPodsFile, true,
 		func(ctx context.Context, rs criapi.RuntimeServiceClient, _ criapi.ImageServiceClient) (proto.Message, error) {
 			return rs.ListPodSandbox(ctx, &criapi.ListPodSandboxRequest{})
 		}},
-	{"CRI containers", criapi.RuntimeService_ListContainers_FullMethodName, "cri-containers.json", true,
+	{"CRI containers", criapi.RuntimeService_ListContainers_FullMethodName, layout.CRIContainersFile, true,
 		func(ctx context.Context, rs criapi.RuntimeServiceClient, _ criapi.ImageServiceClient) (proto.Message, error) {
 			// No filter: every state, exited containers included.
 			return rs.ListContainers(ctx, &criapi.ListContainersRequest{})

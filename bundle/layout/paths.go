@@ -93,7 +93,8 @@ const (
 	KubeletPodsPath            = DirKubelet + "/" + KubeletPodsFile
 	KubeletGoroutineDebug2Path = DirKubelet + "/" + KubeletGoroutineDebug2File
 	KubeletGoroutinePathPrefix = DirKubelet + "/goroutine-debug" // both dumps, .txt
-	KubeletMetricsPrefix       = "metrics"                       // metrics*.txt under DirKubelet
+	KubeletMetricsFile         = "metrics.txt"
+	KubeletMetricsPrefix       = "metrics" // readers take metrics*.txt under DirKubelet
 )
 
 // runtime: files under DirRuntime/<runtime>/ (containerd, cri-o, docker).
@@ -102,7 +103,8 @@ const (
 	RuntimeSummaryPath     = DirRuntime + "/" + RuntimeSummaryFile
 	CRIPodsFile            = "cri-pods.json"
 	CRIContainersFile      = "cri-containers.json"
-	RuntimeGoroutinePrefix = "goroutine" // goroutine*.txt: a runtime's goroutine dumps
+	RuntimeGoroutineFile   = "goroutine-debug2.txt" // a runtime's goroutine dump
+	RuntimeGoroutinePrefix = "goroutine"            // readers take goroutine*.txt
 )
 
 // journal
