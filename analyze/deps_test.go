@@ -1,9 +1,8 @@
 package analyze_test
 
 import (
+	"errors"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -35,11 +34,16 @@ var allowedOwn = []string{"analyze", "bundle", "bundle/layout", "bundle-schema",
 // pulls in the collection engine or an HTTP stack fails here, naming the
 // package that brought it in.
 func TestDependencies(t *testing.T) {
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	// go test puts the go command that runs it first in PATH.
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("finding the go command: %v", err)
+	}
 	out, err := exec.Command(gobin, "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, ".").Output()
 	if err != nil {
 		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
 			stderr = string(ee.Stderr)
 		}
 		t.Fatalf("go list -deps: %v\n%s", err, stderr)

@@ -129,7 +129,7 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 		}
 		var hdr *tar.Header
 		hdr, err = tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			err = nil
 			break
 		}
