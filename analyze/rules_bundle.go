@@ -16,10 +16,15 @@ const (
 	idUnreadable = "unreadable-evidence"
 	idIncomplete = "evidence-incomplete"
 	idMissing    = "evidence-missing"
+	idTruncated  = "bundle-truncated"
 )
 
 func ruleBundle(st *state) {
+	ruleTruncated(st)
 	for _, u := range st.unreadable {
+		if st.truncated != nil && u.Path == st.truncated.Entry {
+			continue // the cut, said once by bundle-truncated
+		}
 		st.add(Finding{
 			ID:       idUnreadable,
 			Severity: Info,
@@ -146,4 +151,59 @@ func ruleEvidenceMissing(st *state, m *bundle.Manifest) {
 			Remediation: []string{"Collect again as root: sudo nodesnap collect."},
 		})
 	}
+}
+
+// ruleTruncated: the archive ends early (a half-uploaded attachment, a
+// copy cut short). What came before the cut was analysed; the rest is
+// named from the manifest, so that no finding is read as "healthy" for
+// evidence that never arrived.
+func ruleTruncated(st *state) {
+	te, m := st.truncated, st.manifest
+	if te == nil || m == nil {
+		return
+	}
+	var missing []string
+	var missingBytes int64
+	for _, f := range m.Files {
+		if !st.names[f.Path] || f.Path == te.Entry {
+			missing = append(missing, f.Path)
+			missingBytes += f.Size
+		}
+	}
+	where := "after entry " + te.After
+	subject := te.After
+	switch {
+	case te.Entry != "":
+		where = fmt.Sprintf("at entry %s (%d of its %d bytes present)", te.Entry, te.Read, te.Size)
+		subject = te.Entry
+	case te.After == "":
+		where = "right after manifest.json"
+		subject = bundle.ManifestName
+	}
+	summary := fmt.Sprintf("bundle truncated %s: %s of the %d the manifest lists missing (%d bytes)",
+		where, plural(len(missing), "file", "files"), len(m.Files), missingBytes)
+	if len(missing) > 0 {
+		summary += ", from " + missing[0]
+	}
+	what := "the files the manifest lists that the archive does not hold"
+	if te.Entry != "" {
+		what += "; " + te.Entry + " is cut short: the lines before the cut were read"
+	}
+	shown := missing
+	if len(shown) > 50 {
+		shown = shown[:50]
+	}
+	st.add(Finding{
+		ID: idTruncated, Severity: Warning, Title: "The bundle is truncated: the files after the cut are missing",
+		Subject: subject,
+		Summary: summary,
+		Explanation: "The archive ends before its end: the copy or upload that brought it here was cut short. Every file before the cut was read " +
+			"and the findings above come from them; the files after it never arrived, so a finding absent from this report is not proof " +
+			"that all is well in their area. The manifest (read whole) still says how the collection ended.",
+		Evidence:    []Evidence{{Path: bundle.ManifestName, What: what, Record: shown, More: len(missing) - len(shown)}},
+		Remediation: []string{
+			"Ask for the bundle again: the copy that was collected on the node (its path, size and sha256 were the last lines `nodesnap collect` printed) is whole.",
+			"Check the new copy before reading it: nodesnap validate <bundle> (or sha256sum <bundle> against the sha256 printed at collection).",
+		},
+	})
 }

@@ -19,6 +19,11 @@ type state struct {
 	manifest   *bundle.Manifest
 	present    map[string]bool
 	unreadable []unreadable
+	// truncated says where the archive ended early, if it did.
+	truncated *bundle.TruncatedError
+	// names are the entries read (a truncated bundle's missing files are
+	// the manifest's others).
+	names map[string]bool
 	filesRead  int
 	bytesRead  int64
 
@@ -95,6 +100,7 @@ type unreadable struct {
 func newState() *state {
 	return &state{
 		present:        map[string]bool{},
+		names:          map[string]bool{},
 		procs:          map[int]*procInfo{},
 		nsInfo:         map[uint64]*nsInfo{},
 		selfNS:         map[uint64]string{},
