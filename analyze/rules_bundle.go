@@ -200,7 +200,7 @@ func ruleTruncated(st *state) {
 		Explanation: "The archive ends before its end: the copy or upload that brought it here was cut short. Every file before the cut was read " +
 			"and the findings above come from them; the files after it never arrived, so a finding absent from this report is not proof " +
 			"that all is well in their area. The manifest (read whole) still says how the collection ended.",
-		Evidence:    []Evidence{{Path: bundle.ManifestName, What: what, Record: shown, More: len(missing) - len(shown)}},
+		Evidence: []Evidence{{Path: bundle.ManifestName, What: what, Record: shown, More: len(missing) - len(shown)}},
 		Remediation: []string{
 			"Ask for the bundle again: the copy that was collected on the node (its path, size and sha256 were the last lines `nodesnap collect` printed) is whole.",
 			"Check the new copy before reading it: nodesnap validate <bundle> (or sha256sum <bundle> against the sha256 printed at collection).",

@@ -23,9 +23,9 @@ type state struct {
 	truncated *bundle.TruncatedError
 	// names are the entries read (a truncated bundle's missing files are
 	// the manifest's others).
-	names map[string]bool
-	filesRead  int
-	bytesRead  int64
+	names     map[string]bool
+	filesRead int
+	bytesRead int64
 
 	// processes/tasks.json
 	tasksSeen    bool
