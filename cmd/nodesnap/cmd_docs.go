@@ -145,15 +145,16 @@ deadline above.
 // table.
 func manText(s string) string {
 	s = strings.NewReplacer("<", `\<`, ">", `\>`).Replace(s)
-	head, table, ok := strings.Cut(exitStatusHelp, "\n")
-	if !ok {
+	i := strings.Index(s, "Exit status:\n")
+	if i < 0 {
 		return s
 	}
+	head, table, _ := strings.Cut(s[i:], "\n")
 	block := head + "\n\n"
 	for _, l := range strings.Split(table, "\n") {
 		block += "    " + l + "\n"
 	}
-	return strings.Replace(s, exitStatusHelp, strings.TrimSuffix(block, "\n"), 1)
+	return s[:i] + strings.TrimSuffix(block, "\n")
 }
 
 func mdCell(s string) string {

@@ -30,7 +30,8 @@ func newRedactCommand() *cobra.Command {
 Binary artifacts (pprof profiles) cannot be redacted: --no-binary drops them.
 With --obfuscate, the token→value mapping is written beside the new bundle (mode 0600).
 
-` + exitStatusHelp,
+` + exitHelp("0  the redacted copy was written", "1  fatal: the bundle could not be read or the copy could not be written; nothing is left behind", exitLineUsage,
+			"3  the bundle does not validate (a file missing from the archive or extra to the manifest; nodesnap validate lists every problem)"),
 		Example: `  # before attaching to a public ticket: hide IPs and the node's name too
   nodesnap redact --obfuscate ip,hostname --no-binary nodesnap-node1-20261121T101500Z.tar.gz
 

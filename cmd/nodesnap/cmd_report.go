@@ -40,7 +40,7 @@ temporary name and renamed into place, mode 0600: it quotes the bundle. The path
 printed. Exit status 0 when the page is written, whatever it found ('nodesnap analyze
 --html' prints the same page and exits as analyze does).
 
-` + exitStatusHelp,
+` + exitHelp("0  the page was written, whatever it found", "1  fatal: the bundle could not be read or the page could not be written", exitLineUsage),
 		Example: `  nodesnap report nodesnap-node1-20261121T101500Z.tar.gz
   nodesnap report -o ticket-4711.html nodesnap-node1-20261121T101500Z.tar.gz
   nodesnap analyze --html nodesnap-node1-20261121T101500Z.tar.gz > report.html`,

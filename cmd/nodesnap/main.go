@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
@@ -37,6 +38,45 @@ const exitStatusHelp = `Exit status:
   5  collect, upload: the bundle was written but could not be uploaded; it is
      kept on disk at the printed path (collect prints whether it is partial)`
 
+// exitHelp is the "Exit status:" block of a command's help, listing only
+// the statuses it can return, each in its words: "3  a finding ...".
+// Lines are wrapped to fit 80 columns.
+func exitHelp(lines ...string) string {
+	var b strings.Builder
+	b.WriteString("Exit status:")
+	for _, l := range lines {
+		b.WriteString("\n" + wrapHelp(l, 78, "  ", "     "))
+	}
+	return b.String()
+}
+
+// Exit status lines shared by the commands that read bundles.
+const (
+	exitLineOK       = "0  success"
+	exitLineUsage    = "2  usage error: bad flags or arguments"
+	exitLineReadFail = "1  fatal: the bundle could not be read (missing, not a bundle, or unsafe: entries leaving it, links, absurd sizes)"
+)
+
+// wrapHelp fills text to width, the first line after first, the others
+// after rest.
+func wrapHelp(text string, width int, first, rest string) string {
+	var b strings.Builder
+	b.WriteString(first)
+	col := len(first)
+	for i, w := range strings.Fields(text) {
+		if i > 0 && col+1+len(w) > width {
+			b.WriteString("\n" + rest)
+			col = len(rest)
+		} else if i > 0 {
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(w)
+		col += len(w)
+	}
+	return b.String()
+}
+
 // version is set at build time with -ldflags "-X main.version=...".
 var version = ""
 
@@ -55,8 +95,18 @@ func (p *partialError) Error() string { return p.msg }
 func run(ctx context.Context, args []string) int {
 	root := newRootCommand()
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	return exitCode(root.ErrOrStderr(), err)
+	out := &countingWriter{w: os.Stdout}
+	root.SetOut(out)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command ") {
+		// cobra's own words, a usage error like any other (exit 2).
+		err = &flagError{fmt.Errorf("%w; 'nodesnap --help' lists the commands", err)}
+	}
+	code := exitCode(root.ErrOrStderr(), err)
+	if err != nil && out.n == 0 && wantsJSON(cmd, args) {
+		writeJSONError(out, err, code)
+	}
+	return code
 }
 
 func exitCode(w interface{ Write([]byte) (int, error) }, err error) int {

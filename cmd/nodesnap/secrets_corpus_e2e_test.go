@@ -321,7 +321,7 @@ func TestCollectSecretsCorpus(t *testing.T) {
 
 	collect := func(extra ...string) (string, runResult) {
 		out := t.TempDir()
-		args := append([]string{"collect", "-o", out, "--root", root, "--proc", "/proc", "--timeout", "100s",
+		args := append([]string{"collect", "--output-dir", out, "--root", root, "--proc", "/proc", "--timeout", "100s",
 			"--only", "nodeconfig,processes,openfiles,journal,csi,kubelet",
 			"--journal-dir", j.Dir, "--journal-kernel=false",
 			"--kubelet-url", srv.URL, "--kubelet-token", token, "--kubelet-readonly-url", ""}, journalArgs...)
