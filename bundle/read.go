@@ -229,12 +229,12 @@ type TruncatedError struct {
 func (e *TruncatedError) Error() string {
 	switch {
 	case e.Entry != "":
-		return fmt.Sprintf("%s: the archive is truncated at entry %q (%d of its %d bytes present; %d entries before it read whole)",
-			ErrTruncated.Error(), e.Entry, e.Read, e.Size, e.Complete)
+		return fmt.Sprintf("the bundle is truncated at entry %q (%d of its %d bytes present; %d entries before it read whole)",
+			e.Entry, e.Read, e.Size, e.Complete)
 	case e.After != "":
-		return fmt.Sprintf("%s: the archive is truncated after entry %q (%d entries read whole; unexpected end of data)", ErrTruncated.Error(), e.After, e.Complete)
+		return fmt.Sprintf("the bundle is truncated after entry %q (%d entries read whole; unexpected end of data)", e.After, e.Complete)
 	}
-	return ErrTruncated.Error() + ": the archive ends before its first entry, manifest.json, is whole (unexpected end of data)"
+	return "the bundle is truncated before its first entry, manifest.json, is whole (unexpected end of data): nothing in it can be read"
 }
 
 // Is makes errors.Is(err, ErrTruncated) and errors.Is(err, ErrUnsafe) true.

@@ -43,7 +43,7 @@ Every finding ID, with what it means, its evidence and its fix: docs/findings.md
 holds: docs/bundle.md; how it was redacted: docs/redaction.md.
 
 ` + exitHelp("0  no finding of severity warning or critical", exitLineReadFail, exitLineUsage,
-	"3  a finding of severity warning or critical (a truncated bundle is one)"),
+			"3  a finding of severity warning or critical (a truncated bundle is one)"),
 		Example: `  nodesnap analyze nodesnap-node1-20261121T101500Z.tar.gz
   nodesnap analyze -v nodesnap-node1-20261121T101500Z.tar.gz | less
   nodesnap analyze -o json nodesnap-node1-20261121T101500Z.tar.gz | jq '.findings[].id'

@@ -130,7 +130,8 @@ is the bundle's path on the node.
 
   # as root, straight to a pre-signed object-store URL (an environment
   # variable keeps it out of the process list)
-  NODESNAP_UPLOAD_URL='https://bucket.s3.amazonaws.com/case-123/node1.tar.gz?X-Amz-...' nodesnap collect`,
+  NODESNAP_UPLOAD_URL='https://bucket.s3.amazonaws.com/case-123/n1.tar.gz?...' \
+      nodesnap collect`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.minFreeSet = cmd.Flags().Changed("min-free")
@@ -159,7 +160,11 @@ is the bundle's path on the node.
 	f.DurationVar(&o.probeTimeout, "probe-timeout", supervisor.DefaultProbeTimeout, "deadline of one risky operation (a stat of one mount, say)")
 	f.IntVar(&o.workers, "workers", supervisor.DefaultWorkers, "isolated worker processes per collector for risky operations")
 	f.BoolVar(&o.noBinary, "no-binary", false, "leave out artifacts that cannot be redacted (pprof protobufs)")
+	inSection(f, "General", "timeout", "collector-timeout", "only", "skip", "concurrency", "since", "root", "proc", "sys",
+		"probe-timeout", "workers", "no-binary")
+	inSection(f, "Output", "output-dir", "output-file", "compression", "output", "max-file-size", "max-collector-size", "max-bundle-size")
 	o.redaction.register(f)
+	sectionOfNew(f, "Redaction")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the bundle's path (and errors, and what the bundle is missing)")
 	f.BoolVar(&o.allowNonRoot, "allow-non-root", os.Getenv(AllowNonRootEnv) == "1", "collect even when not running as root (by default such a run is refused: much evidence needs root); the bundle is partial and says so (or $"+AllowNonRootEnv+"=1)")
 	f.IntVar(&o.keep, "keep", 0, "after a complete run, keep only the newest N bundles of this host in the output directory (0: keep all)")
@@ -167,13 +172,18 @@ is the bundle's path on the node.
 	f.Var(&o.minFree, "min-free", "refuse to start when the output filesystem has less than this available (0: no check; unless given, never more than --max-bundle-size)")
 	f.BoolVar(&o.exitZeroIfWritten, "exit-zero-if-written", false, "exit with status 0 whenever a bundle was written, also when it is partial (3) or its upload failed (5); the output still says which (for a Kubernetes init container, where only 0 lets the pod go on)")
 	f.StringVar(&o.hostOutputDir, "host-output-dir", "", "the output directory as the host sees it, when nodesnap runs in a container with a host directory mounted at --output-dir: the last line printed names the bundle's path on the host")
+	inSection(f, "General", "allow-non-root")
+	inSection(f, "Unattended runs (cron, systemd, Kubernetes)", "quiet", "keep", "lock-wait", "min-free", "exit-zero-if-written", "host-output-dir")
 	f.StringVar(&o.upload.url, "upload", "", "after writing the bundle, upload it to this http(s) URL (default $"+UploadURLEnv+")")
 	o.upload.addFlags(f, "upload-")
+	sectionOfNew(f, "Upload")
 	for _, s := range collectors.All() {
 		if s.Flags != nil {
 			s.Flags(f)
+			sectionOfNew(f, "Collector "+s.Name)
 		}
 	}
+	completeCollectorFlags(cmd)
 	return cmd
 }
 

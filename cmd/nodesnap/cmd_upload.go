@@ -86,7 +86,8 @@ keeps a pre-signed URL out of the process list. Only the URL's scheme, host and 
 printed; its query (the signature) and the headers from --headers-file never are.
 
 ` + exitHelp("0  the bundle was uploaded", "1  fatal: the bundle could not be read", exitLineUsage, "5  the upload failed (after its retries); the bundle is unchanged on disk"),
-		Example: `  nodesnap upload /var/tmp/nodesnap-node1-20261121T101500Z.tar.gz 'https://bucket.s3.amazonaws.com/case-123/node1.tar.gz?X-Amz-Signature=...'
+		Example: `  nodesnap upload /var/tmp/nodesnap-node1-20261121T101500Z.tar.gz \
+      'https://bucket.s3.amazonaws.com/case-123/n1.tar.gz?X-Amz-Signature=...'
   NODESNAP_UPLOAD_URL='https://...' nodesnap upload nodesnap-node1-20261121T101500Z.tar.gz
   nodesnap upload --method post --field attachment --headers-file /root/ticket-token bundle.tar.gz https://support.example.com/api/cases/123/files`,
 		Args: argsUsage(cobra.RangeArgs(1, 2)),

@@ -64,6 +64,19 @@ func wrapHelp(text string, width int, first, rest string) string {
 	b.WriteString(first)
 	col := len(first)
 	for i, w := range strings.Fields(text) {
+		// A word longer than a line (a path) is broken at the width.
+		for room := width - len(rest); len(w) > room && room > 20; {
+			if i > 0 || col > len(first) {
+				b.WriteString("\n" + rest)
+				col = len(rest)
+			}
+			head := w[:width-col]
+			b.WriteString(head)
+			w = w[len(head):]
+			b.WriteString("\n" + rest)
+			col = len(rest)
+			i = 0
+		}
 		if i > 0 && col+1+len(w) > width {
 			b.WriteString("\n" + rest)
 			col = len(rest)

@@ -36,6 +36,7 @@ func checkOutput(v string, values ...string) error {
 type formatAlias struct {
 	p      *string
 	format string
+	cmd    *cobra.Command
 }
 
 func (f *formatAlias) String() string   { return "false" }
@@ -45,6 +46,9 @@ func (f *formatAlias) Set(v string) error {
 	switch v {
 	case "true":
 		*f.p = f.format
+		// On stderr: cobra's own deprecation notice goes to stdout,
+		// where it would spoil the JSON.
+		fmt.Fprintf(f.cmd.ErrOrStderr(), "nodesnap: --%s is deprecated: use --output %s (-o %s)\n", f.format, f.format, f.format)
 	case "false":
 	default:
 		return fmt.Errorf("invalid value %q: true or false", v)
@@ -55,9 +59,9 @@ func (f *formatAlias) Set(v string) error {
 // addFormatAlias registers --<format> as a deprecated spelling of
 // --output <format>: it still works, and says what to use instead.
 func addFormatAlias(cmd *cobra.Command, p *string, format string) {
-	fl := cmd.Flags().VarPF(&formatAlias{p: p, format: format}, format, "", "same as --output "+format)
+	fl := cmd.Flags().VarPF(&formatAlias{p: p, format: format, cmd: cmd}, format, "", "same as --output "+format)
 	fl.NoOptDefVal = "true"
-	_ = cmd.Flags().MarkDeprecated(format, "use --output "+format)
+	fl.Hidden = true
 }
 
 // countingWriter counts what a command printed on stdout, so that a JSON
