@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -52,6 +53,9 @@ holds: docs/bundle.md; how it was redacted: docs/redaction.md.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(o.output, "text", "json", "html"); err != nil {
 				return err
+			}
+			if n := changed(cmd, "output", "json", "html"); n > 1 {
+				return &flagError{errors.New("--output, --json and --html each choose the format: give one")}
 			}
 			return runAnalyze(cmd.Context(), cmd.OutOrStdout(), o, args[0])
 		},

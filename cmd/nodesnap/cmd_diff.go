@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundlediff"
 )
 
@@ -81,11 +83,11 @@ func runDiff(ctx context.Context, w io.Writer, o diffOptions, oldPath, newPath s
 	}
 	a, err := bundlediff.Load(ctx, oldPath)
 	if err != nil {
-		return err
+		return fatalForDiff(err)
 	}
 	b, err := bundlediff.Load(ctx, newPath)
 	if err != nil {
-		return err
+		return fatalForDiff(err)
 	}
 	d := bundlediff.Compare(a, b)
 	if o.output == "json" {
@@ -100,6 +102,16 @@ func runDiff(ctx context.Context, w io.Writer, o diffOptions, oldPath, newPath s
 		return &partialError{}
 	}
 	return nil
+}
+
+// fatalForDiff keeps a bundle diff cannot read at exit status 1: a
+// truncated one wraps bundle.ErrInvalid, whose status 3 means "worse"
+// here.
+func fatalForDiff(err error) error {
+	if errors.Is(err, bundle.ErrInvalid) {
+		return errors.New(err.Error())
+	}
+	return err
 }
 
 var errWidth = usageText("--width must be at least 40 columns")

@@ -122,7 +122,20 @@ described in [the bundle layout](../bundle.md).
 	b.WriteString(`
 Turn collectors on or off with ` + "`--only`" + ` and ` + "`--skip`" + `; ` + "`--collector-timeout`" + ` replaces every
 deadline above.
+
+## What each collector needs
+
+What a collector needs from the node to gather everything it can. Without it, it still
+runs: its status in the manifest (` + "`nodesnap inspect`" + `) and an ` + "`evidence-incomplete`" + ` or
+` + "`evidence-missing`" + ` finding of ` + "`nodesnap analyze`" + ` say what is missing; for the kubelet's
+credential, ` + "`nodesnap collect`" + ` also prints the command that gets one.
+
+| collector | needs |
+| --- | --- |
 `)
+	for _, s := range specs {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", s.Name, mdCell(collectorNeeds[s.Name]))
+	}
 	for _, s := range specs {
 		if s.Flags == nil {
 			continue

@@ -426,3 +426,59 @@ func exitStatusesIn(help string) string {
 	}
 	return strings.Join(out, "")
 }
+
+// Every collector of the registry says what it needs, in `nodesnap
+// collectors` and the reference; the list has no collector the registry
+// lacks. Its options come with their defaults.
+func TestCollectorsListNeedsAndOptions(t *testing.T) {
+	infos := collectorInfos()
+	seen := map[string]bool{}
+	for _, c := range infos {
+		seen[c.Name] = true
+		if c.Needs == "" {
+			t.Errorf("collector %s has no line in collectorNeeds", c.Name)
+		}
+	}
+	for name := range collectorNeeds {
+		if !seen[name] {
+			t.Errorf("collectorNeeds names %s, which the registry does not have", name)
+		}
+	}
+	r := runNodesnap(t, time.Minute, nil, "collectors")
+	for _, want := range []string{"kubelet\n  needs: a credential", "--kubelet-url=https://127.0.0.1:10250", "--journal-reader=auto", "--dirshape-top=20"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("nodesnap collectors lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if most, over, line := widest(r.stdout, 80); over > 0 {
+		t.Errorf("nodesnap collectors: a line of %d: %q", most, line)
+	}
+	r = runNodesnap(t, time.Minute, nil, "collectors", "-o", "json")
+	var got []collectorInfo
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || len(got) != len(infos) {
+		t.Fatalf("collectors -o json: %v\n%s", err, r.stdout)
+	}
+}
+
+// Shell completion offers collector names (after a comma too) and the
+// values of enum flags.
+func TestCompletionOffersNamesAndValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", "collect", "--only", "host,mo"}, []string{"host,mounts", "host,mountprobe"}},
+		{[]string{"__complete", "collect", "--skip", ""}, []string{"journal", "kubelet"}},
+		{[]string{"__complete", "collect", "--compression", ""}, []string{"tar.gz", "tar.zst"}},
+		{[]string{"__complete", "collect", "--journal-reader", ""}, []string{"native", "journalctl"}},
+		{[]string{"__complete", "analyze", "-o", ""}, []string{"text", "json", "html"}},
+		{[]string{"__complete", "collect", "--obfuscate", ""}, []string{"hostname"}},
+	} {
+		r := runNodesnap(t, time.Minute, nil, c.args...)
+		for _, w := range c.want {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("%v: %q not offered:\n%s", c.args, w, r.stdout)
+			}
+		}
+	}
+}

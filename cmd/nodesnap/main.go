@@ -45,7 +45,8 @@ func exitHelp(lines ...string) string {
 	var b strings.Builder
 	b.WriteString("Exit status:")
 	for _, l := range lines {
-		b.WriteString("\n" + wrapHelp(l, 78, "  ", "     "))
+		code, text, _ := strings.Cut(l, " ")
+		b.WriteString("\n" + wrapHelp(text, 78, "  "+code+"  ", "     "))
 	}
 	return b.String()
 }

@@ -64,6 +64,17 @@ func addFormatAlias(cmd *cobra.Command, p *string, format string) {
 	fl.Hidden = true
 }
 
+// changed counts the flags among names that were given.
+func changed(cmd *cobra.Command, names ...string) int {
+	n := 0
+	for _, name := range names {
+		if cmd.Flags().Changed(name) {
+			n++
+		}
+	}
+	return n
+}
+
 // countingWriter counts what a command printed on stdout, so that a JSON
 // error object is printed only where the command printed nothing.
 type countingWriter struct {
