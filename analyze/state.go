@@ -393,6 +393,17 @@ func (st *state) runRule(r rule) {
 // idInternalError is the finding of a rule that panicked.
 const idInternalError = "analyze-internal-error"
 
+// What each finding of this file means, for docs/findings.md.
+var _ = document(
+	RuleDoc{
+		ID: "analyze-internal-error", Severity: "info",
+		Title:    "A rule failed",
+		Meaning:  "A rule of nodesnap analyze stopped with an internal error (a bug meeting data nobody foresaw); the other rules ran.",
+		Evidence: "The rule's name and stack.",
+		Fix:      "Report it to nodesnap with the bundle if you can share it.",
+	},
+)
+
 // rule is one family of findings.
 type rule struct {
 	name string
