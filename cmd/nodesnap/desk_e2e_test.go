@@ -130,6 +130,12 @@ func TestTruncatedBundleThroughTheBinary(t *testing.T) {
 		if v.code != exitPartial || !strings.Contains(v.stdout, cut+": TRUNCATED") {
 			t.Errorf("validate, cut at %d: exit %d\n%s%s", n, v.code, v.stdout, v.stderr)
 		}
+		html := filepath.Join(t.TempDir(), "r.html")
+		if r := runNodesnap(t, time.Minute, nil, "report", "-o", html, cut); r.code != exitOK {
+			t.Errorf("report, cut at %d: exit %d\n%s", n, r.code, r.stderr)
+		} else if b, _ := os.ReadFile(html); !strings.Contains(string(b), "bundle-truncated") {
+			t.Errorf("report, cut at %d: the page does not say the bundle is truncated", n)
+		}
 		j := runNodesnap(t, time.Minute, nil, "inspect", "-o", "json", cut)
 		var res struct {
 			Valid     bool `json:"valid"`
