@@ -131,7 +131,7 @@ func TestTruncatedBundleThroughTheBinary(t *testing.T) {
 			t.Errorf("validate, cut at %d: exit %d\n%s%s", n, v.code, v.stdout, v.stderr)
 		}
 		html := filepath.Join(t.TempDir(), "r.html")
-		if r := runNodesnap(t, time.Minute, nil, "report", "-o", html, cut); r.code != exitOK {
+		if r := runNodesnap(t, time.Minute, nil, "report", "--output-file", html, cut); r.code != exitOK {
 			t.Errorf("report, cut at %d: exit %d\n%s", n, r.code, r.stderr)
 		} else if b, _ := os.ReadFile(html); !strings.Contains(string(b), "bundle-truncated") {
 			t.Errorf("report, cut at %d: the page does not say the bundle is truncated", n)
@@ -203,7 +203,7 @@ func TestExtractedBundleDirectory(t *testing.T) {
 		}
 	}
 	html := filepath.Join(t.TempDir(), "r.html")
-	if r := runNodesnap(t, time.Minute, nil, "report", "-o", html, dir); r.code != exitOK {
+	if r := runNodesnap(t, time.Minute, nil, "report", "--output-file", html, dir); r.code != exitOK {
 		t.Errorf("report: exit %d\n%s", r.code, r.stderr)
 	} else if b, _ := os.ReadFile(html); !strings.Contains(string(b), "hung-mount") {
 		t.Errorf("report of the directory lacks the hung mount")
@@ -358,6 +358,20 @@ func TestOutputFlagAndChecks(t *testing.T) {
 	r = runNodesnap(t, time.Minute, nil, "collect", "-o", t.TempDir(), "--timeout", "0s")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "deprecated: use --output-dir") {
 		t.Errorf("collect -o DIR: exit %d\n%s", r.code, r.stderr)
+	}
+	// report and redact: -o FILE, as documented before, still writes the
+	// file, and says --output-file.
+	html := filepath.Join(t.TempDir(), "r.html")
+	if r := runNodesnap(t, time.Minute, nil, "report", "-o", html, p); r.code != exitOK || !strings.Contains(r.stderr, "use --output-file") {
+		t.Errorf("report -o FILE: exit %d\n%s", r.code, r.stderr)
+	} else if _, err := os.Stat(html); err != nil {
+		t.Errorf("report -o FILE wrote nothing: %v", err)
+	}
+	clean := filepath.Join(t.TempDir(), "clean.tar.gz")
+	if r := runNodesnap(t, time.Minute, nil, "redact", "-o", clean, p); r.code != exitOK || !strings.Contains(r.stderr, "use --output-file") {
+		t.Errorf("redact -o FILE: exit %d\n%s", r.code, r.stderr)
+	} else if _, err := os.Stat(clean); err != nil {
+		t.Errorf("redact -o FILE wrote nothing: %v", err)
 	}
 	if r = runNodesnap(t, time.Minute, nil, "collect", "-o", "yaml"); r.code != exitUsage || !strings.Contains(r.stderr, "--output-dir") {
 		t.Errorf("collect -o yaml: exit %d\n%s", r.code, r.stderr)

@@ -75,6 +75,30 @@ func changed(cmd *cobra.Command, names ...string) int {
 	return n
 }
 
+// fileAlias is -o/--output FILE where it named the output file (report,
+// redact) before -o became the format everywhere: it still sets the file,
+// with a note on stderr.
+type fileAlias struct {
+	p    *string
+	name string
+	cmd  *cobra.Command
+}
+
+func (f *fileAlias) String() string { return *f.p }
+func (f *fileAlias) Type() string   { return "string" }
+func (f *fileAlias) Set(v string) error {
+	*f.p = v
+	fmt.Fprintf(f.cmd.ErrOrStderr(), "nodesnap: -o FILE is deprecated here: use --%s %s (-o is the output format in every command)\n", f.name, v)
+	return nil
+}
+
+// addFileAlias registers -o/--output as a hidden, deprecated spelling of
+// the file flag name.
+func addFileAlias(cmd *cobra.Command, p *string, name string) {
+	fl := cmd.Flags().VarPF(&fileAlias{p: p, name: name, cmd: cmd}, "output", "o", "same as --"+name)
+	fl.Hidden = true
+}
+
 // countingWriter counts what a command printed on stdout, so that a JSON
 // error object is printed only where the command printed nothing.
 type countingWriter struct {

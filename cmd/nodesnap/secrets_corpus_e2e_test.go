@@ -368,7 +368,7 @@ func TestCollectSecretsCorpus(t *testing.T) {
 		t.Fatalf("with every rule off, only %d of %d secrets are in the bundle", present, len(secrets))
 	}
 	clean := filepath.Join(t.TempDir(), "clean.tar.gz")
-	rr := runNodesnap(t, 120*time.Second, nil, "redact", "-o", clean, raw)
+	rr := runNodesnap(t, 120*time.Second, nil, "redact", "--output-file", clean, raw)
 	if rr.code != exitOK {
 		t.Fatalf("nodesnap redact exit %d\nstdout:\n%s\nstderr:\n%s", rr.code, rr.stdout, rr.stderr)
 	}
