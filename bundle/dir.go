@@ -30,7 +30,7 @@ func walkDir(ctx context.Context, dir string, lim Limits, fn func(Entry) error) 
 	if err != nil {
 		return fmt.Errorf("opening the bundle directory: %w", err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // read-only: nothing to lose
 	w := &dirWalker{root: root, lim: lim, fn: fn}
 	if err := w.entry(ManifestName); err != nil {
 		return unwrapUser(err)
@@ -112,7 +112,7 @@ func (w *dirWalker) entry(name string) error {
 		}
 		return fmt.Errorf("opening %s in the bundle directory: %w", name, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	fi, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("opening %s in the bundle directory: %w", name, err)

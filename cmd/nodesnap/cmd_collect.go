@@ -281,7 +281,7 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 		if o.outputDirSet {
 			return &supervisor.UsageError{Msg: "-o " + o.output + " and --output-dir both name the output directory: keep --output-dir"}
 		}
-		fmt.Fprintf(stderr, "nodesnap: -o DIR for the output directory is deprecated: use --output-dir %s (-o is the output format, text or json, in every command)\n", o.output)
+		_, _ = fmt.Fprintf(stderr, "nodesnap: -o DIR for the output directory is deprecated: use --output-dir %s (-o is the output format, text or json, in every command)\n", o.output)
 		o.outputDir, o.output = o.output, "text"
 	}
 	if o.concurrency < 1 {

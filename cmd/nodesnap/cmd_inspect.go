@@ -200,7 +200,9 @@ func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose 
 			details = append(details, c.Name+": "+detail)
 		}
 	}
-	tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	if len(details) > 0 {
 		fmt.Fprintln(w, "\ndetails:")
 		for _, d := range details {
@@ -252,7 +254,9 @@ func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose 
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", f.Path, f.Size, f.Kind, strings.Join(flags, ","))
 		}
-		tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	if err := w.Flush(); err != nil {
 		return err
