@@ -103,6 +103,9 @@ func (w *dirWalker) entry(name string) error {
 	if w.lim.MaxEntries > 0 && w.count > w.lim.MaxEntries {
 		return fmt.Errorf("%w: more than %d entries", ErrUnsafe, w.lim.MaxEntries)
 	}
+	if fi, err := w.root.Lstat(name); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%w: entry %q is a symbolic link; a bundle holds only regular files", ErrUnsafe, name)
+	}
 	// O_NONBLOCK: a FIFO swapped in after the directory was listed must
 	// not block the open; O_NOFOLLOW: nor may a link swapped in.
 	f, err := w.root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)

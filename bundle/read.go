@@ -219,11 +219,12 @@ var ErrTruncated = errors.New("the bundle is truncated")
 type TruncatedError struct {
 	// Entry is the entry the data ended in, with Read of its Size bytes;
 	// empty when the archive ended between two entries.
-	Entry      string
-	Read, Size int64
+	Entry string `json:"entry,omitempty"`
+	Read  int64  `json:"read,omitempty"`
+	Size  int64  `json:"size,omitempty"`
 	// Complete counts the entries read whole; After is the last of them.
-	Complete int
-	After    string
+	Complete int    `json:"complete_entries"`
+	After    string `json:"after,omitempty"`
 }
 
 func (e *TruncatedError) Error() string {

@@ -140,7 +140,7 @@ func TestTruncatedBundleThroughTheBinary(t *testing.T) {
 		var res struct {
 			Valid     bool `json:"valid"`
 			Truncated *struct {
-				Complete int `json:"Complete"`
+				Complete int `json:"complete_entries"`
 			} `json:"truncated"`
 			Manifest *bundle.Manifest `json:"manifest"`
 		}
