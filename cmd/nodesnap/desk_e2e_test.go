@@ -421,6 +421,25 @@ func TestHelpFits80ColumnsAndExitStatuses(t *testing.T) {
 		if over > 0 {
 			t.Errorf("nodesnap %s --help: %d line(s) wider than 80 columns, the widest %d: %q", c, over, w, line)
 		}
+		switch c {
+		case "collect":
+			// Sections, in order: general, output, ..., upload, then
+			// one per collector.
+			last := -1
+			for _, sec := range []string{"\nGeneral:\n", "\nOutput:\n", "\nRedaction:\n", "\nUpload:\n", "\nCollector csi:\n", "\nCollector kubelet:\n", "\nFlags:\n"} {
+				i := strings.Index(r.stdout, sec)
+				if i < 0 || i < last {
+					t.Errorf("collect --help: section %q missing or out of order", strings.TrimSpace(sec))
+				}
+				last = i
+			}
+		case "analyze":
+			for _, doc := range []string{"docs/findings.md", "docs/redaction.md", "docs/bundle.md"} {
+				if !strings.Contains(r.stdout, doc) {
+					t.Errorf("analyze --help does not point to %s", doc)
+				}
+			}
+		}
 		statuses := exitStatusesIn(r.stdout)
 		want := map[string]string{"analyze": "0123", "inspect": "0123", "validate": "0123", "diff": "0123", "collect": "012345", "upload": "0125", "report": "012", "redact": "0123"}[c]
 		if want != "" && statuses != want {
