@@ -87,11 +87,11 @@ func WriteTextOptions(w io.Writer, r *Report, o TextOptions) error {
 		if len(f.Evidence) > 0 {
 			p("\nEvidence:\n")
 			for _, e := range f.Evidence {
-				head := "  " + e.Path
+				head := e.Path
 				if e.What != "" {
 					head += " — " + oneLine(e.What)
 				}
-				p("%s\n", wrap(head, width, "", "    "))
+				p("%s\n", wrap(head, width, "  ", "    "))
 				for _, l := range e.Lines {
 					text := l.Text
 					if l.Truncated {

@@ -122,8 +122,7 @@ func runInspect(cmd *cobra.Command, o inspectOptions, p string) error {
 				missing++
 			}
 		}
-		fmt.Fprintf(fw, "TRUNCATED: %s\n", te.Error())
-		fmt.Fprintf(fw, "           %d file(s) the manifest lists are missing; below is what the manifest says\n\n", missing)
+		fmt.Fprintf(fw, "TRUNCATED: %s; %d more file(s) the manifest lists are missing (listed on stderr). Below is what the manifest says.\n\n", te.Error(), missing)
 	}
 	if werr := printManifest(stdout, width, rep.Manifest, o.files, o.verbose); werr != nil {
 		return werr
