@@ -27,14 +27,16 @@ const (
 const exitStatusHelp = `Exit status:
   0  success (collect: the bundle is complete)
   1  fatal error: no bundle was written (collect), or the bundle is unreadable
-  2  usage error: bad flags or arguments; collect: not run as root (see
-     --allow-non-root)
+  2  usage error: bad flags or arguments, an unknown command; collect: not
+     run as root (see --allow-non-root)
   3  collect: the bundle was written but is partial (a collector timed out
      or failed, --timeout cut collectors, --max-bundle-size left files out,
-     the run was interrupted or ran without root); validate: the bundle
-     did not validate; analyze: a finding of severity warning or critical
+     the run was interrupted or ran without root); validate, inspect: the
+     bundle did not validate (a truncated one included); analyze: a finding
+     of severity warning or critical; diff: a new one
   4  collect: another nodesnap run is collecting into the same output
-     directory; nothing was collected (try again later, or use another -o)
+     directory; nothing was collected (try again later, or use another
+     --output-dir)
   5  collect, upload: the bundle was written but could not be uploaded; it is
      kept on disk at the printed path (collect prints whether it is partial)`
 
