@@ -72,6 +72,7 @@ manifest itself, with the validation's outcome.
 	cmd.Flags().BoolVar(&o.files, "files", false, "also list every file")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "print every collector's error text whole, and every problem")
 	addOutputFlag(cmd, &o.output, "text", "json")
+	addFormatAlias(cmd, &o.output, "json")
 	return cmd
 }
 

@@ -56,6 +56,7 @@ each.
 		},
 	}
 	addOutputFlag(cmd, &o.output, "text", "json")
+	addFormatAlias(cmd, &o.output, "json")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "list every problem of a bundle that does not validate")
 	return cmd
 }

@@ -297,6 +297,10 @@ func TestInspectVerboseAndJSON(t *testing.T) {
 	if most, _, line := widest(r.stdout, 80); most > 80 {
 		t.Errorf("inspect -v line of %d: %q", most, line)
 	}
+	// The habit of other tools: --json works, and says --output json.
+	if r := runNodesnap(t, time.Minute, nil, "inspect", "--json", p); r.code != exitOK || !json.Valid([]byte(r.stdout)) || !strings.Contains(r.stderr, "use --output json") {
+		t.Errorf("inspect --json: exit %d\n%s", r.code, r.stderr)
+	}
 	r = runNodesnap(t, time.Minute, nil, "inspect", "--output", "json", p)
 	var res struct {
 		Valid    bool `json:"valid"`

@@ -57,7 +57,9 @@ func (f *formatAlias) Set(v string) error {
 }
 
 // addFormatAlias registers --<format> as a deprecated spelling of
-// --output <format>: it still works, and says what to use instead.
+// --output <format>: it still works, and says what to use instead. It is
+// also there where it never was (inspect --json): that habit of other
+// commands and tools gets the same answer rather than an error.
 func addFormatAlias(cmd *cobra.Command, p *string, format string) {
 	fl := cmd.Flags().VarPF(&formatAlias{p: p, format: format, cmd: cmd}, format, "", "same as --output "+format)
 	fl.NoOptDefVal = "true"
