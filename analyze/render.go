@@ -22,7 +22,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 
 const (
 	// maxRecordLines bounds a record's JSON in the text report; the
-	// whole record is in --json and with TextOptions.Full.
+	// whole record is in -o json and with TextOptions.Full.
 	maxRecordLines = 4
 )
 
@@ -145,7 +145,7 @@ func recordText(s string, width int, full bool) string {
 	var lines []string
 	for s != "" {
 		if !full && len(lines) == maxRecordLines {
-			lines[len(lines)-1] = textfit.Elide(lines[len(lines)-1], room-len(" (whole with -v or --json)")) + " (whole with -v or --json)"
+			lines[len(lines)-1] = textfit.Elide(lines[len(lines)-1], room-len(" (whole with -v or -o json)")) + " (whole with -v or -o json)"
 			break
 		}
 		n := 0

@@ -32,18 +32,18 @@ with when each ran, how long it took and what it wrote.
 The page is built from the bundle alone. It holds no script and loads nothing: styles and
 charts (SVG) are inline, and its Content-Security-Policy forbids scripts and any network
 access. Every text from the bundle is escaped. Long lists are cut, and the page says where,
-so it stays small (well under 2 MiB); 'nodesnap analyze --json' has everything.
+so it stays small (well under 2 MiB); 'nodesnap analyze -o json' has everything.
 
 Without --output-file the page is written to BUNDLE's name with .html in place of .tar.gz or .tar.zst,
 in the current directory; '--output-file -' writes it to standard output. The file is written under a
 temporary name and renamed into place, mode 0600: it quotes the bundle. The path written is
 printed. Exit status 0 when the page is written, whatever it found ('nodesnap analyze
---html' prints the same page and exits as analyze does).
+-o html' prints the same page and exits as analyze does).
 
 ` + exitHelp("0  the page was written, whatever it found", "1  fatal: the bundle could not be read or the page could not be written", exitLineUsage),
 		Example: `  nodesnap report nodesnap-node1-20261121T101500Z.tar.gz
   nodesnap report --output-file ticket-4711.html nodesnap-node1-20261121T101500Z.tar.gz
-  nodesnap analyze --html nodesnap-node1-20261121T101500Z.tar.gz > report.html`,
+  nodesnap analyze -o html nodesnap-node1-20261121T101500Z.tar.gz > report.html`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReport(cmd.Context(), cmd.OutOrStdout(), args[0], out)
