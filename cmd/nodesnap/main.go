@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
@@ -65,30 +66,37 @@ const (
 func wrapHelp(text string, width int, first, rest string) string {
 	var b strings.Builder
 	b.WriteString(first)
-	col := len(first)
-	for i, w := range strings.Fields(text) {
-		// A word longer than a line (a path) is broken at the width.
-		for room := width - len(rest); len(w) > room && room > 20; {
-			if i > 0 || col > len(first) {
-				b.WriteString("\n" + rest)
-				col = len(rest)
-			}
-			head := w[:width-col]
-			b.WriteString(head)
-			w = w[len(head):]
-			b.WriteString("\n" + rest)
-			col = len(rest)
-			i = 0
+	col, empty := len(first), true
+	newline := func() {
+		b.WriteString("\n" + rest)
+		col, empty = len(rest), true
+	}
+	for _, w := range strings.Fields(text) {
+		if !empty && col+1+len(w) > width {
+			newline()
 		}
-		if i > 0 && col+1+len(w) > width {
-			b.WriteString("\n" + rest)
-			col = len(rest)
-		} else if i > 0 {
+		// A word longer than a whole line (a path) is broken at the
+		// width, at a rune boundary.
+		for len(w) > width-col && width-col > 20 {
+			if !empty {
+				newline()
+				continue
+			}
+			n := width - col
+			for n > 0 && !utf8.RuneStart(w[n]) {
+				n--
+			}
+			b.WriteString(w[:n])
+			w = w[n:]
+			newline()
+		}
+		if !empty {
 			b.WriteByte(' ')
 			col++
 		}
 		b.WriteString(w)
 		col += len(w)
+		empty = false
 	}
 	return b.String()
 }
