@@ -19,8 +19,9 @@ import (
 
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 // The benchmark of issue 8: analyze a bundle with 1,000,000 open-file
@@ -171,7 +172,7 @@ func largeBundle(b *testing.B) string {
 		b.Fatalf("%d mounts", mounts)
 	}
 	write("mounts/mounts.json", func(w io.Writer) error {
-		rep := collectors.MountsReport{HostNamespace: benchHostNS, Processes: benchProcesses, Tasks: 3 * benchProcesses,
+		rep := layout.MountsReport{HostNamespace: benchHostNS, Processes: benchProcesses, Tasks: 3 * benchProcesses,
 			Namespaces: nss, Devices: collectors.BuildMountDeviceIndex(nss)}
 		return benchJSON(w, rep)
 	})
@@ -223,12 +224,12 @@ func benchUID(i int) string {
 
 // benchNamespaces: the host with 10,000 mounts (mostly pod volumes) and
 // 400 containers with 100 mounts each.
-func benchNamespaces() []collectors.MountNamespace {
-	var nss []collectors.MountNamespace
-	host := collectors.MountNamespace{Inode: benchHostNS, Host: true, Mountinfo: fmt.Sprintf("ns/%d.mountinfo", benchHostNS),
+func benchNamespaces() []layout.MountNamespace {
+	var nss []layout.MountNamespace
+	host := layout.MountNamespace{Inode: benchHostNS, Host: true, Mountinfo: fmt.Sprintf("ns/%d.mountinfo", benchHostNS),
 		ProcessCount: 2000, TaskCount: 6000}
 	for i := 0; i < 20; i++ {
-		host.Processes = append(host.Processes, collectors.NamespaceProcess{PID: 100 + i, Comm: "daemon", Threads: 3})
+		host.Processes = append(host.Processes, layout.NamespaceProcess{PID: 100 + i, Comm: "daemon", Threads: 3})
 	}
 	var lines []string
 	lines = append(lines, "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw", "23 22 0:5 / /dev rw,nosuid shared:2 - devtmpfs udev rw",
@@ -247,9 +248,9 @@ func benchNamespaces() []collectors.MountNamespace {
 	host.Mounts = benchParse(lines)
 	nss = append(nss, host)
 	for c := 0; c < benchContainers; c++ {
-		ns := collectors.MountNamespace{Inode: uint64(4026532000 + c), Mountinfo: fmt.Sprintf("ns/%d.mountinfo", 4026532000+c), ProcessCount: 20, TaskCount: 60}
+		ns := layout.MountNamespace{Inode: uint64(4026532000 + c), Mountinfo: fmt.Sprintf("ns/%d.mountinfo", 4026532000+c), ProcessCount: 20, TaskCount: 60}
 		for p := 0; p < 20; p++ {
-			ns.Processes = append(ns.Processes, collectors.NamespaceProcess{PID: 10000 + c*20 + p, Comm: "app", Threads: 3})
+			ns.Processes = append(ns.Processes, layout.NamespaceProcess{PID: 10000 + c*20 + p, Comm: "app", Threads: 3})
 		}
 		base := 100000 + c*benchCtrMounts
 		lines := []string{fmt.Sprintf("%d %d 0:%d / / rw,relatime master:%d - overlay overlay rw", base, base-1, 1003+c*4, 103+c*4),
@@ -265,19 +266,19 @@ func benchNamespaces() []collectors.MountNamespace {
 	return nss
 }
 
-func benchParse(lines []string) []collectors.NamespaceMount {
+func benchParse(lines []string) []layout.NamespaceMount {
 	ms, bad := procfs.ParseMountInfo([]byte(strings.Join(lines, "\n") + "\n"))
 	if len(bad) > 0 {
 		panic(fmt.Sprint(bad))
 	}
-	out := make([]collectors.NamespaceMount, len(ms))
+	out := make([]layout.NamespaceMount, len(ms))
 	for i, m := range ms {
-		out[i] = collectors.NamespaceMount{Mount: m, PropagationType: collectors.PropagationType(m.Propagation), Class: procfs.Classify(m).String()}
+		out[i] = layout.NamespaceMount{Mount: m, PropagationType: collectors.PropagationType(m.Propagation), Class: procfs.Classify(m).String()}
 	}
 	return out
 }
 
-func benchMountinfo(ns collectors.MountNamespace) string {
+func benchMountinfo(ns layout.MountNamespace) string {
 	var b strings.Builder
 	for _, m := range ns.Mounts {
 		prop := ""
@@ -289,12 +290,12 @@ func benchMountinfo(ns collectors.MountNamespace) string {
 	return b.String()
 }
 
-func benchProbes(w io.Writer, nss []collectors.MountNamespace) error {
-	rep := collectors.MountProbeReport{ProbeTimeoutMS: 3000, Counts: map[string]int{}}
+func benchProbes(w io.Writer, nss []layout.MountNamespace) error {
+	rep := layout.MountProbeReport{ProbeTimeoutMS: 3000, Counts: map[string]int{}}
 	for _, ns := range nss {
 		for _, m := range ns.Mounts {
-			p := collectors.MountProbe{Mountpoint: m.MountPoint, ProbePath: m.MountPoint, Namespaces: []uint64{ns.Inode}, ProbeNamespace: ns.Inode,
-				MountID: m.ID, FSType: m.FSType, Source: m.Source, Dev: m.Dev(), Root: m.Root, Class: m.Class, Result: collectors.ProbeOK, Probed: true, LatencyMS: 0.1}
+			p := layout.MountProbe{Mountpoint: m.MountPoint, ProbePath: m.MountPoint, Namespaces: []uint64{ns.Inode}, ProbeNamespace: ns.Inode,
+				MountID: m.ID, FSType: m.FSType, Source: m.Source, Dev: m.Dev(), Root: m.Root, Class: m.Class, Result: layout.ProbeOK, Probed: true, LatencyMS: 0.1}
 			rep.Counts[p.Result]++
 			rep.Probes = append(rep.Probes, p)
 		}
@@ -306,28 +307,28 @@ func benchProbes(w io.Writer, nss []collectors.MountNamespace) error {
 func benchOpenFiles(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	for i := 0; i < benchProcesses; i++ {
-		p := collectors.OpenFilesProcess{PID: 100 + i, PPID: 1, Comm: "daemon", Namespace: benchHostNS, FDCount: benchFDs + 3}
+		p := layout.OpenFilesProcess{PID: 100 + i, PPID: 1, Comm: "daemon", Namespace: benchHostNS, FDCount: benchFDs + 3}
 		container := i >= 2000
 		if container {
 			c := (i - 2000) / 20
 			p.PID, p.Comm, p.Namespace = 10000+(i-2000), "app", uint64(4026532000+c)
-			p.Cwd = &collectors.OpenFile{Path: "/data", Kind: procfs.LinkPath, Dev: "253:1", MountID: 100000 + c*benchCtrMounts + 3, MountPoint: "/data"}
+			p.Cwd = &layout.OpenFile{Path: "/data", Kind: procfs.LinkPath, Dev: "253:1", MountID: 100000 + c*benchCtrMounts + 3, MountPoint: "/data"}
 		} else {
-			p.Cwd = &collectors.OpenFile{Path: "/", Kind: procfs.LinkPath, Dev: "253:1", MountID: 22, MountPoint: "/"}
+			p.Cwd = &layout.OpenFile{Path: "/", Kind: procfs.LinkPath, Dev: "253:1", MountID: 22, MountPoint: "/"}
 		}
-		p.Exe = &collectors.OpenFile{Path: "/usr/bin/" + p.Comm, Kind: procfs.LinkPath, Dev: "253:1", MountID: 22, MountPoint: "/"}
+		p.Exe = &layout.OpenFile{Path: "/usr/bin/" + p.Comm, Kind: procfs.LinkPath, Dev: "253:1", MountID: 22, MountPoint: "/"}
 		for fd := 0; fd < benchFDs; fd++ {
-			o := collectors.OpenFD{FD: fd + 3, Pos: int64(fd) * 4096, Flags: "O_RDONLY|O_CLOEXEC"}
+			o := layout.OpenFD{FD: fd + 3, Pos: int64(fd) * 4096, Flags: "O_RDONLY|O_CLOEXEC"}
 			switch {
 			case container && fd%2 == 0:
-				o.OpenFile = collectors.OpenFile{Path: fmt.Sprintf("/data/cache/%d/f%d", fd%7, fd), Kind: procfs.LinkPath, Dev: "253:1", MountID: p.Cwd.MountID, MountPoint: "/data", Inode: uint64(1000 + fd)}
+				o.OpenFile = layout.OpenFile{Path: fmt.Sprintf("/data/cache/%d/f%d", fd%7, fd), Kind: procfs.LinkPath, Dev: "253:1", MountID: p.Cwd.MountID, MountPoint: "/data", Inode: uint64(1000 + fd)}
 				o.Flags = "O_RDWR|O_CREAT|O_CLOEXEC"
 			case container:
-				o.OpenFile = collectors.OpenFile{Path: fmt.Sprintf("/usr/lib/x86_64-linux-gnu/lib%d.so", fd), Kind: procfs.LinkPath, Dev: "0:1003", MountID: 100000, MountPoint: "/", Inode: uint64(2000 + fd)}
+				o.OpenFile = layout.OpenFile{Path: fmt.Sprintf("/usr/lib/x86_64-linux-gnu/lib%d.so", fd), Kind: procfs.LinkPath, Dev: "0:1003", MountID: 100000, MountPoint: "/", Inode: uint64(2000 + fd)}
 			case fd%10 == 0:
-				o.OpenFile = collectors.OpenFile{Path: fmt.Sprintf("/var/lib/kubelet/pods/%s/volumes/kubernetes.io~csi/pvc-%d/mount/f", benchUID(fd), fd), Kind: procfs.LinkPath, Dev: "253:1", MountID: 22, MountPoint: "/", Inode: uint64(3000 + fd)}
+				o.OpenFile = layout.OpenFile{Path: fmt.Sprintf("/var/lib/kubelet/pods/%s/volumes/kubernetes.io~csi/pvc-%d/mount/f", benchUID(fd), fd), Kind: procfs.LinkPath, Dev: "253:1", MountID: 22, MountPoint: "/", Inode: uint64(3000 + fd)}
 			default:
-				o.OpenFile = collectors.OpenFile{Path: fmt.Sprintf("/var/log/app/%d.log", fd), Kind: procfs.LinkPath, Dev: "253:1", MountID: 22, MountPoint: "/", Inode: uint64(4000 + fd)}
+				o.OpenFile = layout.OpenFile{Path: fmt.Sprintf("/var/log/app/%d.log", fd), Kind: procfs.LinkPath, Dev: "253:1", MountID: 22, MountPoint: "/", Inode: uint64(4000 + fd)}
 				o.Flags = "O_WRONLY|O_APPEND|O_CLOEXEC"
 			}
 			p.FDs = append(p.FDs, o)
@@ -340,18 +341,18 @@ func benchOpenFiles(w io.Writer) error {
 }
 
 func benchHolders(w io.Writer) error {
-	sum := collectors.OpenFilesSummary{HostNamespace: benchHostNS, Processes: benchProcesses, FDs: benchProcesses * benchFDs}
-	root := collectors.DeviceHolders{Dev: "253:1", Major: 253, Minor: 1, Block: &collectors.BlockDevice{Name: "vda1", Partition: 1}, FSTypes: []string{"ext4"}, Sources: []string{"/dev/vda1"},
-		KernelThreads: []collectors.KernelThreadRef{{PID: 95, Comm: "jbd2/vda1-8"}}}
+	sum := layout.OpenFilesSummary{HostNamespace: benchHostNS, Processes: benchProcesses, FDs: benchProcesses * benchFDs}
+	root := layout.DeviceHolders{Dev: "253:1", Major: 253, Minor: 1, Block: &layout.BlockDevice{Name: "vda1", Partition: 1}, FSTypes: []string{"ext4"}, Sources: []string{"/dev/vda1"},
+		KernelThreads: []layout.KernelThreadRef{{PID: 95, Comm: "jbd2/vda1-8"}}}
 	for i := 0; i < benchProcesses; i++ {
-		root.Holders = append(root.Holders, collectors.FileHolder{PID: 100 + i, Comm: "daemon", Namespace: benchHostNS, Uses: []string{"cwd", "exe", "fd 3", "fd 4"}, UseCount: 102,
+		root.Holders = append(root.Holders, layout.FileHolder{PID: 100 + i, Comm: "daemon", Namespace: benchHostNS, Uses: []string{"cwd", "exe", "fd 3", "fd 4"}, UseCount: 102,
 			Paths: []string{"/", "/usr/bin/daemon", "/var/log/app/1.log", "/var/log/app/2.log"}})
 	}
 	sum.Devices = append(sum.Devices, root)
 	for c := 0; c < benchContainers; c++ {
-		m := collectors.MountHolders{Namespace: uint64(4026532000 + c), MountID: 100000 + c*benchCtrMounts + 3, MountPoint: "/data", Dev: "253:1", FSType: "ext4", Source: "/dev/vda1"}
+		m := layout.MountHolders{Namespace: uint64(4026532000 + c), MountID: 100000 + c*benchCtrMounts + 3, MountPoint: "/data", Dev: "253:1", FSType: "ext4", Source: "/dev/vda1"}
 		for p := 0; p < 20; p++ {
-			m.Holders = append(m.Holders, collectors.FileHolder{PID: 10000 + c*20 + p, Comm: "app", Namespace: m.Namespace, Uses: []string{"cwd", "fd 3"}, UseCount: 51, Paths: []string{"/data", "/data/cache/0/f0"}})
+			m.Holders = append(m.Holders, layout.FileHolder{PID: 10000 + c*20 + p, Comm: "app", Namespace: m.Namespace, Uses: []string{"cwd", "fd 3"}, UseCount: 51, Paths: []string{"/data", "/data/cache/0/f0"}})
 		}
 		sum.Mounts = append(sum.Mounts, m)
 	}
@@ -365,7 +366,7 @@ func benchTasks(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	for i := 0; i < benchProcesses; i++ {
 		for th := 0; th < 3; th++ {
-			t := collectors.Task{PID: 100 + i, TID: 100 + i + th*100000, PPID: 1, Comm: "daemon", State: "S", Wchan: "futex_wait_queue", MountNS: benchHostNS}
+			t := layout.Task{PID: 100 + i, TID: 100 + i + th*100000, PPID: 1, Comm: "daemon", State: "S", Wchan: "futex_wait_queue", MountNS: benchHostNS}
 			if th == 0 {
 				t.TID = t.PID
 				t.Cmdline = []string{"/usr/bin/daemon", "--flag", fmt.Sprint(i)}
@@ -389,9 +390,9 @@ func benchTasks(w io.Writer) error {
 // benchShape: one huge directory, in the volume container 0 mounts at
 // /data, so the analysis looks for its writers among the million files.
 func benchShape(w io.Writer) error {
-	d := collectors.DirShapeDir{Path: "/var/lib/csi-hostpath-data/vol-2/cache", Entries: 2_000_000, Subdirs: 2_000_000, InodeSize: 200 << 20, Nlink: 1, NlinkAnomaly: true}
-	return benchJSON(w, collectors.DirShapeReport{Roots: []collectors.DirShapeRoot{{Path: "/var/lib/csi-hostpath-data", Kind: "root", Status: collectors.DirShapeComplete,
-		Complete: true, Mountpoint: "/", FSType: "ext4", Dev: "253:1", Entries: 2_000_100, Largest: []collectors.DirShapeDir{d}, NlinkAnomalies: []collectors.DirShapeDir{d}}}})
+	d := layout.DirShapeDir{Path: "/var/lib/csi-hostpath-data/vol-2/cache", Entries: 2_000_000, Subdirs: 2_000_000, InodeSize: 200 << 20, Nlink: 1, NlinkAnomaly: true}
+	return benchJSON(w, layout.DirShapeReport{Roots: []layout.DirShapeRoot{{Path: "/var/lib/csi-hostpath-data", Kind: "root", Status: layout.DirShapeComplete,
+		Complete: true, Mountpoint: "/", FSType: "ext4", Dev: "253:1", Entries: 2_000_100, Largest: []layout.DirShapeDir{d}, NlinkAnomalies: []layout.DirShapeDir{d}}}})
 }
 
 func benchKubeletLog(w io.Writer) error {

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Correlation: a finding names its subject by tokens (a device node, a
@@ -185,24 +185,24 @@ func (st *state) processEvidence(pids []int, what string) []Evidence {
 	if len(recs) == 0 {
 		return nil
 	}
-	return []Evidence{{Path: "processes/tasks.json", What: what, Record: recs}}
+	return []Evidence{{Path: layout.TasksPath, What: what, Record: recs}}
 }
 
 // kernelThreadsOn returns the kernel threads named after a device.
-func (st *state) kernelThreadsOn(dev string, name string) []collectors.KernelThreadRef {
+func (st *state) kernelThreadsOn(dev string, name string) []layout.KernelThreadRef {
 	if h := st.devHolders[dev]; h != nil && len(h.KernelThreads) > 0 {
 		return h.KernelThreads
 	}
-	var out []collectors.KernelThreadRef
+	var out []layout.KernelThreadRef
 	for _, kt := range st.kthreads {
-		if collectors.KernelThreadNamesDevice(kt.Comm, name) || collectors.KernelThreadNamesDevice(kt.Comm, dev) {
+		if layout.KernelThreadNamesDevice(kt.Comm, name) || layout.KernelThreadNamesDevice(kt.Comm, dev) {
 			out = append(out, kt)
 		}
 	}
 	return out
 }
 
-func kthreadNames(ks []collectors.KernelThreadRef) []string {
+func kthreadNames(ks []layout.KernelThreadRef) []string {
 	var out []string
 	for _, k := range ks {
 		out = append(out, fmt.Sprintf("%s[%d]", k.Comm, k.PID))
@@ -211,7 +211,7 @@ func kthreadNames(ks []collectors.KernelThreadRef) []string {
 }
 
 // holderNames names the holders of a device or mount.
-func holderNames(hs []collectors.FileHolder) []string {
+func holderNames(hs []layout.FileHolder) []string {
 	var out []string
 	for _, h := range hs {
 		s := fmt.Sprintf("%s[%d] (%s)", h.Comm, h.PID, strings.Join(h.Uses, ", "))

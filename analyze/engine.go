@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Options tune an analysis.
@@ -25,8 +26,18 @@ type Options struct {
 var ErrNotBundle = errors.New("not a nodesnap bundle")
 
 // AnalyzeFile analyses the bundle at p: one streaming pass over the
-// archive, nothing written to disk.
+// archive (or the files of an extracted bundle directory), nothing
+// written to disk.
 func AnalyzeFile(ctx context.Context, p string, opts Options) (*Report, error) {
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		rep, err := analyze(ctx, opts, func(lim bundle.Limits, fn func(bundle.Entry) error) error {
+			return bundle.Walk(ctx, p, lim, fn)
+		})
+		if rep != nil {
+			rep.Bundle = p
+		}
+		return rep, err
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, fmt.Errorf("opening the bundle: %w", err)
@@ -44,14 +55,25 @@ func AnalyzeFile(ctx context.Context, p string, opts Options) (*Report, error) {
 // archives that are not nodesnap bundles are refused with an error; a
 // collector file that cannot be decoded is reported as an info finding
 // and the analysis goes on.
+//
+// A truncated archive (a half-uploaded attachment) is analysed as far as
+// it goes: the findings of everything before the cut, and a
+// bundle-truncated finding that says where it ends and what is missing.
+// Only an archive cut inside manifest.json is an error.
 func Analyze(ctx context.Context, r io.Reader, opts Options) (*Report, error) {
+	return analyze(ctx, opts, func(lim bundle.Limits, fn func(bundle.Entry) error) error {
+		return bundle.WalkReader(ctx, r, lim, fn)
+	})
+}
+
+func analyze(ctx context.Context, opts Options, walk func(bundle.Limits, func(bundle.Entry) error) error) (*Report, error) {
 	lim := opts.Limits
 	if lim == (bundle.Limits{}) {
 		lim = bundle.DefaultLimits
 	}
 	st := newState()
 	first := true
-	err := bundle.WalkReader(ctx, r, lim, func(e bundle.Entry) error {
+	err := walk(lim, func(e bundle.Entry) error {
 		if first {
 			first = false
 			if e.Name != bundle.ManifestName {
@@ -77,8 +99,14 @@ func Analyze(ctx context.Context, r io.Reader, opts Options) (*Report, error) {
 		}
 		st.filesRead++
 		st.bytesRead += e.Size
+		st.names[e.Name] = true
 		return st.consume(ctx, e)
 	})
+	var te *bundle.TruncatedError
+	if errors.As(err, &te) && st.manifest != nil {
+		st.truncated = te
+		err = nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -135,42 +163,42 @@ func firstLines(s string, n int) string {
 func (st *state) readerFor(name string) func(string, io.Reader) error {
 	dir, base := path.Split(name)
 	switch {
-	case name == "processes/tasks.json":
+	case name == layout.TasksPath:
 		return st.readTasks
-	case name == "mounts/mounts.json":
+	case name == layout.MountsPath:
 		return st.readMounts
-	case strings.HasPrefix(name, "mounts/ns/") && (strings.HasSuffix(base, ".mountinfo") || base == "mountinfo"):
+	case strings.HasPrefix(name, layout.MountinfoPath) && (strings.HasSuffix(base, layout.MountinfoExt) || base == "mountinfo"):
 		return st.readMountinfo
-	case name == "openfiles/holders.json":
+	case name == layout.HoldersPath:
 		return st.readHolders
-	case name == "openfiles/processes.jsonl":
+	case name == layout.OpenFilesProcessesPath:
 		return st.readOpenFiles
-	case name == "mountprobe/probes.json":
+	case name == layout.ProbesPath:
 		return st.readProbes
-	case name == "dirshape/shape.json":
+	case name == layout.ShapePath:
 		return st.readShape
-	case name == "csi/inventory.json":
+	case name == layout.CSIInventoryPath:
 		return st.readCSI
-	case name == "kubelet/healthz.txt":
+	case name == layout.KubeletHealthzPath:
 		return st.readHealthz
-	case name == "kubelet/pods.json":
+	case name == layout.KubeletPodsPath:
 		return st.readPods
-	case strings.HasPrefix(name, "kubelet/goroutine-debug") && strings.HasSuffix(name, ".txt"):
+	case strings.HasPrefix(name, layout.KubeletGoroutinePathPrefix) && strings.HasSuffix(name, ".txt"):
 		return st.readKubeletGoroutines
-	case strings.HasPrefix(name, "runtime/") && base == "cri-pods.json":
+	case strings.HasPrefix(name, layout.DirRuntime+"/") && base == layout.CRIPodsFile:
 		return st.readCRIPods
-	case strings.HasPrefix(name, "runtime/") && base == "cri-containers.json":
+	case strings.HasPrefix(name, layout.DirRuntime+"/") && base == layout.CRIContainersFile:
 		return st.readCRIContainers
-	case strings.HasPrefix(name, "runtime/") && strings.HasPrefix(base, "goroutine") && strings.HasSuffix(base, ".txt"):
+	case strings.HasPrefix(name, layout.DirRuntime+"/") && strings.HasPrefix(base, layout.RuntimeGoroutinePrefix) && strings.HasSuffix(base, ".txt"):
 		return st.readRuntimeGoroutines
-	case strings.HasPrefix(dir, "csi/podlogs/"):
+	case strings.HasPrefix(dir, layout.CSIPodLogsPath):
 		// The CSI driver pods' own container logs: what the driver
 		// answered the kubelet (incident 004's "not published").
 		return st.logs.scanLog
-	case strings.HasPrefix(dir, "journal/"):
+	case strings.HasPrefix(dir, layout.DirJournal+"/"):
 		// Logs as text; journal JSON exports repeat the text logs and
 		// sources.json is the index.
-		if strings.HasSuffix(base, ".json") || base == "boots.txt" {
+		if strings.HasSuffix(base, ".json") || base == layout.JournalBootsFile {
 			return nil
 		}
 		return st.logs.scanLog

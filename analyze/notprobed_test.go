@@ -9,7 +9,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Incident 003 as a node with many stale FUSE mounts elsewhere shows it
@@ -20,32 +20,32 @@ import (
 // that evidence, and nothing in it claims that no mount hung.
 func TestNotProbedKubeletMountBesideHungMounts(t *testing.T) {
 	files := fixture(t, "incident003-cephfs-hung")
-	var rep collectors.MountProbeReport
+	var rep layout.MountProbeReport
 	if err := json.Unmarshal(files["mountprobe/probes.json"], &rep); err != nil {
 		t.Fatal(err)
 	}
 	var vol string
 	for i := range rep.Probes {
 		p := &rep.Probes[i]
-		if p.Result == collectors.ProbeHung {
+		if p.Result == layout.ProbeHung {
 			vol = p.Mountpoint
-			*p = collectors.MountProbe{Mountpoint: p.Mountpoint, ProbePath: p.ProbePath, Namespaces: p.Namespaces, ProbeNamespace: p.ProbeNamespace,
+			*p = layout.MountProbe{Mountpoint: p.Mountpoint, ProbePath: p.ProbePath, Namespaces: p.Namespaces, ProbeNamespace: p.ProbeNamespace,
 				MountID: p.MountID, FSType: p.FSType, Source: p.Source, Dev: p.Dev, Root: p.Root, Class: p.Class, First: true,
-				Result: collectors.ProbeUnfinished, SkipReason: "not probed: the collector's deadline came first"}
+				Result: layout.ProbeUnfinished, SkipReason: "not probed: the collector's deadline came first"}
 		}
 	}
 	if vol == "" {
 		t.Fatal("the fixture has no hung probe")
 	}
 	const other = 4026532999
-	rep.Namespaces = append(rep.Namespaces, collectors.MountProbeNamespace{Inode: other, PID: 7001, Comm: "csi-cephfsplugin", PIDs: []int{7001}, Tasks: 1, Mounts: 160})
-	rep.Counts = map[string]int{collectors.ProbeOK: 2, collectors.ProbeHung: 160, collectors.ProbeUnfinished: 1}
+	rep.Namespaces = append(rep.Namespaces, layout.MountProbeNamespace{Inode: other, PID: 7001, Comm: "csi-cephfsplugin", PIDs: []int{7001}, Tasks: 1, Mounts: 160})
+	rep.Counts = map[string]int{layout.ProbeOK: 2, layout.ProbeHung: 160, layout.ProbeUnfinished: 1}
 	for i := 0; i < 160; i++ {
-		rep.Probes = append(rep.Probes, collectors.MountProbe{
+		rep.Probes = append(rep.Probes, layout.MountProbe{
 			Mountpoint: fmt.Sprintf("/var/lib/cephfs-plugin/mnt/v%03d", i), ProbePath: fmt.Sprintf("/proc/7001/root/var/lib/cephfs-plugin/mnt/v%03d", i),
 			Namespaces: []uint64{other}, ProbeNamespace: other, MountID: 2000 + i, FSType: "fuse.ceph-fuse", Source: "ceph-fuse",
-			Dev: fmt.Sprintf("0:%d", 300+i), Root: "/", Class: "network", Result: collectors.ProbeHung, Probed: true, LatencyMS: 3000,
-			FUSE: &collectors.MountProbeFUSE{Conn: uint32(300 + i)},
+			Dev: fmt.Sprintf("0:%d", 300+i), Root: "/", Class: "network", Result: layout.ProbeHung, Probed: true, LatencyMS: 3000,
+			FUSE: &layout.MountProbeFUSE{Conn: uint32(300 + i)},
 		})
 	}
 	b, err := json.Marshal(rep)
@@ -61,17 +61,17 @@ func TestNotProbedKubeletMountBesideHungMounts(t *testing.T) {
 	}
 	m, _ := json.Marshal(map[string]any{"hung_mounts": hung})
 	files["_manifest.json"] = m
-	shape := collectors.DirShapeReport{Roots: []collectors.DirShapeRoot{{Path: vol, Kind: "volume_mount", Status: collectors.DirShapeHung,
+	shape := layout.DirShapeReport{Roots: []layout.DirShapeRoot{{Path: vol, Kind: "volume_mount", Status: layout.DirShapeHung,
 		StopReason: "its filesystem did not answer: nothing was counted", Error: "dirshape.probe " + vol + ": no answer within 3s", Mountpoint: vol, FSType: "ceph"}}}
 	if files["dirshape/shape.json"], err = json.Marshal(shape); err != nil {
 		t.Fatal(err)
 	}
 	// And a task in D state nothing ties to a mount.
-	var tasks []collectors.Task
+	var tasks []layout.Task
 	if err := json.Unmarshal(files["processes/tasks.json"], &tasks); err != nil {
 		t.Fatal(err)
 	}
-	tasks = append(tasks, collectors.Task{PID: 812, TID: 812, PPID: 2, Comm: "jbd2/vda1-8", State: "D", Wchan: "jbd2_journal_commit_transaction",
+	tasks = append(tasks, layout.Task{PID: 812, TID: 812, PPID: 2, Comm: "jbd2/vda1-8", State: "D", Wchan: "jbd2_journal_commit_transaction",
 		Kernel: true, Stack: []string{"[<0>] jbd2_journal_commit_transaction+0x1a2/0x1870 [jbd2]", "[<0>] kjournald2+0xaf/0x280 [jbd2]"}})
 	if files["processes/tasks.json"], err = json.Marshal(tasks); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Readers: one per collector file. Each keeps what the rules need and
@@ -26,13 +26,13 @@ const (
 	maxSelfPIDs = 10_000
 )
 
-// readTasks reads processes/tasks.json: an array of collectors.Task, one
+// readTasks reads processes/tasks.json: an array of layout.Task, one
 // per line.
 func (st *state) readTasks(_ string, r io.Reader) error {
 	st.tasksSeen = true
 	dec := newDecoder(r)
 	err := walkArray(dec, func() error {
-		var t collectors.Task
+		var t layout.Task
 		if err := dec.Decode(&t); err != nil {
 			return err
 		}
@@ -45,7 +45,7 @@ func (st *state) readTasks(_ string, r io.Reader) error {
 	return endOfInput(dec)
 }
 
-func (st *state) addTask(t *collectors.Task) {
+func (st *state) addTask(t *layout.Task) {
 	if t.PID == t.TID && len(st.procs) < maxProcs {
 		p := &procInfo{PID: t.PID, PPID: t.PPID, Comm: t.Comm, State: t.State, MountNS: t.MountNS, Kernel: t.Kernel,
 			PodUID: t.PodUID, ContainerID: t.ContainerID}
@@ -54,7 +54,7 @@ func (st *state) addTask(t *collectors.Task) {
 		}
 		st.procs[t.PID] = p
 		if t.Kernel && len(st.kthreads) < maxKernelThreads {
-			st.kthreads = append(st.kthreads, collectors.KernelThreadRef{PID: t.PID, Comm: t.Comm})
+			st.kthreads = append(st.kthreads, layout.KernelThreadRef{PID: t.PID, Comm: t.Comm})
 		}
 	}
 	if t.State == "D" || fsWait(t.Wchan) {
@@ -91,12 +91,12 @@ func (st *state) readProbes(_ string, r io.Reader) error {
 			return skipValue(dec)
 		}
 		return walkArray(dec, func() error {
-			var p collectors.MountProbe
+			var p layout.MountProbe
 			if err := dec.Decode(&p); err != nil {
 				return err
 			}
 			st.probeCounts[p.Result]++
-			if p.Result != collectors.ProbeOK && len(st.probes) < maxKeptProbes {
+			if p.Result != layout.ProbeOK && len(st.probes) < maxKeptProbes {
 				st.probes = append(st.probes, p)
 			}
 			return nil
@@ -111,7 +111,7 @@ func (st *state) readProbes(_ string, r io.Reader) error {
 // readShape reads dirshape/shape.json: bounded by the collector (top N
 // directories, bounded leftover lists).
 func (st *state) readShape(_ string, r io.Reader) error {
-	var s collectors.DirShapeReport
+	var s layout.DirShapeReport
 	dec := newDecoder(r)
 	if err := dec.Decode(&s); err != nil {
 		return err
@@ -122,7 +122,7 @@ func (st *state) readShape(_ string, r io.Reader) error {
 
 // readCSI reads csi/inventory.json (bounded by --csi-max-entries).
 func (st *state) readCSI(_ string, r io.Reader) error {
-	var inv collectors.CSIInventory
+	var inv layout.CSIInventory
 	dec := newDecoder(r)
 	if err := dec.Decode(&inv); err != nil {
 		return err

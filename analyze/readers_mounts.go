@@ -10,13 +10,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 // Readers of the mounts collector's files: mounts.json's namespaces and devices, and the raw mount tables.
 
-// readMounts reads mounts/mounts.json (collectors.MountsReport), one
+// readMounts reads mounts/mounts.json (layout.MountsReport), one
 // mount and one device at a time.
 func (st *state) readMounts(_ string, r io.Reader) error {
 	st.mountsSeen = true
@@ -26,7 +26,7 @@ func (st *state) readMounts(_ string, r io.Reader) error {
 		case "host_namespace":
 			return dec.Decode(&st.hostNS)
 		case "nodesnap":
-			var ms collectors.MountsSelf
+			var ms layout.MountsSelf
 			if err := dec.Decode(&ms); err != nil {
 				return err
 			}
@@ -36,8 +36,8 @@ func (st *state) readMounts(_ string, r io.Reader) error {
 			if len(ms.PIDs) > maxSelfPIDs {
 				ms.PIDs = ms.PIDs[:maxSelfPIDs]
 			}
-			if len(ms.ExcludedDevices) > collectors.MaxExcludedDevices {
-				ms.ExcludedDevices = ms.ExcludedDevices[:collectors.MaxExcludedDevices]
+			if len(ms.ExcludedDevices) > layout.MaxExcludedDevices {
+				ms.ExcludedDevices = ms.ExcludedDevices[:layout.MaxExcludedDevices]
 			}
 			st.selfMounts = &ms
 			return nil
@@ -79,7 +79,7 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 				if len(ni.Processes) >= maxNSProcesses {
 					return skipValue(dec)
 				}
-				var p collectors.NamespaceProcess
+				var p layout.NamespaceProcess
 				if err := dec.Decode(&p); err != nil {
 					return err
 				}
@@ -88,7 +88,7 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 			})
 		case "mounts":
 			return walkArray(dec, func() error {
-				var m collectors.NamespaceMount
+				var m layout.NamespaceMount
 				if err := dec.Decode(&m); err != nil {
 					return err
 				}
@@ -120,7 +120,7 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 	}
 	st.mounts = append(st.mounts, mounts...)
 	if ni.Mountinfo != "" {
-		st.mountinfoPath[ni.Inode] = "mounts/" + ni.Mountinfo
+		st.mountinfoPath[ni.Inode] = layout.DirMounts + "/" + ni.Mountinfo
 	}
 	st.nsInfo[ni.Inode] = ni
 	return nil
@@ -131,16 +131,16 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 // namespace by namespace, and the rest (tens of thousands of tmpfs and
 // overlay devices on a busy node) are never decoded further.
 type deviceLite struct {
-	Dev                      string                  `json:"dev"`
-	Major                    uint32                  `json:"major"`
-	Minor                    uint32                  `json:"minor"`
-	Sources                  []string                `json:"sources"`
-	FSTypes                  []string                `json:"fs_types"`
-	Class                    string                  `json:"class"`
-	Block                    *collectors.BlockDevice `json:"block"`
-	InHostNamespace          bool                    `json:"in_host_namespace"`
-	OnlyOutsideHostNamespace bool                    `json:"only_outside_host_namespace"`
-	Namespaces               json.RawMessage         `json:"namespaces"`
+	Dev                      string              `json:"dev"`
+	Major                    uint32              `json:"major"`
+	Minor                    uint32              `json:"minor"`
+	Sources                  []string            `json:"sources"`
+	FSTypes                  []string            `json:"fs_types"`
+	Class                    string              `json:"class"`
+	Block                    *layout.BlockDevice `json:"block"`
+	InHostNamespace          bool                `json:"in_host_namespace"`
+	OnlyOutsideHostNamespace bool                `json:"only_outside_host_namespace"`
+	Namespaces               json.RawMessage     `json:"namespaces"`
 }
 
 func (st *state) readDevice(dec *json.Decoder) error {
@@ -158,7 +158,7 @@ func (st *state) readDevice(dec *json.Decoder) error {
 				var l struct {
 					Dev string `json:"dev"`
 				}
-				if json.Unmarshal(raw, &l) == nil && len(st.selfOnlyDevs) < collectors.MaxExcludedDevices {
+				if json.Unmarshal(raw, &l) == nil && len(st.selfOnlyDevs) < layout.MaxExcludedDevices {
 					st.selfOnlyDevs = append(st.selfOnlyDevs, l.Dev)
 				}
 			}
@@ -177,7 +177,7 @@ func (st *state) readDevice(dec *json.Decoder) error {
 	if !l.OnlyOutsideHostNamespace {
 		return nil
 	}
-	d := collectors.MountDevice{Dev: l.Dev, Major: l.Major, Minor: l.Minor, Sources: l.Sources, FSTypes: l.FSTypes, Class: l.Class,
+	d := layout.MountDevice{Dev: l.Dev, Major: l.Major, Minor: l.Minor, Sources: l.Sources, FSTypes: l.FSTypes, Class: l.Class,
 		Block: l.Block, InHostNamespace: l.InHostNamespace, OnlyOutsideHostNamespace: true}
 	if len(l.Namespaces) > 0 {
 		if err := json.Unmarshal(l.Namespaces, &d.Namespaces); err != nil {

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 // Readers of the openfiles collector's files: holders of devices and mounts, and who writes into the kubelet's, runtime's and CSI data trees.
@@ -47,11 +47,11 @@ func rawHas(raw []byte, subs ...string) bool {
 	return false
 }
 
-// readHolders reads openfiles/holders.json (collectors.OpenFilesSummary).
+// readHolders reads openfiles/holders.json (layout.OpenFilesSummary).
 func (st *state) readHolders(_ string, r io.Reader) error {
 	st.holdersSeen = true
 	dec := newDecoder(r)
-	trim := func(hs []collectors.FileHolder) []collectors.FileHolder {
+	trim := func(hs []layout.FileHolder) []layout.FileHolder {
 		if len(hs) > maxHoldersKept {
 			return hs[:maxHoldersKept]
 		}
@@ -72,7 +72,7 @@ func (st *state) readHolders(_ string, r io.Reader) error {
 			return nil
 		case "devices":
 			return walkArray(dec, func() error {
-				var d collectors.DeviceHolders
+				var d layout.DeviceHolders
 				if err := dec.Decode(&d); err != nil {
 					return err
 				}
@@ -82,7 +82,7 @@ func (st *state) readHolders(_ string, r io.Reader) error {
 			})
 		case "mounts":
 			return walkArray(dec, func() error {
-				var m collectors.MountHolders
+				var m layout.MountHolders
 				if err := dec.Decode(&m); err != nil {
 					return err
 				}
@@ -101,17 +101,17 @@ func (st *state) readHolders(_ string, r io.Reader) error {
 
 // ofLine is what readOpenFiles decodes of a processes.jsonl line.
 type ofLine struct {
-	PID       int                  `json:"pid"`
-	Comm      string               `json:"comm"`
-	Namespace uint64               `json:"mnt_ns"`
-	Cwd       *collectors.OpenFile `json:"cwd"`
-	FDs       []collectors.OpenFD  `json:"fds"`
-	Threads   []ofThread           `json:"threads"`
+	PID       int              `json:"pid"`
+	Comm      string           `json:"comm"`
+	Namespace uint64           `json:"mnt_ns"`
+	Cwd       *layout.OpenFile `json:"cwd"`
+	FDs       []layout.OpenFD  `json:"fds"`
+	Threads   []ofThread       `json:"threads"`
 }
 
 type ofThread struct {
-	TID int                  `json:"tid"`
-	Cwd *collectors.OpenFile `json:"cwd"`
+	TID int              `json:"tid"`
+	Cwd *layout.OpenFile `json:"cwd"`
 }
 
 // dataMarkers are substrings of paths in data trees; a processes.jsonl
@@ -120,7 +120,7 @@ type ofThread struct {
 var dataMarkers = [][]byte{[]byte("/var/lib/"), []byte("/volumes/"), []byte(".deleting~"), []byte("/var/openebs"), []byte("/opt/local-path-provisioner"), []byte("/data")}
 
 // readOpenFiles reads openfiles/processes.jsonl (one
-// collectors.OpenFilesProcess per line), keeping the files and working
+// layout.OpenFilesProcess per line), keeping the files and working
 // directories that may be in a huge directory: who may be writing there.
 // The file holds every open file of the node (a million on a busy one), so
 // lines are decoded only when they can matter: see writerFilter.
@@ -192,7 +192,7 @@ func (st *state) writerFilter() *writerFilter {
 	if st.shape == nil {
 		listed := false
 		for _, f := range st.manifest.Files {
-			listed = listed || f.Path == "dirshape/shape.json"
+			listed = listed || f.Path == layout.ShapePath
 		}
 		wf.skip, wf.generic = !listed, listed
 		return wf
@@ -238,7 +238,7 @@ func (wf *writerFilter) wants(line []byte) bool {
 
 // fsRelative is a host path's path inside the filesystem of the scanned
 // root's mount (the mount's root is taken to be the filesystem's root).
-func fsRelative(r collectors.DirShapeRoot, p string) (string, bool) {
+func fsRelative(r layout.DirShapeRoot, p string) (string, bool) {
 	switch r.Mountpoint {
 	case "":
 		return "", false
@@ -264,7 +264,7 @@ func containsAny(b []byte, subs [][]byte) bool {
 	return false
 }
 
-func (st *state) addWriter(p *ofLine, use string, f *collectors.OpenFile, line int) {
+func (st *state) addWriter(p *ofLine, use string, f *layout.OpenFile, line int) {
 	if f.Path == "" || f.Path[0] != '/' || f.Kind != procfs.LinkPath {
 		return
 	}

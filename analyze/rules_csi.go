@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Incident 004: after the CSI hostpath driver restarted, its state.json
@@ -24,6 +24,39 @@ const (
 	idCSINotMounted     = "csi-published-not-mounted"
 	idVolDataNoMount    = "csi-vol-data-without-mount"
 	idMountedUnknownPod = "volume-mounted-for-unknown-pod"
+)
+
+// What each finding of this file means, for docs/findings.md.
+var _ = document(
+	RuleDoc{
+		ID: "csi-published-state-lost", Severity: "critical",
+		Title:    "CSI driver lost the publish of a volume that is still mounted",
+		Meaning:  "The CSI driver's own state says a volume is not published on the node, but its target path is still mounted: the driver forgot it (a restart without persistent state). The kubelet's TearDown then fails forever (\"not published ... nothing to do\" while the path is busy) and the pod never finishes terminating.",
+		Evidence: "`csi/inventory.json`: the driver's state files cross-checked with the mount table; the kubelet's and driver's log lines.",
+		Fix:      "Confirm nothing uses the mount (`openfiles/holders.json`), then unmount it by hand (`umount TARGET`); the kubelet's next retry finishes. Run a driver release that persists its published state, or keep its state directory on persistent storage.",
+		Incident: "incident 004, csi-driver-host-path#457",
+	},
+	RuleDoc{
+		ID: "csi-published-not-mounted", Severity: "warning",
+		Title:    "CSI driver says published, nothing is mounted",
+		Meaning:  "The driver's state and the node disagree the other way: the driver records the volume as published at a path that is not mounted (unmounted by hand, a reboot). A pod using it sees an empty directory instead of its data.",
+		Evidence: "`csi/inventory.json`: the cross-check of the driver's state with the mount table.",
+		Fix:      "Restart the pod that uses the volume so the kubelet publishes it again; if the driver refuses, restart the driver's node plugin.",
+	},
+	RuleDoc{
+		ID: "csi-vol-data-without-mount", Severity: "info or warning",
+		Title:    "CSI volume directory with vol_data.json and no mount",
+		Meaning:  "The kubelet writes `vol_data.json` when it sets a CSI volume up and removes the directory after tearing it down. A directory left with `vol_data.json` and no mount is a teardown that did not finish: the kubelet keeps retrying it and the pod directory cannot be removed.",
+		Evidence: "`csi/inventory.json`: the pod volume directories and their `vol_data.json`; the mount table.",
+		Fix:      "Check the kubelet log for the volume's TearDown errors; once it is unmounted in every namespace (`grep UID /proc/*/mountinfo`), remove the leftover directory.",
+	},
+	RuleDoc{
+		ID: "volume-mounted-for-unknown-pod", Severity: "warning",
+		Title:    "Pod volumes still mounted for a pod the kubelet does not run",
+		Meaning:  "A pod is gone from the kubelet but its volume mounts are still in the host's mount table. The kubelet's orphan cleanup cannot remove the pod directory while they are mounted (\"orphaned pod ... found, but volume paths are still present on disk\"), and a block device behind them cannot be detached.",
+		Evidence: "`mounts/mounts.json` (the host's mounts under /var/lib/kubelet/pods) and `kubelet/pods.json` (the pods it runs).",
+		Fix:      "Check that no process uses them (`openfiles/holders.json`), then `umount` each; the kubelet then removes the orphaned pod directory by itself.",
+	},
 )
 
 func ruleCSI(st *state) {
@@ -44,7 +77,7 @@ func ruleCSI(st *state) {
 }
 
 // stateVolume finds a volume of a state file.
-func (st *state) stateVolume(file, volID string) (*collectors.CSIStateFile, *collectors.CSIStateVolume) {
+func (st *state) stateVolume(file, volID string) (*layout.CSIStateFile, *layout.CSIStateVolume) {
 	for i := range st.csi.StateFiles {
 		sf := &st.csi.StateFiles[i]
 		if sf.Path != file {
@@ -60,7 +93,7 @@ func (st *state) stateVolume(file, volID string) (*collectors.CSIStateFile, *col
 	return nil, nil
 }
 
-func (st *state) podVolumeAt(target string) *collectors.CSIPodVolume {
+func (st *state) podVolumeAt(target string) *layout.CSIPodVolume {
 	for i := range st.csi.PodVolumes {
 		if path.Clean(st.csi.PodVolumes[i].MountPath) == path.Clean(target) {
 			return &st.csi.PodVolumes[i]
@@ -69,7 +102,7 @@ func (st *state) podVolumeAt(target string) *collectors.CSIPodVolume {
 	return nil
 }
 
-func (st *state) csiPublishedLost(cf collectors.CSIFinding) {
+func (st *state) csiPublishedLost(cf layout.CSIFinding) {
 	sf, v := st.stateVolume(cf.StateFile, cf.VolumeID)
 	pv := st.podVolumeAt(cf.TargetPath)
 	f := Finding{
@@ -93,26 +126,26 @@ func (st *state) csiPublishedLost(cf collectors.CSIFinding) {
 	if pv != nil && pv.PodUID != "" {
 		f.Explanation += " Pod: " + st.podName(pv.PodUID) + "."
 	}
-	f.Evidence = append(f.Evidence, Evidence{Path: "csi/inventory.json", What: "the csi collector's cross-check of the driver's state and the mount table", Record: cf})
+	f.Evidence = append(f.Evidence, Evidence{Path: layout.CSIInventoryPath, What: "the csi collector's cross-check of the driver's state and the mount table", Record: cf})
 	if sf != nil && v != nil {
-		p := "csi/inventory.json"
+		p := layout.CSIInventoryPath
 		if sf.File != "" {
-			p = "csi/" + sf.File
+			p = layout.DirCSI + "/" + sf.File
 		}
 		f.Evidence = append(f.Evidence, Evidence{Path: p, What: "the driver's record of the volume (Published " + v.PublishedState + ")", Record: v})
 	}
 	if pv != nil {
-		ev := Evidence{Path: "csi/inventory.json", What: "the pod volume: its vol_data.json and its mount", Record: pv}
+		ev := Evidence{Path: layout.CSIInventoryPath, What: "the pod volume: its vol_data.json and its mount", Record: pv}
 		f.Evidence = append(f.Evidence, ev)
 		if pv.VolDataFile != "" {
-			f.Evidence = append(f.Evidence, Evidence{Path: "csi/" + pv.VolDataFile, What: "the kubelet's vol_data.json for the volume", Record: pv.VolData})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.DirCSI + "/" + pv.VolDataFile, What: "the kubelet's vol_data.json for the volume", Record: pv.VolData})
 		}
 	}
 	ms := st.mountsAt(cf.TargetPath)
 	f.Evidence = append(f.Evidence, st.mountinfoEvidence(ms, "the target is still in the mount table")...)
 	for _, m := range ms {
 		if h := st.mountHolders[nsMount{m.NS, m.ID}]; h != nil && len(h.Holders) > 0 {
-			f.Evidence = append(f.Evidence, Evidence{Path: "openfiles/holders.json", What: "processes using the mount", Record: h})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.HoldersPath, What: "processes using the mount", Record: h})
 		}
 	}
 	tokens := append(pathTokens(cf.TargetPath), cf.VolumeID, cf.PodUID)
@@ -130,7 +163,7 @@ func (st *state) csiPublishedLost(cf collectors.CSIFinding) {
 	st.add(f)
 }
 
-func (st *state) csiNotMounted(cf collectors.CSIFinding) {
+func (st *state) csiNotMounted(cf layout.CSIFinding) {
 	f := Finding{
 		ID:       idCSINotMounted,
 		Severity: Warning,
@@ -139,7 +172,7 @@ func (st *state) csiNotMounted(cf collectors.CSIFinding) {
 		Summary:  fmt.Sprintf("%s records volume %s as published at %s, but the mount table has nothing there", cf.StateFile, cf.VolumeID, cf.TargetPath),
 		Explanation: "The driver's state and the node disagree: the publish was lost (unmounted by hand, a node reboot) without the driver being told. " +
 			"A pod using the volume sees an empty directory instead of its data, and the driver may refuse to publish it again.",
-		Evidence: []Evidence{{Path: "csi/inventory.json", What: "the csi collector's cross-check", Record: cf}},
+		Evidence: []Evidence{{Path: layout.CSIInventoryPath, What: "the csi collector's cross-check", Record: cf}},
 		Remediation: []string{
 			"Restart the pod that uses the volume so the kubelet publishes it again; if the driver refuses, restart the driver's node plugin.",
 		},
@@ -152,7 +185,7 @@ func (st *state) csiNotMounted(cf collectors.CSIFinding) {
 // a vol_data.json but are not mounted: left behind by a teardown that did
 // not finish, for a pod the kubelet no longer runs.
 func (st *state) csiVolDataWithoutMount() {
-	byPod := map[string][]collectors.CSIPodVolume{}
+	byPod := map[string][]layout.CSIPodVolume{}
 	for _, pv := range st.csi.PodVolumes {
 		if pv.VolData == nil || pv.DeletingLeftover || pv.Mounted == nil || *pv.Mounted {
 			continue
@@ -189,7 +222,7 @@ func (st *state) csiVolDataWithoutMount() {
 			},
 		}
 		for _, pv := range pvs {
-			f.Evidence = append(f.Evidence, Evidence{Path: "csi/inventory.json", What: "the volume directory and its vol_data.json, not mounted", Record: pv})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.CSIInventoryPath, What: "the volume directory and its vol_data.json, not mounted", Record: pv})
 		}
 		st.claimLogs(&f, []string{uid}, sigOrphanedPod, sigRmdirBusy, sigPodNotCleaned, sigTeardownBusy)
 		st.add(f)
@@ -243,12 +276,12 @@ func (st *state) csiMountsWithoutPod() {
 		}
 		f.Evidence = append(f.Evidence, st.mountinfoEvidence(ms, "the leftover mounts in the host's mount table")...)
 		if len(f.Evidence) == 0 {
-			f.Evidence = append(f.Evidence, Evidence{Path: "mounts/mounts.json", What: "the leftover mounts", Record: ms})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.MountsPath, What: "the leftover mounts", Record: ms})
 		}
-		f.Evidence = append(f.Evidence, Evidence{Path: "kubelet/pods.json", What: "the pods the kubelet runs: " + uid + " is not among them"})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.KubeletPodsPath, What: "the pods the kubelet runs: " + uid + " is not among them"})
 		for _, m := range ms {
 			if h := st.mountHolders[nsMount{m.NS, m.ID}]; h != nil && len(h.Holders) > 0 {
-				f.Evidence = append(f.Evidence, Evidence{Path: "openfiles/holders.json", What: "processes using the mount", Record: h})
+				f.Evidence = append(f.Evidence, Evidence{Path: layout.HoldersPath, What: "processes using the mount", Record: h})
 			}
 		}
 		st.claimLogs(&f, []string{uid}, sigOrphanedPod, sigRmdirBusy, sigTeardownBusy, sigPodNotCleaned)

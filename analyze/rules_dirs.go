@@ -5,7 +5,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Incidents 000 and 001: directories that grow without bound.
@@ -25,6 +25,34 @@ const (
 	idDeleting      = "volume-dir-deleting-leftovers"
 	idHugeDir       = "huge-directory"
 	idNlinkOverflow = "ext4-nlink-overflow"
+)
+
+// What each finding of this file means, for docs/findings.md.
+var _ = document(
+	RuleDoc{
+		ID: "volume-dir-deleting-leftovers", Severity: "warning or critical",
+		Title:    "Leaked <volume>.deleting~NNN directories",
+		Meaning:  "A volume plugin renames a volume directory to `<name>.deleting~NNN` before removing it; when the removal fails (the original still mounted somewhere, often in another mount namespace) the renamed directories pile up, one per retry, and the volume is never cleaned up.",
+		Evidence: "`dirshape/shape.json`: the leftovers per parent directory; the mount table and holders for the original.",
+		Fix:      "Find what keeps the original mounted and unmount it there; then remove the empty leftovers (`find PARENT -maxdepth 1 -name 'NAME.deleting~*' -type d -empty -delete`). Newer kubelets remove volume directories in place.",
+		Incident: "incident 000",
+	},
+	RuleDoc{
+		ID: "huge-directory", Severity: "warning or critical",
+		Title:    "A directory past 100,000 entries",
+		Meaning:  "A directory under the kubelet's, runtime's or CSI tree holds hundreds of thousands of entries. Listing or removing it takes minutes to hours, and a runtime that removes it under a lock (dockerd's volume removal) blocks every container create and delete meanwhile.",
+		Evidence: "`dirshape/shape.json`: the largest directories with their entry counts, and the processes with files open in them.",
+		Fix:      "Find and stop the writer first; empty it in the background, outside any runtime lock (`ionice -c3 find DIR -mindepth 1 -delete`); move such data off an image VOLUME into a Kubernetes volume.",
+		Incident: "incident 001",
+	},
+	RuleDoc{
+		ID: "ext4-nlink-overflow", Severity: "warning or critical",
+		Title:    "ext4's subdirectory link limit reached",
+		Meaning:  "On ext4 a directory's link count stops counting at 64,998 subdirectories (it reads 1 from then on): `mkdir` there fails with \"Too many links\" unless the dir_nlink feature is on, and tools that trust the count go wrong.",
+		Evidence: "`dirshape/shape.json`: the directory's nlink and subdirectory count.",
+		Fix:      "As for huge-directory: stop the writer and empty the directory in the background; spread such data over several directories.",
+		Incident: "incident 001",
+	},
 )
 
 // Thresholds: a directory of a node's kubelet, runtime or CSI trees with
@@ -49,7 +77,7 @@ type deletingGroup struct {
 	empty     int
 	notEmpty  int
 	unknown   int
-	originals []collectors.DeletingOriginal
+	originals []layout.DeletingOriginal
 	evidence  []Evidence
 }
 
@@ -70,7 +98,7 @@ func (st *state) deletingGroups() []*deletingGroup {
 				}
 				out = append(out, &deletingGroup{parent: g.Parent, count: int(g.Count), empty: int(g.Empty), notEmpty: int(g.NotEmpty),
 					unknown: int(g.Unknown), originals: g.Originals,
-					evidence: []Evidence{{Path: "dirshape/shape.json", What: "the .deleting~ leftovers in this directory, grouped by original", Record: rec}}})
+					evidence: []Evidence{{Path: layout.ShapePath, What: "the .deleting~ leftovers in this directory, grouped by original", Record: rec}}})
 			}
 		}
 	}
@@ -93,7 +121,7 @@ func (st *state) deletingGroups() []*deletingGroup {
 			}
 			g.count++
 			g.unknown++
-			orig, _, _ := collectors.ParseDeletingName(pv.Volume)
+			orig, _, _ := layout.ParseDeletingName(pv.Volume)
 			found := false
 			for i := range g.originals {
 				if g.originals[i].Name == orig {
@@ -102,10 +130,10 @@ func (st *state) deletingGroups() []*deletingGroup {
 				}
 			}
 			if !found {
-				g.originals = append(g.originals, collectors.DeletingOriginal{Name: orig, Count: 1})
+				g.originals = append(g.originals, layout.DeletingOriginal{Name: orig, Count: 1})
 			}
 			if len(g.evidence) < 5 {
-				g.evidence = append(g.evidence, Evidence{Path: "csi/inventory.json", What: "a .deleting~ leftover among the pod's volumes", Record: pv})
+				g.evidence = append(g.evidence, Evidence{Path: layout.CSIInventoryPath, What: "a .deleting~ leftover among the pod's volumes", Record: pv})
 			}
 		}
 		for _, p := range order {
@@ -195,8 +223,8 @@ func (st *state) deletingLeftovers() {
 // hugeDir is a directory worth a finding, with the root it was found
 // under.
 type hugeDir struct {
-	root collectors.DirShapeRoot
-	dir  collectors.DirShapeDir
+	root layout.DirShapeRoot
+	dir  layout.DirShapeDir
 }
 
 // hugeDirs returns the directories past the thresholds or ext4's link
@@ -208,7 +236,7 @@ func (st *state) hugeDirs() []hugeDir {
 	var out []hugeDir
 	seen := map[string]bool{}
 	for _, r := range st.shape.Roots {
-		var dirs []collectors.DirShapeDir
+		var dirs []layout.DirShapeDir
 		dirs = append(dirs, r.NlinkAnomalies...)
 		dirs = append(dirs, r.Largest...)
 		for _, d := range dirs {
@@ -228,7 +256,7 @@ func (st *state) hugeDirectories() {
 	}
 }
 
-func (st *state) hugeDirFinding(r collectors.DirShapeRoot, d collectors.DirShapeDir) {
+func (st *state) hugeDirFinding(r layout.DirShapeRoot, d layout.DirShapeDir) {
 	id, title := idHugeDir, "Huge directory"
 	if d.NlinkAnomaly {
 		id, title = idNlinkOverflow, "Directory past ext4's subdirectory link limit"
@@ -263,13 +291,13 @@ func (st *state) hugeDirFinding(r collectors.DirShapeRoot, d collectors.DirShape
 			names = append(names, fmt.Sprintf("%s (%s %s)", st.procName(w.PID, w.Comm), w.Use, w.Path))
 		}
 		b.WriteString("Processes with files or their working directory in it, likely writing there: " + listOf(names, 4) + ".")
-	} else if st.present["openfiles/processes.jsonl"] && st.writersDropped == 0 {
+	} else if st.present[layout.OpenFilesProcessesPath] && st.writersDropped == 0 {
 		b.WriteString("No process had a file open in it when the bundle was taken.")
 	}
 	f.Explanation = strings.TrimSpace(b.String())
-	f.Evidence = append(f.Evidence, Evidence{Path: "dirshape/shape.json", What: "the directory's shape (scanned root " + r.Path + ")", Record: d})
+	f.Evidence = append(f.Evidence, Evidence{Path: layout.ShapePath, What: "the directory's shape (scanned root " + r.Path + ")", Record: d})
 	if len(writers) > 0 {
-		ev := Evidence{Path: "openfiles/processes.jsonl", What: "processes with files or their working directory in the directory (line: their line in the file)"}
+		ev := Evidence{Path: layout.OpenFilesProcessesPath, What: "processes with files or their working directory in the directory (line: their line in the file)"}
 		if len(writers) > maxWritersInResult {
 			ev.More = len(writers) - maxWritersInResult
 			writers = writers[:maxWritersInResult]
@@ -290,7 +318,7 @@ func (st *state) hugeDirFinding(r collectors.DirShapeRoot, d collectors.DirShape
 // dir: host processes by path; processes in other namespaces by the
 // filesystem-relative path of their file (the mount's root plus the path
 // below its mount point), when it is on the scanned root's device.
-func (st *state) writersIn(r collectors.DirShapeRoot, dir string) []writerRec {
+func (st *state) writersIn(r layout.DirShapeRoot, dir string) []writerRec {
 	byID := map[nsMount]*mountRec{}
 	for i := range st.mounts {
 		m := &st.mounts[i]

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // FUSE: the daemon behind a mount, a connection whose daemon is gone, and the fusectl abort that works where fusectl is not mounted.
@@ -26,7 +26,7 @@ func fuseAbortFix(conn string) string {
 
 // fuseFixes are the remediation lines for a FUSE mount that hangs: abort
 // its connection, or unmount it lazily.
-func fuseFixes(ps []collectors.MountProbe, mp string) []string {
+func fuseFixes(ps []layout.MountProbe, mp string) []string {
 	var out []string
 	for _, p := range ps {
 		if p.FUSE != nil && p.Mountpoint == mp {
@@ -40,7 +40,7 @@ func fuseFixes(ps []collectors.MountProbe, mp string) []string {
 
 // fuseServer tells a FUSE daemon's thread waiting for requests (it sleeps
 // in FUSE code too, but serves the mount rather than waits on it).
-func fuseServer(t *collectors.Task) bool {
+func fuseServer(t *layout.Task) bool {
 	if strings.HasPrefix(t.Wchan, "fuse_dev_") {
 		return true
 	}
@@ -56,8 +56,8 @@ func fuseServer(t *collectors.Task) bool {
 // at once with ENOTCONN ("Transport endpoint is not connected"), e.g.
 // ceph-fuse mounts after the CSI plugin restarted (ceph-csi#792).
 func (st *state) deadFUSE() {
-	for _, ps := range st.probesByDevice(func(p collectors.MountProbe) bool {
-		return p.Result == collectors.ProbeError && (p.Errno == "ENOTCONN" || p.Errno == "ECONNABORTED") &&
+	for _, ps := range st.probesByDevice(func(p layout.MountProbe) bool {
+		return p.Result == layout.ProbeError && (p.Errno == "ENOTCONN" || p.Errno == "ECONNABORTED") &&
 			(p.Class == "fuse" || strings.HasPrefix(p.FSType, "fuse"))
 	}) {
 		dev, mps := ps[0].Dev, probeMountpoints(ps)
@@ -76,7 +76,7 @@ func (st *state) deadFUSE() {
 		}
 		var ms []mountRec
 		for _, p := range ps {
-			f.Evidence = append(f.Evidence, Evidence{Path: "mountprobe/probes.json", What: "the probe failed with " + p.Errno, Record: p})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.ProbesPath, What: "the probe failed with " + p.Errno, Record: p})
 			for _, ns := range p.Namespaces {
 				ms = append(ms, mountRec{NS: ns, ID: p.MountID})
 			}

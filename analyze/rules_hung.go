@@ -7,8 +7,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Incident 003: a leftover cephfs mount hung every stat(); the kubelet's
@@ -32,13 +31,75 @@ const (
 	idKernelHungTask  = "kernel-hung-task"
 )
 
+// What each finding of this file means, for docs/findings.md.
+var _ = document(
+	RuleDoc{
+		ID: "hung-mount", Severity: "critical",
+		Title:    "A mount does not answer",
+		Meaning:  "A stat or statfs of the mount did not return within the probe's deadline: every process that touches it (the kubelet's volume manager, `df`, a pod) blocks in the kernel. The finding joins the tasks stuck on it, the kubelet goroutines waiting on it and the kernel and kubelet log lines that go with it.",
+		Evidence: "`mountprobe/probes.json` (the probe, where it blocked), `processes/tasks.json` (tasks in D state and their kernel stacks), `kubelet/goroutine-debug2.txt`, `kubelet/healthz.txt`, the kernel log.",
+		Fix:      "Force-unmount it (`umount -f`, then `umount -l`; for FUSE `fusermount -uz`), fix what serves it (ceph monitors and MDS, the NFS server, the FUSE daemon), and restart the kubelet if its sync loop does not resume within a minute.",
+		Incident: "incident 003",
+	},
+	RuleDoc{
+		ID: "mount-not-probed", Severity: "info or warning",
+		Title:    "A mount not probed before its deadline",
+		Meaning:  "mountprobe ran out of time before reaching these mounts, so whether they answer is unknown. When the bundle shows processes waiting on that kind of filesystem, or dirshape timing out under it, the finding says so (warning): it probably hangs.",
+		Evidence: "`mountprobe/probes.json` (not reached), `processes/tasks.json`, `dirshape/shape.json`.",
+		Fix:      "Collect again with a longer `--timeout` or `--collector-timeout`, or `--only mountprobe`; check the mount by hand from a shell you can afford to lose (`timeout 5 stat -f MOUNT`).",
+	},
+	RuleDoc{
+		ID: "mount-probe-error", Severity: "warning",
+		Title:    "A mount answers with an error",
+		Meaning:  "The mount answers, but with an error such as ESTALE (stale NFS file handle) or EIO: it is reachable but broken, and pods using it get the same error.",
+		Evidence: "`mountprobe/probes.json`: the probe's error and its diagnosis.",
+		Fix:      "Unmount it (`umount -l MOUNT`) and let the pod that needs it mount it again (restart the pod).",
+	},
+	RuleDoc{
+		ID: "tasks-blocked-in-kernel", Severity: "info or warning",
+		Title:    "Tasks in uninterruptible sleep no hung mount explains",
+		Meaning:  "Tasks sleep in the kernel in D state, usually waiting for a disk or a network filesystem (info when they wait on local disk I/O, warning in a network filesystem's or FUSE's code). A few for a moment are normal under I/O load; the same tasks in several bundles, or kernel stacks in a filesystem or block driver, mean I/O that does not complete.",
+		Evidence: "`processes/tasks.json`: the tasks in D state with their kernel stacks and wait channels.",
+		Fix:      "Read the stacks: a filesystem or driver function names the culprit; check that device's or server's health (`dmesg`, `iostat -x 1`). A second bundle a minute later tells stuck from busy.",
+	},
+	RuleDoc{
+		ID: "ceph-session-lost", Severity: "warning",
+		Title:    "Ceph client lost its monitor session",
+		Meaning:  "The kernel's ceph client logged \"libceph: monN ... session lost\": the node lost its connection to a ceph monitor. cephfs and rbd I/O stalls until it reconnects, and mounts can hang.",
+		Evidence: "The kernel log (`journal/kernel.log`): the libceph lines.",
+		Fix:      "Check the network path to the ceph monitors and the cluster's health (`ceph -s`); a hung cephfs mount is reported as hung-mount with its own fix.",
+	},
+	RuleDoc{
+		ID: "nfs-server-not-responding", Severity: "warning",
+		Title:    "NFS server not responding",
+		Meaning:  "The kernel logged \"nfs: server ... not responding\": I/O to that server's mounts waits (hard mounts wait forever), and processes touching them hang in D state.",
+		Evidence: "The kernel log: the nfs lines, per server.",
+		Fix:      "Check the NFS server and the network to it; for volumes whose server may go away, consider the soft or timeo/retrans mount options.",
+	},
+	RuleDoc{
+		ID: "kernel-hung-task", Severity: "warning",
+		Title:    "The kernel reports hung tasks",
+		Meaning:  "The kernel's hung task detector logged \"INFO: task ... blocked for more than 120 seconds\": a task waited in D state that long, with its stack. When a hung mount explains it, the hung-mount finding carries these lines instead.",
+		Evidence: "The kernel log: the hung task reports and their stacks.",
+		Fix:      "Read the stack for the filesystem or driver it waits in, and check that device or server; see tasks-blocked-in-kernel.",
+	},
+	RuleDoc{
+		ID: "fuse-transport-not-connected", Severity: "critical",
+		Title:    "A FUSE mount whose daemon is gone",
+		Meaning:  "The mount is still in the mount table but nothing serves it: every stat, open or list fails at once with \"Transport endpoint is not connected\" (ENOTCONN). Pods using it see I/O errors and the kubelet cannot tear it down cleanly. A FUSE daemon such as ceph-fuse dies with the CSI node plugin that started it when the plugin is restarted or upgraded.",
+		Evidence: "`mountprobe/probes.json` (ENOTCONN), the mount table, the holders.",
+		Fix:      "Unmount it (`fusermount -uz MOUNT` or `umount -l MOUNT`), restart the FUSE daemon or the CSI node plugin that runs it, then restart the pods that use the volume.",
+		Incident: "ceph-csi#792",
+	},
+)
+
 // hungFS is one filesystem (device) whose probes hung.
 type hungFS struct {
 	dev    string
 	fstype string
 	source string
 	class  string
-	probes []collectors.MountProbe
+	probes []layout.MountProbe
 	// manifest hung_mounts entries for it (also when probes.json is
 	// missing).
 	items []bundle.HungItem
@@ -64,7 +125,7 @@ func ruleHungMounts(st *state) {
 	groups := map[string]*hungFS{}
 	var order []string
 	for _, p := range st.probes {
-		if p.Result != collectors.ProbeHung {
+		if p.Result != layout.ProbeHung {
 			continue
 		}
 		g := groups[p.Dev]
@@ -120,11 +181,11 @@ func ruleHungMounts(st *state) {
 // a wait by a mount: never "no mount hung" beside a hung mount, and never
 // silence about mounts the probe did not reach.
 func (st *state) hungContext() string {
-	hung := st.probeCounts[collectors.ProbeHung]
+	hung := st.probeCounts[layout.ProbeHung]
 	if hung == 0 && st.manifest != nil {
 		hung = len(st.manifest.HungMounts)
 	}
-	unfinished := st.probeCounts[collectors.ProbeUnfinished]
+	unfinished := st.probeCounts[layout.ProbeUnfinished]
 	switch {
 	case hung > 0 && unfinished > 0:
 		return fmt.Sprintf("%s hung (see the hung-mount findings) and %s not probed before mountprobe's deadline (see mount-not-probed); these tasks are not tied to any of them by the evidence.",
@@ -146,8 +207,8 @@ func (st *state) hungContext() string {
 // nodesnap's the mounts collector found.
 func (st *state) ownPIDs() map[int]bool {
 	own := st.selfPIDs()
-	var walk func(h *isolate.HangEvidence)
-	walk = func(h *isolate.HangEvidence) {
+	var walk func(h *layout.HangEvidence)
+	walk = func(h *layout.HangEvidence) {
 		if h == nil {
 			return
 		}
@@ -194,7 +255,7 @@ func fsMarkers(fstype, class string) []string {
 	return nil
 }
 
-func taskOn(t *collectors.Task, markers []string) bool {
+func taskOn(t *layout.Task, markers []string) bool {
 	for _, m := range markers {
 		if strings.Contains(t.Wchan, m) {
 			return true
@@ -209,7 +270,7 @@ func taskOn(t *collectors.Task, markers []string) bool {
 }
 
 // taskNames names tasks with their state and wait channel.
-func taskNames(ts []collectors.Task) []string {
+func taskNames(ts []layout.Task) []string {
 	var out []string
 	for _, t := range ts {
 		out = append(out, fmt.Sprintf("%s[%d] (state %s, wchan %s)", t.Comm, t.TID, t.State, orUnknown(t.Wchan)))
@@ -255,7 +316,7 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 			}
 		}
 	}
-	var waiting, possible []collectors.Task
+	var waiting, possible []layout.Task
 	var kubelet []string
 	for i := range st.tasks {
 		t := &st.tasks[i]
@@ -330,10 +391,10 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 
 	// Evidence.
 	for _, p := range g.probes {
-		f.Evidence = append(f.Evidence, Evidence{Path: "mountprobe/probes.json", What: "the probe that did not answer", Record: p})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.ProbesPath, What: "the probe that did not answer", Record: p})
 	}
 	if len(g.items) > 0 {
-		f.Evidence = append(f.Evidence, Evidence{Path: "manifest.json", What: "hung_mounts: where the probe's worker was blocked", Record: g.items})
+		f.Evidence = append(f.Evidence, Evidence{Path: bundle.ManifestName, What: "hung_mounts: where the probe's worker was blocked", Record: g.items})
 	}
 	var ms []mountRec
 	for _, p := range g.probes {
@@ -344,21 +405,21 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 	f.Evidence = append(f.Evidence, st.mountinfoEvidence(ms, "the mount in the mount table")...)
 	for _, m := range ms {
 		if h := st.mountHolders[nsMount{m.NS, m.ID}]; h != nil && len(h.Holders) > 0 {
-			f.Evidence = append(f.Evidence, Evidence{Path: "openfiles/holders.json", What: "processes with files, a working directory or a root on the mount", Record: h})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.HoldersPath, What: "processes with files, a working directory or a root on the mount", Record: h})
 		}
 	}
 	if len(waiting) > 0 {
-		f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "tasks waiting on the mount (kernel stack or wait channel in its filesystem's code)", Record: waiting})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.TasksPath, What: "tasks waiting on the mount (kernel stack or wait channel in its filesystem's code)", Record: waiting})
 	}
 	if len(possible) > 0 {
-		f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "tasks waiting in the same filesystem's code, on this or another hung mount of its kind", Record: possible})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.TasksPath, What: "tasks waiting in the same filesystem's code, on this or another hung mount of its kind", Record: possible})
 	}
 	if len(stuck) > 0 {
 		f.Evidence = append(f.Evidence, goroutineEvidence(stuck, "the kubelet's goroutines stuck in pod cleanup, and for how long")...)
 		st.kubeletExplained = true
 	}
 	if len(syncBad) > 0 {
-		f.Evidence = append(f.Evidence, Evidence{Path: "kubelet/healthz.txt", What: "the kubelet's failing health checks", Lines: syncBad})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.KubeletHealthzPath, What: "the kubelet's failing health checks", Lines: syncBad})
 		st.kubeletExplained = true
 	}
 	// Kernel and kubelet log lines about this filesystem.
@@ -455,8 +516,8 @@ func (st *state) claimAll(f *Finding, sig string) {
 // I/O error, device gone), one finding per filesystem.
 func (st *state) probeErrors() {
 	bad := map[string]bool{"ESTALE": true, "EIO": true, "ENODEV": true, "ENXIO": true, "EHOSTDOWN": true, "EHOSTUNREACH": true, "ETIMEDOUT": true, "ECONNREFUSED": true, "ECONNRESET": true}
-	for _, ps := range st.probesByDevice(func(p collectors.MountProbe) bool {
-		return p.Result == collectors.ProbeError && bad[p.Errno]
+	for _, ps := range st.probesByDevice(func(p layout.MountProbe) bool {
+		return p.Result == layout.ProbeError && bad[p.Errno]
 	}) {
 		dev, mps := ps[0].Dev, probeMountpoints(ps)
 		f := Finding{
@@ -468,7 +529,7 @@ func (st *state) probeErrors() {
 			Explanation: "The mount is reachable but broken: " + orUnknown(ps[0].Diagnosis) + ". Pods using it get the same error.",
 		}
 		for _, p := range ps {
-			f.Evidence = append(f.Evidence, Evidence{Path: "mountprobe/probes.json", What: "the probe's error", Record: p})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.ProbesPath, What: "the probe's error", Record: p})
 		}
 		var tokens []string
 		for _, mp := range mps {
@@ -485,7 +546,7 @@ func (st *state) probeErrors() {
 // blockedTasks reports tasks in uninterruptible sleep that no hung mount
 // explains.
 func (st *state) blockedTasks(own, used map[int]bool) {
-	var ts []collectors.Task
+	var ts []layout.Task
 	for _, t := range st.tasks {
 		if own[t.TID] || own[t.PID] || used[t.TID] || t.State != "D" {
 			continue
@@ -514,7 +575,7 @@ func (st *state) blockedTasks(own, used map[int]bool) {
 		Explanation: "These tasks sleep in the kernel and cannot be interrupted, usually waiting for a disk or a network filesystem. " +
 			"A few for a moment are normal under I/O load; the same tasks in several bundles, or kernel stacks in a filesystem or block driver, mean I/O that does not complete. " +
 			st.hungContext(),
-		Evidence: []Evidence{{Path: "processes/tasks.json", What: "the tasks in D state with their kernel stacks", Record: ts}},
+		Evidence: []Evidence{{Path: layout.TasksPath, What: "the tasks in D state with their kernel stacks", Record: ts}},
 		Remediation: []string{
 			"Read the stacks: a filesystem or driver function names the culprit; check that device's or server's health (dmesg, iostat -x 1).",
 			"Take a second bundle a minute later: tasks still in D with the same stack are stuck, not busy.",
@@ -537,9 +598,9 @@ func fsStack(stack []string) bool {
 
 // probesByDevice groups the probes keep accepts by filesystem (device),
 // in the order the devices first appear: one finding per filesystem.
-func (st *state) probesByDevice(keep func(collectors.MountProbe) bool) [][]collectors.MountProbe {
+func (st *state) probesByDevice(keep func(layout.MountProbe) bool) [][]layout.MountProbe {
 	idx := map[string]int{}
-	var groups [][]collectors.MountProbe
+	var groups [][]layout.MountProbe
 	for _, p := range st.probes {
 		if !keep(p) {
 			continue
@@ -555,7 +616,7 @@ func (st *state) probesByDevice(keep func(collectors.MountProbe) bool) [][]colle
 	return groups
 }
 
-func probeMountpoints(ps []collectors.MountProbe) []string {
+func probeMountpoints(ps []layout.MountProbe) []string {
 	mps := make([]string, 0, len(ps))
 	for _, p := range ps {
 		mps = append(mps, p.Mountpoint)
@@ -578,9 +639,9 @@ func (st *state) nfsProbeContext(host string) string {
 			continue
 		}
 		switch p.Result {
-		case collectors.ProbeUnfinished:
+		case layout.ProbeUnfinished:
 			notProbed = append(notProbed, p.Mountpoint)
-		case collectors.ProbeHung:
+		case layout.ProbeHung:
 			return "A mount of this server hung when the bundle was taken (see the hung-mount findings)."
 		}
 	}

@@ -3,6 +3,8 @@ package analyze
 import (
 	"fmt"
 	"strings"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // The kubelet's own view (incident 003): healthz "[-]syncloop failed", and
@@ -18,6 +20,31 @@ const (
 	idPLEG           = "kubelet-pleg-unhealthy"
 	maxGoroutineShow = 3
 	maxFrameLines    = 14
+)
+
+// What each finding of this file means, for docs/findings.md.
+var _ = document(
+	RuleDoc{
+		ID: "kubelet-syncloop-unhealthy", Severity: "critical",
+		Title:    "The kubelet's sync loop is stuck",
+		Meaning:  "The kubelet's healthz reports `[-]syncloop failed`: its main loop has not run for minutes, so pods are neither started nor cleaned up. When no hung mount explains it, the finding names the goroutines the loop waits on (often pod cleanup stuck on a volume).",
+		Evidence: "`kubelet/healthz.txt`, `kubelet/goroutine-debug2.txt` (the stuck goroutines), the kubelet log.",
+		Fix:      "Find what the stuck goroutines wait on (a mount, a runtime call) and fix that; then restart the kubelet (`systemctl restart kubelet`) if the loop does not resume.",
+	},
+	RuleDoc{
+		ID: "kubelet-healthz-failing", Severity: "warning",
+		Title:    "Other kubelet health checks failing",
+		Meaning:  "The kubelet's `/healthz?verbose` lists its internal checks; these fail. The node is marked NotReady if they keep failing.",
+		Evidence: "`kubelet/healthz.txt`: the failing checks.",
+		Fix:      "Read the kubelet's log around the time of the bundle (`journal/kubelet.log`) for the failing check's cause.",
+	},
+	RuleDoc{
+		ID: "kubelet-pleg-unhealthy", Severity: "warning",
+		Title:    "Kubelet PLEG is not healthy",
+		Meaning:  "The kubelet logged \"PLEG is not healthy\": its pod lifecycle event generator could not relist containers from the runtime in time, usually because the runtime is slow or stuck. The node goes NotReady if it lasts. A kubelet's first seconds, when PLEG has not relisted yet, are not a finding.",
+		Evidence: "The kubelet log: the PLEG lines.",
+		Fix:      "Check the container runtime (its goroutine dumps in `runtime/`, `crictl ps` on the node); restart it if it does not answer.",
+	},
 )
 
 // cleanupFuncs are the kubelet functions of pod cleanup.
@@ -182,7 +209,7 @@ func ruleKubelet(st *state) {
 			Title:       "Kubelet health checks failing",
 			Summary:     "the kubelet's healthz reports " + listOf(names, 3),
 			Explanation: "The kubelet's /healthz?verbose lists each internal check; these fail. The node is marked NotReady if they keep failing.",
-			Evidence:    []Evidence{{Path: "kubelet/healthz.txt", What: "the failing checks", Lines: other}},
+			Evidence:    []Evidence{{Path: layout.KubeletHealthzPath, What: "the failing checks", Lines: other}},
 			Remediation: []string{"Read the kubelet's log around the time of the bundle (journal/kubelet.log) for the failing check's cause."},
 		})
 	}
@@ -221,16 +248,16 @@ func (st *state) syncloopFinding(syncBad []Line, stuck []goroutine) {
 			"a path on a mount that hangs keeps it there forever (incident 003). " + st.hungContext()
 	}
 	if len(syncBad) > 0 {
-		f.Evidence = append(f.Evidence, Evidence{Path: "kubelet/healthz.txt", What: "the kubelet's failing health check", Lines: syncBad})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.KubeletHealthzPath, What: "the kubelet's failing health check", Lines: syncBad})
 	}
 	if earlier {
-		f.Evidence = append(f.Evidence, Evidence{Path: "kubelet/healthz.txt", What: "the kubelet's sync loop healthy at collection time", Lines: []Line{*st.syncloopOK()}})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.KubeletHealthzPath, What: "the kubelet's sync loop healthy at collection time", Lines: []Line{*st.syncloopOK()}})
 	}
 	f.Evidence = append(f.Evidence, goroutineEvidence(stuck, "the kubelet's goroutines in pod cleanup, and for how long")...)
 	for i := range st.tasks {
 		t := &st.tasks[i]
 		if strings.HasPrefix(t.Comm, "kubelet") && t.State == "D" {
-			f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "a kubelet thread in D state", Record: t})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.TasksPath, What: "a kubelet thread in D state", Record: t})
 		}
 	}
 	st.claimAll(&f, sigSyncLoop)

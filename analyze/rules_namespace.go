@@ -6,7 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Incident 002: an rbd device could not be unmapped (EBUSY) because a
@@ -20,6 +21,25 @@ import (
 const (
 	idHeldForeign  = "mount-held-in-foreign-namespace"
 	idSelfExcluded = "nodesnap-own-namespace-excluded"
+)
+
+// What each finding of this file means, for docs/findings.md.
+var _ = document(
+	RuleDoc{
+		ID: "mount-held-in-foreign-namespace", Severity: "warning",
+		Title:    "A mount held only outside the host's mount namespace",
+		Meaning:  "A device, or a kubelet or runtime mount, is mounted only in another process's mount namespace (a container that mounted the host's /var/lib with private propagation): the host has unmounted it, but it stays busy, so the volume cannot be detached or removed (EBUSY) until that namespace lets go.",
+		Evidence: "`mounts/mounts.json` (device to namespaces, processes and mountpoints), `mounts/ns/*.mountinfo`, `openfiles/holders.json`.",
+		Fix:      "Restart, or stop, the process that holds the namespace (named in the finding), or unmount the path inside it (`nsenter -t PID -m umount PATH`); mount host paths into containers with rslave or rshared propagation.",
+		Incident: "incident 002, moby#22260",
+	},
+	RuleDoc{
+		ID: "nodesnap-own-namespace-excluded", Severity: "info",
+		Title:    "nodesnap ran in a mount namespace of its own",
+		Meaning:  "nodesnap ran in a pod or container with its own mount namespace; that namespace and its processes are left out of the holder analysis, so nodesnap never reports itself as the holder of a mount.",
+		Evidence: "`manifest.json` (`self`) and the mounts collector's notes.",
+		Fix:      "Nothing: it is context.",
+	},
 )
 
 // volumeSigs are the log signatures of a volume or device that will not go
@@ -48,7 +68,7 @@ func ruleHeldMounts(st *state) {
 				c.Namespaces = kept
 				if !heldCandidate(&c.MountDevice) || len(kept) == 0 {
 					excluded++
-					if len(st.selfOnlyDevs) < collectors.MaxExcludedDevices {
+					if len(st.selfOnlyDevs) < layout.MaxExcludedDevices {
 						st.selfOnlyDevs = append(st.selfOnlyDevs, d.Dev)
 					}
 					continue
@@ -79,16 +99,16 @@ func (st *state) selfNamespaces() map[uint64]string {
 	}
 	if st.manifest != nil && st.manifest.Self != nil {
 		if ns := st.manifest.Self.MountNamespace; ns != 0 && out[ns] == "" {
-			out[ns] = collectors.NodesnapOwn
+			out[ns] = layout.NodesnapOwn
 		}
 	}
 	if st.selfMounts != nil {
 		if ns := st.selfMounts.MountNamespace; ns != 0 && out[ns] == "" {
-			out[ns] = collectors.NodesnapOwn
+			out[ns] = layout.NodesnapOwn
 		}
 		for _, ns := range st.selfMounts.Namespaces {
 			if out[ns] == "" {
-				out[ns] = collectors.NodesnapPod
+				out[ns] = layout.NodesnapPod
 			}
 		}
 	}
@@ -118,7 +138,7 @@ func (st *state) selfExcludedFinding(self map[uint64]string) {
 	var own []string
 	pods := 0
 	for _, ns := range sortedNS(self) {
-		if self[ns] == collectors.NodesnapOwn {
+		if self[ns] == layout.NodesnapOwn {
 			own = append(own, strconv.FormatUint(ns, 10))
 		} else {
 			pods++
@@ -149,13 +169,13 @@ func (st *state) selfExcludedFinding(self map[uint64]string) {
 			"mounted without propagation, that copy holds every mount the node had when the pod started, until the pod is deleted.",
 	}
 	if st.selfMounts != nil {
-		f.Evidence = append(f.Evidence, Evidence{Path: "mounts/mounts.json", What: "nodesnap itself in the mount index", Record: st.selfMounts})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.MountsPath, What: "nodesnap itself in the mount index", Record: st.selfMounts})
 	}
 	if m := st.manifest; m != nil && m.Self != nil {
-		f.Evidence = append(f.Evidence, Evidence{Path: "manifest.json", What: "who nodesnap was", Record: m.Self})
+		f.Evidence = append(f.Evidence, Evidence{Path: bundle.ManifestName, What: "who nodesnap was", Record: m.Self})
 	}
 	if len(st.selfOnlyDevs) > 0 {
-		f.Evidence = append(f.Evidence, Evidence{Path: "mounts/mounts.json", What: "devices mounted outside the host's namespace only in nodesnap's", Record: st.selfOnlyDevs})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.MountsPath, What: "devices mounted outside the host's namespace only in nodesnap's", Record: st.selfOnlyDevs})
 	}
 	f.Remediation = []string{"Delete nodesnap's pod once its bundle is copied out (kubectl debug leaves its pod behind too): until then its mount namespace holds what it was given."}
 	st.add(f)
@@ -175,7 +195,7 @@ func sortedNS(m map[uint64]string) []uint64 {
 // root, its /dev tmpfs, its secrets) and a systemd service's private /tmp
 // live only in its namespace by design; a block device, or a copy of a
 // kubelet or runtime path, does not.
-func heldCandidate(d *collectors.MountDevice) bool {
+func heldCandidate(d *layout.MountDevice) bool {
 	if !d.OnlyOutsideHostNamespace {
 		return false
 	}
@@ -252,12 +272,12 @@ func (st *state) heldFinding(d *deviceRec, mounts []mountRec, block bool) {
 	}
 	f.Explanation = b.String()
 
-	f.Evidence = append(f.Evidence, Evidence{Path: "mounts/mounts.json", What: "the device index: mounted only outside the host's namespace, and by whom", Record: d.MountDevice})
+	f.Evidence = append(f.Evidence, Evidence{Path: layout.MountsPath, What: "the device index: mounted only outside the host's namespace, and by whom", Record: d.MountDevice})
 	f.Evidence = append(f.Evidence, st.mountinfoEvidence(mounts, "the mount in that namespace's mount table")...)
 	if h := st.devHolders[d.Dev]; h != nil {
-		f.Evidence = append(f.Evidence, Evidence{Path: "openfiles/holders.json", What: "open files and kernel threads on the device", Record: h})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.HoldersPath, What: "open files and kernel threads on the device", Record: h})
 	} else if len(kthreads) > 0 {
-		f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "kernel threads named after the device", Record: kthreads})
+		f.Evidence = append(f.Evidence, Evidence{Path: layout.TasksPath, What: "kernel threads named after the device", Record: kthreads})
 	}
 	f.Evidence = append(f.Evidence, st.processEvidence(pids, "the processes in the namespace that holds the mount")...)
 
@@ -334,7 +354,7 @@ func shellQuote(s string) string {
 }
 
 // withoutSelf drops nodesnap's own processes from a list of holders.
-func (st *state) withoutSelf(hs []collectors.FileHolder) []collectors.FileHolder {
+func (st *state) withoutSelf(hs []layout.FileHolder) []layout.FileHolder {
 	self := st.selfPIDs()
 	if len(self) == 0 {
 		return hs

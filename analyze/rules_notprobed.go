@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Mounts whose probe could not run: what the bundle holds instead (kernel stacks in that filesystem's code, the kubelet's threads).
@@ -16,8 +16,8 @@ import (
 // listed together as unknown.
 func (st *state) notProbed(own, used map[int]bool) {
 	var unknown []string
-	var unknownRecs []collectors.MountProbe
-	for _, ps := range st.probesByDevice(func(p collectors.MountProbe) bool { return p.Result == collectors.ProbeUnfinished }) {
+	var unknownRecs []layout.MountProbe
+	for _, ps := range st.probesByDevice(func(p layout.MountProbe) bool { return p.Result == layout.ProbeUnfinished }) {
 		p0 := ps[0]
 		mps := probeMountpoints(ps)
 		markers := fsMarkers(p0.FSType, p0.Class)
@@ -35,7 +35,7 @@ func (st *state) notProbed(own, used map[int]bool) {
 				}
 			}
 		}
-		var direct, sameKind []collectors.Task
+		var direct, sameKind []layout.Task
 		if len(markers) > 0 {
 			for i := range st.tasks {
 				t := &st.tasks[i]
@@ -56,7 +56,7 @@ func (st *state) notProbed(own, used map[int]bool) {
 				}
 			}
 		}
-		var shape []collectors.DirShapeRoot
+		var shape []layout.DirShapeRoot
 		if st.shape != nil {
 			// dirshape names host paths; a probe in nodesnap's own
 			// namespace names them with the --root prefix.
@@ -67,7 +67,7 @@ func (st *state) notProbed(own, used map[int]bool) {
 				}
 			}
 			for _, r := range st.shape.Roots {
-				if r.Status != collectors.DirShapeHung {
+				if r.Status != layout.DirShapeHung {
 					continue
 				}
 				for _, mp := range hostMps {
@@ -116,16 +116,16 @@ func (st *state) notProbed(own, used map[int]bool) {
 		b.WriteString("Collect again with a larger mountprobe timeout (--timeout-mountprobe or --mountprobe-first PATH) to measure it.")
 		f.Explanation = b.String()
 		for _, p := range ps {
-			f.Evidence = append(f.Evidence, Evidence{Path: "mountprobe/probes.json", What: "the mount the probe did not reach", Record: p})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.ProbesPath, What: "the mount the probe did not reach", Record: p})
 		}
 		if len(shape) > 0 {
-			f.Evidence = append(f.Evidence, Evidence{Path: "dirshape/shape.json", What: "dirshape's scan of the same path did not answer", Record: shape})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.ShapePath, What: "dirshape's scan of the same path did not answer", Record: shape})
 		}
 		if len(direct) > 0 {
-			f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "tasks sleeping in the filesystem's code on this mount (kernel stack or wait channel)", Record: direct})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.TasksPath, What: "tasks sleeping in the filesystem's code on this mount (kernel stack or wait channel)", Record: direct})
 		}
 		if len(sameKind) > 0 {
-			f.Evidence = append(f.Evidence, Evidence{Path: "processes/tasks.json", What: "tasks sleeping in the same filesystem's code, on this or another mount of its kind", Record: sameKind})
+			f.Evidence = append(f.Evidence, Evidence{Path: layout.TasksPath, What: "tasks sleeping in the same filesystem's code, on this or another mount of its kind", Record: sameKind})
 		}
 		fuse := strings.HasPrefix(p0.FSType, "fuse") || p0.Class == "fuse"
 		for _, mp := range mps {
@@ -144,7 +144,7 @@ func (st *state) notProbed(own, used map[int]bool) {
 			Summary: fmt.Sprintf("%s not probed before mountprobe's deadline: %s", plural(len(unknown), "mount was", "mounts were"), listOf(unknown, 3)),
 			Explanation: "mountprobe ran out of time before it reached these mounts, usually because many others hung first; nothing else in the bundle " +
 				"(tasks in their filesystems' code, dirshape) says they hang, but their state is unknown.",
-			Evidence:    []Evidence{{Path: "mountprobe/probes.json", What: "the mounts the probe did not reach", Record: unknownRecs}},
+			Evidence:    []Evidence{{Path: layout.ProbesPath, What: "the mounts the probe did not reach", Record: unknownRecs}},
 			Remediation: []string{"Collect again with a larger mountprobe timeout (--timeout-mountprobe) if these mounts matter."},
 		})
 	}

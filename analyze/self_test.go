@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 )
 
@@ -42,11 +43,11 @@ func withSelf(t *testing.T, ns uint64, marked bool) map[string][]byte {
 	if !marked {
 		return files
 	}
-	var rep collectors.MountsReport
+	var rep layout.MountsReport
 	if err := json.Unmarshal(files["mounts/mounts.json"], &rep); err != nil {
 		t.Fatal(err)
 	}
-	rep.Nodesnap = &collectors.MountsSelf{MountNamespace: ns, Namespaces: []uint64{ns}, SupervisorPID: 21839, PIDs: []int{21839}}
+	rep.Nodesnap = &layout.MountsSelf{MountNamespace: ns, Namespaces: []uint64{ns}, SupervisorPID: 21839, PIDs: []int{21839}}
 	collectors.MarkNodesnapNamespaces(&rep)
 	b, err := json.Marshal(&rep)
 	if err != nil {
@@ -93,7 +94,7 @@ func TestSelfOnHostExcludesNothing(t *testing.T) {
 // flagged, naming only the other.
 func TestSelfAndRealHolder(t *testing.T) {
 	files := fixture(t, inc002)
-	var rep collectors.MountsReport
+	var rep layout.MountsReport
 	if err := json.Unmarshal(files["mounts/mounts.json"], &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -102,11 +103,11 @@ func TestSelfAndRealHolder(t *testing.T) {
 		d := &rep.Devices[i]
 		if d.Dev == inc002Dev {
 			own := d.Namespaces[0]
-			own.Namespace, own.Processes = selfNS, []collectors.NamespaceProcess{{PID: 777, Comm: "nodesnap", Threads: 1}}
+			own.Namespace, own.Processes = selfNS, []layout.NamespaceProcess{{PID: 777, Comm: "nodesnap", Threads: 1}}
 			d.Namespaces = append(d.Namespaces, own)
 		}
 	}
-	rep.Nodesnap = &collectors.MountsSelf{MountNamespace: selfNS, Namespaces: []uint64{selfNS}, SupervisorPID: 777, PIDs: []int{777}}
+	rep.Nodesnap = &layout.MountsSelf{MountNamespace: selfNS, Namespaces: []uint64{selfNS}, SupervisorPID: 777, PIDs: []int{777}}
 	collectors.MarkNodesnapNamespaces(&rep)
 	b, _ := json.Marshal(&rep)
 	files["mounts/mounts.json"] = b
@@ -127,7 +128,7 @@ func TestSelfIsNotTheWriter(t *testing.T) {
 	if err := json.Unmarshal(files["mounts/mounts.json"], &rep); err != nil {
 		t.Fatal(err)
 	}
-	rep["nodesnap"], _ = json.Marshal(collectors.MountsSelf{Namespaces: []uint64{}, SupervisorPID: 31336, PIDs: []int{31336, 31337}})
+	rep["nodesnap"], _ = json.Marshal(layout.MountsSelf{Namespaces: []uint64{}, SupervisorPID: 31336, PIDs: []int{31336, 31337}})
 	files["mounts/mounts.json"], _ = json.Marshal(rep)
 	r := analyzeFiles(t, files)
 	only(t, r, "ext4-nlink-overflow")

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // state is what the readers keep of a bundle for the rules: compact facts,
@@ -19,15 +19,20 @@ type state struct {
 	manifest   *bundle.Manifest
 	present    map[string]bool
 	unreadable []unreadable
-	filesRead  int
-	bytesRead  int64
+	// truncated says where the archive ended early, if it did.
+	truncated *bundle.TruncatedError
+	// names are the entries read (a truncated bundle's missing files are
+	// the manifest's others).
+	names     map[string]bool
+	filesRead int
+	bytesRead int64
 
 	// processes/tasks.json
 	tasksSeen    bool
 	procs        map[int]*procInfo
-	tasks        []collectors.Task // D state, or waiting in a filesystem
+	tasks        []layout.Task // D state, or waiting in a filesystem
 	tasksDropped int
-	kthreads     []collectors.KernelThreadRef
+	kthreads     []layout.KernelThreadRef
 
 	// mounts/mounts.json and mounts/ns/*.mountinfo
 	mountsSeen     bool
@@ -42,27 +47,27 @@ type state struct {
 	mountinfoBytes int
 	// nodesnap itself: its namespaces (from mounts.json) and the devices
 	// the collector found held only there.
-	selfMounts   *collectors.MountsSelf
+	selfMounts   *layout.MountsSelf
 	selfNS       map[uint64]string
 	selfOnlyDevs []string
 	selfOnlyN    int
 
 	// openfiles
 	holdersSeen    bool
-	devHolders     map[string]*collectors.DeviceHolders
-	mountHolders   map[nsMount]*collectors.MountHolders
+	devHolders     map[string]*layout.DeviceHolders
+	mountHolders   map[nsMount]*layout.MountHolders
 	writers        []writerRec
 	writerSeen     map[writerKey]bool
 	writersDropped int
 
 	// mountprobe
 	probesSeen  bool
-	probes      []collectors.MountProbe // every probe not ok
+	probes      []layout.MountProbe // every probe not ok
 	probeCounts map[string]int
 
 	// dirshape, csi
-	shape *collectors.DirShapeReport
-	csi   *collectors.CSIInventory
+	shape *layout.DirShapeReport
+	csi   *layout.CSIInventory
 
 	// kubelet
 	healthz    []Line
@@ -95,14 +100,15 @@ type unreadable struct {
 func newState() *state {
 	return &state{
 		present:        map[string]bool{},
+		names:          map[string]bool{},
 		procs:          map[int]*procInfo{},
 		nsInfo:         map[uint64]*nsInfo{},
 		selfNS:         map[uint64]string{},
 		devices:        map[string]*deviceRec{},
 		mountinfoPath:  map[uint64]string{},
 		mountinfoLines: map[nsMount]Line{},
-		devHolders:     map[string]*collectors.DeviceHolders{},
-		mountHolders:   map[nsMount]*collectors.MountHolders{},
+		devHolders:     map[string]*layout.DeviceHolders{},
+		mountHolders:   map[nsMount]*layout.MountHolders{},
 		writerSeen:     map[writerKey]bool{},
 		probeCounts:    map[string]int{},
 		pods:           map[string]podRec{},
@@ -150,11 +156,11 @@ type mountRec struct {
 
 // nsInfo is one mount namespace: some of its processes.
 type nsInfo struct {
-	Inode        uint64                        `json:"inode"`
-	Host         bool                          `json:"host"`
-	ProcessCount int                           `json:"process_count"`
-	Processes    []collectors.NamespaceProcess `json:"processes"`
-	Mountinfo    string                        `json:"mountinfo,omitempty"`
+	Inode        uint64                    `json:"inode"`
+	Host         bool                      `json:"host"`
+	ProcessCount int                       `json:"process_count"`
+	Processes    []layout.NamespaceProcess `json:"processes"`
+	Mountinfo    string                    `json:"mountinfo,omitempty"`
 	// Nodesnap is "own" or "pod" for nodesnap's own namespaces.
 	Nodesnap string `json:"nodesnap,omitempty"`
 }
@@ -164,7 +170,7 @@ const maxNSProcesses = 16
 
 // deviceRec is one device of the mount index.
 type deviceRec struct {
-	collectors.MountDevice
+	layout.MountDevice
 }
 
 // podRec is one pod the kubelet knows.
@@ -378,7 +384,7 @@ func (st *state) runRule(r rule) {
 			st.add(Finding{ID: idInternalError, Severity: Info, Title: "A rule failed", Subject: r.name,
 				Summary:     fmt.Sprintf("rule %s stopped with an internal error: %v", r.name, p),
 				Explanation: "This is a bug in nodesnap analyze; the other rules ran. Please report it with the bundle if you can share it.",
-				Evidence:    []Evidence{{Path: "manifest.json", What: firstLines(string(debug.Stack()), 16)}}})
+				Evidence:    []Evidence{{Path: bundle.ManifestName, What: firstLines(string(debug.Stack()), 16)}}})
 		}
 	}()
 	r.run(st)
@@ -386,6 +392,17 @@ func (st *state) runRule(r rule) {
 
 // idInternalError is the finding of a rule that panicked.
 const idInternalError = "analyze-internal-error"
+
+// What each finding of this file means, for docs/findings.md.
+var _ = document(
+	RuleDoc{
+		ID: "analyze-internal-error", Severity: "info",
+		Title:    "A rule failed",
+		Meaning:  "A rule of nodesnap analyze stopped with an internal error (a bug meeting data nobody foresaw); the other rules ran.",
+		Evidence: "The rule's name and stack.",
+		Fix:      "Report it to nodesnap with the bundle if you can share it.",
+	},
+)
 
 // rule is one family of findings.
 type rule struct {

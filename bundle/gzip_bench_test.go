@@ -6,7 +6,8 @@ import (
 	"io"
 	"testing"
 
-	"github.com/mholt/archives"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/pgzip"
 )
 
 // BenchmarkGzipSmall backs bundle.Write's choice of one goroutine below
@@ -21,12 +22,17 @@ func BenchmarkGzipSmall(b *testing.B) {
 	}
 	for _, mt := range []bool{true, false} {
 		b.Run(fmt.Sprintf("multithreaded=%v", mt), func(b *testing.B) {
-			gz := archives.Gz{Multithreaded: mt}
 			var size int
 			b.SetBytes(int64(data.Len()))
 			for b.Loop() {
 				var out bytes.Buffer
-				w, err := gz.OpenWriter(&out)
+				var w io.WriteCloser
+				var err error
+				if mt {
+					w, err = pgzip.NewWriterLevel(&out, pgzip.DefaultCompression)
+				} else {
+					w, err = gzip.NewWriterLevel(&out, gzip.DefaultCompression)
+				}
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -6,7 +6,7 @@ package bundle
 import (
 	"time"
 
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // SchemaVersion of manifest.json this code writes and reads.
@@ -129,19 +129,19 @@ const (
 
 // CollectorResult is one collector's account.
 type CollectorResult struct {
-	Name            string                `json:"name"`
-	Status          string                `json:"status"`
-	StartedAt       *time.Time            `json:"started_at,omitempty"`
-	DurationSeconds float64               `json:"duration_seconds"`
-	TimeoutSeconds  float64               `json:"timeout_seconds"`
-	Error           string                `json:"error,omitempty"`
-	Notes           []string              `json:"notes,omitempty"`
-	ExitCode        *int                  `json:"exit_code,omitempty"`
-	Stderr          string                `json:"stderr,omitempty"`
-	HangEvidence    *isolate.HangEvidence `json:"hang_evidence,omitempty"`
-	HungItems       []HungItem            `json:"hung_items,omitempty"`
-	MaxRSSKiB       int64                 `json:"max_rss_kib,omitempty"`
-	Files           []string              `json:"files"`
+	Name            string               `json:"name"`
+	Status          string               `json:"status"`
+	StartedAt       *time.Time           `json:"started_at,omitempty"`
+	DurationSeconds float64              `json:"duration_seconds"`
+	TimeoutSeconds  float64              `json:"timeout_seconds"`
+	Error           string               `json:"error,omitempty"`
+	Notes           []string             `json:"notes,omitempty"`
+	ExitCode        *int                 `json:"exit_code,omitempty"`
+	Stderr          string               `json:"stderr,omitempty"`
+	HangEvidence    *layout.HangEvidence `json:"hang_evidence,omitempty"`
+	HungItems       []HungItem           `json:"hung_items,omitempty"`
+	MaxRSSKiB       int64                `json:"max_rss_kib,omitempty"`
+	Files           []string             `json:"files"`
 	// Remedies name evidence the collector could not gather for want of
 	// something the operator can give (a credential), and how to give it.
 	Remedies []Remedy `json:"remedies,omitempty"`
@@ -161,10 +161,10 @@ type Remedy struct {
 // HungItem is one operation (a probe of a mount, a command) that missed its
 // deadline, with where it was blocked.
 type HungItem struct {
-	Op        string                `json:"op"`
-	Target    string                `json:"target"`
-	Collector string                `json:"collector,omitempty"`
-	Evidence  *isolate.HangEvidence `json:"evidence,omitempty"`
+	Op        string               `json:"op"`
+	Target    string               `json:"target"`
+	Collector string               `json:"collector,omitempty"`
+	Evidence  *layout.HangEvidence `json:"evidence,omitempty"`
 }
 
 // File kinds.

@@ -13,8 +13,6 @@ import (
 	"os"
 	"path"
 	"strings"
-
-	"github.com/mholt/archives"
 )
 
 // Limits protect readers of untrusted bundles.
@@ -46,8 +44,16 @@ type Entry struct {
 // Walk reads a bundle from path, calling fn for each entry in order. It
 // never writes to disk. It refuses (with an error wrapping ErrUnsafe)
 // entries that are not regular files, names that are absolute, contain
-// "..", or repeat, and sizes beyond the limits.
+// "..", or repeat, and sizes beyond the limits. An archive that ends early
+// (a half-uploaded attachment) ends the walk with a *TruncatedError after
+// every entry before the cut was given to fn.
+//
+// p may also be a directory holding an extracted bundle (walkDir): the
+// same entries, the same refusals.
 func Walk(ctx context.Context, p string, lim Limits, fn func(Entry) error) error {
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return walkDir(ctx, p, lim, fn)
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return fmt.Errorf("opening the bundle: %w", err)
@@ -70,31 +76,27 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	magic, _ := br.Peek(len(ageArmor))
-	var af archives.CompressedArchive
-	switch {
-	case bytes.HasPrefix(magic, []byte(ageMagic)), bytes.HasPrefix(magic, []byte(ageArmor)):
+	if bytes.HasPrefix(magic, []byte(ageMagic)) || bytes.HasPrefix(magic, []byte(ageArmor)) {
 		return ErrEncrypted
-	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
-		// Single-threaded for reading untrusted input: the parallel
-		// reader reads ahead into large buffers per stream.
-		af = archives.CompressedArchive{Compression: archives.Gz{}, Extraction: archives.Tar{}}
-	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		af, _ = Format(Zstd)
-	default:
-		return fmt.Errorf("%w: not a gzip or zstd compressed tar archive", ErrUnsafe)
 	}
+	dec, err := newDecompressor(magic, br)
+	if err != nil {
+		if errors.Is(err, ErrUnsafe) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ErrUnsafe, cleanArchiveErr(err))
+	}
+	defer dec.Close()
+	tr := tar.NewReader(dec)
 	seen := map[string]bool{}
 	var total int64
 	count := 0
+	last := "" // the last entry read whole
 	// top is the directory every entry sits in ("name/"), known from the
 	// first entry, manifest.json; "" for bundles written before there was
 	// one, whose entries sit at the root.
 	top := ""
-	err := af.Extract(ctx, br, func(ctx context.Context, fi archives.FileInfo) error {
-		hdr, _ := fi.Header.(*tar.Header)
-		if hdr == nil {
-			return fmt.Errorf("%w: entry without a tar header", ErrUnsafe)
-		}
+	entry := func(hdr *tar.Header) error {
 		name, err := safeName(hdr.Name)
 		if err != nil {
 			return err
@@ -135,27 +137,62 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 			return fmt.Errorf("%w: the bundle decompresses to more than %d bytes", ErrUnsafe, lim.MaxTotalBytes)
 		}
 		total += hdr.Size
-		rc, err := fi.Open()
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
 		// tar.Reader already stops at hdr.Size; the counter makes a short
 		// entry (truncated archive) visible.
-		cr := &countReader{r: rc}
-		if err := fn(Entry{Name: name, Size: hdr.Size, Reader: cr}); err != nil {
-			return err
+		cr := &countReader{r: tr}
+		ferr := fn(Entry{Name: name, Size: hdr.Size, Reader: cr})
+		if ferr == nil {
+			// Drain what fn left, so the checks below see the whole entry.
+			_, ferr = io.Copy(io.Discard, cr)
+			if ferr != nil {
+				ferr = fmt.Errorf("%w: reading entry %q: %w", ErrUnsafe, name, cleanArchiveErr(ferr))
+			}
 		}
-		// Drain what fn left, so the checks below see the whole entry.
-		if _, err := io.Copy(io.Discard, cr); err != nil {
-			return fmt.Errorf("%w: reading entry %q: %w", ErrUnsafe, name, err)
+		// The archive's own end comes before whatever fn made of it: a
+		// reader that choked on the cut data is not the story.
+		if cr.err != nil && isCut(cr.err) {
+			return &TruncatedError{Entry: name, Read: cr.n, Size: hdr.Size, Complete: count - 1, After: last}
+		}
+		if ferr != nil {
+			return ferr
 		}
 		if cr.n != hdr.Size {
-			return fmt.Errorf("%w: entry %q is cut short (%d of %d bytes)", ErrUnsafe, name, cr.n, hdr.Size)
+			return &TruncatedError{Entry: name, Read: cr.n, Size: hdr.Size, Complete: count - 1, After: last}
 		}
+		last = name
 		return nil
-	})
+	}
+	for {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		var hdr *tar.Header
+		hdr, err = tr.Next()
+		if errors.Is(err, io.EOF) {
+			err = nil
+			break
+		}
+		if err != nil {
+			break
+		}
+		if hdr.Typeflag == tar.TypeXGlobalHeader {
+			// A pax global header (git archive writes one) holds no file.
+			continue
+		}
+		if err = entry(hdr); err != nil {
+			break
+		}
+	}
 	if err != nil {
+		var te *TruncatedError
+		if errors.As(err, &te) {
+			return te
+		}
+		if isCut(err) && ctx.Err() == nil {
+			// Cut between two entries (inside a tar header or the
+			// compressed stream's end).
+			return &TruncatedError{Complete: count, After: last}
+		}
 		if errors.Is(err, ErrUnsafe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
@@ -195,14 +232,55 @@ func cleanArchiveErr(err error) error {
 }
 
 type countReader struct {
-	r io.Reader
-	n int64
+	r   io.Reader
+	n   int64
+	err error // the first error other than io.EOF
 }
 
 func (c *countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if err != nil && err != io.EOF && c.err == nil {
+		c.err = err
+	}
 	return n, err
+}
+
+// ErrTruncated is wrapped by a *TruncatedError.
+var ErrTruncated = errors.New("the bundle is truncated")
+
+// TruncatedError says where an archive ended early: a bundle cut by an
+// interrupted copy or upload. Every entry before the cut was read whole
+// and given to the walk's callback. It wraps ErrTruncated and, for every
+// reader that does not handle half-bundles, ErrUnsafe.
+type TruncatedError struct {
+	// Entry is the entry the data ended in, with Read of its Size bytes;
+	// empty when the archive ended between two entries.
+	Entry string `json:"entry,omitempty"`
+	Read  int64  `json:"read,omitempty"`
+	Size  int64  `json:"size,omitempty"`
+	// Complete counts the entries read whole; After is the last of them.
+	Complete int    `json:"complete_entries"`
+	After    string `json:"after,omitempty"`
+}
+
+func (e *TruncatedError) Error() string {
+	switch {
+	case e.Entry != "":
+		return fmt.Sprintf("the bundle is truncated at entry %q (%d of its %d bytes present; %d entries before it read whole)",
+			e.Entry, e.Read, e.Size, e.Complete)
+	case e.After != "":
+		return fmt.Sprintf("the bundle is truncated after entry %q (%d entries read whole; unexpected end of data)", e.After, e.Complete)
+	}
+	return "the bundle is truncated before its first entry, manifest.json, is whole (unexpected end of data): nothing in it can be read"
+}
+
+// Is makes errors.Is(err, ErrTruncated) and errors.Is(err, ErrUnsafe) true.
+func (e *TruncatedError) Is(target error) bool { return target == ErrTruncated || target == ErrUnsafe }
+
+// isCut reports whether a read error means the data ended early.
+func isCut(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 func safeName(name string) (string, error) {

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -11,33 +12,14 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/mholt/archives"
 	"golang.org/x/sys/unix"
 )
-
-// Compression formats.
-const (
-	Gzip = "tar.gz"
-	Zstd = "tar.zst"
-)
-
-// Format returns the archives format for a compression name.
-func Format(name string) (archives.CompressedArchive, error) {
-	switch name {
-	case Gzip, "":
-		return archives.CompressedArchive{Compression: archives.Gz{Multithreaded: true}, Archival: archives.Tar{NumericUIDGID: true}, Extraction: archives.Tar{}}, nil
-	case Zstd:
-		return archives.CompressedArchive{Compression: archives.Zstd{}, Archival: archives.Tar{NumericUIDGID: true}, Extraction: archives.Tar{}}, nil
-	}
-	return archives.CompressedArchive{}, fmt.Errorf("unknown bundle format %q (want %s or %s)", name, Gzip, Zstd)
-}
 
 // parallelGzipMin is the uncompressed size from which a gzip bundle is
 // compressed on several goroutines.
@@ -76,7 +58,7 @@ func Write(ctx context.Context, out, format string, m *Manifest, staging string,
 
 // WriteWith is Write with options.
 func WriteWith(ctx context.Context, out, format string, m *Manifest, staging string, mtime time.Time, o WriteOptions) (w Written, err error) {
-	af, err := Format(format)
+	format, err = Format(format)
 	if err != nil {
 		return w, err
 	}
@@ -85,19 +67,9 @@ func WriteWith(ctx context.Context, out, format string, m *Manifest, staging str
 		return w, fmt.Errorf("encoding the manifest: %w", err)
 	}
 	mj = append(mj, '\n')
-	top := TopDir(filepath.Base(out)) + "/"
-	files := []archives.FileInfo{memFile(top+ManifestName, mj, mtime)}
 	total := int64(len(mj))
 	for _, fe := range m.Files {
-		files = append(files, diskFile(top+fe.Path, filepath.Join(staging, filepath.FromSlash(fe.Path)), fe.Size, mtime))
 		total += fe.Size
-	}
-	if gz, ok := af.Compression.(archives.Gz); ok && total < parallelGzipMin {
-		// pgzip compresses 1 MiB blocks on separate goroutines: below a
-		// few blocks its setup costs more than it saves
-		// (BenchmarkGzipSmall: 0.82x the time at 870 KiB).
-		gz.Multithreaded = false
-		af.Compression = gz
 	}
 
 	tmp, f, err := createTemp(out)
@@ -120,10 +92,11 @@ func WriteWith(ctx context.Context, out, format string, m *Manifest, staging str
 		}
 		sink = enc
 	}
-	// archives ignores the errors of the compressor's and tar writer's
-	// Close; errWriter remembers the first write error so a full disk at
-	// the very end is still caught.
-	if err = af.Archive(ctx, sink, files); err != nil {
+	// pgzip compresses 1 MiB blocks on separate goroutines: below a few
+	// blocks its setup costs more than it saves (BenchmarkGzipSmall: 0.82x
+	// the time at 870 KiB).
+	top := TopDir(filepath.Base(out)) + "/"
+	if err = writeArchive(ctx, sink, format, total >= parallelGzipMin, top, mj, m.Files, staging, mtime); err != nil {
 		return w, wrapSpace(fmt.Errorf("writing the bundle: %w", err))
 	}
 	if enc != nil {
@@ -153,6 +126,57 @@ func WriteWith(ctx context.Context, out, format string, m *Manifest, staging str
 	}
 	syncDir(filepath.Dir(out))
 	return Written{Path: out, Size: ew.n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// writeArchive writes the tar archive, manifest first, compressed, to w,
+// every entry's name prefixed with top ("dir/"). Every entry is a regular
+// file, 0600, with the run's end time and numeric owner 0.
+func writeArchive(ctx context.Context, w io.Writer, format string, parallel bool, top string, manifest []byte, files []FileEntry, staging string, mtime time.Time) error {
+	cw, err := newCompressor(w, format, parallel)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(cw)
+	err = writeEntry(tw, top+ManifestName, int64(len(manifest)), mtime, bytes.NewReader(manifest))
+	for _, fe := range files {
+		if err != nil {
+			break
+		}
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		err = copyStaged(tw, top, fe, filepath.Join(staging, filepath.FromSlash(fe.Path)), mtime)
+	}
+	// Close both even after an error: pgzip's goroutines stop on Close.
+	if cerr := tw.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := cw.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// copyStaged writes a staged file. Its size was fixed when it was hashed;
+// the reader is limited to it so that the tar header is always right.
+func copyStaged(tw *tar.Writer, top string, fe FileEntry, path string, mtime time.Time) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("file %s: %w", fe.Path, err)
+	}
+	defer f.Close()
+	return writeEntry(tw, top+fe.Path, fe.Size, mtime, io.LimitReader(f, fe.Size))
+}
+
+func writeEntry(tw *tar.Writer, name string, size int64, mtime time.Time, r io.Reader) error {
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name, Size: size, Mode: 0o600, ModTime: mtime}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return fmt.Errorf("file %s: writing header: %w", name, err)
+	}
+	if _, err := io.Copy(tw, r); err != nil {
+		return fmt.Errorf("file %s: writing data: %w", name, err)
+	}
+	return nil
 }
 
 // TempPrefix starts the name of every temporary file nodesnap writes beside
@@ -207,66 +231,6 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	}
 	return n, err
 }
-
-// entryInfo is the fs.FileInfo of an archive entry: a regular file, 0600,
-// with the run's end time, owned by nobody in particular.
-type entryInfo struct {
-	name  string
-	size  int64
-	mtime time.Time
-}
-
-func (e entryInfo) Name() string       { return filepath.Base(e.name) }
-func (e entryInfo) Size() int64        { return e.size }
-func (e entryInfo) Mode() fs.FileMode  { return 0o600 }
-func (e entryInfo) ModTime() time.Time { return e.mtime }
-func (e entryInfo) IsDir() bool        { return false }
-func (e entryInfo) Sys() any           { return nil }
-
-func memFile(name string, data []byte, mtime time.Time) archives.FileInfo {
-	return archives.FileInfo{
-		FileInfo:      entryInfo{name: name, size: int64(len(data)), mtime: mtime},
-		NameInArchive: name,
-		Open: func() (fs.File, error) {
-			return &memHandle{Reader: bytes.NewReader(data), info: entryInfo{name: name, size: int64(len(data)), mtime: mtime}}, nil
-		},
-	}
-}
-
-type memHandle struct {
-	*bytes.Reader
-	info entryInfo
-}
-
-func (m *memHandle) Stat() (fs.FileInfo, error) { return m.info, nil }
-func (m *memHandle) Close() error               { return nil }
-
-// diskFile is a staged file. Its size was fixed when it was hashed; the
-// reader is limited to it so that the tar header is always right.
-func diskFile(name, path string, size int64, mtime time.Time) archives.FileInfo {
-	info := entryInfo{name: name, size: size, mtime: mtime}
-	return archives.FileInfo{
-		FileInfo:      info,
-		NameInArchive: name,
-		Open: func() (fs.File, error) {
-			f, err := os.Open(path)
-			if err != nil {
-				return nil, err
-			}
-			return &limitedFile{f: f, r: io.LimitReader(f, size), info: info}, nil
-		},
-	}
-}
-
-type limitedFile struct {
-	f    *os.File
-	r    io.Reader
-	info entryInfo
-}
-
-func (l *limitedFile) Read(p []byte) (int, error) { return l.r.Read(p) }
-func (l *limitedFile) Stat() (fs.FileInfo, error) { return l.info, nil }
-func (l *limitedFile) Close() error               { return l.f.Close() }
 
 // HashFile returns the size and sha256 of a staged file.
 func HashFile(path string) (int64, string, error) {

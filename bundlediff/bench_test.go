@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/bundlediff"
-	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 // largeBundle is a node with 200 mount namespaces of 1,000 mounts each
@@ -19,11 +19,11 @@ import (
 func largeBundle(b *testing.B) (string, int64) {
 	b.Helper()
 	files := fixture(b, "healthy")
-	rep := collectors.MountsReport{HostNamespace: 1000}
+	rep := layout.MountsReport{HostNamespace: 1000}
 	for ns := range 200 {
-		n := collectors.MountNamespace{Inode: uint64(1000 + ns), Host: ns == 0}
+		n := layout.MountNamespace{Inode: uint64(1000 + ns), Host: ns == 0}
 		for i := range 1000 {
-			n.Mounts = append(n.Mounts, collectors.NamespaceMount{Mount: procfs.Mount{ID: i, MountPoint: fmt.Sprintf("/var/lib/kubelet/pods/%08d/volumes/v%d", ns, i), FSType: "ext4", Source: "/dev/vda1"}})
+			n.Mounts = append(n.Mounts, layout.NamespaceMount{Mount: procfs.Mount{ID: i, MountPoint: fmt.Sprintf("/var/lib/kubelet/pods/%08d/volumes/v%d", ns, i), FSType: "ext4", Source: "/dev/vda1"}})
 		}
 		rep.Namespaces = append(rep.Namespaces, n)
 	}
@@ -31,13 +31,13 @@ func largeBundle(b *testing.B) (string, int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var tasks []collectors.Task
+	var tasks []layout.Task
 	for i := range 100_000 {
 		st := "S"
 		if i%500 == 0 {
 			st = "D"
 		}
-		tasks = append(tasks, collectors.Task{PID: i + 1, TID: i + 1, Comm: "worker", State: st, Wchan: "futex_wait_queue", Cmdline: []string{"/usr/bin/worker", "--flag"}})
+		tasks = append(tasks, layout.Task{PID: i + 1, TID: i + 1, Comm: "worker", State: st, Wchan: "futex_wait_queue", Cmdline: []string{"/usr/bin/worker", "--flag"}})
 	}
 	tj, err := json.Marshal(tasks)
 	if err != nil {

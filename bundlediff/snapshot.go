@@ -17,14 +17,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"sort"
 	"strings"
 
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // MaxFileBytes bounds each bundle file decoded for a snapshot; a larger
@@ -122,24 +121,22 @@ func Load(ctx context.Context, p string) (*Snapshot, error) {
 		DState: map[string]string{}, Pods: map[string]Pod{}, Containers: map[string]uint32{},
 		Dirs: map[string]uint64{}, Deleting: map[string]uint64{}, Runtimes: map[string]string{},
 		Seen: map[string]bool{}, Goroutines: map[string]int{}}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, fmt.Errorf("reading bundle %s: %w", p, err)
-	}
-	defer func() { _ = f.Close() }() // read-only
-	if err := s.read(ctx, f); err != nil {
+	// bundle.Walk: an archive, or a directory holding an extracted
+	// bundle.
+	walk := func(fn func(bundle.Entry) error) error { return bundle.Walk(ctx, p, bundle.DefaultLimits, fn) }
+	if err := s.read(ctx, walk); err != nil {
 		return nil, fmt.Errorf("reading bundle %s: %w", p, err)
 	}
 	return s, nil
 }
 
-// read is the snapshot's pass over a bundle stream.
-func (s *Snapshot) read(ctx context.Context, r io.Reader) error {
+// read is the snapshot's pass over a bundle's entries.
+func (s *Snapshot) read(ctx context.Context, walk func(func(bundle.Entry) error) error) error {
 	podsFromKubelet := false
 	var criPods map[string]Pod
 	var manifestHung []string
 	probesSeen := false
-	err := bundle.WalkReader(ctx, r, bundle.DefaultLimits, func(e bundle.Entry) error {
+	err := walk(func(e bundle.Entry) error {
 		if e.Name == bundle.ManifestName {
 			raw, err := io.ReadAll(io.LimitReader(e.Reader, bundle.MaxManifestBytes+1))
 			if err != nil {
@@ -160,12 +157,12 @@ func (s *Snapshot) read(ctx context.Context, r io.Reader) error {
 			return nil
 		}
 		dir, base := path.Split(e.Name)
-		want := e.Name == "mounts/mounts.json" || e.Name == "processes/tasks.json" ||
-			e.Name == "mountprobe/probes.json" || e.Name == "dirshape/shape.json" ||
-			e.Name == "kubelet/pods.json" || e.Name == "runtime/summary.json" ||
-			(strings.HasPrefix(e.Name, "runtime/") && (base == "cri-pods.json" || base == "cri-containers.json")) ||
-			(dir == "kubelet/" && strings.HasPrefix(base, "metrics")) ||
-			e.Name == "kubelet/goroutine-debug2.txt"
+		want := e.Name == layout.MountsPath || e.Name == layout.TasksPath ||
+			e.Name == layout.ProbesPath || e.Name == layout.ShapePath ||
+			e.Name == layout.KubeletPodsPath || e.Name == layout.RuntimeSummaryPath ||
+			(strings.HasPrefix(e.Name, layout.DirRuntime+"/") && (base == layout.CRIPodsFile || base == layout.CRIContainersFile)) ||
+			(dir == layout.DirKubelet+"/" && strings.HasPrefix(base, layout.KubeletMetricsPrefix)) ||
+			e.Name == layout.KubeletGoroutineDebug2Path
 		if !want {
 			return nil
 		}
@@ -175,32 +172,32 @@ func (s *Snapshot) read(ctx context.Context, r io.Reader) error {
 		}
 		var err error
 		switch {
-		case e.Name == "mounts/mounts.json":
+		case e.Name == layout.MountsPath:
 			err = s.readMounts(e.Reader)
-		case e.Name == "processes/tasks.json":
+		case e.Name == layout.TasksPath:
 			err = s.readTasks(e.Reader)
-		case e.Name == "mountprobe/probes.json":
+		case e.Name == layout.ProbesPath:
 			probesSeen = true
 			err = s.readProbes(e.Reader)
-		case e.Name == "dirshape/shape.json":
+		case e.Name == layout.ShapePath:
 			err = s.readShape(e.Reader)
-		case e.Name == "kubelet/pods.json":
+		case e.Name == layout.KubeletPodsPath:
 			podsFromKubelet = true
 			err = s.readKubeletPods(e.Reader)
-		case e.Name == "runtime/summary.json":
+		case e.Name == layout.RuntimeSummaryPath:
 			err = s.readRuntimeSummary(e.Reader)
-		case base == "cri-pods.json":
+		case base == layout.CRIPodsFile:
 			if criPods == nil {
 				criPods = map[string]Pod{}
 			}
 			err = readCRIPods(e.Reader, criPods)
-		case base == "cri-containers.json":
+		case base == layout.CRIContainersFile:
 			err = s.readCRIContainers(e.Reader)
-		case e.Name == "kubelet/goroutine-debug2.txt":
+		case e.Name == layout.KubeletGoroutineDebug2Path:
 			var n int
 			n, err = countGoroutines(e.Reader, s.Goroutines)
 			s.GoroutineTotal += n
-		case strings.HasPrefix(base, "metrics"):
+		case strings.HasPrefix(base, layout.KubeletMetricsPrefix):
 			err = s.readKubeletMetrics(e.Reader)
 		}
 		if err != nil {
@@ -251,17 +248,17 @@ const (
 // diff must see on both sides).
 func sourceOf(name string) string {
 	switch base := path.Base(name); {
-	case name == "mounts/mounts.json":
+	case name == layout.MountsPath:
 		return SourceMounts
-	case name == "processes/tasks.json":
+	case name == layout.TasksPath:
 		return SourceTasks
-	case name == "kubelet/pods.json":
+	case name == layout.KubeletPodsPath:
 		return SourcePods
-	case name == "dirshape/shape.json":
+	case name == layout.ShapePath:
 		return SourceDirshape
-	case base == "cri-containers.json":
+	case base == layout.CRIContainersFile:
 		return SourceContainers
-	case name == "kubelet/goroutine-debug2.txt":
+	case name == layout.KubeletGoroutineDebug2Path:
 		return SourceGoroutines
 	}
 	return ""
@@ -286,7 +283,7 @@ func (s *Snapshot) readMounts(r io.Reader) error {
 			return walkArray(dec, func() error { return s.readNamespace(dec, hostNS) })
 		case "devices":
 			return walkArray(dec, func() error {
-				var d collectors.MountDevice
+				var d layout.MountDevice
 				if err := dec.Decode(&d); err != nil {
 					return err
 				}
@@ -370,13 +367,13 @@ func (s *Snapshot) readTasks(r io.Reader) error {
 
 func (s *Snapshot) readProbes(r io.Reader) error {
 	var p struct {
-		Probes []collectors.MountProbe `json:"probes"`
+		Probes []layout.MountProbe `json:"probes"`
 	}
 	if err := json.NewDecoder(r).Decode(&p); err != nil {
 		return err
 	}
 	for _, pr := range p.Probes {
-		if pr.Result == collectors.ProbeHung && len(s.Hung) < maxKept {
+		if pr.Result == layout.ProbeHung && len(s.Hung) < maxKept {
 			s.Hung[pr.Mountpoint] = true
 		}
 	}
@@ -384,7 +381,7 @@ func (s *Snapshot) readProbes(r io.Reader) error {
 }
 
 func (s *Snapshot) readShape(r io.Reader) error {
-	var d collectors.DirShapeReport
+	var d layout.DirShapeReport
 	if err := json.NewDecoder(r).Decode(&d); err != nil {
 		return err
 	}
@@ -478,7 +475,7 @@ func (s *Snapshot) readCRIContainers(r io.Reader) error {
 }
 
 func (s *Snapshot) readRuntimeSummary(r io.Reader) error {
-	var sum collectors.RuntimeSummary
+	var sum layout.RuntimeSummary
 	if err := json.NewDecoder(r).Decode(&sum); err != nil {
 		return err
 	}

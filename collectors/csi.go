@@ -13,8 +13,9 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 // The csi collector gathers the CSI state a human would read when a volume
@@ -28,7 +29,7 @@ import (
 
 func init() {
 	Register(Spec{
-		Name:           "csi",
+		Name:           layout.DirCSI,
 		Description:    "CSI driver state files, kubelet plugins and plugins_registry, every pod volume's vol_data.json, the pod → volume → mount inventory, and the newest container logs of the CSI driver pods (current and previous instance)",
 		DefaultEnabled: true,
 		DefaultTimeout: 40 * time.Second,
@@ -84,14 +85,14 @@ type csiMountTable struct {
 	byPoint map[string][]procfs.Mount
 }
 
-func (t *csiMountTable) at(p string) ([]CSIMountRef, *bool) {
+func (t *csiMountTable) at(p string) ([]layout.CSIMountRef, *bool) {
 	if t == nil {
 		return nil, nil
 	}
 	ms := t.byPoint[path.Clean(p)]
-	var refs []CSIMountRef
+	var refs []layout.CSIMountRef
 	for _, m := range ms {
-		refs = append(refs, CSIMountRef{MountID: m.ID, Dev: m.Dev(), Root: m.Root, FSType: m.FSType, Source: m.Source})
+		refs = append(refs, layout.CSIMountRef{MountID: m.ID, Dev: m.Dev(), Root: m.Root, FSType: m.FSType, Source: m.Source})
 	}
 	mounted := len(ms) > 0
 	return refs, &mounted
@@ -118,7 +119,7 @@ type csiRun struct {
 	env   *Env
 	opts  CSIOptions
 	mt    *csiMountTable
-	inv   *CSIInventory
+	inv   *layout.CSIInventory
 	hung  []string // host paths whose listing or read hung
 	files map[string]bool
 }
@@ -145,9 +146,9 @@ func collectCSI(ctx context.Context, env *Env) error {
 	}
 	o.KubeletDir = path.Clean(o.KubeletDir)
 	o.PodLogDir = path.Clean(o.PodLogDir)
-	inv := &CSIInventory{KubeletDir: o.KubeletDir, PodVolumes: []CSIPodVolume{}, StagingVolumes: []CSIStagingVolume{},
-		StateFiles: []CSIStateFile{}, Plugins: []CSIDirEntry{}, PluginsRegistry: []CSIDirEntry{}, Findings: []CSIFinding{},
-		PodLogs: []CSIPodLog{}}
+	inv := &layout.CSIInventory{KubeletDir: o.KubeletDir, PodVolumes: []layout.CSIPodVolume{}, StagingVolumes: []layout.CSIStagingVolume{},
+		StateFiles: []layout.CSIStateFile{}, Plugins: []layout.CSIDirEntry{}, PluginsRegistry: []layout.CSIDirEntry{}, Findings: []layout.CSIFinding{},
+		PodLogs: []layout.CSIPodLog{}}
 	c := &csiRun{env: env, opts: o, inv: inv, files: map[string]bool{}}
 
 	var st isolate.StatResult
@@ -155,7 +156,7 @@ func collectCSI(ctx context.Context, env *Env) error {
 		st.Mode&syscall.S_IFMT == syscall.S_IFDIR
 	c.stateFiles(ctx)
 	if !kubeletFound && len(inv.StateFiles) == 0 {
-		_ = env.WriteJSON("inventory.json", inv)
+		_ = env.WriteJSON(layout.CSIInventoryFile, inv)
 		return fmt.Errorf("no kubelet directory at %s and no CSI state file matching %s: %w", o.KubeletDir, strings.Join(o.StateGlobs, ", "), ErrUnsupported)
 	}
 
@@ -187,7 +188,7 @@ func collectCSI(ctx context.Context, env *Env) error {
 	// Last: the logs are the bulk of the bytes and the least structured
 	// part; the inventory above must not wait for them.
 	c.podLogs(ctx)
-	if err := env.WriteJSON("inventory.json", inv); err != nil {
+	if err := env.WriteJSON(layout.CSIInventoryFile, inv); err != nil {
 		return err
 	}
 	if len(c.hung) > 0 {
@@ -262,8 +263,8 @@ func csiNotExist(err error) bool {
 
 // walk lists a tree breadth-first down to maxDepth levels, never entering
 // a mountpoint, at most MaxEntries entries.
-func (c *csiRun) walk(ctx context.Context, root string, maxDepth int) []CSIDirEntry {
-	out := []CSIDirEntry{}
+func (c *csiRun) walk(ctx context.Context, root string, maxDepth int) []layout.CSIDirEntry {
+	out := []layout.CSIDirEntry{}
 	type dir struct {
 		p     string
 		depth int
@@ -281,7 +282,7 @@ func (c *csiRun) walk(ctx context.Context, root string, maxDepth int) []CSIDirEn
 		}
 		for _, e := range entries {
 			p := path.Join(d.p, e.Name)
-			de := CSIDirEntry{Path: p, Type: csiTypeName(e.Name, e.Type), Mountpoint: c.mt.isMountpoint(p)}
+			de := layout.CSIDirEntry{Path: p, Type: csiTypeName(e.Name, e.Type), Mountpoint: c.mt.isMountpoint(p)}
 			out = append(out, de)
 			if de.Type == "dir" && !de.Mountpoint && d.depth < maxDepth {
 				queue = append(queue, dir{p, d.depth + 1})
@@ -300,7 +301,7 @@ func (c *csiRun) stagingVolumes(ctx context.Context) {
 			continue
 		}
 		dir := path.Dir(e.Path)
-		sv := CSIStagingVolume{Dir: dir, GlobalMountPath: path.Join(dir, "globalmount")}
+		sv := layout.CSIStagingVolume{Dir: dir, GlobalMountPath: path.Join(dir, "globalmount")}
 		sv.Mounts, sv.Mounted = c.mt.at(sv.GlobalMountPath)
 		rel := strings.TrimPrefix(dir, base)
 		sv.VolData, sv.VolDataFile, sv.VolDataError = c.volData(ctx, e.Path, "vol_data/staging/"+csiSafeRel(rel)+".json")
@@ -353,7 +354,7 @@ func (c *csiRun) podVolumes(ctx context.Context) {
 
 func (c *csiRun) podVolume(ctx context.Context, uid, plugin, dir string) {
 	name := path.Base(dir)
-	pv := CSIPodVolume{PodUID: uid, Plugin: plugin, Volume: name, Dir: dir, MountPath: dir,
+	pv := layout.CSIPodVolume{PodUID: uid, Plugin: plugin, Volume: name, Dir: dir, MountPath: dir,
 		DeletingLeftover: strings.Contains(name, ".deleting~")}
 	isCSI := plugin == "kubernetes.io~csi"
 	if isCSI {
@@ -371,7 +372,7 @@ func (c *csiRun) podVolume(ctx context.Context, uid, plugin, dir string) {
 }
 
 // volData reads, copies and parses one vol_data.json.
-func (c *csiRun) volData(ctx context.Context, hostPath, bundleName string) (*CSIVolData, string, string) {
+func (c *csiRun) volData(ctx context.Context, hostPath, bundleName string) (*layout.CSIVolData, string, string) {
 	r, err := c.readFile(ctx, hostPath, 64<<10)
 	if err != nil {
 		if csiNotExist(err) {
@@ -461,7 +462,7 @@ func csiGlobPrefix(g string) string {
 const csiStateMax = 16 << 20
 
 func (c *csiRun) stateFile(ctx context.Context, host string) {
-	sf := CSIStateFile{Path: host}
+	sf := layout.CSIStateFile{Path: host}
 	r, err := c.readFile(ctx, host, csiStateMax)
 	if err != nil {
 		sf.ReadError = err.Error()
@@ -506,7 +507,7 @@ func (c *csiRun) crossCheck() {
 		}
 	}
 	podsPrefix := path.Join(c.opts.KubeletDir, "pods") + "/"
-	byHandle := map[string][]*CSIPodVolume{}
+	byHandle := map[string][]*layout.CSIPodVolume{}
 	for i := range c.inv.PodVolumes {
 		pv := &c.inv.PodVolumes[i]
 		if pv.VolData != nil && pv.VolData.VolumeHandle != "" {
@@ -554,11 +555,11 @@ func (c *csiRun) crossCheck() {
 				}
 				switch {
 				case mounted && !published[t]:
-					c.inv.Findings = append(c.inv.Findings, CSIFinding{Kind: "published-lost", StateFile: sf.Path, VolumeID: v.VolID,
+					c.inv.Findings = append(c.inv.Findings, layout.CSIFinding{Kind: "published-lost", StateFile: sf.Path, VolumeID: v.VolID,
 						TargetPath: t, PodUID: targets[t],
 						Detail: fmt.Sprintf("volume %s is mounted at %s but %s records it as not published there (Published: %s): the driver's NodeUnpublishVolume will return success without unmounting, so the pod's volume teardown fails with \"device or resource busy\" (incident 004); unmount the target by hand", v.VolID, t, sf.Path, v.PublishedState)})
 				case !mounted && published[t]:
-					c.inv.Findings = append(c.inv.Findings, CSIFinding{Kind: "published-not-mounted", StateFile: sf.Path, VolumeID: v.VolID,
+					c.inv.Findings = append(c.inv.Findings, layout.CSIFinding{Kind: "published-not-mounted", StateFile: sf.Path, VolumeID: v.VolID,
 						TargetPath: t, PodUID: targets[t],
 						Detail: fmt.Sprintf("%s records volume %s as published at %s, but nothing is mounted there", sf.Path, v.VolID, t)})
 				}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Parsers of CSI drivers' and the kubelet's files: driver state, vol_data.json, pod log directory and file names.
@@ -41,7 +43,7 @@ func csiSafeRel(rel string) string {
 // CSIState is what ParseCSIState understood of a state file.
 type CSIState struct {
 	Format    string
-	Volumes   []CSIStateVolume
+	Volumes   []layout.CSIStateVolume
 	Snapshots int
 }
 
@@ -70,7 +72,7 @@ func ParseCSIState(data []byte) (CSIState, error) {
 		}
 	}
 	for _, v := range vols {
-		sv := CSIStateVolume{
+		sv := layout.CSIStateVolume{
 			VolID: csiStr(v, "VolID"), VolName: csiStr(v, "VolName"), VolPath: csiStr(v, "VolPath"),
 			NodeID: csiStr(v, "NodeID"), Kind: csiStr(v, "Kind"),
 		}
@@ -149,12 +151,12 @@ func csiPaths(m map[string]json.RawMessage, key string) (string, []string) {
 
 // ParseVolData decodes a kubelet vol_data.json: a flat JSON object of
 // strings.
-func ParseVolData(data []byte) (CSIVolData, error) {
+func ParseVolData(data []byte) (layout.CSIVolData, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil {
-		return CSIVolData{}, fmt.Errorf("vol_data.json is not a JSON object: %w", err)
+		return layout.CSIVolData{}, fmt.Errorf("vol_data.json is not a JSON object: %w", err)
 	}
-	return CSIVolData{
+	return layout.CSIVolData{
 		DriverName:          csiStr(m, "driverName"),
 		VolumeHandle:        csiStr(m, "volumeHandle"),
 		SpecVolID:           csiStr(m, "specVolID"),

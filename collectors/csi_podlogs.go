@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/isolate"
 	"golang.org/x/sys/unix"
 )
@@ -160,7 +161,7 @@ func (c *csiRun) podLogs(ctx context.Context) {
 		csiPods++
 		// Two pods of one name (a StatefulSet's pod deleted and created
 		// again) keep apart by their UIDs.
-		bdir := "podlogs/" + csiSafeName(ref.Namespace+"_"+ref.Pod)
+		bdir := layout.CSIPodLogsDir + csiSafeName(ref.Namespace+"_"+ref.Pod)
 		if bundleDirs[bdir] {
 			bdir += "_" + csiSafeName(ref.UID)
 		}
@@ -182,8 +183,8 @@ func (c *csiRun) podLogs(ctx context.Context) {
 
 // containerLogs keeps the newest bytes of one container's logs: its
 // current instance's files, then its previous instance's, newest first.
-func (c *csiRun) containerLogs(ctx context.Context, ref PodLogDirName, dir, container, bundleDir, match string) CSIPodLog {
-	pl := CSIPodLog{Namespace: ref.Namespace, Pod: ref.Pod, PodUID: ref.UID, Container: container, Dir: dir, Match: match, Files: []CSIPodLogFile{}}
+func (c *csiRun) containerLogs(ctx context.Context, ref PodLogDirName, dir, container, bundleDir, match string) layout.CSIPodLog {
+	pl := layout.CSIPodLog{Namespace: ref.Namespace, Pod: ref.Pod, PodUID: ref.UID, Container: container, Dir: dir, Match: match, Files: []layout.CSIPodLogFile{}}
 	ents, err := c.readDir(ctx, dir, 1000)
 	if err != nil {
 		pl.Error = err.Error()
@@ -228,7 +229,7 @@ func (c *csiRun) containerLogs(ctx context.Context, ref PodLogDirName, dir, cont
 	}
 	budget := c.podLogBudget()
 	for _, f := range files {
-		lf := CSIPodLogFile{Name: f.name, Path: path.Join(dir, f.name), Restart: f.Restart, Instance: "older",
+		lf := layout.CSIPodLogFile{Name: f.name, Path: path.Join(dir, f.name), Restart: f.Restart, Instance: "older",
 			Rotated: f.Rotation != "", Compressed: f.Compressed}
 		switch f.Restart {
 		case current:
@@ -278,7 +279,7 @@ func (c *csiRun) containerLogs(ctx context.Context, ref PodLogDirName, dir, cont
 // podLogFile reads the last max bytes of one log file and keeps them, whole
 // lines only, under bundleDir. The error is the read's (lf says what
 // became of the file either way).
-func (c *csiRun) podLogFile(ctx context.Context, lf *CSIPodLogFile, max int64, bundleDir string) error {
+func (c *csiRun) podLogFile(ctx context.Context, lf *layout.CSIPodLogFile, max int64, bundleDir string) error {
 	var r isolate.ReadFileResult
 	err := c.do(ctx, isolate.OpReadFile, lf.Path, isolate.ReadFileRequest{Path: c.env.HostPath(lf.Path), Max: max, Tail: true}, &r)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/internal/testkit"
 )
@@ -96,7 +97,7 @@ func podLogFixture(t *testing.T, root string) map[string]string {
 	return files
 }
 
-func podLog(t *testing.T, inv collectors.CSIInventory, pod, container string) collectors.CSIPodLog {
+func podLog(t *testing.T, inv layout.CSIInventory, pod, container string) layout.CSIPodLog {
 	t.Helper()
 	for _, pl := range inv.PodLogs {
 		if pl.Pod == pod && pl.Container == container {
@@ -104,11 +105,11 @@ func podLog(t *testing.T, inv collectors.CSIInventory, pod, container string) co
 		}
 	}
 	t.Fatalf("inventory keeps no logs of %s/%s: %+v", pod, container, inv.PodLogs)
-	return collectors.CSIPodLog{}
+	return layout.CSIPodLog{}
 }
 
 // fileNamed returns one file of a container's record.
-func fileNamed(t *testing.T, pl collectors.CSIPodLog, name string) collectors.CSIPodLogFile {
+func fileNamed(t *testing.T, pl layout.CSIPodLog, name string) layout.CSIPodLogFile {
 	t.Helper()
 	for _, f := range pl.Files {
 		if f.Name == name {
@@ -116,7 +117,7 @@ func fileNamed(t *testing.T, pl collectors.CSIPodLog, name string) collectors.CS
 		}
 	}
 	t.Fatalf("%s/%s: no file %s in %+v", pl.Pod, pl.Container, name, pl.Files)
-	return collectors.CSIPodLogFile{}
+	return layout.CSIPodLogFile{}
 }
 
 // The CSI pods' container logs are kept, newest first within a byte budget

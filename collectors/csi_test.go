@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/internal/testkit"
 )
@@ -92,16 +93,16 @@ func csiFixture(t *testing.T) (root, proc string) {
 	return root, proc
 }
 
-func csiInventory(t *testing.T, b *agentBundle) collectors.CSIInventory {
+func csiInventory(t *testing.T, b *agentBundle) layout.CSIInventory {
 	t.Helper()
-	var inv collectors.CSIInventory
+	var inv layout.CSIInventory
 	if err := json.Unmarshal(b.file(t, "csi/inventory.json"), &inv); err != nil {
 		t.Fatalf("csi/inventory.json: %v", err)
 	}
 	return inv
 }
 
-func podVolume(t *testing.T, inv collectors.CSIInventory, uid, vol string) collectors.CSIPodVolume {
+func podVolume(t *testing.T, inv layout.CSIInventory, uid, vol string) layout.CSIPodVolume {
 	t.Helper()
 	for _, pv := range inv.PodVolumes {
 		if pv.PodUID == uid && pv.Volume == vol {
@@ -109,7 +110,7 @@ func podVolume(t *testing.T, inv collectors.CSIInventory, uid, vol string) colle
 		}
 	}
 	t.Fatalf("inventory has no pod %s volume %s: %+v", uid, vol, inv.PodVolumes)
-	return collectors.CSIPodVolume{}
+	return layout.CSIPodVolume{}
 }
 
 func isMounted(m *bool) bool { return m != nil && *m }
@@ -166,7 +167,7 @@ func TestCSIInventory(t *testing.T) {
 	if len(inv.StateFiles) != 2 {
 		t.Fatalf("%d state files, want 2: %+v", len(inv.StateFiles), inv.StateFiles)
 	}
-	var hp, broken collectors.CSIStateFile
+	var hp, broken layout.CSIStateFile
 	for _, sf := range inv.StateFiles {
 		switch sf.Path {
 		case "/var/lib/csi-hostpath-data/state.json":
@@ -200,7 +201,7 @@ func TestCSIInventory(t *testing.T) {
 		t.Errorf("the manifest does not flag the truncated state file:\n%s", b.notes())
 	}
 
-	var lost, notMounted []collectors.CSIFinding
+	var lost, notMounted []layout.CSIFinding
 	for _, f := range inv.Findings {
 		switch f.Kind {
 		case "published-lost":
@@ -222,7 +223,7 @@ func TestCSIInventory(t *testing.T) {
 	}
 
 	// Plugin directories: sockets and json typed, mountpoints not entered.
-	types := map[string]collectors.CSIDirEntry{}
+	types := map[string]layout.CSIDirEntry{}
 	for _, e := range append(inv.Plugins, inv.PluginsRegistry...) {
 		types[e.Path] = e
 	}
@@ -350,7 +351,7 @@ func FuzzParseVolData(f *testing.F) {
 	f.Add([]byte(`{"driverName":"x"`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		vd, err := collectors.ParseVolData(data)
-		if err != nil && vd != (collectors.CSIVolData{}) {
+		if err != nil && vd != (layout.CSIVolData{}) {
 			t.Fatalf("error %v with data %+v", err, vd)
 		}
 		if err == nil && !json.Valid(data) {

@@ -13,8 +13,9 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 // opDirShapeScan scans one root (or one mount) in a worker: one item per
@@ -71,7 +72,7 @@ var dirshapeOpts = dsDefaultOptions()
 
 func init() {
 	Register(Spec{
-		Name:           "dirshape",
+		Name:           layout.DirDirShape,
 		Description:    "bounded directory-shape statistics of the kubelet, runtime and CSI directories: entry counts, largest directories, .deleting~ leftovers, ext4 nlink anomalies; never enters a hung mount",
 		DefaultEnabled: true,
 		DefaultTimeout: 60 * time.Second,
@@ -97,7 +98,7 @@ type dsUnit struct {
 	seen    string // as nodesnap sees it (under --root)
 	display string // the host's path
 	kind    string
-	res     DirShapeRoot
+	res     layout.DirShapeRoot
 }
 
 type dsCollector struct {
@@ -147,26 +148,26 @@ func collectDirshape(ctx context.Context, env *Env) error {
 	units := c.units(roots)
 	c.scanAll(ctx, units)
 
-	rep := DirShapeReport{StartedAt: started.UTC(), Settings: DirShapeSettings{
+	rep := layout.DirShapeReport{StartedAt: started.UTC(), Settings: layout.DirShapeSettings{
 		MaxEntries: opts.MaxEntries, MaxSeconds: opts.MaxTime.Seconds(), Top: opts.Top, MaxDepth: opts.MaxDepth,
-		CrossMounts: opts.CrossMounts, VolumeMounts: opts.VolumeMounts}, Roots: []DirShapeRoot{}}
+		CrossMounts: opts.CrossMounts, VolumeMounts: opts.VolumeMounts}, Roots: []layout.DirShapeRoot{}}
 	present := 0
 	for _, u := range units {
 		r := u.res
-		MarkDeletingMounted(r.Deleting, c.mountedUnder)
+		layout.MarkDeletingMounted(r.Deleting, c.mountedUnder)
 		rep.DeletingCount += r.DeletingCount
 		rep.NlinkAnomalies += len(r.NlinkAnomalies)
 		if r.CountsAreLowerBounds {
 			rep.LowerBounds++
 		}
-		if r.Status != DirShapeAbsent {
+		if r.Status != layout.DirShapeAbsent {
 			present++
 		}
 		rep.Roots = append(rep.Roots, r)
 	}
 	rep.DurationMS = mpMS(time.Since(started))
 	rep.Notes = c.notes
-	if err := env.WriteJSON("shape.json", rep); err != nil {
+	if err := env.WriteJSON(layout.ShapeFile, rep); err != nil {
 		return err
 	}
 	if err := env.WriteFile("summary.txt", []byte(dsSummary(&rep))); err != nil {
@@ -216,7 +217,7 @@ func (c *dsCollector) units(roots []string) []*dsUnit {
 			return
 		}
 		seen[u.seen] = true
-		u.res = DirShapeRoot{Path: u.display, Kind: u.kind, Largest: []DirShapeDir{}, NlinkAnomalies: []DirShapeDir{}, Deleting: []DeletingGroup{}}
+		u.res = layout.DirShapeRoot{Path: u.display, Kind: u.kind, Largest: []layout.DirShapeDir{}, NlinkAnomalies: []layout.DirShapeDir{}, Deleting: []layout.DeletingGroup{}}
 		units = append(units, u)
 	}
 	for _, r := range roots {
@@ -359,14 +360,14 @@ func (c *dsCollector) scan(ctx context.Context, u *dsUnit) {
 		r.Mountpoint, r.FSType = c.displayPath(m.MountPoint), m.FSType
 	}
 	if env.IsHung(u.seen) || env.IsHung(u.display) {
-		r.Status = DirShapeSkippedHung
+		r.Status = layout.DirShapeSkippedHung
 		r.CountsAreLowerBounds = true
 		r.StopReason = "on or below a mount found hung earlier in this run: not touched"
 		return
 	}
 	remaining := time.Until(c.soft)
 	if remaining < time.Second || ctx.Err() != nil {
-		r.Status = DirShapeSkippedTimeout
+		r.Status = layout.DirShapeSkippedTimeout
 		r.CountsAreLowerBounds = true
 		r.StopReason = "the collector's deadline came before this root's turn"
 		return
@@ -381,15 +382,15 @@ func (c *dsCollector) scan(ctx context.Context, u *dsUnit) {
 		c.hung(u, he)
 		return
 	case errors.Is(err, unix.ENOENT):
-		r.Status = DirShapeAbsent
+		r.Status = layout.DirShapeAbsent
 		r.Mountpoint, r.FSType = "", ""
 		return
 	case err != nil:
-		r.Status = DirShapeFailed
+		r.Status = layout.DirShapeFailed
 		r.Error = err.Error()
 		return
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		r.Status = DirShapeNotDir
+		r.Status = layout.DirShapeNotDir
 		return
 	}
 	budget := c.opts.MaxTime
@@ -405,14 +406,14 @@ func (c *dsCollector) scan(ctx context.Context, u *dsUnit) {
 		}
 	}
 	hard := min(budget+dsScanGrace, time.Until(c.soft))
-	var res DirShapeRoot
+	var res layout.DirShapeRoot
 	err = env.Pool().DoTimeout(ctx, hard, opDirShapeScan, req, &res)
 	switch {
 	case errors.As(err, &he):
 		c.hung(u, he)
 		return
 	case err != nil:
-		r.Status = DirShapeFailed
+		r.Status = layout.DirShapeFailed
 		r.Error = err.Error()
 		return
 	}
@@ -424,7 +425,7 @@ func (c *dsCollector) scan(ctx context.Context, u *dsUnit) {
 // run, so later collectors stay out of it.
 func (c *dsCollector) hung(u *dsUnit, he *isolate.HungError) {
 	r := &u.res
-	r.Status = DirShapeHung
+	r.Status = layout.DirShapeHung
 	r.CountsAreLowerBounds = true
 	r.Error = he.Error()
 	r.StopReason = "its filesystem did not answer: nothing was counted"
@@ -432,7 +433,7 @@ func (c *dsCollector) hung(u *dsUnit, he *isolate.HungError) {
 	c.env.Partialf("%s did not answer within %s", u.display, he.Timeout)
 }
 
-func dsSummary(r *DirShapeReport) string {
+func dsSummary(r *layout.DirShapeReport) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "dirshape: %d root(s) in %.2fs (each bounded by %d entries and %gs; top %d directories)\n",
 		len(r.Roots), r.DurationMS/1000, r.Settings.MaxEntries, r.Settings.MaxSeconds, r.Settings.Top)
@@ -443,7 +444,7 @@ func dsSummary(r *DirShapeReport) string {
 	}
 	var absent []string
 	for _, x := range r.Roots {
-		if x.Status == DirShapeAbsent {
+		if x.Status == layout.DirShapeAbsent {
 			absent = append(absent, x.Path)
 		}
 	}
@@ -451,7 +452,7 @@ func dsSummary(r *DirShapeReport) string {
 		fmt.Fprintf(&b, "absent: %s\n", strings.Join(absent, ", "))
 	}
 	for _, x := range r.Roots {
-		if x.Status == DirShapeAbsent {
+		if x.Status == layout.DirShapeAbsent {
 			continue
 		}
 		fmt.Fprintf(&b, "\n%s  [%s", x.Path, x.Kind)
@@ -463,7 +464,7 @@ func dsSummary(r *DirShapeReport) string {
 			fmt.Fprintf(&b, "  error: %s\n", x.Error)
 		}
 		switch x.Status {
-		case DirShapeNotDir, DirShapeFailed, DirShapeSkippedHung, DirShapeHung, DirShapeSkippedTimeout:
+		case layout.DirShapeNotDir, layout.DirShapeFailed, layout.DirShapeSkippedHung, layout.DirShapeHung, layout.DirShapeSkippedTimeout:
 			if x.StopReason != "" {
 				fmt.Fprintf(&b, "  %s\n", x.StopReason)
 			}

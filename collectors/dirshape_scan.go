@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"golang.org/x/sys/unix"
 )
 
@@ -60,10 +61,10 @@ type dsLevel struct {
 	eof     bool
 	failed  bool
 	// delOf/delIdx: this directory is a leftover of that group.
-	delOf  *DeletingGroup
+	delOf  *layout.DeletingGroup
 	delIdx int
 	// group holds the leftovers found in this directory.
-	group *DeletingGroup
+	group *layout.DeletingGroup
 }
 
 type dsTrie struct {
@@ -73,17 +74,17 @@ type dsTrie struct {
 
 type dsScanner struct {
 	req      DirShapeScanRequest
-	out      *DirShapeRoot
+	out      *layout.DirShapeRoot
 	path     []byte
 	stack    []dsLevel
 	bufs     [][]byte
-	top      []DirShapeDir // min-heap on Entries
+	top      []layout.DirShapeDir // min-heap on Entries
 	deadline time.Time
 	stopped  string
 	openat2  bool
 	noatime  bool
 	rootDev  uint64
-	groups   []*DeletingGroup
+	groups   []*layout.DeletingGroup
 }
 
 // ScanDirShape counts the entries below one root, depth first, holding one
@@ -93,7 +94,7 @@ type dsScanner struct {
 // and never enters another mount (openat2 RESOLVE_NO_XDEV, or the mount
 // table on kernels without it). It is for use inside isolated workers
 // (and tests): on a hung filesystem it blocks.
-func ScanDirShape(req DirShapeScanRequest) DirShapeRoot {
+func ScanDirShape(req DirShapeScanRequest) layout.DirShapeRoot {
 	if req.Display == "" {
 		req.Display = req.Path
 	}
@@ -109,7 +110,7 @@ func ScanDirShape(req DirShapeScanRequest) DirShapeRoot {
 	if req.KeepGroups <= 0 {
 		req.KeepGroups = 500
 	}
-	out := DirShapeRoot{Path: req.Display, Largest: []DirShapeDir{}, NlinkAnomalies: []DirShapeDir{}, Deleting: []DeletingGroup{}}
+	out := layout.DirShapeRoot{Path: req.Display, Largest: []layout.DirShapeDir{}, NlinkAnomalies: []layout.DirShapeDir{}, Deleting: []layout.DeletingGroup{}}
 	start := time.Now()
 	s := &dsScanner{req: req, out: &out, noatime: true}
 	if req.MaxTime > 0 {
@@ -123,11 +124,11 @@ func ScanDirShape(req DirShapeScanRequest) DirShapeRoot {
 	if err != nil {
 		switch {
 		case errors.Is(err, unix.ENOENT):
-			out.Status = DirShapeAbsent
+			out.Status = layout.DirShapeAbsent
 		case errors.Is(err, unix.ENOTDIR):
-			out.Status = DirShapeNotDir
+			out.Status = layout.DirShapeNotDir
 		default:
-			out.Status = DirShapeFailed
+			out.Status = layout.DirShapeFailed
 			out.Error = fmt.Sprintf("opening %s: %v", req.Display, err)
 		}
 		return out
@@ -211,7 +212,7 @@ func (s *dsScanner) buf(depth int) []byte {
 	return s.bufs[depth]
 }
 
-func (s *dsScanner) push(fd, pathLen int, trie *dsTrie, delOf *DeletingGroup, delIdx int) {
+func (s *dsScanner) push(fd, pathLen int, trie *dsTrie, delOf *layout.DeletingGroup, delIdx int) {
 	s.stack = append(s.stack, dsLevel{fd: fd, buf: s.buf(len(s.stack)), pathLen: pathLen, trie: trie, delOf: delOf, delIdx: delIdx})
 }
 
@@ -314,14 +315,14 @@ func (s *dsScanner) entry(lv *dsLevel, typ uint8, name, nameZ []byte) {
 	default:
 		out.Other++
 	}
-	var delOf *DeletingGroup
+	var delOf *layout.DeletingGroup
 	delIdx := -1
 	if bytes.IndexByte(name, '~') >= 0 {
-		if orig, suffix, ok := ParseDeletingName(string(name)); ok {
+		if orig, suffix, ok := layout.ParseDeletingName(string(name)); ok {
 			out.DeletingCount++
 			delOf = s.groupFor(lv)
 			if delOf != nil {
-				delIdx = delOf.Add(DeletingEntry{Name: string(name), Original: orig, Suffix: suffix, Type: dsTypeName(typ), Mountpoint: typ == dsTypeMountDir}, s.req.KeepDeleting)
+				delIdx = delOf.Add(layout.DeletingEntry{Name: string(name), Original: orig, Suffix: suffix, Type: dsTypeName(typ), Mountpoint: typ == dsTypeMountDir}, s.req.KeepDeleting)
 			}
 		}
 	}
@@ -355,7 +356,7 @@ func dsTypeName(typ uint8) string {
 
 // groupFor returns the leftover group of the directory at the top of the
 // stack, creating it; nil past the bound on groups.
-func (s *dsScanner) groupFor(lv *dsLevel) *DeletingGroup {
+func (s *dsScanner) groupFor(lv *dsLevel) *layout.DeletingGroup {
 	if lv.group != nil {
 		return lv.group
 	}
@@ -363,7 +364,7 @@ func (s *dsScanner) groupFor(lv *dsLevel) *DeletingGroup {
 		s.out.DeletingGroupsOmitted++
 		return nil
 	}
-	lv.group = &DeletingGroup{Parent: s.curPath()}
+	lv.group = &layout.DeletingGroup{Parent: s.curPath()}
 	s.groups = append(s.groups, lv.group)
 	return lv.group
 }
@@ -378,13 +379,13 @@ func (s *dsScanner) mountNotEntered(name []byte) {
 func (s *dsScanner) unreadable(p string, err error) {
 	s.out.Unreadable++
 	if len(s.out.UnreadableSample) < dsSampleMax {
-		s.out.UnreadableSample = append(s.out.UnreadableSample, DirShapeError{Path: p, Error: err.Error()})
+		s.out.UnreadableSample = append(s.out.UnreadableSample, layout.DirShapeError{Path: p, Error: err.Error()})
 	}
 }
 
 // descend opens a subdirectory and pushes it; false when it was not
 // entered (a mount, too deep, unreadable).
-func (s *dsScanner) descend(lv *dsLevel, name, nameZ []byte, delOf *DeletingGroup, delIdx int) bool {
+func (s *dsScanner) descend(lv *dsLevel, name, nameZ []byte, delOf *layout.DeletingGroup, delIdx int) bool {
 	var trie *dsTrie
 	if lv.trie != nil {
 		if k := lv.trie.kids[string(name)]; k != nil {
@@ -514,7 +515,7 @@ func (s *dsScanner) pop(partial bool) {
 		s.checkOriginals(lv)
 	}
 	if s.wantTop(lv.entries) || lv.subdirs > dsNlinkLimit {
-		d := DirShapeDir{Path: s.curPath(), Entries: lv.entries, Subdirs: lv.subdirs, Partial: partial}
+		d := layout.DirShapeDir{Path: s.curPath(), Entries: lv.entries, Subdirs: lv.subdirs, Partial: partial}
 		var st unix.Stat_t
 		if unix.Fstat(lv.fd, &st) == nil {
 			d.InodeSize, d.Nlink = st.Size, uint64(st.Nlink)
@@ -572,7 +573,7 @@ func (s *dsScanner) checkOriginals(lv *dsLevel) {
 			if !ok {
 				continue
 			}
-			if i, ok := g.origIdx[string(nameZ[:len(nameZ)-1])]; ok {
+			if i, ok := g.OriginalIndex(string(nameZ[:len(nameZ)-1])); ok {
 				found[i] = true
 			}
 		}
@@ -588,7 +589,7 @@ func (s *dsScanner) wantTop(entries uint64) bool {
 }
 
 // pushTop keeps the req.Top largest directories in a min-heap.
-func (s *dsScanner) pushTop(d DirShapeDir) {
+func (s *dsScanner) pushTop(d layout.DirShapeDir) {
 	h := s.top
 	if len(h) < s.req.Top {
 		h = append(h, d)
@@ -639,15 +640,15 @@ func (s *dsScanner) finalize(elapsed time.Duration) {
 	}
 	switch {
 	case s.stopped != "":
-		out.Status = DirShapeBudget
+		out.Status = layout.DirShapeBudget
 		out.CountsAreLowerBounds = true
 		out.StopReason = s.stopped + ": every count is a lower bound"
 	case out.Unreadable > 0 || out.DepthLimited > 0:
-		out.Status = DirShapeComplete
+		out.Status = layout.DirShapeComplete
 		out.CountsAreLowerBounds = true
 		out.StopReason = fmt.Sprintf("%d directories could not be read and %d were too deep to enter: counts below them are missing", out.Unreadable, out.DepthLimited)
 	default:
-		out.Status = DirShapeComplete
+		out.Status = layout.DirShapeComplete
 		out.Complete = true
 	}
 }

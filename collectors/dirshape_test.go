@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/internal/testkit"
 	"github.com/nodesnap/nodesnap/supervisor"
@@ -31,7 +32,7 @@ func TestParseDeletingName(t *testing.T) {
 		{"名前.deleting~007", "名前", "007", true},
 		{"", "", "", false},
 	} {
-		orig, suffix, ok := collectors.ParseDeletingName(tc.name)
+		orig, suffix, ok := layout.ParseDeletingName(tc.name)
 		if orig != tc.orig || suffix != tc.suffix || ok != tc.ok {
 			t.Errorf("ParseDeletingName(%q) = %q, %q, %v; want %q, %q, %v", tc.name, orig, suffix, ok, tc.orig, tc.suffix, tc.ok)
 		}
@@ -43,7 +44,7 @@ func FuzzParseDeletingName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		orig, suffix, ok := collectors.ParseDeletingName(name)
+		orig, suffix, ok := layout.ParseDeletingName(name)
 		if ok != strings.Contains(name, ".deleting~") {
 			t.Fatalf("ok=%v for %q", ok, name)
 		}
@@ -88,10 +89,10 @@ func TestDeletingGroup(t *testing.T) {
 		}, empty: 3, notEmpty: 1, kept: 2, omitted: 2, origs: map[string]uint64{"v": 4}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			var g collectors.DeletingGroup
+			var g layout.DeletingGroup
 			for _, l := range tc.in {
-				o, s, _ := collectors.ParseDeletingName(l.name)
-				i := g.Add(collectors.DeletingEntry{Name: l.name, Original: o, Suffix: s, Type: l.typ}, tc.keep)
+				o, s, _ := layout.ParseDeletingName(l.name)
+				i := g.Add(layout.DeletingEntry{Name: l.name, Original: o, Suffix: s, Type: l.typ}, tc.keep)
 				g.Resolve(i, l.entries, l.read, l.done)
 			}
 			if g.Count != uint64(len(tc.in)) || g.Empty != tc.empty || g.NotEmpty != tc.notEmpty || g.Unknown != tc.unknown {
@@ -121,9 +122,9 @@ func TestDeletingGroup(t *testing.T) {
 		})
 	}
 
-	groups := []collectors.DeletingGroup{{Parent: "/k/pods/u/volumes/csi", Originals: []collectors.DeletingOriginal{{Name: "pvc-a"}, {Name: "pvc-b"}}}}
+	groups := []layout.DeletingGroup{{Parent: "/k/pods/u/volumes/csi", Originals: []layout.DeletingOriginal{{Name: "pvc-a"}, {Name: "pvc-b"}}}}
 	mounts := []string{"/k/pods/u/volumes/csi/pvc-a/mount", "/k/pods/u/volumes/csi/pvc-ab"}
-	collectors.MarkDeletingMounted(groups, func(p string) []string {
+	layout.MarkDeletingMounted(groups, func(p string) []string {
 		var out []string
 		for _, m := range mounts {
 			if m == p || strings.HasPrefix(m, p+"/") {
@@ -170,7 +171,7 @@ func dsTree(t testing.TB, root string, paths ...string) {
 	}
 }
 
-func dsRoot(t testing.TB, rep *collectors.DirShapeReport, path string) *collectors.DirShapeRoot {
+func dsRoot(t testing.TB, rep *layout.DirShapeReport, path string) *layout.DirShapeRoot {
 	t.Helper()
 	for i := range rep.Roots {
 		if rep.Roots[i].Path == path {
@@ -203,13 +204,13 @@ func TestDirShapeExt4NlinkAnomaly(t *testing.T) {
 
 	dsOptions(t, func(o *collectors.DirShapeOptions) { o.Roots = []string{l.Mountpoint} })
 	c, elapsed := mpRun(t, supervisor.Options{Only: []string{"dirshape"}, Timeout: time.Minute})
-	var rep collectors.DirShapeReport
+	var rep layout.DirShapeReport
 	mpDecode(t, c, "dirshape/shape.json", &rep)
 	r := dsRoot(t, &rep, l.Mountpoint)
 	t.Logf("collection %v; scan %.0fms, %.0f entries/s", elapsed, r.DurationMS, r.EntriesPerSecond)
 	// volumes, leak, _data, ok, _data, metadata.db, lost+found, and the subdirectories.
 	want := uint64(7 + n + 1000)
-	if r.Status != collectors.DirShapeComplete || !r.Complete || r.Entries != want || r.Dirs != want-1 || r.EmptyDirs != n+1000+1 {
+	if r.Status != layout.DirShapeComplete || !r.Complete || r.Entries != want || r.Dirs != want-1 || r.EmptyDirs != n+1000+1 {
 		t.Errorf("root: status %s complete %v entries %d dirs %d empty %d; want complete with %d entries, %d dirs",
 			r.Status, r.Complete, r.Entries, r.Dirs, r.EmptyDirs, want, want-1)
 	}
@@ -269,7 +270,7 @@ func TestDirShapeDeletingLeftovers(t *testing.T) {
 	if st := c.Manifest.Collector("dirshape").Status; st != "ok" {
 		t.Errorf("dirshape status %s: %s", st, c.Manifest.Collector("dirshape").Error)
 	}
-	var rep collectors.DirShapeReport
+	var rep layout.DirShapeReport
 	mpDecode(t, c, "dirshape/shape.json", &rep)
 	pods := dsRoot(t, &rep, "/var/lib/kubelet/pods")
 	parent := "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~csi"
@@ -307,7 +308,7 @@ func TestDirShapeDeletingLeftovers(t *testing.T) {
 		t.Errorf("pods root counted %d entries, want %d", pods.Entries, want)
 	}
 	for _, r := range rep.Roots {
-		if r.Path == "/var/lib/docker/volumes" && r.Status != collectors.DirShapeAbsent {
+		if r.Path == "/var/lib/docker/volumes" && r.Status != layout.DirShapeAbsent {
 			t.Errorf("%s: %s, want absent", r.Path, r.Status)
 		}
 	}
@@ -342,10 +343,10 @@ func TestDirShapeSkipsHungMountInRun(t *testing.T) {
 		t.Errorf("run took %v, past its global deadline %v", elapsed, timeout)
 	}
 
-	var mp collectors.MountProbeReport
+	var mp layout.MountProbeReport
 	mpDecode(t, c, "mountprobe/probes.json", &mp)
 	h := mpFind(&mp, hung.Mountpoint())
-	if h == nil || h.Result != collectors.ProbeHung {
+	if h == nil || h.Result != layout.ProbeHung {
 		t.Fatalf("mountprobe did not find %s hung: %+v", hung.Mountpoint(), h)
 	}
 	mres := c.Manifest.Collector("mountprobe")
@@ -360,10 +361,10 @@ func TestDirShapeSkipsHungMountInRun(t *testing.T) {
 	if dres.Status != "ok" || len(dres.HungItems) != 0 || dres.HangEvidence != nil {
 		t.Errorf("dirshape: status %s, hung items %v, evidence %v: it must never have touched the hung mount", dres.Status, dres.HungItems, dres.HangEvidence)
 	}
-	var rep collectors.DirShapeReport
+	var rep layout.DirShapeReport
 	mpDecode(t, c, "dirshape/shape.json", &rep)
 	hungDisplay := "/var/lib/kubelet/pods/" + uidA + "/volumes/kubernetes.io~csi/pvc-h/mount"
-	if r := dsRoot(t, &rep, hungDisplay); r.Status != collectors.DirShapeSkippedHung || r.Kind != "volume_mount" || !r.CountsAreLowerBounds {
+	if r := dsRoot(t, &rep, hungDisplay); r.Status != layout.DirShapeSkippedHung || r.Kind != "volume_mount" || !r.CountsAreLowerBounds {
 		t.Errorf("hung volume: %+v", *r)
 	}
 	if r := dsRoot(t, &rep, "/var/lib/kubelet/pods/"+uidB+"/volumes/kubernetes.io~secret/token"); !r.Complete || r.Entries != 3 {
@@ -399,10 +400,10 @@ func TestDirShapeBudget(t *testing.T) {
 		o.MaxEntries = 1000
 	})
 	c, _ := mpRun(t, supervisor.Options{Only: []string{"dirshape"}, Timeout: time.Minute})
-	var rep collectors.DirShapeReport
+	var rep layout.DirShapeReport
 	mpDecode(t, c, "dirshape/shape.json", &rep)
 	r := dsRoot(t, &rep, dir)
-	if r.Status != collectors.DirShapeBudget || r.Complete || !r.CountsAreLowerBounds || r.Entries != 1000 ||
+	if r.Status != layout.DirShapeBudget || r.Complete || !r.CountsAreLowerBounds || r.Entries != 1000 ||
 		!strings.Contains(r.StopReason, "entry budget of 1000") || rep.LowerBounds != 1 {
 		t.Errorf("budget-limited root: %+v", *r)
 	}
@@ -422,7 +423,7 @@ func TestDirShapeBudget(t *testing.T) {
 	}
 	// A time budget stops a scan the same way.
 	tr := collectors.ScanDirShape(collectors.DirShapeScanRequest{Path: dir, MaxTime: time.Nanosecond})
-	if tr.Status != collectors.DirShapeBudget || !strings.Contains(tr.StopReason, "time budget") || tr.Entries >= 3030 {
+	if tr.Status != layout.DirShapeBudget || !strings.Contains(tr.StopReason, "time budget") || tr.Entries >= 3030 {
 		t.Errorf("time-limited scan: %s %q, %d entries", tr.Status, tr.StopReason, tr.Entries)
 	}
 }
@@ -463,10 +464,10 @@ func TestScanDirShapeNeverLeaves(t *testing.T) {
 	if deep.DepthLimited != 1 || deep.MaxDepth != 4 || !deep.CountsAreLowerBounds {
 		t.Errorf("depth-bounded scan: depth limited %d, max depth %d, lower bounds %v", deep.DepthLimited, deep.MaxDepth, deep.CountsAreLowerBounds)
 	}
-	if r := collectors.ScanDirShape(collectors.DirShapeScanRequest{Path: filepath.Join(dir, "nope")}); r.Status != collectors.DirShapeAbsent {
+	if r := collectors.ScanDirShape(collectors.DirShapeScanRequest{Path: filepath.Join(dir, "nope")}); r.Status != layout.DirShapeAbsent {
 		t.Errorf("missing root: %s", r.Status)
 	}
-	if r := collectors.ScanDirShape(collectors.DirShapeScanRequest{Path: filepath.Join(dir, "data/x")}); r.Status != collectors.DirShapeNotDir {
+	if r := collectors.ScanDirShape(collectors.DirShapeScanRequest{Path: filepath.Join(dir, "data/x")}); r.Status != layout.DirShapeNotDir {
 		t.Errorf("file as root: %s", r.Status)
 	}
 }
@@ -489,7 +490,7 @@ func BenchmarkScanDirShape(b *testing.B) {
 		}
 	}
 	b.ResetTimer()
-	var r collectors.DirShapeRoot
+	var r layout.DirShapeRoot
 	for i := 0; i < b.N; i++ {
 		r = collectors.ScanDirShape(collectors.DirShapeScanRequest{Path: dir})
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/redact"
 )
@@ -138,7 +139,7 @@ func (e *Env) isHungLocked(p string) bool {
 
 // ReportHungMount tells the supervisor (and so every later collector) that
 // a mountpoint hangs when touched.
-func (e *Env) ReportHungMount(mountpoint string, ev *isolate.HangEvidence) {
+func (e *Env) ReportHungMount(mountpoint string, ev *layout.HangEvidence) {
 	e.mu.Lock()
 	if e.hung == nil {
 		e.mu.Unlock()

@@ -11,13 +11,14 @@ import (
 	"github.com/shirou/gopsutil/v4/load"
 	"github.com/shirou/gopsutil/v4/mem"
 
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 func init() {
 	Register(Spec{
-		Name:           "host",
+		Name:           layout.DirHost,
 		Description:    "hostname, kernel, os-release, uptime, load, cpu and memory, cgroup version, boot id",
 		DefaultEnabled: true,
 		DefaultTimeout: 15 * time.Second,
@@ -140,7 +141,7 @@ func collectHost(ctx context.Context, env *Env) error {
 	env.Fact("kernel", s.Kernel)
 	env.Fact("boot_id", s.BootID)
 	env.Fact("machine_id", s.MachineID)
-	if err := env.WriteJSON("summary.json", s); err != nil {
+	if err := env.WriteJSON(layout.HostSummaryFile, s); err != nil {
 		return err
 	}
 	missing := 0

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
@@ -28,7 +29,7 @@ import (
 
 func init() {
 	Register(Spec{
-		Name:           "journal",
+		Name:           layout.DirJournal,
 		Description:    "journald logs of the kubelet, container runtimes and kernel (newest kept under a byte cap); /var/log tails and dmesg where journald is absent",
 		DefaultEnabled: true,
 		DefaultTimeout: 60 * time.Second,
@@ -46,7 +47,7 @@ type journalRun struct {
 	env     *Env
 	o       JournalOptions
 	since   time.Time
-	idx     JournalSources
+	idx     layout.JournalSources
 	loc     []string // -D DIR or --root ROOT
 	format  string
 	hung    *timeoutError
@@ -100,7 +101,7 @@ func collectJournal(ctx context.Context, env *Env) error {
 		since = 24 * time.Hour
 	}
 	j := &journalRun{env: env, o: o, since: time.Now().Add(-since).Truncate(time.Second), subject: map[string]bool{}}
-	j.idx = JournalSources{Since: j.since.UTC(), MaxBytes: o.MaxBytes, Sources: []JournalSource{}}
+	j.idx = layout.JournalSources{Since: j.since.UTC(), MaxBytes: o.MaxBytes, Sources: []layout.JournalSource{}}
 	qs := j.queries()
 
 	if j.probe(ctx) {
@@ -121,7 +122,7 @@ func collectJournal(ctx context.Context, env *Env) error {
 		}
 	}
 	j.fallbacks(ctx, usable)
-	if err := env.WriteJSON("sources.json", j.idx); err != nil {
+	if err := env.WriteJSON(layout.JournalSourcesFile, j.idx); err != nil {
 		return err
 	}
 	return j.verdict(usable)
@@ -203,7 +204,7 @@ func (j *journalRun) nothingReadable() bool {
 
 func (j *journalRun) firstJournalError() string {
 	for _, s := range j.idx.Sources {
-		if strings.HasPrefix(s.Kind, "journal") && s.Status == JournalError {
+		if strings.HasPrefix(s.Kind, "journal") && s.Status == layout.JournalError {
 			return s.Name + ": " + s.Error
 		}
 	}
@@ -356,13 +357,13 @@ func journalctlVersion(s string) int {
 func (j *journalRun) fromJournal(ctx context.Context, qs []journalQuery) {
 	var ok []journalQuery
 	for _, q := range qs {
-		var s JournalSource
+		var s layout.JournalSource
 		if j.native {
 			s = j.nativeSource(ctx, q)
 		} else {
 			s = j.journalSource(ctx, q, "journal", j.format, ".log")
 		}
-		if s.Status == JournalOK {
+		if s.Status == layout.JournalOK {
 			j.subject[q.subject] = true
 			ok = append(ok, q)
 		}
@@ -385,24 +386,24 @@ func (j *journalRun) fromJournal(ctx context.Context, qs []journalQuery) {
 // through the redactor. Memory is bounded by the budget; a cap that is hit
 // keeps the newest entries, and so does a journalctl that is stopped at
 // its deadline.
-func (j *journalRun) journalSource(ctx context.Context, q journalQuery, kind, format, ext string) JournalSource {
+func (j *journalRun) journalSource(ctx context.Context, q journalQuery, kind, format, ext string) layout.JournalSource {
 	file := q.name + ext
 	args := append([]string{"--no-pager", "--quiet", "--all", "--utc", "--reverse",
 		"--output=" + format, "--since=@" + strconv.FormatInt(j.since.Unix(), 10)}, j.loc...)
 	args = append(args, q.matches...)
-	s := JournalSource{Name: q.name, Kind: kind, Command: append([]string{"journalctl"}, args...)}
+	s := layout.JournalSource{Name: q.name, Kind: kind, Command: append([]string{"journalctl"}, args...)}
 	if j.hung != nil {
-		s.Status, s.Error = JournalSkipped, "journalctl hung on an earlier source; not run again"
+		s.Status, s.Error = layout.JournalSkipped, "journalctl hung on an earlier source; not run again"
 		return s
 	}
 	budget := j.budget()
 	if budget <= 0 {
-		s.Status, s.Error = JournalSkipped, "the collector's byte cap was reached"
+		s.Status, s.Error = layout.JournalSkipped, "the collector's byte cap was reached"
 		return s
 	}
 	timeout, ok := j.cmdTimeout(ctx, j.o.CommandTimeout)
 	if !ok {
-		s.Status, s.Error = JournalSkipped, "the collector's deadline was reached"
+		s.Status, s.Error = layout.JournalSkipped, "the collector's deadline was reached"
 		return s
 	}
 	j.queried++
@@ -415,20 +416,20 @@ func (j *journalRun) journalSource(ctx context.Context, q journalQuery, kind, fo
 	w.finish(err == nil && !res.TimedOut)
 	switch {
 	case w.full:
-		s.Status = JournalOK
+		s.Status = layout.JournalOK
 	case res.TimedOut:
-		s.Status = JournalTimeout
+		s.Status = layout.JournalTimeout
 		s.Error = fmt.Sprintf("did not finish within %s (%s)", timeout, res.Evidence.String())
 		j.hung = &timeoutError{msg: fmt.Sprintf("journalctl (%s) did not finish within %s (%s)", q.name, timeout, res.Evidence.String()), cause: err}
 	case err != nil:
-		s.Status, s.Error = JournalError, err.Error()
+		s.Status, s.Error = layout.JournalError, err.Error()
 		j.failed++
 	case res.ExitCode != 0:
-		s.Status = JournalError
+		s.Status = layout.JournalError
 		s.Error = fmt.Sprintf("journalctl exited with status %d: %s", res.ExitCode, firstLine(stderr))
 		j.failed++
 	default:
-		s.Status = JournalOK
+		s.Status = layout.JournalOK
 		j.stderrNote(q.name, stderr)
 	}
 	return j.closeSource(s, file, w, budget, "journalctl stopped early", "it gave")
@@ -437,14 +438,14 @@ func (j *journalRun) journalSource(ctx context.Context, q journalQuery, kind, fo
 // closeSource writes a source's window to its file, oldest first, and
 // says in the manifest what a cap or an early stop left out; stopped and
 // gave word the early stop for the reader that filled the window.
-func (j *journalRun) closeSource(s JournalSource, file string, w *entryWindow, budget int64, stopped, gave string) JournalSource {
-	truncated := w.full || (s.Status != JournalOK && w.entries() > 0)
+func (j *journalRun) closeSource(s layout.JournalSource, file string, w *entryWindow, budget int64, stopped, gave string) layout.JournalSource {
+	truncated := w.full || (s.Status != layout.JournalOK && w.entries() > 0)
 	if err := j.writeWindow(&s, file, w, truncated); err != nil {
-		s.Status, s.Error = JournalError, err.Error()
+		s.Status, s.Error = layout.JournalError, err.Error()
 		return s
 	}
-	if s.Status == JournalOK && s.Entries == 0 {
-		s.Status = JournalEmpty
+	if s.Status == layout.JournalOK && s.Entries == 0 {
+		s.Status = layout.JournalEmpty
 	}
 	from := ""
 	if s.Oldest != "" {
@@ -494,7 +495,7 @@ func (j *journalRun) boots(ctx context.Context) {
 		return
 	}
 	args := append([]string{"--no-pager", "--quiet", "--list-boots"}, j.loc...)
-	s := JournalSource{Name: "boots", Kind: "boots", Command: append([]string{"journalctl"}, args...)}
+	s := layout.JournalSource{Name: "boots", Kind: "boots", Command: append([]string{"journalctl"}, args...)}
 	start := time.Now()
 	w := newEntryWindow(1<<20, false, false)
 	res, stderr, err := j.run(ctx, timeout, "journalctl", args, w)
@@ -504,29 +505,29 @@ func (j *journalRun) boots(ctx context.Context) {
 	s.Stderr = firstLines(stderr, 4<<10)
 	switch {
 	case res.TimedOut:
-		s.Status, s.Error = JournalTimeout, fmt.Sprintf("did not finish within %s (%s)", timeout, res.Evidence.String())
+		s.Status, s.Error = layout.JournalTimeout, fmt.Sprintf("did not finish within %s (%s)", timeout, res.Evidence.String())
 		j.hung = &timeoutError{msg: fmt.Sprintf("journalctl --list-boots did not finish within %s (%s)", timeout, res.Evidence.String()), cause: err}
 	case err != nil:
-		s.Status, s.Error = JournalError, err.Error()
+		s.Status, s.Error = layout.JournalError, err.Error()
 	case res.ExitCode != 0:
 		// Old journalctl versions cannot list boots of a directory; not a
 		// failure of the collection.
-		s.Status, s.Error = JournalError, fmt.Sprintf("exited with status %d: %s", res.ExitCode, firstLine(stderr))
+		s.Status, s.Error = layout.JournalError, fmt.Sprintf("exited with status %d: %s", res.ExitCode, firstLine(stderr))
 	default:
-		s.Status = JournalOK
+		s.Status = layout.JournalOK
 	}
-	if err := j.writeWindow(&s, "boots.txt", w, w.dropped > 0); err != nil {
-		s.Status, s.Error = JournalError, err.Error()
+	if err := j.writeWindow(&s, layout.JournalBootsFile, w, w.dropped > 0); err != nil {
+		s.Status, s.Error = layout.JournalError, err.Error()
 	}
-	if s.Status == JournalOK && s.Entries == 0 {
-		s.Status = JournalEmpty
+	if s.Status == layout.JournalOK && s.Entries == 0 {
+		s.Status = layout.JournalEmpty
 	}
 	j.idx.Sources = append(j.idx.Sources, s)
 }
 
 // writeWindow writes a window's entries oldest-first to a bundle file
 // (through the redactor). An empty window writes no file.
-func (j *journalRun) writeWindow(s *JournalSource, file string, w *entryWindow, truncated bool) error {
+func (j *journalRun) writeWindow(s *layout.JournalSource, file string, w *entryWindow, truncated bool) error {
 	s.Entries, s.Bytes = w.entries(), w.size
 	if s.Entries == 0 {
 		return nil

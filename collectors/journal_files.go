@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
@@ -66,11 +67,11 @@ const fileReadChunk = 1 << 20
 // fileTail copies the newest part of a log file, at most budget bytes,
 // read from its end in bounded chunks by a worker (the file may sit on a
 // mount that hangs), into the bundle file named file.
-func (j *journalRun) fileTail(ctx context.Context, name, hostPath, file string, budget int64) JournalSource {
+func (j *journalRun) fileTail(ctx context.Context, name, hostPath, file string, budget int64) layout.JournalSource {
 	p := j.env.HostPath(hostPath)
-	s := JournalSource{Name: name, Kind: "file", Path: hostPath}
+	s := layout.JournalSource{Name: name, Kind: "file", Path: hostPath}
 	if j.env.IsHung(p) {
-		s.Status, s.Error = JournalSkipped, "on a mount found hung earlier in this run"
+		s.Status, s.Error = layout.JournalSkipped, "on a mount found hung earlier in this run"
 		return s
 	}
 	start := time.Now()
@@ -78,45 +79,45 @@ func (j *journalRun) fileTail(ctx context.Context, name, hostPath, file string, 
 	var st journalReadResult
 	if err := j.env.Do(ctx, opJournalReadAt, p, journalReadRequest{Path: p, Off: -1}, &st); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
-			s.Status = JournalMissing
+			s.Status = layout.JournalMissing
 			return s
 		}
-		s.Status, s.Error = JournalError, err.Error()
+		s.Status, s.Error = layout.JournalError, err.Error()
 		if errors.Is(err, isolate.ErrTimeout) {
-			s.Status = JournalTimeout
+			s.Status = layout.JournalTimeout
 		}
 		return s
 	}
 	s.SourceBytes = st.Size
 	if st.Size == 0 {
-		s.Status = JournalEmpty
+		s.Status = layout.JournalEmpty
 		return s
 	}
 	if budget <= 0 {
-		s.Status, s.Error = JournalSkipped, "the collector's byte cap was reached"
+		s.Status, s.Error = layout.JournalSkipped, "the collector's byte cap was reached"
 		return s
 	}
 	off := max(0, st.Size-budget)
 	skipFirst := off > 0
 	f, err := j.env.Create(file)
 	if err != nil {
-		s.Status, s.Error = JournalError, err.Error()
+		s.Status, s.Error = layout.JournalError, err.Error()
 		return s
 	}
 	s.File = file
-	s.Status = JournalOK
+	s.Status = layout.JournalOK
 	var lastLine []byte
 	for off < st.Size {
 		if ctx.Err() != nil {
-			s.Status, s.Error = JournalTimeout, "the collector's deadline was reached while copying"
+			s.Status, s.Error = layout.JournalTimeout, "the collector's deadline was reached while copying"
 			break
 		}
 		n := min(int64(fileReadChunk), st.Size-off)
 		var r journalReadResult
 		if err := j.env.Do(ctx, opJournalReadAt, p, journalReadRequest{Path: p, Off: off, Len: n}, &r); err != nil {
-			s.Status, s.Error = JournalError, err.Error()
+			s.Status, s.Error = layout.JournalError, err.Error()
 			if errors.Is(err, isolate.ErrTimeout) {
-				s.Status = JournalTimeout
+				s.Status = layout.JournalTimeout
 			}
 			break
 		}
@@ -139,7 +140,7 @@ func (j *journalRun) fileTail(ctx context.Context, name, hostPath, file string, 
 			s.Bytes += int64(len(data))
 			lastLine = lastLineOf(data, lastLine)
 			if _, err := f.Write(data); err != nil {
-				s.Status, s.Error = JournalError, err.Error()
+				s.Status, s.Error = layout.JournalError, err.Error()
 				break
 			}
 		}
@@ -154,8 +155,8 @@ func (j *journalRun) fileTail(ctx context.Context, name, hostPath, file string, 
 		markTruncated(f)
 		j.env.Notef("%s: kept the newest %s of %s (%s cap)", file, humanBytes(s.Bytes), humanBytes(st.Size), humanBytes(budget))
 	}
-	if err := f.Close(); err != nil && s.Status == JournalOK {
-		s.Status, s.Error = JournalError, err.Error()
+	if err := f.Close(); err != nil && s.Status == layout.JournalOK {
+		s.Status, s.Error = layout.JournalError, err.Error()
 	}
 	if s.Bytes > 0 {
 		j.written = true

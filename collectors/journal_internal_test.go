@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/redact"
 )
 
@@ -274,7 +275,7 @@ func BenchmarkJournalSourceWrite(b *testing.B) {
 			b.Fatal(err)
 		}
 		w.finish(true)
-		var s JournalSource
+		var s layout.JournalSource
 		if err := j.writeWindow(&s, "kubelet.log", w, false); err != nil {
 			b.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
@@ -16,16 +17,16 @@ import (
 
 // kernelRing reads the kernel ring buffer: the dmesg program when it is
 // there, else /dev/kmsg directly.
-func (j *journalRun) kernelRing(ctx context.Context) JournalSource {
+func (j *journalRun) kernelRing(ctx context.Context) layout.JournalSource {
 	budget := j.budget()
-	s := JournalSource{Name: "dmesg", Kind: "dmesg"}
+	s := layout.JournalSource{Name: "dmesg", Kind: "dmesg"}
 	if budget <= 0 {
-		s.Status, s.Error = JournalSkipped, "the collector's byte cap was reached"
+		s.Status, s.Error = layout.JournalSkipped, "the collector's byte cap was reached"
 		return s
 	}
 	timeout, ok := j.cmdTimeout(ctx, j.o.CommandTimeout)
 	if !ok {
-		s.Status, s.Error = JournalSkipped, "the collector's deadline was reached"
+		s.Status, s.Error = layout.JournalSkipped, "the collector's deadline was reached"
 		return s
 	}
 	start := time.Now()
@@ -43,48 +44,48 @@ func (j *journalRun) kernelRing(ctx context.Context) JournalSource {
 		case errors.Is(err, isolate.ErrNotFound):
 			return j.kmsg(ctx, budget)
 		case res.TimedOut:
-			s.Status, s.Error = JournalTimeout, fmt.Sprintf("did not finish within %s (%s)", timeout, res.Evidence.String())
+			s.Status, s.Error = layout.JournalTimeout, fmt.Sprintf("did not finish within %s (%s)", timeout, res.Evidence.String())
 		case err != nil:
-			s.Status, s.Error = JournalError, err.Error()
+			s.Status, s.Error = layout.JournalError, err.Error()
 		case res.ExitCode != 0:
-			s.Status, s.Error = JournalError, fmt.Sprintf("dmesg exited with status %d: %s", res.ExitCode, firstLine(stderr))
+			s.Status, s.Error = layout.JournalError, fmt.Sprintf("dmesg exited with status %d: %s", res.ExitCode, firstLine(stderr))
 			if attempt == 0 {
 				continue
 			}
 		default:
-			s.Status = JournalOK
+			s.Status = layout.JournalOK
 		}
-		if s.Status == JournalError && w.entries() == 0 {
+		if s.Status == layout.JournalError && w.entries() == 0 {
 			// dmesg_restrict, or a container without CAP_SYSLOG:
 			// /dev/kmsg may still be readable.
-			if k := j.kmsg(ctx, budget); k.Status == JournalOK {
+			if k := j.kmsg(ctx, budget); k.Status == layout.JournalOK {
 				return k
 			}
 			return s
 		}
 		if err := j.writeWindow(&s, "dmesg.log", w, w.dropped > 0); err != nil {
-			s.Status, s.Error = JournalError, err.Error()
+			s.Status, s.Error = layout.JournalError, err.Error()
 		}
 		break
 	}
-	if s.Status == JournalOK && s.Entries == 0 {
-		s.Status = JournalEmpty
+	if s.Status == layout.JournalOK && s.Entries == 0 {
+		s.Status = layout.JournalEmpty
 	}
 	return s
 }
 
 // kmsg reads /dev/kmsg without blocking, in a worker.
-func (j *journalRun) kmsg(ctx context.Context, budget int64) JournalSource {
-	s := JournalSource{Name: "kmsg", Kind: "kmsg", Path: "/dev/kmsg"}
+func (j *journalRun) kmsg(ctx context.Context, budget int64) layout.JournalSource {
+	s := layout.JournalSource{Name: "kmsg", Kind: "kmsg", Path: "/dev/kmsg"}
 	start := time.Now()
 	defer func() { s.DurationSeconds = time.Since(start).Seconds() }()
 	var r journalKmsgResult
 	if err := j.env.Do(ctx, opJournalKmsg, "/dev/kmsg", journalKmsgRequest{Path: "/dev/kmsg", Max: min(budget, 16<<20)}, &r); err != nil {
-		s.Status, s.Error = JournalError, err.Error()
+		s.Status, s.Error = layout.JournalError, err.Error()
 		if errors.Is(err, syscall.ENOENT) {
-			s.Status = JournalMissing
+			s.Status = layout.JournalMissing
 		} else if errors.Is(err, isolate.ErrTimeout) {
-			s.Status = JournalTimeout
+			s.Status = layout.JournalTimeout
 		}
 		return s
 	}
@@ -106,12 +107,12 @@ func (j *journalRun) kmsg(ctx context.Context, budget int64) JournalSource {
 		return true
 	})
 	w.finish(true)
-	s.Status = JournalOK
+	s.Status = layout.JournalOK
 	if err := j.writeWindow(&s, "kmsg.log", w, r.Dropped > 0 || w.dropped > 0); err != nil {
-		s.Status, s.Error = JournalError, err.Error()
+		s.Status, s.Error = layout.JournalError, err.Error()
 	}
-	if s.Status == JournalOK && s.Entries == 0 {
-		s.Status = JournalEmpty
+	if s.Status == layout.JournalOK && s.Entries == 0 {
+		s.Status = layout.JournalEmpty
 	}
 	return s
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/klauspost/compress/s2"
 	"golang.org/x/sys/unix"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors/journalfile"
 	"github.com/nodesnap/nodesnap/isolate"
 )
@@ -341,21 +342,21 @@ func (j *journalRun) nativeDirs() []string {
 // newest entries, newest first, into a window of the source's budget, then
 // written oldest first through the redactor, as journalSource does with
 // journalctl's output.
-func (j *journalRun) nativeSource(ctx context.Context, q journalQuery) JournalSource {
+func (j *journalRun) nativeSource(ctx context.Context, q journalQuery) layout.JournalSource {
 	file := q.name + ".log"
-	s := JournalSource{Name: q.name, Kind: "journal", Reader: ReaderNative}
+	s := layout.JournalSource{Name: q.name, Kind: "journal", Reader: ReaderNative}
 	if j.hung != nil {
-		s.Status, s.Error = JournalSkipped, "reading the journal hung on an earlier source; not tried again"
+		s.Status, s.Error = layout.JournalSkipped, "reading the journal hung on an earlier source; not tried again"
 		return s
 	}
 	budget := j.budget()
 	if budget <= 0 {
-		s.Status, s.Error = JournalSkipped, "the collector's byte cap was reached"
+		s.Status, s.Error = layout.JournalSkipped, "the collector's byte cap was reached"
 		return s
 	}
 	timeout, ok := j.cmdTimeout(ctx, j.o.CommandTimeout)
 	if !ok {
-		s.Status, s.Error = JournalSkipped, "the collector's deadline was reached"
+		s.Status, s.Error = layout.JournalSkipped, "the collector's deadline was reached"
 		return s
 	}
 	j.queried++
@@ -371,7 +372,7 @@ func (j *journalRun) nativeSource(ctx context.Context, q journalQuery) JournalSo
 	for {
 		left := time.Until(end)
 		if left < 200*time.Millisecond {
-			s.Status, s.Error = JournalTimeout, fmt.Sprintf("reading the journal did not finish within %s", timeout)
+			s.Status, s.Error = layout.JournalTimeout, fmt.Sprintf("reading the journal did not finish within %s", timeout)
 			break
 		}
 		d := min(call, left)
@@ -380,10 +381,10 @@ func (j *journalRun) nativeSource(ctx context.Context, q journalQuery) JournalSo
 		err := j.env.DoTimeout(ctx, d, opJournalNative, strings.Join(rq.Dirs, " "), rq, &r)
 		if err != nil {
 			if errors.Is(err, isolate.ErrTimeout) {
-				s.Status, s.Error = JournalTimeout, fmt.Sprintf("reading the journal files did not answer within %s: %v", d, err)
+				s.Status, s.Error = layout.JournalTimeout, fmt.Sprintf("reading the journal files did not answer within %s: %v", d, err)
 				j.hung = &timeoutError{msg: fmt.Sprintf("reading the journal files (%s) did not answer within %s", q.name, d), cause: err}
 			} else {
-				s.Status, s.Error = JournalError, err.Error()
+				s.Status, s.Error = layout.JournalError, err.Error()
 				j.failed++
 			}
 			break
@@ -391,16 +392,16 @@ func (j *journalRun) nativeSource(ctx context.Context, q journalQuery) JournalSo
 		problems = append(problems, r.Problems...)
 		text, err := unpackText(r.Data)
 		if err != nil {
-			s.Status, s.Error = JournalError, err.Error()
+			s.Status, s.Error = layout.JournalError, err.Error()
 			j.failed++
 			break
 		}
 		if _, werr := w.Write(text); werr != nil {
-			s.Status = JournalOK
+			s.Status = layout.JournalOK
 			break
 		}
 		if r.Done {
-			s.Status = JournalOK
+			s.Status = layout.JournalOK
 			break
 		}
 		rq.Dirs, rq.Files = nil, r.Files

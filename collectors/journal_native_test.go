@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/journalfile"
 	"github.com/nodesnap/nodesnap/internal/testkit"
@@ -182,7 +183,7 @@ func TestJournalNativeCollector(t *testing.T) {
 	j.waitFor(t, "SYSLOG_IDENTIFIER=kubelet", lines[len(lines)-1])
 	snap := snapshotJournal(t, j.Dir)
 
-	collect := func(t *testing.T, dir string, args ...string) (*bundle.Contents, *bundle.CollectorResult, collectors.JournalSources) {
+	collect := func(t *testing.T, dir string, args ...string) (*bundle.Contents, *bundle.CollectorResult, layout.JournalSources) {
 		journalFlags(t, append([]string{"--journal-dir=" + dir, "--journal-unit=kubelet,containerd"}, args...)...)
 		c, _ := collectJournal(t, []string{"journal"}, collectors.Common{})
 		return c, journalResult(t, c), journalSources(t, c)
@@ -206,7 +207,7 @@ func TestJournalNativeCollector(t *testing.T) {
 	if n := strings.Count(string(nc.Files["journal/kubelet.log"]), id); n != len(lines) {
 		t.Errorf("native kubelet.log holds %d of %d lines", n, len(lines))
 	}
-	if k := sourceNamed(t, ns, "journal", "kubelet"); k.Reader != collectors.ReaderNative || k.Status != collectors.JournalOK || k.Entries != len(lines) {
+	if k := sourceNamed(t, ns, "journal", "kubelet"); k.Reader != collectors.ReaderNative || k.Status != layout.JournalOK || k.Entries != len(lines) {
 		t.Errorf("native kubelet source: %+v", k)
 	}
 

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
@@ -189,12 +190,12 @@ func (j *journalRun) rotatedParts(ctx context.Context, hostPath string) ([]rotat
 // logWithRotations reads a log's current file and, while the source's
 // byte budget is not spent, its rotated parts, newest first: one bundle
 // file and one sources.json entry each, all within one budget.
-func (j *journalRun) logWithRotations(ctx context.Context, name, hostPath string) []JournalSource {
+func (j *journalRun) logWithRotations(ctx context.Context, name, hostPath string) []layout.JournalSource {
 	budget := j.budget()
 	cur := j.fileTail(ctx, name, hostPath, "files/"+name, budget)
-	out := []JournalSource{cur}
+	out := []layout.JournalSource{cur}
 	switch cur.Status {
-	case JournalOK, JournalEmpty, JournalMissing:
+	case layout.JournalOK, layout.JournalEmpty, layout.JournalMissing:
 	default:
 		// Hung, timed out, failed or over the cap: its rotated parts
 		// are no better off, or not needed.
@@ -223,10 +224,10 @@ func (j *journalRun) logWithRotations(ctx context.Context, name, hostPath string
 		seen[file] = true
 		host := path.Join(path.Dir(hostPath), r.Name)
 		left := min(budget-used, j.budget())
-		var s JournalSource
+		var s layout.JournalSource
 		switch {
 		case spent || left <= 0:
-			s = JournalSource{Name: r.Name, Kind: "file", Path: host, Status: JournalSkipped,
+			s = layout.JournalSource{Name: r.Name, Kind: "file", Path: host, Status: layout.JournalSkipped,
 				Error: "the byte cap was spent on newer parts"}
 			skipped++
 		case r.Gzip:
@@ -241,7 +242,7 @@ func (j *journalRun) logWithRotations(ctx context.Context, name, hostPath string
 		}
 		// A part cut by the budget spends it: an older part would leave
 		// a gap in time. One that failed or hit a deadline does not.
-		if s.Truncated && s.Status == JournalOK && !s.InflateCapped {
+		if s.Truncated && s.Status == layout.JournalOK && !s.InflateCapped {
 			spent = true
 		}
 		out = append(out, s)
@@ -257,11 +258,11 @@ func (j *journalRun) logWithRotations(ctx context.Context, name, hostPath string
 
 // gzipTail keeps the newest whole lines of a gzip-compressed rotated part,
 // at most budget bytes, decompressed in a worker under the probe deadline.
-func (j *journalRun) gzipTail(ctx context.Context, name, hostPath, file string, budget int64) JournalSource {
+func (j *journalRun) gzipTail(ctx context.Context, name, hostPath, file string, budget int64) layout.JournalSource {
 	p := j.env.HostPath(hostPath)
-	s := JournalSource{Name: name, Kind: "file", Path: hostPath, Compression: "gzip"}
+	s := layout.JournalSource{Name: name, Kind: "file", Path: hostPath, Compression: "gzip"}
 	if j.env.IsHung(p) {
-		s.Status, s.Error = JournalSkipped, "on a mount found hung earlier in this run"
+		s.Status, s.Error = layout.JournalSkipped, "on a mount found hung earlier in this run"
 		return s
 	}
 	start := time.Now()
@@ -278,11 +279,11 @@ func (j *journalRun) gzipTail(ctx context.Context, name, hostPath, file string, 
 	if err := j.env.Do(ctx, opJournalGzipTail, p, rq, &r); err != nil {
 		switch {
 		case errors.Is(err, syscall.ENOENT):
-			s.Status = JournalMissing
+			s.Status = layout.JournalMissing
 		case errors.Is(err, isolate.ErrTimeout):
-			s.Status, s.Error = JournalTimeout, fmt.Sprintf("decompressing %s did not answer within the probe deadline: %v", hostPath, err)
+			s.Status, s.Error = layout.JournalTimeout, fmt.Sprintf("decompressing %s did not answer within the probe deadline: %v", hostPath, err)
 		default:
-			s.Status, s.Error = JournalError, err.Error()
+			s.Status, s.Error = layout.JournalError, err.Error()
 		}
 		return s
 	}
@@ -304,18 +305,18 @@ func (j *journalRun) gzipTail(ctx context.Context, name, hostPath, file string, 
 	s.Truncated = cutHead || !r.Complete
 	switch {
 	case r.Error != "":
-		s.Status, s.Error = JournalError, fmt.Sprintf("%s is damaged (%s after %s decompressed); nothing of it was kept, as bytes decoded from a damaged stream cannot be trusted", hostPath, r.Error, humanBytes(r.Inflated))
+		s.Status, s.Error = layout.JournalError, fmt.Sprintf("%s is damaged (%s after %s decompressed); nothing of it was kept, as bytes decoded from a damaged stream cannot be trusted", hostPath, r.Error, humanBytes(r.Inflated))
 	case r.TimedOut:
-		s.Status, s.Error = JournalTimeout, fmt.Sprintf("decompressing did not finish within %s; kept the newest whole lines of the first %s", soft, humanBytes(r.Inflated))
+		s.Status, s.Error = layout.JournalTimeout, fmt.Sprintf("decompressing did not finish within %s; kept the newest whole lines of the first %s", soft, humanBytes(r.Inflated))
 	case r.Capped:
-		s.Status, s.Error = JournalOK, fmt.Sprintf("decompression stopped at the %s cap before the end of the file (a gzip bomb, or a log larger than the cap): its newest lines were not reached", humanBytes(gzipInflateCap))
+		s.Status, s.Error = layout.JournalOK, fmt.Sprintf("decompression stopped at the %s cap before the end of the file (a gzip bomb, or a log larger than the cap): its newest lines were not reached", humanBytes(gzipInflateCap))
 	default:
-		s.Status = JournalOK
+		s.Status = layout.JournalOK
 	}
 	if len(data) > 0 {
 		f, err := j.env.Create(file)
 		if err != nil {
-			s.Status, s.Error = JournalError, err.Error()
+			s.Status, s.Error = layout.JournalError, err.Error()
 			return s
 		}
 		s.File = file
@@ -330,11 +331,11 @@ func (j *journalRun) gzipTail(ctx context.Context, name, hostPath, file string, 
 		cerr := f.Close()
 		j.written = true
 		if err := errors.Join(werr, cerr); err != nil {
-			s.Status, s.Error = JournalError, fmt.Sprintf("writing %s: %v", file, err)
+			s.Status, s.Error = layout.JournalError, fmt.Sprintf("writing %s: %v", file, err)
 		}
 	}
-	if s.Status == JournalOK && s.Bytes == 0 {
-		s.Status = JournalEmpty
+	if s.Status == layout.JournalOK && s.Bytes == 0 {
+		s.Status = layout.JournalEmpty
 	}
 	switch {
 	case r.Capped:

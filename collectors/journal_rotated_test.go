@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 )
 
@@ -57,8 +58,8 @@ func tailLines(s string, n int) string {
 }
 
 // rotatedSources is the file sources of one log, in sources.json order.
-func rotatedSources(s collectors.JournalSources, host string) []collectors.JournalSource {
-	var out []collectors.JournalSource
+func rotatedSources(s layout.JournalSources, host string) []layout.JournalSource {
+	var out []layout.JournalSource
 	for _, src := range s.Sources {
 		if src.Kind == "file" && (src.Path == host || src.RotatedFrom == host) {
 			out = append(out, src)
@@ -109,11 +110,11 @@ func TestJournalRotatedParts(t *testing.T) {
 	}
 	left := budget - len(cur) - len(p1) - len(p2)
 	wants := []want{
-		{"kubelet.log", "files/kubelet.log", "/var/log/kubelet.log", collectors.JournalOK, "", 0, false, cur},
-		{"kubelet.log.1", "files/kubelet.log.1", "/var/log/kubelet.log.1", collectors.JournalOK, "", 1, false, p1},
-		{"kubelet.log.2.gz", "files/kubelet.log.2", "/var/log/kubelet.log.2.gz", collectors.JournalOK, "gzip", 2, false, p2},
-		{"kubelet.log.3.gz", "files/kubelet.log.3", "/var/log/kubelet.log.3.gz", collectors.JournalOK, "gzip", 3, true, tailLines(p3, left)},
-		{"kubelet.log.4", "", "/var/log/kubelet.log.4", collectors.JournalSkipped, "", 4, false, ""},
+		{"kubelet.log", "files/kubelet.log", "/var/log/kubelet.log", layout.JournalOK, "", 0, false, cur},
+		{"kubelet.log.1", "files/kubelet.log.1", "/var/log/kubelet.log.1", layout.JournalOK, "", 1, false, p1},
+		{"kubelet.log.2.gz", "files/kubelet.log.2", "/var/log/kubelet.log.2.gz", layout.JournalOK, "gzip", 2, false, p2},
+		{"kubelet.log.3.gz", "files/kubelet.log.3", "/var/log/kubelet.log.3.gz", layout.JournalOK, "gzip", 3, true, tailLines(p3, left)},
+		{"kubelet.log.4", "", "/var/log/kubelet.log.4", layout.JournalSkipped, "", 4, false, ""},
 	}
 	if len(got) != len(wants) {
 		t.Fatalf("kubelet.log sources: %+v", got)
@@ -215,7 +216,7 @@ func TestJournalRotatedDatedAndCorrupt(t *testing.T) {
 	}
 	// messages has no current file: its rotated part is read anyway.
 	m := rotatedSources(s, "/var/log/messages")
-	if len(m) != 2 || m[0].Status != collectors.JournalMissing || m[1].Status != collectors.JournalOK || m[1].Rotation != 1 {
+	if len(m) != 2 || m[0].Status != layout.JournalMissing || m[1].Status != layout.JournalOK || m[1].Rotation != 1 {
 		t.Errorf("messages parts: %+v", m)
 	}
 }
@@ -253,7 +254,7 @@ func TestJournalRotatedGzipBomb(t *testing.T) {
 		!strings.Contains(b.Error, "decompression stopped at the 256.0 MiB cap") || b.SourceBytes != int64(bomb.Len()) {
 		t.Errorf("bomb part: %+v", b)
 	}
-	if got[2].Status != collectors.JournalOK || string(c.Files["journal/files/kubelet.log.2"]) != p2 {
+	if got[2].Status != layout.JournalOK || string(c.Files["journal/files/kubelet.log.2"]) != p2 {
 		t.Errorf("part after the bomb: %+v", got[2])
 	}
 	if notes := strings.Join(journalResult(t, c).Notes, "\n"); !strings.Contains(notes, "/var/log/kubelet.log.1.gz: decompression stopped at the 256.0 MiB cap") {

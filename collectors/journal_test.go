@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/internal/testkit"
 	"github.com/nodesnap/nodesnap/supervisor"
@@ -75,16 +76,16 @@ func journalResult(t *testing.T, c *bundle.Contents) *bundle.CollectorResult {
 	return r
 }
 
-func journalSources(t *testing.T, c *bundle.Contents) collectors.JournalSources {
+func journalSources(t *testing.T, c *bundle.Contents) layout.JournalSources {
 	t.Helper()
-	var s collectors.JournalSources
+	var s layout.JournalSources
 	if err := json.Unmarshal(c.Files["journal/sources.json"], &s); err != nil {
 		t.Fatalf("journal/sources.json: %v\n%s", err, c.Files["journal/sources.json"])
 	}
 	return s
 }
 
-func sourceNamed(t *testing.T, s collectors.JournalSources, kind, name string) collectors.JournalSource {
+func sourceNamed(t *testing.T, s layout.JournalSources, kind, name string) layout.JournalSource {
 	t.Helper()
 	for _, src := range s.Sources {
 		if src.Kind == kind && src.Name == name {
@@ -92,7 +93,7 @@ func sourceNamed(t *testing.T, s collectors.JournalSources, kind, name string) c
 		}
 	}
 	t.Fatalf("no %s source %q in sources.json: %+v", kind, name, s.Sources)
-	return collectors.JournalSource{}
+	return layout.JournalSource{}
 }
 
 func fileEntry(c *bundle.Contents, path string) *bundle.FileEntry {
@@ -331,10 +332,10 @@ func TestJournalFromJournald(t *testing.T) {
 		if s.Backend != "journald" || !s.Journald.Usable || s.Journald.Version == "" {
 			t.Errorf("sources.json: backend %q journald %+v", s.Backend, s.Journald)
 		}
-		if k := sourceNamed(t, s, "journal", "kubelet"); k.Status != collectors.JournalOK || k.Entries != n+1 || k.Truncated {
+		if k := sourceNamed(t, s, "journal", "kubelet"); k.Status != layout.JournalOK || k.Entries != n+1 || k.Truncated {
 			t.Errorf("kubelet source: %+v", k)
 		}
-		if k := sourceNamed(t, s, "journal", "containerd"); k.Status != collectors.JournalEmpty || k.File != "" {
+		if k := sourceNamed(t, s, "journal", "containerd"); k.Status != layout.JournalEmpty || k.File != "" {
 			t.Errorf("containerd source (no such lines): %+v", k)
 		}
 		if _, ok := c.Files["journal/containerd.log"]; ok {
@@ -453,7 +454,7 @@ func TestJournalCorrupted(t *testing.T) {
 			if reader == collectors.ReaderNative {
 				said = strings.Join(k.Problems, "\n")
 			}
-			if k.Status != collectors.JournalEmpty || !strings.Contains(said, "system.journal") {
+			if k.Status != layout.JournalEmpty || !strings.Contains(said, "system.journal") {
 				t.Errorf("kubelet source: %+v", k)
 			}
 		})
@@ -538,7 +539,7 @@ exec sleep 300`,
 			}
 			if tc.name == "query" {
 				k := sourceNamed(t, s, "journal", "kubelet")
-				if k.Status != collectors.JournalTimeout || k.Entries != 2 || !k.Truncated {
+				if k.Status != layout.JournalTimeout || k.Entries != 2 || !k.Truncated {
 					t.Errorf("kubelet source: %+v", k)
 				}
 				want := "2026-11-21T09:05:01.000001+0000 node-7 kubelet[2211]: older entry\n2026-11-21T09:05:02.000002+0000 node-7 kubelet[2211]: newest entry\n"
@@ -548,7 +549,7 @@ exec sleep 300`,
 				if fe := fileEntry(c, "journal/kubelet.log"); fe == nil || !fe.Truncated {
 					t.Errorf("kubelet.log not marked truncated: %+v", fe)
 				}
-				if k := sourceNamed(t, s, "journal", "containerd"); k.Status != collectors.JournalSkipped {
+				if k := sourceNamed(t, s, "journal", "containerd"); k.Status != layout.JournalSkipped {
 					t.Errorf("containerd after the hang: %+v", k)
 				}
 			}
@@ -616,8 +617,8 @@ func TestJournalWithoutJournald(t *testing.T) {
 		if s.Backend != "files" || s.Journald.Usable || !strings.Contains(s.FallbackReason, "no journal files") {
 			t.Errorf("sources.json: backend %q fallback %q journald %+v", s.Backend, s.FallbackReason, s.Journald)
 		}
-		for name, want := range map[string]string{"messages": collectors.JournalOK, "kern.log": collectors.JournalOK,
-			"kubelet.log": collectors.JournalOK, "syslog": collectors.JournalMissing} {
+		for name, want := range map[string]string{"messages": layout.JournalOK, "kern.log": layout.JournalOK,
+			"kubelet.log": layout.JournalOK, "syslog": layout.JournalMissing} {
 			if got := sourceNamed(t, s, "file", name); got.Status != want {
 				t.Errorf("%s: status %q, want %q (%+v)", name, got.Status, want, got)
 			}
@@ -653,7 +654,7 @@ func TestJournalWithoutJournald(t *testing.T) {
 			t.Errorf("files/messages manifest entry: %+v", fe)
 		}
 		k := sourceNamed(t, s, kernelKind, kernelKind)
-		if k.Status != collectors.JournalOK || k.Entries == 0 || len(c.Files["journal/"+kernelKind+".log"]) == 0 {
+		if k.Status != layout.JournalOK || k.Entries == 0 || len(c.Files["journal/"+kernelKind+".log"]) == 0 {
 			t.Errorf("kernel ring buffer via %s: %+v", kernelKind, k)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/internal/cliflag"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/redact"
@@ -29,7 +30,7 @@ import (
 
 func init() {
 	Register(Spec{
-		Name:           "kubelet",
+		Name:           layout.DirKubelet,
 		Description:    "the kubelet's healthz, goroutine dumps, heap (and optional CPU) profile, metrics, configz and pods, over its authenticated port",
 		DefaultEnabled: true,
 		DefaultTimeout: 40 * time.Second,
@@ -183,9 +184,9 @@ const kubeletPprofReason = "pprof protobuf: cannot be redacted"
 
 func kubeletEndpoints(profileSeconds int) []kubeletEndpoint {
 	eps := []kubeletEndpoint{
-		{name: "healthz", path: "/healthz?verbose", file: "healthz.txt", readOnly: true, anyStatus: true},
-		{name: "goroutine-debug1", path: "/debug/pprof/goroutine?debug=1", file: "goroutine-debug1.txt"},
-		{name: "goroutine-debug2", path: "/debug/pprof/goroutine?debug=2", file: "goroutine-debug2.txt"},
+		{name: "healthz", path: "/healthz?verbose", file: layout.KubeletHealthzFile, readOnly: true, anyStatus: true},
+		{name: "goroutine-debug1", path: "/debug/pprof/goroutine?debug=1", file: layout.KubeletGoroutineDebug1File},
+		{name: "goroutine-debug2", path: "/debug/pprof/goroutine?debug=2", file: layout.KubeletGoroutineDebug2File},
 		{name: "heap", path: "/debug/pprof/heap", file: "heap.pb.gz", binary: true},
 	}
 	if profileSeconds > 0 {
@@ -193,9 +194,9 @@ func kubeletEndpoints(profileSeconds int) []kubeletEndpoint {
 			file: "cpu.pb.gz", binary: true, extra: time.Duration(profileSeconds) * time.Second})
 	}
 	return append(eps,
-		kubeletEndpoint{name: "metrics", path: "/metrics", file: "metrics.txt", readOnly: true, subresource: "nodes/metrics"},
+		kubeletEndpoint{name: "metrics", path: "/metrics", file: layout.KubeletMetricsFile, readOnly: true, subresource: "nodes/metrics"},
 		kubeletEndpoint{name: "configz", path: "/configz", file: "configz.json", json: true},
-		kubeletEndpoint{name: "pods", path: "/pods", file: "pods.json", readOnly: true, json: true, pods: true},
+		kubeletEndpoint{name: "pods", path: "/pods", file: layout.KubeletPodsFile, readOnly: true, json: true, pods: true},
 	)
 }
 

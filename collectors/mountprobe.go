@@ -14,26 +14,15 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 // opMountProbe is the worker operation that stats and statfs()es one
 // mountpoint. Both calls run in the same worker item, so a hung mount
 // costs one deadline, and the hang evidence shows which call blocked.
 const opMountProbe = "mountprobe.probe"
-
-// Probe results, as in MountProbe.Result.
-const (
-	ProbeOK      = "ok"
-	ProbeHung    = "hung"
-	ProbeError   = "error"
-	ProbeSkipped = "skipped"
-	// ProbeUnfinished is a probe cut short by the collector's own
-	// deadline before its probe deadline passed: neither ok nor proven
-	// hung.
-	ProbeUnfinished = "unfinished"
-)
 
 // MountprobeOptions are mountprobe's own settings. The probe deadline is
 // the run's --probe-timeout.
@@ -80,7 +69,7 @@ var mpFirstRoots = []string{
 
 func init() {
 	Register(Spec{
-		Name:           "mountprobe",
+		Name:           layout.DirMountProbe,
 		Description:    "stat + statfs of every mount of every mount namespace, each in an isolated worker with the probe deadline: ok, hung or error, latency, class; hung mounts are skipped by every later collector",
 		DefaultEnabled: true,
 		// A few probe deadlines: probes run concurrently and stuck
@@ -186,7 +175,7 @@ func mpListNamespaces(proc string) (map[uint64]*mpNamespace, uint64, uint64, err
 
 // mpItem is one distinct mount: one record, at most one probe.
 type mpItem struct {
-	rec    MountProbe
+	rec    layout.MountProbe
 	m      procfs.Mount
 	ns     *mpNamespace
 	class  procfs.FSClass
@@ -201,7 +190,7 @@ type mpItem struct {
 	waiters        []*mpItem
 	pending        int
 	underHung      string // hung mount this one lies under
-	hangEvidence   *isolate.HangEvidence
+	hangEvidence   *layout.HangEvidence
 	started        time.Time
 	state          int
 	// own is the item's own priority; prio the effective one, the most
@@ -305,7 +294,7 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 	for _, it := range items {
 		if procfs.IsFUSE(it.m.FSType) && it.m.Major == 0 {
 			fuseSeen = true
-			it.rec.FUSE = &MountProbeFUSE{Conn: it.m.Minor, WaitingBefore: p.fuseWaiting(it.m.Minor)}
+			it.rec.FUSE = &layout.MountProbeFUSE{Conn: it.m.Minor, WaitingBefore: p.fuseWaiting(it.m.Minor)}
 		}
 	}
 	for _, ns := range order {
@@ -317,10 +306,10 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 
 	p.schedule(pctx, items)
 
-	rep := MountProbeReport{StartedAt: started.UTC(), ProbeTimeoutMS: p.probeTimeout.Milliseconds(),
+	rep := layout.MountProbeReport{StartedAt: started.UTC(), ProbeTimeoutMS: p.probeTimeout.Milliseconds(),
 		Workers: p.base, MaxWorkers: p.max, MaxStuck: p.maxStuck, PeakStuck: p.peakStuck, MaxPerNamespace: p.perNS, Reserved: p.reserved, Counts: map[string]int{}}
 	for _, ns := range order {
-		mn := MountProbeNamespace{Inode: ns.inode, Host: ns.host, Self: ns.self, PID: ns.rep, Tasks: len(ns.pids),
+		mn := layout.MountProbeNamespace{Inode: ns.inode, Host: ns.host, Self: ns.self, PID: ns.rep, Tasks: len(ns.pids),
 			Mounts: ns.nMounts, Error: ns.err}
 		mn.PIDs = ns.pids[:min(len(ns.pids), 16)]
 		if ns.rep > 0 {
@@ -337,23 +326,23 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 		return items[i].order < items[j].order
 	})
 	// The records stay in their items (a copy of 30,000 took 10 MB).
-	probes := make([]*MountProbe, len(items))
+	probes := make([]*layout.MountProbe, len(items))
 	for i, it := range items {
 		rep.Counts[it.rec.Result]++
 		probes[i] = &it.rec
 	}
 	rep.DurationMS = mpMS(time.Since(started))
 	rep.Notes = p.notes
-	if err := mpWriteReport(env, "probes.json", &rep, probes); err != nil {
+	if err := mpWriteReport(env, layout.ProbesFile, &rep, probes); err != nil {
 		return err
 	}
 	if err := mpWriteReport(env, "summary.txt", &rep, probes, mpWriteSummary); err != nil {
 		return err
 	}
-	if n := rep.Counts[ProbeHung]; n > 0 {
+	if n := rep.Counts[layout.ProbeHung]; n > 0 {
 		env.Notef("%d mount(s) hung: stat/statfs did not answer within %s", n, p.probeTimeout)
 	}
-	if n := rep.Counts[ProbeUnfinished]; n > 0 {
+	if n := rep.Counts[layout.ProbeUnfinished]; n > 0 {
 		env.Partialf("%d mount(s) could not be probed before the collector's deadline", n)
 	}
 	for _, ns := range order {
@@ -495,7 +484,7 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 			it := &mpItem{m: m, ns: ns, class: procfs.Classify(m), order: len(items)}
 			it.hidden = under[m.MountPoint][m.ID]
 			it.autofs = m.FSType == "autofs"
-			it.rec = MountProbe{
+			it.rec = layout.MountProbe{
 				Mountpoint: m.MountPoint, ProbePath: ns.prefix + m.MountPoint,
 				Namespaces: []uint64{ns.inode}, ProbeNamespace: ns.inode, MountID: m.ID,
 				FSType: m.FSType, Source: m.Source, Dev: m.Dev(), Root: m.Root,

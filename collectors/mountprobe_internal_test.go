@@ -6,7 +6,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 func TestMountprobeFirstPath(t *testing.T) {
@@ -99,18 +100,18 @@ func TestMountprobeInherit(t *testing.T) {
 // the report encoded whole, with and without probes.
 func TestMpEncodeReport(t *testing.T) {
 	w := 3
-	full := MountProbeReport{ProbeTimeoutMS: 3000, Workers: 4, MaxWorkers: 32, MaxStuck: 256, PeakStuck: 7,
-		Counts: map[string]int{ProbeOK: 1, ProbeHung: 1}, Notes: []string{"a \"quoted\" note\n"},
-		Namespaces: []MountProbeNamespace{{Inode: 4026531840, Host: true, PID: 1}},
-		Probes: []MountProbe{{Mountpoint: "/mnt/a\xff", Result: ProbeOK, LatencyMS: 0.5},
-			{Mountpoint: "/mnt/b", Result: ProbeHung, FUSE: &MountProbeFUSE{Conn: 42, WaitingBefore: &w}}}}
+	full := layout.MountProbeReport{ProbeTimeoutMS: 3000, Workers: 4, MaxWorkers: 32, MaxStuck: 256, PeakStuck: 7,
+		Counts: map[string]int{layout.ProbeOK: 1, layout.ProbeHung: 1}, Notes: []string{"a \"quoted\" note\n"},
+		Namespaces: []layout.MountProbeNamespace{{Inode: 4026531840, Host: true, PID: 1}},
+		Probes: []layout.MountProbe{{Mountpoint: "/mnt/a\xff", Result: layout.ProbeOK, LatencyMS: 0.5},
+			{Mountpoint: "/mnt/b", Result: layout.ProbeHung, FUSE: &layout.MountProbeFUSE{Conn: 42, WaitingBefore: &w}}}}
 	for _, tc := range []struct {
 		name string
-		rep  MountProbeReport
-	}{{"probes", full}, {"none", MountProbeReport{Counts: map[string]int{}, Probes: []MountProbe{}}}} {
+		rep  layout.MountProbeReport
+	}{{"probes", full}, {"none", layout.MountProbeReport{Counts: map[string]int{}, Probes: []layout.MountProbe{}}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			var probes []*MountProbe
+			var probes []*layout.MountProbe
 			for i := range tc.rep.Probes {
 				probes = append(probes, &tc.rep.Probes[i])
 			}

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -144,11 +145,11 @@ func (p *mpProber) probe(ctx context.Context, it *mpItem) {
 	switch {
 	case errors.As(err, &he):
 		if ctx.Err() != nil && elapsed < p.probeTimeout {
-			it.rec.Result = ProbeUnfinished
+			it.rec.Result = layout.ProbeUnfinished
 			it.rec.SkipReason = fmt.Sprintf("cut short after %s by the collector's deadline", elapsed.Round(time.Millisecond))
 			return
 		}
-		it.rec.Result = ProbeHung
+		it.rec.Result = layout.ProbeHung
 		it.rec.LatencyMS = mpMS(he.Timeout)
 		it.hangEvidence = he.Evidence
 		it.rec.BlockedIn = mpBlockedIn(he.Evidence)
@@ -163,7 +164,7 @@ func (p *mpProber) probe(ctx context.Context, it *mpItem) {
 		}
 		return
 	case err != nil:
-		it.rec.Result = ProbeError
+		it.rec.Result = layout.ProbeError
 		it.rec.Error = err.Error()
 		var oe *isolate.OpError
 		if errors.As(err, &oe) && oe.Errno != 0 {
@@ -185,13 +186,13 @@ func (p *mpProber) probe(ctx context.Context, it *mpItem) {
 		errno, msg = res.StatfsErrno, res.StatfsErr
 	}
 	if msg == "" {
-		it.rec.Result = ProbeOK
+		it.rec.Result = layout.ProbeOK
 		if f := it.rec.FUSE; f != nil && f.WaitingBefore != nil && *f.WaitingBefore > 0 {
 			it.rec.Diagnosis = fmt.Sprintf("its FUSE daemon answered, but %d request(s) were already waiting on it: slow, or stuck on some requests", *f.WaitingBefore)
 		}
 		return
 	}
-	it.rec.Result = ProbeError
+	it.rec.Result = layout.ProbeError
 	it.rec.Error = msg
 	if errno != 0 {
 		it.rec.Errno = unix.ErrnoName(unix.Errno(errno))
@@ -206,7 +207,7 @@ func (p *mpProber) probe(ctx context.Context, it *mpItem) {
 // thread in uninterruptible sleep, or else the one not parked in a Go
 // runtime wait (newer kernels name the futex wait futex_do_wait, which
 // the evidence's own summary does not know yet).
-func mpBlockedIn(h *isolate.HangEvidence) string {
+func mpBlockedIn(h *layout.HangEvidence) string {
 	if h == nil {
 		return ""
 	}
@@ -272,8 +273,8 @@ var mpFSMagic = map[int64]string{
 	0xCAFE4A11: "bpf", 0x74726163: "tracefs", 0x64626720: "debugfs",
 }
 
-func mpStatfs(s *isolate.StatfsResult) *MountProbeStatfs {
-	f := &MountProbeStatfs{BlockSize: s.Bsize, Inodes: s.Files, InodesFree: s.Ffree,
+func mpStatfs(s *isolate.StatfsResult) *layout.MountProbeStatfs {
+	f := &layout.MountProbeStatfs{BlockSize: s.Bsize, Inodes: s.Files, InodesFree: s.Ffree,
 		ReadOnly: s.Flags&unix.ST_RDONLY != 0}
 	f.TypeMagic = fmt.Sprintf("0x%x", uint64(s.Type))
 	if n := mpFSMagic[s.Type]; n != "" {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Writing mountprobe's report: probes.json streamed, summary.txt.
@@ -17,7 +19,7 @@ import (
 // summary) one probe at a time: encoded whole, the report of 30,000
 // mounts took 12 MB, and json's buffers and the indentation three times
 // that, which made mountprobe's peak.
-func mpWriteReport(env *Env, name string, rep *MountProbeReport, probes []*MountProbe, write ...func(io.Writer, *MountProbeReport, []*MountProbe) error) error {
+func mpWriteReport(env *Env, name string, rep *layout.MountProbeReport, probes []*layout.MountProbe, write ...func(io.Writer, *layout.MountProbeReport, []*layout.MountProbe) error) error {
 	f, err := env.Create(name)
 	if err != nil {
 		return err
@@ -36,10 +38,10 @@ func mpWriteReport(env *Env, name string, rep *MountProbeReport, probes []*Mount
 
 // mpEncodeReport writes rep as indented JSON with probes as its Probes,
 // last and one at a time.
-func mpEncodeReport(w io.Writer, rep *MountProbeReport, probes []*MountProbe) error {
+func mpEncodeReport(w io.Writer, rep *layout.MountProbeReport, probes []*layout.MountProbe) error {
 	// The outer Probes, nil and omitted, hides the report's own.
 	head, err := json.MarshalIndent(struct {
-		*MountProbeReport
+		*layout.MountProbeReport
 		Probes *int `json:"probes,omitempty"`
 	}{MountProbeReport: rep}, "", "  ")
 	if err != nil {
@@ -72,14 +74,14 @@ func mpRound1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
 func mpMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // mpWriteSummary writes summary.txt.
-func mpWriteSummary(w io.Writer, r *MountProbeReport, probes []*MountProbe) error {
+func mpWriteSummary(w io.Writer, r *layout.MountProbeReport, probes []*layout.MountProbe) error {
 	b := bufio.NewWriterSize(w, 64<<10)
 	fmt.Fprintf(b, "mountprobe: %d distinct mounts in %d mount namespace(s), probed in %.2fs (probe deadline %s, %d-%d workers)\n",
 		len(probes), len(r.Namespaces), r.DurationMS/1000, time.Duration(r.ProbeTimeoutMS)*time.Millisecond, r.Workers, r.MaxWorkers)
-	keys := []string{ProbeOK, ProbeHung, ProbeError, ProbeSkipped, ProbeUnfinished}
+	keys := []string{layout.ProbeOK, layout.ProbeHung, layout.ProbeError, layout.ProbeSkipped, layout.ProbeUnfinished}
 	var parts []string
 	for _, k := range keys {
-		if n := r.Counts[k]; n > 0 || k == ProbeOK || k == ProbeHung || k == ProbeError {
+		if n := r.Counts[k]; n > 0 || k == layout.ProbeOK || k == layout.ProbeHung || k == layout.ProbeError {
 			parts = append(parts, fmt.Sprintf("%s %d", k, n))
 		}
 	}
@@ -115,14 +117,14 @@ func mpWriteSummary(w io.Writer, r *MountProbeReport, probes []*MountProbe) erro
 			}
 		}
 	}
-	section("HUNG (later collectors do not touch these paths):", ProbeHung)
-	section("ERRORS:", ProbeError)
-	section("UNFINISHED:", ProbeUnfinished)
+	section("HUNG (later collectors do not touch these paths):", layout.ProbeHung)
+	section("ERRORS:", layout.ProbeError)
+	section("UNFINISHED:", layout.ProbeUnfinished)
 	fmt.Fprintf(b, "\nALL MOUNTS (network, fuse, block, local, pseudo):\n")
 	fmt.Fprintf(b, "  %-10s %9s  %-7s %-16s %-9s %s\n", "RESULT", "LATENCY", "CLASS", "FSTYPE", "DEV", "MOUNTPOINT")
 	for _, p := range probes {
 		lat := "-"
-		if p.Probed || p.Result == ProbeHung {
+		if p.Probed || p.Result == layout.ProbeHung {
 			lat = fmt.Sprintf("%.2fms", p.LatencyMS)
 		}
 		res := p.Result

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Which mount is probed next: tiers (the kubelet's, runtime's and CSI roots first), priority inherited by parents, bounds per namespace and on stuck workers.
@@ -130,16 +132,16 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 	// infer its result, or queue its probe.
 	resolve := func(it *mpItem) {
 		switch {
-		case it.parent != nil && (it.parent.rec.Result == ProbeHung || it.parent.underHung != ""):
+		case it.parent != nil && (it.parent.rec.Result == layout.ProbeHung || it.parent.underHung != ""):
 			it.underHung = it.parent.underHung
 			if it.underHung == "" {
 				it.underHung = it.parent.rec.ProbePath
 			}
-			it.rec.Result = ProbeSkipped
+			it.rec.Result = layout.ProbeSkipped
 			it.rec.SkipReason = "lies under hung mount " + it.underHung + ": not touched"
 			finish(it)
-		case it.devRep != nil && it.devRep.rec.Result == ProbeHung && it.devRep.rec.Probed:
-			it.rec.Result = ProbeHung
+		case it.devRep != nil && it.devRep.rec.Result == layout.ProbeHung && it.devRep.rec.Probed:
+			it.rec.Result = layout.ProbeHung
 			it.rec.HungVia = it.devRep.rec.ProbePath
 			it.rec.Diagnosis = "same filesystem (device " + it.rec.Dev + ") as " + it.devRep.rec.ProbePath + ", which hung; not probed again"
 			it.rec.LatencyMS = it.devRep.rec.LatencyMS
@@ -164,10 +166,10 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 	for _, it := range items {
 		switch {
 		case it.hidden:
-			it.rec.Result = ProbeSkipped
+			it.rec.Result = layout.ProbeSkipped
 			it.rec.SkipReason = "over-mounted: another mount at the same path hides it, so no path reaches it"
 		case it.autofs:
-			it.rec.Result = ProbeSkipped
+			it.rec.Result = layout.ProbeSkipped
 			it.rec.SkipReason = "autofs trigger: touching it would mount what is behind it"
 		}
 		for _, d := range []*mpItem{it.parent, it.devRep} {
@@ -178,7 +180,7 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 		}
 	}
 	for _, it := range items {
-		if it.rec.Result == ProbeSkipped && it.state == mpWaiting {
+		if it.rec.Result == layout.ProbeSkipped && it.state == mpWaiting {
 			finish(it)
 		}
 	}
@@ -197,7 +199,7 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 	complete := func(it *mpItem) {
 		delete(running, it)
 		perNS[it.ns]--
-		if it.rec.Result == ProbeHung {
+		if it.rec.Result == layout.ProbeHung {
 			p.reportHung(it)
 		}
 		finish(it)
@@ -313,7 +315,7 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 	}
 	for _, it := range items {
 		if it.rec.Result == "" {
-			it.rec.Result = ProbeUnfinished
+			it.rec.Result = layout.ProbeUnfinished
 			it.rec.SkipReason = "not probed: the collector's deadline came first"
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/internal/testkit"
 	"github.com/nodesnap/nodesnap/isolate"
@@ -66,7 +67,7 @@ func mpKeys(m map[string][]byte) []string {
 	return ks
 }
 
-func mpFind(rep *collectors.MountProbeReport, mountpoint string) *collectors.MountProbe {
+func mpFind(rep *layout.MountProbeReport, mountpoint string) *layout.MountProbe {
 	for i := range rep.Probes {
 		if rep.Probes[i].Mountpoint == mountpoint {
 			return &rep.Probes[i]
@@ -102,7 +103,7 @@ func TestMountprobeHungAndDeadFUSE(t *testing.T) {
 	if res == nil {
 		t.Fatal("no mountprobe result in the manifest")
 	}
-	var rep collectors.MountProbeReport
+	var rep layout.MountProbeReport
 	mpDecode(t, c, "mountprobe/probes.json", &rep)
 	t.Logf("run %v; mountprobe %.2fs (its own measure %.2fs), status %s; counts %v", elapsed, res.DurationSeconds, rep.DurationMS/1000, res.Status, rep.Counts)
 
@@ -110,7 +111,7 @@ func TestMountprobeHungAndDeadFUSE(t *testing.T) {
 	if h == nil {
 		t.Fatalf("hung mount %s not in probes.json", hung.Mountpoint())
 	}
-	if h.Result != collectors.ProbeHung || h.Class != "network" || h.FSType != "fuse.ceph-fuse" || !h.Probed {
+	if h.Result != layout.ProbeHung || h.Class != "network" || h.FSType != "fuse.ceph-fuse" || !h.Probed {
 		t.Errorf("hung mount record: %+v", *h)
 	}
 	if h.FUSE == nil || h.FUSE.Conn != hung.ConnID() {
@@ -131,14 +132,14 @@ func TestMountprobeHungAndDeadFUSE(t *testing.T) {
 	}
 
 	d := mpFind(&rep, dead.Mountpoint())
-	if d == nil || d.Result != collectors.ProbeError || d.Errno != "ENOTCONN" || !strings.Contains(d.Diagnosis, "FUSE daemon gone") {
+	if d == nil || d.Result != layout.ProbeError || d.Errno != "ENOTCONN" || !strings.Contains(d.Diagnosis, "FUSE daemon gone") {
 		t.Errorf("dead FUSE record: %+v", d)
 	}
 	if mpHungTargets(c.Manifest)[dead.Mountpoint()] {
 		t.Errorf("a dead FUSE mount fails at once; it must not be reported hung")
 	}
 	ok := mpFind(&rep, tmp)
-	if ok == nil || ok.Result != collectors.ProbeOK || ok.Class != "local" || ok.Statfs == nil || !strings.Contains(ok.Statfs.TypeMagic, "tmpfs") {
+	if ok == nil || ok.Result != layout.ProbeOK || ok.Class != "local" || ok.Statfs == nil || !strings.Contains(ok.Statfs.TypeMagic, "tmpfs") {
 		t.Errorf("tmpfs record: %+v", ok)
 	}
 	// Network and FUSE first.
@@ -148,7 +149,7 @@ func TestMountprobeHungAndDeadFUSE(t *testing.T) {
 	// Only this test's mounts are counted: tests of other packages may
 	// have hung mounts of their own at the same time.
 	for _, p := range rep.Probes {
-		if strings.HasPrefix(p.Mountpoint, dir+"/") && p.Result == collectors.ProbeHung && p.Mountpoint != hung.Mountpoint() {
+		if strings.HasPrefix(p.Mountpoint, dir+"/") && p.Result == layout.ProbeHung && p.Mountpoint != hung.Mountpoint() {
 			t.Errorf("%s reported hung: %+v", p.Mountpoint, p)
 		}
 	}
@@ -195,7 +196,7 @@ func TestMountprobeUnderAndSameAsHung(t *testing.T) {
 
 	c, _ := mpRun(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: 30 * time.Second,
 		Common: collectors.Common{ProbeTimeout: time.Second}})
-	var rep collectors.MountProbeReport
+	var rep layout.MountProbeReport
 	mpDecode(t, c, "mountprobe/probes.json", &rep)
 	top := mpFind(&rep, f.Mountpoint())
 	under := mpFind(&rep, inner)
@@ -203,13 +204,13 @@ func TestMountprobeUnderAndSameAsHung(t *testing.T) {
 	if top == nil || under == nil || same == nil {
 		t.Fatalf("records missing: fuse %v, tmpfs under it %v, bind %v", top, under, same)
 	}
-	if top.Result != collectors.ProbeHung {
+	if top.Result != layout.ProbeHung {
 		t.Errorf("FUSE mount: %+v", *top)
 	}
-	if under.Result != collectors.ProbeSkipped || under.Probed || !strings.Contains(under.SkipReason, f.Mountpoint()) {
+	if under.Result != layout.ProbeSkipped || under.Probed || !strings.Contains(under.SkipReason, f.Mountpoint()) {
 		t.Errorf("tmpfs under the hung mount: %+v", *under)
 	}
-	if same.Result != collectors.ProbeHung || same.Probed || same.HungVia != f.Mountpoint() {
+	if same.Result != layout.ProbeHung || same.Probed || same.HungVia != f.Mountpoint() {
 		t.Errorf("bind mount of the hung filesystem: %+v", *same)
 	}
 	hung := mpHungTargets(c.Manifest)
@@ -244,7 +245,7 @@ func BenchmarkMountprobe200(b *testing.B) {
 		c, elapsed := mpRun(b, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 			Common: collectors.Common{ProbeTimeout: probe}})
 		res := c.Manifest.Collector("mountprobe")
-		var rep collectors.MountProbeReport
+		var rep layout.MountProbeReport
 		mpDecode(b, c, "mountprobe/probes.json", &rep)
 		d := time.Duration(res.DurationSeconds * float64(time.Second))
 		worst = max(worst, d)
@@ -252,7 +253,7 @@ func BenchmarkMountprobe200(b *testing.B) {
 			i, len(rep.Probes), rep.Counts, d.Seconds(), probe, (d - probe).Seconds(), elapsed.Seconds())
 		n := 0
 		for _, p := range rep.Probes {
-			if strings.HasPrefix(p.Mountpoint, dir+"/") && p.Result == collectors.ProbeHung {
+			if strings.HasPrefix(p.Mountpoint, dir+"/") && p.Result == layout.ProbeHung {
 				n++
 			}
 		}
@@ -329,11 +330,11 @@ func mpSetUpKubeletScene(t testing.TB, n int) *mpKubeletScene {
 // mpKubeletRun collects mountprobe alone with the default probe deadline
 // and collector timeout, and returns the report and the kubelet mount's
 // record.
-func mpKubeletRun(t testing.TB, s *mpKubeletScene) (*bundle.Contents, *collectors.MountProbeReport, *collectors.MountProbe) {
+func mpKubeletRun(t testing.TB, s *mpKubeletScene) (*bundle.Contents, *layout.MountProbeReport, *layout.MountProbe) {
 	t.Helper()
 	c, elapsed := mpRun(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 		Common: collectors.Common{ProbeTimeout: 3 * time.Second}})
-	var rep collectors.MountProbeReport
+	var rep layout.MountProbeReport
 	mpDecode(t, c, "mountprobe/probes.json", &rep)
 	k := mpFind(&rep, s.kubelet.Mountpoint())
 	if k == nil {
@@ -352,7 +353,7 @@ func TestMountprobeKubeletMountNotStarvedByHungNamespace(t *testing.T) {
 	s := mpSetUpKubeletScene(t, 200)
 	c, rep, k := mpKubeletRun(t, s)
 
-	if self, _ := testkit.MountNamespace(0); k.Result != collectors.ProbeHung || !k.Probed || !k.First || k.ProbeNamespace != self {
+	if self, _ := testkit.MountNamespace(0); k.Result != layout.ProbeHung || !k.Probed || !k.First || k.ProbeNamespace != self {
 		t.Errorf("kubelet mount record: %+v (namespaces %+v)", *k, rep.Namespaces)
 	}
 	if !mpHungTargets(c.Manifest)[s.kubelet.Mountpoint()] {
@@ -363,12 +364,12 @@ func TestMountprobeKubeletMountNotStarvedByHungNamespace(t *testing.T) {
 	if k.StartedMS > float64(rep.ProbeTimeoutMS) {
 		t.Errorf("the kubelet mount's probe started %.2fs into the run, after other probes' deadlines", k.StartedMS/1000)
 	}
-	if r := mpFind(rep, s.kroot); r == nil || r.Result != collectors.ProbeOK {
+	if r := mpFind(rep, s.kroot); r == nil || r.Result != layout.ProbeOK {
 		t.Errorf("kubelet root %s: %+v", s.kroot, r)
 	}
 	for _, mp := range s.nsOK {
 		r := mpFind(rep, mp)
-		if r == nil || r.Result != collectors.ProbeOK || r.ProbeNamespace != s.holder.NSInode {
+		if r == nil || r.Result != layout.ProbeOK || r.ProbeNamespace != s.holder.NSInode {
 			t.Errorf("healthy mount %s of the other namespace: %+v", mp, r)
 		}
 	}
@@ -378,10 +379,10 @@ func TestMountprobeKubeletMountNotStarvedByHungNamespace(t *testing.T) {
 	if sh == nil || sn == nil {
 		t.Fatalf("shared filesystem records missing: host %v, other namespace %v", sh, sn)
 	}
-	if sh.Result != collectors.ProbeHung || !sh.Probed {
+	if sh.Result != layout.ProbeHung || !sh.Probed {
 		t.Errorf("shared filesystem, host mount: %+v", *sh)
 	}
-	if sn.Result != collectors.ProbeHung || sn.Probed || sn.HungVia != s.sharedHost || sn.ProbeNamespace != s.holder.NSInode {
+	if sn.Result != layout.ProbeHung || sn.Probed || sn.HungVia != s.sharedHost || sn.ProbeNamespace != s.holder.NSInode {
 		t.Errorf("shared filesystem, other namespace's mount: %+v", *sn)
 	}
 	var hung, unfinished int
@@ -392,9 +393,9 @@ func TestMountprobeKubeletMountNotStarvedByHungNamespace(t *testing.T) {
 			t.Errorf("%s (other namespace) not in probes.json", mp)
 		case r.ProbeNamespace != s.holder.NSInode:
 			t.Errorf("%s probed through namespace %d, want %d", mp, r.ProbeNamespace, s.holder.NSInode)
-		case r.Result == collectors.ProbeHung:
+		case r.Result == layout.ProbeHung:
 			hung++
-		case r.Result == collectors.ProbeUnfinished:
+		case r.Result == layout.ProbeUnfinished:
 			unfinished++
 		default:
 			t.Errorf("%s (hung, other namespace): %+v", mp, *r)
@@ -417,7 +418,7 @@ func BenchmarkMountprobeKubeletBehind200(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		_, rep, k := mpKubeletRun(b, s)
-		if k.Result != collectors.ProbeHung {
+		if k.Result != layout.ProbeHung {
 			// Never reported: the whole run is a lower bound.
 			b.Logf("round %d: the kubelet's mount was %s: %s", i, k.Result, k.SkipReason)
 			missed++
@@ -454,14 +455,14 @@ func BenchmarkMountprobeHung200(b *testing.B) {
 		c, elapsed := mpRun(b, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 			Common: collectors.Common{ProbeTimeout: probe}})
 		res := c.Manifest.Collector("mountprobe")
-		var rep collectors.MountProbeReport
+		var rep layout.MountProbeReport
 		mpDecode(b, c, "mountprobe/probes.json", &rep)
 		d := time.Duration(res.DurationSeconds * float64(time.Second))
 		worst = max(worst, d)
 		nh := 0
 		var lastStart, lastDone float64
 		for _, p := range rep.Probes {
-			if strings.HasPrefix(p.Mountpoint, dir+"/hung") && p.Result == collectors.ProbeHung {
+			if strings.HasPrefix(p.Mountpoint, dir+"/hung") && p.Result == layout.ProbeHung {
 				nh++
 				lastStart, lastDone = max(lastStart, p.StartedMS), max(lastDone, p.DoneMS)
 			}
@@ -469,7 +470,7 @@ func BenchmarkMountprobeHung200(b *testing.B) {
 		b.Logf("round %d: last hung probe started at %.2fs, its result at %.2fs; at most %d stuck at once", i, lastStart/1000, lastDone/1000, rep.PeakStuck)
 		unprobed := 0
 		for _, mp := range ok {
-			if r := mpFind(&rep, mp); r == nil || r.Result != collectors.ProbeOK {
+			if r := mpFind(&rep, mp); r == nil || r.Result != layout.ProbeOK {
 				unprobed++
 			}
 		}
@@ -503,14 +504,14 @@ func mpHungScene(t testing.TB, n, k int) (dir string, ok []string) {
 
 // mpCountHung counts the scene's mounts found hung, and the healthy ones
 // not found ok.
-func mpCountHung(rep *collectors.MountProbeReport, dir string, ok []string) (hung, notOK int) {
+func mpCountHung(rep *layout.MountProbeReport, dir string, ok []string) (hung, notOK int) {
 	for _, p := range rep.Probes {
-		if strings.HasPrefix(p.Mountpoint, dir+"/hung") && p.Result == collectors.ProbeHung {
+		if strings.HasPrefix(p.Mountpoint, dir+"/hung") && p.Result == layout.ProbeHung {
 			hung++
 		}
 	}
 	for _, mp := range ok {
-		if r := mpFind(rep, mp); r == nil || r.Result != collectors.ProbeOK {
+		if r := mpFind(rep, mp); r == nil || r.Result != layout.ProbeOK {
 			notOK++
 		}
 	}
@@ -528,7 +529,7 @@ func TestMountprobeManyHungCostOneDeadline(t *testing.T) {
 	c, elapsed := mpRun(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 		Common: collectors.Common{ProbeTimeout: probe}})
 	res := c.Manifest.Collector("mountprobe")
-	var rep collectors.MountProbeReport
+	var rep layout.MountProbeReport
 	mpDecode(t, c, "mountprobe/probes.json", &rep)
 	d := time.Duration(res.DurationSeconds * float64(time.Second))
 	hung, notOK := mpCountHung(&rep, dir, ok)
@@ -557,7 +558,7 @@ func TestMountprobeMaxStuckBound(t *testing.T) {
 	const probe = time.Second
 	c, _ := mpRun(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 		Common: collectors.Common{ProbeTimeout: probe}})
-	var rep collectors.MountProbeReport
+	var rep layout.MountProbeReport
 	mpDecode(t, c, "mountprobe/probes.json", &rep)
 	hung, notOK := mpCountHung(&rep, dir, ok)
 	t.Logf("mountprobe %.2fs, counts %v, max stuck %d, at most %d stuck at once", rep.DurationMS/1000, rep.Counts, rep.MaxStuck, rep.PeakStuck)

@@ -28,12 +28,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 func init() {
 	Register(Spec{
-		Name:           "mounts",
+		Name:           layout.DirMounts,
 		Description:    "mountinfo of every mount namespace (read once per namespace, found through every task), namespace → processes, device → every namespace/process/mountpoint that mounts it",
 		DefaultEnabled: true,
 		DefaultTimeout: 30 * time.Second,
@@ -208,8 +209,8 @@ type mntNSScan struct {
 
 type mntNSEntry struct {
 	inode       uint64
-	candidates  []TaskRef // tasks to read mountinfo from, in scan order
-	processes   []NamespaceProcess
+	candidates  []layout.TaskRef // tasks to read mountinfo from, in scan order
+	processes   []layout.NamespaceProcess
 	tasks       int
 	threadLevel bool
 }
@@ -358,26 +359,26 @@ func (s *mntNSScan) add(pid int, r mntProcScan) {
 	for _, t := range r.tasks {
 		e := s.entry(t.ns)
 		if len(e.candidates) < mntMaxNSCandidates {
-			e.candidates = append(e.candidates, TaskRef{PID: pid, TID: t.tid})
+			e.candidates = append(e.candidates, layout.TaskRef{PID: pid, TID: t.tid})
 		}
 		e.tasks++
 	}
 	if !r.split {
 		e := s.spaces[r.tasks[0].ns]
-		e.processes = append(e.processes, NamespaceProcess{PID: pid, Comm: r.comm, Threads: len(r.tasks)})
+		e.processes = append(e.processes, layout.NamespaceProcess{PID: pid, Comm: r.comm, Threads: len(r.tasks)})
 		return
 	}
-	byNS := map[uint64]*NamespaceProcess{}
+	byNS := map[uint64]*layout.NamespaceProcess{}
 	var nsOrder []uint64
 	for _, t := range r.tasks {
 		np := byNS[t.ns]
 		if np == nil {
-			np = &NamespaceProcess{PID: pid, Comm: r.comm}
+			np = &layout.NamespaceProcess{PID: pid, Comm: r.comm}
 			byNS[t.ns] = np
 			nsOrder = append(nsOrder, t.ns)
 		}
 		np.Threads++
-		np.Tasks = append(np.Tasks, NamespaceTask{TID: t.tid, Comm: t.comm})
+		np.Tasks = append(np.Tasks, layout.NamespaceTask{TID: t.tid, Comm: t.comm})
 		if !t.leader {
 			s.spaces[t.ns].threadLevel = true
 		}
@@ -413,12 +414,12 @@ func mntParallel(ctx context.Context, n, workers int, fn func(i int)) {
 // candidate task whose root is "/" (mount points are printed relative to
 // the reading task's root, so a chrooted task would show a partial table),
 // falling back to a task with another root when no task has "/".
-func mntReadNamespaceMountinfo(proc string, cands []TaskRef, max int64, buf []byte) (data []byte, from TaskRef, root string, truncated bool, err error) {
-	taskDir := func(t TaskRef) string {
+func mntReadNamespaceMountinfo(proc string, cands []layout.TaskRef, max int64, buf []byte) (data []byte, from layout.TaskRef, root string, truncated bool, err error) {
+	taskDir := func(t layout.TaskRef) string {
 		return proc + "/" + strconv.Itoa(t.PID) + "/task/" + strconv.Itoa(t.TID)
 	}
 	err = errors.New("no task of the namespace is left")
-	var fallback []TaskRef
+	var fallback []layout.TaskRef
 	var fallbackRoots []string
 	for _, t := range cands {
 		r, lerr := os.Readlink(taskDir(t) + "/root")
@@ -443,7 +444,7 @@ func mntReadNamespaceMountinfo(proc string, cands []TaskRef, max int64, buf []by
 		}
 		err = rerr
 	}
-	return nil, TaskRef{}, "", false, err
+	return nil, layout.TaskRef{}, "", false, err
 }
 
 // PropagationType names a mount's propagation in one word or two.
@@ -467,7 +468,7 @@ func PropagationType(p procfs.Propagation) string {
 
 func collectMounts(ctx context.Context, env *Env) error {
 	proc := env.ProcPath()
-	rep := MountsReport{}
+	rep := layout.MountsReport{}
 	host, err := mntHostNamespace(env)
 	if err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
@@ -520,11 +521,11 @@ func collectMounts(ctx context.Context, env *Env) error {
 		return a < b
 	})
 	// Each namespace's table: read from one task, kept raw, parsed.
-	rep.Namespaces = make([]MountNamespace, len(order))
+	rep.Namespaces = make([]layout.MountNamespace, len(order))
 	werrs := make([]error, len(order))
 	for i, ns := range order {
 		e := scan.spaces[ns]
-		rep.Namespaces[i] = MountNamespace{Inode: ns, Host: ns == host && host != 0, ThreadLevel: e.threadLevel,
+		rep.Namespaces[i] = layout.MountNamespace{Inode: ns, Host: ns == host && host != 0, ThreadLevel: e.threadLevel,
 			ProcessCount: len(e.processes), TaskCount: e.tasks, Processes: e.processes,
 			Error: "not read: the collector's deadline passed"}
 	}
@@ -546,15 +547,15 @@ func collectMounts(ctx context.Context, env *Env) error {
 			return
 		}
 		mns.ReadFrom, mns.ReadFromRoot, mns.Truncated = from, root, trunc
-		mns.Mountinfo = "ns/" + strconv.FormatUint(ns, 10) + ".mountinfo"
+		mns.Mountinfo = layout.MountinfoFile(ns)
 		if err := env.WriteFile(mns.Mountinfo, data); err != nil {
 			werrs[i] = err
 			return
 		}
 		mounts, bad := procfs.ParseMountInfo(data)
-		mns.Mounts = make([]NamespaceMount, len(mounts))
+		mns.Mounts = make([]layout.NamespaceMount, len(mounts))
 		for j, m := range mounts {
-			mns.Mounts[j] = NamespaceMount{Mount: m, PropagationType: PropagationType(m.Propagation), Class: procfs.Classify(m).String()}
+			mns.Mounts[j] = layout.NamespaceMount{Mount: m, PropagationType: PropagationType(m.Propagation), Class: procfs.Classify(m).String()}
 		}
 		if len(bad) > 0 {
 			mns.BadLines = bad

@@ -7,12 +7,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 // The device index: which namespaces and processes hold each filesystem, and what block device it is.
 
-func mntBlockName(b *BlockDevice) string {
+func mntBlockName(b *layout.BlockDevice) string {
 	if b == nil || b.Name == "" {
 		return ""
 	}
@@ -23,7 +24,7 @@ func mntBlockName(b *BlockDevice) string {
 	return s + ")"
 }
 
-func mntDescribeHolders(d *MountDevice) string {
+func mntDescribeHolders(d *layout.MountDevice) string {
 	var parts []string
 	for _, n := range d.Namespaces {
 		if n.Nodesnap != "" {
@@ -46,9 +47,9 @@ func mntDescribeHolders(d *MountDevice) string {
 // one entry per major:minor that any namespace mounts (pseudo filesystems
 // left out), sorted by device, each with every namespace and mountpoint
 // that mounts it and whether the host namespace is among them.
-func BuildMountDeviceIndex(nss []MountNamespace) []MountDevice {
+func BuildMountDeviceIndex(nss []layout.MountNamespace) []layout.MountDevice {
 	type key struct{ major, minor uint32 }
-	byDev := map[key]*MountDevice{}
+	byDev := map[key]*layout.MountDevice{}
 	var keys []key
 	for _, ns := range nss {
 		var cur map[key]int // device → index in its Namespaces, for this ns
@@ -59,7 +60,7 @@ func BuildMountDeviceIndex(nss []MountNamespace) []MountDevice {
 			k := key{m.Major, m.Minor}
 			d := byDev[k]
 			if d == nil {
-				d = &MountDevice{Dev: m.Dev(), Major: m.Major, Minor: m.Minor, Class: m.Class}
+				d = &layout.MountDevice{Dev: m.Dev(), Major: m.Major, Minor: m.Minor, Class: m.Class}
 				byDev[k] = d
 				keys = append(keys, k)
 			}
@@ -74,13 +75,13 @@ func BuildMountDeviceIndex(nss []MountNamespace) []MountDevice {
 			}
 			i, ok := cur[k]
 			if !ok {
-				dn := MountDeviceNamespace{Namespace: ns.Inode, Host: ns.Host, ProcessCount: ns.ProcessCount}
+				dn := layout.MountDeviceNamespace{Namespace: ns.Inode, Host: ns.Host, ProcessCount: ns.ProcessCount}
 				if !ns.Host {
 					// Enough to name the holders; the full list is in
 					// namespaces[] once, not repeated for every device
 					// the namespace mounts (it made mounts.json
 					// quadratic on a node with many namespaces).
-					dn.Processes = ns.Processes[:min(len(ns.Processes), MaxDeviceNamespaceProcesses)]
+					dn.Processes = ns.Processes[:min(len(ns.Processes), layout.MaxDeviceNamespaceProcesses)]
 				}
 				d.Namespaces = append(d.Namespaces, dn)
 				i = len(d.Namespaces) - 1
@@ -89,7 +90,7 @@ func BuildMountDeviceIndex(nss []MountNamespace) []MountDevice {
 					d.InHostNamespace = true
 				}
 			}
-			d.Namespaces[i].Mounts = append(d.Namespaces[i].Mounts, MountDeviceMount{
+			d.Namespaces[i].Mounts = append(d.Namespaces[i].Mounts, layout.MountDeviceMount{
 				MountID: m.ID, MountPoint: m.MountPoint, Root: m.Root, Source: m.Source,
 				FSType: m.FSType, Propagation: m.Propagation.String(),
 			})
@@ -101,7 +102,7 @@ func BuildMountDeviceIndex(nss []MountNamespace) []MountDevice {
 		}
 		return keys[i].minor < keys[j].minor
 	})
-	out := make([]MountDevice, 0, len(keys))
+	out := make([]layout.MountDevice, 0, len(keys))
 	for _, k := range keys {
 		d := byDev[k]
 		d.OnlyOutsideHostNamespace = !d.InHostNamespace
@@ -113,7 +114,7 @@ func BuildMountDeviceIndex(nss []MountNamespace) []MountDevice {
 // mntBlockCache reads sysfs facts about block devices once each.
 type mntBlockCache struct {
 	sys   string
-	byDev map[[2]uint32]*BlockDevice
+	byDev map[[2]uint32]*layout.BlockDevice
 	// byName maps a kernel name (loop3) to its device, filled by
 	// lookupName.
 	byName map[string]*mntNameEntry
@@ -125,14 +126,14 @@ type mntNameEntry struct {
 }
 
 func mntNewBlockCache(sys string) *mntBlockCache {
-	return &mntBlockCache{sys: sys, byDev: map[[2]uint32]*BlockDevice{}, byName: map[string]*mntNameEntry{}}
+	return &mntBlockCache{sys: sys, byDev: map[[2]uint32]*layout.BlockDevice{}, byName: map[string]*mntNameEntry{}}
 }
 
 // lookup returns sysfs facts for a block device, or nil when major:minor
 // is not a block device (major 0 is the kernel's anonymous devices: tmpfs,
 // overlay, nfs, fuse...). sysfs attributes are kernel memory: reading
 // them touches no filesystem that can hang.
-func (c *mntBlockCache) lookup(major, minor uint32) *BlockDevice {
+func (c *mntBlockCache) lookup(major, minor uint32) *layout.BlockDevice {
 	if major == 0 {
 		return nil
 	}
@@ -172,7 +173,7 @@ func (c *mntBlockCache) lookupName(name string) (uint32, uint32, bool) {
 	return e.major, e.minor, true
 }
 
-func mntReadBlockDevice(sys, dir string) *BlockDevice {
+func mntReadBlockDevice(sys, dir string) *layout.BlockDevice {
 	var buf [4096]byte
 	read := func(name string) string {
 		b, err := mntReadSmall(dir+"/"+name, buf[:])
@@ -185,7 +186,7 @@ func mntReadBlockDevice(sys, dir string) *BlockDevice {
 	if uevent == "" {
 		return nil
 	}
-	b := &BlockDevice{}
+	b := &layout.BlockDevice{}
 	for _, line := range strings.Split(uevent, "\n") {
 		k, v, _ := strings.Cut(line, "=")
 		switch k {

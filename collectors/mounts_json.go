@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Writing mounts.json as it is built: a small streaming JSON writer.
@@ -13,8 +15,8 @@ import (
 // one process list and one device per line: compact enough to write and
 // compress quickly when there are thousands of mounts, and in lines the
 // redactor reads one at a time.
-func mntWriteReport(env *Env, rep *MountsReport) error {
-	f, err := env.Create("mounts.json")
+func mntWriteReport(env *Env, rep *layout.MountsReport) error {
+	f, err := env.Create(layout.MountsFile)
 	if err != nil {
 		return err
 	}
@@ -34,12 +36,12 @@ func mntWriteReport(env *Env, rep *MountsReport) error {
 
 // mntEncodeReport writes rep as JSON. Objects are marshalled without their
 // long arrays, which are appended element by element.
-func mntEncodeReport(w io.Writer, rep *MountsReport) error {
+func mntEncodeReport(w io.Writer, rep *layout.MountsReport) error {
 	bw := &mntJSONWriter{w: w}
 	head := *rep
 	head.Namespaces, head.Devices = nil, nil
 	bw.object(struct {
-		*MountsReport
+		*layout.MountsReport
 		Namespaces *struct{} `json:"namespaces,omitempty"`
 		Devices    *struct{} `json:"devices,omitempty"`
 	}{MountsReport: &head})
@@ -48,7 +50,7 @@ func mntEncodeReport(w io.Writer, rep *MountsReport) error {
 		ns := &rep.Namespaces[i]
 		bw.sep(i)
 		bw.object(struct {
-			*MountNamespace
+			*layout.MountNamespace
 			Processes *struct{} `json:"processes,omitempty"`
 			Mounts    *struct{} `json:"mounts,omitempty"`
 		}{MountNamespace: ns})

@@ -6,7 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 // nodesnap's own processes, namespaces and pod: recorded, never evidence against the node.
@@ -16,8 +17,8 @@ import (
 // namespaces, and its processes: the supervisor (this collector's parent,
 // found through <proc>/self, which names the reader as that /proc numbers
 // it) and its descendants.
-func mntFindSelf(env *Env, proc string, scan *mntNSScan, host uint64, nss []MountNamespace) *MountsSelf {
-	ms := &MountsSelf{Namespaces: []uint64{}}
+func mntFindSelf(env *Env, proc string, scan *mntNSScan, host uint64, nss []layout.MountNamespace) *layout.MountsSelf {
+	ms := &layout.MountsSelf{Namespaces: []uint64{}}
 	if env.Self != nil {
 		ms.MountNamespace = env.Self.MountNamespace
 		if env.Self.Pod != nil {
@@ -52,7 +53,7 @@ func mntFindSelf(env *Env, proc string, scan *mntNSScan, host uint64, nss []Moun
 // point outside any kubelet pod directory. A copy of the node's kubelet
 // tree (a CSI driver's) has its mount points in pod directories, and is
 // not the pod.
-func PodNamespaces(nss []MountNamespace, host, own uint64, uid string) []uint64 {
+func PodNamespaces(nss []layout.MountNamespace, host, own uint64, uid string) []uint64 {
 	if uid == "" {
 		return nil
 	}
@@ -113,15 +114,15 @@ func SelfProcesses(ppid map[int]int, comm map[int]string, me int) (int, []int) {
 // MarkNodesnapNamespaces marks rep.Nodesnap's namespaces in the namespace
 // list and the device index, and recomputes which devices are held only
 // outside the host's namespace without them.
-func MarkNodesnapNamespaces(rep *MountsReport) {
+func MarkNodesnapNamespaces(rep *layout.MountsReport) {
 	if rep.Nodesnap == nil || len(rep.Nodesnap.Namespaces) == 0 {
 		return
 	}
 	kind := map[uint64]string{}
 	for _, ns := range rep.Nodesnap.Namespaces {
-		kind[ns] = NodesnapPod
+		kind[ns] = layout.NodesnapPod
 	}
-	kind[rep.Nodesnap.MountNamespace] = NodesnapOwn
+	kind[rep.Nodesnap.MountNamespace] = layout.NodesnapOwn
 	for i := range rep.Namespaces {
 		if k, ok := kind[rep.Namespaces[i].Inode]; ok && !rep.Namespaces[i].Host {
 			rep.Namespaces[i].Nodesnap = k
@@ -144,7 +145,7 @@ func MarkNodesnapNamespaces(rep *MountsReport) {
 		d.OnlyOutsideHostNamespace = false
 		d.OnlyInNodesnapNamespaces = true
 		rep.Nodesnap.ExcludedDeviceCount++
-		if len(rep.Nodesnap.ExcludedDevices) < MaxExcludedDevices {
+		if len(rep.Nodesnap.ExcludedDevices) < layout.MaxExcludedDevices {
 			rep.Nodesnap.ExcludedDevices = append(rep.Nodesnap.ExcludedDevices, d.Dev)
 		}
 	}

@@ -19,9 +19,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/procfs"
 	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/procfs"
 	"github.com/nodesnap/nodesnap/supervisor"
 )
 
@@ -98,7 +99,7 @@ func mountsRequireOK(t *testing.T, c *bundle.Contents, name string, ours ...int)
 	}
 }
 
-func mountsDevice(rep *collectors.MountsReport, major, minor uint32) *collectors.MountDevice {
+func mountsDevice(rep *layout.MountsReport, major, minor uint32) *layout.MountDevice {
 	for i := range rep.Devices {
 		if rep.Devices[i].Major == major && rep.Devices[i].Minor == minor {
 			return &rep.Devices[i]
@@ -107,7 +108,7 @@ func mountsDevice(rep *collectors.MountsReport, major, minor uint32) *collectors
 	return nil
 }
 
-func mountsNamespace(rep *collectors.MountsReport, inode uint64) *collectors.MountNamespace {
+func mountsNamespace(rep *layout.MountsReport, inode uint64) *layout.MountNamespace {
 	for i := range rep.Namespaces {
 		if rep.Namespaces[i].Inode == inode {
 			return &rep.Namespaces[i]
@@ -136,7 +137,7 @@ func TestMountsDeviceHeldOnlyInPrivateNamespace(t *testing.T) {
 	for _, name := range []string{"mounts", "openfiles"} {
 		mountsRequireOK(t, c, name, h.Pid)
 	}
-	var rep collectors.MountsReport
+	var rep layout.MountsReport
 	mountsDecode(t, c, "mounts/mounts.json", &rep)
 	if rep.HostNamespace != self {
 		t.Errorf("host namespace %d, want the test's own %d (pid 1's)", rep.HostNamespace, self)
@@ -196,7 +197,7 @@ func TestMountsDeviceHeldOnlyInPrivateNamespace(t *testing.T) {
 
 	// openfiles names the kernel thread that keeps the journal of the
 	// device the host no longer sees: all lsof showed in incident 002.
-	var sum collectors.OpenFilesSummary
+	var sum layout.OpenFilesSummary
 	mountsDecode(t, c, "openfiles/holders.json", &sum)
 	want := "jbd2/" + filepath.Base(loop.Device) + "-8"
 	var kts []string
@@ -232,7 +233,7 @@ func TestMountsThreadLevelNamespace(t *testing.T) {
 	}
 
 	c, _ := mountsCollect(t, 60*time.Second, "mounts", "openfiles")
-	var rep collectors.MountsReport
+	var rep layout.MountsReport
 	mountsDecode(t, c, "mounts/mounts.json", &rep)
 	ns := mountsNamespace(&rep, taskNS)
 	if ns == nil {
@@ -245,7 +246,7 @@ func TestMountsThreadLevelNamespace(t *testing.T) {
 	if p.PID != pid || len(p.Tasks) != 1 || p.Tasks[0].TID != tid || p.Tasks[0].Comm != "nsthread" {
 		t.Errorf("namespace's process %+v, want pid %d with task %d named nsthread", p, pid, tid)
 	}
-	var tm *collectors.NamespaceMount
+	var tm *layout.NamespaceMount
 	for i, m := range ns.Mounts {
 		if m.MountPoint == dir {
 			tm = &ns.Mounts[i]
@@ -268,9 +269,9 @@ func TestMountsThreadLevelNamespace(t *testing.T) {
 	}
 
 	// openfiles lists the thread with its own namespace and cwd.
-	var procs []collectors.OpenFilesProcess
+	var procs []layout.OpenFilesProcess
 	for _, line := range strings.Split(strings.TrimSpace(string(c.Files["openfiles/processes.jsonl"])), "\n") {
-		var p collectors.OpenFilesProcess
+		var p layout.OpenFilesProcess
 		if err := json.Unmarshal([]byte(line), &p); err != nil {
 			t.Fatalf("processes.jsonl: %v", err)
 		}
@@ -293,7 +294,7 @@ func TestMountsThreadLevelNamespace(t *testing.T) {
 	}
 }
 
-func mountsHasPID(ps []collectors.NamespaceProcess, pid int) bool {
+func mountsHasPID(ps []layout.NamespaceProcess, pid int) bool {
 	for _, p := range ps {
 		if p.PID == pid {
 			return true
@@ -441,7 +442,7 @@ func TestPropagationType(t *testing.T) {
 	}
 }
 
-func mountsFixture(t testing.TB, inode uint64, host bool, file string, procs ...collectors.NamespaceProcess) collectors.MountNamespace {
+func mountsFixture(t testing.TB, inode uint64, host bool, file string, procs ...layout.NamespaceProcess) layout.MountNamespace {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", "mounts", file))
 	if err != nil {
@@ -450,11 +451,11 @@ func mountsFixture(t testing.TB, inode uint64, host bool, file string, procs ...
 	return mountsNSFromBytes(inode, host, data, procs...)
 }
 
-func mountsNSFromBytes(inode uint64, host bool, data []byte, procs ...collectors.NamespaceProcess) collectors.MountNamespace {
+func mountsNSFromBytes(inode uint64, host bool, data []byte, procs ...layout.NamespaceProcess) layout.MountNamespace {
 	ms, _ := procfs.ParseMountInfo(data)
-	ns := collectors.MountNamespace{Inode: inode, Host: host, ProcessCount: len(procs), Processes: procs}
+	ns := layout.MountNamespace{Inode: inode, Host: host, ProcessCount: len(procs), Processes: procs}
 	for _, m := range ms {
-		ns.Mounts = append(ns.Mounts, collectors.NamespaceMount{Mount: m, PropagationType: collectors.PropagationType(m.Propagation), Class: procfs.Classify(m).String()})
+		ns.Mounts = append(ns.Mounts, layout.NamespaceMount{Mount: m, PropagationType: collectors.PropagationType(m.Propagation), Class: procfs.Classify(m).String()})
 	}
 	return ns
 }
@@ -464,11 +465,11 @@ func mountsNSFromBytes(inode uint64, host bool, data []byte, procs ...collectors
 // the host unmounted it long ago.
 func TestBuildMountDeviceIndex(t *testing.T) {
 	host := mountsFixture(t, 4026531840, true, "host.mountinfo",
-		collectors.NamespaceProcess{PID: 1, Comm: "systemd", Threads: 1},
-		collectors.NamespaceProcess{PID: 900, Comm: "kubelet", Threads: 40})
+		layout.NamespaceProcess{PID: 1, Comm: "systemd", Threads: 1},
+		layout.NamespaceProcess{PID: 900, Comm: "kubelet", Threads: 40})
 	nodeExp := mountsFixture(t, 4026532999, false, "node-exporter.mountinfo",
-		collectors.NamespaceProcess{PID: 4242, Comm: "node_exporter", Threads: 9})
-	idx := collectors.BuildMountDeviceIndex([]collectors.MountNamespace{host, nodeExp})
+		layout.NamespaceProcess{PID: 4242, Comm: "node_exporter", Threads: 9})
+	idx := collectors.BuildMountDeviceIndex([]layout.MountNamespace{host, nodeExp})
 
 	type row struct {
 		dev     string
@@ -519,7 +520,7 @@ func TestBuildMountDeviceIndex(t *testing.T) {
 	// No host namespace known: nothing can be "in" it.
 	nodeExp.Host = false
 	host.Host = false
-	for _, d := range collectors.BuildMountDeviceIndex([]collectors.MountNamespace{host, nodeExp}) {
+	for _, d := range collectors.BuildMountDeviceIndex([]layout.MountNamespace{host, nodeExp}) {
 		if d.InHostNamespace {
 			t.Errorf("%s in host namespace without one", d.Dev)
 		}
@@ -542,7 +543,7 @@ func FuzzBuildMountDeviceIndex(f *testing.F) {
 	}
 	f.Add([]byte("1 0 0:1 / / rw - tmpfs tmpfs rw\n"), []byte("garbage\n2 1 8:1 / /x rw - ext4 /dev/sda1 rw"))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		nss := []collectors.MountNamespace{mountsNSFromBytes(1, true, a), mountsNSFromBytes(2, false, b)}
+		nss := []layout.MountNamespace{mountsNSFromBytes(1, true, a), mountsNSFromBytes(2, false, b)}
 		idx := collectors.BuildMountDeviceIndex(nss)
 		seen := map[string]bool{}
 		for i, d := range idx {

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/collectors/procfs"
 	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 // The configuration a node's daemons actually run with is named on their

@@ -31,8 +31,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 // OpenFilesOptions are the openfiles collector's flags.
@@ -51,7 +52,7 @@ const opOpenFilesMaps = "openfiles.maps"
 
 func init() {
 	Register(Spec{
-		Name:           "openfiles",
+		Name:           layout.DirOpenFiles,
 		Description:    "lsof from /proc by readlink only (fds with fdinfo, cwd, root, exe, mapped files); holders per device and per mountpoint; kernel threads per device",
 		DefaultEnabled: true,
 		DefaultTimeout: 60 * time.Second,
@@ -63,153 +64,6 @@ func init() {
 		Run: collectOpenFiles,
 	})
 	isolate.RegisterOp(opOpenFilesMaps, isolate.Typed(openFilesMapsOp))
-}
-
-// OpenFilesSummary is openfiles/holders.json.
-type OpenFilesSummary struct {
-	HostNamespace uint64 `json:"host_namespace"`
-	Processes     int    `json:"processes"`
-	KernelThreads int    `json:"kernel_threads"`
-	// ProcessesGone counts processes that exited during the scan.
-	ProcessesGone int `json:"processes_gone,omitempty"`
-	FDs           int `json:"fds"`
-	// Devices: every block device mounted in any namespace or held open,
-	// and every other device (tmpfs, overlay, nfs...) with a holder; pseudo
-	// filesystems (proc, sysfs, devtmpfs, cgroup...) are left out.
-	Devices []DeviceHolders `json:"devices"`
-	// Mounts: every mount (in any namespace) with at least one holder.
-	Mounts []MountHolders `json:"mounts"`
-	// UnknownMounts are mount IDs of open files that no namespace's
-	// mountinfo lists: usually filesystems unmounted lazily (umount -l)
-	// while still in use, which keep their devices busy out of sight.
-	UnknownMounts []UnknownMountHolders `json:"unknown_mounts,omitempty"`
-	Errors        []string              `json:"errors,omitempty"`
-}
-
-// UnknownMountHolders are the holders of files on one mount that is in no
-// namespace's table.
-type UnknownMountHolders struct {
-	MountID int          `json:"mount_id"`
-	Holders []FileHolder `json:"holders"`
-}
-
-// DeviceHolders is everyone using one device.
-type DeviceHolders struct {
-	Dev     string       `json:"dev"`
-	Major   uint32       `json:"major"`
-	Minor   uint32       `json:"minor"`
-	Block   *BlockDevice `json:"block,omitempty"`
-	FSTypes []string     `json:"fs_types,omitempty"`
-	Sources []string     `json:"sources,omitempty"`
-	// Holders are processes with a file, directory, mapping, or the
-	// device node itself open on it, from every namespace.
-	Holders []FileHolder `json:"holders"`
-	// KernelThreads are kernel threads whose name carries the device's
-	// kernel name or major:minor (jbd2/loop0-8, rbd3-tasks,
-	// kdmflush/253:0): a filesystem still mounted somewhere keeps them.
-	KernelThreads []KernelThreadRef `json:"kernel_threads,omitempty"`
-}
-
-// MountHolders is everyone using one mount.
-type MountHolders struct {
-	Namespace  uint64       `json:"namespace"`
-	Host       bool         `json:"host"`
-	MountID    int          `json:"mount_id"`
-	MountPoint string       `json:"mount_point"`
-	Dev        string       `json:"dev"`
-	FSType     string       `json:"fs_type"`
-	Source     string       `json:"source"`
-	Holders    []FileHolder `json:"holders"`
-}
-
-// FileHolder is one process (or thread) using a device or mount.
-type FileHolder struct {
-	PID int `json:"pid"`
-	// TID is set for a thread in a mount namespace of its own, whose cwd
-	// or root differs from its process's.
-	TID       int    `json:"tid,omitempty"`
-	Comm      string `json:"comm"`
-	Namespace uint64 `json:"mnt_ns"`
-	// Uses: "cwd", "root", "exe", "mem" (a mapped file), "fd 3", or
-	// "fd 4 (device node)" for the block device itself held open. At
-	// most maxHolderUses are listed; UseCount counts all.
-	Uses     []string `json:"uses"`
-	UseCount int      `json:"use_count"`
-	// Paths are up to maxHolderPaths distinct paths used.
-	Paths []string `json:"paths,omitempty"`
-}
-
-// KernelThreadRef names a kernel thread.
-type KernelThreadRef struct {
-	PID  int    `json:"pid"`
-	Comm string `json:"comm"`
-}
-
-// OpenFilesProcess is one line of openfiles/processes.jsonl.
-type OpenFilesProcess struct {
-	PID       int    `json:"pid"`
-	PPID      int    `json:"ppid"`
-	Comm      string `json:"comm"`
-	Namespace uint64 `json:"mnt_ns"`
-	// Exe, Cwd and Root are nil when unreadable (a zombie, say).
-	Exe  *OpenFile `json:"exe,omitempty"`
-	Cwd  *OpenFile `json:"cwd,omitempty"`
-	Root *OpenFile `json:"root,omitempty"`
-	// FDCount counts every fd; FDs lists those naming a file, directory,
-	// device node or memfd (up to --openfiles-max-fds; FDsOmitted counts
-	// the rest). Sockets, pipes and anonymous inodes are only counted.
-	FDCount    int            `json:"fd_count"`
-	FDs        []OpenFD       `json:"fds,omitempty"`
-	FDsOmitted int            `json:"fds_omitted,omitempty"`
-	Sockets    int            `json:"sockets,omitempty"`
-	Pipes      int            `json:"pipes,omitempty"`
-	AnonInodes map[string]int `json:"anon_inodes,omitempty"`
-	OtherFDs   int            `json:"other_fds,omitempty"`
-	// Maps lists each mapped file once.
-	Maps      []OpenFile `json:"maps,omitempty"`
-	MapsError string     `json:"maps_error,omitempty"`
-	// Threads lists tasks in a mount namespace other than the process's.
-	Threads []OpenFilesThread `json:"threads,omitempty"`
-	Errors  []string          `json:"errors,omitempty"`
-}
-
-// OpenFile is a file as /proc names it, placed on a mount and device
-// without touching it.
-type OpenFile struct {
-	Path string `json:"path"`
-	// Kind is path, device (a node under /dev), memfd or unknown.
-	Kind    procfs.LinkKind `json:"kind"`
-	Deleted bool            `json:"deleted,omitempty"`
-	// Dev is the filesystem's major:minor; MountID and MountPoint the
-	// mount in the process's namespace. fds are placed by their fdinfo
-	// mnt_id (exact; an fd whose MountID has no MountPoint is on a mount
-	// in no namespace's table, see unknown_mounts); cwd, root, exe and
-	// mapped files by the longest mount point that is a prefix of their
-	// path; mapped files take Dev from maps.
-	Dev        string `json:"dev,omitempty"`
-	MountID    int    `json:"mount_id,omitempty"`
-	MountPoint string `json:"mount_point,omitempty"`
-	Inode      uint64 `json:"inode,omitempty"`
-	// DeviceNode is the major:minor of the block device an fd on a
-	// device node opens (/dev/loop3 → "7:3").
-	DeviceNode string `json:"device_node,omitempty"`
-}
-
-// OpenFD is one file descriptor.
-type OpenFD struct {
-	FD int `json:"fd"`
-	OpenFile
-	Pos   int64  `json:"pos"`
-	Flags string `json:"flags,omitempty"`
-}
-
-// OpenFilesThread is a task in a mount namespace of its own.
-type OpenFilesThread struct {
-	TID       int       `json:"tid"`
-	Comm      string    `json:"comm"`
-	Namespace uint64    `json:"mnt_ns"`
-	Cwd       *OpenFile `json:"cwd,omitempty"`
-	Root      *OpenFile `json:"root,omitempty"`
 }
 
 const (
@@ -343,8 +197,8 @@ type ofTaskNS struct {
 
 // ofResult is one process's scan.
 type ofResult struct {
-	proc    *OpenFilesProcess
-	kthread *KernelThreadRef
+	proc    *layout.OpenFilesProcess
+	kthread *layout.KernelThreadRef
 	gone    bool
 	// uses are the process's holdings, for the summaries.
 	uses []ofUse
@@ -384,7 +238,7 @@ func collectOpenFiles(ctx context.Context, env *Env) error {
 	s := &ofScanner{env: env, proc: env.ProcPath(), opts: opts, spaces: map[uint64]*ofNamespace{},
 		byID: map[int]ofMountRef{}, pidNS: map[int]uint64{}, threads: map[int][]ofTaskNS{},
 		devs: mntNewBlockCache(env.Sys), mapsMax: 64 << 20}
-	sum := OpenFilesSummary{Devices: []DeviceHolders{}, Mounts: []MountHolders{}}
+	sum := layout.OpenFilesSummary{Devices: []layout.DeviceHolders{}, Mounts: []layout.MountHolders{}}
 	host, err := mntHostNamespace(env)
 	if err != nil {
 		sum.Errors = append(sum.Errors, err.Error())
@@ -414,7 +268,7 @@ func collectOpenFiles(ctx context.Context, env *Env) error {
 	// namespace's mount table once, so that every fd can be placed.
 	taskNS := make([]ofPidNS, len(pids))
 	mntParallel(scanCtx, len(pids), ofScanGoroutines, func(i int) { taskNS[i] = s.taskNamespaces(pids[i]) })
-	cands := map[uint64][]TaskRef{}
+	cands := map[uint64][]layout.TaskRef{}
 	var nsOrder []uint64
 	for i, pid := range pids {
 		t := taskNS[i]
@@ -427,7 +281,7 @@ func collectOpenFiles(ctx context.Context, env *Env) error {
 				nsOrder = append(nsOrder, tn.ns)
 			}
 			if len(cands[tn.ns]) < mntMaxNSCandidates {
-				cands[tn.ns] = append(cands[tn.ns], TaskRef{PID: pid, TID: tn.tid})
+				cands[tn.ns] = append(cands[tn.ns], layout.TaskRef{PID: pid, TID: tn.tid})
 			}
 			if tn.ns != t.leader {
 				s.threads[pid] = append(s.threads[pid], tn)
@@ -463,7 +317,7 @@ func collectOpenFiles(ctx context.Context, env *Env) error {
 		}
 	}
 
-	out, err := env.Create("processes.jsonl")
+	out, err := env.Create(layout.OpenFilesProcessesFile)
 	if err != nil {
 		return err
 	}
@@ -544,8 +398,8 @@ func collectOpenFiles(ctx context.Context, env *Env) error {
 	s.summarize(&sum, agg)
 	// One device or mount per line: compact, and read by the redactor a
 	// line at a time.
-	return mntWriteJSONLines(env, "holders.json", struct {
-		*OpenFilesSummary
+	return mntWriteJSONLines(env, layout.HoldersFile, struct {
+		*layout.OpenFilesSummary
 		Devices       *struct{} `json:"devices,omitempty"`
 		Mounts        *struct{} `json:"mounts,omitempty"`
 		UnknownMounts *struct{} `json:"unknown_mounts,omitempty"`
@@ -644,7 +498,7 @@ func (s *ofScanner) scanProcess(ctx context.Context, pid int) ofResult {
 		return ofResult{gone: true}
 	}
 	if st.IsKernelThread() {
-		return ofResult{kthread: &KernelThreadRef{PID: pid, Comm: st.Comm}}
+		return ofResult{kthread: &layout.KernelThreadRef{PID: pid, Comm: st.Comm}}
 	}
 	ns, ok := s.pidNS[pid]
 	if !ok {
@@ -653,7 +507,7 @@ func (s *ofScanner) scanProcess(ctx context.Context, pid int) ofResult {
 			return ofResult{gone: true}
 		}
 	}
-	p := &OpenFilesProcess{PID: pid, PPID: st.PPID, Comm: st.Comm, Namespace: ns}
+	p := &layout.OpenFilesProcess{PID: pid, PPID: st.PPID, Comm: st.Comm, Namespace: ns}
 	r := ofResult{proc: p}
 	space := s.spaces[ns]
 	addErr := func(what string, err error) {
@@ -684,7 +538,7 @@ func (s *ofScanner) scanProcess(ctx context.Context, pid int) ofResult {
 
 	for _, t := range s.threads[pid] {
 		td := dir + "/task/" + strconv.Itoa(t.tid)
-		th := OpenFilesThread{TID: t.tid, Comm: mntReadComm(td + "/comm"), Namespace: t.ns}
+		th := layout.OpenFilesThread{TID: t.tid, Comm: mntReadComm(td + "/comm"), Namespace: t.ns}
 		tspace := s.spaces[t.ns]
 		if link, err := os.Readlink(td + "/cwd"); err == nil {
 			th.Cwd = s.placeByPath(tspace, link)
@@ -703,7 +557,7 @@ func (s *ofScanner) scanProcess(ctx context.Context, pid int) ofResult {
 	return r
 }
 
-func (s *ofScanner) scanFDs(dir string, ns uint64, p *OpenFilesProcess, r *ofResult) {
+func (s *ofScanner) scanFDs(dir string, ns uint64, p *layout.OpenFilesProcess, r *ofResult) {
 	fdDir := dir + "/fd"
 	f, err := os.Open(fdDir)
 	if err != nil {
@@ -754,7 +608,7 @@ func (s *ofScanner) scanFDs(dir string, ns uint64, p *OpenFilesProcess, r *ofRes
 			p.OtherFDs++
 			continue
 		}
-		o := OpenFD{FD: fd, OpenFile: OpenFile{Path: l.Path, Kind: l.Kind, Deleted: l.Deleted}}
+		o := layout.OpenFD{FD: fd, OpenFile: layout.OpenFile{Path: l.Path, Kind: l.Kind, Deleted: l.Deleted}}
 		if l.Kind == procfs.LinkMemfd {
 			o.Path = "/memfd:" + l.Name
 		}
@@ -806,7 +660,7 @@ func (s *ofScanner) blockDevByPath(p string) (uint32, uint32, bool) {
 	return s.devs.lookupName(name)
 }
 
-func (s *ofScanner) scanMaps(ctx context.Context, dir string, space *ofNamespace, p *OpenFilesProcess, r *ofResult) {
+func (s *ofScanner) scanMaps(ctx context.Context, dir string, space *ofNamespace, p *layout.OpenFilesProcess, r *ofResult) {
 	s.mu.Lock()
 	dead := s.mapsDead
 	s.mu.Unlock()
@@ -865,9 +719,9 @@ func (s *ofScanner) scanMaps(ctx context.Context, dir string, space *ofNamespace
 
 // placeByPath parses a readlink target and places it on a mount of the
 // namespace by its path.
-func (s *ofScanner) placeByPath(space *ofNamespace, link string) *OpenFile {
+func (s *ofScanner) placeByPath(space *ofNamespace, link string) *layout.OpenFile {
 	l := procfs.ParseLink(link)
-	f := &OpenFile{Path: l.Path, Kind: l.Kind, Deleted: l.Deleted}
+	f := &layout.OpenFile{Path: l.Path, Kind: l.Kind, Deleted: l.Deleted}
 	switch {
 	case l.Kind == procfs.LinkMemfd:
 		f.Path = "/memfd:" + l.Name
@@ -884,7 +738,7 @@ func (s *ofScanner) placeByPath(space *ofNamespace, link string) *OpenFile {
 	return f
 }
 
-func (s *ofScanner) useOf(tid int, ns uint64, what string, f *OpenFile) ofUse {
+func (s *ofScanner) useOf(tid int, ns uint64, what string, f *layout.OpenFile) ofUse {
 	u := ofUse{tid: tid, ns: ns, what: what, path: f.Path, dev: f.Dev}
 	if f.MountID != 0 {
 		if ref, ok := s.byID[f.MountID]; ok {
@@ -901,7 +755,7 @@ type ofAggregate struct {
 	devs     map[string]*ofDevAgg
 	mounts   map[ofMountKey]*ofMountAgg
 	unknown  map[int]*ofHolders
-	kthreads []KernelThreadRef
+	kthreads []layout.KernelThreadRef
 }
 
 type ofMountKey struct {
@@ -912,18 +766,18 @@ type ofMountKey struct {
 type ofHolderKey struct{ pid, tid int }
 
 type ofHolders struct {
-	byKey map[ofHolderKey]*FileHolder
+	byKey map[ofHolderKey]*layout.FileHolder
 	order []ofHolderKey
 }
 
-func (h *ofHolders) add(p *OpenFilesProcess, u ofUse) {
+func (h *ofHolders) add(p *layout.OpenFilesProcess, u ofUse) {
 	k := ofHolderKey{p.PID, u.tid}
 	fh := h.byKey[k]
 	if fh == nil {
 		if h.byKey == nil {
-			h.byKey = map[ofHolderKey]*FileHolder{}
+			h.byKey = map[ofHolderKey]*layout.FileHolder{}
 		}
-		fh = &FileHolder{PID: p.PID, TID: u.tid, Comm: p.Comm, Namespace: u.ns}
+		fh = &layout.FileHolder{PID: p.PID, TID: u.tid, Comm: p.Comm, Namespace: u.ns}
 		if u.tid != 0 {
 			for _, t := range p.Threads {
 				if t.TID == u.tid {
@@ -943,8 +797,8 @@ func (h *ofHolders) add(p *OpenFilesProcess, u ofUse) {
 	}
 }
 
-func (h *ofHolders) list() []FileHolder {
-	out := make([]FileHolder, 0, len(h.order))
+func (h *ofHolders) list() []layout.FileHolder {
+	out := make([]layout.FileHolder, 0, len(h.order))
 	for _, k := range h.order {
 		out = append(out, *h.byKey[k])
 	}
@@ -971,7 +825,7 @@ func newOFAggregate(host uint64) *ofAggregate {
 	return &ofAggregate{host: host, devs: map[string]*ofDevAgg{}, mounts: map[ofMountKey]*ofMountAgg{}, unknown: map[int]*ofHolders{}}
 }
 
-func (a *ofAggregate) add(p *OpenFilesProcess, uses []ofUse) {
+func (a *ofAggregate) add(p *layout.OpenFilesProcess, uses []ofUse) {
 	for _, u := range uses {
 		if u.unknownMount != 0 {
 			h := a.unknown[u.unknownMount]
@@ -1016,7 +870,7 @@ func (a *ofAggregate) add(p *OpenFilesProcess, uses []ofUse) {
 
 // summarize fills the device and mount summaries, adding block devices
 // that are mounted but held by no process, and kernel threads per device.
-func (s *ofScanner) summarize(sum *OpenFilesSummary, a *ofAggregate) {
+func (s *ofScanner) summarize(sum *layout.OpenFilesSummary, a *ofAggregate) {
 	type devInfo struct {
 		major, minor     uint32
 		fstypes, sources []string
@@ -1064,14 +918,14 @@ func (s *ofScanner) summarize(sum *OpenFilesSummary, a *ofAggregate) {
 	})
 	for _, dev := range devs {
 		d := info[dev]
-		dh := DeviceHolders{Dev: dev, Major: d.major, Minor: d.minor, FSTypes: d.fstypes, Sources: d.sources, Holders: []FileHolder{}}
+		dh := layout.DeviceHolders{Dev: dev, Major: d.major, Minor: d.minor, FSTypes: d.fstypes, Sources: d.sources, Holders: []layout.FileHolder{}}
 		if agg := a.devs[dev]; agg != nil {
 			dh.Holders = agg.holders.list()
 		}
 		dh.Block = s.devs.lookup(d.major, d.minor)
 		if dh.Block != nil && dh.Block.Name != "" {
 			for _, kt := range a.kthreads {
-				if KernelThreadNamesDevice(kt.Comm, dh.Block.Name) || KernelThreadNamesDevice(kt.Comm, dev) {
+				if layout.KernelThreadNamesDevice(kt.Comm, dh.Block.Name) || layout.KernelThreadNamesDevice(kt.Comm, dev) {
 					dh.KernelThreads = append(dh.KernelThreads, kt)
 				}
 			}
@@ -1097,39 +951,12 @@ func (s *ofScanner) summarize(sum *OpenFilesSummary, a *ofAggregate) {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		sum.UnknownMounts = append(sum.UnknownMounts, UnknownMountHolders{MountID: id, Holders: a.unknown[id].list()})
+		sum.UnknownMounts = append(sum.UnknownMounts, layout.UnknownMountHolders{MountID: id, Holders: a.unknown[id].list()})
 	}
 	for _, k := range keys {
 		ma := a.mounts[k]
 		m := ma.ref.mount()
-		sum.Mounts = append(sum.Mounts, MountHolders{Namespace: k.ns, Host: k.ns == a.host && a.host != 0, MountID: m.ID,
+		sum.Mounts = append(sum.Mounts, layout.MountHolders{Namespace: k.ns, Host: k.ns == a.host && a.host != 0, MountID: m.ID,
 			MountPoint: m.MountPoint, Dev: m.Dev(), FSType: m.FSType, Source: m.Source, Holders: ma.holders.list()})
 	}
-}
-
-// KernelThreadNamesDevice reports whether a kernel thread's name carries a
-// device's kernel name or major:minor as a whole token: "jbd2/loop0-8",
-// "rbd3-tasks", "kworker/u8:1-loop0" and "kdmflush/253:0" name their
-// devices; "jbd2/loop10-8" does not name loop1, nor "jbd2/sda1-8" sda.
-func KernelThreadNamesDevice(comm, name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i+len(name) <= len(comm); {
-		j := strings.Index(comm[i:], name)
-		if j < 0 {
-			return false
-		}
-		j += i
-		end := j + len(name)
-		if (j == 0 || !ofAlnum(comm[j-1])) && (end == len(comm) || !ofAlnum(comm[end])) {
-			return true
-		}
-		i = j + 1
-	}
-	return false
-}
-
-func ofAlnum(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }

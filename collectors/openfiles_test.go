@@ -16,20 +16,21 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/procfs"
 	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
-func openFilesProcesses(t *testing.T, c *bundle.Contents) map[int]collectors.OpenFilesProcess {
+func openFilesProcesses(t *testing.T, c *bundle.Contents) map[int]layout.OpenFilesProcess {
 	t.Helper()
-	out := map[int]collectors.OpenFilesProcess{}
+	out := map[int]layout.OpenFilesProcess{}
 	raw := strings.TrimSpace(string(c.Files["openfiles/processes.jsonl"]))
 	if raw == "" {
 		t.Fatal("openfiles/processes.jsonl is empty")
 	}
 	for _, line := range strings.Split(raw, "\n") {
-		var p collectors.OpenFilesProcess
+		var p layout.OpenFilesProcess
 		if err := json.Unmarshal([]byte(line), &p); err != nil {
 			t.Fatalf("processes.jsonl: %v: %.200s", err, line)
 		}
@@ -38,7 +39,7 @@ func openFilesProcesses(t *testing.T, c *bundle.Contents) map[int]collectors.Ope
 	return out
 }
 
-func openFilesHolder(hs []collectors.FileHolder, pid int) *collectors.FileHolder {
+func openFilesHolder(hs []layout.FileHolder, pid int) *layout.FileHolder {
 	for i := range hs {
 		if hs[i].PID == pid {
 			return &hs[i]
@@ -94,10 +95,10 @@ func TestOpenFilesHolders(t *testing.T) {
 
 	c, _ := mountsCollect(t, 60*time.Second, "openfiles")
 	mountsRequireOK(t, c, "openfiles", fdH.Pid, cwdH.Pid, devH.Pid, exeH.Process.Pid)
-	var sum collectors.OpenFilesSummary
+	var sum layout.OpenFilesSummary
 	mountsDecode(t, c, "openfiles/holders.json", &sum)
 	dev := fmt.Sprintf("%d:%d", loop.Major, loop.Minor)
-	var d *collectors.DeviceHolders
+	var d *layout.DeviceHolders
 	for i := range sum.Devices {
 		if sum.Devices[i].Dev == dev {
 			d = &sum.Devices[i]
@@ -136,7 +137,7 @@ func TestOpenFilesHolders(t *testing.T) {
 
 	// Per mountpoint: the same holders, except the device node, which is
 	// on /dev, not on the mount.
-	var m *collectors.MountHolders
+	var m *layout.MountHolders
 	for i := range sum.Mounts {
 		if sum.Mounts[i].MountPoint == mp && sum.Mounts[i].Dev == dev {
 			m = &sum.Mounts[i]
@@ -163,7 +164,7 @@ func TestOpenFilesHolders(t *testing.T) {
 	if !ok {
 		t.Fatalf("fd holder %d not in processes.jsonl", fdH.Pid)
 	}
-	var fd3 *collectors.OpenFD
+	var fd3 *layout.OpenFD
 	for i := range p.FDs {
 		if p.FDs[i].FD == 3 {
 			fd3 = &p.FDs[i]
@@ -179,14 +180,14 @@ func TestOpenFilesHolders(t *testing.T) {
 	if c := procs[cwdH.Pid].Cwd; c == nil || c.Path != filepath.Join(mp, "dir", "sub") || c.MountID != loop.MountID || c.Dev != dev {
 		t.Errorf("cwd of %d: %+v", cwdH.Pid, c)
 	}
-	if f := procs[devH.Pid].FDs; len(f) < 1 || !slices.ContainsFunc(f, func(o collectors.OpenFD) bool {
+	if f := procs[devH.Pid].FDs; len(f) < 1 || !slices.ContainsFunc(f, func(o layout.OpenFD) bool {
 		return o.FD == 3 && o.DeviceNode == dev && o.Kind == procfs.LinkDevice
 	}) {
 		t.Errorf("device node fd of %d: %+v", devH.Pid, f)
 	}
 	ep := procs[exeH.Process.Pid]
 	if ep.Exe == nil || ep.Exe.Path != exe || ep.Exe.Dev != dev ||
-		!slices.ContainsFunc(ep.Maps, func(f collectors.OpenFile) bool { return f.Path == exe && f.Dev == dev }) {
+		!slices.ContainsFunc(ep.Maps, func(f layout.OpenFile) bool { return f.Path == exe && f.Dev == dev }) {
 		t.Errorf("exe holder: exe %+v maps %+v", ep.Exe, ep.Maps)
 	}
 	if _, ok := procs[2]; ok {
@@ -291,7 +292,7 @@ func TestOpenFilesAndMountsWithHungFUSE(t *testing.T) {
 	if cw := procs[cwdH.Pid].Cwd; cw == nil || cw.Path != filepath.Join(fuse.Mountpoint(), "data") || cw.Dev != dev || cw.MountID != fuse.MountID() {
 		t.Errorf("cwd holder on the hung mount: %+v", cw)
 	}
-	if !slices.ContainsFunc(procs[fdH.Pid].FDs, func(o collectors.OpenFD) bool {
+	if !slices.ContainsFunc(procs[fdH.Pid].FDs, func(o layout.OpenFD) bool {
 		return o.FD == 3 && o.Dev == dev && o.Path == filepath.Join(fuse.Mountpoint(), "README")
 	}) {
 		t.Errorf("fd holder on the hung mount: %+v", procs[fdH.Pid].FDs)
@@ -299,7 +300,7 @@ func TestOpenFilesAndMountsWithHungFUSE(t *testing.T) {
 	if p, ok := procs[blocked.Process.Pid]; !ok || p.Comm != "stat" || p.Exe == nil || p.MapsError != "" {
 		t.Errorf("process blocked in the hung mount: %+v (listed %v)", p, ok)
 	}
-	var sum collectors.OpenFilesSummary
+	var sum layout.OpenFilesSummary
 	mountsDecode(t, c, "openfiles/holders.json", &sum)
 	held := map[string][]int{}
 	for _, m := range sum.Mounts {
@@ -317,7 +318,7 @@ func TestOpenFilesAndMountsWithHungFUSE(t *testing.T) {
 		t.Errorf("holders of /: %v", held["/"])
 	}
 
-	var rep collectors.MountsReport
+	var rep layout.MountsReport
 	mountsDecode(t, c, "mounts/mounts.json", &rep)
 	host := rep.Namespaces[0]
 	var fuseM, tmpM bool
@@ -362,9 +363,9 @@ func TestOpenFilesLazilyUnmountedHolder(t *testing.T) {
 	}
 
 	c, _ := mountsCollect(t, 60*time.Second, "openfiles")
-	var sum collectors.OpenFilesSummary
+	var sum layout.OpenFilesSummary
 	mountsDecode(t, c, "openfiles/holders.json", &sum)
-	var found *collectors.UnknownMountHolders
+	var found *layout.UnknownMountHolders
 	for i := range sum.UnknownMounts {
 		if sum.UnknownMounts[i].MountID == id {
 			found = &sum.UnknownMounts[i]
@@ -382,7 +383,7 @@ func TestOpenFilesLazilyUnmountedHolder(t *testing.T) {
 		}
 	}
 	fds := openFilesProcesses(t, c)[h.Pid].FDs
-	if !slices.ContainsFunc(fds, func(o collectors.OpenFD) bool {
+	if !slices.ContainsFunc(fds, func(o layout.OpenFD) bool {
 		return o.FD == 3 && o.MountID == id && o.MountPoint == "" && o.Dev == ""
 	}) {
 		t.Errorf("fd 3 of the holder: %+v", fds)
@@ -413,7 +414,7 @@ func TestKernelThreadNamesDevice(t *testing.T) {
 		{"", "loop0", false},
 		{"loo", "loop0", false},
 	} {
-		if got := collectors.KernelThreadNamesDevice(tt.comm, tt.name); got != tt.want {
+		if got := layout.KernelThreadNamesDevice(tt.comm, tt.name); got != tt.want {
 			t.Errorf("KernelThreadNamesDevice(%q, %q) = %v, want %v", tt.comm, tt.name, got, tt.want)
 		}
 	}

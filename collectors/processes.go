@@ -12,62 +12,19 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 func init() {
 	Register(Spec{
-		Name:           "processes",
+		Name:           layout.DirProcesses,
 		Description:    "every task: pid, tid, comm, state, wchan, ppid, start time, mount namespace; D-state kernel stacks; kernel threads; command lines (redacted)",
 		DefaultEnabled: true,
 		DefaultTimeout: 45 * time.Second,
 		Run:            collectProcesses,
 	})
-}
-
-// Task is one thread in processes/tasks.json.
-type Task struct {
-	PID        int       `json:"pid"`
-	TID        int       `json:"tid"`
-	PPID       int       `json:"ppid"`
-	Comm       string    `json:"comm"`
-	State      string    `json:"state"`
-	Wchan      string    `json:"wchan,omitempty"`
-	StartTicks uint64    `json:"start_ticks"`
-	StartTime  time.Time `json:"start_time,omitzero"`
-	MountNS    uint64    `json:"mnt_ns,omitempty"`
-	Kernel     bool      `json:"kernel_thread,omitempty"`
-	// PodUID and ContainerID are the Kubernetes pod and the container the
-	// process runs in, from its cgroup path (the kubelet's and the
-	// runtimes' naming): who a holder or a blocked task is, in the words
-	// of a support engineer's first question.
-	PodUID      string `json:"pod_uid,omitempty"`
-	ContainerID string `json:"container_id,omitempty"`
-	UID         int    `json:"uid"`
-	RSSKiB      uint64 `json:"rss_kib,omitempty"`
-	// Cmdline is set on the thread-group leader only (pid == tid).
-	Cmdline      []string `json:"cmdline,omitempty"`
-	CmdlineError string   `json:"cmdline_error,omitempty"`
-	// CmdlineTruncated says the command line is longer than the
-	// maxCmdline bytes read: Cmdline is its beginning.
-	CmdlineTruncated bool `json:"cmdline_truncated,omitempty"`
-	// Stack is the kernel stack of a task in uninterruptible sleep or
-	// waiting in a filesystem (see fsWaitPrefixes).
-	Stack      []string `json:"stack,omitempty"`
-	StackError string   `json:"stack_error,omitempty"`
-}
-
-// ProcessesSummary is processes/summary.json.
-type ProcessesSummary struct {
-	Processes     int            `json:"processes"`
-	Tasks         int            `json:"tasks"`
-	KernelThreads int            `json:"kernel_threads"`
-	States        map[string]int `json:"states"`
-	DState        []int          `json:"d_state_tids"`
-	MountNS       int            `json:"mount_namespaces"`
-	Vanished      int            `json:"vanished"`
-	CmdlineHung   []int          `json:"cmdline_hung_pids,omitempty"`
 }
 
 // clockTicks is USER_HZ, which is 100 on every Linux architecture that
@@ -80,8 +37,8 @@ func collectProcesses(ctx context.Context, env *Env) error {
 	if err != nil {
 		return fmt.Errorf("listing processes in %s: %w", env.ProcPath(), err)
 	}
-	var tasks []Task
-	sum := ProcessesSummary{States: map[string]int{}, DState: []int{}}
+	var tasks []layout.Task
+	sum := layout.ProcessesSummary{States: map[string]int{}, DState: []int{}}
 	nss := map[uint64]bool{}
 	for _, pid := range pids {
 		if ctx.Err() != nil {
@@ -119,7 +76,7 @@ func collectProcesses(ctx context.Context, env *Env) error {
 			if err != nil {
 				continue
 			}
-			t := Task{PID: pid, TID: tid, PPID: st.PPID, Comm: st.Comm, State: st.State,
+			t := layout.Task{PID: pid, TID: tid, PPID: st.PPID, Comm: st.Comm, State: st.State,
 				StartTicks: st.StartTime, Kernel: st.IsKernelThread(), UID: uid,
 				PodUID: cg.PodUID, ContainerID: cg.ContainerID}
 			if tid == pid {
@@ -154,7 +111,7 @@ func collectProcesses(ctx context.Context, env *Env) error {
 	if err := writeTasks(env, tasks); err != nil {
 		return err
 	}
-	if err := env.WriteJSON("summary.json", sum); err != nil {
+	if err := env.WriteJSON(layout.ProcessesSummaryFile, sum); err != nil {
 		return err
 	}
 	return writePS(env, tasks)
@@ -166,7 +123,7 @@ func collectProcesses(ctx context.Context, env *Env) error {
 // maxCmdline is how much of a command line is read.
 const maxCmdline = 128 << 10
 
-func readCmdlines(ctx context.Context, env *Env, tasks []Task, sum *ProcessesSummary) {
+func readCmdlines(ctx context.Context, env *Env, tasks []layout.Task, sum *layout.ProcessesSummary) {
 	var idx []int
 	for i := range tasks {
 		if tasks[i].PID == tasks[i].TID && !tasks[i].Kernel {
@@ -220,7 +177,7 @@ var fsWaitPrefixes = []string{"request_wait_answer", "fuse_", "nfs", "rpc_wait",
 
 // needsStack reports whether a task's kernel stack is evidence: it is in
 // uninterruptible sleep, or waiting in a filesystem.
-func needsStack(t *Task) bool {
+func needsStack(t *layout.Task) bool {
 	if t.State == "D" {
 		return true
 	}
@@ -232,7 +189,7 @@ func needsStack(t *Task) bool {
 	return false
 }
 
-func readDStacks(ctx context.Context, env *Env, tasks []Task, sum *ProcessesSummary) {
+func readDStacks(ctx context.Context, env *Env, tasks []layout.Task, sum *layout.ProcessesSummary) {
 	for i := range tasks {
 		t := &tasks[i]
 		if !needsStack(t) {
@@ -257,8 +214,8 @@ func readDStacks(ctx context.Context, env *Env, tasks []Task, sum *ProcessesSumm
 
 // writeTasks writes tasks.json as one JSON array with one task per line:
 // readable, greppable, and streamable by the analyzer.
-func writeTasks(env *Env, tasks []Task) error {
-	f, err := env.Create("tasks.json")
+func writeTasks(env *Env, tasks []layout.Task) error {
+	f, err := env.Create(layout.TasksFile)
 	if err != nil {
 		return err
 	}
@@ -284,7 +241,7 @@ func writeTasks(env *Env, tasks []Task) error {
 	return f.Close()
 }
 
-func writePS(env *Env, tasks []Task) error {
+func writePS(env *Env, tasks []layout.Task) error {
 	f, err := env.Create("ps.txt")
 	if err != nil {
 		return err

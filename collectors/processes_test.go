@@ -1,6 +1,10 @@
 package collectors
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
+)
 
 func TestNeedsStack(t *testing.T) {
 	for _, tc := range []struct {
@@ -15,7 +19,7 @@ func TestNeedsStack(t *testing.T) {
 		{"S", "futex_wait_queue", false},
 		{"R", "", false},
 	} {
-		if got := needsStack(&Task{State: tc.state, Wchan: tc.wchan}); got != tc.want {
+		if got := needsStack(&layout.Task{State: tc.state, Wchan: tc.wchan}); got != tc.want {
 			t.Errorf("state %s wchan %s: %v, want %v", tc.state, tc.wchan, got, tc.want)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Common settings every collector child receives.
@@ -73,9 +73,9 @@ type FileRecord struct {
 
 // HungItem is one per-item operation that missed its deadline.
 type HungItem struct {
-	Op       string                `json:"op"`
-	Target   string                `json:"target"`
-	Evidence *isolate.HangEvidence `json:"evidence,omitempty"`
+	Op       string               `json:"op"`
+	Target   string               `json:"target"`
+	Evidence *layout.HangEvidence `json:"evidence,omitempty"`
 }
 
 // Event is one message from a collector child.

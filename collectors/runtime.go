@@ -23,6 +23,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/redact"
 )
@@ -35,7 +36,7 @@ import (
 
 func init() {
 	Register(Spec{
-		Name:           "runtime",
+		Name:           layout.DirRuntime,
 		Description:    "container runtimes' own view: pods, containers, images and status from containerd and CRI-O over the CRI API, containers and info from dockerd's API, goroutine dumps (containerd debug socket, dockerd); ctr, crictl and docker listings where installed; each call under its own deadline",
 		DefaultEnabled: true,
 		DefaultTimeout: 45 * time.Second,
@@ -82,67 +83,11 @@ func runtimeFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RequestTimeout, "runtime-request-timeout", 10*time.Second, "runtime: deadline of each request to a runtime's socket (each CRI call, each dockerd API request)")
 }
 
-// RuntimeSummary is runtime/summary.json.
-type RuntimeSummary struct {
-	Runtimes []RuntimeStatus `json:"runtimes"`
-}
-
-// RuntimeStatus is what was found of one runtime.
-type RuntimeStatus struct {
-	// Name is containerd, cri-o or docker.
-	Name string `json:"name"`
-	// Present is true when one of its sockets exists.
-	Present bool `json:"present"`
-	// Socket is its API socket (host path) and SocketFound whether it
-	// exists; DebugSocket likewise for containerd's pprof socket.
-	Socket           string `json:"socket"`
-	SocketFound      bool   `json:"socket_found"`
-	DebugSocket      string `json:"debug_socket,omitempty"`
-	DebugSocketFound bool   `json:"debug_socket_found,omitempty"`
-	// ConfigFile is the configuration read for socket addresses, if any.
-	ConfigFile string `json:"config_file,omitempty"`
-	// CRIRuntimeName, CRIRuntimeVersion and CRIAPIVersion are what the
-	// CRI Version call answered (containerd and CRI-O).
-	CRIRuntimeName    string `json:"cri_runtime_name,omitempty"`
-	CRIRuntimeVersion string `json:"cri_runtime_version,omitempty"`
-	CRIAPIVersion     string `json:"cri_api_version,omitempty"`
-	// Listed says whether its containers were listed by any means (the
-	// CRI API, dockerd's API or a client program).
-	Listed bool          `json:"listed,omitempty"`
-	Items  []RuntimeItem `json:"items"`
-	Notes  []string      `json:"notes,omitempty"`
-}
-
-// RuntimeItem is one command or socket request.
-type RuntimeItem struct {
-	// What names it: "goroutine dump", "ctr namespaces ls", ...
-	What string `json:"what"`
-	// Command is the argv of an external command; URL a socket request as
-	// unix://<socket><path> (a CRI call: unix://<socket>, and Method the
-	// gRPC method, such as /runtime.v1.RuntimeService/ListContainers).
-	Command []string `json:"command,omitempty"`
-	URL     string   `json:"url,omitempty"`
-	Method  string   `json:"method,omitempty"`
-	// File is the bundle file written, relative to runtime/.
-	File            string  `json:"file,omitempty"`
-	StatusCode      int     `json:"status_code,omitempty"`
-	ExitCode        *int    `json:"exit_code,omitempty"`
-	TimedOut        bool    `json:"timed_out,omitempty"`
-	DurationSeconds float64 `json:"duration_seconds"`
-	Bytes           int64   `json:"bytes,omitempty"`
-	Error           string  `json:"error,omitempty"`
-	// Skipped says why it was not attempted (a client not installed).
-	Skipped string `json:"skipped,omitempty"`
-
-	// listing: this item listed the runtime's containers.
-	listing bool
-}
-
 // rtJob fills one slot of a runtime's items; a CRI session fills several.
 type rtJob struct {
-	rt  *RuntimeStatus
+	rt  *layout.RuntimeStatus
 	idx int
-	run func(ctx context.Context) []RuntimeItem
+	run func(ctx context.Context) []layout.RuntimeItem
 }
 
 func collectRuntime(ctx context.Context, env *Env) error {
@@ -167,7 +112,7 @@ func collectRuntime(ctx context.Context, env *Env) error {
 	}
 
 	// containerd: its config names the sockets.
-	ctd := &RuntimeStatus{Name: "containerd"}
+	ctd := &layout.RuntimeStatus{Name: "containerd"}
 	addrs := ContainerdAddresses{}
 	cfgHost := rtRunPath(o.ContainerdConfig)
 	if data, err := rtReadHostFile(ctx, env, cfgHost, 1<<20); err == nil {
@@ -186,28 +131,28 @@ func collectRuntime(ctx context.Context, env *Env) error {
 	ctd.DebugSocketFound = rtSocketExists(ctx, env, ctd.DebugSocket)
 	ctd.Present = ctd.SocketFound || ctd.DebugSocketFound
 
-	crio := &RuntimeStatus{Name: "cri-o", Socket: rtRunPath(o.CRIOSocket)}
+	crio := &layout.RuntimeStatus{Name: "cri-o", Socket: rtRunPath(o.CRIOSocket)}
 	crio.SocketFound = rtSocketExists(ctx, env, crio.Socket)
 	crio.Present = crio.SocketFound
 
-	dock := &RuntimeStatus{Name: "docker", Socket: rtRunPath(o.DockerSocket)}
+	dock := &layout.RuntimeStatus{Name: "docker", Socket: rtRunPath(o.DockerSocket)}
 	dock.SocketFound = rtSocketExists(ctx, env, dock.Socket)
 	dock.Present = dock.SocketFound
 
 	// Each runtime's items, in the order added; a job fills one slot.
-	slots := map[*RuntimeStatus][][]RuntimeItem{}
+	slots := map[*layout.RuntimeStatus][][]layout.RuntimeItem{}
 	var jobs []rtJob
-	addN := func(rt *RuntimeStatus, fn func(ctx context.Context) []RuntimeItem) {
+	addN := func(rt *layout.RuntimeStatus, fn func(ctx context.Context) []layout.RuntimeItem) {
 		slots[rt] = append(slots[rt], nil)
 		jobs = append(jobs, rtJob{rt: rt, idx: len(slots[rt]) - 1, run: fn})
 	}
-	add := func(rt *RuntimeStatus, fn func(ctx context.Context) RuntimeItem) {
-		addN(rt, func(ctx context.Context) []RuntimeItem { return []RuntimeItem{fn(ctx)} })
+	add := func(rt *layout.RuntimeStatus, fn func(ctx context.Context) layout.RuntimeItem) {
+		addN(rt, func(ctx context.Context) []layout.RuntimeItem { return []layout.RuntimeItem{fn(ctx)} })
 	}
 	// Client programs are extras: run where installed, one note per
 	// runtime where not.
-	missing := map[*RuntimeStatus]map[string]bool{}
-	installed := func(rt *RuntimeStatus, prog string) bool {
+	missing := map[*layout.RuntimeStatus]map[string]bool{}
+	installed := func(rt *layout.RuntimeStatus, prog string) bool {
 		if _, ok := rtFindProgram(ctx, env, prog); ok {
 			return true
 		}
@@ -217,23 +162,23 @@ func collectRuntime(ctx context.Context, env *Env) error {
 		missing[rt][prog] = true
 		return false
 	}
-	cmd := func(rt *RuntimeStatus, out, what string, listing bool, prog string, args ...string) {
+	cmd := func(rt *layout.RuntimeStatus, out, what string, listing bool, prog string, args ...string) {
 		if !installed(rt, prog) {
 			return
 		}
-		add(rt, func(ctx context.Context) RuntimeItem {
+		add(rt, func(ctx context.Context) layout.RuntimeItem {
 			it := runtimeCommand(ctx, env, o.CommandTimeout, out, what, prog, args...)
-			it.listing = listing && it.Error == "" && it.Skipped == ""
+			it.Listing = listing && it.Error == "" && it.Skipped == ""
 			return it
 		})
 	}
-	cri := func(rt *RuntimeStatus, dir string) {
+	cri := func(rt *layout.RuntimeStatus, dir string) {
 		sock := env.HostPath(rt.Socket)
-		addN(rt, func(ctx context.Context) []RuntimeItem {
+		addN(rt, func(ctx context.Context) []layout.RuntimeItem {
 			return collectCRI(ctx, env, o.RequestTimeout, rt, rt.Socket, sock, dir)
 		})
 	}
-	crictl := func(rt *RuntimeStatus, dir string) {
+	crictl := func(rt *layout.RuntimeStatus, dir string) {
 		if installed(rt, "crictl") {
 			rtAddCrictl(rt, add, env, o, env.HostPath(rt.Socket), dir)
 		}
@@ -242,8 +187,8 @@ func collectRuntime(ctx context.Context, env *Env) error {
 	if ctd.Present {
 		if ctd.DebugSocketFound {
 			sock := env.HostPath(ctd.DebugSocket)
-			add(ctd, func(ctx context.Context) RuntimeItem {
-				return rtSocketGet(ctx, env, o.RequestTimeout, ctd.DebugSocket, sock, "/debug/pprof/goroutine?debug=2", "containerd/goroutine-debug2.txt", "goroutine dump")
+			add(ctd, func(ctx context.Context) layout.RuntimeItem {
+				return rtSocketGet(ctx, env, o.RequestTimeout, ctd.DebugSocket, sock, "/debug/pprof/goroutine?debug=2", "containerd/"+layout.RuntimeGoroutineFile, "goroutine dump")
 			})
 		} else {
 			ctd.Notes = append(ctd.Notes, fmt.Sprintf("no goroutine dump: containerd's debug socket %s does not exist; set [debug] address = %q in %s and restart containerd to allow one", ctd.DebugSocket, defaultContainerdDebug, cfgHost))
@@ -273,8 +218,8 @@ func collectRuntime(ctx context.Context, env *Env) error {
 	}
 	if dock.Present {
 		sock := env.HostPath(dock.Socket)
-		add(dock, func(ctx context.Context) RuntimeItem {
-			it := rtSocketGet(ctx, env, o.RequestTimeout, dock.Socket, sock, "/debug/pprof/goroutine?debug=2", "docker/goroutine-debug2.txt", "goroutine dump")
+		add(dock, func(ctx context.Context) layout.RuntimeItem {
+			it := rtSocketGet(ctx, env, o.RequestTimeout, dock.Socket, sock, "/debug/pprof/goroutine?debug=2", "docker/"+layout.RuntimeGoroutineFile, "goroutine dump")
 			if it.StatusCode == http.StatusNotFound {
 				it.Error += ` (dockerd serves /debug/pprof only with "debug": true in /etc/docker/daemon.json)`
 			}
@@ -282,12 +227,12 @@ func collectRuntime(ctx context.Context, env *Env) error {
 		})
 		// dockerd's own API: what `docker ps -a` and `docker info` show,
 		// without the docker client.
-		add(dock, func(ctx context.Context) RuntimeItem {
+		add(dock, func(ctx context.Context) layout.RuntimeItem {
 			it := rtSocketGetJSON(ctx, env, o.RequestTimeout, dock.Socket, sock, "/containers/json?all=1", "docker/containers.json", "dockerd containers")
-			it.listing = it.Error == ""
+			it.Listing = it.Error == ""
 			return it
 		})
-		add(dock, func(ctx context.Context) RuntimeItem {
+		add(dock, func(ctx context.Context) layout.RuntimeItem {
 			return rtSocketGetJSON(ctx, env, o.RequestTimeout, dock.Socket, sock, "/info", "docker/info.json", "dockerd info")
 		})
 		cmd(dock, "docker/docker-ps.txt", "docker ps -a", true, "docker", "-H", "unix://"+sock, "ps", "-a", "--no-trunc")
@@ -298,7 +243,7 @@ func collectRuntime(ctx context.Context, env *Env) error {
 	// deadline per client, not the sum of them.
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
-	results := make([][]RuntimeItem, len(jobs))
+	results := make([][]layout.RuntimeItem, len(jobs))
 	for i, j := range jobs {
 		wg.Add(1)
 		go func() {
@@ -313,12 +258,12 @@ func collectRuntime(ctx context.Context, env *Env) error {
 		slots[j.rt][j.idx] = results[i]
 	}
 
-	sum := RuntimeSummary{Runtimes: []RuntimeStatus{*ctd, *crio, *dock}}
+	sum := layout.RuntimeSummary{Runtimes: []layout.RuntimeStatus{*ctd, *crio, *dock}}
 	failed, firstFailure := 0, ""
 	var unlisted []string
-	for i, orig := range []*RuntimeStatus{ctd, crio, dock} {
+	for i, orig := range []*layout.RuntimeStatus{ctd, crio, dock} {
 		rt := &sum.Runtimes[i]
-		rt.Items = []RuntimeItem{}
+		rt.Items = []layout.RuntimeItem{}
 		for _, s := range slots[orig] {
 			rt.Items = append(rt.Items, s...)
 		}
@@ -330,7 +275,7 @@ func collectRuntime(ctx context.Context, env *Env) error {
 			continue
 		}
 		for _, it := range rt.Items {
-			rt.Listed = rt.Listed || it.listing
+			rt.Listed = rt.Listed || it.Listing
 			if it.Error != "" {
 				if failed == 0 {
 					firstFailure = rt.Name + "'s " + it.What
@@ -356,7 +301,7 @@ func collectRuntime(ctx context.Context, env *Env) error {
 			env.Notef("%s: %s", rt.Name, n)
 		}
 	}
-	if err := env.WriteJSON("summary.json", sum); err != nil {
+	if err := env.WriteJSON(layout.RuntimeSummaryFile, sum); err != nil {
 		return err
 	}
 	if !ctd.Present && !crio.Present && !dock.Present {
@@ -378,7 +323,7 @@ func collectRuntime(ctx context.Context, env *Env) error {
 
 // rtUnlistedReason says, for a customer, why a running runtime's
 // containers are not in the bundle.
-func rtUnlistedReason(rt *RuntimeStatus, missing map[string]bool) string {
+func rtUnlistedReason(rt *layout.RuntimeStatus, missing map[string]bool) string {
 	var tried []string
 	for _, it := range rt.Items {
 		switch {
@@ -388,7 +333,7 @@ func rtUnlistedReason(rt *RuntimeStatus, missing map[string]bool) string {
 			tried = append(tried, "the CRI API's ListContainers: "+rtItemOutcome(it))
 		case it.URL != "" && strings.Contains(it.URL, "/containers/json"):
 			tried = append(tried, "dockerd's API: "+rtItemOutcome(it))
-		case len(it.Command) > 0 && !it.listing && (strings.Contains(it.What, "containers ls") || strings.Contains(it.What, " ps")):
+		case len(it.Command) > 0 && !it.Listing && (strings.Contains(it.What, "containers ls") || strings.Contains(it.What, " ps")):
 			tried = append(tried, it.What+": "+rtItemOutcome(it))
 		}
 	}
@@ -401,7 +346,7 @@ func rtUnlistedReason(rt *RuntimeStatus, missing map[string]bool) string {
 	return fmt.Sprintf("%s's socket %s exists but its containers could not be listed: %s", rt.Name, rt.Socket, strings.Join(tried, "; "))
 }
 
-func rtItemOutcome(it RuntimeItem) string {
+func rtItemOutcome(it layout.RuntimeItem) string {
 	switch {
 	case it.Error != "":
 		return it.Error
@@ -420,20 +365,20 @@ func sortedSet(m map[string]bool) []string {
 	return out
 }
 
-func rtAddCrictl(rt *RuntimeStatus, add func(*RuntimeStatus, func(context.Context) RuntimeItem), env *Env, o RuntimeOptions, sock, dir string) {
+func rtAddCrictl(rt *layout.RuntimeStatus, add func(*layout.RuntimeStatus, func(context.Context) layout.RuntimeItem), env *Env, o RuntimeOptions, sock, dir string) {
 	ep := "unix://" + sock
 	// crictl has its own connection timeout; keep it inside ours.
 	to := strconv.Itoa(max(1, int(o.CommandTimeout.Seconds())-1)) + "s"
 	base := []string{"--runtime-endpoint", ep, "--image-endpoint", ep, "--timeout", to}
-	add(rt, func(ctx context.Context) RuntimeItem {
+	add(rt, func(ctx context.Context) layout.RuntimeItem {
 		it := runtimeCommand(ctx, env, o.CommandTimeout, dir+"/crictl-ps.txt", "crictl ps -a", "crictl", append(base, "ps", "-a")...)
-		it.listing = it.Error == "" && it.Skipped == ""
+		it.Listing = it.Error == "" && it.Skipped == ""
 		return it
 	})
-	add(rt, func(ctx context.Context) RuntimeItem {
+	add(rt, func(ctx context.Context) layout.RuntimeItem {
 		return runtimeCommand(ctx, env, o.CommandTimeout, dir+"/crictl-pods.txt", "crictl pods", "crictl", append(base, "pods")...)
 	})
-	add(rt, func(ctx context.Context) RuntimeItem {
+	add(rt, func(ctx context.Context) layout.RuntimeItem {
 		// crictl info prints the CRI configuration, registry credentials
 		// included: captured, sanitized, then written.
 		return runtimeCommandSanitized(ctx, env, o.CommandTimeout, dir+"/crictl-info.json", "crictl info", "crictl", append(base, "info")...)
@@ -533,7 +478,7 @@ func rtSocketExists(ctx context.Context, env *Env, hostPath string) bool {
 
 // rtSocketGet makes one HTTP GET over a unix socket, under its own deadline,
 // and streams the answer (redacted) into the bundle.
-func rtSocketGet(ctx context.Context, env *Env, timeout time.Duration, hostSock, sock, reqPath, out, what string) RuntimeItem {
+func rtSocketGet(ctx context.Context, env *Env, timeout time.Duration, hostSock, sock, reqPath, out, what string) layout.RuntimeItem {
 	return rtSocketFetch(ctx, env, timeout, hostSock, sock, reqPath, what, func(body io.Reader) (string, int64, error) {
 		f, err := env.Create(out)
 		if err != nil {
@@ -550,7 +495,7 @@ func rtSocketGet(ctx context.Context, env *Env, timeout time.Duration, hostSock,
 // rtSocketGetJSON is rtSocketGet for a JSON answer (dockerd's API answers on
 // one line): it is read whole (bounded), indented so that the redactor
 // sees one value per line, sanitized of registry credentials, then written.
-func rtSocketGetJSON(ctx context.Context, env *Env, timeout time.Duration, hostSock, sock, reqPath, out, what string) RuntimeItem {
+func rtSocketGetJSON(ctx context.Context, env *Env, timeout time.Duration, hostSock, sock, reqPath, out, what string) layout.RuntimeItem {
 	return rtSocketFetch(ctx, env, timeout, hostSock, sock, reqPath, what, func(body io.Reader) (string, int64, error) {
 		limit := rtAnswerLimit(env)
 		data, err := io.ReadAll(io.LimitReader(body, limit+1))
@@ -589,8 +534,8 @@ func RuntimeJSON(data []byte) ([]byte, error) {
 
 // rtSocketFetch makes one HTTP GET over a unix socket under its own
 // deadline; keep stores a 200 answer's body and returns the file written.
-func rtSocketFetch(ctx context.Context, env *Env, timeout time.Duration, hostSock, sock, reqPath, what string, keep func(io.Reader) (string, int64, error)) (it RuntimeItem) {
-	it = RuntimeItem{What: what, URL: "unix://" + hostSock + reqPath}
+func rtSocketFetch(ctx context.Context, env *Env, timeout time.Duration, hostSock, sock, reqPath, what string, keep func(io.Reader) (string, int64, error)) (it layout.RuntimeItem) {
+	it = layout.RuntimeItem{What: what, URL: "unix://" + hostSock + reqPath}
 	start := time.Now()
 	defer func() { it.DurationSeconds = time.Since(start).Seconds() }()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
@@ -647,8 +592,8 @@ func rtDescribeSocketError(err error, timeout time.Duration) string {
 // runtimeCommand runs a client under its own deadline into the bundle. A
 // client that is not installed is skipped, not an error: the runtime's
 // socket answered the rest.
-func runtimeCommand(ctx context.Context, env *Env, timeout time.Duration, out, what, prog string, args ...string) RuntimeItem {
-	it := RuntimeItem{What: what, Command: append([]string{prog}, args...)}
+func runtimeCommand(ctx context.Context, env *Env, timeout time.Duration, out, what, prog string, args ...string) layout.RuntimeItem {
+	it := layout.RuntimeItem{What: what, Command: append([]string{prog}, args...)}
 	if _, ok := rtFindProgram(ctx, env, prog); !ok {
 		it.Skipped = prog + " is not installed"
 		return it
@@ -675,8 +620,8 @@ func runtimeCommand(ctx context.Context, env *Env, timeout time.Duration, out, w
 // credentials the line redactor cannot recognise (a registry "auth" value
 // is base64 of user:password): the output is held in memory (bounded),
 // sanitized, then written.
-func runtimeCommandSanitized(ctx context.Context, env *Env, timeout time.Duration, out, what, prog string, args ...string) RuntimeItem {
-	it := RuntimeItem{What: what, Command: append([]string{prog}, args...)}
+func runtimeCommandSanitized(ctx context.Context, env *Env, timeout time.Duration, out, what, prog string, args ...string) layout.RuntimeItem {
+	it := layout.RuntimeItem{What: what, Command: append([]string{prog}, args...)}
 	if _, ok := rtFindProgram(ctx, env, prog); !ok {
 		it.Skipped = prog + " is not installed"
 		return it

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -44,11 +45,11 @@ var criCalls = []criCall{
 		func(ctx context.Context, rs criapi.RuntimeServiceClient, _ criapi.ImageServiceClient) (proto.Message, error) {
 			return rs.Status(ctx, &criapi.StatusRequest{Verbose: true})
 		}},
-	{"CRI pod sandboxes", criapi.RuntimeService_ListPodSandbox_FullMethodName, "cri-pods.json", true,
+	{"CRI pod sandboxes", criapi.RuntimeService_ListPodSandbox_FullMethodName, layout.CRIPodsFile, true,
 		func(ctx context.Context, rs criapi.RuntimeServiceClient, _ criapi.ImageServiceClient) (proto.Message, error) {
 			return rs.ListPodSandbox(ctx, &criapi.ListPodSandboxRequest{})
 		}},
-	{"CRI containers", criapi.RuntimeService_ListContainers_FullMethodName, "cri-containers.json", true,
+	{"CRI containers", criapi.RuntimeService_ListContainers_FullMethodName, layout.CRIContainersFile, true,
 		func(ctx context.Context, rs criapi.RuntimeServiceClient, _ criapi.ImageServiceClient) (proto.Message, error) {
 			// No filter: every state, exited containers included.
 			return rs.ListContainers(ctx, &criapi.ListContainersRequest{})
@@ -77,19 +78,19 @@ const criVersionFile = "cri-version.json"
 // socket that accepts but never answers costs that one deadline, and the
 // other calls are not attempted. It fills in rt's CRI fields and returns
 // one item per call.
-func collectCRI(ctx context.Context, env *Env, timeout time.Duration, rt *RuntimeStatus, hostSock, sock, dir string) []RuntimeItem {
+func collectCRI(ctx context.Context, env *Env, timeout time.Duration, rt *layout.RuntimeStatus, hostSock, sock, dir string) []layout.RuntimeItem {
 	url := "unix://" + hostSock
 	conn, err := criDial(sock, timeout)
 	if err != nil {
 		// NewClient does not connect; this is a bad option, not a socket.
-		return []RuntimeItem{{What: "CRI version", Method: criapi.RuntimeService_Version_FullMethodName, URL: url, Error: err.Error()}}
+		return []layout.RuntimeItem{{What: "CRI version", Method: criapi.RuntimeService_Version_FullMethodName, URL: url, Error: err.Error()}}
 	}
 	defer conn.Close()
 	rs := criapi.NewRuntimeServiceClient(conn)
 	is := criapi.NewImageServiceClient(conn)
 
-	items := make([]RuntimeItem, 2+len(criCalls))
-	statusItem := RuntimeItem{What: "CRI container statuses", Method: criapi.RuntimeService_ContainerStatus_FullMethodName, URL: url}
+	items := make([]layout.RuntimeItem, 2+len(criCalls))
+	statusItem := layout.RuntimeItem{What: "CRI container statuses", Method: criapi.RuntimeService_ContainerStatus_FullMethodName, URL: url}
 	var ver *criapi.VersionResponse
 	items[0] = criDo(ctx, env, timeout, url, dir+"/"+criVersionFile, "CRI version", criapi.RuntimeService_Version_FullMethodName,
 		func(ctx context.Context) (proto.Message, error) {
@@ -103,7 +104,7 @@ func collectCRI(ctx context.Context, env *Env, timeout time.Duration, rt *Runtim
 			why = "not attempted: " + items[0].Skipped
 		}
 		for i, c := range criCalls {
-			items[1+i] = RuntimeItem{What: c.what, Method: c.method, URL: url, Skipped: why}
+			items[1+i] = layout.RuntimeItem{What: c.what, Method: c.method, URL: url, Skipped: why}
 		}
 		statusItem.Skipped = why
 		items[len(items)-1] = statusItem
@@ -125,7 +126,7 @@ func collectCRI(ctx context.Context, env *Env, timeout time.Duration, rt *Runtim
 					}
 					return m, err
 				})
-			it.listing = c.listing && it.Error == "" && it.Skipped == ""
+			it.Listing = c.listing && it.Error == "" && it.Skipped == ""
 			items[1+i] = it
 		}()
 	}
@@ -149,7 +150,7 @@ const criMaxStatuses = 2000
 // volumes among them, a container holds), the exit code and reason, and
 // start and finish times. Four calls at a time, each under its own
 // deadline; after a call that times out no more are made.
-func criContainerStatuses(ctx context.Context, env *Env, timeout time.Duration, rs criapi.RuntimeServiceClient, base RuntimeItem, cs []*criapi.Container, out string) (it RuntimeItem) {
+func criContainerStatuses(ctx context.Context, env *Env, timeout time.Duration, rs criapi.RuntimeServiceClient, base layout.RuntimeItem, cs []*criapi.Container, out string) (it layout.RuntimeItem) {
 	it = base
 	start := time.Now()
 	defer func() { it.DurationSeconds = time.Since(start).Seconds() }()
@@ -257,8 +258,8 @@ func criDial(sock string, timeout time.Duration) (*grpc.ClientConn, error) {
 }
 
 // criDo makes one call under its own deadline and writes its answer.
-func criDo(ctx context.Context, env *Env, timeout time.Duration, url, out, what, method string, call func(context.Context) (proto.Message, error)) (it RuntimeItem) {
-	it = RuntimeItem{What: what, Method: method, URL: url}
+func criDo(ctx context.Context, env *Env, timeout time.Duration, url, out, what, method string, call func(context.Context) (proto.Message, error)) (it layout.RuntimeItem) {
+	it = layout.RuntimeItem{What: what, Method: method, URL: url}
 	start := time.Now()
 	defer func() { it.DurationSeconds = time.Since(start).Seconds() }()
 	cctx, cancel := context.WithTimeout(ctx, timeout)

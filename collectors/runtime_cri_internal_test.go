@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -190,7 +191,7 @@ func TestRuntimeJSON(t *testing.T) {
 }
 
 func TestRtUnlistedReason(t *testing.T) {
-	rt := &RuntimeStatus{Name: "cri-o", Socket: "/run/crio/crio.sock", Items: []RuntimeItem{
+	rt := &layout.RuntimeStatus{Name: "cri-o", Socket: "/run/crio/crio.sock", Items: []layout.RuntimeItem{
 		{What: "CRI version", Method: criapi.RuntimeService_Version_FullMethodName, Error: "no answer within 10s: the runtime accepted the connection but did not respond"},
 		{What: "CRI containers", Method: criapi.RuntimeService_ListContainers_FullMethodName, Skipped: "not attempted: the CRI socket did not answer Version"},
 		{What: "crictl ps -a", Command: []string{"crictl", "ps", "-a"}, Error: "crictl exited with status 1: context deadline exceeded"},

@@ -16,11 +16,12 @@ import (
 	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 )
 
 // criItem is the summary's item of one CRI method (by its last part).
-func criItem(t *testing.T, rt collectors.RuntimeStatus, method string) collectors.RuntimeItem {
+func criItem(t *testing.T, rt layout.RuntimeStatus, method string) layout.RuntimeItem {
 	t.Helper()
 	for _, it := range rt.Items {
 		if strings.HasSuffix(it.Method, "/"+method) {
@@ -28,7 +29,7 @@ func criItem(t *testing.T, rt collectors.RuntimeStatus, method string) collector
 		}
 	}
 	t.Fatalf("%s: no item for CRI method %s in %+v", rt.Name, method, rt.Items)
-	return collectors.RuntimeItem{}
+	return layout.RuntimeItem{}
 }
 
 // A real containerd with its CRI plugin, and no client program at all (as

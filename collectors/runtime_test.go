@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/internal/testkit"
 )
@@ -161,13 +162,13 @@ func (c *testContainerd) ctr(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-func runtimeSummary(t *testing.T, b *agentBundle) map[string]collectors.RuntimeStatus {
+func runtimeSummary(t *testing.T, b *agentBundle) map[string]layout.RuntimeStatus {
 	t.Helper()
-	var s collectors.RuntimeSummary
+	var s layout.RuntimeSummary
 	if err := json.Unmarshal(b.file(t, "runtime/summary.json"), &s); err != nil {
 		t.Fatalf("runtime/summary.json: %v", err)
 	}
-	out := map[string]collectors.RuntimeStatus{}
+	out := map[string]layout.RuntimeStatus{}
 	for _, r := range s.Runtimes {
 		out[r.Name] = r
 	}

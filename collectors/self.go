@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 // Environment variables naming nodesnap's pod; the manifests in

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodesnap/nodesnap/collectors/procfs"
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 func TestSelfProcesses(t *testing.T) {
@@ -41,18 +42,18 @@ func TestSelfProcesses(t *testing.T) {
 
 const selfUID = "1b4e0c2a-7f3d-4a51-9c0e-2d5e8f6a7b90"
 
-func mountAt(root, mp string) NamespaceMount {
-	return NamespaceMount{Mount: procfs.Mount{Root: root, MountPoint: mp, Major: 253, Minor: 1}}
+func mountAt(root, mp string) layout.NamespaceMount {
+	return layout.NamespaceMount{Mount: procfs.Mount{Root: root, MountPoint: mp, Major: 253, Minor: 1}}
 }
 
 func TestPodNamespaces(t *testing.T) {
-	nss := []MountNamespace{
-		{Inode: 1, Host: true, Mounts: []NamespaceMount{mountAt("/var/lib/kubelet/pods/"+selfUID+"/etc-hosts", "/etc/hosts")}},
-		{Inode: 2, Mounts: []NamespaceMount{mountAt("/var/lib/kubelet/pods/"+selfUID+"/etc-hosts", "/etc/hosts")}},                          // own
-		{Inode: 3, Mounts: []NamespaceMount{mountAt("/var/lib/kubelet/pods/"+selfUID+"/containers/hold/a1", "/dev/termination-log")}},       // hold
-		{Inode: 4, Mounts: []NamespaceMount{mountAt("/", "/var/lib/kubelet/pods/"+selfUID+"/volumes/kubernetes.io~projected/t")}},           // a CSI driver's copy
-		{Inode: 5, Mounts: []NamespaceMount{mountAt("/var/lib/kubelet/pods/2b4e0c2a-7f3d-4a51-9c0e-2d5e8f6a7b90/etc-hosts", "/etc/hosts")}}, // another pod
-		{Inode: 6, Mounts: []NamespaceMount{mountAt("/var/lib/kubelet/pods/"+selfUID+"/etc-hosts", "/host/var/lib/kubelet/pods/x/etc-hosts")}},
+	nss := []layout.MountNamespace{
+		{Inode: 1, Host: true, Mounts: []layout.NamespaceMount{mountAt("/var/lib/kubelet/pods/"+selfUID+"/etc-hosts", "/etc/hosts")}},
+		{Inode: 2, Mounts: []layout.NamespaceMount{mountAt("/var/lib/kubelet/pods/"+selfUID+"/etc-hosts", "/etc/hosts")}},                          // own
+		{Inode: 3, Mounts: []layout.NamespaceMount{mountAt("/var/lib/kubelet/pods/"+selfUID+"/containers/hold/a1", "/dev/termination-log")}},       // hold
+		{Inode: 4, Mounts: []layout.NamespaceMount{mountAt("/", "/var/lib/kubelet/pods/"+selfUID+"/volumes/kubernetes.io~projected/t")}},           // a CSI driver's copy
+		{Inode: 5, Mounts: []layout.NamespaceMount{mountAt("/var/lib/kubelet/pods/2b4e0c2a-7f3d-4a51-9c0e-2d5e8f6a7b90/etc-hosts", "/etc/hosts")}}, // another pod
+		{Inode: 6, Mounts: []layout.NamespaceMount{mountAt("/var/lib/kubelet/pods/"+selfUID+"/etc-hosts", "/host/var/lib/kubelet/pods/x/etc-hosts")}},
 	}
 	if got := PodNamespaces(nss, 1, 2, selfUID); !slices.Equal(got, []uint64{3}) {
 		t.Errorf("pod namespaces %v, want [3]", got)
@@ -63,27 +64,27 @@ func TestPodNamespaces(t *testing.T) {
 }
 
 func TestMarkNodesnapNamespaces(t *testing.T) {
-	dev := func(name string, host bool, nss ...uint64) MountDevice {
-		d := MountDevice{Dev: name, InHostNamespace: host, OnlyOutsideHostNamespace: !host}
+	dev := func(name string, host bool, nss ...uint64) layout.MountDevice {
+		d := layout.MountDevice{Dev: name, InHostNamespace: host, OnlyOutsideHostNamespace: !host}
 		if host {
-			d.Namespaces = append(d.Namespaces, MountDeviceNamespace{Namespace: 1, Host: true})
+			d.Namespaces = append(d.Namespaces, layout.MountDeviceNamespace{Namespace: 1, Host: true})
 		}
 		for _, n := range nss {
-			d.Namespaces = append(d.Namespaces, MountDeviceNamespace{Namespace: n})
+			d.Namespaces = append(d.Namespaces, layout.MountDeviceNamespace{Namespace: n})
 		}
 		return d
 	}
-	rep := MountsReport{
+	rep := layout.MountsReport{
 		HostNamespace: 1,
-		Namespaces:    []MountNamespace{{Inode: 1, Host: true}, {Inode: 2}, {Inode: 3}, {Inode: 9}},
-		Devices: []MountDevice{
+		Namespaces:    []layout.MountNamespace{{Inode: 1, Host: true}, {Inode: 2}, {Inode: 3}, {Inode: 9}},
+		Devices: []layout.MountDevice{
 			dev("7:0", false, 2),    // only nodesnap's own
 			dev("7:1", false, 2, 3), // nodesnap and its pod
 			dev("7:2", false, 2, 9), // nodesnap and a real holder
 			dev("7:3", true, 2),     // the host too
 			dev("7:4", false, 9),    // a real holder only
 		},
-		Nodesnap: &MountsSelf{MountNamespace: 2, Namespaces: []uint64{2, 3}},
+		Nodesnap: &layout.MountsSelf{MountNamespace: 2, Namespaces: []uint64{2, 3}},
 	}
 	MarkNodesnapNamespaces(&rep)
 	want := map[string][2]bool{"7:0": {false, true}, "7:1": {false, true}, "7:2": {true, false}, "7:3": {false, false}, "7:4": {true, false}}
@@ -92,7 +93,7 @@ func TestMarkNodesnapNamespaces(t *testing.T) {
 			t.Errorf("%s: only outside %v, only nodesnap %v; want %v", d.Dev, d.OnlyOutsideHostNamespace, d.OnlyInNodesnapNamespaces, w)
 		}
 		for _, n := range d.Namespaces {
-			wantKind := map[uint64]string{2: NodesnapOwn, 3: NodesnapPod}[n.Namespace]
+			wantKind := map[uint64]string{2: layout.NodesnapOwn, 3: layout.NodesnapPod}[n.Namespace]
 			if n.Nodesnap != wantKind {
 				t.Errorf("%s namespace %d marked %q, want %q", d.Dev, n.Namespace, n.Nodesnap, wantKind)
 			}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // ReapGrace is how long a killed child is given to be reaped. A task in
@@ -168,13 +170,13 @@ func (c *Child) Signaled() (syscall.Signal, bool) {
 
 // Kill captures hang evidence (when evidence is true), SIGKILLs the child's
 // whole process group, and waits at most ReapGrace for it to be reaped.
-func (c *Child) Kill(evidence bool) *HangEvidence {
+func (c *Child) Kill(evidence bool) *layout.HangEvidence {
 	return c.KillWithin(evidence, ReapGrace)
 }
 
 // KillWithin is Kill waiting at most grace for the reap.
-func (c *Child) KillWithin(evidence bool, grace time.Duration) *HangEvidence {
-	var h *HangEvidence
+func (c *Child) KillWithin(evidence bool, grace time.Duration) *layout.HangEvidence {
+	var h *layout.HangEvidence
 	if evidence {
 		h = CaptureEvidence(c.PID())
 	}
@@ -185,7 +187,7 @@ func (c *Child) KillWithin(evidence bool, grace time.Duration) *HangEvidence {
 	case <-c.done:
 	case <-time.After(grace):
 		if h == nil {
-			h = &HangEvidence{PID: c.PID()}
+			h = &layout.HangEvidence{PID: c.PID()}
 		}
 		h.Unreaped = true
 		h.Note = "the child did not die within " + grace.String() + " of SIGKILL (uninterruptible sleep); it was left behind"
@@ -200,10 +202,10 @@ func (c *Child) Signal(sig syscall.Signal) {
 
 // Result of an external command run by Run.
 type Result struct {
-	ExitCode int           `json:"exit_code"`
-	TimedOut bool          `json:"timed_out,omitempty"`
-	Duration time.Duration `json:"duration_ns"`
-	Evidence *HangEvidence `json:"hang_evidence,omitempty"`
+	ExitCode int                  `json:"exit_code"`
+	TimedOut bool                 `json:"timed_out,omitempty"`
+	Duration time.Duration        `json:"duration_ns"`
+	Evidence *layout.HangEvidence `json:"hang_evidence,omitempty"`
 }
 
 // ErrTimeout is wrapped by errors of work that missed its deadline.

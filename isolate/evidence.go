@@ -1,65 +1,15 @@
 package isolate
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
-
-// TaskEvidence says where one thread of a hung child was when it was killed.
-type TaskEvidence struct {
-	TID     int      `json:"tid"`
-	Comm    string   `json:"comm,omitempty"`
-	State   string   `json:"state,omitempty"`
-	Wchan   string   `json:"wchan,omitempty"`
-	Syscall string   `json:"syscall,omitempty"`
-	Stack   []string `json:"stack,omitempty"`
-}
-
-// HangEvidence is what the manifest records about a child that missed its
-// deadline: every thread's state, wait channel, syscall and kernel stack, and
-// whether the child could be reaped after SIGKILL.
-type HangEvidence struct {
-	PID   int    `json:"pid"`
-	Comm  string `json:"comm,omitempty"`
-	Phase string `json:"phase,omitempty"`
-	// Blocked summarises the most telling thread: the first in
-	// uninterruptible sleep, or else the first not parked in the Go
-	// runtime's own waits.
-	Blocked  *TaskEvidence   `json:"blocked,omitempty"`
-	Tasks    []TaskEvidence  `json:"tasks,omitempty"`
-	Children []*HangEvidence `json:"children,omitempty"`
-	Unreaped bool            `json:"unreaped,omitempty"`
-	Note     string          `json:"note,omitempty"`
-}
-
-// String is a one-line summary for logs and error messages.
-func (h *HangEvidence) String() string {
-	if h == nil {
-		return ""
-	}
-	b := h.Blocked
-	if b == nil {
-		for _, c := range h.Children {
-			if c.Blocked != nil {
-				b = c.Blocked
-				break
-			}
-		}
-	}
-	if b == nil {
-		return fmt.Sprintf("pid %d: no thread found blocked", h.PID)
-	}
-	top := ""
-	if len(b.Stack) > 0 {
-		top = " in " + b.Stack[0]
-	}
-	return fmt.Sprintf("pid %d tid %d state %s wchan %s%s", h.PID, b.TID, b.State, b.Wchan, top)
-}
 
 // evidenceReadTimeout bounds each /proc read of a child's state. These files
 // (stack, syscall) take the task's exec lock, which only an exec holds; a
@@ -69,7 +19,7 @@ const evidenceReadTimeout = 500 * time.Millisecond
 
 // CaptureEvidence reads the state of every thread of pid, and of its direct
 // children, from /proc. It never blocks for longer than a few read timeouts.
-func CaptureEvidence(pid int) *HangEvidence {
+func CaptureEvidence(pid int) *layout.HangEvidence {
 	h := captureEvidence(pid, 0)
 	if b := pickBlocked(h); b != nil {
 		c := *b
@@ -82,10 +32,10 @@ func CaptureEvidence(pid int) *HangEvidence {
 // stuck: one in uninterruptible sleep anywhere in the tree, else one not
 // parked in an idle wait, else the main thread of the deepest process (a
 // shell waiting for its child says less than the child).
-func pickBlocked(h *HangEvidence) *TaskEvidence {
-	var dstate, busy, leaf *TaskEvidence
-	var walk func(*HangEvidence)
-	walk = func(e *HangEvidence) {
+func pickBlocked(h *layout.HangEvidence) *layout.TaskEvidence {
+	var dstate, busy, leaf *layout.TaskEvidence
+	var walk func(*layout.HangEvidence)
+	walk = func(e *layout.HangEvidence) {
 		for i := range e.Tasks {
 			t := &e.Tasks[i]
 			if dstate == nil && t.State == "D" {
@@ -112,14 +62,14 @@ func pickBlocked(h *HangEvidence) *TaskEvidence {
 	return leaf
 }
 
-func captureEvidence(pid, depth int) *HangEvidence {
-	h := &HangEvidence{PID: pid}
+func captureEvidence(pid, depth int) *layout.HangEvidence {
+	h := &layout.HangEvidence{PID: pid}
 	base := filepath.Join("/proc", strconv.Itoa(pid))
 	h.Comm = strings.TrimSpace(readProcBounded(filepath.Join(base, "comm")))
 	tids := listTasks(base)
 	for _, tid := range tids {
 		tb := filepath.Join(base, "task", strconv.Itoa(tid))
-		te := TaskEvidence{TID: tid}
+		te := layout.TaskEvidence{TID: tid}
 		te.Comm = strings.TrimSpace(readProcBounded(filepath.Join(tb, "comm")))
 		te.State = taskState(readProcBounded(filepath.Join(tb, "stat")))
 		te.Wchan = strings.TrimSpace(readProcBounded(filepath.Join(tb, "wchan")))
@@ -148,7 +98,7 @@ func captureEvidence(pid, depth int) *HangEvidence {
 
 // runtimeWait reports whether a thread is parked in one of the Go runtime's
 // idle waits, which say nothing about where the work hung.
-func runtimeWait(t TaskEvidence) bool {
+func runtimeWait(t layout.TaskEvidence) bool {
 	switch t.Wchan {
 	case "futex_wait_queue", "futex_wait_queue_me", "futex_do_wait", "futex_wait", "do_epoll_wait", "ep_poll", "hrtimer_nanosleep", "do_nanosleep", "pipe_read", "pipe_write", "anon_pipe_read", "do_wait", "kernel_wait4", "0", "":
 		return true

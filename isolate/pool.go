@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // OpFunc is a per-item operation run inside a worker process. It receives
@@ -82,7 +84,7 @@ func (e *OpError) Unwrap() error {
 type HungError struct {
 	Op       string
 	Timeout  time.Duration
-	Evidence *HangEvidence
+	Evidence *layout.HangEvidence
 }
 
 func (e *HungError) Error() string {
@@ -279,7 +281,7 @@ func (p *Pool) put(w *worker) {
 // pool's slot, so hung items would cost their deadline plus that.
 const workerReapGrace = 100 * time.Millisecond
 
-func (p *Pool) discard(w *worker, evidence bool) *HangEvidence {
+func (p *Pool) discard(w *worker, evidence bool) *layout.HangEvidence {
 	p.mu.Lock()
 	delete(p.all, w)
 	p.mu.Unlock()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
@@ -84,7 +85,7 @@ type HungError struct {
 	Dir      string
 	Op       string
 	Timeout  time.Duration
-	Evidence *isolate.HangEvidence
+	Evidence *layout.HangEvidence
 	// Left names what could not be removed (a staging directory).
 	Left string
 }
@@ -95,7 +96,7 @@ func (e *HungError) Error() string {
 	if e.Left != "" {
 		s += "; " + e.Left + " was left behind (a later run removes it)"
 	}
-	return s + ". Write elsewhere with -o"
+	return s + ". Write elsewhere with --output-dir"
 }
 
 // Unwrap makes errors.Is(err, isolate.ErrTimeout) true.
@@ -569,10 +570,10 @@ func checkOutputDir(dir string, create bool) error {
 	_, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		if !create {
-			return fmt.Errorf("output directory %s does not exist; create it (mkdir -m 0700 %s) or choose another with -o", dir, dir)
+			return fmt.Errorf("output directory %s does not exist; create it (mkdir -m 0700 %s) or choose another with --output-dir", dir, dir)
 		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("creating the output directory: %w; create it yourself (mkdir -m 0700 %s) or choose another with -o", err, dir)
+			return fmt.Errorf("creating the output directory: %w; create it yourself (mkdir -m 0700 %s) or choose another with --output-dir", err, dir)
 		}
 		// The umask may have taken bits away; 0700 exactly.
 		if err := os.Chmod(dir, 0o700); err != nil {
@@ -580,7 +581,7 @@ func checkOutputDir(dir string, create bool) error {
 		}
 	}
 	if err := checkDir(dir, "output directory"); err != nil {
-		return fmt.Errorf("%w; choose another with -o", err)
+		return fmt.Errorf("%w; choose another with --output-dir", err)
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // Caps keep a report of a large bundle readable and small (a few hundred
@@ -396,7 +396,7 @@ func hungRows(m *bundle.Manifest, bud *budget) ([]hung, int) {
 	return out, more
 }
 
-func hungRow(target, op, collector string, ev *isolate.HangEvidence, bud *budget) hung {
+func hungRow(target, op, collector string, ev *layout.HangEvidence, bud *budget) hung {
 	h := hung{Target: bud.take(target, 1000), Op: cut(op, 200), Collector: cut(collector, 200)}
 	if ev == nil {
 		h.Note = "no hang evidence recorded"
@@ -404,8 +404,8 @@ func hungRow(target, op, collector string, ev *isolate.HangEvidence, bud *budget
 	}
 	h.Note, h.Unreaped = bud.take(ev.Note, maxTextBytes), ev.Unreaped
 	seen := map[int]bool{}
-	var walk func(e *isolate.HangEvidence, depth int)
-	walk = func(e *isolate.HangEvidence, depth int) {
+	var walk func(e *layout.HangEvidence, depth int)
+	walk = func(e *layout.HangEvidence, depth int) {
 		if e == nil || depth > 4 || len(h.Tasks) >= 8 {
 			return
 		}
@@ -427,7 +427,7 @@ func hungRow(target, op, collector string, ev *isolate.HangEvidence, bud *budget
 	return h
 }
 
-func taskRow(pid int, t isolate.TaskEvidence, bud *budget) task {
+func taskRow(pid int, t layout.TaskEvidence, bud *budget) task {
 	label := fmt.Sprintf("pid %d tid %d", pid, t.TID)
 	for _, kv := range [][2]string{{"comm", t.Comm}, {"state", t.State}, {"wchan", t.Wchan}, {"syscall", t.Syscall}} {
 		if kv[1] != "" {

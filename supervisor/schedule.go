@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/isolate"
 )
@@ -169,7 +170,7 @@ func (r *run) runOne(cr *collectorRun) {
 
 	timer := time.NewTimer(time.Until(hardStop))
 	defer timer.Stop()
-	var killed *isolate.HangEvidence
+	var killed *layout.HangEvidence
 	reason := ""
 	select {
 	case <-child.Done():

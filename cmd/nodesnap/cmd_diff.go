@@ -2,15 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundlediff"
 )
 
 type diffOptions struct {
-	json   bool
+	output string
 	width  int
 	latest string
 }
@@ -33,16 +35,18 @@ different hosts are compared too, with a warning first.
 Both bundles are read in bounded streaming passes and refused when validate refuses them
 (unsafe entries, a truncated archive, another schema version, a file whose checksum
 differs from the manifest's): exit status 1. The text report fits --width columns (100 by
-default); --json prints every change.
+default); --output json prints every change. OLD and NEW may also be directories holding
+extracted bundles.
 --latest DIR compares the two newest bundles in DIR (a --keep directory of snapshots) of
 the host of the newest one, ordered by the time in their names.
 
 Exit status 3 means a finding of severity warning or critical appeared in NEW, or a
 finding rose to one; 0 that none did (other changes are printed either way).
 
-` + exitStatusHelp,
+` + exitHelp("0  no warning or critical finding appeared in NEW", "1  fatal: a bundle could not be read, is unsafe or does not validate", exitLineUsage,
+			"3  a finding of severity warning or critical appeared in NEW, or a finding rose to one"),
 		Example: `  nodesnap diff nodesnap-node1-20261120T101500Z.tar.gz nodesnap-node1-20261121T101500Z.tar.gz
-  nodesnap diff --json yesterday.tar.gz today.tar.gz | jq '.findings_new[].id'
+  nodesnap diff -o json yesterday.tar.gz today.tar.gz | jq '.findings_new[].id'
   nodesnap diff --latest /var/tmp`,
 		Args: argsUsage(func(cmd *cobra.Command, args []string) error {
 			if o.latest != "" {
@@ -62,7 +66,8 @@ finding rose to one; 0 that none did (other changes are printed either way).
 		},
 	}
 	cmd.Flags().StringVar(&o.latest, "latest", "", "compare the two newest bundles in this directory, instead of OLD and NEW")
-	cmd.Flags().BoolVar(&o.json, "json", false, "print the changes as JSON")
+	addOutputFlag(cmd, &o.output, "text", "json")
+	addFormatAlias(cmd, &o.output, "json")
 	cmd.Flags().IntVar(&o.width, "width", bundlediff.Width, "the text report's line width (at least 40)")
 	return cmd
 }
@@ -70,19 +75,22 @@ finding rose to one; 0 that none did (other changes are printed either way).
 // runDiff prints what changed; a new warning or critical finding makes it
 // return a partialError (exit status 3) with nothing more to say.
 func runDiff(ctx context.Context, w io.Writer, o diffOptions, oldPath, newPath string) error {
+	if err := checkOutput(o.output, "text", "json"); err != nil {
+		return err
+	}
 	if o.width < 40 {
 		return &flagError{errWidth}
 	}
 	a, err := bundlediff.Load(ctx, oldPath)
 	if err != nil {
-		return err
+		return fatalForDiff(err)
 	}
 	b, err := bundlediff.Load(ctx, newPath)
 	if err != nil {
-		return err
+		return fatalForDiff(err)
 	}
 	d := bundlediff.Compare(a, b)
-	if o.json {
+	if o.output == "json" {
 		err = bundlediff.WriteJSON(w, d)
 	} else {
 		err = bundlediff.WriteText(w, d, o.width)
@@ -94,6 +102,16 @@ func runDiff(ctx context.Context, w io.Writer, o diffOptions, oldPath, newPath s
 		return &partialError{}
 	}
 	return nil
+}
+
+// fatalForDiff keeps a bundle diff cannot read at exit status 1: a
+// truncated one wraps bundle.ErrInvalid, whose status 3 means "worse"
+// here.
+func fatalForDiff(err error) error {
+	if errors.Is(err, bundle.ErrInvalid) {
+		return errors.New(err.Error())
+	}
+	return err
 }
 
 var errWidth = usageText("--width must be at least 40 columns")

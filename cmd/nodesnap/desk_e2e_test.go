@@ -1,454 +1,527 @@
 package main
 
 import (
-	"archive/tar"
-	"compress/gzip"
+	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"runtime"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"filippo.io/age"
+	"unicode/utf8"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/outputdir"
 )
 
-// The habits a support desk brings from sos report, through the real
-// binary: names that carry the case, one directory per archive, a
-// checksum file, a staging directory elsewhere, encryption, and readers
-// that take old bundles and new alike.
+// What a support desk does all day, through the real binary: half-bundles,
+// extracted bundles, several bundles, 80 columns.
 
-// deskCollect runs collect of the host collector on the fixture root.
-func deskCollect(t *testing.T, args ...string) runResult {
+// fixtureNames lists analyze's fixture scenarios (analyze/testdata).
+func fixtureNames(t *testing.T) []string {
 	t.Helper()
-	root, err := filepath.Abs("testdata/root")
+	ents, err := os.ReadDir(filepath.Join("..", "..", "analyze", "testdata"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runNodesnap(t, 60*time.Second, nil, append([]string{"collect", "-q", "--root", root, "--only", "host", "--timeout", "30s"}, args...)...)
-}
-
-// oldBundle is a bundle as nodesnap wrote it before the top-level
-// directory (kept in testdata as written then).
-func oldBundle(t *testing.T) string {
-	t.Helper()
-	olds, _ := filepath.Glob("testdata/old-layout/*.tar.gz")
-	if len(olds) != 1 {
-		t.Fatalf("want one old-layout fixture bundle, found %v", olds)
-	}
-	// A copy: redact writes beside its input.
-	p := filepath.Join(t.TempDir(), filepath.Base(olds[0]))
-	b, err := os.ReadFile(olds[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func tarNames(t *testing.T, p string) []string {
-	t.Helper()
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(gz)
-	var names []string
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return names
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, h.Name)
-	}
-}
-
-// collect --case-id --label into a directory that does not exist yet:
-// it is made 0700, the name carries case and label, every entry sits in
-// one directory named like the file, and a .sha256 beside it satisfies
-// sha256sum -c.
-func TestCollectCaseLabelLayoutSidecar(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "cases", "new")
-	r := deskCollect(t, "-o", out, "--case-id", "01234567", "--label", "db-upgrade")
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
-	st, err := os.Stat(out)
-	if err != nil || st.Mode().Perm() != 0o700 {
-		t.Fatalf("output directory: %v %v, want made with mode 0700", st, err)
-	}
-	p := strings.TrimSpace(r.stdout)
-	base := filepath.Base(p)
-	if !regexp.MustCompile(`^nodesnap-fixture-node-[0-9]{8}T[0-9]{6}Z\.case-01234567\.db-upgrade\.tar\.gz$`).MatchString(base) {
-		t.Errorf("bundle name %q does not carry the case id and label", base)
-	}
-	if n, ok := outputdir.ParseName(base); !ok || n.CaseID != "01234567" || n.Label != "db-upgrade" {
-		t.Errorf("ParseName(%q) = %+v, %v", base, n, ok)
-	}
-	top := strings.TrimSuffix(base, ".tar.gz") + "/"
-	names := tarNames(t, p)
-	if len(names) < 2 || names[0] != top+"manifest.json" {
-		t.Errorf("first entry %v, want %smanifest.json", names, top)
-	}
-	for _, n := range names {
-		if !strings.HasPrefix(n, top) {
-			t.Errorf("entry %q is outside %s: tar xzf would spill it", n, top)
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, e.Name())
 		}
 	}
-	sum, err := os.ReadFile(p + ".sha256")
-	if err != nil {
-		t.Fatal(err)
+	if len(out) < 5 {
+		t.Fatalf("only %d fixture scenarios found: %v", len(out), out)
 	}
-	_, digest, _ := bundle.HashFile(p)
-	if string(sum) != digest+"  "+base+"\n" {
-		t.Errorf("sidecar %q, want %q", sum, digest+"  "+base+"\n")
-	}
-	if sha, err := exec.LookPath("sha256sum"); err == nil {
-		c := exec.Command(sha, "-c", base+".sha256")
-		c.Dir = out
-		if b, err := c.CombinedOutput(); err != nil {
-			t.Errorf("sha256sum -c: %v\n%s", err, b)
+	return out
+}
+
+// widest returns the widest line of s in runes, and how many lines are
+// wider than width.
+func widest(s string, width int) (int, int, string) {
+	most, over, line := 0, 0, ""
+	for _, l := range strings.Split(s, "\n") {
+		n := utf8.RuneCountInString(l)
+		if n > width {
+			over++
+		}
+		if n > most {
+			most, line = n, l
 		}
 	}
-	if got := readDir(t, out); len(got) != 2 {
-		t.Errorf("output directory holds %v, want the bundle and its .sha256", got)
-	}
+	return most, over, line
 }
 
-// Case id and label go into a file name: anything but letters, digits,
-// '-' and '_' is refused before anything is collected.
-func TestCollectRefusesUnsafeCaseID(t *testing.T) {
-	out := t.TempDir()
-	for _, args := range [][]string{{"--case-id", "../../etc"}, {"--label", "db upgrade"}, {"--label", "case-1"}} {
-		r := deskCollect(t, append([]string{"-o", out}, args...)...)
-		if r.code != exitUsage || !strings.Contains(r.stderr, args[0]) {
-			t.Errorf("%v: exit %d, stderr %q; want 2 naming the flag", args, r.code, r.stderr)
-		}
-	}
-	if got := readDir(t, out); len(got) != 0 {
-		t.Errorf("written: %v", got)
-	}
-}
-
-// A missing output directory that cannot be made (here in /proc, where
-// no directory can be made) is an error that says how to make it; a path
-// through a file says to choose another.
-func TestCollectMissingOutputDirSaysHow(t *testing.T) {
-	r := deskCollect(t, "-o", "/proc/nodesnap-test-no-such/out")
-	if r.code != exitFatal || !strings.Contains(r.stderr, "mkdir -m 0700 /proc/nodesnap-test-no-such/out") {
-		t.Errorf("exit %d, stderr %q; want 1 and how to create it", r.code, r.stderr)
-	}
-	f := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(f, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r = deskCollect(t, "-o", filepath.Join(f, "sub"))
-	if r.code != exitFatal || !strings.Contains(r.stderr, "choose another with -o") {
-		t.Errorf("exit %d, stderr %q; want 1 and a way out", r.code, r.stderr)
-	}
-}
-
-// --output-file never overwrites: an existing file is refused before
-// collection starts and left as it was.
-func TestCollectOutputFileRefusesOverwrite(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "b.tar.gz")
-	if err := os.WriteFile(p, []byte("precious"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := deskCollect(t, "--output-file", p)
-	if r.code == 0 || !strings.Contains(r.stderr, "already exists") {
-		t.Errorf("exit %d, stderr %q; want a refusal", r.code, r.stderr)
-	}
-	if b, _ := os.ReadFile(p); string(b) != "precious" {
-		t.Errorf("the existing file was changed: %q", b)
-	}
-	if got := readDir(t, filepath.Dir(p)); len(got) != 1 {
-		t.Errorf("left behind: %v", got)
-	}
-}
-
-// --tmp-dir on another filesystem than the output directory (a tmpfs
-// mounted for the test): the bundle still lands whole in the output
-// directory, and neither directory keeps anything else.
-func TestCollectTmpDirOtherFilesystem(t *testing.T) {
-	testkit.RequireRoot(t)
-	out := t.TempDir()
-	tmp := t.TempDir()
-	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "nodesnap-test", tmp).Run(); err != nil {
-		t.Fatalf("mounting a tmpfs for --tmp-dir: %v", err)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", tmp).Run() })
-	r := deskCollect(t, "-o", out, "--tmp-dir", tmp)
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
-	p := strings.TrimSpace(r.stdout)
-	if filepath.Dir(p) != out {
-		t.Errorf("bundle at %s, want in %s", p, out)
-	}
-	if rep, err := bundle.Validate(t.Context(), p); err != nil {
-		t.Errorf("validate: %v %+v", err, rep)
-	}
-	if got := readDir(t, tmp); len(got) != 0 {
-		t.Errorf("left in --tmp-dir: %v", got)
-	}
-	if got := readDir(t, out); len(got) != 2 {
-		t.Errorf("output directory: %v, want the bundle and its .sha256", got)
-	}
-	r = deskCollect(t, "-o", out, "--tmp-dir", p)
-	if r.code != exitFatal || !strings.Contains(r.stderr, "--tmp-dir") {
-		t.Errorf("--tmp-dir a file: exit %d, %q", r.code, r.stderr)
-	}
-}
-
-// --encrypt-to writes <bundle>.age and its .sha256, no plaintext bundle;
-// the recipient's key decrypts it to a bundle that validates, and readers
-// given the .age say how to decrypt it.
-func TestCollectEncryptTo(t *testing.T) {
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := t.TempDir()
-	r := deskCollect(t, "-o", out, "--encrypt-to", id.Recipient().String(), "--case-id", "77")
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
-	p := strings.TrimSpace(r.stdout)
-	if !strings.HasSuffix(p, ".case-77.tar.gz.age") {
-		t.Errorf("bundle %s, want a .tar.gz.age", p)
-	}
-	got := readDir(t, out)
-	sort.Strings(got)
-	if len(got) != 2 || got[0] != filepath.Base(p) || got[1] != filepath.Base(p)+".sha256" {
-		t.Errorf("output directory %v, want only the .age and its .sha256", got)
-	}
-	for _, cmd := range [][]string{{"analyze", p}, {"inspect", p}, {"validate", p}} {
-		rr := runNodesnap(t, 30*time.Second, nil, cmd...)
-		if rr.code == 0 || !strings.Contains(rr.stderr, "encrypted") || !strings.Contains(rr.stderr, "age -d -i KEY") {
-			t.Errorf("%s of the .age: exit %d, stderr %q; want it to say how to decrypt", cmd[0], rr.code, rr.stderr)
-		}
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	dec, err := age.Decrypt(f, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(p), ".age"))
-	w, _ := os.Create(plain)
-	if _, err := io.Copy(w, dec); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	if rr := runNodesnap(t, 30*time.Second, nil, "validate", plain); rr.code != 0 {
-		t.Errorf("validate of the decrypted bundle: exit %d %s", rr.code, rr.stderr)
-	}
-	// Not a key: a usage error, nothing written.
-	out2 := t.TempDir()
-	if rr := deskCollect(t, "-o", out2, "--encrypt-to", "hunter2"); rr.code != exitUsage || !strings.Contains(rr.stderr, "--encrypt-to") {
-		t.Errorf("--encrypt-to hunter2: exit %d, %q", rr.code, rr.stderr)
-	}
-}
-
-// Every reader takes a bundle of the old layout (no top-level directory)
-// and of the new one: validate, analyze, inspect, redact, diff, report.
-func TestReadersTakeOldAndNewLayouts(t *testing.T) {
-	out := t.TempDir()
-	r := deskCollect(t, "-o", out)
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
-	fresh := strings.TrimSpace(r.stdout)
-	old := oldBundle(t)
-	if names := tarNames(t, old); names[0] != "manifest.json" {
-		t.Fatalf("the old fixture has a top-level directory: %v", names[:1])
-	}
-	for _, p := range []string{old, fresh} {
-		for _, cmd := range [][]string{
-			{"validate", p},
-			{"analyze", p},
-			{"inspect", p},
-			{"report", p, "-o", filepath.Join(t.TempDir(), "r.html")},
-			{"redact", "--obfuscate", "ip", "-o", filepath.Join(t.TempDir(), "red.tar.gz"), p},
-		} {
-			rr := runNodesnap(t, 60*time.Second, nil, cmd...)
-			if rr.code != 0 {
-				t.Errorf("%s of %s: exit %d\n%s", cmd[0], filepath.Base(p), rr.code, rr.stderr)
+// Every fixture scenario, analysed and inspected off a terminal, fits 80
+// columns, with and without -v; COLUMNS widens it. -v shows text that the
+// default elides. The figures are logged (go test -v -run
+// TestReadingFits80Columns ./cmd/nodesnap).
+func TestReadingFits80Columns(t *testing.T) {
+	totalLines, totalOver := 0, 0
+	for _, name := range fixtureNames(t) {
+		p := fixtureBundle(t, name)
+		for _, args := range [][]string{{"analyze", p}, {"analyze", "-v", p}, {"inspect", p}, {"inspect", "-v", "--files", p}} {
+			r := runNodesnap(t, time.Minute, []string{"COLUMNS="}, args...)
+			if r.code != exitOK && r.code != exitPartial {
+				t.Fatalf("%s %v: exit %d\n%s", name, args, r.code, r.stderr)
+			}
+			most, over, line := widest(r.stdout, 80)
+			totalLines += strings.Count(r.stdout, "\n")
+			totalOver += over
+			if over > 0 {
+				t.Errorf("%s %v: %d line(s) wider than 80 columns, the widest %d: %q", name, args[:len(args)-1], over, most, line)
 			}
 		}
-	}
-	if rr := runNodesnap(t, 60*time.Second, nil, "diff", old, fresh); rr.code != 0 && rr.code != exitPartial {
-		t.Errorf("diff old new: exit %d\n%s", rr.code, rr.stderr)
-	}
-}
-
-// redact --obfuscate hostname names its output with the node's token: the
-// real host name was in the file name.
-func TestRedactHostnameNotInOutputName(t *testing.T) {
-	old := oldBundle(t)
-	rr := runNodesnap(t, 60*time.Second, nil, "redact", "--obfuscate", "hostname", old)
-	if rr.code != 0 {
-		t.Fatalf("exit %d\n%s", rr.code, rr.stderr)
-	}
-	p := strings.SplitN(rr.stdout, "\n", 2)[0]
-	if strings.Contains(filepath.Base(p), "fixture-node") || !strings.HasSuffix(p, ".redacted.tar.gz") {
-		t.Errorf("redacted bundle %s: the host name is in its name", p)
-	}
-	if !regexp.MustCompile(`^nodesnap-host-[0-9a-f]+-[0-9]{8}T[0-9]{6}Z\.redacted\.tar\.gz$`).MatchString(filepath.Base(p)) {
-		t.Errorf("redacted bundle %s: want the node's token in place of its name", filepath.Base(p))
-	}
-	for _, n := range readDir(t, filepath.Dir(p)) {
-		if strings.Contains(n, "fixture-node") && n != filepath.Base(old) {
-			t.Errorf("a file named after the host: %s", n)
+		r := runNodesnap(t, time.Minute, []string{"COLUMNS=120"}, "analyze", p)
+		if most, over, line := widest(r.stdout, 120); over > 0 {
+			t.Errorf("%s at COLUMNS=120: widest %d: %q", name, most, line)
 		}
 	}
-}
+	t.Logf("analyze and inspect of %d scenarios: %d lines, %d wider than 80 columns", len(fixtureNames(t)), totalLines, totalOver)
 
-// --keep after partial runs keeps the newest complete bundle: the last
-// good evidence is never evicted in favour of partial bundles.
-func TestKeepPreservesCompleteAfterPartial(t *testing.T) {
-	out := t.TempDir()
-	run := func(partial bool) string {
-		args := []string{"-o", out, "--keep", "1"}
-		want := 0
-		if partial {
-			args = append(args, "--max-bundle-size", "100") // leaves files out: partial
-			want = exitPartial
-		}
-		r := deskCollect(t, args...)
-		if r.code != want {
-			t.Fatalf("exit %d, want %d\n%s", r.code, want, r.stderr)
-		}
-		return filepath.Base(strings.TrimSpace(r.stdout))
-	}
-	complete := run(false)
-	p1 := run(true)
-	p2 := run(true)
-	got := readDir(t, out)
-	sort.Strings(got)
-	want := []string{complete, complete + ".sha256", p2, p2 + ".sha256"}
-	sort.Strings(want)
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("after complete, partial, partial with --keep 1: %v, want %v (%s removed)", got, want, p1)
-	}
-	// A complete run then takes the complete bundle's place.
-	c2 := run(false)
-	if got := readDir(t, out); len(got) != 2 || !strings.Contains(strings.Join(got, " "), c2) {
-		t.Errorf("after a complete run with --keep 1: %v, want only %s and its .sha256", got, c2)
+	// Elided by default, whole with -v and in --output json.
+	p := fixtureBundle(t, "incident003-cephfs-hung")
+	short := runNodesnap(t, time.Minute, nil, "analyze", p)
+	full := runNodesnap(t, time.Minute, nil, "analyze", "-v", p)
+	if !strings.Contains(short.stdout, "…") || len(full.stdout) <= len(short.stdout) {
+		t.Errorf("-v shows nothing more than the default (%d vs %d bytes)", len(full.stdout), len(short.stdout))
 	}
 }
 
-// upload validates the bundle before sending anything: a damaged bundle
-// is refused and the server hears nothing. A plain-http URL is warned of.
-func TestUploadValidatesAndWarnsOnHTTP(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		io.Copy(io.Discard, r.Body)
-	}))
-	defer srv.Close()
-	good := oldBundle(t)
-	b, _ := os.ReadFile(good)
-	bad := filepath.Join(t.TempDir(), "damaged.tar.gz")
-	if err := os.WriteFile(bad, b[:len(b)*2/3], 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := runNodesnap(t, 30*time.Second, nil, "upload", bad, srv.URL+"/x")
-	if r.code == 0 || !strings.Contains(r.stderr, "not uploading it") || hits.Load() != 0 {
-		t.Errorf("damaged: exit %d, %d requests, stderr %q; want a refusal and no request", r.code, hits.Load(), r.stderr)
-	}
-	r = runNodesnap(t, 30*time.Second, nil, "upload", good, srv.URL+"/x?sig=s3cret")
-	if r.code != 0 || hits.Load() != 1 {
-		t.Fatalf("good: exit %d, %d requests\n%s", r.code, hits.Load(), r.stderr)
-	}
-	if !strings.Contains(r.stderr, "plain http") || strings.Contains(r.stderr, "s3cret") {
-		t.Errorf("stderr %q: want a plain-http warning without the URL's query", r.stderr)
-	}
-}
-
-// version and --version print the same line, with the Go version and
-// the commit (or "commit unknown" and "devel" for a build without VCS
-// stamps, as go run and -buildvcs=false give).
-func TestVersionAgrees(t *testing.T) {
-	bin := testkit.Binary(t)
-	a, err := exec.Command(bin, "version").Output()
+// A bundle cut short (a half-uploaded attachment) at several offsets:
+// analyze gives the findings from before the cut and one that says where it
+// ends (exit 3); inspect shows what the manifest says and that it is
+// truncated (exit 3); validate says TRUNCATED (exit 3). Cut inside the
+// manifest, nothing can be read: exit 1 with the reason.
+func TestTruncatedBundleThroughTheBinary(t *testing.T) {
+	whole := fixtureBundle(t, "incident003-cephfs-hung")
+	data, err := os.ReadFile(whole)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := exec.Command(bin, "--version").Output()
+	sawFindings := false
+	for _, frac := range []float64{0.02, 0.3, 0.6, 0.95} {
+		n := int(float64(len(data)) * frac)
+		cut := filepath.Join(t.TempDir(), "cut.tar.gz")
+		if err := os.WriteFile(cut, data[:n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a := runNodesnap(t, time.Minute, nil, "analyze", cut)
+		i := runNodesnap(t, time.Minute, nil, "inspect", cut)
+		v := runNodesnap(t, time.Minute, nil, "validate", cut)
+		if a.code == exitFatal {
+			// Cut inside manifest.json: all three say so.
+			for _, r := range []runResult{a, i, v} {
+				if r.code != exitFatal || !strings.Contains(r.stderr, "truncated") {
+					t.Errorf("cut at %d (in the manifest): exit %d\n%s%s", n, r.code, r.stdout, r.stderr)
+				}
+			}
+			continue
+		}
+		if a.code != exitPartial || !strings.Contains(a.stdout, "bundle-truncated") || !strings.Contains(a.stdout, "bundle truncated ") {
+			t.Errorf("analyze, cut at %d of %d: exit %d\n%s%s", n, len(data), a.code, a.stdout, a.stderr)
+		}
+		if strings.Count(a.stdout, "\n[") > 1 {
+			sawFindings = true
+		}
+		if i.code != exitPartial || !strings.Contains(i.stdout, "TRUNCATED: the bundle is truncated") || !strings.Contains(i.stdout, "COLLECTOR") {
+			t.Errorf("inspect, cut at %d: exit %d\n%s%s", n, i.code, i.stdout, i.stderr)
+		}
+		if v.code != exitPartial || !strings.Contains(v.stdout, cut+": TRUNCATED") {
+			t.Errorf("validate, cut at %d: exit %d\n%s%s", n, v.code, v.stdout, v.stderr)
+		}
+		html := filepath.Join(t.TempDir(), "r.html")
+		if r := runNodesnap(t, time.Minute, nil, "report", "--output-file", html, cut); r.code != exitOK {
+			t.Errorf("report, cut at %d: exit %d\n%s", n, r.code, r.stderr)
+		} else if b, _ := os.ReadFile(html); !strings.Contains(string(b), "bundle-truncated") {
+			t.Errorf("report, cut at %d: the page does not say the bundle is truncated", n)
+		}
+		j := runNodesnap(t, time.Minute, nil, "inspect", "-o", "json", cut)
+		var res struct {
+			Valid     bool `json:"valid"`
+			Truncated *struct {
+				Complete int `json:"complete_entries"`
+			} `json:"truncated"`
+			Manifest *bundle.Manifest `json:"manifest"`
+		}
+		if err := json.Unmarshal([]byte(j.stdout), &res); err != nil || j.code != exitPartial || res.Valid || res.Truncated == nil || res.Manifest == nil {
+			t.Errorf("inspect -o json, cut at %d: exit %d, %v\n%s", n, j.code, err, j.stdout)
+		}
+	}
+	if !sawFindings {
+		t.Errorf("no cut kept a finding from before the cut")
+	}
+}
+
+// extract writes a bundle's files into dir (the manifest too), as tar xzf
+// would.
+func extract(t *testing.T, p, dir string) {
+	t.Helper()
+	c, err := bundle.ReadAll(context.Background(), p, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(a) != string(b) {
-		t.Errorf("version %q, --version %q", a, b)
+	raw, err := json.Marshal(c.Manifest)
+	if err != nil {
+		t.Fatal(err)
 	}
-	line := string(a)
-	if !strings.Contains(line, runtime.Version()) || !strings.HasPrefix(line, "nodesnap ") {
-		t.Errorf("version %q lacks the Go version %s", line, runtime.Version())
-	}
-	if !regexp.MustCompile(`commit ([0-9a-f]{12}(\+dirty)?|unknown)`).MatchString(line) {
-		t.Errorf("version %q does not say which commit", line)
-	}
-	if strings.Contains(line, "commit unknown") && !strings.HasPrefix(line, "nodesnap devel ") {
-		t.Errorf("version %q: a build without a commit must say devel", line)
-	}
-}
-
-func TestBuildInfoString(t *testing.T) {
-	b := buildInfo{Version: "v1.2.3", GoVersion: "go1.99", Revision: "0123456789abcdef", Modified: true, Time: time.Date(2026, 11, 21, 10, 15, 0, 0, time.UTC)}
-	want := "nodesnap v1.2.3 (go1.99, commit 0123456789ab+dirty, built 2026-11-21T10:15:00Z, " + runtime.GOOS + "/" + runtime.GOARCH + ")"
-	if b.String() != want {
-		t.Errorf("%q, want %q", b.String(), want)
-	}
-	b = buildInfo{Version: "devel", GoVersion: "go1.99", Revision: "abc"}
-	if !strings.Contains(b.String(), "commit abc,") {
-		t.Errorf("%q", b.String())
+	c.Files[bundle.ManifestName] = raw
+	for name, b := range c.Files {
+		q := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(q), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(q, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
-// collect --output json names the checksum file and says when the bundle
-// is encrypted.
-func TestCollectJSONNamesSidecar(t *testing.T) {
-	out := t.TempDir()
-	root, _ := filepath.Abs("testdata/root")
-	r := runNodesnap(t, 60*time.Second, nil, "collect", "--output", "json", "--root", root, "--only", "host", "-o", out)
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+// An extracted bundle is read wherever a bundle file is: analyze, inspect,
+// validate, report and diff give what they give for the archive; a
+// directory holding one top-level directory is read too; a symbolic link
+// in it is refused as in an archive.
+func TestExtractedBundleDirectory(t *testing.T) {
+	healthy := fixtureBundle(t, "healthy")
+	p := fixtureBundle(t, "incident003-cephfs-hung")
+	dir := t.TempDir()
+	extract(t, p, dir)
+	top := t.TempDir()
+	extract(t, p, filepath.Join(top, "nodesnap-n1-20261121T090000Z"))
+
+	archive := runNodesnap(t, time.Minute, nil, "analyze", "-o", "json", p)
+	for _, d := range []string{dir, top} {
+		r := runNodesnap(t, time.Minute, nil, "analyze", "-o", "json", d)
+		if r.code != archive.code || ids(t, r.stdout) != ids(t, archive.stdout) {
+			t.Errorf("analyze %s: exit %d, findings %s; the archive: exit %d, %s\n%s", d, r.code, ids(t, r.stdout), archive.code, ids(t, archive.stdout), r.stderr)
+		}
+		if r := runNodesnap(t, time.Minute, nil, "validate", d); r.code != exitOK || !strings.Contains(r.stdout, ": valid (") {
+			t.Errorf("validate %s: exit %d\n%s%s", d, r.code, r.stdout, r.stderr)
+		}
+		if r := runNodesnap(t, time.Minute, nil, "inspect", d); r.code != exitOK || !strings.Contains(r.stdout, "COLLECTOR") {
+			t.Errorf("inspect %s: exit %d\n%s%s", d, r.code, r.stdout, r.stderr)
+		}
 	}
+	html := filepath.Join(t.TempDir(), "r.html")
+	if r := runNodesnap(t, time.Minute, nil, "report", "--output-file", html, dir); r.code != exitOK {
+		t.Errorf("report: exit %d\n%s", r.code, r.stderr)
+	} else if b, _ := os.ReadFile(html); !strings.Contains(string(b), "hung-mount") {
+		t.Errorf("report of the directory lacks the hung mount")
+	}
+	if r := runNodesnap(t, time.Minute, nil, "diff", healthy, dir); r.code != exitPartial || !strings.Contains(r.stdout, "hung-mount") {
+		t.Errorf("diff healthy → directory: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// Refused as an archive would be.
+	if err := os.Symlink("/etc/hostname", filepath.Join(dir, "host", "evil")); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"analyze", "validate", "inspect"} {
+		if r := runNodesnap(t, time.Minute, nil, cmd, dir); r.code != exitFatal || !strings.Contains(r.stderr, "symbolic link") {
+			t.Errorf("%s of a directory with a link: exit %d\n%s%s", cmd, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := runNodesnap(t, time.Minute, nil, "analyze", t.TempDir()); r.code != exitFatal || !strings.Contains(r.stderr, "not an extracted bundle") {
+		t.Errorf("an empty directory: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// ids returns the finding IDs of analyze's JSON, sorted and joined.
+func ids(t *testing.T, js string) string {
+	t.Helper()
+	var rep struct {
+		Findings []struct{ ID, Subject string } `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(js), &rep); err != nil {
+		return "(not JSON: " + err.Error() + ")"
+	}
+	var out []string
+	for _, f := range rep.Findings {
+		out = append(out, f.ID+"/"+f.Subject)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+// validate of several bundles: a line each, the worst status.
+func TestValidateSeveralBundles(t *testing.T) {
+	good := fixtureBundle(t, "healthy")
+	other := fixtureBundle(t, "csi-leftovers")
+	data, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(t.TempDir(), "cut.tar.gz")
+	if err := os.WriteFile(cut, data[:len(data)*3/4], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runNodesnap(t, time.Minute, nil, "validate", good, other)
+	if r.code != exitOK || strings.Count(r.stdout, ": valid (") != 2 {
+		t.Errorf("two valid: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runNodesnap(t, time.Minute, nil, "validate", good, cut, other)
+	if r.code != exitPartial || strings.Count(r.stdout, "\n") != 3 || !strings.Contains(r.stdout, cut+": TRUNCATED") {
+		t.Errorf("one cut: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	missing := filepath.Join(t.TempDir(), "nope.tar.gz")
+	r = runNodesnap(t, time.Minute, nil, "validate", good, missing, cut)
+	if r.code != exitFatal || !strings.Contains(r.stdout, missing+": UNREADABLE") || !strings.Contains(r.stderr, "2 of 3 bundles did not validate") {
+		t.Errorf("one missing: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runNodesnap(t, time.Minute, nil, "validate", "-o", "json", good, cut)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var a, b struct {
+		Valid     bool `json:"valid"`
+		Truncated bool `json:"truncated"`
+	}
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &a) != nil || json.Unmarshal([]byte(lines[1]), &b) != nil || !a.Valid || b.Valid || !b.Truncated || r.code != exitPartial {
+		t.Errorf("-o json: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// -v shows what inspect's table cuts: the whole error text of a collector.
+func TestInspectVerboseAndJSON(t *testing.T) {
+	long := "cut by --timeout: " + strings.Repeat("the collector waited on a mount that never answered, ", 6) + "END-OF-ERROR"
+	p := bundleWithCollectorError(t, long)
+	r := runNodesnap(t, time.Minute, nil, "inspect", p)
+	if r.code != exitOK || strings.Contains(r.stdout, "END-OF-ERROR") || !strings.Contains(r.stdout, "…") {
+		t.Errorf("inspect: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if most, _, line := widest(r.stdout, 80); most > 80 {
+		t.Errorf("inspect line of %d: %q", most, line)
+	}
+	r = runNodesnap(t, time.Minute, nil, "inspect", "-v", p)
+	if r.code != exitOK || !strings.Contains(r.stdout, "END-OF-ERROR") {
+		t.Errorf("inspect -v: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if most, _, line := widest(r.stdout, 80); most > 80 {
+		t.Errorf("inspect -v line of %d: %q", most, line)
+	}
+	// The habit of other tools: --json works, and says --output json.
+	if r := runNodesnap(t, time.Minute, nil, "inspect", "--json", p); r.code != exitOK || !json.Valid([]byte(r.stdout)) || !strings.Contains(r.stderr, "use --output json") {
+		t.Errorf("inspect --json: exit %d\n%s", r.code, r.stderr)
+	}
+	r = runNodesnap(t, time.Minute, nil, "inspect", "--output", "json", p)
 	var res struct {
-		Path       string `json:"path"`
-		SHA256File string `json:"sha256_file"`
+		Valid    bool `json:"valid"`
+		Manifest struct {
+			Collectors []struct{ Error string } `json:"collectors"`
+		} `json:"manifest"`
+		Collectors []struct{ Name string } `json:"collectors"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || !res.Valid || len(res.Manifest.Collectors) != 1 || res.Manifest.Collectors[0].Error != long || len(res.Collectors) != 1 {
+		t.Errorf("inspect --output json: exit %d, %v\n%s", r.code, err, r.stdout)
+	}
+}
+
+// bundleWithCollectorError writes a valid bundle whose one collector
+// failed with msg.
+func bundleWithCollectorError(t *testing.T, msg string) string {
+	t.Helper()
+	staging := t.TempDir()
+	now := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	m := &bundle.Manifest{SchemaVersion: bundle.SchemaVersion, Tool: bundle.Tool{Name: "nodesnap", Version: "test", GoVersion: "go"},
+		CommandLine: []string{"nodesnap", "collect"}, Host: bundle.Host{Hostname: "n1"}, StartedAt: now, FinishedAt: now, Status: "partial",
+		Settings:   bundle.Settings{Root: "/", TimeoutSeconds: 120, MaxFileBytes: 64 << 20, MaxBundleBytes: 1 << 30, Concurrency: 4, Compression: bundle.Gzip},
+		Collectors: []bundle.CollectorResult{{Name: "journal", Status: bundle.StatusTimeout, Error: msg, Files: []string{}}}, Files: []bundle.FileEntry{},
+		Redaction: bundle.RedactionSummary{Rules: map[string]int{}}, HungMounts: []bundle.HungItem{}, Omitted: []bundle.Omitted{}}
+	out := filepath.Join(t.TempDir(), "b.tar.gz")
+	if _, err := bundle.Write(context.Background(), out, bundle.Gzip, m, staging, now); err != nil {
 		t.Fatal(err)
 	}
-	if res.SHA256File != res.Path+".sha256" {
-		t.Errorf("sha256_file %q for %q", res.SHA256File, res.Path)
+	return out
+}
+
+// One meaning for -o, one JSON switch, errors as JSON, flag checks: each
+// refused before anything is collected.
+func TestOutputFlagAndChecks(t *testing.T) {
+	p := fixtureBundle(t, "incident003-cephfs-hung")
+	for _, args := range [][]string{{"analyze", "-o", "json", p}, {"analyze", "--output=json", p}} {
+		r := runNodesnap(t, time.Minute, nil, args...)
+		if r.code != exitPartial || !json.Valid([]byte(r.stdout)) || r.stderr != "" {
+			t.Errorf("%v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	// The old spelling works and says what to use.
+	r := runNodesnap(t, time.Minute, nil, "analyze", "--json", p)
+	if r.code != exitPartial || !json.Valid([]byte(r.stdout)) || !strings.Contains(r.stderr, "use --output json") {
+		t.Errorf("--json: exit %d\n%s", r.code, r.stderr)
+	}
+
+	// collect -o json is the format: the usage error comes as JSON.
+	r = runNodesnap(t, time.Minute, nil, "collect", "-o", "json", "--timeout", "0s")
+	var je struct {
+		Error      string `json:"error"`
+		ExitStatus int    `json:"exit_status"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &je); err != nil || r.code != exitUsage || je.ExitStatus != exitUsage || !strings.Contains(je.Error, "--timeout") {
+		t.Errorf("collect -o json: exit %d, %v\nstdout: %s\nstderr: %s", r.code, err, r.stdout, r.stderr)
+	}
+	// collect -o DIR, as documented before: still the directory, with a
+	// word on the new spelling.
+	r = runNodesnap(t, time.Minute, nil, "collect", "-o", t.TempDir(), "--timeout", "0s")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "deprecated: use --output-dir") {
+		t.Errorf("collect -o DIR: exit %d\n%s", r.code, r.stderr)
+	}
+	// report and redact: -o FILE, as documented before, still writes the
+	// file, and says --output-file.
+	html := filepath.Join(t.TempDir(), "r.html")
+	if r := runNodesnap(t, time.Minute, nil, "report", "-o", html, p); r.code != exitOK || !strings.Contains(r.stderr, "use --output-file") {
+		t.Errorf("report -o FILE: exit %d\n%s", r.code, r.stderr)
+	} else if _, err := os.Stat(html); err != nil {
+		t.Errorf("report -o FILE wrote nothing: %v", err)
+	}
+	clean := filepath.Join(t.TempDir(), "clean.tar.gz")
+	if r := runNodesnap(t, time.Minute, nil, "redact", "-o", clean, p); r.code != exitOK || !strings.Contains(r.stderr, "use --output-file") {
+		t.Errorf("redact -o FILE: exit %d\n%s", r.code, r.stderr)
+	} else if _, err := os.Stat(clean); err != nil {
+		t.Errorf("redact -o FILE wrote nothing: %v", err)
+	}
+	if r = runNodesnap(t, time.Minute, nil, "collect", "-o", "yaml"); r.code != exitUsage || !strings.Contains(r.stderr, "--output-dir") {
+		t.Errorf("collect -o yaml: exit %d\n%s", r.code, r.stderr)
+	}
+	if r = runNodesnap(t, time.Minute, nil, "analyze", "-o", "json", filepath.Join(t.TempDir(), "missing.tar.gz")); r.code != exitFatal || !json.Valid([]byte(r.stdout)) || !strings.Contains(r.stdout, `"exit_status":1`) {
+		t.Errorf("analyze -o json of a missing file: exit %d\n%s", r.code, r.stdout)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"collect", "--concurrency", "0"}, "--concurrency must be at least 1"},
+		{[]string{"collect", "--workers", "0"}, "--workers must be at least 1"},
+		{[]string{"collect", "--since", "-2h"}, "negative"},
+		{[]string{"collect", "--since", "7x"}, "not a duration"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"analyze", "-o", "yaml", p}, "--output must be text or json or html"},
+	} {
+		r := runNodesnap(t, time.Minute, nil, c.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, want %d and %q\n%s", c.args, r.code, exitUsage, c.want, r.stderr)
+		}
+	}
+	// Days are accepted: the run goes on to the next check.
+	if r := runNodesnap(t, time.Minute, nil, "collect", "--since", "7d", "--timeout", "0s"); r.code != exitUsage || !strings.Contains(r.stderr, "--timeout must be positive") {
+		t.Errorf("--since 7d: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// Every command's help fits 80 columns and lists only the exit statuses
+// the command can return.
+func TestHelpFits80ColumnsAndExitStatuses(t *testing.T) {
+	cmds := []string{"", "analyze", "collect", "collectors", "diff", "inspect", "validate", "report", "redact", "upload", "hold", "bundle-cat", "version", "docs"}
+	most := 0
+	for _, c := range cmds {
+		args := []string{"--help"}
+		if c != "" {
+			args = []string{c, "--help"}
+		}
+		r := runNodesnap(t, time.Minute, nil, args...)
+		if r.code != exitOK {
+			t.Fatalf("%v: exit %d\n%s", args, r.code, r.stderr)
+		}
+		w, over, line := widest(r.stdout, 80)
+		most = max(most, w)
+		if over > 0 {
+			t.Errorf("nodesnap %s --help: %d line(s) wider than 80 columns, the widest %d: %q", c, over, w, line)
+		}
+		switch c {
+		case "collect":
+			// Sections, in order: general, output, ..., upload, then
+			// one per collector.
+			last := -1
+			for _, sec := range []string{"\nGeneral:\n", "\nOutput:\n", "\nRedaction:\n", "\nUpload:\n", "\nCollector csi:\n", "\nCollector kubelet:\n", "\nFlags:\n"} {
+				i := strings.Index(r.stdout, sec)
+				if i < 0 || i < last {
+					t.Errorf("collect --help: section %q missing or out of order", strings.TrimSpace(sec))
+				}
+				last = i
+			}
+		case "analyze":
+			for _, doc := range []string{"docs/findings.md", "docs/redaction.md", "docs/bundle.md"} {
+				if !strings.Contains(r.stdout, doc) {
+					t.Errorf("analyze --help does not point to %s", doc)
+				}
+			}
+		}
+		statuses := exitStatusesIn(r.stdout)
+		want := map[string]string{"analyze": "0123", "inspect": "0123", "validate": "0123", "diff": "0123", "collect": "012345", "upload": "0125", "report": "012", "redact": "0123"}[c]
+		if want != "" && statuses != want {
+			t.Errorf("nodesnap %s --help lists exit statuses %q, want %q", c, statuses, want)
+		}
+	}
+	t.Logf("the widest help line: %d columns", most)
+}
+
+// exitStatusesIn returns the statuses of a help's "Exit status:" block.
+func exitStatusesIn(help string) string {
+	_, block, ok := strings.Cut(help, "Exit status:\n")
+	if !ok {
+		return ""
+	}
+	var out []string
+	for _, l := range strings.Split(block, "\n") {
+		if len(l) > 3 && l[0:2] == "  " && l[2] >= '0' && l[2] <= '9' && l[3] == ' ' {
+			out = append(out, l[2:3])
+		} else if l != "" && !strings.HasPrefix(l, "   ") {
+			break
+		}
+	}
+	return strings.Join(out, "")
+}
+
+// Every collector of the registry says what it needs, in `nodesnap
+// collectors` and the reference; the list has no collector the registry
+// lacks. Its options come with their defaults.
+func TestCollectorsListNeedsAndOptions(t *testing.T) {
+	infos := collectorInfos()
+	seen := map[string]bool{}
+	for _, c := range infos {
+		seen[c.Name] = true
+		if c.Needs == "" {
+			t.Errorf("collector %s has no line in collectorNeeds", c.Name)
+		}
+	}
+	for name := range collectorNeeds {
+		if !seen[name] {
+			t.Errorf("collectorNeeds names %s, which the registry does not have", name)
+		}
+	}
+	r := runNodesnap(t, time.Minute, nil, "collectors")
+	for _, want := range []string{"kubelet\n  needs: a credential", "--kubelet-url=https://127.0.0.1:10250", "--journal-reader=auto", "--dirshape-top=20"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("nodesnap collectors lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if most, over, line := widest(r.stdout, 80); over > 0 {
+		t.Errorf("nodesnap collectors: a line of %d: %q", most, line)
+	}
+	r = runNodesnap(t, time.Minute, nil, "collectors", "-o", "json")
+	var got []collectorInfo
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || len(got) != len(infos) {
+		t.Fatalf("collectors -o json: %v\n%s", err, r.stdout)
+	}
+}
+
+// Shell completion offers collector names (after a comma too) and the
+// values of enum flags.
+func TestCompletionOffersNamesAndValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", "collect", "--only", "host,mo"}, []string{"host,mounts", "host,mountprobe"}},
+		{[]string{"__complete", "collect", "--skip", ""}, []string{"journal", "kubelet"}},
+		{[]string{"__complete", "collect", "--compression", ""}, []string{"tar.gz", "tar.zst"}},
+		{[]string{"__complete", "collect", "--journal-reader", ""}, []string{"native", "journalctl"}},
+		{[]string{"__complete", "analyze", "-o", ""}, []string{"text", "json", "html"}},
+		{[]string{"__complete", "collect", "--obfuscate", ""}, []string{"hostname"}},
+	} {
+		r := runNodesnap(t, time.Minute, nil, c.args...)
+		for _, w := range c.want {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("%v: %q not offered:\n%s", c.args, w, r.stdout)
+			}
+		}
 	}
 }

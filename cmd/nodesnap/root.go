@@ -33,6 +33,7 @@ with a deadline.
 	root.SetVersionTemplate("{{with .Annotations}}{{index . \"version\"}}{{end}}\n")
 	root.Annotations = map[string]string{"version": readBuildInfo().String()}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
+	setHelp(root)
 	root.AddCommand(
 		newAnalyzeCommand(),
 		newCollectCommand(),

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/analyze"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/internal/testkit"
 )
@@ -46,7 +47,7 @@ func TestCollectOwnNamespaceNotEvidence(t *testing.T) {
 
 	script := `mount -t ext4 "$1" "$2" && shift 2 && exec "$@"`
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", own.Device, ownMP,
-		os.Args[0], "collect", "-o", out, "--only", "processes,mounts,openfiles", "--timeout", "90s", "--output", "json")
+		os.Args[0], "collect", "--output-dir", out, "--only", "processes,mounts,openfiles", "--timeout", "90s", "--output", "json")
 	cmd.Env = append(os.Environ(), "NODESNAP_TEST_AS_MAIN=1", collectors.PodUIDEnv+"=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stdout, stderr strings.Builder
@@ -80,7 +81,7 @@ func TestCollectOwnNamespaceNotEvidence(t *testing.T) {
 	if self == nil || self.MountNamespace == 0 || self.MountNamespace == hostNS || self.MountNamespace == holder.NSInode {
 		t.Fatalf("manifest self %+v: want nodesnap's own private namespace (host %d, holder %d)", self, hostNS, holder.NSInode)
 	}
-	var rep collectors.MountsReport
+	var rep layout.MountsReport
 	if err := json.Unmarshal(c.Files["mounts/mounts.json"], &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestCollectOwnNamespaceNotEvidence(t *testing.T) {
 	for _, n := range rep.Namespaces {
 		want := ""
 		if n.Inode == self.MountNamespace {
-			want = collectors.NodesnapOwn
+			want = layout.NodesnapOwn
 		}
 		if n.Nodesnap != want {
 			t.Errorf("namespace %d marked %q, want %q", n.Inode, n.Nodesnap, want)
@@ -111,7 +112,7 @@ func TestCollectOwnNamespaceNotEvidence(t *testing.T) {
 		switch d.Dev {
 		case ownDev:
 			seen++
-			if d.OnlyOutsideHostNamespace || !d.OnlyInNodesnapNamespaces || len(d.Namespaces) != 1 || d.Namespaces[0].Nodesnap != collectors.NodesnapOwn {
+			if d.OnlyOutsideHostNamespace || !d.OnlyInNodesnapNamespaces || len(d.Namespaces) != 1 || d.Namespaces[0].Nodesnap != layout.NodesnapOwn {
 				t.Errorf("nodesnap's own mount counted as held outside the host: %+v", d)
 			}
 		case foreignDev:

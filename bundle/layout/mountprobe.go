@@ -1,4 +1,4 @@
-package collectors
+package layout
 
 import "time"
 
@@ -122,3 +122,15 @@ type MountProbeFUSE struct {
 	WaitingBefore *int `json:"waiting_before"`
 	WaitingAfter  *int `json:"waiting_after,omitempty"`
 }
+
+// Probe results, as in MountProbe.Result.
+const (
+	ProbeOK      = "ok"
+	ProbeHung    = "hung"
+	ProbeError   = "error"
+	ProbeSkipped = "skipped"
+	// ProbeUnfinished is a probe cut short by the collector's own
+	// deadline before its probe deadline passed: neither ok nor proven
+	// hung.
+	ProbeUnfinished = "unfinished"
+)

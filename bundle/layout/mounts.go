@@ -1,6 +1,6 @@
-package collectors
+package layout
 
-import "github.com/nodesnap/nodesnap/collectors/procfs"
+import "github.com/nodesnap/nodesnap/procfs"
 
 // The mounts collector's record: mounts/mounts.json, its namespaces and device index.
 

@@ -1,4 +1,4 @@
-package collectors
+package layout
 
 // The csi collector's records: csi/inventory.json and what it refers to.
 

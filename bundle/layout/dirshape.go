@@ -1,4 +1,4 @@
-package collectors
+package layout
 
 import (
 	"path"
@@ -141,6 +141,18 @@ type DeletingGroup struct {
 	origIdx map[string]int
 }
 
+// OriginalIndex returns the index in Originals of the original named name.
+func (g *DeletingGroup) OriginalIndex(name string) (int, bool) {
+	if g.origIdx == nil {
+		g.origIdx = map[string]int{}
+		for i, o := range g.Originals {
+			g.origIdx[o.Name] = i
+		}
+	}
+	i, ok := g.origIdx[name]
+	return i, ok
+}
+
 // DeletingOriginal is the volume directory a group of leftovers came
 // from.
 type DeletingOriginal struct {
@@ -196,13 +208,7 @@ const (
 // called for it once what it holds is known.
 func (g *DeletingGroup) Add(e DeletingEntry, keep int) int {
 	g.Count++
-	if g.origIdx == nil {
-		g.origIdx = map[string]int{}
-		for i, o := range g.Originals {
-			g.origIdx[o.Name] = i
-		}
-	}
-	if i, ok := g.origIdx[e.Original]; ok {
+	if i, ok := g.OriginalIndex(e.Original); ok {
 		g.Originals[i].Count++
 	} else if len(g.Originals) < DeletingKeepOriginals {
 		g.origIdx[e.Original] = len(g.Originals)
