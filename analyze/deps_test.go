@@ -28,7 +28,7 @@ var forbiddenDeps = []string{
 // file names), procfs (the parsers of the raw /proc copies in a bundle),
 // and what bundle itself needs (the manifest's schema, the redactor used
 // by Reredact).
-var allowedOwn = []string{"analyze", "bundle", "bundle/layout", "bundle-schema", "procfs", "redact"}
+var allowedOwn = []string{"analyze", "bundle", "bundle/layout", "bundle-schema", "procfs", "redact", "internal/textfit"}
 
 // TestDependencies keeps analyze a reader of bundles: a new import that
 // pulls in the collection engine or an HTTP stack fails here, naming the
