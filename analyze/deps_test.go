@@ -27,8 +27,8 @@ var forbiddenDeps = []string{
 // bundle (reading archives, the manifest), bundle/layout (the records and
 // file names), procfs (the parsers of the raw /proc copies in a bundle),
 // and what bundle itself needs (the manifest's schema, the redactor used
-// by Reredact).
-var allowedOwn = []string{"analyze", "bundle", "bundle/layout", "bundle-schema", "procfs", "redact"}
+// by Reredact), and internal/textfit (fitting text to the terminal).
+var allowedOwn = []string{"analyze", "bundle", "bundle/layout", "bundle-schema", "procfs", "redact", "internal/textfit"}
 
 // TestDependencies keeps analyze a reader of bundles: a new import that
 // pulls in the collection engine or an HTTP stack fails here, naming the
