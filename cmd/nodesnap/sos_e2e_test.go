@@ -135,6 +135,19 @@ func TestCollectCaseLabelLayoutSidecar(t *testing.T) {
 	if got := readDir(t, out); len(got) != 2 {
 		t.Errorf("output directory holds %v, want the bundle and its .sha256", got)
 	}
+	// tar xzf makes that one directory, and it reads as the bundle.
+	if tarBin, err := exec.LookPath("tar"); err == nil {
+		x := t.TempDir()
+		if b, err := exec.Command(tarBin, "-xzf", p, "-C", x).CombinedOutput(); err != nil {
+			t.Fatalf("tar xzf: %v\n%s", err, b)
+		}
+		if got := readDir(t, x); len(got) != 1 || got[0]+"/" != top {
+			t.Errorf("tar xzf made %v, want one directory %s", got, top)
+		}
+		if rr := runNodesnap(t, 30*time.Second, nil, "validate", filepath.Join(x, top)); rr.code != 0 {
+			t.Errorf("validate of the extracted directory: exit %d %s", rr.code, rr.stderr)
+		}
+	}
 }
 
 // Case id and label go into a file name: anything but letters, digits,
