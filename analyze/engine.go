@@ -19,6 +19,9 @@ type Options struct {
 	// Limits bound what the bundle may claim; zero means
 	// bundle.DefaultLimits.
 	Limits bundle.Limits
+	// Facts fills Report.Facts (nodesnap report draws them); off, the
+	// analysis and its JSON are as without it.
+	Facts bool
 }
 
 // ErrNotBundle is wrapped when the archive is safe but is not a nodesnap
@@ -51,6 +54,7 @@ func Analyze(ctx context.Context, r io.Reader, opts Options) (*Report, error) {
 		lim = bundle.DefaultLimits
 	}
 	st := newState()
+	st.wantFacts = opts.Facts
 	first := true
 	err := bundle.WalkReader(ctx, r, lim, func(e bundle.Entry) error {
 		if first {

@@ -116,6 +116,8 @@ type Report struct {
 	// FilesRead counts the bundle's entries; BytesRead their bytes.
 	FilesRead int   `json:"files_read"`
 	BytesRead int64 `json:"bytes_read"`
+	// Facts are set only by an analysis with Options.Facts.
+	Facts *Facts `json:"facts,omitempty"`
 }
 
 // Worst returns the highest severity among the findings, and false when

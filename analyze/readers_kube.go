@@ -6,6 +6,9 @@ import (
 	"errors"
 	"io"
 	"strings"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/goroutinedump"
 )
 
 // Readers of the kubelet's and the runtime's own view: healthz, the pod list, CRI pods and containers, goroutine dumps.
@@ -137,7 +140,12 @@ func (st *state) readCRIPods(_ string, r io.Reader) error {
 }
 
 func (st *state) readKubeletGoroutines(name string, r io.Reader) error {
-	d, err := parseGoroutines(name, r)
+	var count *goroutinedump.Counter
+	if st.wantFacts && name == layout.KubeletGoroutineDebug2Path {
+		count = goroutinedump.NewCounter(nil)
+		st.goroutineCount = count
+	}
+	d, err := parseGoroutinesCounting(name, r, count)
 	if d != nil {
 		st.kubeDumps = append(st.kubeDumps, d)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/goroutinedump"
 )
 
 // state is what the readers keep of a bundle for the rules: compact facts,
@@ -85,6 +86,11 @@ type state struct {
 	logs *logIndex
 
 	findings []Finding
+
+	// Options.Facts: build Report.Facts, counting the kubelet's
+	// goroutines by frame on the way.
+	wantFacts      bool
+	goroutineCount *goroutinedump.Counter
 }
 
 type unreadable struct {
@@ -358,6 +364,9 @@ func (st *state) report() *Report {
 	}
 	for _, f := range st.findings {
 		rep.Counts[f.Severity.String()]++
+	}
+	if st.wantFacts {
+		rep.Facts = st.facts()
 	}
 	for id, s := range st.logs.sigs {
 		if s.Count > 0 {
