@@ -68,6 +68,15 @@ svg .note { font-size:11px; fill:var(--muted); dominant-baseline:middle; }
 svg .axis { stroke:#9aa0a6; stroke-width:1; }
 svg .mark { stroke:var(--info); stroke-width:1.5; stroke-dasharray:4 3; }
 svg rect.st-ok { fill:var(--ok); } svg rect.st-warn { fill:var(--warn); } svg rect.st-bad { fill:var(--bad); } svg rect.st-other { fill:#9aa0a6; }
+svg .head { font-size:12px; font-weight:600; fill:var(--muted); dominant-baseline:middle; }
+svg rect.node { stroke-width:1.2; rx:4px; ry:4px; }
+svg rect.dev { fill:#e8f0fe; stroke:var(--info); } svg rect.held { fill:#fce8e6; stroke:var(--bad); }
+svg rect.ns { fill:#fef7e0; stroke:var(--warn); } svg rect.hostns { fill:#f1f3f4; stroke:#9aa0a6; }
+svg rect.proc { fill:#fff; stroke:#5f6368; } svg rect.pod { fill:#e6f4ea; stroke:var(--ok); } svg rect.nopod { fill:#fff; stroke:#dadce0; stroke-dasharray:3 2; }
+svg .gt { font-size:11.5px; fill:#202124; dominant-baseline:middle; } svg .gt.b { font-weight:600; }
+svg .edge { stroke:#80868b; stroke-width:1.3; fill:none; }
+svg .limit { stroke:var(--bad); stroke-width:1.5; stroke-dasharray:5 3; }
+svg rect.st-info { fill:var(--info); }
 nav a { margin-right:14px; }
 details > summary { cursor:pointer; color:var(--info); }
 </style>
@@ -78,7 +87,7 @@ details > summary { cursor:pointer; color:var(--info); }
 <div class="sub">nodesnap report of {{.Bundle}}</div>
 </header>
 <main>
-<nav><a href="#glance">At a glance</a><a href="#findings">Findings</a>{{if .Timeline}}<a href="#timeline">Timeline</a>{{end}}{{if .Hung}}<a href="#hung">Hung</a>{{end}}{{if not .NoManifest}}<a href="#collectors">Collectors</a><a href="#files">Files</a>{{end}}</nav>
+<nav><a href="#glance">At a glance</a><a href="#findings">Findings</a>{{if .Timeline}}<a href="#timeline">Timeline</a>{{end}}{{if .Hung}}<a href="#hung">Hung</a>{{end}}{{if .HasFacts}}<a href="#holders">Held devices</a><a href="#dirs">Directories</a><a href="#goroutines">Goroutines</a>{{end}}{{if not .NoManifest}}<a href="#collectors">Collectors</a><a href="#files">Files</a>{{end}}</nav>
 
 <h2 id="glance">The node at a glance</h2>
 <p class="counts">{{if .Findings}}<span class="c-critical">{{index .Counts "critical"}} critical</span><span class="c-warning">{{index .Counts "warning"}} warning</span><span class="c-info">{{index .Counts "info"}} info</span>{{else}}<span class="c-none">no findings</span>{{end}}</p>
@@ -155,6 +164,24 @@ details > summary { cursor:pointer; color:var(--info); }
 {{end}}{{if .MoreFrm}}… {{.MoreFrm}} more frames{{end}}</pre>{{end}}{{end}}
 </div>{{end}}
 {{if .MoreHung}}<p class="cut">… and {{.MoreHung}} more, not shown here (nodesnap inspect lists them).</p>{{end}}
+{{end}}
+{{if .HasFacts}}
+<h2 id="holders">Held devices</h2>
+{{with .HolderGraph}}<p class="muted">Who holds each device an unmount on the host cannot free: the mount namespaces that mount it or hold a file on it, their processes, and the pods those run in. Hover a box for all of it.</p>
+{{template "chart" .}}<p class="muted">Red: a device mounted only outside the host's mount namespace, which an unmount on the host cannot free. Yellow: another mount namespace; grey: the host's. Green: a pod.</p>{{else}}<p>No device is held outside the host's mount namespace, nor its device node held open.</p>{{end}}
+{{if .HolderMore}}<p class="cut">… and {{.HolderMore}} more held devices, not drawn here (nodesnap analyze --json lists them in the findings).</p>{{end}}
+
+<h2 id="dirs">Directory shape</h2>
+{{with .DirsChart}}{{template "chart" .}}{{end}}
+<p class="muted">{{if .DirsNote}}{{.DirsNote}}{{else}}The bundle holds no dirshape record.{{end}}</p>
+{{with .DeletingChart}}{{template "chart" .}}{{end}}
+{{if .DeletingNote}}<p class="muted">{{.DeletingNote}}</p>{{end}}
+
+<h2 id="goroutines">The kubelet's goroutines</h2>
+{{with .GoroutineChart}}{{template "chart" .}}{{end}}
+<p class="muted">{{if .GoroutineNote}}{{.GoroutineNote}}{{else}}The bundle holds no goroutine dump of the kubelet (debug=2).{{end}}</p>
+{{end}}
+{{if not .NoManifest}}
 
 <h2 id="collectors">Collectors</h2>
 {{with .CollectorChart}}{{template "chart" .}}{{end}}
