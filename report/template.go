@@ -8,20 +8,12 @@ import (
 // pageTemplate is the whole page. html/template escapes every value by
 // its context (text, attribute, URL); nothing from the bundle is ever
 // marked safe. The only URLs are "#anchor" links within the page.
-var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
+var pageTemplate = template.Must(template.Must(template.New("page").Funcs(template.FuncMap{
 	"f": func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
-}).Parse(pageHTML))
+}).Parse(pageHTML)).Parse(diffHTML))
 
-const pageHTML = `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="nodesnap">
-<title>{{.Title}}</title>
-<style>
-:root { --bad:#b3261e; --warn:#b26a00; --info:#1f5fa8; --ok:#2e7d32; --muted:#5f6368; --line:#dadce0; --bg:#f8f9fa; }
+// styleCSS is the one style sheet of every page (report, diff).
+const styleCSS = `{{define "style"}}:root { --bad:#b3261e; --warn:#b26a00; --info:#1f5fa8; --ok:#2e7d32; --muted:#5f6368; --line:#dadce0; --bg:#f8f9fa; }
 * { box-sizing: border-box; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color:#202124; margin:0; background:#fff; }
 header { background:#202124; color:#fff; padding:18px 28px; }
@@ -77,11 +69,32 @@ svg .gt { font-size:11.5px; fill:#202124; dominant-baseline:middle; } svg .gt.b 
 svg .edge { stroke:#80868b; stroke-width:1.3; fill:none; }
 svg .limit { stroke:var(--bad); stroke-width:1.5; stroke-dasharray:5 3; }
 svg rect.st-info { fill:var(--info); }
+svg rect.old { fill:#bdc1c6; }
+.mark-add { color:var(--ok); font-weight:700; } .mark-del { color:var(--bad); font-weight:700; } .mark-chg { color:var(--warn); font-weight:700; }
+.verdict { font-weight:600; padding:8px 12px; border-radius:4px; background:var(--bg); border-left:6px solid var(--ok); }
+.verdict.worse { border-left-color:var(--bad); }
+td.sev-critical { background:#fce8e6; color:var(--bad); font-weight:600; text-align:center; } td.sev-warning { background:#fef7e0; color:var(--warn); font-weight:600; text-align:center; }
+td.sev-info { background:#e8f0fe; color:var(--info); text-align:center; } td.sev-none { color:var(--line); text-align:center; }
 nav a { margin-right:14px; }
 details > summary { cursor:pointer; color:var(--info); }
-</style>
+{{end}}`
+
+// headHTML opens every page: its policy (no script, nothing fetched)
+// and its styles; the value is the title.
+const headHTML = `{{define "head"}}<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="nodesnap">
+<title>{{.}}</title>
+<style>
+{{template "style"}}</style>
 </head>
-<body>
+{{end}}`
+
+const pageHTML = styleCSS + headHTML + `{{template "head" .Title}}<body>
 <header>
 <h1>{{.Host}}{{if .Worst}} — {{.Worst}}{{end}}</h1>
 <div class="sub">nodesnap report of {{.Bundle}}</div>
@@ -207,3 +220,34 @@ details > summary { cursor:pointer; color:var(--info); }
 {{end}}{{range .Dots}}<circle cx="{{f .X}}" cy="{{f .Y}}" r="{{f .R}}" class="{{.Class}}"><title>{{.Title}}</title></circle>
 {{end}}{{range .Texts}}<text x="{{f .X}}" y="{{f .Y}}" text-anchor="{{.Anchor}}" class="{{.Class}}">{{.Text}}</text>
 {{end}}</svg>{{end}}`
+
+// diffHTML is the page of nodesnap diff --html.
+const diffHTML = `{{define "diff"}}{{template "head" .Title}}<body>
+<header>
+<h1>{{(index .Sides 1).Host}}: what changed</h1>
+<div class="sub">nodesnap diff of {{(index .Sides 0).Bundle}} and {{(index .Sides 1).Bundle}}</div>
+</header>
+<main>
+<nav>{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}</nav>
+<h2 id="d-bundles">The two bundles</h2>
+<table><tr><th></th><th>bundle</th><th>host</th><th>collected</th><th>status</th><th>findings</th><th>kernel</th><th>kubelet</th><th>runtimes</th></tr>
+{{range .Sides}}<tr><th>{{.Which}}</th><td class="mono">{{.Bundle}}</td><td>{{.Host}}</td><td>{{.Collected}}</td><td>{{.Status}}</td><td>{{.Findings}}</td><td>{{.Kernel}}</td><td>{{.Kubelet}}</td><td>{{.Runtimes}}</td></tr>
+{{end}}</table>
+{{range .Warnings}}<p class="st-warn">warning: {{.}}</p>{{end}}
+<p class="verdict{{if .Worse}} worse{{end}}">{{if .Worse}}Worse: a warning or critical finding appeared, or a finding rose to one (nodesnap diff exits 3).{{else}}No new warning or critical finding.{{end}}</p>
+{{if not .Changed}}<p>Nothing noteworthy changed.</p>{{end}}
+{{range .Sections}}
+<h2 id="{{.ID}}">{{.Title}}</h2>
+{{with .Chart}}{{template "chart" .}}{{end}}
+{{if .Rows}}<table><tr><th></th>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr><td class="{{.Class}}">{{.Mark}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>{{end}}
+{{if .More}}<p class="cut">… and {{.More}} more, not listed here (nodesnap diff --json lists every one).</p>{{end}}
+{{if .Note}}<p class="muted">{{.Note}}</p>{{end}}
+{{end}}
+{{if .Notes}}<h2 id="d-notes">Not compared</h2>{{range .Notes}}<p class="muted">{{.}}</p>{{end}}{{end}}
+<p class="muted">Written by nodesnap from the two bundles alone. This page runs no script and loads nothing from the network.</p>
+</main>
+</body>
+</html>
+{{end}}`

@@ -7,10 +7,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodesnap/nodesnap/bundlediff"
+	"github.com/nodesnap/nodesnap/report"
 )
 
 type diffOptions struct {
 	json   bool
+	html   bool
 	width  int
 	latest string
 }
@@ -33,7 +35,9 @@ different hosts are compared too, with a warning first.
 Both bundles are read in bounded streaming passes and refused when validate refuses them
 (unsafe entries, a truncated archive, another schema version, a file whose checksum
 differs from the manifest's): exit status 1. The text report fits --width columns (100 by
-default); --json prints every change.
+default); --json prints every change; --html prints one self-contained HTML page in the style
+of 'nodesnap report' (no script, nothing fetched; counts drawn before and after), to save
+and attach to a ticket.
 --latest DIR compares the two newest bundles in DIR (a --keep directory of snapshots) of
 the host of the newest one, ordered by the time in their names.
 
@@ -43,6 +47,7 @@ finding rose to one; 0 that none did (other changes are printed either way).
 ` + exitStatusHelp,
 		Example: `  nodesnap diff nodesnap-node1-20261120T101500Z.tar.gz nodesnap-node1-20261121T101500Z.tar.gz
   nodesnap diff --json yesterday.tar.gz today.tar.gz | jq '.findings_new[].id'
+  nodesnap diff --html yesterday.tar.gz today.tar.gz > what-changed.html
   nodesnap diff --latest /var/tmp`,
 		Args: argsUsage(func(cmd *cobra.Command, args []string) error {
 			if o.latest != "" {
@@ -63,6 +68,7 @@ finding rose to one; 0 that none did (other changes are printed either way).
 	}
 	cmd.Flags().StringVar(&o.latest, "latest", "", "compare the two newest bundles in this directory, instead of OLD and NEW")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the changes as JSON")
+	cmd.Flags().BoolVar(&o.html, "html", false, "print the changes as one self-contained HTML page")
 	cmd.Flags().IntVar(&o.width, "width", bundlediff.Width, "the text report's line width (at least 40)")
 	return cmd
 }
@@ -73,6 +79,9 @@ func runDiff(ctx context.Context, w io.Writer, o diffOptions, oldPath, newPath s
 	if o.width < 40 {
 		return &flagError{errWidth}
 	}
+	if o.json && o.html {
+		return &flagError{errJSONAndHTML}
+	}
 	a, err := bundlediff.Load(ctx, oldPath)
 	if err != nil {
 		return err
@@ -82,9 +91,12 @@ func runDiff(ctx context.Context, w io.Writer, o diffOptions, oldPath, newPath s
 		return err
 	}
 	d := bundlediff.Compare(a, b)
-	if o.json {
+	switch {
+	case o.json:
 		err = bundlediff.WriteJSON(w, d)
-	} else {
+	case o.html:
+		err = report.WriteDiff(w, d)
+	default:
 		err = bundlediff.WriteText(w, d, o.width)
 	}
 	if err != nil {
@@ -96,7 +108,10 @@ func runDiff(ctx context.Context, w io.Writer, o diffOptions, oldPath, newPath s
 	return nil
 }
 
-var errWidth = usageText("--width must be at least 40 columns")
+var (
+	errWidth       = usageText("--width must be at least 40 columns")
+	errJSONAndHTML = usageText("--json and --html cannot be used together: choose one")
+)
 
 type usageText string
 
