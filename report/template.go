@@ -8,11 +8,11 @@ import (
 // pageTemplate is the whole page. html/template escapes every value by
 // its context (text, attribute, URL); nothing from the bundle is ever
 // marked safe. The only URLs are "#anchor" links within the page.
-var pageTemplate = template.Must(template.Must(template.New("page").Funcs(template.FuncMap{
+var pageTemplate = template.Must(template.Must(template.Must(template.New("page").Funcs(template.FuncMap{
 	"f": func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
-}).Parse(pageHTML)).Parse(diffHTML))
+}).Parse(pageHTML)).Parse(diffHTML)).Parse(fleetHTML))
 
-// styleCSS is the one style sheet of every page (report, diff).
+// styleCSS is the one style sheet of every page (report, diff, fleet).
 const styleCSS = `{{define "style"}}:root { --bad:#b3261e; --warn:#b26a00; --info:#1f5fa8; --ok:#2e7d32; --muted:#5f6368; --line:#dadce0; --bg:#f8f9fa; }
 * { box-sizing: border-box; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color:#202124; margin:0; background:#fff; }
@@ -75,6 +75,7 @@ svg rect.old { fill:#bdc1c6; }
 .verdict.worse { border-left-color:var(--bad); }
 td.sev-critical { background:#fce8e6; color:var(--bad); font-weight:600; text-align:center; } td.sev-warning { background:#fef7e0; color:var(--warn); font-weight:600; text-align:center; }
 td.sev-info { background:#e8f0fe; color:var(--info); text-align:center; } td.sev-none { color:var(--line); text-align:center; }
+.scroll { overflow-x:auto; }
 nav a { margin-right:14px; }
 details > summary { cursor:pointer; color:var(--info); }
 {{end}}`

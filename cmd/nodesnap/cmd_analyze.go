@@ -51,7 +51,9 @@ sizes) are refused.
 // runAnalyze prints the report; a finding at warning or above makes it
 // return a partialError (exit status 3) with nothing more to say.
 func runAnalyze(ctx context.Context, w io.Writer, o analyzeOptions, bundlePath string) error {
-	rep, err := analyze.AnalyzeFile(ctx, bundlePath, analyze.Options{})
+	// The page draws the facts analyze gathers on request; the text and
+	// JSON reports stay as they are.
+	rep, err := analyze.AnalyzeFile(ctx, bundlePath, analyze.Options{Facts: o.html})
 	if err != nil {
 		return err
 	}
