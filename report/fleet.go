@@ -143,7 +143,7 @@ type fleetCell struct {
 }
 
 type fleetSection struct {
-	Anchor, Host, Bundle, Kernel, Collected, Status string
+	Anchor, Host, Bundle, Kernel, Collected, Status, Worst string
 	Counts                                          map[string]int
 	Findings                                        []fleetFinding
 	More                                            int
@@ -272,7 +272,7 @@ func buildFleetPage(dir string, nodes []FleetNode) *fleetPage {
 		}
 		p.Rows = append(p.Rows, row)
 		s := fleetSection{Anchor: anchor, Host: host, Bundle: cut(n.Path, 1000), Kernel: cut(n.Kernel, 300), Collected: fmtTime(n.CollectedAt),
-			Status: cut(n.Status, 100), Counts: n.Counts, More: n.More}
+			Status: cut(n.Status, 100), Counts: n.Counts, More: n.More, Worst: row.Worst}
 		for _, f := range n.Findings {
 			s.Findings = append(s.Findings, fleetFinding{Severity: f.Severity.String(), ID: cut(f.ID, 200), Subject: cut(f.Subject, 500), Summary: f.Summary})
 		}

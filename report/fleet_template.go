@@ -18,7 +18,7 @@ const fleetHTML = `{{define "fleet"}}{{template "head" .Title}}<body>
 {{end}}</table></div>
 {{if .MoreCols}}<p class="cut">… and {{.MoreCols}} more kinds of finding, in the nodes' sections below.</p>{{end}}{{end}}
 <h2 id="f-nodes">Nodes</h2>
-{{range .Sections}}<section class="finding" id="{{.Anchor}}">
+{{range .Sections}}<section class="finding sev-{{.Worst}}" id="{{.Anchor}}">
 <h3>{{.Host}}</h3>
 <div class="subject mono">{{.Bundle}}</div>
 <p class="muted">collected {{.Collected}} · {{.Status}}{{if .Kernel}} · kernel {{.Kernel}}{{end}} · {{index .Counts "critical"}} critical, {{index .Counts "warning"}} warning, {{index .Counts "info"}} info</p>
