@@ -224,7 +224,7 @@ func pairChart(title string, cs []bundlediff.CountChange) *chart {
 		}
 		c.Rects = append(c.Rects, rect{X: chartLeft, Y: y, W: x(cc.Old), H: 11, Class: "old", Title: cut(fmt.Sprintf("%s: %d in the old bundle", cc.Name, cc.Old), 1000)})
 		c.Rects = append(c.Rects, rect{X: chartLeft, Y: y + 12, W: x(cc.New), H: 11, Class: cls, Title: cut(fmt.Sprintf("%s: %d in the new bundle", cc.Name, cc.New), 1000)})
-		c.Texts = append(c.Texts, label{X: chartLeft - 8, Y: y + 12, Anchor: "end", Class: "lbl", Text: cutLeft(cc.Name, 52)})
+		c.Texts = append(c.Texts, label{X: chartLeft - 8, Y: y + 12, Anchor: "end", Class: "lbl", Text: cutLeft(cc.Name, 46)})
 		c.Texts = append(c.Texts, label{X: chartLeft + chartPlot + 8, Y: y + 12, Anchor: "start", Class: "note", Text: fmt.Sprintf("%s → %s (%s)", fmtCount(cc.Old), fmtCount(cc.New), signed(int64(cc.New)-int64(cc.Old)))})
 	}
 	c.Lines = append(c.Lines, seg{X1: chartLeft, Y1: 6, X2: chartLeft, Y2: c.H - 6, Class: "axis"})

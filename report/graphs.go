@@ -208,16 +208,17 @@ func barChart(title string, bars []hbar, limit float64, limitText string) *chart
 	if top <= 0 {
 		top = 1
 	}
-	const right = 260.0
-	c := &chart{W: chartLeft + chartPlot + right, H: float64(len(bars))*laneH + 36, Label: title}
-	x := func(v float64) float64 { return chartLeft + chartPlot*v/top }
+	// Narrower than the timeline: room on the right for the numbers.
+	const plot, right = 430.0, 290.0
+	c := &chart{W: chartLeft + plot + right, H: float64(len(bars))*laneH + 36, Label: title}
+	x := func(v float64) float64 { return chartLeft + plot*v/top }
 	y0 := 24.0
 	for i, b := range bars {
 		y := y0 + float64(i)*laneH
 		w := math.Max(1.5, x(b.Value)-chartLeft)
 		c.Rects = append(c.Rects, rect{X: chartLeft, Y: y, W: w, H: laneH - 6, Class: b.Class, Title: cut(b.Title, 1000)})
-		c.Texts = append(c.Texts, label{X: chartLeft - 8, Y: y + laneH/2 - 2, Anchor: "end", Class: "lbl", Text: cutLeft(b.Label, 52)})
-		c.Texts = append(c.Texts, label{X: chartLeft + chartPlot + 8, Y: y + laneH/2 - 2, Anchor: "start", Class: "note", Text: b.Text})
+		c.Texts = append(c.Texts, label{X: chartLeft - 8, Y: y + laneH/2 - 2, Anchor: "end", Class: "lbl", Text: cutLeft(b.Label, 46)})
+		c.Texts = append(c.Texts, label{X: chartLeft + plot + 8, Y: y + laneH/2 - 2, Anchor: "start", Class: "note", Text: b.Text})
 	}
 	axisY := y0 + float64(len(bars))*laneH
 	c.Lines = append(c.Lines, seg{X1: chartLeft, Y1: y0 - 4, X2: chartLeft, Y2: axisY, Class: "axis"})
@@ -272,7 +273,7 @@ func largestDirsChart(s *layout.DirShapeReport) (*chart, string) {
 		}
 		pct := 100 * float64(d.Subdirs) / ext4DirLimit
 		bars = append(bars, hbar{Label: d.Path, Value: float64(d.Subdirs), Class: cls,
-			Text:  fmt.Sprintf("%s%s subdirs (%s of the limit) · %s%s entries", atLeast, fmtCount(d.Subdirs), fmtPct(pct), atLeast, fmtCount(d.Entries)),
+			Text:  fmt.Sprintf("%s%s subdirs, %s of the limit", atLeast, fmtCount(d.Subdirs), fmtPct(pct)),
 			Title: fmt.Sprintf("%s: %s%s subdirectories, %s%s entries, st_nlink %d, directory size %s", d.Path, atLeast, fmtCount(d.Subdirs), atLeast, fmtCount(d.Entries), d.Nlink, humanBytes(d.InodeSize))})
 	}
 	note := fmt.Sprintf("The %s with the most subdirectories of the %s dirshape scanned; the dashed line is ext4's limit of 64,998 subdirectories, past which a directory's link count overflows (incident 001). ≥ marks counts of a scan that stopped early.",

@@ -70,6 +70,7 @@ svg .edge { stroke:#80868b; stroke-width:1.3; fill:none; }
 svg .limit { stroke:var(--bad); stroke-width:1.5; stroke-dasharray:5 3; }
 svg rect.st-info { fill:var(--info); }
 svg rect.old { fill:#bdc1c6; }
+td.mark-add, td.mark-del, td.mark-chg { width:1.5em; }
 .mark-add { color:var(--ok); font-weight:700; } .mark-del { color:var(--bad); font-weight:700; } .mark-chg { color:var(--warn); font-weight:700; }
 .verdict { font-weight:600; padding:8px 12px; border-radius:4px; background:var(--bg); border-left:6px solid var(--ok); }
 .verdict.worse { border-left-color:var(--bad); }
