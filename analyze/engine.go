@@ -29,8 +29,18 @@ type Options struct {
 var ErrNotBundle = errors.New("not a nodesnap bundle")
 
 // AnalyzeFile analyses the bundle at p: one streaming pass over the
-// archive, nothing written to disk.
+// archive (or the files of an extracted bundle directory), nothing
+// written to disk.
 func AnalyzeFile(ctx context.Context, p string, opts Options) (*Report, error) {
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		rep, err := analyze(ctx, opts, func(lim bundle.Limits, fn func(bundle.Entry) error) error {
+			return bundle.Walk(ctx, p, lim, fn)
+		})
+		if rep != nil {
+			rep.Bundle = p
+		}
+		return rep, err
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, fmt.Errorf("opening the bundle: %w", err)
@@ -48,7 +58,18 @@ func AnalyzeFile(ctx context.Context, p string, opts Options) (*Report, error) {
 // archives that are not nodesnap bundles are refused with an error; a
 // collector file that cannot be decoded is reported as an info finding
 // and the analysis goes on.
+//
+// A truncated archive (a half-uploaded attachment) is analysed as far as
+// it goes: the findings of everything before the cut, and a
+// bundle-truncated finding that says where it ends and what is missing.
+// Only an archive cut inside manifest.json is an error.
 func Analyze(ctx context.Context, r io.Reader, opts Options) (*Report, error) {
+	return analyze(ctx, opts, func(lim bundle.Limits, fn func(bundle.Entry) error) error {
+		return bundle.WalkReader(ctx, r, lim, fn)
+	})
+}
+
+func analyze(ctx context.Context, opts Options, walk func(bundle.Limits, func(bundle.Entry) error) error) (*Report, error) {
 	lim := opts.Limits
 	if lim == (bundle.Limits{}) {
 		lim = bundle.DefaultLimits
@@ -56,7 +77,7 @@ func Analyze(ctx context.Context, r io.Reader, opts Options) (*Report, error) {
 	st := newState()
 	st.wantFacts = opts.Facts
 	first := true
-	err := bundle.WalkReader(ctx, r, lim, func(e bundle.Entry) error {
+	err := walk(lim, func(e bundle.Entry) error {
 		if first {
 			first = false
 			if e.Name != bundle.ManifestName {
@@ -82,8 +103,14 @@ func Analyze(ctx context.Context, r io.Reader, opts Options) (*Report, error) {
 		}
 		st.filesRead++
 		st.bytesRead += e.Size
+		st.names[e.Name] = true
 		return st.consume(ctx, e)
 	})
+	var te *bundle.TruncatedError
+	if errors.As(err, &te) && st.manifest != nil {
+		st.truncated = te
+		err = nil
+	}
 	if err != nil {
 		return nil, err
 	}

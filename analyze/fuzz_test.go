@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
@@ -43,10 +44,24 @@ func FuzzAnalyze(f *testing.F) {
 				}
 			}
 		}
-		var buf bytes.Buffer
-		if err := analyze.WriteText(&buf, r); err != nil {
-			t.Fatal(err)
+		// Whatever the bundle holds, no line of the text report is
+		// wider than asked, elided or wrapped.
+		for _, o := range []analyze.TextOptions{{}, {Width: 40, Full: true}} {
+			var buf bytes.Buffer
+			if err := analyze.WriteTextOptions(&buf, r, o); err != nil {
+				t.Fatal(err)
+			}
+			width := max(o.Width, 80)
+			if o.Width > 0 {
+				width = o.Width
+			}
+			for _, l := range strings.Split(buf.String(), "\n") {
+				if utf8.RuneCountInString(l) > width {
+					t.Fatalf("a line of %d runes at width %d: %q", utf8.RuneCountInString(l), width, l)
+				}
+			}
 		}
+		var buf bytes.Buffer
 		if err := analyze.WriteJSON(&buf, r); err != nil {
 			t.Fatal(err)
 		}

@@ -16,10 +16,47 @@ const (
 	idUnreadable = "unreadable-evidence"
 	idIncomplete = "evidence-incomplete"
 	idMissing    = "evidence-missing"
+	idTruncated  = "bundle-truncated"
+)
+
+// What each finding of this file means, for docs/findings.md.
+var _ = document(
+	RuleDoc{
+		ID: "unreadable-evidence", Severity: "info",
+		Title:    "Evidence file could not be read",
+		Meaning:  "A collector file is in the bundle but is not what its collector writes: cut short, corrupted, or from another nodesnap version. What was read before the error is used; the rules that need the rest could not check it, so their silence proves nothing.",
+		Evidence: "The file itself, with the decoder's error.",
+		Fix:      "Look at the file by hand (`tar -xOf BUNDLE PATH`); collect a new bundle if its area matters.",
+	},
+	RuleDoc{
+		ID: "evidence-incomplete", Severity: "info",
+		Title:    "Some evidence is incomplete",
+		Meaning:  "Collectors timed out, failed or stopped early, so what they would have shown is partly missing: a finding absent from the report is not proof that all is well in their area. A collector that timed out often did so because something on the node hangs; the manifest records where.",
+		Evidence: "`manifest.json`: the collectors' statuses, errors and hang evidence.",
+		Fix:      "Read the collectors' errors (`nodesnap inspect -v BUNDLE`); collect again with a longer `--timeout` if they ran out of time.",
+	},
+	RuleDoc{
+		ID: "evidence-missing", Severity: "info",
+		Title:    "Evidence the run itself left out",
+		Meaning:  "The run left evidence out, and says why, one finding per cause: the bundle size cap (`--max-bundle-size`) was reached, the global deadline (`--timeout`) cut collectors, the run was interrupted, or it ran without root (`--allow-non-root`). Rules that needed the missing files could not check.",
+		Evidence: "`manifest.json`: `omitted`, the collectors cut by `--timeout`, `interrupted`, `warnings`.",
+		Fix:      "Collect again without the limit: a larger `--max-bundle-size` (or `--only` the collectors that matter), a longer `--timeout`, to the end, or as root (`sudo nodesnap collect`).",
+	},
+	RuleDoc{
+		ID: "bundle-truncated", Severity: "warning",
+		Title:    "The bundle is truncated: the files after the cut are missing",
+		Meaning:  "The archive ends before its end: the copy or upload that brought it was cut short (a half-uploaded attachment). Every file before the cut was read and the other findings come from them; the files after it never arrived, so a finding absent from the report is not proof that all is well in their area. The summary says where it ends (\"bundle truncated at entry X\") and how many files are missing.",
+		Evidence: "`manifest.json`, read whole: the files it lists that the archive does not hold, and the entry cut short.",
+		Fix:      "Ask for the bundle again: the copy on the node is whole (`nodesnap collect` printed its path, size and sha256 last). Check the new copy with `nodesnap validate BUNDLE` or `sha256sum`.",
+	},
 )
 
 func ruleBundle(st *state) {
+	ruleTruncated(st)
 	for _, u := range st.unreadable {
+		if st.truncated != nil && u.Path == st.truncated.Entry {
+			continue // the cut, said once by bundle-truncated
+		}
 		st.add(Finding{
 			ID:       idUnreadable,
 			Severity: Info,
@@ -146,4 +183,59 @@ func ruleEvidenceMissing(st *state, m *bundle.Manifest) {
 			Remediation: []string{"Collect again as root: sudo nodesnap collect."},
 		})
 	}
+}
+
+// ruleTruncated: the archive ends early (a half-uploaded attachment, a
+// copy cut short). What came before the cut was analysed; the rest is
+// named from the manifest, so that no finding is read as "healthy" for
+// evidence that never arrived.
+func ruleTruncated(st *state) {
+	te, m := st.truncated, st.manifest
+	if te == nil || m == nil {
+		return
+	}
+	var missing []string
+	var missingBytes int64
+	for _, f := range m.Files {
+		if !st.names[f.Path] || f.Path == te.Entry {
+			missing = append(missing, f.Path)
+			missingBytes += f.Size
+		}
+	}
+	where := "after entry " + te.After
+	subject := te.After
+	switch {
+	case te.Entry != "":
+		where = fmt.Sprintf("at entry %s (%d of its %d bytes present)", te.Entry, te.Read, te.Size)
+		subject = te.Entry
+	case te.After == "":
+		where = "right after manifest.json"
+		subject = bundle.ManifestName
+	}
+	summary := fmt.Sprintf("bundle truncated %s: %s of the %d the manifest lists missing (%d bytes)",
+		where, plural(len(missing), "file", "files"), len(m.Files), missingBytes)
+	if len(missing) > 0 {
+		summary += ", from " + missing[0]
+	}
+	what := "the files the manifest lists that the archive does not hold"
+	if te.Entry != "" {
+		what += "; " + te.Entry + " is cut short: the lines before the cut were read"
+	}
+	shown := missing
+	if len(shown) > 50 {
+		shown = shown[:50]
+	}
+	st.add(Finding{
+		ID: idTruncated, Severity: Warning, Title: "The bundle is truncated: the files after the cut are missing",
+		Subject: subject,
+		Summary: summary,
+		Explanation: "The archive ends before its end: the copy or upload that brought it here was cut short. Every file before the cut was read " +
+			"and the findings above come from them; the files after it never arrived, so a finding absent from this report is not proof " +
+			"that all is well in their area. The manifest (read whole) still says how the collection ended.",
+		Evidence: []Evidence{{Path: bundle.ManifestName, What: what, Record: shown, More: len(missing) - len(shown)}},
+		Remediation: []string{
+			"Ask for the bundle again: the copy that was collected on the node (its path, size and sha256 were the last lines `nodesnap collect` printed) is whole.",
+			"Check the new copy before reading it: nodesnap validate <bundle> (or sha256sum <bundle> against the sha256 printed at collection).",
+		},
+	})
 }

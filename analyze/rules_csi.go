@@ -26,6 +26,39 @@ const (
 	idMountedUnknownPod = "volume-mounted-for-unknown-pod"
 )
 
+// What each finding of this file means, for docs/findings.md.
+var _ = document(
+	RuleDoc{
+		ID: "csi-published-state-lost", Severity: "critical",
+		Title:    "CSI driver lost the publish of a volume that is still mounted",
+		Meaning:  "The CSI driver's own state says a volume is not published on the node, but its target path is still mounted: the driver forgot it (a restart without persistent state). The kubelet's TearDown then fails forever (\"not published ... nothing to do\" while the path is busy) and the pod never finishes terminating.",
+		Evidence: "`csi/inventory.json`: the driver's state files cross-checked with the mount table; the kubelet's and driver's log lines.",
+		Fix:      "Confirm nothing uses the mount (`openfiles/holders.json`), then unmount it by hand (`umount TARGET`); the kubelet's next retry finishes. Run a driver release that persists its published state, or keep its state directory on persistent storage.",
+		Incident: "incident 004, csi-driver-host-path#457",
+	},
+	RuleDoc{
+		ID: "csi-published-not-mounted", Severity: "warning",
+		Title:    "CSI driver says published, nothing is mounted",
+		Meaning:  "The driver's state and the node disagree the other way: the driver records the volume as published at a path that is not mounted (unmounted by hand, a reboot). A pod using it sees an empty directory instead of its data.",
+		Evidence: "`csi/inventory.json`: the cross-check of the driver's state with the mount table.",
+		Fix:      "Restart the pod that uses the volume so the kubelet publishes it again; if the driver refuses, restart the driver's node plugin.",
+	},
+	RuleDoc{
+		ID: "csi-vol-data-without-mount", Severity: "info or warning",
+		Title:    "CSI volume directory with vol_data.json and no mount",
+		Meaning:  "The kubelet writes `vol_data.json` when it sets a CSI volume up and removes the directory after tearing it down. A directory left with `vol_data.json` and no mount is a teardown that did not finish: the kubelet keeps retrying it and the pod directory cannot be removed.",
+		Evidence: "`csi/inventory.json`: the pod volume directories and their `vol_data.json`; the mount table.",
+		Fix:      "Check the kubelet log for the volume's TearDown errors; once it is unmounted in every namespace (`grep UID /proc/*/mountinfo`), remove the leftover directory.",
+	},
+	RuleDoc{
+		ID: "volume-mounted-for-unknown-pod", Severity: "warning",
+		Title:    "Pod volumes still mounted for a pod the kubelet does not run",
+		Meaning:  "A pod is gone from the kubelet but its volume mounts are still in the host's mount table. The kubelet's orphan cleanup cannot remove the pod directory while they are mounted (\"orphaned pod ... found, but volume paths are still present on disk\"), and a block device behind them cannot be detached.",
+		Evidence: "`mounts/mounts.json` (the host's mounts under /var/lib/kubelet/pods) and `kubelet/pods.json` (the pods it runs).",
+		Fix:      "Check that no process uses them (`openfiles/holders.json`), then `umount` each; the kubelet then removes the orphaned pod directory by itself.",
+	},
+)
+
 func ruleCSI(st *state) {
 	if st.csi == nil {
 		return

@@ -27,6 +27,34 @@ const (
 	idNlinkOverflow = "ext4-nlink-overflow"
 )
 
+// What each finding of this file means, for docs/findings.md.
+var _ = document(
+	RuleDoc{
+		ID: "volume-dir-deleting-leftovers", Severity: "warning or critical",
+		Title:    "Leaked <volume>.deleting~NNN directories",
+		Meaning:  "A volume plugin renames a volume directory to `<name>.deleting~NNN` before removing it; when the removal fails (the original still mounted somewhere, often in another mount namespace) the renamed directories pile up, one per retry, and the volume is never cleaned up.",
+		Evidence: "`dirshape/shape.json`: the leftovers per parent directory; the mount table and holders for the original.",
+		Fix:      "Find what keeps the original mounted and unmount it there; then remove the empty leftovers (`find PARENT -maxdepth 1 -name 'NAME.deleting~*' -type d -empty -delete`). Newer kubelets remove volume directories in place.",
+		Incident: "incident 000",
+	},
+	RuleDoc{
+		ID: "huge-directory", Severity: "warning or critical",
+		Title:    "A directory past 100,000 entries",
+		Meaning:  "A directory under the kubelet's, runtime's or CSI tree holds hundreds of thousands of entries. Listing or removing it takes minutes to hours, and a runtime that removes it under a lock (dockerd's volume removal) blocks every container create and delete meanwhile.",
+		Evidence: "`dirshape/shape.json`: the largest directories with their entry counts, and the processes with files open in them.",
+		Fix:      "Find and stop the writer first; empty it in the background, outside any runtime lock (`ionice -c3 find DIR -mindepth 1 -delete`); move such data off an image VOLUME into a Kubernetes volume.",
+		Incident: "incident 001",
+	},
+	RuleDoc{
+		ID: "ext4-nlink-overflow", Severity: "warning or critical",
+		Title:    "ext4's subdirectory link limit reached",
+		Meaning:  "On ext4 a directory's link count stops counting at 64,998 subdirectories (it reads 1 from then on): `mkdir` there fails with \"Too many links\" unless the dir_nlink feature is on, and tools that trust the count go wrong.",
+		Evidence: "`dirshape/shape.json`: the directory's nlink and subdirectory count.",
+		Fix:      "As for huge-directory: stop the writer and empty the directory in the background; spread such data over several directories.",
+		Incident: "incident 001",
+	},
+)
+
 // Thresholds: a directory of a node's kubelet, runtime or CSI trees with
 // this many entries is abnormal; the second is incident 001's scale.
 const (

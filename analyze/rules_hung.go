@@ -31,6 +31,68 @@ const (
 	idKernelHungTask  = "kernel-hung-task"
 )
 
+// What each finding of this file means, for docs/findings.md.
+var _ = document(
+	RuleDoc{
+		ID: "hung-mount", Severity: "critical",
+		Title:    "A mount does not answer",
+		Meaning:  "A stat or statfs of the mount did not return within the probe's deadline: every process that touches it (the kubelet's volume manager, `df`, a pod) blocks in the kernel. The finding joins the tasks stuck on it, the kubelet goroutines waiting on it and the kernel and kubelet log lines that go with it.",
+		Evidence: "`mountprobe/probes.json` (the probe, where it blocked), `processes/tasks.json` (tasks in D state and their kernel stacks), `kubelet/goroutine-debug2.txt`, `kubelet/healthz.txt`, the kernel log.",
+		Fix:      "Force-unmount it (`umount -f`, then `umount -l`; for FUSE `fusermount -uz`), fix what serves it (ceph monitors and MDS, the NFS server, the FUSE daemon), and restart the kubelet if its sync loop does not resume within a minute.",
+		Incident: "incident 003",
+	},
+	RuleDoc{
+		ID: "mount-not-probed", Severity: "info or warning",
+		Title:    "A mount not probed before its deadline",
+		Meaning:  "mountprobe ran out of time before reaching these mounts, so whether they answer is unknown. When the bundle shows processes waiting on that kind of filesystem, or dirshape timing out under it, the finding says so (warning): it probably hangs.",
+		Evidence: "`mountprobe/probes.json` (not reached), `processes/tasks.json`, `dirshape/shape.json`.",
+		Fix:      "Collect again with a longer `--timeout` or `--collector-timeout`, or `--only mountprobe`; check the mount by hand from a shell you can afford to lose (`timeout 5 stat -f MOUNT`).",
+	},
+	RuleDoc{
+		ID: "mount-probe-error", Severity: "warning",
+		Title:    "A mount answers with an error",
+		Meaning:  "The mount answers, but with an error such as ESTALE (stale NFS file handle) or EIO: it is reachable but broken, and pods using it get the same error.",
+		Evidence: "`mountprobe/probes.json`: the probe's error and its diagnosis.",
+		Fix:      "Unmount it (`umount -l MOUNT`) and let the pod that needs it mount it again (restart the pod).",
+	},
+	RuleDoc{
+		ID: "tasks-blocked-in-kernel", Severity: "info or warning",
+		Title:    "Tasks in uninterruptible sleep no hung mount explains",
+		Meaning:  "Tasks sleep in the kernel in D state, usually waiting for a disk or a network filesystem (info when they wait on local disk I/O, warning in a network filesystem's or FUSE's code). A few for a moment are normal under I/O load; the same tasks in several bundles, or kernel stacks in a filesystem or block driver, mean I/O that does not complete.",
+		Evidence: "`processes/tasks.json`: the tasks in D state with their kernel stacks and wait channels.",
+		Fix:      "Read the stacks: a filesystem or driver function names the culprit; check that device's or server's health (`dmesg`, `iostat -x 1`). A second bundle a minute later tells stuck from busy.",
+	},
+	RuleDoc{
+		ID: "ceph-session-lost", Severity: "warning",
+		Title:    "Ceph client lost its monitor session",
+		Meaning:  "The kernel's ceph client logged \"libceph: monN ... session lost\": the node lost its connection to a ceph monitor. cephfs and rbd I/O stalls until it reconnects, and mounts can hang.",
+		Evidence: "The kernel log (`journal/kernel.log`): the libceph lines.",
+		Fix:      "Check the network path to the ceph monitors and the cluster's health (`ceph -s`); a hung cephfs mount is reported as hung-mount with its own fix.",
+	},
+	RuleDoc{
+		ID: "nfs-server-not-responding", Severity: "warning",
+		Title:    "NFS server not responding",
+		Meaning:  "The kernel logged \"nfs: server ... not responding\": I/O to that server's mounts waits (hard mounts wait forever), and processes touching them hang in D state.",
+		Evidence: "The kernel log: the nfs lines, per server.",
+		Fix:      "Check the NFS server and the network to it; for volumes whose server may go away, consider the soft or timeo/retrans mount options.",
+	},
+	RuleDoc{
+		ID: "kernel-hung-task", Severity: "warning",
+		Title:    "The kernel reports hung tasks",
+		Meaning:  "The kernel's hung task detector logged \"INFO: task ... blocked for more than 120 seconds\": a task waited in D state that long, with its stack. When a hung mount explains it, the hung-mount finding carries these lines instead.",
+		Evidence: "The kernel log: the hung task reports and their stacks.",
+		Fix:      "Read the stack for the filesystem or driver it waits in, and check that device or server; see tasks-blocked-in-kernel.",
+	},
+	RuleDoc{
+		ID: "fuse-transport-not-connected", Severity: "critical",
+		Title:    "A FUSE mount whose daemon is gone",
+		Meaning:  "The mount is still in the mount table but nothing serves it: every stat, open or list fails at once with \"Transport endpoint is not connected\" (ENOTCONN). Pods using it see I/O errors and the kubelet cannot tear it down cleanly. A FUSE daemon such as ceph-fuse dies with the CSI node plugin that started it when the plugin is restarted or upgraded.",
+		Evidence: "`mountprobe/probes.json` (ENOTCONN), the mount table, the holders.",
+		Fix:      "Unmount it (`fusermount -uz MOUNT` or `umount -l MOUNT`), restart the FUSE daemon or the CSI node plugin that runs it, then restart the pods that use the volume.",
+		Incident: "ceph-csi#792",
+	},
+)
+
 // hungFS is one filesystem (device) whose probes hung.
 type hungFS struct {
 	dev    string

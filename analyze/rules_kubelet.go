@@ -22,6 +22,31 @@ const (
 	maxFrameLines    = 14
 )
 
+// What each finding of this file means, for docs/findings.md.
+var _ = document(
+	RuleDoc{
+		ID: "kubelet-syncloop-unhealthy", Severity: "critical",
+		Title:    "The kubelet's sync loop is stuck",
+		Meaning:  "The kubelet's healthz reports `[-]syncloop failed`: its main loop has not run for minutes, so pods are neither started nor cleaned up. When no hung mount explains it, the finding names the goroutines the loop waits on (often pod cleanup stuck on a volume).",
+		Evidence: "`kubelet/healthz.txt`, `kubelet/goroutine-debug2.txt` (the stuck goroutines), the kubelet log.",
+		Fix:      "Find what the stuck goroutines wait on (a mount, a runtime call) and fix that; then restart the kubelet (`systemctl restart kubelet`) if the loop does not resume.",
+	},
+	RuleDoc{
+		ID: "kubelet-healthz-failing", Severity: "warning",
+		Title:    "Other kubelet health checks failing",
+		Meaning:  "The kubelet's `/healthz?verbose` lists its internal checks; these fail. The node is marked NotReady if they keep failing.",
+		Evidence: "`kubelet/healthz.txt`: the failing checks.",
+		Fix:      "Read the kubelet's log around the time of the bundle (`journal/kubelet.log`) for the failing check's cause.",
+	},
+	RuleDoc{
+		ID: "kubelet-pleg-unhealthy", Severity: "warning",
+		Title:    "Kubelet PLEG is not healthy",
+		Meaning:  "The kubelet logged \"PLEG is not healthy\": its pod lifecycle event generator could not relist containers from the runtime in time, usually because the runtime is slow or stuck. The node goes NotReady if it lasts. A kubelet's first seconds, when PLEG has not relisted yet, are not a finding.",
+		Evidence: "The kubelet log: the PLEG lines.",
+		Fix:      "Check the container runtime (its goroutine dumps in `runtime/`, `crictl ps` on the node); restart it if it does not answer.",
+	},
+)
+
 // cleanupFuncs are the kubelet functions of pod cleanup.
 var cleanupFuncs = []string{"cleanupOrphanedPodDirs", "HandlePodCleanups", "getPodVolumePathListFromDisk"}
 

@@ -29,6 +29,80 @@ const (
 	maxLogFindingsPerID = 50
 )
 
+// What each finding of this file means, for docs/findings.md.
+var _ = document(
+	RuleDoc{
+		ID: "volume-teardown-busy", Severity: "warning",
+		Title:    "Volume teardown failing with EBUSY",
+		Meaning:  "The kubelet's UnmountVolume.TearDown fails with \"device or resource busy\" and retries with backoff: something still holds the volume's directory (a mount in another namespace, an open file).",
+		Evidence: "The kubelet log: the TearDown errors with their backoff; the holders of the path.",
+		Fix:      "Find the holder (`openfiles/holders.json`, or `grep PATH /proc/*/mountinfo` on the node) and release it; the kubelet's next retry then succeeds.",
+	},
+	RuleDoc{
+		ID: "volume-unmount-device-failed", Severity: "warning",
+		Title:    "Kubelet cannot unmount or unmap a volume's device",
+		Meaning:  "UnmountDevice, or the `rbd unmap` behind it, fails: the device is still mapped and in use. Its command output, logged as a byte array, is decoded in the finding.",
+		Evidence: "The kubelet log: the UnmountDevice errors, decoded.",
+		Fix:      "Find what holds the device (mount-held-in-foreign-namespace often names it), release it, and let the kubelet retry.",
+	},
+	RuleDoc{
+		ID: "pod-volumes-not-cleaned-up", Severity: "warning",
+		Title:    "Terminated pod waiting for its volumes",
+		Meaning:  "The kubelet logged \"Pod is terminated, but some volumes have not been cleaned up\": the pod cannot be removed until its volumes are torn down.",
+		Evidence: "The kubelet log, per pod.",
+		Fix:      "Look for the teardown's own error (volume-teardown-busy, volume-unmount-device-failed) and fix that.",
+	},
+	RuleDoc{
+		ID: "orphaned-pod-volume-paths", Severity: "warning",
+		Title:    "Orphaned pod with volume paths still on disk",
+		Meaning:  "The kubelet logged \"orphaned pod ... found, but volume paths are still present on disk\": a pod directory it cannot remove because volume directories (often still mounted) remain.",
+		Evidence: "The kubelet log, per pod; the pod's volume directories and mounts.",
+		Fix:      "Unmount what is still mounted under the pod's directory once nothing uses it; the kubelet then removes the directory by itself.",
+	},
+	RuleDoc{
+		ID: "csi-operation-already-exists", Severity: "warning",
+		Title:    "CSI operation already in progress for a volume",
+		Meaning:  "The CSI driver answers \"an operation with the given Volume ID ... already exists\": an earlier call for the volume never finished (often stuck on a hung mount or device), and every retry is refused.",
+		Evidence: "The kubelet's and driver's logs, per volume.",
+		Fix:      "Find the stuck operation (the driver's goroutines or logs, a hung mount) and clear it; restarting the driver's node plugin drops it.",
+	},
+	RuleDoc{
+		ID: "staging-mount-still-referenced", Severity: "warning",
+		Title:    "Staging mount still referenced",
+		Meaning:  "The kubelet logged that a device's staging path \"is still mounted by other references\": it will not unstage the volume while another mount of it exists, often in another mount namespace.",
+		Evidence: "The kubelet log; the mount table and mount-held-in-foreign-namespace.",
+		Fix:      "Find and unmount the other reference; the kubelet then unstages the volume.",
+	},
+	RuleDoc{
+		ID: "container-rootfs-busy", Severity: "warning",
+		Title:    "Container rootfs cannot be removed (busy)",
+		Meaning:  "The runtime cannot remove a container's rootfs: \"unlinkat .../merged: device or resource busy\". Its overlay mount leaked into another mount namespace, which keeps it busy.",
+		Evidence: "The runtime's log; the mount table of every namespace.",
+		Fix:      "Find the namespace holding the mount (mount-held-in-foreign-namespace) and unmount it there, or stop the process that holds that namespace.",
+	},
+	RuleDoc{
+		ID: "csi-driver-not-published", Severity: "info",
+		Title:    "CSI driver says a volume is not published",
+		Meaning:  "The driver answered an unpublish with \"Volume ... is not published at ..., nothing to do\". Alone this is harmless; with the target still mounted it is csi-published-state-lost.",
+		Evidence: "The CSI driver pods' logs (`csi/podlogs/`).",
+		Fix:      "Nothing alone; see csi-published-state-lost when the target is still mounted.",
+	},
+	RuleDoc{
+		ID: "decoded-command-output", Severity: "info",
+		Title:    "Command output in the logs, decoded",
+		Meaning:  "A log line carried a command's output as a byte array (`output: [114 98 100 ...]`); the finding shows it as text, since it usually says why a mount, unmount or unmap failed.",
+		Evidence: "The log line, and the decoded text.",
+		Fix:      "Read the decoded output: it names the command's own error.",
+	},
+	RuleDoc{
+		ID: "fuse-transport-not-connected-logged", Severity: "warning",
+		Title:    "Transport endpoint is not connected (logged)",
+		Meaning:  "A log reports \"Transport endpoint is not connected\" for a path, but no dead FUSE mount was found by the probe (it may have been unmounted since, or not probed).",
+		Evidence: "The log lines, per path.",
+		Fix:      "Check the path on the node (`stat PATH`); if its FUSE daemon is gone, unmount it and restart the daemon and its pods (see fuse-transport-not-connected).",
+	},
+)
+
 var (
 	reRemoveBusy = regexp.MustCompile(`(?:remove|rmdir\(\) volume at path|failed to remove dir \[?)\s*\\*"?(/[^\s:"\\\]]+)\]?:? device or resource busy`)
 	reBackoff    = regexp.MustCompile(`durationBeforeRetry ([0-9a-zµ.]+)`)

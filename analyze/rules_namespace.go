@@ -23,6 +23,25 @@ const (
 	idSelfExcluded = "nodesnap-own-namespace-excluded"
 )
 
+// What each finding of this file means, for docs/findings.md.
+var _ = document(
+	RuleDoc{
+		ID: "mount-held-in-foreign-namespace", Severity: "warning",
+		Title:    "A mount held only outside the host's mount namespace",
+		Meaning:  "A device, or a kubelet or runtime mount, is mounted only in another process's mount namespace (a container that mounted the host's /var/lib with private propagation): the host has unmounted it, but it stays busy, so the volume cannot be detached or removed (EBUSY) until that namespace lets go.",
+		Evidence: "`mounts/mounts.json` (device to namespaces, processes and mountpoints), `mounts/ns/*.mountinfo`, `openfiles/holders.json`.",
+		Fix:      "Restart, or stop, the process that holds the namespace (named in the finding), or unmount the path inside it (`nsenter -t PID -m umount PATH`); mount host paths into containers with rslave or rshared propagation.",
+		Incident: "incident 002, moby#22260",
+	},
+	RuleDoc{
+		ID: "nodesnap-own-namespace-excluded", Severity: "info",
+		Title:    "nodesnap ran in a mount namespace of its own",
+		Meaning:  "nodesnap ran in a pod or container with its own mount namespace; that namespace and its processes are left out of the holder analysis, so nodesnap never reports itself as the holder of a mount.",
+		Evidence: "`manifest.json` (`self`) and the mounts collector's notes.",
+		Fix:      "Nothing: it is context.",
+	},
+)
+
 // volumeSigs are the log signatures of a volume or device that will not go
 // away.
 var volumeSigs = []string{sigUnmountDevice, sigTeardownBusy, sigRmdirBusy, sigOrphanedPod, sigUnlinkatBusy, sigOtherReferences, sigPodNotCleaned, sigByteOutput}

@@ -15,6 +15,18 @@ import (
 
 const idRuntimeLock = "runtime-volume-removal-blocking"
 
+// What each finding of this file means, for docs/findings.md.
+var _ = document(
+	RuleDoc{
+		ID: "runtime-volume-removal-blocking", Severity: "warning or critical",
+		Title:    "A runtime goroutine removing a volume blocks the others",
+		Meaning:  "The container runtime's goroutine dump shows one goroutine in `os.RemoveAll` of a volume for a long time while holding the volume driver's lock, and others waiting on that lock: every container create and delete on the node waits behind it (a volume with millions of entries).",
+		Evidence: "`runtime/goroutine*.txt`: the remover and the waiters, with how long they have waited.",
+		Fix:      "Let the removal finish, or restart the runtime and empty the directory in the background first (see huge-directory).",
+		Incident: "incident 001",
+	},
+)
+
 func ruleRuntimeLock(st *state) {
 	for _, d := range st.runtimeDump {
 		var removers []goroutine

@@ -20,8 +20,13 @@ type state struct {
 	manifest   *bundle.Manifest
 	present    map[string]bool
 	unreadable []unreadable
-	filesRead  int
-	bytesRead  int64
+	// truncated says where the archive ended early, if it did.
+	truncated *bundle.TruncatedError
+	// names are the entries read (a truncated bundle's missing files are
+	// the manifest's others).
+	names     map[string]bool
+	filesRead int
+	bytesRead int64
 
 	// processes/tasks.json
 	tasksSeen    bool
@@ -101,6 +106,7 @@ type unreadable struct {
 func newState() *state {
 	return &state{
 		present:        map[string]bool{},
+		names:          map[string]bool{},
 		procs:          map[int]*procInfo{},
 		nsInfo:         map[uint64]*nsInfo{},
 		selfNS:         map[uint64]string{},
@@ -395,6 +401,17 @@ func (st *state) runRule(r rule) {
 
 // idInternalError is the finding of a rule that panicked.
 const idInternalError = "analyze-internal-error"
+
+// What each finding of this file means, for docs/findings.md.
+var _ = document(
+	RuleDoc{
+		ID: "analyze-internal-error", Severity: "info",
+		Title:    "A rule failed",
+		Meaning:  "A rule of nodesnap analyze stopped with an internal error (a bug meeting data nobody foresaw); the other rules ran.",
+		Evidence: "The rule's name and stack.",
+		Fix:      "Report it to nodesnap with the bundle if you can share it.",
+	},
+)
 
 // rule is one family of findings.
 type rule struct {

@@ -9,7 +9,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "core: $(nproc) cpus, $(ls -d /proc/[0-9]*/task/[0-9]* | wc -l) tasks, $ROUNDS rounds"
 side_by_side "collect host,processes" \
-  "rm -f $out/*.tar.gz; $bin collect -q -o $out --only host,processes" \
+  "rm -f $out/*.tar.gz; $bin collect -q --output-dir $out --only host,processes" \
   "ps -eLo pid,tid,stat,wchan,comm"
 b=$(ls "$out"/*.tar.gz | head -1)
 tar -xzOf "$b" manifest.json | python3 -c '

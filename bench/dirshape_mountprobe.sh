@@ -58,11 +58,11 @@ EOF
 
 # Warm the cache, and count.
 find_total=$(find "$tree" -mindepth 1 | wc -l)
-collect="rm -f $out/*.tar.gz; $bin collect -q -o $out --only dirshape --dirshape-root $tree"
+collect="rm -f $out/*.tar.gz; $bin collect -q --output-dir $out --only dirshape --dirshape-root $tree"
 side_by_side "dirshape 1M entries (tmpfs)" "$collect" "find $tree -mindepth 1 | wc -l"
 
 rm -f "$out"/*.tar.gz
-/usr/bin/time -f '%M' -o "$work/rss" "$bin" collect -q -o "$out" --only dirshape --dirshape-root "$tree" >/dev/null
+/usr/bin/time -f '%M' -o "$work/rss" "$bin" collect -q --output-dir "$out" --only dirshape --dirshape-root "$tree" >/dev/null
 b=$(ls "$out"/*.tar.gz | head -1)
 tar -xzOf "$b" dirshape/shape.json >"$work/shape.json"
 tar -xzOf "$b" manifest.json >"$work/manifest.json"

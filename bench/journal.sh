@@ -107,7 +107,7 @@ collect_round() {
   local reader=$1 t0 t1 c b st
   rm -rf "$work/out"/*
   t0=$(now)
-  c=$(/usr/bin/time -f %M -o "$work/rss" "$NODESNAP" collect -q --output json -o "$work/out" --only journal \
+  c=$(/usr/bin/time -f %M -o "$work/rss" "$NODESNAP" collect -q --output json --output-dir "$work/out" --only journal \
     --journal-dir "$work/journal" --journal-reader "$reader" --journal-unit kubelet --journal-kernel=false \
     --journal-max-bytes "$MAXB" --max-file-size 1GiB --max-collector-size 2GiB > "$work/result.json" || true; cpu_ms)
   t1=$(now)

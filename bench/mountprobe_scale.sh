@@ -48,7 +48,7 @@ for _ in $(seq 600); do [ -e "$work/ready" ] && break; kill -0 "$holder" 2>/dev/
 [ -e "$work/ready" ] || die "the mount holder did not finish mounting"
 echo "mountprobe: $MOUNTS tmpfs mounts in namespace $(readlink /proc/$holder/ns/mnt)"
 
-/usr/bin/time -f '%e s wall, largest process %M KiB' "$bin" collect -q -o "$work/out" --only mountprobe --timeout 5m --collector-timeout 4m >/dev/null 2>"$work/time" || true
+/usr/bin/time -f '%e s wall, largest process %M KiB' "$bin" collect -q --output-dir "$work/out" --only mountprobe --timeout 5m --collector-timeout 4m >/dev/null 2>"$work/time" || true
 b=$(ls "$work"/out/*.tar.gz | head -1)
 tar -xzOf "$b" manifest.json >"$work/manifest.json"
 tar -xzOf "$b" mountprobe/probes.json >"$work/probes.json"

@@ -167,7 +167,7 @@ measure() {
 nodesnap_run() {
 	local name=$1 coll=$2 dir=${3:-$out}
 	rm -f "$dir"/*.tar.gz
-	measure "$name" "$work/nodesnap" collect --only "$coll" -o "$dir" -q --timeout 120s
+	measure "$name" "$work/nodesnap" collect --only "$coll" --output-dir "$dir" -q --timeout 120s
 	local b
 	b=$(ls "$dir"/*.tar.gz)
 	tar -xzOf "$b" manifest.json | jq -r --arg c "$coll" '.collectors[] | select(.name==$c) | "\(.duration_seconds * 1000 | floor) \(.status)"' >>"$work/$name.own"

@@ -43,8 +43,16 @@ type Entry struct {
 // Walk reads a bundle from path, calling fn for each entry in order. It
 // never writes to disk. It refuses (with an error wrapping ErrUnsafe)
 // entries that are not regular files, names that are absolute, contain
-// "..", or repeat, and sizes beyond the limits.
+// "..", or repeat, and sizes beyond the limits. An archive that ends early
+// (a half-uploaded attachment) ends the walk with a *TruncatedError after
+// every entry before the cut was given to fn.
+//
+// p may also be a directory holding an extracted bundle (walkDir): the
+// same entries, the same refusals.
 func Walk(ctx context.Context, p string, lim Limits, fn func(Entry) error) error {
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return walkDir(ctx, p, lim, fn)
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return fmt.Errorf("opening the bundle: %w", err)
@@ -79,6 +87,7 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 	seen := map[string]bool{}
 	var total int64
 	count := 0
+	last := "" // the last entry read whole
 	entry := func(hdr *tar.Header) error {
 		name, err := safeName(hdr.Name)
 		if err != nil {
@@ -111,16 +120,26 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 		// tar.Reader already stops at hdr.Size; the counter makes a short
 		// entry (truncated archive) visible.
 		cr := &countReader{r: tr}
-		if err := fn(Entry{Name: name, Size: hdr.Size, Reader: cr}); err != nil {
-			return err
+		ferr := fn(Entry{Name: name, Size: hdr.Size, Reader: cr})
+		if ferr == nil {
+			// Drain what fn left, so the checks below see the whole entry.
+			_, ferr = io.Copy(io.Discard, cr)
+			if ferr != nil {
+				ferr = fmt.Errorf("%w: reading entry %q: %w", ErrUnsafe, name, cleanArchiveErr(ferr))
+			}
 		}
-		// Drain what fn left, so the checks below see the whole entry.
-		if _, err := io.Copy(io.Discard, cr); err != nil {
-			return fmt.Errorf("%w: reading entry %q: %w", ErrUnsafe, name, err)
+		// The archive's own end comes before whatever fn made of it: a
+		// reader that choked on the cut data is not the story.
+		if cr.err != nil && isCut(cr.err) {
+			return &TruncatedError{Entry: name, Read: cr.n, Size: hdr.Size, Complete: count - 1, After: last}
+		}
+		if ferr != nil {
+			return ferr
 		}
 		if cr.n != hdr.Size {
-			return fmt.Errorf("%w: entry %q is cut short (%d of %d bytes)", ErrUnsafe, name, cr.n, hdr.Size)
+			return &TruncatedError{Entry: name, Read: cr.n, Size: hdr.Size, Complete: count - 1, After: last}
 		}
+		last = name
 		return nil
 	}
 	for {
@@ -145,6 +164,15 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 		}
 	}
 	if err != nil {
+		var te *TruncatedError
+		if errors.As(err, &te) {
+			return te
+		}
+		if isCut(err) && ctx.Err() == nil {
+			// Cut between two entries (inside a tar header or the
+			// compressed stream's end).
+			return &TruncatedError{Complete: count, After: last}
+		}
 		if errors.Is(err, ErrUnsafe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
@@ -174,14 +202,55 @@ func cleanArchiveErr(err error) error {
 }
 
 type countReader struct {
-	r io.Reader
-	n int64
+	r   io.Reader
+	n   int64
+	err error // the first error other than io.EOF
 }
 
 func (c *countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if err != nil && err != io.EOF && c.err == nil {
+		c.err = err
+	}
 	return n, err
+}
+
+// ErrTruncated is wrapped by a *TruncatedError.
+var ErrTruncated = errors.New("the bundle is truncated")
+
+// TruncatedError says where an archive ended early: a bundle cut by an
+// interrupted copy or upload. Every entry before the cut was read whole
+// and given to the walk's callback. It wraps ErrTruncated and, for every
+// reader that does not handle half-bundles, ErrUnsafe.
+type TruncatedError struct {
+	// Entry is the entry the data ended in, with Read of its Size bytes;
+	// empty when the archive ended between two entries.
+	Entry string `json:"entry,omitempty"`
+	Read  int64  `json:"read,omitempty"`
+	Size  int64  `json:"size,omitempty"`
+	// Complete counts the entries read whole; After is the last of them.
+	Complete int    `json:"complete_entries"`
+	After    string `json:"after,omitempty"`
+}
+
+func (e *TruncatedError) Error() string {
+	switch {
+	case e.Entry != "":
+		return fmt.Sprintf("the bundle is truncated at entry %q (%d of its %d bytes present; %d entries before it read whole)",
+			e.Entry, e.Read, e.Size, e.Complete)
+	case e.After != "":
+		return fmt.Sprintf("the bundle is truncated after entry %q (%d entries read whole; unexpected end of data)", e.After, e.Complete)
+	}
+	return "the bundle is truncated before its first entry, manifest.json, is whole (unexpected end of data): nothing in it can be read"
+}
+
+// Is makes errors.Is(err, ErrTruncated) and errors.Is(err, ErrUnsafe) true.
+func (e *TruncatedError) Is(target error) bool { return target == ErrTruncated || target == ErrUnsafe }
+
+// isCut reports whether a read error means the data ended early.
+func isCut(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 func safeName(name string) (string, error) {

@@ -19,6 +19,10 @@ type Report struct {
 	Checked int
 	// Problems lists every mismatch found; empty means the bundle is valid.
 	Problems []string
+	// Truncated says where the archive ends early, when it does: the
+	// entries before the cut were checked, the manifest's later files
+	// are among Problems as missing.
+	Truncated *TruncatedError
 }
 
 // ErrInvalid is returned (wrapped) when a bundle fails validation.
@@ -92,7 +96,13 @@ func Validate(ctx context.Context, p string) (*Report, error) {
 		}
 		return nil
 	})
-	if err != nil {
+	var te *TruncatedError
+	if errors.As(err, &te) && rep.Manifest != nil {
+		rep.Truncated = te
+		if te.Entry != "" {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s is cut short: %d of its %d bytes are in the archive", te.Entry, te.Read, te.Size))
+		}
+	} else if err != nil {
 		return rep, err
 	}
 	if rep.Manifest == nil {
@@ -104,6 +114,9 @@ func Validate(ctx context.Context, p string) (*Report, error) {
 		}
 	}
 	sort.Strings(rep.Problems)
+	if te != nil {
+		return rep, fmt.Errorf("%w: %w", ErrInvalid, te)
+	}
 	if len(rep.Problems) > 0 {
 		return rep, fmt.Errorf("%w: %d problem(s), first: %s", ErrInvalid, len(rep.Problems), rep.Problems[0])
 	}

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -123,24 +122,22 @@ func Load(ctx context.Context, p string) (*Snapshot, error) {
 		DState: map[string]string{}, Pods: map[string]Pod{}, Containers: map[string]uint32{},
 		Dirs: map[string]uint64{}, Deleting: map[string]uint64{}, Runtimes: map[string]string{},
 		Seen: map[string]bool{}, Goroutines: map[string]int{}}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, fmt.Errorf("reading bundle %s: %w", p, err)
-	}
-	defer func() { _ = f.Close() }() // read-only
-	if err := s.read(ctx, f); err != nil {
+	// bundle.Walk: an archive, or a directory holding an extracted
+	// bundle.
+	walk := func(fn func(bundle.Entry) error) error { return bundle.Walk(ctx, p, bundle.DefaultLimits, fn) }
+	if err := s.read(ctx, walk); err != nil {
 		return nil, fmt.Errorf("reading bundle %s: %w", p, err)
 	}
 	return s, nil
 }
 
-// read is the snapshot's pass over a bundle stream.
-func (s *Snapshot) read(ctx context.Context, r io.Reader) error {
+// read is the snapshot's pass over a bundle's entries.
+func (s *Snapshot) read(ctx context.Context, walk func(func(bundle.Entry) error) error) error {
 	podsFromKubelet := false
 	var criPods map[string]Pod
 	var manifestHung []string
 	probesSeen := false
-	err := bundle.WalkReader(ctx, r, bundle.DefaultLimits, func(e bundle.Entry) error {
+	err := walk(func(e bundle.Entry) error {
 		if e.Name == bundle.ManifestName {
 			raw, err := io.ReadAll(io.LimitReader(e.Reader, bundle.MaxManifestBytes+1))
 			if err != nil {

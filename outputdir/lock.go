@@ -39,7 +39,7 @@ func (e *LockedError) Error() string {
 	if e.Waited > 0 {
 		waited = fmt.Sprintf(" and did not finish within %s (--lock-wait)", e.Waited.Round(time.Millisecond))
 	}
-	return fmt.Sprintf("%s: %s is collecting into %s%s; nothing was collected. Let it finish, or write elsewhere with -o",
+	return fmt.Sprintf("%s: %s is collecting into %s%s; nothing was collected. Let it finish, or write elsewhere with --output-dir",
 		ErrLocked, who, e.Dir, waited)
 }
 
@@ -110,7 +110,7 @@ func tryLock(p string) (*Lock, int, error) {
 			// Someone else's file in a shared directory: holding a
 			// lock on it would let them stop every run.
 			f.Close()
-			return nil, 0, fmt.Errorf("lock file %s belongs to uid %d, not to this user; remove it or write elsewhere with -o", p, st.Uid)
+			return nil, 0, fmt.Errorf("lock file %s belongs to uid %d, not to this user; remove it or write elsewhere with --output-dir", p, st.Uid)
 		}
 		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 			holder := readPID(f)

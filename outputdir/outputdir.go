@@ -42,7 +42,7 @@ func CheckFree(dir string, min uint64) error {
 		return err
 	}
 	if free < min {
-		return fmt.Errorf("%w: %s has %s free, nodesnap needs at least %s (--min-free); free some space, or write elsewhere with -o",
+		return fmt.Errorf("%w: %s has %s free, nodesnap needs at least %s (--min-free); free some space, or write elsewhere with --output-dir",
 			ErrLowSpace, dir, human(free), human(min))
 	}
 	return nil

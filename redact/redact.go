@@ -138,6 +138,47 @@ var builtinNames = [numBuiltin]string{
 	ruleEntropy:     "high-entropy-value",
 }
 
+// builtinDescriptions say what each built-in rule redacts, for
+// docs/redaction.md (WriteRedactionDoc); a test keeps every rule described.
+var builtinDescriptions = [numBuiltin]string{
+	rulePEM:         "PEM private keys (`-----BEGIN ... PRIVATE KEY-----` and the lines up to its END, also inside a JSON string, and base64-encoded as in a kubeconfig's client-key-data); certificates and public keys stay",
+	ruleSecretData:  "the values of a Kubernetes Secret's `data` and `stringData`, in YAML, JSON and the last-applied-configuration annotation",
+	ruleEnvSecret:   "the value of an environment variable whose name is a secret's (`DB_PASSWORD=x`, a Kubernetes env entry `{name: DB_PASSWORD, value: x}`)",
+	ruleAuthHeader:  "the credentials of an HTTP `Authorization` header (`Authorization: Bearer x`, `-H 'Authorization: Basic x'`); the scheme stays",
+	ruleKubeconfig:  "a kubeconfig's credentials in YAML: `token`, `password`, `id-token`, `refresh-token`, `access-token`, `client-secret`, `client-key-data`",
+	ruleAWSSecret:   "AWS secret access keys (`aws_secret_access_key`, `AWS_SECRET_ACCESS_KEY`)",
+	ruleAzureKey:    "Azure storage account keys (`AccountKey=...` in a connection string)",
+	ruleGCPKey:      "the `private_key` of a GCP service-account JSON key",
+	ruleMountSecret: "the ceph/rbd `secret=` mount option, in mount tables and command lines",
+	ruleCLIFlag:     "the value of a command-line flag whose name is a secret's (`--password x`, `--token=x`)",
+	ruleAssignment:  "the value of `key=value` where the key names a secret (shell, env files, INI, log lines)",
+	ruleField:       "the value of a field whose name is a secret's in JSON, YAML, XML and Go's %+v (`\"password\": \"x\"`, `password: x`, a registry config's `auth`)",
+	ruleURLCreds:    "the password of a URL (`scheme://user:password@host`); the user name stays (or is obfuscated with `--obfuscate user`)",
+	ruleBearer:      "a bearer token anywhere (`Bearer <token>`, when it looks like one)",
+	ruleJWT:         "JSON Web Tokens (`eyJ...` header.payload.signature)",
+	ruleAWSKeyID:    "AWS access key IDs (`AKIA...`, `ASIA...`)",
+	ruleCephKey:     "ceph secret keys (`AQ...==`, the base64 of a ceph CryptoKey)",
+	ruleAzureSAS:    "the signature (`sig=`) of an Azure shared access signature URL",
+	ruleVendor:      "tokens of known vendors by their prefix (GitHub `ghp_`, GitLab `glpat-`, Slack `xox.-`, Stripe, and more)",
+	ruleEntropy:     "values next to a secret-like key that look generated (long, mixed letters and digits, high entropy) when no other rule claimed them",
+}
+
+// BuiltinRule is a built-in rule's name, as the manifest counts under it
+// and disable: names it, and what it redacts.
+type BuiltinRule struct {
+	Name        string
+	Description string
+}
+
+// BuiltinRules lists the built-in rules in priority order.
+func BuiltinRules() []BuiltinRule {
+	out := make([]BuiltinRule, numBuiltin)
+	for i := range out {
+		out[i] = BuiltinRule{Name: builtinNames[i], Description: builtinDescriptions[i]}
+	}
+	return out
+}
+
 // BuiltinRuleNames lists the names of the built-in rules, all on by default.
 func BuiltinRuleNames() []string {
 	return append([]string(nil), builtinNames[:]...)

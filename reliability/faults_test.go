@@ -56,7 +56,7 @@ const (
 )
 
 func (n *node) args(out string, extra ...string) []string {
-	a := []string{"collect", "-q", "-o", out, "--root", n.root, "--proc", "/proc", "--sys", "/sys",
+	a := []string{"collect", "-q", "--output-dir", out, "--root", n.root, "--proc", "/proc", "--sys", "/sys",
 		"--timeout", runTimeout.String(), "--probe-timeout", "2s",
 		// Nothing listens on port 1: the kubelet collector fails fast
 		// unless a fault gives it a stand-in.

@@ -90,7 +90,7 @@ func TestBenchFullNode(t *testing.T) {
 
 	bin := testkit.Binary(t)
 	out := t.TempDir()
-	args := []string{"collect", "-q", "-o", out, "--root", n.root, "--proc", "/proc", "--sys", "/sys",
+	args := []string{"collect", "-q", "--output-dir", out, "--root", n.root, "--proc", "/proc", "--sys", "/sys",
 		"--kubelet-url", kurl, "--kubelet-token", token, "--kubelet-readonly-url", "http://127.0.0.1:1"}
 	rounds := 3
 	if v := os.Getenv("ROUNDS"); v != "" {

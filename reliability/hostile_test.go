@@ -73,7 +73,7 @@ func TestHostileBundles(t *testing.T) {
 	}
 	for name, entries := range cases {
 		p := hostileArchive(t, entries)
-		for _, sub := range [][]string{{"validate", p}, {"inspect", p}, {"analyze", p}, {"redact", "-o", filepath.Join(t.TempDir(), "out.tar.gz"), p}} {
+		for _, sub := range [][]string{{"validate", p}, {"inspect", p}, {"analyze", p}, {"redact", "--output-file", filepath.Join(t.TempDir(), "out.tar.gz"), p}} {
 			t.Run(name+"/"+sub[0], func(t *testing.T) {
 				cwd := t.TempDir()
 				cmd := nodesnapIn(t, cwd, sub...)
@@ -197,7 +197,7 @@ func TestHostileBundlesWithAValidManifest(t *testing.T) {
 		// the manifest a bundle of this size may hold
 		// (bundle.ManifestBudget) decoded at 20 bytes of memory per byte.
 		rssLimit := 64<<20 + 20*bundle.ManifestBudget(st.Size())
-		for _, sub := range [][]string{{"validate", p}, {"inspect", p}, {"analyze", p}, {"redact", "-o", filepath.Join(t.TempDir(), "out.tar.gz"), p}} {
+		for _, sub := range [][]string{{"validate", p}, {"inspect", p}, {"analyze", p}, {"redact", "--output-file", filepath.Join(t.TempDir(), "out.tar.gz"), p}} {
 			t.Run(name+"/"+sub[0], func(t *testing.T) {
 				cwd := t.TempDir()
 				cmd, mem := nodesnapInCgroup(t, cwd, sub...)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/analyze"
+	"github.com/nodesnap/nodesnap/bundle"
 )
 
 // A fleet directory holds one bundle per node (nodesnap fleet writes
@@ -50,6 +51,25 @@ func IsBundleName(name string) bool {
 	}
 	for _, ext := range []string{".tar.gz", ".tar.zst", ".tgz"} {
 		if strings.HasSuffix(name, ext) && len(name) > len(ext) {
+			return true
+		}
+	}
+	return false
+}
+
+// HoldsBundles reports whether p is a directory of bundle archives (a
+// fleet's), not an extracted bundle: no manifest.json at its top, and at
+// least one file named as a bundle.
+func HoldsBundles(p string) bool {
+	if _, err := os.Lstat(filepath.Join(p, bundle.ManifestName)); err == nil {
+		return false
+	}
+	ents, err := os.ReadDir(p)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if e.Type().IsRegular() && IsBundleName(e.Name()) {
 			return true
 		}
 	}
@@ -144,9 +164,9 @@ type fleetCell struct {
 
 type fleetSection struct {
 	Anchor, Host, Bundle, Kernel, Collected, Status, Worst string
-	Counts                                          map[string]int
-	Findings                                        []fleetFinding
-	More                                            int
+	Counts                                                 map[string]int
+	Findings                                               []fleetFinding
+	More                                                   int
 }
 
 type fleetFinding struct {

@@ -13,8 +13,8 @@ import (
 
 // fleetDir writes a directory as nodesnap fleet leaves it: one bundle per
 // node (named after the node), its fleet.json, plus what a page must not
-// take for a bundle (a hidden partial file) and, if broken, a bundle cut
-// short.
+// take for a bundle (a hidden partial file) and, if broken, a file named
+// as a bundle that is none (a cut bundle is read as far as it goes).
 func fleetDir(t *testing.T, broken bool) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -28,7 +28,7 @@ func fleetDir(t *testing.T, broken bool) string {
 			t.Fatal(err)
 		}
 		if broken && host == "node-b" {
-			if err := os.WriteFile(filepath.Join(dir, "nodesnap-node-d-20261121T091814Z.tar.gz"), b[:len(b)/2], 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, "nodesnap-node-d-20261121T091814Z.tar.gz"), []byte("not a bundle"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -48,10 +48,10 @@ func TestFleetPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(nodes) != 4 {
-		t.Fatalf("%d nodes, want 4 (3 bundles and the cut one; not fleet.json nor the hidden file)", len(nodes))
+		t.Fatalf("%d nodes, want 4 (3 bundles and the broken one; not fleet.json nor the hidden file)", len(nodes))
 	}
 	if nodes[3].Err == nil || !strings.Contains(nodes[3].Path, "node-d") {
-		t.Errorf("the cut bundle: %+v", nodes[3])
+		t.Errorf("the broken bundle: %+v", nodes[3])
 	}
 	var buf bytes.Buffer
 	if err := WriteFleet(&buf, dir, nodes); err != nil {

@@ -84,7 +84,7 @@ func (e *OutputHungError) Error() string {
 	if e.Left != "" {
 		s += "; " + e.Left + " was left behind (a later run removes it)"
 	}
-	return s + ". Write elsewhere with -o"
+	return s + ". Write elsewhere with --output-dir"
 }
 
 // Unwrap makes errors.Is(err, isolate.ErrTimeout) true.

@@ -8,11 +8,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodesnap/nodesnap/analyze"
+	"github.com/nodesnap/nodesnap/internal/textfit"
 )
 
 type analyzeOptions struct {
-	json bool
-	html bool
+	output  string
+	verbose bool
 }
 
 func newAnalyzeCommand() *cobra.Command {
@@ -28,23 +29,41 @@ kubelet, runtime and kernel log lines that go with them (byte-array command outp
 
 Each finding has an id, a severity (info, warning, critical), a one-line summary, the
 explanation, the evidence (bundle paths with the exact lines or records) and the fix an
-operator applies. The table comes first, then each finding in detail; --json prints the
-same for machines. Archives that are unsafe (entries leaving the bundle, links, absurd
+operator applies. The table comes first, then each finding in detail, fitted to the
+terminal's width (80 columns when the output is not a terminal): long lines are elided
+with "…"; -v keeps every text whole, wrapped; --output json prints everything for
+machines. BUNDLE may also be a directory holding an extracted bundle.
+
+A truncated bundle (a half-uploaded attachment) is read as far as it goes: the findings of
+every file before the cut, and a bundle-truncated finding saying where it ends and which
+files are missing. Archives that are unsafe (entries leaving the bundle, links, absurd
 sizes) are refused.
 
-` + exitStatusHelp,
+Every finding ID, with what it means, its evidence and its fix: docs/findings.md
+(https://github.com/nodesnap/nodesnap/blob/main/docs/findings.md). What the bundle
+holds: docs/bundle.md; how it was redacted: docs/redaction.md.
+
+` + exitHelp("0  no finding of severity warning or critical", exitLineReadFail, exitLineUsage,
+			"3  a finding of severity warning or critical (a truncated bundle is one)"),
 		Example: `  nodesnap analyze nodesnap-node1-20261121T101500Z.tar.gz
-  nodesnap analyze --json nodesnap-node1-20261121T101500Z.tar.gz | jq '.findings[].id'`,
+  nodesnap analyze -v nodesnap-node1-20261121T101500Z.tar.gz | less
+  nodesnap analyze -o json nodesnap-node1-20261121T101500Z.tar.gz | jq '.findings[].id'
+  nodesnap analyze ./nodesnap-node1-20261121T101500Z/     # an extracted bundle`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.json && o.html {
-				return &flagError{errors.New("--json and --html cannot be used together")}
+			if err := checkOutput(o.output, "text", "json", "html"); err != nil {
+				return err
+			}
+			if n := changed(cmd, "output", "json", "html"); n > 1 {
+				return &flagError{errors.New("--output, --json and --html each choose the format: give one")}
 			}
 			return runAnalyze(cmd.Context(), cmd.OutOrStdout(), o, args[0])
 		},
 	}
-	cmd.Flags().BoolVar(&o.json, "json", false, "print the report as JSON")
-	cmd.Flags().BoolVar(&o.html, "html", false, "print the report as one self-contained HTML page (as 'nodesnap report' writes it)")
+	addOutputFlag(cmd, &o.output, "text", "json", "html")
+	addFormatAlias(cmd, &o.output, "json")
+	addFormatAlias(cmd, &o.output, "html")
+	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "keep every text whole (log lines, records), wrapped to the width instead of elided")
 	return cmd
 }
 
@@ -53,17 +72,17 @@ sizes) are refused.
 func runAnalyze(ctx context.Context, w io.Writer, o analyzeOptions, bundlePath string) error {
 	// The page draws the facts analyze gathers on request; the text and
 	// JSON reports stay as they are.
-	rep, err := analyze.AnalyzeFile(ctx, bundlePath, analyze.Options{Facts: o.html})
+	rep, err := analyze.AnalyzeFile(ctx, bundlePath, analyze.Options{Facts: o.output == "html"})
 	if err != nil {
 		return err
 	}
-	switch {
-	case o.json:
+	switch o.output {
+	case "json":
 		err = analyze.WriteJSON(w, rep)
-	case o.html:
+	case "html":
 		err = writeReportHTML(ctx, w, rep, bundlePath)
 	default:
-		err = analyze.WriteText(w, rep)
+		err = analyze.WriteTextOptions(w, rep, analyze.TextOptions{Width: textfit.Width(w), Full: o.verbose})
 	}
 	if err != nil {
 		return err

@@ -113,7 +113,7 @@ func TestAnalyzeCommand(t *testing.T) {
 		t.Errorf("no argument: exit %d, want %d", r.code, exitUsage)
 	}
 	r = runNodesnap(t, time.Minute, nil, "analyze", "--help")
-	if r.code != exitOK || !strings.Contains(r.stdout, "analyze: a finding of severity warning or critical") || !strings.Contains(r.stdout, "--json") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "3  a finding of severity warning or critical") || !strings.Contains(r.stdout, "--output") {
 		t.Errorf("--help: exit %d\n%s", r.code, r.stdout)
 	}
 }

@@ -45,6 +45,7 @@ type collectOptions struct {
 	lockWait         time.Duration
 	minFree          byteSize
 	minFreeSet       bool
+	outputDirSet     bool
 	upload           uploadOptions
 	redaction        redactFlags
 	// exitZeroIfWritten makes statuses 3 and 5 (a bundle was written)
@@ -99,18 +100,22 @@ exits 0 whenever a bundle was written (partial, or not uploaded: the output stil
 and --host-output-dir names the hostPath mounted at --output-dir, so that the last line printed
 is the bundle's path on the node.
 
-` + exitStatusHelp,
+` + exitHelp("0  the bundle is complete", "1  fatal: no bundle was written",
+			"2  usage error: bad flags or arguments; or not run as root (see --allow-non-root)",
+			"3  the bundle was written but is partial (a collector timed out or failed, --timeout cut collectors, --max-bundle-size left files out, the run was interrupted or ran without root)",
+			"4  another nodesnap run is collecting into the same output directory; nothing was collected (try again later, or use another --output-dir)",
+			"5  the bundle was written but could not be uploaded; it is kept on disk at the printed path (the output says whether it is partial)"),
 		Example: `  # what a support engineer asks a customer to run
   sudo nodesnap collect
 
   # into another directory, with a shorter deadline, logs of the last 2 hours
-  sudo nodesnap collect -o /root --timeout 60s --since 2h
+  sudo nodesnap collect --output-dir /root --timeout 60s --since 2h
 
   # only some collectors
   sudo nodesnap collect --only host,processes,mounts
 
   # in a privileged pod with the host's root at /host
-  nodesnap collect --root /host -o /host/var/tmp
+  nodesnap collect --root /host --output-dir /host/var/tmp
 
   # by hand, where the kubelet wants a credential: a short-lived token of the
   # nodesnap ServiceAccount (deploy/kubernetes/rbac.yaml), kept out of shell history
@@ -118,31 +123,34 @@ is the bundle's path on the node.
   kubectl -n nodesnap create token nodesnap --duration=10m | sudo nodesnap collect --kubelet-token-file /dev/stdin
 
   # the init container of deploy/kubernetes/job.yaml (/output is the node's /var/tmp/nodesnap)
-  nodesnap collect --root /host -o /output --host-output-dir /var/tmp/nodesnap --exit-zero-if-written
+  nodesnap collect --root /host --output-dir /output --host-output-dir /var/tmp/nodesnap --exit-zero-if-written
 
   # from cron or a systemd timer: quiet, the newest 4 bundles kept
-  nodesnap collect -q -o /var/lib/nodesnap --keep 4
+  nodesnap collect -q --output-dir /var/lib/nodesnap --keep 4
 
   # as root, straight to a pre-signed object-store URL (an environment
   # variable keeps it out of the process list)
-  NODESNAP_UPLOAD_URL='https://bucket.s3.amazonaws.com/case-123/node1.tar.gz?X-Amz-...' nodesnap collect`,
+  NODESNAP_UPLOAD_URL='https://bucket.s3.amazonaws.com/case-123/n1.tar.gz?...' \
+      nodesnap collect`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.minFreeSet = cmd.Flags().Changed("min-free")
+			o.outputDirSet = cmd.Flags().Changed("output-dir")
 			return runCollect(cmd.Context(), o, os.Args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.outputDir, "output-dir", "o", supervisor.DefaultOutputDir, "directory to write the bundle to")
+	f.StringVar(&o.outputDir, "output-dir", supervisor.DefaultOutputDir, "directory to write the bundle to")
 	f.StringVar(&o.outputFile, "output-file", "", "exact path of the bundle (overrides --output-dir and the default name)")
 	f.StringVar(&o.compression, "compression", bundle.Gzip, "bundle format: tar.gz or tar.zst")
-	f.StringVar(&o.output, "output", "text", "how to report the result: text or json")
+	addOutputFlag(cmd, &o.output, "text", "json")
 	f.DurationVar(&o.timeout, "timeout", supervisor.DefaultTimeout, "global deadline: the bundle is written within it")
 	f.DurationVar(&o.collectorTimeout, "collector-timeout", 0, "deadline of every collector (default: each collector's own, see 'nodesnap collectors')")
 	f.StringSliceVar(&o.only, "only", nil, "run only these collectors (comma-separated)")
 	f.StringSliceVar(&o.skip, "skip", nil, "do not run these collectors (comma-separated)")
 	f.IntVar(&o.concurrency, "concurrency", supervisor.DefaultConcurrency, "collectors run at once")
-	f.DurationVar(&o.since, "since", 24*time.Hour, "how far back logs go")
+	o.since = 24 * time.Hour
+	f.Var(sinceValue{&o.since}, "since", "how far back logs go: a duration (12h, 90m) or days (7d)")
 	f.StringVar(&o.root, "root", "/", "the host's root filesystem (/host when running in a container with the host mounted)")
 	f.StringVar(&o.proc, "proc", "", "the host's /proc (default <root>/proc)")
 	f.StringVar(&o.sys, "sys", "", "the host's /sys (default <root>/sys)")
@@ -152,7 +160,11 @@ is the bundle's path on the node.
 	f.DurationVar(&o.probeTimeout, "probe-timeout", supervisor.DefaultProbeTimeout, "deadline of one risky operation (a stat of one mount, say)")
 	f.IntVar(&o.workers, "workers", supervisor.DefaultWorkers, "isolated worker processes per collector for risky operations")
 	f.BoolVar(&o.noBinary, "no-binary", false, "leave out artifacts that cannot be redacted (pprof protobufs)")
+	inSection(f, "General", "timeout", "collector-timeout", "only", "skip", "concurrency", "since", "root", "proc", "sys",
+		"probe-timeout", "workers", "no-binary")
+	inSection(f, "Output", "output-dir", "output-file", "compression", "output", "max-file-size", "max-collector-size", "max-bundle-size")
 	o.redaction.register(f)
+	sectionOfNew(f, "Redaction")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the bundle's path (and errors, and what the bundle is missing)")
 	f.BoolVar(&o.allowNonRoot, "allow-non-root", os.Getenv(AllowNonRootEnv) == "1", "collect even when not running as root (by default such a run is refused: much evidence needs root); the bundle is partial and says so (or $"+AllowNonRootEnv+"=1)")
 	f.IntVar(&o.keep, "keep", 0, "after a complete run, keep only the newest N bundles of this host in the output directory (0: keep all)")
@@ -160,13 +172,18 @@ is the bundle's path on the node.
 	f.Var(&o.minFree, "min-free", "refuse to start when the output filesystem has less than this available (0: no check; unless given, never more than --max-bundle-size)")
 	f.BoolVar(&o.exitZeroIfWritten, "exit-zero-if-written", false, "exit with status 0 whenever a bundle was written, also when it is partial (3) or its upload failed (5); the output still says which (for a Kubernetes init container, where only 0 lets the pod go on)")
 	f.StringVar(&o.hostOutputDir, "host-output-dir", "", "the output directory as the host sees it, when nodesnap runs in a container with a host directory mounted at --output-dir: the last line printed names the bundle's path on the host")
+	inSection(f, "General", "allow-non-root")
+	inSection(f, "Unattended runs (cron, systemd, Kubernetes)", "quiet", "keep", "lock-wait", "min-free", "exit-zero-if-written", "host-output-dir")
 	f.StringVar(&o.upload.url, "upload", "", "after writing the bundle, upload it to this http(s) URL (default $"+UploadURLEnv+")")
 	o.upload.addFlags(f, "upload-")
+	sectionOfNew(f, "Upload")
 	for _, s := range collectors.All() {
 		if s.Flags != nil {
 			s.Flags(f)
+			sectionOfNew(f, "Collector "+s.Name)
 		}
 	}
+	completeCollectorFlags(cmd)
 	return cmd
 }
 
@@ -255,7 +272,23 @@ func (l *lockedError) Unwrap() error { return l.err }
 
 func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, stderr io.Writer) error {
 	if o.output != "text" && o.output != "json" {
-		return &supervisor.UsageError{Msg: fmt.Sprintf("--output must be text or json, not %q", o.output)}
+		// -o DIR was the output directory's flag, and documented: it
+		// still is, with a word on the spelling to use. A value that is
+		// no path is a mistaken format, not a directory to create.
+		if !strings.Contains(o.output, "/") && o.output != "." && o.output != ".." {
+			return &supervisor.UsageError{Msg: fmt.Sprintf("--output (-o) is the output format, text or json, not %q; the output directory is --output-dir", o.output)}
+		}
+		if o.outputDirSet {
+			return &supervisor.UsageError{Msg: "-o " + o.output + " and --output-dir both name the output directory: keep --output-dir"}
+		}
+		_, _ = fmt.Fprintf(stderr, "nodesnap: -o DIR for the output directory is deprecated: use --output-dir %s (-o is the output format, text or json, in every command)\n", o.output)
+		o.outputDir, o.output = o.output, "text"
+	}
+	if o.concurrency < 1 {
+		return &supervisor.UsageError{Msg: fmt.Sprintf("--concurrency must be at least 1 (collectors run at once), not %d", o.concurrency)}
+	}
+	if o.workers < 1 {
+		return &supervisor.UsageError{Msg: fmt.Sprintf("--workers must be at least 1 (worker processes per collector), not %d", o.workers)}
 	}
 	if o.keep < 0 {
 		return &supervisor.UsageError{Msg: "--keep must be 0 (keep all) or more"}
@@ -307,7 +340,7 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	}
 	if o.root != "/" && (o.outputDir == supervisor.DefaultOutputDir) && o.outputFile == "" && o.hostOutputDir == "" {
 		// Inside a container /var/tmp is the container's; say where it went.
-		fmt.Fprintln(stderr, "nodesnap: note: the bundle is written to "+o.outputDir+" as this process sees it; use -o to put it on the host")
+		fmt.Fprintln(stderr, "nodesnap: note: the bundle is written to "+o.outputDir+" as this process sees it; use --output-dir to put it on the host")
 	}
 
 	for _, s := range specs {

@@ -122,7 +122,20 @@ described in [the bundle layout](../bundle.md).
 	b.WriteString(`
 Turn collectors on or off with ` + "`--only`" + ` and ` + "`--skip`" + `; ` + "`--collector-timeout`" + ` replaces every
 deadline above.
+
+## What each collector needs
+
+What a collector needs from the node to gather everything it can. Without it, it still
+runs: its status in the manifest (` + "`nodesnap inspect`" + `) and an ` + "`evidence-incomplete`" + ` or
+` + "`evidence-missing`" + ` finding of ` + "`nodesnap analyze`" + ` say what is missing; for the kubelet's
+credential, ` + "`nodesnap collect`" + ` also prints the command that gets one.
+
+| collector | needs |
+| --- | --- |
 `)
+	for _, s := range specs {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", s.Name, mdCell(collectorNeeds[s.Name]))
+	}
 	for _, s := range specs {
 		if s.Flags == nil {
 			continue
@@ -145,15 +158,16 @@ deadline above.
 // table.
 func manText(s string) string {
 	s = strings.NewReplacer("<", `\<`, ">", `\>`).Replace(s)
-	head, table, ok := strings.Cut(exitStatusHelp, "\n")
-	if !ok {
+	i := strings.Index(s, "Exit status:\n")
+	if i < 0 {
 		return s
 	}
+	head, table, _ := strings.Cut(s[i:], "\n")
 	block := head + "\n\n"
 	for _, l := range strings.Split(table, "\n") {
 		block += "    " + l + "\n"
 	}
-	return strings.Replace(s, exitStatusHelp, strings.TrimSuffix(block, "\n"), 1)
+	return s[:i] + strings.TrimSuffix(block, "\n")
 }
 
 func mdCell(s string) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -10,41 +11,147 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/internal/textfit"
 )
 
+type inspectOptions struct {
+	files   bool
+	verbose bool
+	output  string
+}
+
+// inspectResult is inspect's --output json: the validation's outcome and
+// the manifest as it is.
+type inspectResult struct {
+	Bundle string `json:"bundle"`
+	Valid  bool   `json:"valid"`
+	// Truncated says where the archive ends early, when it does.
+	Truncated *bundle.TruncatedError `json:"truncated,omitempty"`
+	Problems  []string               `json:"problems"`
+	// Collectors sums each collector's files and bytes, as the table does.
+	Collectors []inspectCollector `json:"collectors"`
+	Manifest   *bundle.Manifest   `json:"manifest"`
+}
+
+type inspectCollector struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Files  int    `json:"files"`
+	Bytes  int64  `json:"bytes"`
+}
+
 func newInspectCommand() *cobra.Command {
-	var files bool
+	var o inspectOptions
 	cmd := &cobra.Command{
 		Use:   "inspect BUNDLE",
 		Short: "Show a bundle's manifest at a glance: collectors, statuses, durations, sizes",
 		Long: `Inspect prints who ran, how it ended, how long it took, what it wrote, what hung and what
 was redacted. It first checks the whole bundle as 'nodesnap validate' does (schema, every
 file's size and sha256, no links or paths leaving the bundle) and refuses what validate
-refuses: a manifest alone says nothing about what the archive really holds.
+refuses: a manifest alone says nothing about what the archive really holds. A truncated
+bundle (a half-uploaded attachment) is shown, with where it ends and what is missing, and
+exits with status 3. BUNDLE may also be a directory holding an extracted bundle.
 
-` + exitStatusHelp,
+The table fits the terminal's width (80 columns when the output is not a terminal): error
+texts are cut with "…"; -v prints them whole under the table; --output json prints the
+manifest itself, with the validation's outcome.
+
+` + exitHelp("0  the bundle is valid", exitLineReadFail, exitLineUsage,
+			"3  the bundle did not validate: truncated (what it holds is still shown), a checksum or size differs from the manifest, files missing or extra"),
 		Example: `  nodesnap inspect nodesnap-node1-20261121T101500Z.tar.gz
-  nodesnap inspect --files nodesnap-node1-20261121T101500Z.tar.gz`,
+  nodesnap inspect -v --files nodesnap-node1-20261121T101500Z.tar.gz
+  nodesnap inspect -o json nodesnap-node1-20261121T101500Z.tar.gz | jq '.manifest.collectors[] | {name, status, error}'`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := bundle.Validate(cmd.Context(), args[0])
-			if err != nil {
-				if rep != nil {
-					for _, p := range rep.Problems {
-						fmt.Fprintln(cmd.ErrOrStderr(), "  "+p)
-					}
-				}
+			if err := checkOutput(o.output, "text", "json"); err != nil {
 				return err
 			}
-			printManifest(cmd.OutOrStdout(), rep.Manifest, files)
-			return nil
+			return runInspect(cmd, o, args[0])
 		},
 	}
-	cmd.Flags().BoolVar(&files, "files", false, "also list every file")
+	cmd.Flags().BoolVar(&o.files, "files", false, "also list every file")
+	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "print every collector's error text whole, and every problem")
+	addOutputFlag(cmd, &o.output, "text", "json")
+	addFormatAlias(cmd, &o.output, "json")
 	return cmd
 }
 
-func printManifest(w io.Writer, m *bundle.Manifest, files bool) {
+func runInspect(cmd *cobra.Command, o inspectOptions, p string) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	rep, err := bundle.Validate(cmd.Context(), p)
+	if rep == nil || rep.Manifest == nil {
+		// Nothing to show: the archive is unsafe or no bundle.
+		if rep != nil {
+			for _, p := range rep.Problems {
+				fmt.Fprintln(stderr, "  "+p)
+			}
+		}
+		return err
+	}
+	if o.output == "json" {
+		res := inspectResult{Bundle: p, Valid: err == nil, Truncated: rep.Truncated, Problems: rep.Problems, Manifest: rep.Manifest}
+		if res.Problems == nil {
+			res.Problems = []string{}
+		}
+		sizes := map[string]int64{}
+		for _, f := range rep.Manifest.Files {
+			sizes[f.Collector] += f.Size
+		}
+		for _, c := range rep.Manifest.Collectors {
+			res.Collectors = append(res.Collectors, inspectCollector{Name: c.Name, Status: c.Status, Files: len(c.Files), Bytes: sizes[c.Name]})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if werr := enc.Encode(res); werr != nil {
+			return werr
+		}
+		return err
+	}
+	if err != nil && rep.Truncated == nil {
+		// A bundle that does not match its manifest: the problems, not
+		// a manifest that cannot be trusted.
+		printProblems(stderr, rep.Problems, o.verbose)
+		return err
+	}
+	width := textfit.Width(stdout)
+	fw := textfit.NewWriter(stdout, width, true)
+	if te := rep.Truncated; te != nil {
+		missing := 0
+		for _, pr := range rep.Problems {
+			if strings.HasSuffix(pr, "missing from the archive") {
+				missing++
+			}
+		}
+		fmt.Fprintf(fw, "TRUNCATED: %s; %d more file(s) the manifest lists are missing (listed on stderr). Below is what the manifest says.\n\n", te.Error(), missing)
+	}
+	if werr := printManifest(stdout, width, rep.Manifest, o.files, o.verbose); werr != nil {
+		return werr
+	}
+	if rep.Truncated != nil {
+		printProblems(stderr, rep.Problems, o.verbose)
+	}
+	return err
+}
+
+func printProblems(w io.Writer, probs []string, all bool) {
+	shown := probs
+	if !all && len(shown) > 10 {
+		shown = shown[:10]
+	}
+	for _, p := range shown {
+		fmt.Fprintln(w, "  "+p)
+	}
+	if len(shown) < len(probs) {
+		fmt.Fprintf(w, "  … and %d more (-v lists them all)\n", len(probs)-len(shown))
+	}
+}
+
+// printManifest writes the manifest at a glance in lines of at most
+// width runes: the tables' rows are cut ("…"), every other text wrapped.
+func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose bool) error {
+	w := textfit.NewWriter(out, width, true)
+	rows := textfit.NewWriter(out, width, false)
 	fmt.Fprintf(w, "host:      %s (kernel %s)\n", m.Host.Hostname, m.Host.Kernel)
 	fmt.Fprintf(w, "collected: %s, %.1fs, by nodesnap %s\n", m.StartedAt.Format("2006-01-02 15:04:05Z07:00"), m.DurationSeconds, m.Tool.Version)
 	status := m.Status
@@ -75,8 +182,9 @@ func printManifest(w io.Writer, m *bundle.Manifest, files bool) {
 	for _, f := range m.Files {
 		sizes[f.Collector] += f.Size
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(rows, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COLLECTOR\tSTATUS\tDURATION\tFILES\tSIZE\tDETAIL")
+	var details []string // -v: every detail whole, after the table
 	for _, c := range m.Collectors {
 		detail := c.Error
 		if c.HangEvidence != nil && c.HangEvidence.Phase != "interrupted" && c.HangEvidence.Phase != "cut" {
@@ -85,9 +193,28 @@ func printManifest(w io.Writer, m *bundle.Manifest, files bool) {
 		if detail == "" && len(c.HungItems) > 0 {
 			detail = fmt.Sprintf("%d item(s) hung, first: %s %s", len(c.HungItems), c.HungItems[0].Op, c.HungItems[0].Target)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.2fs\t%d\t%s\t%s\n", c.Name, c.Status, c.DurationSeconds, len(c.Files), humanBytes(sizes[c.Name]), truncate(firstLineOf(detail), 90))
+		// The table's line is cut at the width by w; the whole text
+		// follows the table with -v.
+		fmt.Fprintf(tw, "%s\t%s\t%.2fs\t%d\t%s\t%s\n", c.Name, c.Status, c.DurationSeconds, len(c.Files), humanBytes(sizes[c.Name]), firstLineOf(detail))
+		if verbose && detail != "" {
+			details = append(details, c.Name+": "+detail)
+		}
 	}
-	tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(details) > 0 {
+		fmt.Fprintln(w, "\ndetails:")
+		for _, d := range details {
+			for i, l := range strings.Split(d, "\n") {
+				indent := "  "
+				if i > 0 {
+					indent = "      "
+				}
+				fmt.Fprintln(w, wrapHelp(l, width, indent, "      "))
+			}
+		}
+	}
 	if len(m.HungMounts) > 0 {
 		fmt.Fprintf(w, "\nhung mounts (%d):\n", len(m.HungMounts))
 		for _, h := range m.HungMounts {
@@ -112,7 +239,7 @@ func printManifest(w io.Writer, m *bundle.Manifest, files bool) {
 	}
 	if files {
 		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(rows, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "FILE\tSIZE\tKIND\tFLAGS")
 		for _, f := range m.Files {
 			var flags []string
@@ -127,8 +254,14 @@ func printManifest(w io.Writer, m *bundle.Manifest, files bool) {
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", f.Path, f.Size, f.Kind, strings.Join(flags, ","))
 		}
-		tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return rows.Flush()
 }
 
 func firstLineOf(s string) string {

@@ -49,7 +49,7 @@ and DaemonSet: the collection runs in an init container, and the pod stays up, R
 while its bundle is copied out with 'nodesnap bundle-cat'. It first prints the bundles
 in --dir and how to copy the newest.
 
-` + exitStatusHelp,
+` + exitHelp(exitLineOK, "1  fatal: the output directory or the bundle could not be read", exitLineUsage),
 		Example: `  # the hold container of deploy/kubernetes/job.yaml
   nodesnap hold --dir /output --for 1h`,
 		Args: argsUsage(cobra.NoArgs),
@@ -111,7 +111,7 @@ the newest. Anything else is refused: a name outside --dir, a file not named lik
 bundle, a symbolic link, anything but a regular file. It refuses to write to a
 terminal. --list prints the bundles' names, newest first.
 
-` + exitStatusHelp,
+` + exitHelp(exitLineOK, "1  fatal: the output directory or the bundle could not be read", exitLineUsage),
 		Example: `  # from your machine: the newest bundle of a nodesnap pod
   kubectl -n nodesnap exec POD -c hold -- nodesnap bundle-cat latest > bundle.tar.gz
   nodesnap validate bundle.tar.gz
@@ -218,7 +218,7 @@ func bundleName(dir, arg string) (string, error) {
 // bundleCat copies one bundle in dir to w. The file is opened relative to
 // dir without following a symbolic link, and must be a regular file.
 func bundleCat(dir, arg string, w io.Writer) error {
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := w.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
 		return &supervisor.UsageError{Msg: "standard output is a terminal: redirect it to a file (and with kubectl exec, leave out -t, which alters binary data)"}
 	}
 	name, err := bundleName(dir, arg)

@@ -30,12 +30,13 @@ func newRedactCommand() *cobra.Command {
 Binary artifacts (pprof profiles) cannot be redacted: --no-binary drops them.
 With --obfuscate, the token→value mapping is written beside the new bundle (mode 0600).
 
-` + exitStatusHelp,
+` + exitHelp("0  the redacted copy was written", "1  fatal: the bundle could not be read or the copy could not be written; nothing is left behind", exitLineUsage,
+			"3  the bundle does not validate (a file missing from the archive or extra to the manifest; nodesnap validate lists every problem)"),
 		Example: `  # before attaching to a public ticket: hide IPs and the node's name too
   nodesnap redact --obfuscate ip,hostname --no-binary nodesnap-node1-20261121T101500Z.tar.gz
 
   # with the customer's own rules
-  nodesnap redact --redact-config acme-rules.yaml -o clean.tar.gz nodesnap-node1-20261121T101500Z.tar.gz`,
+  nodesnap redact --redact-config acme-rules.yaml --output-file clean.tar.gz nodesnap-node1-20261121T101500Z.tar.gz`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in := args[0]
@@ -75,7 +76,7 @@ With --obfuscate, the token→value mapping is written beside the new bundle (mo
 				return &supervisor.UsageError{Msg: "the output must not be the input bundle"}
 			}
 			if _, err := os.Lstat(out); err == nil {
-				return fmt.Errorf("%s already exists; choose another with -o", out)
+				return fmt.Errorf("%s already exists; choose another with --output-file", out)
 			}
 			if err := unix.Access(filepath.Dir(out), unix.W_OK); err != nil {
 				return fmt.Errorf("cannot write to %s: %w", filepath.Dir(out), err)
@@ -97,7 +98,8 @@ With --obfuscate, the token→value mapping is written beside the new bundle (mo
 	}
 	f := cmd.Flags()
 	rf.register(f)
-	f.StringVarP(&out, "output-file", "o", "", "path of the new bundle (default: BUNDLE with .redacted before the extension)")
+	f.StringVar(&out, "output-file", "", "path of the new bundle (default: BUNDLE with .redacted before the extension)")
+	addFileAlias(cmd, &out, "output-file")
 	f.BoolVar(&noBinary, "no-binary", false, "drop binary artifacts, which cannot be redacted")
 	f.StringVar(&format, "compression", "", "format of the new bundle: tar.gz or tar.zst (default: the input's)")
 	return cmd

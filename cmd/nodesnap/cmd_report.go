@@ -19,7 +19,7 @@ import (
 func newReportCommand() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
-		Use:   "report {BUNDLE | DIR} [-o report.html]",
+		Use:   "report {BUNDLE | DIR} [--output-file report.html]",
 		Short: "Write a bundle's analysis (or a fleet's) as one self-contained HTML page",
 		Long: `Report analyses a bundle as 'nodesnap analyze' does and writes what it found as one HTML
 file to open in any browser, offline: the node at a glance (host, kernel, how the collection
@@ -30,35 +30,37 @@ lines; hung mounts with the kernel stacks of the tasks blocked on them; who hold
 an unmount on the host cannot free (device, mount namespace, process, pod); the largest
 directories against ext4's subdirectory limit and .deleting~ leftovers; the kubelet's
 goroutines by frame; and the collectors, with when each ran, how long it took and what it
-wrote.
+wrote. BUNDLE may be an extracted bundle's directory.
 
-Given a directory of bundles (one per node, as 'nodesnap fleet' writes them), it analyses
-each and writes one page for the fleet: how many nodes have each finding, a table of which
-node has which, then each node's findings in short ('nodesnap report BUNDLE' has the
+Given a directory of bundle archives instead (one per node, as 'nodesnap fleet' writes them),
+it analyses each and writes one page for the fleet: how many nodes have each finding, a table
+of which node has which, then each node's findings in short ('nodesnap report BUNDLE' has the
 evidence). A bundle that cannot be read is listed on the page and makes the exit status 3.
 
 The page is built from the bundle alone. It holds no script and loads nothing: styles and
 charts (SVG) are inline, and its Content-Security-Policy forbids scripts and any network
 access. Every text from the bundle is escaped. Long lists are cut, and the page says where,
-so it stays small (well under 2 MiB); 'nodesnap analyze --json' has everything.
+so it stays small (well under 2 MiB); 'nodesnap analyze -o json' has everything.
 
-Without -o the page is written to BUNDLE's name with .html in place of .tar.gz or .tar.zst
-(DIR's name with .html for a directory), in the current directory; '-o -' writes it to standard output. The file is written under a
+Without --output-file the page is written to BUNDLE's name with .html in place of .tar.gz or
+.tar.zst (DIR's name with .html for a fleet), in the current directory; '--output-file -' writes it to standard output. The file is written under a
 temporary name and renamed into place, mode 0600: it quotes the bundle. The path written is
 printed. Exit status 0 when the page is written, whatever it found ('nodesnap analyze
---html' prints the same page and exits as analyze does).
+-o html' prints the same page and exits as analyze does).
 
-` + exitStatusHelp,
+` + exitHelp("0  the page was written, whatever it found", "1  fatal: the bundle could not be read or the page could not be written", exitLineUsage,
+			"3  fleet: the page was written, but some bundles could not be read (the page lists them)"),
 		Example: `  nodesnap report nodesnap-node1-20261121T101500Z.tar.gz
-  nodesnap report -o ticket-4711.html nodesnap-node1-20261121T101500Z.tar.gz
-  nodesnap report -o fleet.html ./fleet-20261121/
-  nodesnap analyze --html nodesnap-node1-20261121T101500Z.tar.gz > report.html`,
+  nodesnap report --output-file ticket-4711.html nodesnap-node1-20261121T101500Z.tar.gz
+  nodesnap report --output-file fleet.html ./fleet-20261121/
+  nodesnap analyze -o html nodesnap-node1-20261121T101500Z.tar.gz > report.html`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReport(cmd.Context(), cmd.OutOrStdout(), args[0], out)
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "", "file to write (default: the bundle's name with .html, in the current directory; - for standard output)")
+	cmd.Flags().StringVar(&out, "output-file", "", "file to write (default: the bundle's name with .html, in the current directory; - for standard output)")
+	addFileAlias(cmd, &out, "output-file")
 	return cmd
 }
 
@@ -77,7 +79,7 @@ func reportName(bundlePath string) string {
 func runReport(ctx context.Context, stdout io.Writer, bundlePath, out string) error {
 	var page bytes.Buffer
 	var partial error
-	if fi, err := os.Stat(bundlePath); err == nil && fi.IsDir() {
+	if report.HoldsBundles(bundlePath) {
 		nodes, err := report.LoadFleet(ctx, bundlePath)
 		if err != nil {
 			return err

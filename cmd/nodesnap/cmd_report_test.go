@@ -54,7 +54,7 @@ func TestReportCommand(t *testing.T) {
 	})
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.html")
-	r := runNodesnap(t, time.Minute, nil, "report", "-o", out, sick)
+	r := runNodesnap(t, time.Minute, nil, "report", "--output-file", out, sick)
 	if r.code != exitOK || strings.TrimSpace(r.stdout) != out || r.stderr != "" {
 		t.Fatalf("report: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -76,7 +76,7 @@ func TestReportCommand(t *testing.T) {
 		t.Errorf("report is %d bytes", n)
 	}
 
-	r = runNodesnap(t, time.Minute, nil, "report", "-o", "-", sick)
+	r = runNodesnap(t, time.Minute, nil, "report", "--output-file", "-", sick)
 	if r.code != exitOK || r.stdout != string(page) {
 		t.Errorf("report -o -: exit %d, %d bytes, want the %d bytes of the file", r.code, len(r.stdout), len(page))
 	}
@@ -93,7 +93,7 @@ func TestReportCommand(t *testing.T) {
 	if err := os.WriteFile(junk, []byte("not a bundle"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r = runNodesnap(t, time.Minute, nil, "report", "-o", filepath.Join(dir, "junk.html"), junk)
+	r = runNodesnap(t, time.Minute, nil, "report", "--output-file", filepath.Join(dir, "junk.html"), junk)
 	if r.code != exitFatal || r.stderr == "" {
 		t.Errorf("report of junk: exit %d\nstderr:\n%s", r.code, r.stderr)
 	}
@@ -127,7 +127,7 @@ func TestReportOfCollectedBundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	cmd := exec.Command(bin, "collect", "-q", "--root", root, "-o", out, "--only", "host,processes", "--timeout", "60s")
+	cmd := exec.Command(bin, "collect", "-q", "--root", root, "--output-dir", out, "--only", "host,processes", "--timeout", "60s")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -151,7 +151,7 @@ func TestReportOfCollectedBundle(t *testing.T) {
 		t.Fatal("analyze found nothing in the fixture root's bundle (its kubelet thread in D state should be a finding)")
 	}
 	html := filepath.Join(t.TempDir(), "r.html")
-	r = runNodesnap(t, time.Minute, nil, "report", "-o", html, p)
+	r = runNodesnap(t, time.Minute, nil, "report", "--output-file", html, p)
 	if r.code != exitOK {
 		t.Fatalf("report: exit %d\n%s", r.code, r.stderr)
 	}
@@ -171,7 +171,7 @@ func TestReportOfCollectedBundle(t *testing.T) {
 
 // report DIR: one page for a directory of bundles; a bundle that cannot
 // be read is on the page and makes the exit status 3; a directory
-// without bundles is refused.
+// without bundles (nor an extracted bundle) is refused.
 func TestReportFleetCommand(t *testing.T) {
 	dir := t.TempDir()
 	for name, scenario := range map[string]string{"nodesnap-a-20261121T090000Z.tar.gz": "healthy", "nodesnap-b-20261121T090000Z.tar.gz": "incident003-cephfs-hung"} {
@@ -184,7 +184,7 @@ func TestReportFleetCommand(t *testing.T) {
 		}
 	}
 	out := filepath.Join(t.TempDir(), "fleet.html")
-	r := runNodesnap(t, time.Minute, nil, "report", "-o", out, dir)
+	r := runNodesnap(t, time.Minute, nil, "report", "--output-file", out, dir)
 	if r.code != exitOK || strings.TrimSpace(r.stdout) != out {
 		t.Fatalf("report DIR: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -198,12 +198,12 @@ func TestReportFleetCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "nodesnap-c-20261121T090000Z.tar.gz"), []byte("not gzip"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r = runNodesnap(t, time.Minute, nil, "report", "-o", out, dir)
+	r = runNodesnap(t, time.Minute, nil, "report", "--output-file", out, dir)
 	if r.code != exitPartial || !strings.Contains(r.stderr, "1 of 3 bundles could not be read") {
 		t.Errorf("a broken bundle: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runNodesnap(t, time.Minute, nil, "report", t.TempDir())
-	if r.code != exitFatal || !strings.Contains(r.stderr, "holds no bundle") {
+	if r.code != exitFatal || !strings.Contains(r.stderr, "not an extracted bundle") {
 		t.Errorf("empty directory: exit %d\n%s", r.code, r.stderr)
 	}
 }

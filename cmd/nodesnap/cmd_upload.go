@@ -85,8 +85,9 @@ answer (an expired signature: 403) is final. Without URL, $` + UploadURLEnv + ` 
 keeps a pre-signed URL out of the process list. Only the URL's scheme, host and path are ever
 printed; its query (the signature) and the headers from --headers-file never are.
 
-` + exitStatusHelp,
-		Example: `  nodesnap upload /var/tmp/nodesnap-node1-20261121T101500Z.tar.gz 'https://bucket.s3.amazonaws.com/case-123/node1.tar.gz?X-Amz-Signature=...'
+` + exitHelp("0  the bundle was uploaded", "1  fatal: the bundle could not be read", exitLineUsage, "5  the upload failed (after its retries); the bundle is unchanged on disk"),
+		Example: `  nodesnap upload /var/tmp/nodesnap-node1-20261121T101500Z.tar.gz \
+      'https://bucket.s3.amazonaws.com/case-123/n1.tar.gz?X-Amz-Signature=...'
   NODESNAP_UPLOAD_URL='https://...' nodesnap upload nodesnap-node1-20261121T101500Z.tar.gz
   nodesnap upload --method post --field attachment --headers-file /root/ticket-token bundle.tar.gz https://support.example.com/api/cases/123/files`,
 		Args: argsUsage(cobra.RangeArgs(1, 2)),
@@ -98,7 +99,7 @@ printed; its query (the signature) and the headers from --headers-file never are
 		},
 	}
 	o.addFlags(cmd.Flags(), "")
-	cmd.Flags().StringVar(&output, "output", "text", "how to report the result: text or json")
+	addOutputFlag(cmd, &output, "text", "json")
 	return cmd
 }
 

@@ -26,7 +26,7 @@ func TestCollectSurvivesHungFUSE(t *testing.T) {
 	const timeout = 20 * time.Second
 	r := runNodesnap(t, timeout+15*time.Second,
 		[]string{"NODESNAP_TEST_STAT_PATH=" + filepath.Join(f.Mountpoint(), "data")},
-		"collect", "-o", out, "--only", "host,processes,test-hang-stat", "--timeout", timeout.String(), "--collector-timeout", "3s")
+		"collect", "--output-dir", out, "--only", "host,processes,test-hang-stat", "--timeout", timeout.String(), "--collector-timeout", "3s")
 	if r.code != exitPartial {
 		t.Fatalf("exit status %d, want %d (partial)\nstderr:\n%s", r.code, exitPartial, r.stderr)
 	}
@@ -69,7 +69,7 @@ func TestCollectSurvivesHungFUSE(t *testing.T) {
 func TestCollectFaultyCollectors(t *testing.T) {
 	out := t.TempDir()
 	r := runNodesnap(t, 60*time.Second, []string{"NODESNAP_TEST_BIG_BYTES=3145728"},
-		"collect", "-o", out, "--only", "host,test-panic,test-exit,test-bigfile", "--max-file-size", "1MiB", "--timeout", "30s")
+		"collect", "--output-dir", out, "--only", "host,test-panic,test-exit,test-bigfile", "--max-file-size", "1MiB", "--timeout", "30s")
 	if r.code != exitPartial {
 		t.Fatalf("exit status %d, want %d\nstderr:\n%s", r.code, exitPartial, r.stderr)
 	}
@@ -124,7 +124,7 @@ func TestCollectSIGTERMAnyTime(t *testing.T) {
 	for _, d := range delays {
 		t.Run(d.String(), func(t *testing.T) {
 			out := t.TempDir()
-			cmd := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=2s"}, "collect", "-q", "-o", out, "--only", "host,processes,test-slow", "--timeout", "30s")
+			cmd := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=2s"}, "collect", "-q", "--output-dir", out, "--only", "host,processes,test-slow", "--timeout", "30s")
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -179,7 +179,7 @@ func TestCollectSIGTERMAnyTime(t *testing.T) {
 // A second signal abandons the run: no bundle, no staging, exit 1.
 func TestCollectSecondSignalAbandons(t *testing.T) {
 	out := t.TempDir()
-	cmd := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=20s"}, "collect", "-q", "-o", out, "--only", "test-slow", "--timeout", "60s")
+	cmd := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=20s"}, "collect", "-q", "--output-dir", out, "--only", "test-slow", "--timeout", "60s")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestCollectFullDisk(t *testing.T) {
 	// --min-free 0: the check before starting would refuse this disk;
 	// here the disk must fill while the bundle is written.
 	r := runNodesnap(t, 60*time.Second, []string{"NODESNAP_TEST_BIG_BYTES=4194304"},
-		"collect", "-o", out, "--only", "host,test-bigfile", "--timeout", "30s", "--min-free", "0")
+		"collect", "--output-dir", out, "--only", "host,test-bigfile", "--timeout", "30s", "--min-free", "0")
 	if r.code != exitFatal {
 		t.Fatalf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, exitFatal, r.stdout, r.stderr)
 	}

@@ -30,7 +30,7 @@ func TestGoldenFixtureRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	cmd := exec.Command(bin, "collect", "-q", "--root", root, "-o", out, "--only", "host,processes", "--timeout", "60s")
+	cmd := exec.Command(bin, "collect", "-q", "--root", root, "--output-dir", out, "--only", "host,processes", "--timeout", "60s")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

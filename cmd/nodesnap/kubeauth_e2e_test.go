@@ -45,7 +45,7 @@ func newE2EKubelet(t *testing.T) *httptest.Server {
 
 func kubeletOnlyArgs(t *testing.T, url string, extra ...string) []string {
 	// An empty --root: no kubeadm certificate of this machine's is used.
-	return append([]string{"collect", "--only", "kubelet", "-o", t.TempDir(), "--root", t.TempDir(),
+	return append([]string{"collect", "--only", "kubelet", "--output-dir", t.TempDir(), "--root", t.TempDir(),
 		"--kubelet-url", url, "--kubelet-readonly-url", "", "--kubelet-healthz-url", os.Getenv("E2E_HEALTHZ_URL")}, extra...)
 }
 

@@ -56,7 +56,7 @@ func missingFinding(t *testing.T, p, subject string) string {
 func TestCollectSizeCapIsPartial(t *testing.T) {
 	out := t.TempDir()
 	r := runNodesnap(t, time.Minute, []string{"NODESNAP_TEST_BIG_BYTES=307200"},
-		"collect", "-q", "-o", out, "--only", "host,test-bigfile", "--timeout", "30s", "--max-bundle-size", "100KiB", "--min-free", "0")
+		"collect", "-q", "--output-dir", out, "--only", "host,test-bigfile", "--timeout", "30s", "--max-bundle-size", "100KiB", "--min-free", "0")
 	if r.code != exitPartial {
 		t.Fatalf("exit %d, want %d (partial)\nstdout:\n%s\nstderr:\n%s", r.code, exitPartial, r.stdout, r.stderr)
 	}
@@ -80,7 +80,7 @@ func TestCollectSizeCapIsPartial(t *testing.T) {
 
 	// --output json says it too, in "missing".
 	r = runNodesnap(t, time.Minute, []string{"NODESNAP_TEST_BIG_BYTES=307200"},
-		"collect", "--output", "json", "-o", t.TempDir(), "--only", "host,test-bigfile", "--timeout", "30s", "--max-bundle-size", "100KiB", "--min-free", "0")
+		"collect", "--output", "json", "--output-dir", t.TempDir(), "--only", "host,test-bigfile", "--timeout", "30s", "--max-bundle-size", "100KiB", "--min-free", "0")
 	var res struct {
 		Status     string   `json:"status"`
 		Missing    []string `json:"missing"`
@@ -99,7 +99,7 @@ func TestCollectSizeCapIsPartial(t *testing.T) {
 func TestCollectGlobalTimeoutNamesTheCut(t *testing.T) {
 	out := t.TempDir()
 	r := runNodesnap(t, time.Minute, []string{"NODESNAP_TEST_SLOW=20s"},
-		"collect", "-q", "-o", out, "--only", "host,journal,csi,test-slow", "--timeout", "1s", "--min-free", "0")
+		"collect", "-q", "--output-dir", out, "--only", "host,journal,csi,test-slow", "--timeout", "1s", "--min-free", "0")
 	if r.code != exitPartial {
 		t.Fatalf("exit %d, want %d (partial)\nstdout:\n%s\nstderr:\n%s", r.code, exitPartial, r.stdout, r.stderr)
 	}
@@ -134,7 +134,7 @@ func TestCollectGlobalTimeoutNamesTheCut(t *testing.T) {
 // end of the output says so with --quiet, and analyze reports it.
 func TestCollectInterruptIsNotHung(t *testing.T) {
 	out := t.TempDir()
-	cmd := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=30s"}, "collect", "-q", "-o", out, "--only", "host,test-slow", "--timeout", "60s", "--min-free", "0")
+	cmd := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=30s"}, "collect", "-q", "--output-dir", out, "--only", "host,test-slow", "--timeout", "60s", "--min-free", "0")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -200,7 +200,7 @@ func TestCollectScansRuntimeVolumeMounts(t *testing.T) {
 		}
 	}
 	out := t.TempDir()
-	r := runNodesnap(t, time.Minute, nil, "collect", "-q", "-o", out, "--only", "dirshape", "--root", root, "--proc", "/proc", "--sys", "/sys", "--timeout", "30s", "--min-free", "0")
+	r := runNodesnap(t, time.Minute, nil, "collect", "-q", "--output-dir", out, "--only", "dirshape", "--root", root, "--proc", "/proc", "--sys", "/sys", "--timeout", "30s", "--min-free", "0")
 	if r.code != exitOK {
 		t.Fatalf("exit %d\nstderr:\n%s", r.code, r.stderr)
 	}

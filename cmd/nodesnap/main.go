@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
@@ -26,16 +28,78 @@ const (
 const exitStatusHelp = `Exit status:
   0  success (collect: the bundle is complete)
   1  fatal error: no bundle was written (collect), or the bundle is unreadable
-  2  usage error: bad flags or arguments; collect: not run as root (see
-     --allow-non-root)
+  2  usage error: bad flags or arguments, an unknown command; collect: not
+     run as root (see --allow-non-root)
   3  collect: the bundle was written but is partial (a collector timed out
      or failed, --timeout cut collectors, --max-bundle-size left files out,
-     the run was interrupted or ran without root); validate: the bundle
-     did not validate; analyze: a finding of severity warning or critical
+     the run was interrupted or ran without root); validate, inspect: the
+     bundle did not validate (a truncated one included); analyze: a finding
+     of severity warning or critical; diff: a new one
   4  collect: another nodesnap run is collecting into the same output
-     directory; nothing was collected (try again later, or use another -o)
+     directory; nothing was collected (try again later, or use another
+     --output-dir)
   5  collect, upload: the bundle was written but could not be uploaded; it is
      kept on disk at the printed path (collect prints whether it is partial)`
+
+// exitHelp is the "Exit status:" block of a command's help, listing only
+// the statuses it can return, each in its words: "3  a finding ...".
+// Lines are wrapped to fit 80 columns.
+func exitHelp(lines ...string) string {
+	var b strings.Builder
+	b.WriteString("Exit status:")
+	for _, l := range lines {
+		code, text, _ := strings.Cut(l, " ")
+		b.WriteString("\n" + wrapHelp(text, 78, "  "+code+"  ", "     "))
+	}
+	return b.String()
+}
+
+// Exit status lines shared by the commands that read bundles.
+const (
+	exitLineOK       = "0  success"
+	exitLineUsage    = "2  usage error: bad flags or arguments"
+	exitLineReadFail = "1  fatal: the bundle could not be read (missing, not a bundle, or unsafe: entries leaving it, links, absurd sizes)"
+)
+
+// wrapHelp fills text to width, the first line after first, the others
+// after rest.
+func wrapHelp(text string, width int, first, rest string) string {
+	var b strings.Builder
+	b.WriteString(first)
+	col, empty := len(first), true
+	newline := func() {
+		b.WriteString("\n" + rest)
+		col, empty = len(rest), true
+	}
+	for _, w := range strings.Fields(text) {
+		if !empty && col+1+len(w) > width {
+			newline()
+		}
+		// A word longer than a whole line (a path) is broken at the
+		// width, at a rune boundary.
+		for len(w) > width-col && width-col > 20 {
+			if !empty {
+				newline()
+				continue
+			}
+			n := width - col
+			for n > 0 && !utf8.RuneStart(w[n]) {
+				n--
+			}
+			b.WriteString(w[:n])
+			w = w[n:]
+			newline()
+		}
+		if !empty {
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(w)
+		col += len(w)
+		empty = false
+	}
+	return b.String()
+}
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = ""
@@ -55,8 +119,18 @@ func (p *partialError) Error() string { return p.msg }
 func run(ctx context.Context, args []string) int {
 	root := newRootCommand()
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	return exitCode(root.ErrOrStderr(), err)
+	out := &countingWriter{w: os.Stdout}
+	root.SetOut(out)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command ") {
+		// cobra's own words, a usage error like any other (exit 2).
+		err = &flagError{fmt.Errorf("%w; 'nodesnap --help' lists the commands", err)}
+	}
+	code := exitCode(root.ErrOrStderr(), err)
+	if err != nil && out.n == 0 && wantsJSON(cmd, args) {
+		writeJSONError(out, err, code)
+	}
+	return code
 }
 
 func exitCode(w interface{ Write([]byte) (int, error) }, err error) int {

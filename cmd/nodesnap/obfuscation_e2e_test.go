@@ -32,7 +32,7 @@ func TestCollectObfuscatesConsistently(t *testing.T) {
 	t.Cleanup(func() { syscall.Kill(-holder.Process.Pid, syscall.SIGKILL); holder.Wait() })
 
 	out := t.TempDir()
-	r := runNodesnap(t, 90*time.Second, nil, "collect", "-o", out, "--only", "processes,nodeconfig",
+	r := runNodesnap(t, 90*time.Second, nil, "collect", "--output-dir", out, "--only", "processes,nodeconfig",
 		"--config-file", conf, "--obfuscate", "ip", "--timeout", "60s")
 	if r.code != exitOK && r.code != exitPartial {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)

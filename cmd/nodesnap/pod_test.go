@@ -19,7 +19,7 @@ import (
 // says it is partial and, last, where the bundle is on the node.
 func TestCollectExitZeroIfWritten(t *testing.T) {
 	out := t.TempDir()
-	args := []string{"collect", "-o", out, "--only", "test-exit,test-slow", "--timeout", "30s", "--host-output-dir", "/var/tmp/nodesnap"}
+	args := []string{"collect", "--output-dir", out, "--only", "test-exit,test-slow", "--timeout", "30s", "--host-output-dir", "/var/tmp/nodesnap"}
 	plain := runNodesnap(t, 60*time.Second, []string{fastEnv}, args...)
 	if plain.code != exitPartial {
 		t.Fatalf("without the flag: exit %d, want %d\n%s", plain.code, exitPartial, plain.stderr)
@@ -55,11 +55,11 @@ func TestCollectExitZeroIfWritten(t *testing.T) {
 	}
 
 	// A run that writes no bundle still fails.
-	bad := runNodesnap(t, 30*time.Second, nil, "collect", "-o", filepath.Join(out, "missing"), "--exit-zero-if-written", "--only", "test-slow")
+	bad := runNodesnap(t, 30*time.Second, nil, "collect", "--output-dir", filepath.Join(out, "missing"), "--exit-zero-if-written", "--only", "test-slow")
 	if bad.code != exitFatal {
 		t.Errorf("no output directory: exit %d, want %d", bad.code, exitFatal)
 	}
-	usage := runNodesnap(t, 30*time.Second, nil, "collect", "-o", out, "--host-output-dir", "relative/dir", "--only", "test-slow")
+	usage := runNodesnap(t, 30*time.Second, nil, "collect", "--output-dir", out, "--host-output-dir", "relative/dir", "--only", "test-slow")
 	if usage.code != exitUsage {
 		t.Errorf("relative --host-output-dir: exit %d, want %d", usage.code, exitUsage)
 	}

@@ -59,7 +59,7 @@ func TestCollectProgressOnTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	cmd := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=1500ms", "TERM=xterm"}, "collect", "-o", out, "--only", "host,test-slow,test-exit,test-sleep", "--timeout", "60s")
+	cmd := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=1500ms", "TERM=xterm"}, "collect", "--output-dir", out, "--only", "host,test-slow,test-exit,test-sleep", "--timeout", "60s")
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, tty
 	if err := cmd.Start(); err != nil {
@@ -118,7 +118,7 @@ func TestCollectProgressOnTerminal(t *testing.T) {
 // Not a terminal: plain lines, one per collector as it ends, no escapes.
 func TestCollectProgressPlain(t *testing.T) {
 	out := t.TempDir()
-	r := runNodesnap(t, 60*time.Second, []string{fastEnv, "TERM=xterm"}, "collect", "-o", out, "--only", "test-slow,test-exit", "--timeout", "30s")
+	r := runNodesnap(t, 60*time.Second, []string{fastEnv, "TERM=xterm"}, "collect", "--output-dir", out, "--only", "test-slow,test-exit", "--timeout", "30s")
 	if r.code != exitPartial {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -136,7 +136,7 @@ func TestCollectProgressPlain(t *testing.T) {
 // the bundle is missing something.
 func TestCollectQuiet(t *testing.T) {
 	out := t.TempDir()
-	r := runNodesnap(t, 60*time.Second, []string{fastEnv}, append([]string{"collect", "-q", "-o", out}, fastRun...)...)
+	r := runNodesnap(t, 60*time.Second, []string{fastEnv}, append([]string{"collect", "-q", "--output-dir", out}, fastRun...)...)
 	if r.code != exitOK {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -148,7 +148,7 @@ func TestCollectQuiet(t *testing.T) {
 	}
 	// Partial: still the one line on stdout; the exit status tells, and
 	// stderr says what is missing (evidence loss is never silent).
-	r = runNodesnap(t, 60*time.Second, nil, "collect", "-q", "-o", t.TempDir(), "--only", "test-exit", "--timeout", "30s")
+	r = runNodesnap(t, 60*time.Second, nil, "collect", "-q", "--output-dir", t.TempDir(), "--only", "test-exit", "--timeout", "30s")
 	if r.code != exitPartial || strings.Count(r.stdout, "\n") != 1 || r.stderr != "nodesnap: bundle is partial: test-exit (error); the manifest says why (nodesnap inspect shows it)\n" {
 		t.Errorf("partial quiet run: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
@@ -157,7 +157,7 @@ func TestCollectQuiet(t *testing.T) {
 // --output json is one JSON object that agrees with the bundle on disk.
 func TestCollectJSON(t *testing.T) {
 	out := t.TempDir()
-	r := runNodesnap(t, 60*time.Second, []string{fastEnv}, "collect", "-o", out, "--output", "json", "--only", "test-slow,test-exit", "--timeout", "30s")
+	r := runNodesnap(t, 60*time.Second, []string{fastEnv}, "collect", "--output-dir", out, "--output", "json", "--only", "test-slow,test-exit", "--timeout", "30s")
 	if r.code != exitPartial {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}

@@ -125,7 +125,7 @@ users:
 	out := t.TempDir()
 	env := []string{"PATH=/nonexistent"} // no journalctl: the journal collector reads the fixture's /var/log
 	r := runNodesnap(t, 120*time.Second, env,
-		"collect", "-o", out, "--root", root, "--proc", "/proc", "--timeout", "90s",
+		"collect", "--output-dir", out, "--root", root, "--proc", "/proc", "--timeout", "90s",
 		"--only", "host,processes,mounts,nodeconfig,csi,journal",
 		"--config-file", "/etc/gcp/sa.json", "--config-file", "/etc/aws/credentials", "--config-file", "/etc/azure/storage.conf")
 	if r.code != exitOK && r.code != exitPartial {

@@ -42,6 +42,7 @@ with a deadline.
 		Version:       toolVersion(),
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
+	setHelp(root)
 	root.AddCommand(
 		newAnalyzeCommand(),
 		newCollectCommand(),

@@ -53,7 +53,7 @@ func TestCollectRootStraced(t *testing.T) {
 	bin := testkit.Binary(t)
 	log := filepath.Join(t.TempDir(), "strace.log")
 	args := []string{"-f", "-qq", "-y", "-s", "4096", "-e", "trace=%file,%process", "-o", log, bin,
-		"collect", "-q", "--root", root, "-o", out, "--only", strings.Join(only, ","), "--timeout", "60s"}
+		"collect", "-q", "--root", root, "--output-dir", out, "--only", strings.Join(only, ","), "--timeout", "60s"}
 	cmd := exec.Command(strace, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	done := make(chan error, 1)

@@ -111,7 +111,7 @@ func TestCollectRootReadsOnlyFixture(t *testing.T) {
 		}
 	}
 	out := t.TempDir()
-	args := append([]string{"collect", "-q", "--root", root, "-o", out, "--only", strings.Join(only, ","), "--timeout", "60s"}, extra...)
+	args := append([]string{"collect", "-q", "--root", root, "--output-dir", out, "--only", strings.Join(only, ","), "--timeout", "60s"}, extra...)
 	r := runNodesnap(t, 90*time.Second, nil, args...)
 	if r.code != exitOK && r.code != exitPartial {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)

@@ -321,7 +321,7 @@ func TestCollectSecretsCorpus(t *testing.T) {
 
 	collect := func(extra ...string) (string, runResult) {
 		out := t.TempDir()
-		args := append([]string{"collect", "-o", out, "--root", root, "--proc", "/proc", "--timeout", "100s",
+		args := append([]string{"collect", "--output-dir", out, "--root", root, "--proc", "/proc", "--timeout", "100s",
 			"--only", "nodeconfig,processes,openfiles,journal,csi,kubelet",
 			"--journal-dir", j.Dir, "--journal-kernel=false",
 			"--kubelet-url", srv.URL, "--kubelet-token", token, "--kubelet-readonly-url", ""}, journalArgs...)
@@ -368,7 +368,7 @@ func TestCollectSecretsCorpus(t *testing.T) {
 		t.Fatalf("with every rule off, only %d of %d secrets are in the bundle", present, len(secrets))
 	}
 	clean := filepath.Join(t.TempDir(), "clean.tar.gz")
-	rr := runNodesnap(t, 120*time.Second, nil, "redact", "-o", clean, raw)
+	rr := runNodesnap(t, 120*time.Second, nil, "redact", "--output-file", clean, raw)
 	if rr.code != exitOK {
 		t.Fatalf("nodesnap redact exit %d\nstdout:\n%s\nstderr:\n%s", rr.code, rr.stdout, rr.stderr)
 	}

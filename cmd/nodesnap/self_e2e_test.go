@@ -47,7 +47,7 @@ func TestCollectOwnNamespaceNotEvidence(t *testing.T) {
 
 	script := `mount -t ext4 "$1" "$2" && shift 2 && exec "$@"`
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", own.Device, ownMP,
-		os.Args[0], "collect", "-o", out, "--only", "processes,mounts,openfiles", "--timeout", "90s", "--output", "json")
+		os.Args[0], "collect", "--output-dir", out, "--only", "processes,mounts,openfiles", "--timeout", "90s", "--output", "json")
 	cmd.Env = append(os.Environ(), "NODESNAP_TEST_AS_MAIN=1", collectors.PodUIDEnv+"=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stdout, stderr strings.Builder

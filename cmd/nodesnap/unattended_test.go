@@ -26,7 +26,7 @@ const fastEnv = "NODESNAP_TEST_SLOW=100ms"
 // first finishes one valid bundle; nothing else is left behind.
 func TestCollectConcurrentRunsRefused(t *testing.T) {
 	out := t.TempDir()
-	first := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=4s"}, "collect", "-q", "-o", out, "--only", "test-slow", "--timeout", "60s")
+	first := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=4s"}, "collect", "-q", "--output-dir", out, "--only", "test-slow", "--timeout", "60s")
 	var firstOut, firstErr bytes.Buffer
 	first.Stdout, first.Stderr = &firstOut, &firstErr
 	if err := first.Start(); err != nil {
@@ -44,7 +44,7 @@ func TestCollectConcurrentRunsRefused(t *testing.T) {
 	}()
 	waitForLockHolder(t, out, first.Process.Pid)
 
-	second := runNodesnap(t, 30*time.Second, []string{fastEnv}, append([]string{"collect", "-o", out, "--lock-wait", "700ms"}, fastRun...)...)
+	second := runNodesnap(t, 30*time.Second, []string{fastEnv}, append([]string{"collect", "--output-dir", out, "--lock-wait", "700ms"}, fastRun...)...)
 	if second.code != exitLocked {
 		t.Fatalf("second run: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", second.code, exitLocked, second.stdout, second.stderr)
 	}
@@ -81,7 +81,7 @@ func TestCollectConcurrentRunsRefused(t *testing.T) {
 // overlapping cron runs queue instead of failing.
 func TestCollectWaitsForRunningCollection(t *testing.T) {
 	out := t.TempDir()
-	first := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=1500ms"}, "collect", "-q", "-o", out, "--only", "test-slow", "--timeout", "60s")
+	first := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=1500ms"}, "collect", "-q", "--output-dir", out, "--only", "test-slow", "--timeout", "60s")
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestCollectWaitsForRunningCollection(t *testing.T) {
 	go func() { first.Wait(); close(firstDone) }()
 	defer func() { syscall.Kill(-first.Process.Pid, syscall.SIGKILL); <-firstDone }()
 	waitForLockHolder(t, out, first.Process.Pid)
-	second := runNodesnap(t, 60*time.Second, []string{fastEnv}, append([]string{"collect", "-q", "-o", out, "--lock-wait", "40s"}, fastRun...)...)
+	second := runNodesnap(t, 60*time.Second, []string{fastEnv}, append([]string{"collect", "-q", "--output-dir", out, "--lock-wait", "40s"}, fastRun...)...)
 	if second.code != exitOK {
 		t.Fatalf("second run: exit %d\n%s", second.code, second.stderr)
 	}
@@ -131,7 +131,7 @@ func TestCollectKeep(t *testing.T) {
 	out := t.TempDir()
 	var paths []string
 	for i := 0; i < 4; i++ {
-		r := runNodesnap(t, 60*time.Second, []string{fastEnv}, append([]string{"collect", "-q", "-o", out, "--keep", "2"}, fastRun...)...)
+		r := runNodesnap(t, 60*time.Second, []string{fastEnv}, append([]string{"collect", "-q", "--output-dir", out, "--keep", "2"}, fastRun...)...)
 		if r.code != exitOK {
 			t.Fatalf("run %d: exit %d\n%s", i, r.code, r.stderr)
 		}
@@ -176,7 +176,7 @@ func TestCollectKeepUsage(t *testing.T) {
 // filesystem has less than --min-free available.
 func TestCollectRefusesLowSpace(t *testing.T) {
 	out := t.TempDir()
-	r := runNodesnap(t, 30*time.Second, []string{fastEnv}, append([]string{"collect", "-o", out, "--min-free", "4000TiB"}, fastRun...)...)
+	r := runNodesnap(t, 30*time.Second, []string{fastEnv}, append([]string{"collect", "--output-dir", out, "--min-free", "4000TiB"}, fastRun...)...)
 	if r.code != exitFatal {
 		t.Fatalf("exit %d, want %d\n%s", r.code, exitFatal, r.stderr)
 	}
@@ -198,11 +198,11 @@ func TestCollectRefusesLowSpace(t *testing.T) {
 func TestCollectDefaultMinFree(t *testing.T) {
 	testkit.RequireRoot(t)
 	out := testkit.MountTmpfs(t, "", "size=8m,mode=0700")
-	r := runNodesnap(t, 30*time.Second, []string{fastEnv}, append([]string{"collect", "-q", "-o", out}, fastRun...)...)
+	r := runNodesnap(t, 30*time.Second, []string{fastEnv}, append([]string{"collect", "-q", "--output-dir", out}, fastRun...)...)
 	if r.code != exitFatal || !strings.Contains(r.stderr, "256.0 MiB") {
 		t.Fatalf("8 MiB filesystem: exit %d, stderr %q; want a refusal naming 256 MiB", r.code, r.stderr)
 	}
-	r = runNodesnap(t, 30*time.Second, []string{fastEnv}, append([]string{"collect", "-q", "-o", out, "--max-bundle-size", "4MiB"}, fastRun...)...)
+	r = runNodesnap(t, 30*time.Second, []string{fastEnv}, append([]string{"collect", "-q", "--output-dir", out, "--max-bundle-size", "4MiB"}, fastRun...)...)
 	if r.code != exitOK {
 		t.Fatalf("with --max-bundle-size 4MiB: exit %d\n%s", r.code, r.stderr)
 	}
@@ -214,7 +214,7 @@ func TestCollectDefaultMinFree(t *testing.T) {
 // run and its lock alone.
 func TestCollectSignalWhileWaitingForLock(t *testing.T) {
 	out := t.TempDir()
-	first := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=3s"}, "collect", "-q", "-o", out, "--only", "test-slow", "--timeout", "60s")
+	first := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=3s"}, "collect", "-q", "--output-dir", out, "--only", "test-slow", "--timeout", "60s")
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestCollectSignalWhileWaitingForLock(t *testing.T) {
 	defer func() { syscall.Kill(-first.Process.Pid, syscall.SIGKILL); <-firstDone }()
 	waitForLockHolder(t, out, first.Process.Pid)
 
-	second := nodesnapCmd([]string{fastEnv}, append([]string{"collect", "-q", "-o", out, "--lock-wait", "60s"}, fastRun...)...)
+	second := nodesnapCmd([]string{fastEnv}, append([]string{"collect", "-q", "--output-dir", out, "--lock-wait", "60s"}, fastRun...)...)
 	var errb bytes.Buffer
 	second.Stderr = &errb
 	if err := second.Start(); err != nil {

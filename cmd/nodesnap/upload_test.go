@@ -98,7 +98,7 @@ func TestCollectUploadPUT(t *testing.T) {
 	srv := newUploadServer(t, 200)
 	out := t.TempDir()
 	url := srv.URL + "/bucket/case-42/node.tar.gz?" + presignSecret
-	r := runNodesnap(t, 60*time.Second, []string{fastEnv}, append([]string{"collect", "-o", out, "--upload", url}, fastRun...)...)
+	r := runNodesnap(t, 60*time.Second, []string{fastEnv}, append([]string{"collect", "--output-dir", out, "--upload", url}, fastRun...)...)
 	if r.code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -141,7 +141,7 @@ func TestCollectUploadRetries(t *testing.T) {
 	srv := newUploadServer(t, 500, 503, 201)
 	out := t.TempDir()
 	r := runNodesnap(t, 60*time.Second, []string{fastEnv},
-		append([]string{"collect", "-o", out, "--output", "json", "--upload", srv.URL + "/u", "--upload-backoff", "100ms"}, fastRun...)...)
+		append([]string{"collect", "--output-dir", out, "--output", "json", "--upload", srv.URL + "/u", "--upload-backoff", "100ms"}, fastRun...)...)
 	if r.code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -172,7 +172,7 @@ func TestCollectUploadServerNeverAnswers(t *testing.T) {
 	out := t.TempDir()
 	const uploadTimeout = 3 * time.Second
 	r := runNodesnap(t, 60*time.Second, []string{fastEnv},
-		append([]string{"collect", "-o", out, "--output", "json", "--upload", srv.URL + "/u", "--upload-timeout", uploadTimeout.String()}, fastRun...)...)
+		append([]string{"collect", "--output-dir", out, "--output", "json", "--upload", srv.URL + "/u", "--upload-timeout", uploadTimeout.String()}, fastRun...)...)
 	if r.code != exitUploadFailed {
 		t.Fatalf("exit %d, want %d\n%s\n%s", r.code, exitUploadFailed, r.stdout, r.stderr)
 	}
@@ -198,7 +198,7 @@ func TestCollectUploadServerNeverAnswers(t *testing.T) {
 // are never printed; the URL may come from the environment.
 func TestUploadCommandMultipart(t *testing.T) {
 	out := t.TempDir()
-	r := runNodesnap(t, 60*time.Second, []string{fastEnv}, append([]string{"collect", "-q", "-o", out}, fastRun...)...)
+	r := runNodesnap(t, 60*time.Second, []string{fastEnv}, append([]string{"collect", "-q", "--output-dir", out}, fastRun...)...)
 	if r.code != exitOK {
 		t.Fatalf("collect: %d %s", r.code, r.stderr)
 	}
@@ -391,7 +391,7 @@ func TestRetryAfter(t *testing.T) {
 func TestCollectUploadInterrupted(t *testing.T) {
 	srv := newUploadServer(t, 0)
 	out := t.TempDir()
-	cmd := nodesnapCmd([]string{fastEnv}, append([]string{"collect", "-o", out, "--upload", srv.URL + "/u", "--upload-timeout", "60s"}, fastRun...)...)
+	cmd := nodesnapCmd([]string{fastEnv}, append([]string{"collect", "--output-dir", out, "--upload", srv.URL + "/u", "--upload-timeout", "60s"}, fastRun...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

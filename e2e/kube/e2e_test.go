@@ -319,7 +319,7 @@ func (c *cluster) manifest(t *testing.T, name string) string {
 
 func analyzeIDs(t *testing.T, bundlePath string) []string {
 	t.Helper()
-	cmd := exec.Command(testkit.Binary(t), "analyze", "--json", bundlePath)
+	cmd := exec.Command(testkit.Binary(t), "analyze", "--output", "json", bundlePath)
 	out, err := cmd.Output()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
@@ -332,7 +332,7 @@ func analyzeIDs(t *testing.T, bundlePath string) []string {
 		} `json:"findings"`
 	}
 	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("analyze --json: %v\n%s", err, out)
+		t.Fatalf("analyze --output json: %v\n%s", err, out)
 	}
 	var ids []string
 	for _, f := range rep.Findings {

@@ -1,0 +1,76 @@
+package redact
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteRedactionDoc writes docs/redaction.md: what is redacted, the
+// built-in rules by name (from the rule table), the --redact-config format
+// and obfuscation. A test keeps the page up to date.
+func WriteRedactionDoc(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("# Redaction\n\n<!-- Generated from the redact package's rule table by\n" +
+		"     go test ./redact -run TestRedactionDocUpToDate -update; do not edit by hand. -->\n\n")
+	b.WriteString(`Everything a collector writes goes through the redactor before it touches disk: no
+unredacted byte is ever written, not even in the staging directory. A secret is replaced by
+` + "`[REDACTED:<rule>]`" + ` (a PEM key's body by one line saying so); the key, the shape of the line
+and the text around it stay, so the evidence still reads. The manifest counts redactions per
+file and per rule, never the values: ` + "`nodesnap inspect BUNDLE`" + ` shows the totals.
+
+` + "`nodesnap redact BUNDLE`" + ` applies the same rules again, with extra ones or obfuscation, to a bundle
+already collected (for a public ticket): it writes a new bundle and leaves the original alone.
+
+## Built-in rules
+
+All on by default, in priority order: when two rules claim the same bytes, the first one
+counts them. The names are stable: the manifest counts under them and ` + "`disable:`" + ` names them.
+
+| rule | redacts |
+| --- | --- |
+`)
+	for _, r := range BuiltinRules() {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", r.Name, strings.ReplaceAll(r.Description, "|", `\|`))
+	}
+	b.WriteString(`
+## Your own rules: ` + "`--redact-config FILE`" + `
+
+` + "`nodesnap collect --redact-config FILE`" + ` (and ` + "`nodesnap redact --redact-config FILE`" + `) adds rules from a
+YAML file. A mistake in it is reported with its line number before anything is collected.
+
+` + "```yaml" + `
+rules:
+  - name: acme-db-password          # kebab-case; the manifest counts under it
+    literals: ["s3cr3t-prod"]       # exact text, anywhere (and its base64)
+  - name: acme-api-key
+    regex: 'acme_[0-9a-f]{32}'      # Go syntax (RE2); a group named "secret"
+                                    # limits the replacement to that group
+  - name: acme-fields
+    keys: [acme_pin, x-acme-auth]   # redact the value of these keys, in every
+                                    # key/value form the built-in rules know
+disable: [bearer-token]             # built-in rules to turn off, by name
+obfuscate:                          # used when obfuscation is on (--obfuscate)
+  hostnames: [db1.corp.example]
+  hostname_patterns: ['[a-z0-9-]+\.corp\.example']
+  users: [alice]
+` + "```" + `
+
+- A rule has a ` + "`name`" + ` (kebab-case, not a built-in rule's) and one of ` + "`literals`" + `, ` + "`regex`" + ` or ` + "`keys`" + `.
+- A regex must not match empty text. It is only tried on lines that contain the longest
+  literal text it requires: one without a literal of three characters or more is tried on
+  every line and slows redaction down, so give it one (a prefix such as ` + "`acme_`" + `).
+- ` + "`disable`" + ` names built-in rules from the table above; an unknown name is an error that lists
+  them.
+
+## Obfuscation: ` + "`--obfuscate ip,hostname,mac,user`" + `
+
+Obfuscation replaces identifying values (not secrets) with consistent tokens, so that the
+same host is the same token everywhere in the bundle and the evidence still joins up. The
+classes are ` + "`ip`" + `, ` + "`hostname`" + `, ` + "`mac`" + ` and ` + "`user`" + `; ` + "`obfuscate:`" + ` in the config adds the names and
+patterns to treat as hostnames and users. The token → value mapping is written beside the
+bundle, never inside it: keep it to read the findings back, do not attach it.
+`)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
