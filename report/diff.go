@@ -84,8 +84,7 @@ func buildDiffPage(d *bundlediff.Diff) *diffPage {
 			p.Sections = append(p.Sections, s)
 		}
 	}
-	var fs diffSection
-	fs = diffSection{ID: "d-findings", Title: "Findings (analyze)", Head: []string{"severity", "id", "subject", "summary"}}
+	fs := diffSection{ID: "d-findings", Title: "Findings (analyze)", Head: []string{"severity", "id", "subject", "summary"}}
 	for _, f := range d.FindingsNew {
 		fs.row("+", f.Severity.String(), f.ID, f.Subject, f.Summary)
 	}
