@@ -17,13 +17,14 @@ const maxDiffRows = 200
 
 // diffPage is what the diff template shows, already cut to the caps.
 type diffPage struct {
-	Title    string
-	Sides    [2]diffSide
-	Warnings []string
-	Notes    []string
-	Changed  bool
-	Worse    bool
-	Sections []diffSection
+	Title     string
+	Sides     [2]diffSide
+	Warnings  []string
+	Notes     []string
+	Changed   bool
+	Worse     bool
+	Sections  []diffSection
+	BudgetCut int
 }
 
 type diffSide struct {
@@ -40,6 +41,8 @@ type diffSection struct {
 	More  int
 	Chart *chart
 	Note  string
+
+	bud *budget // the page's, shared by every section
 }
 
 type diffRow struct {
@@ -67,6 +70,8 @@ func WriteDiff(w io.Writer, d *bundlediff.Diff) error {
 
 func buildDiffPage(d *bundlediff.Diff) *diffPage {
 	p := &diffPage{Changed: d.Changed(), Worse: d.Worse, Notes: cutAll(d.Notes, 50, 1000)}
+	// As the report's: at most about 1 MiB of the bundles' text.
+	bud := &budget{left: maxBundleText}
 	p.Sides[0], p.Sides[1] = diffSideOf("old", d.Old), diffSideOf("new", d.New)
 	p.Title = "nodesnap diff: " + p.Sides[1].Host
 	if d.HostsDiffer {
@@ -80,11 +85,11 @@ func buildDiffPage(d *bundlediff.Diff) *diffPage {
 			cut(orNone(d.Old.Obfuscated), 200), cut(orNone(d.New.Obfuscated), 200)))
 	}
 	add := func(s diffSection) {
-		if len(s.Rows) > 0 || s.Note != "" {
+		if len(s.Rows) > 0 || s.Note != "" || s.More > 0 {
 			p.Sections = append(p.Sections, s)
 		}
 	}
-	fs := diffSection{ID: "d-findings", Title: "Findings (analyze)", Head: []string{"severity", "id", "subject", "summary"}}
+	fs := diffSection{bud: bud, ID: "d-findings", Title: "Findings (analyze)", Head: []string{"severity", "id", "subject", "summary"}}
 	for _, f := range d.FindingsNew {
 		fs.row("+", f.Severity.String(), f.ID, f.Subject, f.Summary)
 	}
@@ -95,9 +100,9 @@ func buildDiffPage(d *bundlediff.Diff) *diffPage {
 		fs.row("-", f.Severity.String(), f.ID, f.Subject, f.Summary)
 	}
 	add(fs)
-	add(listSection("d-hung", "Hung mounts", "mount", d.HungNew, d.HungGone))
-	add(listSection("d-foreign", "Devices mounted only outside the host's mount namespace", "device", d.ForeignDevicesNew, d.ForeignDevicesGone))
-	ms := diffSection{ID: "d-mounts", Title: fmt.Sprintf("Host mount table (%d added, %d removed)", len(d.HostMountsAdded), len(d.HostMountsRemoved)), Head: []string{"mountpoint", "type"}}
+	add(listSection(bud, "d-hung", "Hung mounts", "mount", d.HungNew, d.HungGone))
+	add(listSection(bud, "d-foreign", "Devices mounted only outside the host's mount namespace", "device", d.ForeignDevicesNew, d.ForeignDevicesGone))
+	ms := diffSection{bud: bud, ID: "d-mounts", Title: fmt.Sprintf("Host mount table (%d added, %d removed)", len(d.HostMountsAdded), len(d.HostMountsRemoved)), Head: []string{"mountpoint", "type"}}
 	for _, m := range d.HostMountsAdded {
 		ms.row("+", m.Mountpoint, m.FSType)
 	}
@@ -112,8 +117,8 @@ func buildDiffPage(d *bundlediff.Diff) *diffPage {
 		ms.Note = cut("By type: "+strings.Join(by, ", "), 2000)
 	}
 	add(ms)
-	add(listSection("d-dstate", "Tasks in D state", "task", d.DStateNew, d.DStateGone))
-	ps := diffSection{ID: "d-pods", Title: "Pods", Head: []string{"pod", "phase"}}
+	add(listSection(bud, "d-dstate", "Tasks in D state", "task", d.DStateNew, d.DStateGone))
+	ps := diffSection{bud: bud, ID: "d-pods", Title: "Pods", Head: []string{"pod", "phase"}}
 	for _, n := range d.PodsAdded {
 		ps.row("+", n, "")
 	}
@@ -124,16 +129,16 @@ func buildDiffPage(d *bundlediff.Diff) *diffPage {
 		ps.row("-", n, "")
 	}
 	add(ps)
-	add(countSection("d-restarts", "Containers restarted (CRI attempt)", "container", d.ContainerRestart, false))
-	add(countSection("d-dirs", "Largest directories that grew (entries)", "directory", d.DirGrowth, true))
-	add(countSection("d-deleting", ".deleting~ entries per dirshape root", "root", d.DeletingChange, true))
-	sig := countSection("d-signatures", "Log signatures (lines, in each bundle's log window)", "signature", d.Signatures, true)
+	add(countSection(bud, "d-restarts", "Containers restarted (CRI attempt)", "container", d.ContainerRestart, false))
+	add(countSection(bud, "d-dirs", "Largest directories that grew (entries)", "directory", d.DirGrowth, true))
+	add(countSection(bud, "d-deleting", ".deleting~ entries per dirshape root", "root", d.DeletingChange, true))
+	sig := countSection(bud, "d-signatures", "Log signatures (lines, in each bundle's log window)", "signature", d.Signatures, true)
 	if len(d.Signatures) > 0 && d.LogWindowDiffers {
 		sig.Note = "The log windows differ (--since): the counts are not over the same span."
 	}
 	add(sig)
-	add(countSection("d-goroutines", "The kubelet's goroutines by first frame outside Go's standard library", "frame", d.Goroutines, true))
-	cs := diffSection{ID: "d-collection", Title: "Collection", Head: []string{"what", "old", "new"}}
+	add(countSection(bud, "d-goroutines", "The kubelet's goroutines by first frame outside Go's standard library", "frame", d.Goroutines, true))
+	cs := diffSection{bud: bud, ID: "d-collection", Title: "Collection", Head: []string{"what", "old", "new"}}
 	if d.BundleStatus != nil {
 		cs.row("~", "bundle", d.BundleStatus.Old, d.BundleStatus.New)
 	}
@@ -141,11 +146,12 @@ func buildDiffPage(d *bundlediff.Diff) *diffPage {
 		cs.row("~", "collector "+c.Name, c.Old, c.New)
 	}
 	add(cs)
-	vs := diffSection{ID: "d-versions", Title: "Versions", Head: []string{"what", "old", "new"}}
+	vs := diffSection{bud: bud, ID: "d-versions", Title: "Versions", Head: []string{"what", "old", "new"}}
 	for _, c := range d.Versions {
 		vs.row("~", c.Name, orAbsent(c.Old), orAbsent(c.New))
 	}
 	add(vs)
+	p.BudgetCut = bud.cut
 	return p
 }
 
@@ -162,13 +168,13 @@ func (s *diffSection) row(mark string, cells ...string) {
 	}
 	out := make([]string, len(cells))
 	for i, c := range cells {
-		out[i] = cut(c, 1000)
+		out[i] = s.bud.take(c, 1000)
 	}
 	s.Rows = append(s.Rows, diffRow{Mark: strings.Replace(mark, "-", "−", 1), Class: class, Cells: out})
 }
 
-func listSection(id, title, what string, added, removed []string) diffSection {
-	s := diffSection{ID: id, Title: fmt.Sprintf("%s (%d new, %d gone)", title, len(added), len(removed)), Head: []string{what}}
+func listSection(bud *budget, id, title, what string, added, removed []string) diffSection {
+	s := diffSection{bud: bud, ID: id, Title: fmt.Sprintf("%s (%d new, %d gone)", title, len(added), len(removed)), Head: []string{what}}
 	for _, a := range added {
 		s.row("+", a)
 	}
@@ -180,8 +186,8 @@ func listSection(id, title, what string, added, removed []string) diffSection {
 
 // countSection lists counts before and after; with chart, the largest
 // changes are drawn as pairs of bars (old grey, new coloured).
-func countSection(id, title, what string, cs []bundlediff.CountChange, withChart bool) diffSection {
-	s := diffSection{ID: id, Title: title, Head: []string{what, "old", "new", "change"}}
+func countSection(bud *budget, id, title, what string, cs []bundlediff.CountChange, withChart bool) diffSection {
+	s := diffSection{bud: bud, ID: id, Title: title, Head: []string{what, "old", "new", "change"}}
 	for _, c := range cs {
 		mark := "~"
 		switch {
@@ -193,14 +199,14 @@ func countSection(id, title, what string, cs []bundlediff.CountChange, withChart
 		s.row(mark, c.Name, fmtCount(c.Old), fmtCount(c.New), signed(int64(c.New)-int64(c.Old)))
 	}
 	if withChart && len(cs) > 0 {
-		s.Chart = pairChart(title, cs)
+		s.Chart = pairChart(title, cs, bud)
 	}
 	return s
 }
 
 // pairChart draws, for the largest changes, the old count (grey) over the
 // new one (blue, red when it grew).
-func pairChart(title string, cs []bundlediff.CountChange) *chart {
+func pairChart(title string, cs []bundlediff.CountChange, bud *budget) *chart {
 	cs = append([]bundlediff.CountChange(nil), cs...)
 	sort.SliceStable(cs, func(i, j int) bool {
 		return math.Abs(float64(cs[i].New)-float64(cs[i].Old)) > math.Abs(float64(cs[j].New)-float64(cs[j].Old))
@@ -221,8 +227,8 @@ func pairChart(title string, cs []bundlediff.CountChange) *chart {
 		if cc.New > cc.Old {
 			cls = "st-bad"
 		}
-		c.Rects = append(c.Rects, rect{X: chartLeft, Y: y, W: x(cc.Old), H: 11, Class: "old", Title: cut(fmt.Sprintf("%s: %d in the old bundle", cc.Name, cc.Old), 1000)})
-		c.Rects = append(c.Rects, rect{X: chartLeft, Y: y + 12, W: x(cc.New), H: 11, Class: cls, Title: cut(fmt.Sprintf("%s: %d in the new bundle", cc.Name, cc.New), 1000)})
+		c.Rects = append(c.Rects, rect{X: chartLeft, Y: y, W: x(cc.Old), H: 11, Class: "old", Title: bud.take(fmt.Sprintf("%s: %d in the old bundle", cc.Name, cc.Old), 600)})
+		c.Rects = append(c.Rects, rect{X: chartLeft, Y: y + 12, W: x(cc.New), H: 11, Class: cls, Title: bud.take(fmt.Sprintf("%s: %d in the new bundle", cc.Name, cc.New), 600)})
 		c.Texts = append(c.Texts, label{X: chartLeft - 8, Y: y + 12, Anchor: "end", Class: "lbl", Text: cutLeft(cc.Name, 46)})
 		c.Texts = append(c.Texts, label{X: chartLeft + chartPlot + 8, Y: y + 12, Anchor: "start", Class: "note", Text: fmt.Sprintf("%s → %s (%s)", fmtCount(cc.Old), fmtCount(cc.New), signed(int64(cc.New)-int64(cc.Old)))})
 	}

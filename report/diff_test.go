@@ -78,14 +78,21 @@ func TestDiffPages(t *testing.T) {
 
 // Hostile text in either bundle stays text, and long lists are cut.
 func TestDiffPageHostileAndBounded(t *testing.T) {
-	s := `"><script>alert(1)</script><svg onload=x>`
+	s := `"><script>alert(1)</script><svg onload=x>` + strings.Repeat("x", 2000)
 	d := &bundlediff.Diff{Old: bundlediff.Side{Bundle: s, Hostname: s, Kernel: s, Status: s, CollectedAt: time.Now()}, New: bundlediff.Side{Bundle: s, Hostname: s + "2", Runtimes: map[string]string{s: s}},
 		HostsDiffer: true, ObfuscationDiffers: true, Notes: []string{s},
 		FindingsNew:     []bundlediff.FindingRef{{ID: s, Subject: s, Severity: analyze.Critical, Summary: s}},
 		PodPhaseChanges: []bundlediff.ValueChange{{Name: s, Old: s, New: s}}, Worse: true}
 	for i := range maxDiffRows + 50 {
-		d.HungNew = append(d.HungNew, s+strings.Repeat("x", i))
-		d.Goroutines = append(d.Goroutines, bundlediff.CountChange{Name: s, Old: uint64(i), New: uint64(2 * i)})
+		n := s + strings.Repeat("x", i)
+		d.HungNew = append(d.HungNew, n)
+		for _, l := range []*[]string{&d.HungGone, &d.DStateNew, &d.DStateGone, &d.PodsAdded, &d.PodsRemoved, &d.ForeignDevicesNew, &d.ForeignDevicesGone} {
+			*l = append(*l, n)
+		}
+		d.HostMountsAdded = append(d.HostMountsAdded, bundlediff.Mount{Mountpoint: n, FSType: n})
+		for _, l := range []*[]bundlediff.CountChange{&d.Goroutines, &d.Signatures, &d.DirGrowth} {
+			*l = append(*l, bundlediff.CountChange{Name: n, Old: uint64(i), New: uint64(2 * i)})
+		}
 	}
 	var buf bytes.Buffer
 	if err := WriteDiff(&buf, d); err != nil {
@@ -95,9 +102,12 @@ func TestDiffPageHostileAndBounded(t *testing.T) {
 	if bytes.Contains(buf.Bytes(), []byte("<script>")) {
 		t.Error("a bundle's text became markup")
 	}
-	if !bytes.Contains(buf.Bytes(), []byte("… and 50 more, not listed here")) {
-		t.Error("the cut list does not say how much it left out")
+	for _, want := range []string{"… and 50 more, not listed here", "This page quotes at most about 1 MiB of the bundles"} {
+		if !bytes.Contains(buf.Bytes(), []byte(want)) {
+			t.Errorf("the cut page does not say %q", want)
+		}
 	}
+	t.Logf("%d bytes", buf.Len())
 	if err := WriteDiff(&buf, nil); err == nil {
 		t.Error("WriteDiff(nil): no error")
 	}

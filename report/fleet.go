@@ -26,6 +26,7 @@ const (
 	MaxFleetBundles  = 2000
 	maxFleetFindings = 100 // per node
 	maxFleetColumns  = 40  // finding kinds in the table
+	maxFleetListed   = 10  // findings listed in a node's section
 )
 
 // FleetNode is what a fleet page keeps of one bundle: no evidence, so a
@@ -144,6 +145,7 @@ type fleetPage struct {
 	Rows       []fleetRow
 	Chart      *chart
 	Sections   []fleetSection
+	BudgetCut  int
 }
 
 type fleetBad struct{ Path, Err string }
@@ -192,6 +194,8 @@ func WriteFleet(w io.Writer, dir string, nodes []FleetNode) error {
 
 func buildFleetPage(dir string, nodes []FleetNode) *fleetPage {
 	p := &fleetPage{Dir: cut(dir, 1000), Title: "nodesnap fleet report: " + cut(filepath.Base(dir), 200)}
+	// As the report's: at most about 1 MiB of the bundles' text.
+	bud := &budget{left: maxBundleText}
 	type kind struct {
 		id, title string
 		worst     analyze.Severity
@@ -258,7 +262,7 @@ func buildFleetPage(dir string, nodes []FleetNode) *fleetPage {
 	if len(bars) > maxBars {
 		bars = bars[:maxBars]
 	}
-	p.Chart = barChart("Nodes per finding", bars, 0, "")
+	p.Chart = barChart("Nodes per finding", bars, 0, "", bud)
 	for i, n := range good {
 		anchor := fmt.Sprintf("node-%d", i+1)
 		host := cut(orUnknown(n.Host), 200)
@@ -293,10 +297,15 @@ func buildFleetPage(dir string, nodes []FleetNode) *fleetPage {
 		p.Rows = append(p.Rows, row)
 		s := fleetSection{Anchor: anchor, Host: host, Bundle: cut(n.Path, 1000), Kernel: cut(n.Kernel, 300), Collected: fmtTime(n.CollectedAt),
 			Status: cut(n.Status, 100), Counts: n.Counts, More: n.More, Worst: row.Worst}
-		for _, f := range n.Findings {
-			s.Findings = append(s.Findings, fleetFinding{Severity: f.Severity.String(), ID: cut(f.ID, 200), Subject: cut(f.Subject, 500), Summary: f.Summary})
+		for i, f := range n.Findings {
+			if i >= maxFleetListed {
+				s.More += len(n.Findings) - maxFleetListed
+				break
+			}
+			s.Findings = append(s.Findings, fleetFinding{Severity: f.Severity.String(), ID: cut(f.ID, 200), Subject: bud.take(f.Subject, 500), Summary: bud.take(f.Summary, 1000)})
 		}
 		p.Sections = append(p.Sections, s)
 	}
+	p.BudgetCut = bud.cut
 	return p
 }

@@ -18,6 +18,7 @@ const fleetHTML = `{{define "fleet"}}{{template "head" .Title}}<body>
 {{end}}</table></div>
 {{if .MoreCols}}<p class="cut">… and {{.MoreCols}} more kinds of finding, in the nodes' sections below.</p>{{end}}{{end}}
 <h2 id="f-nodes">Nodes</h2>
+{{if .BudgetCut}}<p class="cut">This page quotes at most about 1 MiB of the bundles' text: {{.BudgetCut}} summaries are cut short below (nodesnap report BUNDLE has them whole).</p>{{end}}
 {{range .Sections}}<section class="finding sev-{{.Worst}}" id="{{.Anchor}}">
 <h3>{{.Host}}</h3>
 <div class="subject mono">{{.Bundle}}</div>
@@ -25,7 +26,7 @@ const fleetHTML = `{{define "fleet"}}{{template "head" .Title}}<body>
 {{if .Findings}}<table><tr><th>severity</th><th>id</th><th>subject</th><th>summary</th></tr>
 {{range .Findings}}<tr><td class="sev-{{.Severity}}">{{.Severity}}</td><td class="mono">{{.ID}}</td><td class="mono">{{.Subject}}</td><td>{{.Summary}}</td></tr>
 {{end}}</table>{{else}}<p>No findings.</p>{{end}}
-{{if .More}}<p class="cut">… and {{.More}} more findings.</p>{{end}}
+{{if .More}}<p class="cut">… and {{.More}} more findings (the table above has every kind).</p>{{end}}
 <p class="muted">The evidence, explanations and fixes: nodesnap report {{.Bundle}}</p>
 </section>
 {{end}}

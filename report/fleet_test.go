@@ -3,11 +3,13 @@ package report
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
 )
 
@@ -142,4 +144,27 @@ func TestFleetHostile(t *testing.T) {
 	if bytes.Contains(buf.Bytes(), []byte("<script>")) {
 		t.Error("a bundle's text became markup")
 	}
+}
+
+// A fleet of 200 nodes, each with 20 findings of long text, stays under
+// the report's 2 MiB.
+func TestFleetPageBounded(t *testing.T) {
+	long := strings.Repeat("ceph mount /var/lib/kubelet/pods/x did not answer <b> ", 40)
+	var nodes []FleetNode
+	for i := range 200 {
+		n := FleetNode{Path: fmt.Sprintf("nodesnap-node%d.tar.gz", i), Host: fmt.Sprintf("node%d", i), Status: "complete", Counts: map[string]int{"critical": 20}}
+		for j := range 20 {
+			n.Findings = append(n.Findings, analyze.Finding{ID: fmt.Sprintf("finding-%d", j), Severity: analyze.Critical, Title: long, Subject: long, Summary: long})
+		}
+		nodes = append(nodes, n)
+	}
+	var buf bytes.Buffer
+	if err := WriteFleet(&buf, "fleet", nodes); err != nil {
+		t.Fatal(err)
+	}
+	checkPage(t, buf.Bytes())
+	if !bytes.Contains(buf.Bytes(), []byte("summaries are cut short below")) {
+		t.Error("the page does not say it cut the summaries")
+	}
+	t.Logf("%d bytes", buf.Len())
 }

@@ -35,7 +35,7 @@ var graphCols = [4]struct{ x, w float64 }{{0, 210}, {250, 230}, {520, 230}, {790
 // holderGraph draws each held device, the namespaces holding it, their
 // processes and the pods those run in. It returns the chart (nil when
 // no device is held) and how many devices were left out.
-func holderGraph(f *analyze.Facts) (*chart, int) {
+func holderGraph(f *analyze.Facts, bud *budget) (*chart, int) {
 	if f == nil || len(f.HeldDevices) == 0 {
 		return nil, 0
 	}
@@ -85,14 +85,14 @@ func holderGraph(f *analyze.Facts) (*chart, int) {
 				} else {
 					pLines = append(pLines, "lives in the namespace")
 				}
-				box(c, 2, y, graphRowH-6, "node proc", fmt.Sprintf("%s[%d]: %s", h.Comm, h.PID, strings.Join(h.Uses, ", ")), pLines)
+				box(c, bud, 2, y, graphRowH-6, "node proc", fmt.Sprintf("%s[%d]: %s", h.Comm, h.PID, strings.Join(h.Uses, ", ")), pLines)
 				pod := strings.TrimPrefix(h.Pod, "in ")
 				podClass := "node pod"
 				if pod == "" {
 					pod, podClass = "no pod (a host process)", "node nopod"
 				}
 				podLines := splitPod(pod)
-				box(c, 3, y, graphRowH-6, podClass, pod, podLines)
+				box(c, bud, 3, y, graphRowH-6, podClass, pod, podLines)
 				edge(c, 2, y+(graphRowH-6)/2, y+(graphRowH-6)/2)
 				y += graphRowH
 			}
@@ -118,7 +118,7 @@ func holderGraph(f *analyze.Facts) (*chart, int) {
 			if ns.Host {
 				nsClass = "node hostns"
 			}
-			box(c, 1, nsTop, nsH, nsClass, nsName(ns)+"; mount points: "+strings.Join(ns.MountPoints, ", "), nsLines)
+			box(c, bud, 1, nsTop, nsH, nsClass, nsName(ns)+"; mount points: "+strings.Join(ns.MountPoints, ", "), nsLines)
 			for i := range ns.Holders {
 				yy := nsTop + float64(i)*graphRowH + (graphRowH-6)/2
 				edge(c, 1, nsTop+nsH/2, yy)
@@ -130,7 +130,7 @@ func holderGraph(f *analyze.Facts) (*chart, int) {
 			y += graphRowH
 		}
 		devH := max(y-top-6, graphRowH-6)
-		box(c, 0, top, devH, devClass, devTitle, devLines)
+		box(c, bud, 0, top, devH, devClass, devTitle, devLines)
 		for _, m := range nsMids {
 			edge(c, 0, top+devH/2, m)
 		}
@@ -142,9 +142,9 @@ func holderGraph(f *analyze.Facts) (*chart, int) {
 
 // box draws a node of the graph in column col, its lines of text cut to
 // its width and centred vertically.
-func box(c *chart, col int, y, h float64, class, title string, lines []string) {
+func box(c *chart, bud *budget, col int, y, h float64, class, title string, lines []string) {
 	x, w := graphCols[col].x, graphCols[col].w
-	c.Rects = append(c.Rects, rect{X: x, Y: y, W: w, H: h, Class: class, Title: cut(title, 1000)})
+	c.Rects = append(c.Rects, rect{X: x, Y: y, W: w, H: h, Class: class, Title: bud.take(title, 600)})
 	fit := int((w - 12) / 6.4)
 	maxLines := max(1, int((h-4)/14))
 	if len(lines) > maxLines {
@@ -197,7 +197,7 @@ type hbar struct {
 // barChart draws bars from a common zero, scaled to the largest value or
 // to limit (drawn as a dashed line labelled limitText) when that is
 // larger.
-func barChart(title string, bars []hbar, limit float64, limitText string) *chart {
+func barChart(title string, bars []hbar, limit float64, limitText string, bud *budget) *chart {
 	if len(bars) == 0 {
 		return nil
 	}
@@ -216,7 +216,7 @@ func barChart(title string, bars []hbar, limit float64, limitText string) *chart
 	for i, b := range bars {
 		y := y0 + float64(i)*laneH
 		w := math.Max(1.5, x(b.Value)-chartLeft)
-		c.Rects = append(c.Rects, rect{X: chartLeft, Y: y, W: w, H: laneH - 6, Class: b.Class, Title: cut(b.Title, 1000)})
+		c.Rects = append(c.Rects, rect{X: chartLeft, Y: y, W: w, H: laneH - 6, Class: b.Class, Title: bud.take(b.Title, 600)})
 		c.Texts = append(c.Texts, label{X: chartLeft - 8, Y: y + laneH/2 - 2, Anchor: "end", Class: "lbl", Text: cutLeft(b.Label, 46)})
 		c.Texts = append(c.Texts, label{X: chartLeft + plot + 8, Y: y + laneH/2 - 2, Anchor: "start", Class: "note", Text: b.Text})
 	}
@@ -231,7 +231,7 @@ func barChart(title string, bars []hbar, limit float64, limitText string) *chart
 
 // largestDirsChart draws dirshape's largest directories by their
 // subdirectories, against ext4's limit.
-func largestDirsChart(s *layout.DirShapeReport) (*chart, string) {
+func largestDirsChart(s *layout.DirShapeReport, bud *budget) (*chart, string) {
 	if s == nil {
 		return nil, ""
 	}
@@ -281,11 +281,11 @@ func largestDirsChart(s *layout.DirShapeReport) (*chart, string) {
 	if more > 0 {
 		note += fmt.Sprintf(" %d more directories are not drawn.", more)
 	}
-	return barChart("Largest directories by subdirectories, against ext4's limit", bars, ext4DirLimit, "ext4: 64,998 subdirectories"), note
+	return barChart("Largest directories by subdirectories, against ext4's limit", bars, ext4DirLimit, "ext4: 64,998 subdirectories", bud), note
 }
 
 // deletingChart draws the .deleting~ leftovers per directory.
-func deletingChart(s *layout.DirShapeReport) (*chart, string) {
+func deletingChart(s *layout.DirShapeReport, bud *budget) (*chart, string) {
 	if s == nil {
 		return nil, ""
 	}
@@ -313,11 +313,11 @@ func deletingChart(s *layout.DirShapeReport) (*chart, string) {
 	if more > 0 || omitted > 0 {
 		note += fmt.Sprintf(" %d more directories are not drawn.", uint64(max(more, 0))+omitted)
 	}
-	return barChart(".deleting~ leftovers per directory", bars, 0, ""), note
+	return barChart(".deleting~ leftovers per directory", bars, 0, "", bud), note
 }
 
 // goroutineChart draws the kubelet's goroutines by frame.
-func goroutineChart(g *analyze.GoroutineCount) (*chart, string) {
+func goroutineChart(g *analyze.GoroutineCount, bud *budget) (*chart, string) {
 	if g == nil {
 		return nil, ""
 	}
@@ -359,7 +359,7 @@ func goroutineChart(g *analyze.GoroutineCount) (*chart, string) {
 	if restN > 0 {
 		note += fmt.Sprintf(" %d more frames (%d goroutines) are not drawn.", restN, rest)
 	}
-	return barChart("The kubelet's goroutines by frame", bars, 0, ""), note
+	return barChart("The kubelet's goroutines by frame", bars, 0, "", bud), note
 }
 
 // fmtCount writes n with thousands separators.

@@ -119,7 +119,7 @@ func TestHolderGraphBounded(t *testing.T) {
 		}
 		f.HeldDevices = append(f.HeldDevices, d)
 	}
-	c, more := holderGraph(f)
+	c, more := holderGraph(f, &budget{left: maxBundleText})
 	procs := 0
 	for _, r := range c.Rects {
 		if r.Class == "node proc" {

@@ -336,15 +336,15 @@ func buildPage(rep *analyze.Report, m *bundle.Manifest) *page {
 	for i, f := range fs {
 		p.Findings = append(p.Findings, findingRow(i, f, fileRefs, bud))
 	}
-	p.BudgetCut = bud.cut
 	p.Timeline, p.TimelineNote = timelineChart(rep, fs)
 	if f := rep.Facts; f != nil {
 		p.HasFacts = true
-		p.HolderGraph, p.HolderMore = holderGraph(f)
-		p.DirsChart, p.DirsNote = largestDirsChart(f.DirShape)
-		p.DeletingChart, p.DeletingNote = deletingChart(f.DirShape)
-		p.GoroutineChart, p.GoroutineNote = goroutineChart(f.KubeletGoroutines)
+		p.HolderGraph, p.HolderMore = holderGraph(f, bud)
+		p.DirsChart, p.DirsNote = largestDirsChart(f.DirShape, bud)
+		p.DeletingChart, p.DeletingNote = deletingChart(f.DirShape, bud)
+		p.GoroutineChart, p.GoroutineNote = goroutineChart(f.KubeletGoroutines, bud)
 	}
+	p.BudgetCut = bud.cut
 	return p
 }
 

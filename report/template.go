@@ -238,6 +238,7 @@ const diffHTML = `{{define "diff"}}{{template "head" .Title}}<body>
 {{range .Warnings}}<p class="st-warn">warning: {{.}}</p>{{end}}
 <p class="verdict{{if .Worse}} worse{{end}}">{{if .Worse}}Worse: a warning or critical finding appeared, or a finding rose to one (nodesnap diff exits 3).{{else}}No new warning or critical finding.{{end}}</p>
 {{if not .Changed}}<p>Nothing noteworthy changed.</p>{{end}}
+{{if .BudgetCut}}<p class="cut">This page quotes at most about 1 MiB of the bundles' text: {{.BudgetCut}} names are cut short below (nodesnap diff -o json has them whole).</p>{{end}}
 {{range .Sections}}
 <h2 id="{{.ID}}">{{.Title}}</h2>
 {{with .Chart}}{{template "chart" .}}{{end}}
