@@ -56,6 +56,7 @@ with a deadline.
 		newRedactCommand(),
 		newReportCommand(),
 		newVersionCommand(),
+		newWatchCommand(),
 	)
 	return root
 }
