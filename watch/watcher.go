@@ -78,9 +78,7 @@ func (w *Watcher) Config() Config {
 // and the pools' sizes need a restart, and a change to them is reported.
 func (w *Watcher) Reload(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
-		w.mu.Lock()
-		w.metrics.set("nodesnap_watch_config_last_reload_successful", nil, 0)
-		w.mu.Unlock()
+		w.ReloadFailed()
 		return err
 	}
 	w.mu.Lock()
@@ -96,6 +94,14 @@ func (w *Watcher) Reload(cfg Config) error {
 	w.metrics.set("nodesnap_watch_config_last_reload_successful", nil, 1)
 	w.metrics.set("nodesnap_watch_config_last_reload_success_timestamp_seconds", nil, float64(time.Now().Unix()))
 	return nil
+}
+
+// ReloadFailed records a configuration that could not be read at SIGHUP:
+// the previous one stays in force.
+func (w *Watcher) ReloadFailed() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.metrics.set("nodesnap_watch_config_last_reload_successful", nil, 0)
 }
 
 // Run watches until ctx is cancelled, then stops the collection running

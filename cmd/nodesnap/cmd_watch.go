@@ -192,6 +192,7 @@ func runWatch(ctx context.Context, o *watchOptions, flags *pflag.FlagSet, collec
 					err = w.Reload(ncfg)
 				}
 				if err != nil {
+					w.ReloadFailed()
 					fmt.Fprintf(stderr, "nodesnap watch: SIGHUP: the configuration was not reloaded, the previous one stays in force: %v\n", err)
 					continue
 				}
