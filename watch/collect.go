@@ -31,8 +31,11 @@ func TriggerFromEnv() (*bundle.Trigger, error) {
 		return nil, nil
 	}
 	var t bundle.Trigger
-	if err := json.Unmarshal([]byte(v), &t); err != nil || t.Name == "" {
-		return nil, fmt.Errorf("$%s does not hold a trigger of nodesnap watch (unset it to collect by hand): %v", TriggerEnv, err)
+	if err := json.Unmarshal([]byte(v), &t); err != nil {
+		return nil, fmt.Errorf("$%s does not hold a trigger of nodesnap watch (unset it to collect by hand): %w", TriggerEnv, err)
+	}
+	if t.Name == "" {
+		return nil, fmt.Errorf("$%s names no trigger (unset it to collect by hand)", TriggerEnv)
 	}
 	return &t, nil
 }

@@ -89,7 +89,7 @@ func startWatcher(t *testing.T, config string, args ...string) *watcherProc {
 	}
 	go func() {
 		_ = w.cmd.Wait()
-		pw.Close()
+		_ = pw.Close()
 		close(w.done)
 	}()
 	t.Cleanup(func() { w.stop(t) })
@@ -182,7 +182,7 @@ func (w *watcherProc) get(t *testing.T, path string) (int, string) {
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
@@ -255,6 +255,7 @@ func TestWatchMountHangs(t *testing.T) {
 // Tasks sit in D state on a hung mount: one bundle naming them. (The
 // mount itself hanging is another trigger's, off here.)
 func TestWatchDState(t *testing.T) {
+	testkit.RequireTool(t, "stat")
 	base := t.TempDir()
 	var procs []*exec.Cmd
 	// Registered before the mount, so run after it is aborted: only then
@@ -335,10 +336,10 @@ func kubeletStandIn(t *testing.T, failing *atomic.Bool) string {
 	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if failing.Load() {
 			rw.WriteHeader(http.StatusInternalServerError)
-			fmt.Fprint(rw, "[+]ping ok\n[+]log ok\n[-]syncloop failed: reason withheld\nhealthz check failed\n")
+			_, _ = io.WriteString(rw, "[+]ping ok\n[+]log ok\n[-]syncloop failed: reason withheld\nhealthz check failed\n")
 			return
 		}
-		fmt.Fprint(rw, "[+]ping ok\n[+]log ok\n[+]syncloop ok\nhealthz check passed\n")
+		_, _ = io.WriteString(rw, "[+]ping ok\n[+]log ok\n[+]syncloop ok\nhealthz check passed\n")
 	})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -410,7 +411,7 @@ func TestWatchKernelLog(t *testing.T) {
 		}
 		t.Skipf("/dev/kmsg cannot be written: %v", err)
 	}
-	defer kmsg.Close()
+	defer func() { _ = kmsg.Close() }()
 	w := startWatcher(t, quickConfig, "--triggers", TriggerKernelLog)
 	time.Sleep(2 * time.Second)
 	server := fmt.Sprintf("watch-e2e-%d.invalid", os.Getpid())

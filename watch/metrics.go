@@ -135,10 +135,8 @@ func (w *Watcher) Handler(version string) http.Handler {
 			http.Error(rw, why, http.StatusServiceUnavailable)
 			return
 		}
-		fmt.Fprintln(rw, "ok")
-		for _, s := range w.States() {
-			fmt.Fprintln(rw, s)
-		}
+		// A client that went away is nothing to report.
+		_, _ = io.WriteString(rw, "ok\n"+strings.Join(append(w.States(), ""), "\n"))
 	})
 	return mux
 }

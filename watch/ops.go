@@ -123,7 +123,7 @@ func numericEntries(dir string) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only: nothing to lose
 	names, err := f.Readdirnames(-1)
 	if err != nil {
 		return nil, err
@@ -143,7 +143,7 @@ func readSmall(path string, buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only: nothing to lose
 	buf = buf[:cap(buf)]
 	n, err := io.ReadFull(f, buf)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
@@ -368,7 +368,7 @@ func scanDirs(rq DirsRequest) (any, error) {
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read-only: nothing to lose
 		for res.Entries < rq.Max {
 			names, err := f.Readdirnames(1024)
 			for _, n := range names {

@@ -111,12 +111,12 @@ func (s *signals) start(ctx context.Context) {
 					case err != nil:
 						s.w.countSignal(l.name, err)
 						if !failing {
-							fmt.Fprintf(s.w.log, "nodesnap watch: signal %s: %v\n", l.name, err)
+							s.w.logf("nodesnap watch: signal %s: %v\n", l.name, err)
 						}
 						failing = true
 					default:
 						if failing {
-							fmt.Fprintf(s.w.log, "nodesnap watch: signal %s answers again\n", l.name)
+							s.w.logf("nodesnap watch: signal %s answers again\n", l.name)
 						}
 						failing = false
 						s.w.countSignal(l.name, nil)
@@ -476,7 +476,8 @@ func (s *signals) dirs(ctx context.Context, cfg Config) error {
 			least = min(least, c.n)
 		}
 	}
-	s.deleting = append(kept, countAt{now, r.DeletingCount})
+	kept = append(kept, countAt{now, r.DeletingCount})
+	s.deleting = kept
 	grew := r.DeletingCount > least
 	o := Observation{Trigger: TriggerDeletingDirs, At: now, Active: grew && float64(r.DeletingCount) >= tc.Threshold}
 	if o.Active {

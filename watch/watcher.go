@@ -84,7 +84,7 @@ func (w *Watcher) Reload(cfg Config) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if cfg.Listen != w.cfg.Listen || cfg.Root != w.cfg.Root {
-		fmt.Fprintf(w.log, "nodesnap watch: listen and root changed in the configuration: they take effect at the next start\n")
+		w.logf("nodesnap watch: listen and root changed in the configuration: they take effect at the next start\n")
 		cfg.Listen, cfg.Root = w.cfg.Listen, w.cfg.Root
 	}
 	w.cfg = cfg
@@ -114,7 +114,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	sctx, stopSignals := context.WithCancel(ctx)
 	defer stopSignals()
 	w.sigs.start(sctx)
-	fmt.Fprintf(w.log, "nodesnap watch: watching (triggers: %s; at most %d collections an hour, into %s)\n",
+	w.logf("nodesnap watch: watching (triggers: %s; at most %d collections an hour, into %s)\n",
 		strings.Join(w.enabled(), ", "), cfg.MaxPerHour, cfg.OutputDir)
 	beat := time.NewTicker(time.Second)
 	defer beat.Stop()
@@ -123,7 +123,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			stopSignals()
 			w.wg.Wait() // the collection running, interrupted
-			fmt.Fprintln(w.log, "nodesnap watch: stopped")
+			w.logf("nodesnap watch: stopped\n")
 			return nil
 		case o := <-w.obs:
 			w.handle(ctx, o)
@@ -189,7 +189,7 @@ func (w *Watcher) handle(ctx context.Context, o Observation) {
 	w.metrics.set("nodesnap_watch_collection_running", nil, 1)
 	tr := bundle.Trigger{Name: o.Trigger, FiredAt: o.At.UTC(), Summary: o.Summary, Evidence: o.Evidence}
 	cfg := w.cfg
-	fmt.Fprintf(w.log, "nodesnap watch: %s fired: %s; collecting\n", o.Trigger, o.Summary)
+	w.logf("nodesnap watch: %s fired: %s; collecting\n", o.Trigger, o.Summary)
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -202,7 +202,7 @@ func (w *Watcher) handle(ctx context.Context, o Observation) {
 func (w *Watcher) suppress(t *trigger, reason string) {
 	if t.markSuppressed(reason) {
 		w.metrics.add("nodesnap_watch_triggers_suppressed_total", []string{"trigger", t.name, "reason", reason}, 1)
-		fmt.Fprintf(w.log, "nodesnap watch: %s holds (%s) but no collection starts: %s\n", t.name, t.last.Summary, suppressWhy(reason))
+		w.logf("nodesnap watch: %s holds (%s) but no collection starts: %s\n", t.name, t.last.Summary, suppressWhy(reason))
 	}
 }
 
@@ -230,9 +230,9 @@ func (w *Watcher) finished(name string, c Collection, start time.Time) {
 	w.metrics.set("nodesnap_watch_last_collection_success", nil, b2f(ok))
 	switch {
 	case c.Err != nil:
-		fmt.Fprintf(w.log, "nodesnap watch: the collection for %s ended %s: %v\n", name, c.Status, c.Err)
+		w.logf("nodesnap watch: the collection for %s ended %s: %v\n", name, c.Status, c.Err)
 	default:
-		fmt.Fprintf(w.log, "nodesnap watch: the collection for %s ended %s: %s\n", name, c.Status, c.Path)
+		w.logf("nodesnap watch: the collection for %s ended %s: %s\n", name, c.Status, c.Path)
 	}
 }
 
@@ -265,6 +265,12 @@ func (w *Watcher) States() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// logf writes one line of the watcher's log (stderr: the journal, the
+// pod's log); a log that cannot be written is nothing to stop for.
+func (w *Watcher) logf(format string, args ...any) {
+	_, _ = fmt.Fprintf(w.log, format, args...)
 }
 
 func b2f(b bool) float64 {
