@@ -155,8 +155,8 @@ func readSmall(path string, buf []byte) ([]byte, error) {
 // KmsgRequest asks for the kernel log records after After.
 type KmsgRequest struct {
 	Path string `json:"path"`
-	// After is the last record already seen; 0 means none yet, so the
-	// first call starts at the log's current end.
+	// After is the last record already seen; 0 means none yet: the
+	// call reads to the log's current end and reports no line.
 	After uint64 `json:"after"`
 	Max   int    `json:"max"`
 }
@@ -183,17 +183,15 @@ func readKmsg(rq KmsgRequest) (any, error) {
 			return nil, &os.PathError{Op: "open", Path: rq.Path, Err: err}
 		}
 		kmsgFD = fd
-		if rq.After == 0 {
-			// Only what the kernel logs from now on: the ring's past
-			// is the collection's to read.
-			if _, err := unix.Seek(fd, 0, io.SeekEnd); err != nil {
-				return nil, &os.PathError{Op: "seek", Path: rq.Path, Err: err}
-			}
-		}
 	}
 	res := KmsgResult{Last: rq.After}
 	buf := make([]byte, 8192) // a record is at most 8 KiB (CONSOLE_EXT_LOG_MAX)
-	started := rq.After != 0
+	// The first call reads the ring through to learn the newest record's
+	// sequence number and reports nothing: only what the kernel logs from
+	// now on counts (the ring's past is the collection's to read). A
+	// worker that replaces a stuck one reads the ring again from its
+	// start and skips what was seen.
+	skipAll := rq.After == 0
 	for {
 		n, err := unix.Read(kmsgFD, buf)
 		if errors.Is(err, unix.EINTR) {
@@ -213,19 +211,18 @@ func readKmsg(rq KmsgRequest) (any, error) {
 		if perr != nil {
 			continue
 		}
-		if started && rec.Seq <= rq.After {
+		if rec.Seq <= rq.After {
 			continue // read again after a worker was replaced
 		}
 		res.Last = rec.Seq
+		if skipAll {
+			continue
+		}
 		if len(res.Lines) < rq.Max {
 			res.Lines = append(res.Lines, clip(rec.Message, 2000))
 		} else {
 			res.Lost++
 		}
-	}
-	if res.Last == 0 {
-		// Nothing new since the end: remember that we started.
-		res.Last = max(rq.After, 1)
 	}
 	return res, nil
 }
