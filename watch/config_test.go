@@ -74,3 +74,20 @@ func TestOnly(t *testing.T) {
 		t.Errorf("Only(nope) = %v", err)
 	}
 }
+
+func TestTriggerFromEnv(t *testing.T) {
+	t.Setenv(TriggerEnv, "")
+	if tr, err := TriggerFromEnv(); tr != nil || err != nil {
+		t.Errorf("unset: %+v, %v", tr, err)
+	}
+	t.Setenv(TriggerEnv, `{"name":"mount-hung","fired_at":"2026-11-23T10:00:00Z","summary":"s","evidence":["/mnt/x"]}`)
+	if tr, err := TriggerFromEnv(); err != nil || tr.Name != TriggerMountHung || len(tr.Evidence) != 1 {
+		t.Errorf("a trigger: %+v, %v", tr, err)
+	}
+	for _, bad := range []string{`{`, `{"summary":"no name"}`} {
+		t.Setenv(TriggerEnv, bad)
+		if _, err := TriggerFromEnv(); err == nil || !strings.Contains(err.Error(), TriggerEnv) {
+			t.Errorf("%s: %v, want an error naming $%s", bad, err, TriggerEnv)
+		}
+	}
+}

@@ -34,6 +34,12 @@ type watchOptions struct {
 }
 
 func newWatchCommand() *cobra.Command {
+	cmd, _ := newWatchCommandOptions()
+	return cmd
+}
+
+// newWatchCommandOptions is the command and the options its flags fill.
+func newWatchCommandOptions() (*cobra.Command, *watchOptions) {
 	o := &watchOptions{}
 	d := watch.Default()
 	cmd := &cobra.Command{
@@ -105,7 +111,7 @@ Arguments after -- are passed to each 'nodesnap collect' (e.g. -- --timeout 3m -
 	f.StringSliceVar(&o.mountsUnder, "mounts-under", nil, "probe only the mounts at or under these paths (default: every mount)")
 	f.DurationVar(&o.probeTimeout, "probe-timeout", d.Mounts.ProbeTimeout, "deadline of one mount's probe: a mount that does not answer within it is hung")
 	f.BoolVar(&o.allowNonRoot, "allow-non-root", os.Getenv(AllowNonRootEnv) == "1", "watch even when not running as root (collections are then partial); or $"+AllowNonRootEnv+"=1")
-	return cmd
+	return cmd, o
 }
 
 // watchConfig is the configuration file (or the defaults) with the flags
