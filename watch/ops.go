@@ -170,10 +170,10 @@ type KmsgResult struct {
 	Lost int `json:"lost,omitempty"`
 }
 
-// kmsgFD is /dev/kmsg kept open in the worker between calls: the watcher
-// gives the kernel log its own pool of one worker, so the same process
-// serves every call and reads on from where it stopped. A replaced worker
-// reopens it and skips the records already seen.
+// kmsgFD is /dev/kmsg kept open in the worker between calls: the watcher's
+// pool for it has one worker, so the same process serves every call and
+// reads on from where it stopped. A replaced worker reopens it and skips
+// the records already seen.
 var kmsgFD = -1
 
 func readKmsg(rq KmsgRequest) (any, error) {

@@ -24,12 +24,15 @@ import (
 // can never block the watch loop.
 type signals struct {
 	w *Watcher
-	// One pool per kind of work, each of one worker: the kernel log's
-	// worker keeps /dev/kmsg open between rounds; a probe that hangs
-	// costs the probe pool's worker, never the others'.
-	probe, scan, kmsg, journal *isolate.Pool
-	http                       *http.Client
-	started                    time.Time
+	// Two pools of one worker each: mount probes, and everything else
+	// (the mount table, tasks, the kernel log, the journal, the kubelet's
+	// directories), so that the watcher costs two processes. A probe
+	// that hangs costs the probe worker; anything else that does costs
+	// the other's (its /dev/kmsg is then reopened, see readKmsg), and
+	// delays the other signals by its deadline at most.
+	probe, scan *isolate.Pool
+	http        *http.Client
+	started     time.Time
 
 	// Owned by the mounts goroutine.
 	hung  map[string]*hungMount
@@ -45,6 +48,10 @@ type signals struct {
 	wg sync.WaitGroup
 }
 
+// scanTimeout bounds one scan of the tasks or the kubelet's directories,
+// and one read of the journal.
+const scanTimeout = 20 * time.Second
+
 type hungMount struct {
 	since, probed time.Time
 	evidence      string
@@ -57,11 +64,9 @@ type countAt struct {
 
 func newSignals(w *Watcher, cfg Config) *signals {
 	return &signals{
-		w:       w,
-		probe:   isolate.NewPool(1, cfg.Mounts.ProbeTimeout),
-		scan:    isolate.NewPool(1, time.Minute),
-		kmsg:    isolate.NewPool(1, 5*time.Second),
-		journal: isolate.NewPool(1, time.Minute),
+		w:     w,
+		probe: isolate.NewPool(1, cfg.Mounts.ProbeTimeout),
+		scan:  isolate.NewPool(1, scanTimeout),
 		// The kubelet's healthz is on loopback: no host path, no
 		// other process's /proc, and a deadline on every request.
 		http:        &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}},
@@ -73,7 +78,7 @@ func newSignals(w *Watcher, cfg Config) *signals {
 
 func (s *signals) close() {
 	s.wg.Wait()
-	for _, p := range []*isolate.Pool{s.probe, s.scan, s.kmsg, s.journal} {
+	for _, p := range []*isolate.Pool{s.probe, s.scan} {
 		p.Close()
 	}
 }
@@ -371,7 +376,7 @@ var kernelSigs = map[string]bool{"kernel-hung-task": true, "nfs-not-responding":
 // kernelLog reads the kernel log on from where it stopped.
 func (s *signals) kernelLog(ctx context.Context, cfg Config) error {
 	var r KmsgResult
-	if err := s.kmsg.Do(ctx, opKmsg, KmsgRequest{Path: cfg.Kernel.Kmsg, After: s.kmsgLast, Max: 1000}, &r); err != nil {
+	if err := s.scan.DoTimeout(ctx, 5*time.Second, opKmsg, KmsgRequest{Path: cfg.Kernel.Kmsg, After: s.kmsgLast, Max: 1000}, &r); err != nil {
 		return fmt.Errorf("reading the kernel log: %w", err)
 	}
 	s.kmsgLast = r.Last
@@ -402,8 +407,8 @@ func (s *signals) kernelLog(ctx context.Context, cfg Config) error {
 // it stopped, and counts analyze's signatures.
 func (s *signals) journalLog(ctx context.Context, cfg Config) error {
 	var r JournalResult
-	rq := JournalRequest{Dir: cfg.Journal.Dir, Root: cfg.Root, Units: cfg.Journal.Units, After: s.journalCursor, Since: s.started, Max: 5000, Timeout: 50 * time.Second}
-	if err := s.journal.Do(ctx, opJournal, rq, &r); err != nil {
+	rq := JournalRequest{Dir: cfg.Journal.Dir, Root: cfg.Root, Units: cfg.Journal.Units, After: s.journalCursor, Since: s.started, Max: 5000, Timeout: scanTimeout - 5*time.Second}
+	if err := s.scan.Do(ctx, opJournal, rq, &r); err != nil {
 		return fmt.Errorf("reading the journal: %w", err)
 	}
 	s.journalCursor = r.Cursor
