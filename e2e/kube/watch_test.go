@@ -23,7 +23,14 @@ func TestDaemonSetWatch(t *testing.T) {
 	c := requireCluster(t)
 	const hostDir = "/var/tmp/nodesnap"
 	before := hostBundles(t, hostDir)
-	c.k(t, c.manifest(t, "daemonset.yaml"), "apply", "-f", "-")
+	// Only the kubelet's mounts: a mount some other test on this machine
+	// left hung must not fire first (and put this one in its cooldown).
+	ds := c.manifest(t, "daemonset.yaml")
+	if !strings.Contains(ds, "            - --keep=3\n            - --listen=") {
+		t.Fatal("the DaemonSet's watch arguments changed: update this test")
+	}
+	ds = strings.Replace(ds, "            - --keep=3\n            - --listen=", "            - --keep=3\n            - --mounts-under=/var/lib/kubelet\n            - --listen=", 1)
+	c.k(t, ds, "apply", "-f", "-")
 	t.Cleanup(func() {
 		c.k(t, "", "-n", "nodesnap", "delete", "daemonset", "nodesnap", "--wait=true", "--timeout=2m", "--cascade=foreground")
 		for p := range hostBundles(t, hostDir) {
