@@ -63,6 +63,9 @@ type Options struct {
 	// Output, when set, is the output directory already opened (and
 	// locked) by the caller; otherwise Run opens it, without a lock.
 	Output *Output
+	// Trigger, when set, is recorded in the manifest: the signal of
+	// `nodesnap watch` that started this collection.
+	Trigger *bundle.Trigger
 }
 
 // Progress is one step of the run, for a progress display.
@@ -761,6 +764,17 @@ func (r *run) manifest(specs []*collectors.Spec, h hashResp) *bundle.Manifest {
 	m.Host.BootID = r.facts["boot_id"]
 	m.Host.MachineID = r.facts["machine_id"]
 	m.Interrupted = r.interrupt
+	if t := r.opts.Trigger; t != nil {
+		// Evidence names mountpoints, pods and hosts: redacted (and
+		// obfuscated) like the files that hold the same names.
+		tr := *t
+		tr.Summary = r.redactString(tr.Summary)
+		tr.Evidence = make([]string, len(t.Evidence))
+		for i, e := range t.Evidence {
+			tr.Evidence[i] = r.redactString(e)
+		}
+		m.Trigger = &tr
+	}
 	m.Self = r.opts.Common.Self
 	m.HungMounts = append(m.HungMounts, r.hung...)
 	r.mu.Unlock()

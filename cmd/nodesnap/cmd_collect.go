@@ -394,7 +394,12 @@ func runCollect(ctx context.Context, o *collectOptions, argv []string, stdout, s
 	}
 	cancelPre()
 
+	trigger, err := watchTriggerFromEnv()
+	if err != nil {
+		return err
+	}
 	sopts := supervisor.Options{
+		Trigger:   trigger,
 		OutputDir: o.outputDir, OutputFile: o.outputFile, Format: o.compression,
 		Timeout: o.timeout, CollectorTimeout: o.collectorTimeout,
 		Only: o.only, Skip: o.skip, Concurrency: o.concurrency, MaxBundleBytes: int64(o.maxBundle),

@@ -57,6 +57,7 @@ with a deadline.
 		newRedactCommand(),
 		newReportCommand(),
 		newVersionCommand(),
+		newWatchCommand(),
 	)
 	return root
 }
