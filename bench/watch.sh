@@ -58,7 +58,7 @@ YAML
 
 unshare -m -p -f --mount-proc --propagation private bash -c '
 	for i in $(seq -w 1 '"$MOUNTS"'); do mkdir -p '"$work"'/m/$i && mount --bind '"$work"'/src '"$work"'/m/$i; done
-	exec "$0" watch --config '"$work"'/watch.yaml -o '"$work"'/out --keep 0' "$bin" 2>"$work/log" &
+	exec "$0" watch --config '"$work"'/watch.yaml --output-dir '"$work"'/out --keep 0' "$bin" 2>"$work/log" &
 ns=$!
 for _ in $(seq 100); do
 	pid=$(cat /proc/$ns/task/$ns/children 2>/dev/null | awk '{print $1}')

@@ -81,7 +81,7 @@ func startWatcher(t *testing.T, config string, args ...string) *watcherProc {
 	if err := os.Mkdir(w.out, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	w.cmd = exec.Command(bin, append([]string{"watch", "--config", cfg, "-o", w.out, "--keep", "0"}, args...)...)
+	w.cmd = exec.Command(bin, append([]string{"watch", "--config", cfg, "--output-dir", w.out, "--keep", "0"}, args...)...)
 	pr, pw := io.Pipe()
 	w.cmd.Stdout, w.cmd.Stderr = w.log, io.MultiWriter(w.log, pw)
 	if err := w.cmd.Start(); err != nil {

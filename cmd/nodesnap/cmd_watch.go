@@ -78,7 +78,9 @@ file's every key.
 
 Arguments after -- are passed to each 'nodesnap collect' (e.g. -- --timeout 3m --since 2h).
 
-` + exitStatusHelp,
+` + exitHelp("0  stopped by SIGTERM or SIGINT (a collection running then was ended and kept)",
+			"1  fatal: the watcher could not start (its endpoint, its configuration file, its workers)",
+			exitLineUsage),
 		Example: `  # on a node, as root: defaults (bundles in /var/lib/nodesnap, the newest 8 kept)
   sudo nodesnap watch
 
@@ -86,7 +88,7 @@ Arguments after -- are passed to each 'nodesnap collect' (e.g. -- --timeout 3m -
   sudo nodesnap watch --config /etc/nodesnap/watch.yaml
 
   # in the DaemonSet (deploy/kubernetes/daemonset.yaml): the host's root at /host
-  nodesnap watch --root /host -o /output --keep 3 --listen 127.0.0.1:9848
+  nodesnap watch --root /host --output-dir /output --keep 3 --listen 127.0.0.1:9848
 
   # only hung mounts and the kernel log, each collection with a 3-minute deadline
   sudo nodesnap watch --triggers mount-hung,kernel-log -- --timeout 3m
@@ -102,7 +104,7 @@ Arguments after -- are passed to each 'nodesnap collect' (e.g. -- --timeout 3m -
 	f.StringVar(&o.listen, "listen", d.Listen, `address of /metrics and /healthz ("" turns them off)`)
 	f.IntVar(&o.maxPerHour, "max-per-hour", d.MaxPerHour, "at most this many collections in any hour")
 	f.StringVar(&o.root, "root", d.Root, "the host's root filesystem (/host when running in a container with the host mounted)")
-	f.StringVarP(&o.outputDir, "output-dir", "o", d.OutputDir, "directory the bundles are written to")
+	f.StringVar(&o.outputDir, "output-dir", d.OutputDir, "directory the bundles are written to")
 	f.IntVar(&o.keep, "keep", d.Keep, "keep only the newest N bundles of this host in the output directory (0: keep all)")
 	f.StringVar(&o.upload, "upload", "", "upload every bundle to this http(s) URL (default $"+UploadURLEnv+"; see 'nodesnap upload --help')")
 	f.StringSliceVar(&o.triggers, "triggers", nil, "enable only these triggers (comma-separated; default: those enabled in --config, else all)")
