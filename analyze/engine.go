@@ -72,6 +72,7 @@ func Analyze(ctx context.Context, r io.Reader, opts Options) (*Report, error) {
 				return bundle.Stop(err)
 			}
 			st.manifest = m
+			st.logs.ref = m.StartedAt
 			st.filesRead++
 			st.bytesRead += int64(len(raw))
 			return nil
@@ -156,6 +157,8 @@ func (st *state) readerFor(name string) func(string, io.Reader) error {
 		return st.readHealthz
 	case name == layout.KubeletPodsPath:
 		return st.readPods
+	case dir == layout.DirKubelet+"/" && strings.HasPrefix(base, layout.KubeletMetricsPrefix) && strings.HasSuffix(base, ".txt"):
+		return st.readKubeletMetrics
 	case strings.HasPrefix(name, layout.KubeletGoroutinePathPrefix) && strings.HasSuffix(name, ".txt"):
 		return st.readKubeletGoroutines
 	case strings.HasPrefix(name, layout.DirRuntime+"/") && base == layout.CRIPodsFile:

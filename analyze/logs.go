@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Log signatures: lines of the kubelet's, the runtime's and the kernel's
@@ -110,12 +111,19 @@ type logHit struct {
 	Groups []string
 	// Trace are the continuation lines (kernel call trace).
 	Trace []Line
+	// Meta is where and when the line was written.
+	Meta logMeta
 }
 
-// keyHits are the hits of one signature with one key.
+// keyHits are the hits of one signature with one key (and, until
+// scopeLogs merges them, one origin: program, pid, host, node named).
 type keyHits struct {
 	Key   string
 	Count int
+	// origin is the writer of these lines; Oldest and Newest the times of
+	// the first and last of them that carry one.
+	origin         logOrigin
+	Oldest, Newest time.Time
 	// First are the first hits (up to maxKeyHits); Last the latest.
 	First []logHit
 	Last  *logHit
@@ -150,13 +158,25 @@ const (
 // logIndex holds every signature's hits over every log file.
 type logIndex struct {
 	sigs map[string]*sigHits
+	// ref is the collection's start: the year of log stamps without one.
+	ref time.Time
+	// devices is the newest time a device was attached or a filesystem on
+	// it mounted, by kernel name ("loop0"): its current instance's start.
+	devices map[string]time.Time
+	// outside are the hits scopeLogs set aside: an earlier kubelet, before
+	// the window, another node.
+	outside []outsideHits
+	// versions are the kubelet's start lines with its version.
+	versions []loggedVersion
 	// budget is how many more hits may be kept.
 	budget int
 	files  []string
 	lines  int
 }
 
-func newLogIndex() *logIndex { return &logIndex{sigs: map[string]*sigHits{}, budget: maxKeptHits} }
+func newLogIndex() *logIndex {
+	return &logIndex{sigs: map[string]*sigHits{}, devices: map[string]time.Time{}, budget: maxKeptHits}
+}
 
 // get returns a signature's hits (never nil).
 func (x *logIndex) get(id string) *sigHits {
@@ -181,17 +201,27 @@ func (s *sigHits) unclaimed() []*keyHits {
 
 func (s *sigHits) add(key string, h logHit, decoded []string) *keyHits {
 	s.Count++
-	kh := s.keys[key]
+	o := h.Meta.origin()
+	ik := key + "\x00" + o.String()
+	kh := s.keys[ik]
 	if kh == nil {
 		if len(s.keys) >= maxSigKeys || *s.budget <= 0 {
 			s.Overflow++
 			return nil
 		}
-		kh = &keyHits{Key: key}
-		s.keys[key] = kh
-		s.order = append(s.order, key)
+		kh = &keyHits{Key: key, origin: o}
+		s.keys[ik] = kh
+		s.order = append(s.order, ik)
 	}
 	kh.Count++
+	if t := h.Meta.Time; !t.IsZero() {
+		if kh.Oldest.IsZero() || t.Before(kh.Oldest) {
+			kh.Oldest = t
+		}
+		if t.After(kh.Newest) {
+			kh.Newest = t
+		}
+	}
 	if len(kh.First) < maxKeyHits && *s.budget > 0 {
 		*s.budget--
 		kh.First = append(kh.First, h)
@@ -286,8 +316,13 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 			}
 			tracing = nil
 		}
+		x.noteDevice(b)
+		if bytes.Contains(b, []byte("kubeletVersion=")) {
+			x.noteKubeletVersion(b)
+		}
 		matched := false
 		var decoded []string
+		var meta *logMeta
 		if bytes.Contains(b, []byte("utput")) {
 			decoded = decodeByteArrays(b)
 		}
@@ -309,7 +344,11 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 				continue
 			}
 			matched = true
-			h := logHit{Path: path, Line: keepLine(n, b, cut)}
+			if meta == nil {
+				m := parseLogMeta(b, x.ref)
+				meta = &m
+			}
+			h := logHit{Path: path, Line: keepLine(n, b, cut), Meta: *meta}
 			if len(decoded) > 0 {
 				h.Line.Decoded = strings.Join(decoded, "\n")
 			}
@@ -330,7 +369,7 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 			}
 		}
 		if !matched && len(decoded) > 0 {
-			h := logHit{Path: path, Line: keepLine(n, b, cut)}
+			h := logHit{Path: path, Line: keepLine(n, b, cut), Meta: parseLogMeta(b, x.ref)}
 			h.Line.Decoded = strings.Join(decoded, "\n")
 			x.get(sigByteOutput).add(strings.Join(decoded, "\n"), h, decoded)
 		}

@@ -350,6 +350,13 @@ func ruleKernelLogs(st *state) {
 		ok := st.logs.sigs[sigNFSOK]
 		for _, k := range s.unclaimed() {
 			k.claimed = true
+			if st.mountsSeen && !st.mountsServer(k.Key) && k.Key != "" {
+				// Nothing of that server is mounted now, in any
+				// namespace: what it did is history.
+				st.logs.outside = append(st.logs.outside, outsideHits{sig: sigNFSNotResponding, hits: k, class: "earlier",
+					why: "NFS server " + k.Key + " has no mount on the node now"})
+				continue
+			}
 			f := Finding{ID: idNFSNotReponding, Severity: Warning, Title: "NFS server not responding", Subject: k.Key,
 				Summary: fmt.Sprintf("NFS server %s did not respond (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
 				Explanation: "\"nfs: server ... not responding, still trying\": on a hard mount every process touching it waits until the server answers. " +
@@ -374,4 +381,18 @@ func ruleKernelLogs(st *state) {
 					"The mount probe did not find it dead, so it may have been unmounted since.",
 				[]string{"If the path is still mounted: umount -l <path>, then restart the pods using the volume so it is mounted again."}
 		})
+}
+
+// mountsServer reports whether any namespace mounts an NFS export of
+// server (a mount source "server:/path").
+func (st *state) mountsServer(server string) bool {
+	for _, m := range st.mounts {
+		if !strings.HasPrefix(m.FSType, "nfs") {
+			continue
+		}
+		if h, _, ok := strings.Cut(m.Source, ":"); ok && strings.Trim(h, "[]") == strings.Trim(server, "[]") {
+			return true
+		}
+	}
+	return false
 }
