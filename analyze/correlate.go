@@ -154,6 +154,8 @@ var sigWhat = map[string]string{
 	sigUnmountDevice:    "the kubelet cannot unmount/unmap the device",
 	sigPodNotCleaned:    "the pod is terminated but the kubelet waits for its volumes to be cleaned up",
 	sigOrphanedPod:      "a deleted pod's volume paths are still on disk",
+	sigOrphanedRemove:   "the kubelet cannot remove a deleted pod's volumes directory (a leftover file such as vol_data.json)",
+	sigTeardownOK:       "the kubelet reports the volume's TearDown succeeded",
 	sigRmdirBusy:        "removing a volume directory fails with EBUSY",
 	sigPLEG:             "the kubelet's pod lifecycle event generator is stuck",
 	sigSyncLoop:         "the kubelet's sync loop is not running on time",

@@ -78,7 +78,7 @@ func parseLogMeta(b []byte, ref time.Time) logMeta {
 	}
 	// "host ident[pid]: message" after the stamp (not dmesg's "loop1:
 	// message" nor a container log's "F message").
-	if host, after, ok := bytes.Cut(rest, []byte(" ")); ok && len(host) > 0 && host[len(host)-1] != ':' && len(host) > 1 {
+	if host, after, ok := bytes.Cut(rest, []byte(" ")); ok && len(host) > 0 && host[len(host)-1] != ':' {
 		if ident, _, ok := bytes.Cut(after, []byte(" ")); ok && len(ident) > 1 && ident[len(ident)-1] == ':' {
 			id := ident[:len(ident)-1]
 			if i := bytes.IndexByte(id, '['); i > 0 && id[len(id)-1] == ']' {

@@ -39,6 +39,8 @@ const (
 	sigUnmountDevice    = "unmount-device-failed"
 	sigPodNotCleaned    = "pod-volumes-not-cleaned-up"
 	sigOrphanedPod      = "orphaned-pod-volume-paths"
+	sigOrphanedRemove   = "orphaned-pod-volumes-dir-not-removed"
+	sigTeardownOK       = "teardown-succeeded"
 	sigRmdirBusy        = "rmdir-volume-busy"
 	sigPLEG             = "pleg-unhealthy"
 	sigSyncLoop         = "syncloop-slow"
@@ -67,6 +69,15 @@ var logSigs = []logSig{
 		re: regexp.MustCompile(`podUID=\\*"?([0-9a-fA-F-]{36})|pod \\*"?([0-9a-fA-F-]{36})|pod=\\*"([^"\\]+)`)},
 	{id: sigOrphanedPod, needles: []string{"orphaned pod", "volume paths are still present"},
 		re: regexp.MustCompile(`orphaned pod \\*"([^"\\]+)`)},
+	// kubelet ≥ 1.26 after a CSI target was unmounted by hand, its
+	// vol_data.json left: `orphaned pod "<uid>" found, but error occurred
+	// when trying to remove the volumes dir: not a directory`, every 2 s.
+	{id: sigOrphanedRemove, needles: []string{"orphaned pod", "trying to remove the volumes dir"},
+		re: regexp.MustCompile(`orphaned pod \\*"([^"\\]+)`)},
+	// Evidence only (a normal line): kubelet ≥ 1.26 logs it for a CSI
+	// volume whose target is still a mount, removing nothing.
+	{id: sigTeardownOK, needles: []string{"UnmountVolume.TearDown succeeded"},
+		re: regexp.MustCompile(`for volume \\*"([^"\\]+)`)},
 	{id: sigRmdirBusy, needles: []string{"failed to rmdir() volume at path", "busy"},
 		re: regexp.MustCompile(`(/\S*?/pods/[0-9a-fA-F-]{36})/volumes`)},
 	// A kubelet logs "PLEG is not healthy: pleg has yet to be successful"
@@ -102,6 +113,11 @@ var logSigs = []logSig{
 	{id: sigDeleting, needles: []string{".deleting~"},
 		re: regexp.MustCompile(`(/[^\s"\\]*?)\.deleting~`)},
 }
+
+// evidenceOnlySigs match ordinary lines that are evidence only beside a
+// finding: they make none alone and are not counted in the report's
+// signatures (nodesnap diff would show every pod deletion).
+var evidenceOnlySigs = map[string]bool{sigTeardownOK: true}
 
 // logHit is one line that matched, where it is.
 type logHit struct {

@@ -372,7 +372,7 @@ func (st *state) report() *Report {
 		rep.Counts[f.Severity.String()]++
 	}
 	for id, s := range st.logs.sigs {
-		if s.Count > 0 {
+		if s.Count > 0 && !evidenceOnlySigs[id] {
 			if rep.Signatures == nil {
 				rep.Signatures = map[string]int{}
 			}
