@@ -99,6 +99,9 @@ func (st *state) notProbed(own, used map[int]bool) {
 			why = append(why, fmt.Sprintf("%s in %s code, on this or another mount of its kind", plural(len(sameKind), "task sleeps", "tasks sleep"), kind))
 		}
 		f.Summary = fmt.Sprintf("%s mount %s was not probed (mountprobe's deadline came first), but %s", kind, listOf(mps, 2), strings.Join(why, " and "))
+		if pods := st.podsOfPaths(mps); pods != "" {
+			f.Summary += "; " + pods
+		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "mountprobe ran out of time before it reached %s (device %s, from %s): its state was not measured. ", listOf(mps, 4), orUnknown(p0.Dev), orUnknown(p0.Source))
 		if len(shape) > 0 {

@@ -365,6 +365,9 @@ func (st *state) report() *Report {
 	if rep.Findings == nil {
 		rep.Findings = []Finding{}
 	}
+	if k := st.kubelet(); k != nil {
+		rep.KubeletVersion, rep.KubeletVersionFrom = k.Version, k.From
+	}
 	for _, s := range []Severity{Critical, Warning, Info} {
 		rep.Counts[s.String()] = 0
 	}
