@@ -116,7 +116,7 @@ func (st *state) notProbed(own, used map[int]bool) {
 		if len(sameKind) > 0 {
 			fmt.Fprintf(&b, "Tasks sleeping in %s code, on this or another mount of its kind: %s. ", kind, listOf(taskNames(sameKind), 6))
 		}
-		b.WriteString("Collect again with a larger mountprobe timeout (--timeout-mountprobe or --mountprobe-first PATH) to measure it.")
+		b.WriteString("Collect again with more time for mountprobe (--timeout 5m --collector-timeout 3m) or with the mount probed first (--mountprobe-first PATH) to measure it.")
 		f.Explanation = b.String()
 		for _, p := range ps {
 			f.Evidence = append(f.Evidence, Evidence{Path: layout.ProbesPath, What: "the mount the probe did not reach", Record: p})
@@ -148,7 +148,7 @@ func (st *state) notProbed(own, used map[int]bool) {
 			Explanation: "mountprobe ran out of time before it reached these mounts, usually because many others hung first; nothing else in the bundle " +
 				"(tasks in their filesystems' code, dirshape) says they hang, but their state is unknown.",
 			Evidence:    []Evidence{{Path: layout.ProbesPath, What: "the mounts the probe did not reach", Record: unknownRecs}},
-			Remediation: []string{"Collect again with a larger mountprobe timeout (--timeout-mountprobe) if these mounts matter."},
+			Remediation: []string{"If these mounts matter, collect again with more time for mountprobe (--timeout 5m --collector-timeout 3m) or with them probed first (--mountprobe-first PATH)."},
 		})
 	}
 }
