@@ -231,3 +231,19 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// logsMention reports whether an unclaimed hit of a signature mentions a
+// token, claiming nothing.
+func (st *state) logsMention(tokens []string, sigs ...string) bool {
+	tokens = usefulTokens(tokens)
+	for _, id := range sigs {
+		if s := st.logs.sigs[id]; s != nil && len(tokens) > 0 {
+			for _, k := range s.unclaimed() {
+				if k.mentions(tokens) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

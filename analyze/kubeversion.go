@@ -25,10 +25,17 @@ const teardownMountRootMinor = 26
 // csiLostStateMechanism explains incident 004 for this kubelet: the
 // sentence after "the driver answers NodeUnpublishVolume with success
 // without unmounting", and the fixes, target being the mounted target and
-// volDir its volume directory (with vol_data.json).
-func (st *state) csiLostStateMechanism(target, volDir string) (summary, explanation string, fixes []string) {
+// volDir its volume directory (with vol_data.json). What the kubelet's log
+// shows wins over its version: ebusyLogged says it logged TearDown failing
+// with EBUSY for this volume (a mount-utils that cannot tell the bind
+// mount from its parent, on any version).
+func (st *state) csiLostStateMechanism(target, volDir string, ebusyLogged bool) (summary, explanation string, fixes []string) {
 	newer, known := st.kubeletAtLeast(teardownMountRootMinor)
 	ver := st.kubeletVersionText()
+	if ebusyLogged && newer {
+		newer = false
+		ver += ", but its log shows TearDown failing with EBUSY for this volume, so its mount check did not see the mount"
+	}
 	umount := "Confirm nothing uses the mount (openfiles/holders.json lists no holder for it), then unmount it by hand on the node: umount " + shellQuote(target)
 	if newer {
 		summary = "the kubelet sees the mount, removes nothing and reports TearDown succeeded, so the pod stays Terminating"
@@ -47,9 +54,12 @@ func (st *state) csiLostStateMechanism(target, volDir string) (summary, explanat
 	summary = "so the pod's volume teardown fails with EBUSY"
 	explanation = "The kubelet then removes the target directory, which fails with \"device or resource busy\" because it is still a mountpoint; " +
 		"it retries with exponential backoff forever and the pod (and its PVC) stay Terminating. "
-	if known {
+	switch {
+	case ebusyLogged:
+		explanation += ver + "."
+	case known:
 		explanation += ver + ": before 1.26 this is what its TearDown does."
-	} else {
+	default:
 		explanation += ver + ": this is what a kubelet before 1.26 does. A kubelet 1.26 or newer instead sees the mount, removes nothing, logs " +
 			"\"UnmountVolume.TearDown succeeded\" and leaves the pod Terminating without an error at --v=2."
 	}

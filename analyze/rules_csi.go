@@ -76,7 +76,11 @@ func (st *state) csiPublishedLost(cf layout.CSIFinding) {
 	if pv != nil {
 		volDir = pv.Dir
 	}
-	mechSummary, mech, fixes := st.csiLostStateMechanism(cf.TargetPath, volDir)
+	tokens := append(pathTokens(cf.TargetPath), cf.VolumeID, cf.PodUID)
+	if pv != nil {
+		tokens = append(tokens, pv.Dir)
+	}
+	mechSummary, mech, fixes := st.csiLostStateMechanism(cf.TargetPath, volDir, st.logsMention(tokens, sigTeardownBusy))
 	f := Finding{
 		ID:       idCSIPublishedLost,
 		Severity: Critical,
@@ -118,10 +122,6 @@ func (st *state) csiPublishedLost(cf layout.CSIFinding) {
 		if h := st.mountHolders[nsMount{m.NS, m.ID}]; h != nil && len(h.Holders) > 0 {
 			f.Evidence = append(f.Evidence, Evidence{Path: layout.HoldersPath, What: "processes using the mount", Record: h})
 		}
-	}
-	tokens := append(pathTokens(cf.TargetPath), cf.VolumeID, cf.PodUID)
-	if pv != nil {
-		tokens = append(tokens, pv.Dir)
 	}
 	// The driver's own log (csi/podlogs/) says "not published, nothing to
 	// do" for the volume: the moment the lost state turned into a leak.
