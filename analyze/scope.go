@@ -68,6 +68,8 @@ type kubeletProc struct {
 	From    string
 	// Node is the node's name as the kubelet knows it.
 	Node string
+	// None: the process list was read and no kubelet runs.
+	None bool
 }
 
 var (
@@ -146,7 +148,7 @@ func (st *state) kubelet() *kubeletProc {
 		}
 		found = host
 	}
-	k := &kubeletProc{}
+	k := &kubeletProc{None: st.tasksSeen && len(found) == 0}
 	if len(found) == 1 {
 		k.PID, k.Start = found[0].PID, found[0].Start
 		k.Node = flagValue(found[0].Cmdline, "--hostname-override")
@@ -170,7 +172,7 @@ func (st *state) kubelet() *kubeletProc {
 			k.Version, k.From = "v"+m[1], "the running kubelet's binary path ("+bin+")"
 		}
 	}
-	if k.PID == 0 && k.Version == "" && k.Node == "" {
+	if k.PID == 0 && k.Version == "" && k.Node == "" && !k.None {
 		k = nil
 	}
 	st.kubeletCache = k
@@ -267,7 +269,9 @@ func (st *state) scopeLogs() {
 			kh := s.keys[ik]
 			if class, why := outOfScope(kh, k, names, winStart); why != "" {
 				s.Count -= kh.Count
-				st.logs.outside = append(st.logs.outside, outsideHits{sig: id, hits: kh, class: class, why: why})
+				if !evidenceOnlySigs[id] {
+					st.logs.outside = append(st.logs.outside, outsideHits{sig: id, hits: kh, class: class, why: why})
+				}
 				continue
 			}
 			if m := keys[kh.Key]; m != nil {
@@ -299,8 +303,10 @@ func outOfScope(kh *keyHits, k *kubeletProc, names []string, winStart time.Time)
 	if len(kh.First) > 0 {
 		path = kh.First[0].Path
 	}
-	if k != nil && k.PID != 0 && (o.Ident == "kubelet" || (o.Ident == "" && strings.Contains(path, "kubelet"))) {
+	if k != nil && (k.PID != 0 || k.None) && (o.Ident == "kubelet" || (o.Ident == "" && strings.Contains(path, "kubelet"))) {
 		switch {
+		case k.None:
+			return "earlier", "written by a kubelet that no longer runs: the process list has none at collection time"
 		case o.PID != 0 && o.PID != k.PID:
 			return "earlier", fmt.Sprintf("written by an earlier kubelet (pid %d), not the running one (pid %d)", o.PID, k.PID)
 		case before(k.Start):

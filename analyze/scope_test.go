@@ -163,3 +163,24 @@ func TestLinesNamingAnotherNode(t *testing.T) {
 		}
 	}
 }
+
+// With the process list read and no kubelet in it, the kubelet's lines
+// are a gone instance's: listed as earlier, not as the node's state (here
+// an e2e cluster's kubelet that had stopped 30 s before the run).
+func TestKubeletLinesWithNoKubeletRunning(t *testing.T) {
+	tasks, err := json.Marshal([]layout.Task{{PID: 1, TID: 1, Comm: "systemd", State: "S", MountNS: 4026531840}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := `2026-11-21T09:17:44.360127+0000 node1 kubelet[29504]: E1121 09:17:44.360075   29504 kubelet_volumes.go:263] "There were many similar errors. Turn up verbosity to see them." err="orphaned pod \"5d1c7a3e-2b4f-4c6d-8e9a-0f1b2c3d4e21\" found, but volume paths are still present on disk" numErrs=1` + "\n"
+	files := map[string][]byte{"host/summary.json": []byte(`{"hostname":"node1"}`), "journal/kubelet.log": []byte(line)}
+	if r := analyzeFiles(t, files); len(findings(r, "orphaned-pod-volume-paths")) != 1 {
+		t.Errorf("without a process list the line is current:\n%s", dump(r))
+	}
+	files = map[string][]byte{"host/summary.json": []byte(`{"hostname":"node1"}`), "journal/kubelet.log": []byte(line), "processes/tasks.json": tasks}
+	r := analyzeFiles(t, files)
+	if r.AtLeast(analyze.Warning) {
+		t.Errorf("a gone kubelet's line is a warning:\n%s", dump(r))
+	}
+	wantIn(t, "earlier", only(t, r, "earlier-log-lines").Summary, "a kubelet that no longer runs")
+}
