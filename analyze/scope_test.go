@@ -184,3 +184,61 @@ func TestKubeletLinesWithNoKubeletRunning(t *testing.T) {
 	}
 	wantIn(t, "earlier", only(t, r, "earlier-log-lines").Summary, "a kubelet that no longer runs")
 }
+
+// A real v1.34.4 kubelet restarted on the e2e cluster: its journal holds
+// the start of pid 15795 and of the running pid 21824, each logging the
+// "pleg has yet to be successful" line every start logs. The node is
+// healthy. A stuck-PLEG line (the real start line with the error a stuck
+// relist gives) is history when pid 15795 wrote it and a warning when the
+// running kubelet did.
+func TestRealRestartedKubelet(t *testing.T) {
+	const startLine = `err="[container runtime status check may not have completed yet, PLEG is not healthy: pleg has yet to be successful]"`
+	const stuck = `err="PLEG is not healthy: pleg was last seen active 3m0.5s ago; threshold is 3m0s"`
+	files := fixture(t, "kubelet-v1.34-restarted")
+	r := analyzeFiles(t, files)
+	if r.AtLeast(analyze.Warning) {
+		t.Errorf("a healthy restarted kubelet gets a warning:\n%s", dump(r))
+	}
+	if r.KubeletVersion != "v1.34.4" || r.KubeletVersionFrom != "kubernetes_build_info in kubelet/metrics.txt" {
+		t.Errorf("version %q from %q", r.KubeletVersion, r.KubeletVersionFrom)
+	}
+
+	// Without metrics (a run without the kubelet's credentials): the
+	// running instance's own start line, not the earlier one's.
+	files = fixture(t, "kubelet-v1.34-restarted")
+	delete(files, "kubelet/metrics.txt")
+	log := string(files["journal/kubelet.log"])
+	files["journal/kubelet.log"] = []byte(strings.Replace(log, `kubelet[15795]: I1123 22:25:53.283195   15795 server.go:529] "Kubelet version" kubeletVersion="v1.34.4"`,
+		`kubelet[15795]: I1123 22:25:53.283195   15795 server.go:529] "Kubelet version" kubeletVersion="v1.33.9"`, 1))
+	r = analyzeFiles(t, files)
+	if r.KubeletVersion != "v1.34.4" || !strings.Contains(r.KubeletVersionFrom, "start line") {
+		t.Errorf("without metrics: version %q from %q", r.KubeletVersion, r.KubeletVersionFrom)
+	}
+
+	for _, tc := range []struct {
+		pid     string
+		current bool
+	}{{"15795", false}, {"21824", true}} {
+		files = fixture(t, "kubelet-v1.34-restarted")
+		lines := strings.SplitAfter(string(files["journal/kubelet.log"]), "\n")
+		edited := 0
+		for i, l := range lines {
+			if strings.Contains(l, "kubelet["+tc.pid+"]") && strings.Contains(l, startLine) {
+				lines[i] = strings.Replace(l, startLine, stuck, 1)
+				edited++
+			}
+		}
+		if edited != 1 {
+			t.Fatalf("pid %s: %d start PLEG lines in the fixture, want 1", tc.pid, edited)
+		}
+		files["journal/kubelet.log"] = []byte(strings.Join(lines, ""))
+		r = analyzeFiles(t, files)
+		pleg := findings(r, "kubelet-pleg-unhealthy")
+		if (len(pleg) == 1) != tc.current {
+			t.Errorf("pid %s: %d kubelet-pleg-unhealthy findings, want current=%v:\n%s", tc.pid, len(pleg), tc.current, dump(r))
+		}
+		if !tc.current {
+			wantIn(t, "earlier", only(t, r, "earlier-log-lines").Summary, "an earlier kubelet (pid 15795), not the running one (pid 21824)")
+		}
+	}
+}
