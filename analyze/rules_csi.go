@@ -126,7 +126,8 @@ func (st *state) csiPublishedLost(cf layout.CSIFinding) {
 	// The driver's own log (csi/podlogs/) says "not published, nothing to
 	// do" for the volume: the moment the lost state turned into a leak.
 	st.claimLogs(&f, tokens, sigTeardownBusy, sigTeardownOK, sigNotPublished, sigNodeUnpublish, sigPodNotCleaned, sigRmdirBusy, sigOrphanedPod, sigOrphanedRemove)
-	f.Remediation = append(fixes,
+	f.Remediation = fixes
+	f.Remediation = append(f.Remediation,
 		"Upgrade the CSI driver to a release that persists its published state across restarts (for csi-driver-host-path, one with the fix for #457), or restart it with its state directory on persistent storage.")
 	st.add(f)
 }
