@@ -35,7 +35,7 @@
 //	volume-teardown-busy                UnmountVolume.TearDown failing with EBUSY, retried with backoff
 //	volume-unmount-device-failed        UnmountDevice / rbd unmap failing (byte-array output decoded)
 //	pod-volumes-not-cleaned-up          "Pod is terminated, but some volumes have not been cleaned up"
-//	orphaned-pod-volume-paths           "orphaned pod ... found, but volume paths are still present on disk"
+//	orphaned-pod-volume-paths           "orphaned pod ... found, but volume paths are still present on disk" (or, kubelet 1.26+, "... remove the volumes dir: not a directory")
 //	csi-operation-already-exists        "an operation with the given Volume ID ... already exists"
 //	staging-mount-still-referenced      "... is still mounted by other references"
 //	container-rootfs-busy               "unlinkat .../merged: device or resource busy"
@@ -49,4 +49,9 @@
 //	evidence-incomplete                 collectors that timed out, failed or were interrupted
 //	evidence-missing                    evidence the run left out: the size cap, --timeout, an interrupt, no root
 //	analyze-internal-error              a rule that failed (a bug)
+//	earlier-log-lines                   (info) signature lines of an earlier kubelet instance, before the window, about another node or an earlier device of the same name
+//
+// Log lines count only when the running kubelet instance wrote them, in the
+// collection window, about this node (scope.go), and mechanisms that depend
+// on the kubelet's version say which version they assumed (kubeversion.go).
 package analyze
