@@ -43,7 +43,8 @@ type manifestExtra struct {
 	Self       *bundle.Self             `json:"self"`
 	// Settings.Root, when set, is the run's --root.
 	Settings struct {
-		Root string `json:"root"`
+		Root         string  `json:"root"`
+		SinceSeconds float64 `json:"since_seconds"`
 	} `json:"settings"`
 }
 
@@ -85,6 +86,7 @@ func makeBundle(t testing.TB, files map[string][]byte, format string) string {
 		if extra.Settings.Root != "" {
 			m.Settings.Root = extra.Settings.Root
 		}
+		m.Settings.SinceSeconds = extra.Settings.SinceSeconds
 	}
 	names := make([]string, 0, len(files))
 	for n := range files {

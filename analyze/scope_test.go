@@ -242,3 +242,28 @@ func TestRealRestartedKubelet(t *testing.T) {
 		}
 	}
 }
+
+// A log source that ignores --since (a rotated file, the kernel ring
+// buffer) may hold lines older than the window: they are history.
+func TestLinesOlderThanTheWindow(t *testing.T) {
+	// The run started 2026-11-21T09:18:14Z with --since 1h.
+	hung := func(stamp string) []byte {
+		return []byte(stamp + ` node1 kernel: INFO: task kworker/u8:2:1234 blocked for more than 120 seconds.` + "\n")
+	}
+	for _, tc := range []struct {
+		stamp   string
+		earlier bool
+	}{{"2026-11-21T07:00:00.000000+0000", true}, {"2026-11-21T08:30:00.000000+0000", false}} {
+		r := analyzeFiles(t, map[string][]byte{
+			"_manifest.json":     []byte(`{"settings":{"since_seconds":3600}}`),
+			"host/summary.json":  []byte(`{"hostname":"node1"}`),
+			"journal/kernel.log": hung(tc.stamp),
+		})
+		if got := len(findings(r, "kernel-hung-task")) == 0; got != tc.earlier {
+			t.Errorf("%s: earlier=%v, want %v:\n%s", tc.stamp, got, tc.earlier, dump(r))
+		}
+		if tc.earlier {
+			wantIn(t, "window", only(t, r, "earlier-log-lines").Summary, "older than the collection window (from 2026-11-21T08:18:14Z)")
+		}
+	}
+}
