@@ -97,6 +97,7 @@ func analyze(ctx context.Context, opts Options, walk func(bundle.Limits, func(bu
 				return bundle.Stop(err)
 			}
 			st.manifest = m
+			st.logs.ref = m.StartedAt
 			st.filesRead++
 			st.bytesRead += int64(len(raw))
 			return nil
@@ -187,6 +188,8 @@ func (st *state) readerFor(name string) func(string, io.Reader) error {
 		return st.readHealthz
 	case name == layout.KubeletPodsPath:
 		return st.readPods
+	case dir == layout.DirKubelet+"/" && strings.HasPrefix(base, layout.KubeletMetricsPrefix) && strings.HasSuffix(base, ".txt"):
+		return st.readKubeletMetrics
 	case strings.HasPrefix(name, layout.KubeletGoroutinePathPrefix) && strings.HasSuffix(name, ".txt"):
 		return st.readKubeletGoroutines
 	case strings.HasPrefix(name, layout.DirRuntime+"/") && base == layout.CRIPodsFile:

@@ -106,6 +106,11 @@ type Report struct {
 	ToolVersion string    `json:"tool_version"`
 	// BundleStatus is the manifest's status (complete or partial).
 	BundleStatus string `json:"bundle_status"`
+	// KubeletVersion is the running kubelet's version ("v1.34.4") and
+	// KubeletVersionFrom where the bundle says so; empty when unknown.
+	// Findings whose mechanism depends on it say which they assumed.
+	KubeletVersion     string `json:"kubelet_version,omitempty"`
+	KubeletVersionFrom string `json:"kubelet_version_from,omitempty"`
 	// Counts are the findings per severity.
 	Counts   map[string]int `json:"counts"`
 	Findings []Finding      `json:"findings"`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
@@ -45,6 +46,9 @@ func (st *state) readPods(_ string, r io.Reader) error {
 				Namespace         string  `json:"namespace"`
 				DeletionTimestamp *string `json:"deletionTimestamp"`
 			} `json:"metadata"`
+			Spec struct {
+				NodeName string `json:"nodeName"`
+			} `json:"spec"`
 			Status struct {
 				Phase                 string            `json:"phase"`
 				ContainerStatuses     []containerStatus `json:"containerStatuses"`
@@ -53,6 +57,9 @@ func (st *state) readPods(_ string, r io.Reader) error {
 		}
 		if err := dec.Decode(&p); err != nil {
 			return err
+		}
+		if p.Spec.NodeName != "" && st.podsNode == "" {
+			st.podsNode = p.Spec.NodeName
 		}
 		for _, c := range append(p.Status.ContainerStatuses, p.Status.InitContainerStatuses...) {
 			st.addContainer(c.ContainerID, c.Name, p.Metadata.UID)
@@ -179,4 +186,28 @@ func walkListed(r io.Reader, key string, each func(dec *json.Decoder) error, aft
 		after()
 	}
 	return endOfInput(dec)
+}
+
+// reBuildInfo is the kubelet's kubernetes_build_info sample's version.
+var reBuildInfo = regexp.MustCompile(`^kubernetes_build_info\{[^}]*\bgit_version="(v?\d+\.\d+\.\d+[^"]*)"`)
+
+// readKubeletMetrics reads kubelet/metrics*.txt for the one line analyze
+// needs, the running kubelet's version (kubernetes_build_info).
+func (st *state) readKubeletMetrics(name string, r io.Reader) error {
+	lr := newLineReader(r)
+	for {
+		b, _, _, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !bytes.HasPrefix(b, []byte("kubernetes_build_info{")) {
+			continue
+		}
+		if m := reBuildInfo.FindSubmatch(b); m != nil && len(m[1]) <= 64 {
+			st.buildVersion, st.buildVersionFile = toValidUTF8(m[1]), name
+		}
+	}
 }
