@@ -154,6 +154,8 @@ var sigWhat = map[string]string{
 	sigUnmountDevice:    "the kubelet cannot unmount/unmap the device",
 	sigPodNotCleaned:    "the pod is terminated but the kubelet waits for its volumes to be cleaned up",
 	sigOrphanedPod:      "a deleted pod's volume paths are still on disk",
+	sigOrphanedRemove:   "the kubelet cannot remove a deleted pod's volumes directory (a leftover file such as vol_data.json)",
+	sigTeardownOK:       "the kubelet reports the volume's TearDown succeeded",
 	sigRmdirBusy:        "removing a volume directory fails with EBUSY",
 	sigPLEG:             "the kubelet's pod lifecycle event generator is stuck",
 	sigSyncLoop:         "the kubelet's sync loop is not running on time",
@@ -228,4 +230,20 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// logsMention reports whether an unclaimed hit of a signature mentions a
+// token, claiming nothing.
+func (st *state) logsMention(tokens []string, sigs ...string) bool {
+	tokens = usefulTokens(tokens)
+	for _, id := range sigs {
+		if s := st.logs.sigs[id]; s != nil && len(tokens) > 0 {
+			for _, k := range s.unclaimed() {
+				if k.mentions(tokens) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -25,10 +25,11 @@ var forbiddenDeps = []string{
 
 // allowedOwn are the only packages of this module analyze may depend on:
 // bundle (reading archives, the manifest), bundle/layout (the records and
-// file names), procfs (the parsers of the raw /proc copies in a bundle),
+// file names), goroutinedump (counting goroutines by frame, standard
+// library only), procfs (the parsers of the raw /proc copies in a bundle),
 // and what bundle itself needs (the manifest's schema, the redactor used
 // by Reredact), and internal/textfit (fitting text to the terminal).
-var allowedOwn = []string{"analyze", "bundle", "bundle/layout", "bundle-schema", "procfs", "redact", "internal/textfit"}
+var allowedOwn = []string{"analyze", "bundle", "bundle/layout", "bundle-schema", "goroutinedump", "procfs", "redact", "internal/textfit"}
 
 // TestDependencies keeps analyze a reader of bundles: a new import that
 // pulls in the collection engine or an HTTP stack fails here, naming the

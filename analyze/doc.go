@@ -18,4 +18,8 @@
 // its fix; Catalogue returns them and docs/findings.md is generated from
 // them (TestFindingsDocUpToDate), so that adding a rule touches its rule
 // file, its test and the generated page only.
+//
+// Log lines count only when the running kubelet instance wrote them, in the
+// collection window, about this node (scope.go), and mechanisms that depend
+// on the kubelet's version say which version they assumed (kubeversion.go).
 package analyze

@@ -19,6 +19,9 @@ type Options struct {
 	// Limits bound what the bundle may claim; zero means
 	// bundle.DefaultLimits.
 	Limits bundle.Limits
+	// Facts fills Report.Facts (nodesnap report draws them); off, the
+	// analysis and its JSON are as without it.
+	Facts bool
 }
 
 // ErrNotBundle is wrapped when the archive is safe but is not a nodesnap
@@ -72,6 +75,7 @@ func analyze(ctx context.Context, opts Options, walk func(bundle.Limits, func(bu
 		lim = bundle.DefaultLimits
 	}
 	st := newState()
+	st.wantFacts = opts.Facts
 	first := true
 	err := walk(lim, func(e bundle.Entry) error {
 		if first {
@@ -93,6 +97,7 @@ func analyze(ctx context.Context, opts Options, walk func(bundle.Limits, func(bu
 				return bundle.Stop(err)
 			}
 			st.manifest = m
+			st.logs.ref = m.StartedAt
 			st.filesRead++
 			st.bytesRead += int64(len(raw))
 			return nil
@@ -183,6 +188,8 @@ func (st *state) readerFor(name string) func(string, io.Reader) error {
 		return st.readHealthz
 	case name == layout.KubeletPodsPath:
 		return st.readPods
+	case dir == layout.DirKubelet+"/" && strings.HasPrefix(base, layout.KubeletMetricsPrefix) && strings.HasSuffix(base, ".txt"):
+		return st.readKubeletMetrics
 	case strings.HasPrefix(name, layout.KubeletGoroutinePathPrefix) && strings.HasSuffix(name, ".txt"):
 		return st.readKubeletGoroutines
 	case strings.HasPrefix(name, layout.DirRuntime+"/") && base == layout.CRIPodsFile:

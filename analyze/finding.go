@@ -106,6 +106,11 @@ type Report struct {
 	ToolVersion string    `json:"tool_version"`
 	// BundleStatus is the manifest's status (complete or partial).
 	BundleStatus string `json:"bundle_status"`
+	// KubeletVersion is the running kubelet's version ("v1.34.4") and
+	// KubeletVersionFrom where the bundle says so; empty when unknown.
+	// Findings whose mechanism depends on it say which they assumed.
+	KubeletVersion     string `json:"kubelet_version,omitempty"`
+	KubeletVersionFrom string `json:"kubelet_version_from,omitempty"`
 	// Counts are the findings per severity.
 	Counts   map[string]int `json:"counts"`
 	Findings []Finding      `json:"findings"`
@@ -116,6 +121,8 @@ type Report struct {
 	// FilesRead counts the bundle's entries; BytesRead their bytes.
 	FilesRead int   `json:"files_read"`
 	BytesRead int64 `json:"bytes_read"`
+	// Facts are set only by an analysis with Options.Facts.
+	Facts *Facts `json:"facts,omitempty"`
 }
 
 // Worst returns the highest severity among the findings, and false when

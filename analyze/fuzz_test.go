@@ -27,12 +27,26 @@ func FuzzAnalyze(f *testing.F) {
 	f.Add([]byte{0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0})
 	lim := bundle.Limits{MaxEntryBytes: 1 << 20, MaxTotalBytes: 8 << 20, MaxEntries: 1000}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := analyze.Analyze(context.Background(), bytes.NewReader(data), analyze.Options{Limits: lim})
+		r, err := analyze.Analyze(context.Background(), bytes.NewReader(data), analyze.Options{Limits: lim, Facts: true})
 		if err != nil {
 			if r != nil {
 				t.Fatal("report and error")
 			}
 			return
+		}
+		// The facts nodesnap report draws stay within their bounds.
+		if r.Facts == nil || len(r.Facts.HeldDevices) > analyze.MaxFactDevices {
+			t.Fatalf("facts: %+v", r.Facts)
+		}
+		for _, d := range r.Facts.HeldDevices {
+			if len(d.Namespaces) > analyze.MaxFactNamespaces {
+				t.Fatalf("%d namespaces", len(d.Namespaces))
+			}
+			for _, n := range d.Namespaces {
+				if len(n.Holders) > analyze.MaxFactHolders {
+					t.Fatalf("%d holders", len(n.Holders))
+				}
+			}
 		}
 		for _, fd := range r.Findings {
 			if fd.ID == "analyze-internal-error" || strings.Contains(fd.Explanation+fd.Summary, "internal error") {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/nodesnap/nodesnap/goroutinedump"
 )
 
 // A Go goroutine dump comes in two forms:
@@ -95,6 +97,12 @@ func interesting(frames []string) bool {
 }
 
 func parseGoroutines(path string, r io.Reader) (*goroutineDump, error) {
+	return parseGoroutinesCounting(path, r, nil)
+}
+
+// parseGoroutinesCounting is parseGoroutines feeding every line to count
+// too, when not nil (Options.Facts: the goroutines by frame).
+func parseGoroutinesCounting(path string, r io.Reader, count *goroutinedump.Counter) (*goroutineDump, error) {
 	d := &goroutineDump{Path: path, Waiters: map[string]int{}, WaiterSample: map[string]goroutine{}}
 	lr := newLineReader(r)
 	var cur *goroutine
@@ -127,6 +135,13 @@ func parseGoroutines(path string, r io.Reader) (*goroutineDump, error) {
 		}
 		if err != nil {
 			return d, err
+		}
+		if count != nil {
+			if cut {
+				count.Line("\t") // too long to be a frame: skipped
+			} else {
+				count.Line(string(b))
+			}
 		}
 		line := bytes.TrimRight(b, " \t")
 		switch {

@@ -41,6 +41,11 @@ type manifestExtra struct {
 	HungMounts []bundle.HungItem        `json:"hung_mounts"`
 	Collectors []bundle.CollectorResult `json:"collectors"`
 	Self       *bundle.Self             `json:"self"`
+	// Settings.Root, when set, is the run's --root.
+	Settings struct {
+		Root         string  `json:"root"`
+		SinceSeconds float64 `json:"since_seconds"`
+	} `json:"settings"`
 }
 
 // fixture reads analyze/testdata/<name> into bundle paths → contents.
@@ -78,6 +83,10 @@ func makeBundle(t testing.TB, files map[string][]byte, format string) string {
 		delete(files, "_manifest.json")
 		m.HungMounts = append(m.HungMounts, extra.HungMounts...)
 		m.Self = extra.Self
+		if extra.Settings.Root != "" {
+			m.Settings.Root = extra.Settings.Root
+		}
+		m.Settings.SinceSeconds = extra.Settings.SinceSeconds
 	}
 	names := make([]string, 0, len(files))
 	for n := range files {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Log signatures: lines of the kubelet's, the runtime's and the kernel's
@@ -38,6 +39,8 @@ const (
 	sigUnmountDevice    = "unmount-device-failed"
 	sigPodNotCleaned    = "pod-volumes-not-cleaned-up"
 	sigOrphanedPod      = "orphaned-pod-volume-paths"
+	sigOrphanedRemove   = "orphaned-pod-volumes-dir-not-removed"
+	sigTeardownOK       = "teardown-succeeded"
 	sigRmdirBusy        = "rmdir-volume-busy"
 	sigPLEG             = "pleg-unhealthy"
 	sigSyncLoop         = "syncloop-slow"
@@ -66,6 +69,15 @@ var logSigs = []logSig{
 		re: regexp.MustCompile(`podUID=\\*"?([0-9a-fA-F-]{36})|pod \\*"?([0-9a-fA-F-]{36})|pod=\\*"([^"\\]+)`)},
 	{id: sigOrphanedPod, needles: []string{"orphaned pod", "volume paths are still present"},
 		re: regexp.MustCompile(`orphaned pod \\*"([^"\\]+)`)},
+	// kubelet ≥ 1.26 after a CSI target was unmounted by hand, its
+	// vol_data.json left: `orphaned pod "<uid>" found, but error occurred
+	// when trying to remove the volumes dir: not a directory`, every 2 s.
+	{id: sigOrphanedRemove, needles: []string{"orphaned pod", "trying to remove the volumes dir"},
+		re: regexp.MustCompile(`orphaned pod \\*"([^"\\]+)`)},
+	// Evidence only (a normal line): kubelet ≥ 1.26 logs it for a CSI
+	// volume whose target is still a mount, removing nothing.
+	{id: sigTeardownOK, needles: []string{"UnmountVolume.TearDown succeeded"},
+		re: regexp.MustCompile(`for volume \\*"([^"\\]+)`)},
 	{id: sigRmdirBusy, needles: []string{"failed to rmdir() volume at path", "busy"},
 		re: regexp.MustCompile(`(/\S*?/pods/[0-9a-fA-F-]{36})/volumes`)},
 	// A kubelet logs "PLEG is not healthy: pleg has yet to be successful"
@@ -102,6 +114,11 @@ var logSigs = []logSig{
 		re: regexp.MustCompile(`(/[^\s"\\]*?)\.deleting~`)},
 }
 
+// evidenceOnlySigs match ordinary lines that are evidence only beside a
+// finding: they make none alone and are not counted in the report's
+// signatures (nodesnap diff would show every pod deletion).
+var evidenceOnlySigs = map[string]bool{sigTeardownOK: true}
+
 // logHit is one line that matched, where it is.
 type logHit struct {
 	Path string
@@ -110,12 +127,19 @@ type logHit struct {
 	Groups []string
 	// Trace are the continuation lines (kernel call trace).
 	Trace []Line
+	// Meta is where and when the line was written.
+	Meta logMeta
 }
 
-// keyHits are the hits of one signature with one key.
+// keyHits are the hits of one signature with one key (and, until
+// scopeLogs merges them, one origin: program, pid, host, node named).
 type keyHits struct {
 	Key   string
 	Count int
+	// origin is the writer of these lines; Oldest and Newest the times of
+	// the first and last of them that carry one.
+	origin         logOrigin
+	Oldest, Newest time.Time
 	// First are the first hits (up to maxKeyHits); Last the latest.
 	First []logHit
 	Last  *logHit
@@ -150,13 +174,25 @@ const (
 // logIndex holds every signature's hits over every log file.
 type logIndex struct {
 	sigs map[string]*sigHits
+	// ref is the collection's start: the year of log stamps without one.
+	ref time.Time
+	// devices is the newest time a device was attached or a filesystem on
+	// it mounted, by kernel name ("loop0"): its current instance's start.
+	devices map[string]time.Time
+	// outside are the hits scopeLogs set aside: an earlier kubelet, before
+	// the window, another node.
+	outside []outsideHits
+	// versions are the kubelet's start lines with its version.
+	versions []loggedVersion
 	// budget is how many more hits may be kept.
 	budget int
 	files  []string
 	lines  int
 }
 
-func newLogIndex() *logIndex { return &logIndex{sigs: map[string]*sigHits{}, budget: maxKeptHits} }
+func newLogIndex() *logIndex {
+	return &logIndex{sigs: map[string]*sigHits{}, devices: map[string]time.Time{}, budget: maxKeptHits}
+}
 
 // get returns a signature's hits (never nil).
 func (x *logIndex) get(id string) *sigHits {
@@ -181,17 +217,27 @@ func (s *sigHits) unclaimed() []*keyHits {
 
 func (s *sigHits) add(key string, h logHit, decoded []string) *keyHits {
 	s.Count++
-	kh := s.keys[key]
+	o := h.Meta.origin()
+	ik := key + "\x00" + o.String()
+	kh := s.keys[ik]
 	if kh == nil {
 		if len(s.keys) >= maxSigKeys || *s.budget <= 0 {
 			s.Overflow++
 			return nil
 		}
-		kh = &keyHits{Key: key}
-		s.keys[key] = kh
-		s.order = append(s.order, key)
+		kh = &keyHits{Key: key, origin: o}
+		s.keys[ik] = kh
+		s.order = append(s.order, ik)
 	}
 	kh.Count++
+	if t := h.Meta.Time; !t.IsZero() {
+		if kh.Oldest.IsZero() || t.Before(kh.Oldest) {
+			kh.Oldest = t
+		}
+		if t.After(kh.Newest) {
+			kh.Newest = t
+		}
+	}
 	if len(kh.First) < maxKeyHits && *s.budget > 0 {
 		*s.budget--
 		kh.First = append(kh.First, h)
@@ -286,8 +332,13 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 			}
 			tracing = nil
 		}
+		x.noteDevice(b)
+		if bytes.Contains(b, []byte("kubeletVersion=")) {
+			x.noteKubeletVersion(b)
+		}
 		matched := false
 		var decoded []string
+		var meta *logMeta
 		if bytes.Contains(b, []byte("utput")) {
 			decoded = decodeByteArrays(b)
 		}
@@ -309,7 +360,11 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 				continue
 			}
 			matched = true
-			h := logHit{Path: path, Line: keepLine(n, b, cut)}
+			if meta == nil {
+				m := parseLogMeta(b, x.ref)
+				meta = &m
+			}
+			h := logHit{Path: path, Line: keepLine(n, b, cut), Meta: *meta}
 			if len(decoded) > 0 {
 				h.Line.Decoded = strings.Join(decoded, "\n")
 			}
@@ -330,7 +385,7 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 			}
 		}
 		if !matched && len(decoded) > 0 {
-			h := logHit{Path: path, Line: keepLine(n, b, cut)}
+			h := logHit{Path: path, Line: keepLine(n, b, cut), Meta: parseLogMeta(b, x.ref)}
 			h.Line.Decoded = strings.Join(decoded, "\n")
 			x.get(sigByteOutput).add(strings.Join(decoded, "\n"), h, decoded)
 		}

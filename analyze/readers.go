@@ -48,7 +48,7 @@ func (st *state) readTasks(_ string, r io.Reader) error {
 func (st *state) addTask(t *layout.Task) {
 	if t.PID == t.TID && len(st.procs) < maxProcs {
 		p := &procInfo{PID: t.PID, PPID: t.PPID, Comm: t.Comm, State: t.State, MountNS: t.MountNS, Kernel: t.Kernel,
-			PodUID: t.PodUID, ContainerID: t.ContainerID}
+			Start: t.StartTime, PodUID: t.PodUID, ContainerID: t.ContainerID}
 		if len(t.Cmdline) > 0 {
 			p.Cmdline = shorten(strings.Join(t.Cmdline, " "), 512)
 		}

@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"regexp"
 	"strings"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/goroutinedump"
 )
 
 // Readers of the kubelet's and the runtime's own view: healthz, the pod list, CRI pods and containers, goroutine dumps.
@@ -42,6 +46,9 @@ func (st *state) readPods(_ string, r io.Reader) error {
 				Namespace         string  `json:"namespace"`
 				DeletionTimestamp *string `json:"deletionTimestamp"`
 			} `json:"metadata"`
+			Spec struct {
+				NodeName string `json:"nodeName"`
+			} `json:"spec"`
 			Status struct {
 				Phase                 string            `json:"phase"`
 				ContainerStatuses     []containerStatus `json:"containerStatuses"`
@@ -50,6 +57,9 @@ func (st *state) readPods(_ string, r io.Reader) error {
 		}
 		if err := dec.Decode(&p); err != nil {
 			return err
+		}
+		if p.Spec.NodeName != "" && st.podsNode == "" {
+			st.podsNode = p.Spec.NodeName
 		}
 		for _, c := range append(p.Status.ContainerStatuses, p.Status.InitContainerStatuses...) {
 			st.addContainer(c.ContainerID, c.Name, p.Metadata.UID)
@@ -137,7 +147,12 @@ func (st *state) readCRIPods(_ string, r io.Reader) error {
 }
 
 func (st *state) readKubeletGoroutines(name string, r io.Reader) error {
-	d, err := parseGoroutines(name, r)
+	var count *goroutinedump.Counter
+	if st.wantFacts && name == layout.KubeletGoroutineDebug2Path {
+		count = goroutinedump.NewCounter(nil)
+		st.goroutineCount = count
+	}
+	d, err := parseGoroutinesCounting(name, r, count)
 	if d != nil {
 		st.kubeDumps = append(st.kubeDumps, d)
 	}
@@ -171,4 +186,28 @@ func walkListed(r io.Reader, key string, each func(dec *json.Decoder) error, aft
 		after()
 	}
 	return endOfInput(dec)
+}
+
+// reBuildInfo is the kubelet's kubernetes_build_info sample's version.
+var reBuildInfo = regexp.MustCompile(`^kubernetes_build_info\{[^}]*\bgit_version="(v?\d+\.\d+\.\d+[^"]*)"`)
+
+// readKubeletMetrics reads kubelet/metrics*.txt for the one line analyze
+// needs, the running kubelet's version (kubernetes_build_info).
+func (st *state) readKubeletMetrics(name string, r io.Reader) error {
+	lr := newLineReader(r)
+	for {
+		b, _, _, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !bytes.HasPrefix(b, []byte("kubernetes_build_info{")) {
+			continue
+		}
+		if m := reBuildInfo.FindSubmatch(b); m != nil && len(m[1]) <= 64 {
+			st.buildVersion, st.buildVersionFile = toValidUTF8(m[1]), name
+		}
+	}
 }

@@ -105,13 +105,22 @@ func (st *state) podVolumeAt(target string) *layout.CSIPodVolume {
 func (st *state) csiPublishedLost(cf layout.CSIFinding) {
 	sf, v := st.stateVolume(cf.StateFile, cf.VolumeID)
 	pv := st.podVolumeAt(cf.TargetPath)
+	volDir := ""
+	if pv != nil {
+		volDir = pv.Dir
+	}
+	tokens := append(pathTokens(cf.TargetPath), cf.VolumeID, cf.PodUID)
+	if pv != nil {
+		tokens = append(tokens, pv.Dir)
+	}
+	mechSummary, mech, fixes := st.csiLostStateMechanism(cf.TargetPath, volDir, st.logsMention(tokens, sigTeardownBusy))
 	f := Finding{
 		ID:       idCSIPublishedLost,
 		Severity: Critical,
 		Title:    "CSI driver lost the volume's published state while it is still mounted",
 		Subject:  cf.TargetPath,
-		Summary: fmt.Sprintf("volume %s is mounted at %s but %s says it is not published there: unpublish returns success without unmounting, so the pod's volume teardown fails with EBUSY",
-			cf.VolumeID, cf.TargetPath, cf.StateFile),
+		Summary: fmt.Sprintf("volume %s is mounted at %s but %s says it is not published there: unpublish returns success without unmounting; %s",
+			cf.VolumeID, cf.TargetPath, cf.StateFile, mechSummary),
 	}
 	published := "missing"
 	if v != nil {
@@ -119,10 +128,9 @@ func (st *state) csiPublishedLost(cf layout.CSIFinding) {
 	}
 	f.Explanation = fmt.Sprintf("The CSI driver's state file %s records volume %s with \"Published\": %s, yet the mount table has %s mounted. "+
 		"A driver that lost its state (csi-driver-host-path keeps it in state.json and lost it on restart: kubernetes-csi/csi-driver-host-path#457) "+
-		"answers NodeUnpublishVolume with \"volume is not published at ..., nothing to do\" and success, without unmounting. "+
-		"The kubelet then removes the target directory, which fails with \"device or resource busy\" because it is still a mountpoint; "+
-		"it retries with exponential backoff forever and the pod (and its PVC) stay Terminating (incident 004). lsof shows nothing: no process holds it, the mount itself does.",
-		cf.StateFile, cf.VolumeID, published, cf.TargetPath)
+		"answers NodeUnpublishVolume with \"volume is not published at ..., nothing to do\" and success, without unmounting (incident 004). %s "+
+		"lsof shows nothing: no process holds it, the mount itself does.",
+		cf.StateFile, cf.VolumeID, published, cf.TargetPath, mech)
 	if pv != nil && pv.PodUID != "" {
 		f.Explanation += " Pod: " + st.podName(pv.PodUID) + "."
 	}
@@ -148,18 +156,12 @@ func (st *state) csiPublishedLost(cf layout.CSIFinding) {
 			f.Evidence = append(f.Evidence, Evidence{Path: layout.HoldersPath, What: "processes using the mount", Record: h})
 		}
 	}
-	tokens := append(pathTokens(cf.TargetPath), cf.VolumeID, cf.PodUID)
-	if pv != nil {
-		tokens = append(tokens, pv.Dir)
-	}
 	// The driver's own log (csi/podlogs/) says "not published, nothing to
 	// do" for the volume: the moment the lost state turned into a leak.
-	st.claimLogs(&f, tokens, sigTeardownBusy, sigNotPublished, sigNodeUnpublish, sigPodNotCleaned, sigRmdirBusy, sigOrphanedPod)
-	f.Remediation = []string{
-		"Confirm nothing uses the mount (openfiles/holders.json lists no holder for it), then unmount it by hand on the node: umount " + shellQuote(cf.TargetPath),
-		"The kubelet's next TearDown retry then removes the directory and the pod finishes terminating.",
-		"Upgrade the CSI driver to a release that persists its published state across restarts (for csi-driver-host-path, one with the fix for #457), or restart it with its state directory on persistent storage.",
-	}
+	st.claimLogs(&f, tokens, sigTeardownBusy, sigTeardownOK, sigNotPublished, sigNodeUnpublish, sigPodNotCleaned, sigRmdirBusy, sigOrphanedPod, sigOrphanedRemove)
+	f.Remediation = fixes
+	f.Remediation = append(f.Remediation,
+		"Upgrade the CSI driver to a release that persists its published state across restarts (for csi-driver-host-path, one with the fix for #457), or restart it with its state directory on persistent storage.")
 	st.add(f)
 }
 
@@ -224,7 +226,7 @@ func (st *state) csiVolDataWithoutMount() {
 		for _, pv := range pvs {
 			f.Evidence = append(f.Evidence, Evidence{Path: layout.CSIInventoryPath, What: "the volume directory and its vol_data.json, not mounted", Record: pv})
 		}
-		st.claimLogs(&f, []string{uid}, sigOrphanedPod, sigRmdirBusy, sigPodNotCleaned, sigTeardownBusy)
+		st.claimLogs(&f, []string{uid}, sigOrphanedPod, sigOrphanedRemove, sigRmdirBusy, sigPodNotCleaned, sigTeardownBusy)
 		st.add(f)
 	}
 }
@@ -284,7 +286,7 @@ func (st *state) csiMountsWithoutPod() {
 				f.Evidence = append(f.Evidence, Evidence{Path: layout.HoldersPath, What: "processes using the mount", Record: h})
 			}
 		}
-		st.claimLogs(&f, []string{uid}, sigOrphanedPod, sigRmdirBusy, sigTeardownBusy, sigPodNotCleaned)
+		st.claimLogs(&f, []string{uid}, sigOrphanedPod, sigOrphanedRemove, sigRmdirBusy, sigTeardownBusy, sigPodNotCleaned)
 		for _, p := range points {
 			f.Remediation = append(f.Remediation, "umount "+shellQuote(p))
 		}

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -353,6 +354,10 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 	syncBad := st.syncloopBad()
 
 	f.Summary = fmt.Sprintf("%s mount %s (%s) did not answer stat/statfs within %s", kind, listOf(mps, 2), g.source, orUnknown(timeout))
+	podText := st.podsOfPaths(mps)
+	if podText != "" {
+		f.Summary += "; " + podText
+	}
 	if len(stuck) > 0 || len(kubelet) > 0 {
 		f.Summary += "; the kubelet is stuck on it"
 		if len(syncBad) > 0 {
@@ -373,6 +378,9 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 		b.WriteString("A cephfs mount hangs like this when the ceph client lost its monitors or MDS (\"libceph: ... session lost\"), typically a leftover mount of a deleted pod after the cluster or the CSI plugin moved on. ")
 	case strings.HasPrefix(kind, "nfs"):
 		b.WriteString("An NFS hard mount hangs like this when its server does not answer (\"nfs: server ... not responding\"). ")
+	}
+	if podText != "" {
+		b.WriteString("It is " + podText + ". ")
 	}
 	if len(waiting) > 0 {
 		fmt.Fprintf(&b, "Tasks waiting on it: %s. ", listOf(taskNames(waiting), 6))
@@ -669,4 +677,39 @@ func (st *state) unroot(p string) (string, bool) {
 		return "/" + rest, true
 	}
 	return p, false
+}
+
+// rePodVolumePath finds the pod of a path under <kubelet>/pods/<uid>/volumes.
+var rePodVolumePath = regexp.MustCompile(`/pods/([0-9a-fA-F-]{36})/(?:volumes|volume-subpaths|volumeDevices)/`)
+
+// podsOfPaths names the pods whose volumes the paths are ("a volume of
+// pod ns/name (uid)"), saying when no one runs the pod any more; "" when
+// none is a pod volume.
+func (st *state) podsOfPaths(mps []string) string {
+	var uids []string
+	for _, mp := range mps {
+		if m := rePodVolumePath.FindStringSubmatch(mp + "/"); m != nil && !contains(uids, m[1]) {
+			uids = append(uids, m[1])
+		}
+	}
+	if len(uids) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, uid := range uids {
+		s := "a volume of pod " + st.podName(uid)
+		_, kubelet := st.pods[uid]
+		_, runtime := st.runtimePods[uid]
+		switch {
+		case kubelet || runtime:
+		case st.podsSeen && len(st.runtimePods) > 0:
+			s += ", a pod neither the kubelet nor the container runtime runs (deleted: its directory is what the kubelet's orphan cleanup visits)"
+		case st.podsSeen:
+			s += ", a pod the kubelet does not run (deleted: its directory is what the kubelet's orphan cleanup visits)"
+		case len(st.runtimePods) > 0:
+			s += ", a pod the container runtime has no sandbox for"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
 }

@@ -125,8 +125,9 @@ func ruleVolumeLogs(st *state) {
 	st.simpleLogFindings(sigPodNotCleaned, idPodNotCleaned, Warning, "Terminated pod waiting for its volumes",
 		func(k *keyHits) (string, string, []string) {
 			return fmt.Sprintf("pod %s is terminated but its volumes are not cleaned up (%s)", st.podName(k.Key), plural(k.Count, "log line", "log lines")),
-				"The kubelet keeps the pod Terminating until every volume is unmounted and removed; it logs this every 100 ms while a volume's teardown keeps failing (incident 004). " +
-					"The cause is the volume whose TearDown fails: see that volume's lines in the kubelet log.",
+				"The kubelet keeps the pod Terminating until every volume is unmounted and removed; it logs this every 100 ms while a volume's teardown does not finish (incident 004), " +
+					"at --v=3 and above on a kubelet 1.26 or newer, which logs nothing else at --v=2 when a CSI target is still mounted. " +
+					"The cause is the volume still mounted or whose TearDown fails: see that volume's lines in the kubelet log and the mount table. " + st.kubeletVersionText() + ".",
 				[]string{"Find the pod's volume errors: grep " + k.Key + " in the kubelet log (UnmountVolume.TearDown failed ...); fix what keeps that volume mounted."}
 		})
 	st.orphanedPods()
@@ -244,7 +245,8 @@ func (st *state) teardownBusy() {
 func (st *state) orphanedPods() {
 	byUID := map[string][]*keyHits{}
 	overflow := 0
-	for _, sig := range []string{sigOrphanedPod, sigRmdirBusy} {
+	notRemoved := map[string]bool{}
+	for _, sig := range []string{sigOrphanedPod, sigRmdirBusy, sigOrphanedRemove} {
 		s := st.logs.sigs[sig]
 		if s == nil {
 			continue
@@ -256,6 +258,9 @@ func (st *state) orphanedPods() {
 				uid = uid[i+len("/pods/"):]
 			}
 			byUID[uid] = append(byUID[uid], k)
+			if sig == sigOrphanedRemove {
+				notRemoved[uid] = true
+			}
 		}
 	}
 	uids := sortedKeys(byUID)
@@ -297,6 +302,19 @@ func (st *state) orphanedPods() {
 		f.Remediation = []string{
 			"Check nothing under /var/lib/kubelet/pods/" + uid + " is mounted in any namespace (grep " + uid + " /proc/*/task/*/mountinfo); unmount what is.",
 			"Then remove the leftover volume directories (rmdir the empty ones under /var/lib/kubelet/pods/" + uid + "/volumes/*/*); the kubelet removes the rest.",
+		}
+		if notRemoved[uid] {
+			f.Summary = fmt.Sprintf("the kubelet cannot remove deleted pod %s's volumes directory: a volume directory still holds a file (%s)", orUnknown(uid), plural(count, "log line", "log lines"))
+			f.Explanation = "\"orphaned pod ... found, but error occurred when trying to remove the volumes dir: not a directory\": the kubelet's orphan cleanup (kubelet 1.26 and newer) " +
+				"removes only empty volume directories and finds a file, usually the vol_data.json of a CSI volume whose target was unmounted by hand after the driver lost its state (incident 004); " +
+				"it logs this every 2 s and the pod directory stays. " + st.kubeletVersionText() + "."
+			if len(ms) > 0 {
+				f.Explanation += " Still mounted under the pod: " + listOf(mountPoints(ms), 4) + "."
+			}
+			f.Remediation = []string{
+				"Check nothing under /var/lib/kubelet/pods/" + uid + " is mounted in any namespace (grep " + uid + " /proc/*/task/*/mountinfo); unmount what is.",
+				"Then remove the leftover volume directories with their vol_data.json: rm -r /var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~csi/*   (only what findmnt shows unmounted); the kubelet removes the pod directory on its next pass.",
+			}
 		}
 		st.add(f)
 	}
@@ -424,6 +442,13 @@ func ruleKernelLogs(st *state) {
 		ok := st.logs.sigs[sigNFSOK]
 		for _, k := range s.unclaimed() {
 			k.claimed = true
+			if st.mountsSeen && !st.mountsServer(k.Key) && k.Key != "" {
+				// Nothing of that server is mounted now, in any
+				// namespace: what it did is history.
+				st.logs.outside = append(st.logs.outside, outsideHits{sig: sigNFSNotResponding, hits: k, class: "earlier",
+					why: "NFS server " + k.Key + " has no mount on the node now"})
+				continue
+			}
 			f := Finding{ID: idNFSNotReponding, Severity: Warning, Title: "NFS server not responding", Subject: k.Key,
 				Summary: fmt.Sprintf("NFS server %s did not respond (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
 				Explanation: "\"nfs: server ... not responding, still trying\": on a hard mount every process touching it waits until the server answers. " +
@@ -448,4 +473,26 @@ func ruleKernelLogs(st *state) {
 					"The mount probe did not find it dead, so it may have been unmounted since.",
 				[]string{"If the path is still mounted: umount -l <path>, then restart the pods using the volume so it is mounted again."}
 		})
+}
+
+// mountsServer reports whether any namespace mounts an NFS export of
+// server (a mount source "server:/path").
+func (st *state) mountsServer(server string) bool {
+	for _, m := range st.mounts {
+		if !strings.HasPrefix(m.FSType, "nfs") {
+			continue
+		}
+		if h, _, ok := strings.Cut(m.Source, ":"); ok && strings.Trim(h, "[]") == strings.Trim(server, "[]") {
+			return true
+		}
+	}
+	return false
+}
+
+func mountPoints(ms []mountRec) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.MountPoint)
+	}
+	return out
 }

@@ -296,6 +296,10 @@ func (st *state) heldFinding(d *deviceRec, mounts []mountRec, block bool) {
 	for _, m := range mounts {
 		tokens = append(tokens, pathTokens(m.MountPoint)...)
 	}
+	// A line about the device's name written before its current instance
+	// (the name of a loop device detached and attached again) is about
+	// another device.
+	st.setAsideStale(blockName(d), st.deviceSince(blockName(d)), tokens, volumeSigs...)
 	correlated := st.claimLogs(&f, tokens, volumeSigs...)
 	if block || correlated > 0 {
 		f.Severity = Critical

@@ -99,6 +99,9 @@ func (st *state) notProbed(own, used map[int]bool) {
 			why = append(why, fmt.Sprintf("%s in %s code, on this or another mount of its kind", plural(len(sameKind), "task sleeps", "tasks sleep"), kind))
 		}
 		f.Summary = fmt.Sprintf("%s mount %s was not probed (mountprobe's deadline came first), but %s", kind, listOf(mps, 2), strings.Join(why, " and "))
+		if pods := st.podsOfPaths(mps); pods != "" {
+			f.Summary += "; " + pods
+		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "mountprobe ran out of time before it reached %s (device %s, from %s): its state was not measured. ", listOf(mps, 4), orUnknown(p0.Dev), orUnknown(p0.Source))
 		if len(shape) > 0 {
@@ -113,7 +116,7 @@ func (st *state) notProbed(own, used map[int]bool) {
 		if len(sameKind) > 0 {
 			fmt.Fprintf(&b, "Tasks sleeping in %s code, on this or another mount of its kind: %s. ", kind, listOf(taskNames(sameKind), 6))
 		}
-		b.WriteString("Collect again with a larger mountprobe timeout (--timeout-mountprobe or --mountprobe-first PATH) to measure it.")
+		b.WriteString("Collect again with more time for mountprobe (--timeout 5m --collector-timeout 3m) or with the mount probed first (--mountprobe-first PATH) to measure it.")
 		f.Explanation = b.String()
 		for _, p := range ps {
 			f.Evidence = append(f.Evidence, Evidence{Path: layout.ProbesPath, What: "the mount the probe did not reach", Record: p})
@@ -145,7 +148,7 @@ func (st *state) notProbed(own, used map[int]bool) {
 			Explanation: "mountprobe ran out of time before it reached these mounts, usually because many others hung first; nothing else in the bundle " +
 				"(tasks in their filesystems' code, dirshape) says they hang, but their state is unknown.",
 			Evidence:    []Evidence{{Path: layout.ProbesPath, What: "the mounts the probe did not reach", Record: unknownRecs}},
-			Remediation: []string{"Collect again with a larger mountprobe timeout (--timeout-mountprobe) if these mounts matter."},
+			Remediation: []string{"If these mounts matter, collect again with more time for mountprobe (--timeout 5m --collector-timeout 3m) or with them probed first (--mountprobe-first PATH)."},
 		})
 	}
 }

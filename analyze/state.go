@@ -5,9 +5,11 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/goroutinedump"
 )
 
 // state is what the readers keep of a bundle for the rules: compact facts,
@@ -83,6 +85,14 @@ type state struct {
 	// the runtime's cri-containers.json), for processes' cgroups.
 	containers  map[string]containerRec
 	runtimeDump []*goroutineDump
+	// podsNode is the node the kubelet's pods run on (spec.nodeName);
+	// buildVersion the kubelet's kubernetes_build_info git_version, read
+	// from buildVersionFile.
+	podsNode         string
+	buildVersion     string
+	buildVersionFile string
+	kubeletDone      bool
+	kubeletCache     *kubeletProc
 	// kubeletExplained is set when a finding already carries the
 	// kubelet's stuck goroutines and failing healthz.
 	kubeletExplained bool
@@ -90,6 +100,11 @@ type state struct {
 	logs *logIndex
 
 	findings []Finding
+
+	// Options.Facts: build Report.Facts, counting the kubelet's
+	// goroutines by frame on the way.
+	wantFacts      bool
+	goroutineCount *goroutinedump.Counter
 }
 
 type unreadable struct {
@@ -127,6 +142,8 @@ type procInfo struct {
 	Cmdline string `json:"cmdline,omitempty"`
 	MountNS uint64 `json:"mnt_ns,omitempty"`
 	Kernel  bool   `json:"kernel_thread,omitempty"`
+	// Start is when the process started (zero when unknown).
+	Start time.Time `json:"start_time,omitzero"`
 	// PodUID and ContainerID come from the process's cgroup.
 	PodUID      string `json:"pod_uid,omitempty"`
 	ContainerID string `json:"container_id,omitempty"`
@@ -348,6 +365,7 @@ func (st *state) add(f Finding) {
 
 // report runs the rules and builds the report.
 func (st *state) report() *Report {
+	st.scopeLogs()
 	for _, rule := range rules {
 		st.runRule(rule)
 	}
@@ -359,14 +377,20 @@ func (st *state) report() *Report {
 	if rep.Findings == nil {
 		rep.Findings = []Finding{}
 	}
+	if k := st.kubelet(); k != nil {
+		rep.KubeletVersion, rep.KubeletVersionFrom = k.Version, k.From
+	}
 	for _, s := range []Severity{Critical, Warning, Info} {
 		rep.Counts[s.String()] = 0
 	}
 	for _, f := range st.findings {
 		rep.Counts[f.Severity.String()]++
 	}
+	if st.wantFacts {
+		rep.Facts = st.facts()
+	}
 	for id, s := range st.logs.sigs {
-		if s.Count > 0 {
+		if s.Count > 0 && !evidenceOnlySigs[id] {
 			if rep.Signatures == nil {
 				rep.Signatures = map[string]int{}
 			}
@@ -424,4 +448,5 @@ var rules = []rule{
 	{"volume-logs", ruleVolumeLogs},
 	{"kernel-logs", ruleKernelLogs},
 	{"bundle", ruleBundle},
+	{"earlier-log-lines", ruleEarlierLogs},
 }

@@ -27,14 +27,17 @@ type Manifest struct {
 	DurationSeconds float64 `json:"duration_seconds"`
 	// Status is "complete" when every collector that ran ended ok,
 	// unsupported or skipped; otherwise "partial".
-	Status      string            `json:"status"`
-	Interrupted *Interrupt        `json:"interrupted,omitempty"`
-	Settings    Settings          `json:"settings"`
-	Collectors  []CollectorResult `json:"collectors"`
-	Files       []FileEntry       `json:"files"`
-	Redaction   RedactionSummary  `json:"redaction"`
-	HungMounts  []HungItem        `json:"hung_mounts"`
-	Omitted     []Omitted         `json:"omitted"`
+	Status      string     `json:"status"`
+	Interrupted *Interrupt `json:"interrupted,omitempty"`
+	// Trigger is why `nodesnap watch` started this collection; absent
+	// for a collection run by hand, cron or a Job.
+	Trigger    *Trigger          `json:"trigger,omitempty"`
+	Settings   Settings          `json:"settings"`
+	Collectors []CollectorResult `json:"collectors"`
+	Files      []FileEntry       `json:"files"`
+	Redaction  RedactionSummary  `json:"redaction"`
+	HungMounts []HungItem        `json:"hung_mounts"`
+	Omitted    []Omitted         `json:"omitted"`
 	// Warnings are run-wide caveats a reader must know (not running as
 	// root, say).
 	Warnings []string `json:"warnings,omitempty"`
@@ -102,6 +105,16 @@ type Host struct {
 type Interrupt struct {
 	Signal string    `json:"signal"`
 	At     time.Time `json:"at"`
+}
+
+// Trigger is the signal of `nodesnap watch` that fired, and its evidence:
+// what the watcher saw, a line each (a hung mountpoint, a kernel log line,
+// the kubelet's healthz answer). Evidence is redacted like every file.
+type Trigger struct {
+	Name     string    `json:"name"`
+	FiredAt  time.Time `json:"fired_at"`
+	Summary  string    `json:"summary"`
+	Evidence []string  `json:"evidence,omitempty"`
 }
 
 // Settings are the limits the run worked under.

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/nodesnap/nodesnap/goroutinedump"
 )
 
 // FuzzReaders feeds arbitrary bytes to every decoder of a bundle file a
@@ -34,10 +36,10 @@ func FuzzReaders(f *testing.F) {
 		_ = s.readCRIContainers(bytes.NewReader(b))
 		_ = s.readRuntimeSummary(bytes.NewReader(b))
 		_ = s.readKubeletMetrics(bytes.NewReader(b))
-		if _, err := countGoroutines(bytes.NewReader(b), s.Goroutines); err != nil {
-			t.Fatalf("countGoroutines on a byte slice: %v", err)
+		if _, err := goroutinedump.Count(bytes.NewReader(b), s.Goroutines); err != nil {
+			t.Fatalf("goroutinedump.Count on a byte slice: %v", err)
 		}
-		if len(s.Goroutines) > maxFrames+1 {
+		if len(s.Goroutines) > goroutinedump.MaxFrames+1 {
 			t.Fatalf("kept %d frames", len(s.Goroutines))
 		}
 		for _, n := range []int{len(s.HostMounts), len(s.DState), len(s.Pods), len(s.Containers), len(s.Dirs), len(s.Hung)} {

@@ -24,6 +24,7 @@ import (
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/goroutinedump"
 )
 
 // MaxFileBytes bounds each bundle file decoded for a snapshot; a larger
@@ -195,7 +196,7 @@ func (s *Snapshot) read(ctx context.Context, walk func(func(bundle.Entry) error)
 			err = s.readCRIContainers(e.Reader)
 		case e.Name == layout.KubeletGoroutineDebug2Path:
 			var n int
-			n, err = countGoroutines(e.Reader, s.Goroutines)
+			n, err = goroutinedump.Count(e.Reader, s.Goroutines)
 			s.GoroutineTotal += n
 		case strings.HasPrefix(base, layout.KubeletMetricsPrefix):
 			err = s.readKubeletMetrics(e.Reader)

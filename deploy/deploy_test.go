@@ -148,6 +148,9 @@ func TestKubernetesManifests(t *testing.T) {
 		spec *corev1.PodSpec
 	}{{"DaemonSet", ds.Namespace, &ds.Spec.Template.Spec}, {"Job", job.Namespace, &job.Spec.Template.Spec}} {
 		checkPodSpec(t, c.what, c.spec, sa.Name)
+		if c.what == "DaemonSet" {
+			checkWatchContainer(t, c.spec)
+		}
 		if c.ns != ns.Name {
 			t.Errorf("%s in namespace %q, want %q", c.what, c.ns, ns.Name)
 		}
@@ -280,6 +283,77 @@ func checkPodSpec(t *testing.T, what string, spec *corev1.PodSpec, sa string) {
 	}
 }
 
+// checkWatchContainer checks the DaemonSet's `nodesnap watch`: flags the
+// real binary accepts (its own, and collect's after --), privileged, the
+// host's root and the kubelet's directory as the collection has them, the
+// collection's output directory, /metrics on loopback, a liveness probe on
+// its /healthz.
+func checkWatchContainer(t *testing.T, spec *corev1.PodSpec) {
+	t.Helper()
+	var watch, collect *corev1.Container
+	for i := range spec.Containers {
+		if c := &spec.Containers[i]; len(c.Args) > 0 && c.Args[0] == "watch" {
+			watch = c
+		}
+	}
+	for i := range spec.InitContainers {
+		if c := &spec.InitContainers[i]; len(c.Args) > 0 && c.Args[0] == "collect" {
+			collect = c
+		}
+	}
+	if watch == nil || collect == nil {
+		t.Fatal("DaemonSet: no container runs nodesnap watch")
+	}
+	argv := containerArgv(t, "DaemonSet", watch)
+	own, after := argv[2:], []string(nil)
+	for i, a := range own {
+		if a == "--" {
+			own, after = own[:i], own[i+1:]
+			break
+		}
+	}
+	parseCollect(t, "DaemonSet watch (after --)", after)
+	flags := map[string]string{}
+	for _, a := range own {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "="); ok {
+			flags[k] = v
+		}
+	}
+	collectFlags := map[string]string{}
+	for _, a := range collect.Args[1:] {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "="); ok {
+			collectFlags[k] = v
+		}
+	}
+	if flags["root"] != "/host" || flags["output-dir"] != collectFlags["output-dir"] {
+		t.Errorf("DaemonSet watch: --root %q --output-dir %q; want /host and the collection's %q", flags["root"], flags["output-dir"], collectFlags["output-dir"])
+	}
+	if !strings.HasPrefix(flags["listen"], "127.0.0.1:") {
+		t.Errorf("DaemonSet watch: --listen %q, want loopback (the pod has the host's network)", flags["listen"])
+	}
+	if p := watch.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || "127.0.0.1:"+p.HTTPGet.Port.String() != flags["listen"] {
+		t.Errorf("DaemonSet watch: liveness probe %+v, want GET /healthz on %s", watch.LivenessProbe, flags["listen"])
+	}
+	if watch.SecurityContext == nil || watch.SecurityContext.Privileged == nil || !*watch.SecurityContext.Privileged {
+		t.Error("DaemonSet watch is not privileged")
+	}
+	mounts := func(c *corev1.Container) map[string]corev1.VolumeMount {
+		m := map[string]corev1.VolumeMount{}
+		for _, v := range c.VolumeMounts {
+			m[v.MountPath] = v
+		}
+		return m
+	}
+	wm, cm := mounts(watch), mounts(collect)
+	for _, p := range []string{"/host", "/host/var/lib/kubelet", collectFlags["output-dir"]} {
+		a, b := wm[p], cm[p]
+		if a.Name != b.Name || a.ReadOnly != b.ReadOnly || (a.MountPropagation == nil) != (b.MountPropagation == nil) ||
+			(a.MountPropagation != nil && *a.MountPropagation != *b.MountPropagation) {
+			t.Errorf("DaemonSet watch mounts %s as %+v, the collection as %+v: its collections must see what the first one saw", p, a, b)
+		}
+	}
+}
+
 // noShell are programs the image does not have.
 var noShell = map[string]bool{"sh": true, "bash": true, "ash": true, "dash": true, "sleep": true, "tar": true, "cat": true, "env": true}
 
@@ -392,6 +466,54 @@ func TestSystemdUnits(t *testing.T) {
 	c.Dir = dir
 	outb, err := c.CombinedOutput()
 	if err != nil || len(bytes.TrimSpace(outb)) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, outb)
+	}
+}
+
+// The watch service runs `nodesnap watch` with flags the real binary
+// accepts, reloads with SIGHUP, gives an interrupted collection the time to
+// write its bundle, and keeps the host's mount namespace.
+func TestSystemdWatchUnit(t *testing.T) {
+	unit, err := os.ReadFile(filepath.Join(deployDir, "systemd", "nodesnap-watch.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var execStart string
+	for sc := bufio.NewScanner(bytes.NewReader(unit)); sc.Scan(); {
+		if v, ok := strings.CutPrefix(sc.Text(), "ExecStart="); ok {
+			execStart = v
+		}
+	}
+	f := strings.Fields(execStart)
+	if len(f) < 2 || filepath.Base(f[0]) != "nodesnap" || f[1] != "watch" {
+		t.Fatalf("ExecStart=%s does not run nodesnap watch", execStart)
+	}
+	bin := testkit.Binary(t)
+	if out, err := exec.Command(bin, append([]string{"watch", "--help"}, f[2:]...)...).CombinedOutput(); err != nil {
+		t.Errorf("nodesnap %s: %v\n%s", strings.Join(f[1:], " "), err, out)
+	}
+	for _, want := range []string{"ExecReload=/bin/kill -HUP $MAINPID", "TimeoutStopSec=", "Restart=on-failure", "CPUQuota=", "MemoryMax=", "WantedBy=multi-user.target"} {
+		if !bytes.Contains(unit, []byte("\n"+want)) {
+			t.Errorf("nodesnap-watch.service lacks %s", want)
+		}
+	}
+	for _, bad := range []string{"ProtectSystem=", "PrivateTmp=", "PrivateMounts=", "ProtectHome=", "ReadOnlyPaths="} {
+		if bytes.Contains(unit, []byte("\n"+bad)) {
+			t.Errorf("nodesnap-watch.service sets %s: a private mount namespace hides the host's mounts and holds them", bad)
+		}
+	}
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze not installed; the unit is not verified by systemd")
+	}
+	dir := t.TempDir()
+	svc := bytes.ReplaceAll(unit, []byte(f[0]), []byte("/bin/true"))
+	if err := os.WriteFile(filepath.Join(dir, "nodesnap-watch.service"), svc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(analyze, "verify", "nodesnap-watch.service")
+	c.Dir = dir
+	if outb, err := c.CombinedOutput(); err != nil || len(bytes.TrimSpace(outb)) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, outb)
 	}
 }

@@ -155,9 +155,10 @@ func timelineChart(rep *analyze.Report, fs []analyze.Finding) (*chart, string) {
 		t := lo.Add(time.Duration(float64(span) * float64(i) / 4))
 		xx := x(t)
 		anchor := "middle"
-		if i == 0 {
+		switch i {
+		case 0:
 			anchor = "start"
-		} else if i == 4 {
+		case 4:
 			anchor = "end"
 		}
 		c.Lines = append(c.Lines, seg{X1: xx, Y1: axisY, X2: xx, Y2: axisY + 4, Class: "axis"})

@@ -90,7 +90,7 @@ func (b *budget) takeAll(s []string, n, each int) []string {
 
 // Load analyses the bundle at p and reads its manifest: what Write needs.
 func Load(ctx context.Context, p string) (*analyze.Report, *bundle.Manifest, error) {
-	rep, err := analyze.AnalyzeFile(ctx, p, analyze.Options{})
+	rep, err := analyze.AnalyzeFile(ctx, p, analyze.Options{Facts: true})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -162,6 +162,17 @@ type page struct {
 	TimelineNote   string
 	CollectorChart *chart
 	NoManifest     bool
+
+	// From analyze's Facts (nil charts when the bundle lacks them).
+	HasFacts       bool
+	HolderGraph    *chart
+	HolderMore     int
+	DirsChart      *chart
+	DirsNote       string
+	DeletingChart  *chart
+	DeletingNote   string
+	GoroutineChart *chart
+	GoroutineNote  string
 }
 
 type missing struct {
@@ -325,8 +336,15 @@ func buildPage(rep *analyze.Report, m *bundle.Manifest) *page {
 	for i, f := range fs {
 		p.Findings = append(p.Findings, findingRow(i, f, fileRefs, bud))
 	}
-	p.BudgetCut = bud.cut
 	p.Timeline, p.TimelineNote = timelineChart(rep, fs)
+	if f := rep.Facts; f != nil {
+		p.HasFacts = true
+		p.HolderGraph, p.HolderMore = holderGraph(f, bud)
+		p.DirsChart, p.DirsNote = largestDirsChart(f.DirShape, bud)
+		p.DeletingChart, p.DeletingNote = deletingChart(f.DirShape, bud)
+		p.GoroutineChart, p.GoroutineNote = goroutineChart(f.KubeletGoroutines, bud)
+	}
+	p.BudgetCut = bud.cut
 	return p
 }
 

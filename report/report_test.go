@@ -20,6 +20,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // maxReportBytes is the size a report of a typical bundle must stay under.
@@ -429,6 +430,7 @@ func TestHugeReportStaysBounded(t *testing.T) {
 		}
 		rep.Findings = append(rep.Findings, f)
 	}
+	rep.Facts = hugeFacts(long)
 	m := &bundle.Manifest{Host: bundle.Host{Hostname: "n1"}}
 	for i := 0; i < 5000; i++ {
 		m.Files = append(m.Files, bundle.FileEntry{Path: "journal/" + strings.Repeat("x", 200), Collector: "journal"})
@@ -440,12 +442,41 @@ func TestHugeReportStaysBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPage(t, buf.Bytes())
-	for _, want := range []string{"more findings of lower severity", "more files, not listed here", "are cut short below", "more collectors, not listed here"} {
+	for _, want := range []string{"more findings of lower severity", "more files, not listed here", "are cut short below", "more collectors, not listed here",
+		"more held devices, not drawn here", "more directories are not drawn", "more frames (4985 goroutines) are not drawn"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("page does not say %q", want)
 		}
 	}
 	t.Logf("%d bytes", buf.Len())
+}
+
+// hugeFacts are analyze's facts at their bounds, every text long.
+func hugeFacts(long string) *analyze.Facts {
+	f := &analyze.Facts{KubeletGoroutines: &analyze.GoroutineCount{Path: long, Total: 5000, ByFrame: map[string]int{}}, DirShape: &layout.DirShapeReport{}}
+	for i := range 5000 {
+		f.KubeletGoroutines.ByFrame[fmt.Sprintf("k8s.io/%d/%s", i, long)] = 1
+	}
+	for i := range analyze.MaxFactDevices {
+		d := analyze.HeldDevice{Dev: long, Name: long, FSTypes: []string{long}, Sources: []string{long}, Image: long, KernelThreads: []string{long}, OnlyOutsideHostNamespace: i%2 == 0}
+		for j := range analyze.MaxFactNamespaces {
+			ns := analyze.HolderNamespace{Inode: uint64(j), MountPoints: []string{long, long}, ProcessCount: 1000}
+			for k := range analyze.MaxFactHolders {
+				ns.Holders = append(ns.Holders, analyze.Holder{PID: k, Comm: long, Uses: []string{long}, Pod: long})
+			}
+			d.Namespaces = append(d.Namespaces, ns)
+		}
+		f.HeldDevices = append(f.HeldDevices, d)
+	}
+	for i := range 200 {
+		r := layout.DirShapeRoot{Path: long}
+		for j := range 50 {
+			r.Largest = append(r.Largest, layout.DirShapeDir{Path: fmt.Sprintf("%d/%d/%s", i, j, long), Subdirs: uint64(j * 1000), Entries: uint64(j * 1001)})
+			r.Deleting = append(r.Deleting, layout.DeletingGroup{Parent: fmt.Sprintf("%d/%d/%s", i, j, long), Count: uint64(j)})
+		}
+		f.DirShape.Roots = append(f.DirShape.Roots, r)
+	}
+	return f
 }
 
 // A report without a manifest still renders the findings.

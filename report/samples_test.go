@@ -8,8 +8,10 @@ import (
 )
 
 // TestSamplePages writes each fixture scenario's bundle and page into the
-// directory $NODESNAP_REPORT_SAMPLES, to look at in a browser (the
-// screenshot in docs/report.md comes from incident003-cephfs-hung):
+// directory $NODESNAP_REPORT_SAMPLES, to look at in a browser, and
+// pictures.html, the page with every picture (graphFiles); the
+// screenshots in docs/report.md come from incident003-cephfs-hung,
+// signatures and pictures:
 //
 //	NODESNAP_REPORT_SAMPLES=$PWD/samples go test -run TestSamplePages ./report/
 func TestSamplePages(t *testing.T) {
@@ -24,22 +26,25 @@ func TestSamplePages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	scenarios := map[string]map[string][]byte{"pictures": graphFiles(t)}
 	for _, d := range dirs {
-		if !d.IsDir() {
-			continue
+		if d.IsDir() {
+			scenarios[d.Name()] = fixtureFiles(t, d.Name())
 		}
-		p := writeBundle(t, fixtureFiles(t, d.Name()), nil)
+	}
+	for name, files := range scenarios {
+		p := writeBundle(t, files, nil)
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		kept := filepath.Join(dir, d.Name()+".tar.gz")
+		kept := filepath.Join(dir, name+".tar.gz")
 		if err := os.WriteFile(kept, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		_, page := render(t, kept)
 		checkPage(t, page)
-		if err := os.WriteFile(filepath.Join(dir, d.Name()+".html"), bytes.Clone(page), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name+".html"), bytes.Clone(page), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

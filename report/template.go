@@ -8,20 +8,12 @@ import (
 // pageTemplate is the whole page. html/template escapes every value by
 // its context (text, attribute, URL); nothing from the bundle is ever
 // marked safe. The only URLs are "#anchor" links within the page.
-var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
+var pageTemplate = template.Must(template.Must(template.Must(template.New("page").Funcs(template.FuncMap{
 	"f": func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
-}).Parse(pageHTML))
+}).Parse(pageHTML)).Parse(diffHTML)).Parse(fleetHTML))
 
-const pageHTML = `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="nodesnap">
-<title>{{.Title}}</title>
-<style>
-:root { --bad:#b3261e; --warn:#b26a00; --info:#1f5fa8; --ok:#2e7d32; --muted:#5f6368; --line:#dadce0; --bg:#f8f9fa; }
+// styleCSS is the one style sheet of every page (report, diff, fleet).
+const styleCSS = `{{define "style"}}:root { --bad:#b3261e; --warn:#b26a00; --info:#1f5fa8; --ok:#2e7d32; --muted:#5f6368; --line:#dadce0; --bg:#f8f9fa; }
 * { box-sizing: border-box; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color:#202124; margin:0; background:#fff; }
 header { background:#202124; color:#fff; padding:18px 28px; }
@@ -68,17 +60,49 @@ svg .note { font-size:11px; fill:var(--muted); dominant-baseline:middle; }
 svg .axis { stroke:#9aa0a6; stroke-width:1; }
 svg .mark { stroke:var(--info); stroke-width:1.5; stroke-dasharray:4 3; }
 svg rect.st-ok { fill:var(--ok); } svg rect.st-warn { fill:var(--warn); } svg rect.st-bad { fill:var(--bad); } svg rect.st-other { fill:#9aa0a6; }
+svg .head { font-size:12px; font-weight:600; fill:var(--muted); dominant-baseline:middle; }
+svg rect.node { stroke-width:1.2; rx:4px; ry:4px; }
+svg rect.dev { fill:#e8f0fe; stroke:var(--info); } svg rect.held { fill:#fce8e6; stroke:var(--bad); }
+svg rect.ns { fill:#fef7e0; stroke:var(--warn); } svg rect.hostns { fill:#f1f3f4; stroke:#9aa0a6; }
+svg rect.proc { fill:#fff; stroke:#5f6368; } svg rect.pod { fill:#e6f4ea; stroke:var(--ok); } svg rect.nopod { fill:#fff; stroke:#dadce0; stroke-dasharray:3 2; }
+svg .gt { font-size:11.5px; fill:#202124; dominant-baseline:middle; } svg .gt.b { font-weight:600; }
+svg .edge { stroke:#80868b; stroke-width:1.3; fill:none; }
+svg .limit { stroke:var(--bad); stroke-width:1.5; stroke-dasharray:5 3; }
+svg rect.st-info { fill:var(--info); }
+svg rect.old { fill:#bdc1c6; }
+td.mark-add, td.mark-del, td.mark-chg { width:1.5em; }
+.mark-add { color:var(--ok); font-weight:700; } .mark-del { color:var(--bad); font-weight:700; } .mark-chg { color:var(--warn); font-weight:700; }
+.verdict { font-weight:600; padding:8px 12px; border-radius:4px; background:var(--bg); border-left:6px solid var(--ok); }
+.verdict.worse { border-left-color:var(--bad); }
+td.sev-critical { background:#fce8e6; color:var(--bad); font-weight:600; text-align:center; } td.sev-warning { background:#fef7e0; color:var(--warn); font-weight:600; text-align:center; }
+td.sev-info { background:#e8f0fe; color:var(--info); text-align:center; } td.sev-none { color:var(--line); text-align:center; }
+.scroll { overflow-x:auto; }
 nav a { margin-right:14px; }
 details > summary { cursor:pointer; color:var(--info); }
-</style>
+{{end}}`
+
+// headHTML opens every page: its policy (no script, nothing fetched)
+// and its styles; the value is the title.
+const headHTML = `{{define "head"}}<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="nodesnap">
+<title>{{.}}</title>
+<style>
+{{template "style"}}</style>
 </head>
-<body>
+{{end}}`
+
+const pageHTML = styleCSS + headHTML + `{{template "head" .Title}}<body>
 <header>
 <h1>{{.Host}}{{if .Worst}} — {{.Worst}}{{end}}</h1>
 <div class="sub">nodesnap report of {{.Bundle}}</div>
 </header>
 <main>
-<nav><a href="#glance">At a glance</a><a href="#findings">Findings</a>{{if .Timeline}}<a href="#timeline">Timeline</a>{{end}}{{if .Hung}}<a href="#hung">Hung</a>{{end}}{{if not .NoManifest}}<a href="#collectors">Collectors</a><a href="#files">Files</a>{{end}}</nav>
+<nav><a href="#glance">At a glance</a><a href="#findings">Findings</a>{{if .Timeline}}<a href="#timeline">Timeline</a>{{end}}{{if .Hung}}<a href="#hung">Hung</a>{{end}}{{if .HasFacts}}<a href="#holders">Held devices</a><a href="#dirs">Directories</a><a href="#goroutines">Goroutines</a>{{end}}{{if not .NoManifest}}<a href="#collectors">Collectors</a><a href="#files">Files</a>{{end}}</nav>
 
 <h2 id="glance">The node at a glance</h2>
 <p class="counts">{{if .Findings}}<span class="c-critical">{{index .Counts "critical"}} critical</span><span class="c-warning">{{index .Counts "warning"}} warning</span><span class="c-info">{{index .Counts "info"}} info</span>{{else}}<span class="c-none">no findings</span>{{end}}</p>
@@ -155,6 +179,24 @@ details > summary { cursor:pointer; color:var(--info); }
 {{end}}{{if .MoreFrm}}… {{.MoreFrm}} more frames{{end}}</pre>{{end}}{{end}}
 </div>{{end}}
 {{if .MoreHung}}<p class="cut">… and {{.MoreHung}} more, not shown here (nodesnap inspect lists them).</p>{{end}}
+{{end}}
+{{if .HasFacts}}
+<h2 id="holders">Held devices</h2>
+{{with .HolderGraph}}<p class="muted">Who holds each device an unmount on the host cannot free: the mount namespaces that mount it or hold a file on it, their processes, and the pods those run in. Hover a box for all of it.</p>
+{{template "chart" .}}<p class="muted">Red: a device mounted only outside the host's mount namespace, which an unmount on the host cannot free. Yellow: another mount namespace; grey: the host's. Green: a pod.</p>{{else}}<p>No device is held outside the host's mount namespace, nor its device node held open.</p>{{end}}
+{{if .HolderMore}}<p class="cut">… and {{.HolderMore}} more held devices, not drawn here (nodesnap analyze --json lists them in the findings).</p>{{end}}
+
+<h2 id="dirs">Directory shape</h2>
+{{with .DirsChart}}{{template "chart" .}}{{end}}
+<p class="muted">{{if .DirsNote}}{{.DirsNote}}{{else}}The bundle holds no dirshape record.{{end}}</p>
+{{with .DeletingChart}}{{template "chart" .}}{{end}}
+{{if .DeletingNote}}<p class="muted">{{.DeletingNote}}</p>{{end}}
+
+<h2 id="goroutines">The kubelet's goroutines</h2>
+{{with .GoroutineChart}}{{template "chart" .}}{{end}}
+<p class="muted">{{if .GoroutineNote}}{{.GoroutineNote}}{{else}}The bundle holds no goroutine dump of the kubelet (debug=2).{{end}}</p>
+{{end}}
+{{if not .NoManifest}}
 
 <h2 id="collectors">Collectors</h2>
 {{with .CollectorChart}}{{template "chart" .}}{{end}}
@@ -180,3 +222,35 @@ details > summary { cursor:pointer; color:var(--info); }
 {{end}}{{range .Dots}}<circle cx="{{f .X}}" cy="{{f .Y}}" r="{{f .R}}" class="{{.Class}}"><title>{{.Title}}</title></circle>
 {{end}}{{range .Texts}}<text x="{{f .X}}" y="{{f .Y}}" text-anchor="{{.Anchor}}" class="{{.Class}}">{{.Text}}</text>
 {{end}}</svg>{{end}}`
+
+// diffHTML is the page of nodesnap diff --html.
+const diffHTML = `{{define "diff"}}{{template "head" .Title}}<body>
+<header>
+<h1>{{(index .Sides 1).Host}}: what changed</h1>
+<div class="sub">nodesnap diff of {{(index .Sides 0).Bundle}} and {{(index .Sides 1).Bundle}}</div>
+</header>
+<main>
+<nav>{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}</nav>
+<h2 id="d-bundles">The two bundles</h2>
+<table><tr><th></th><th>bundle</th><th>host</th><th>collected</th><th>status</th><th>findings</th><th>kernel</th><th>kubelet</th><th>runtimes</th></tr>
+{{range .Sides}}<tr><th>{{.Which}}</th><td class="mono">{{.Bundle}}</td><td>{{.Host}}</td><td>{{.Collected}}</td><td>{{.Status}}</td><td>{{.Findings}}</td><td>{{.Kernel}}</td><td>{{.Kubelet}}</td><td>{{.Runtimes}}</td></tr>
+{{end}}</table>
+{{range .Warnings}}<p class="st-warn">warning: {{.}}</p>{{end}}
+<p class="verdict{{if .Worse}} worse{{end}}">{{if .Worse}}Worse: a warning or critical finding appeared, or a finding rose to one (nodesnap diff exits 3).{{else}}No new warning or critical finding.{{end}}</p>
+{{if not .Changed}}<p>Nothing noteworthy changed.</p>{{end}}
+{{if .BudgetCut}}<p class="cut">This page quotes at most about 1 MiB of the bundles' text: {{.BudgetCut}} names are cut short below (nodesnap diff -o json has them whole).</p>{{end}}
+{{range .Sections}}
+<h2 id="{{.ID}}">{{.Title}}</h2>
+{{with .Chart}}{{template "chart" .}}{{end}}
+{{if .Rows}}<table><tr><th></th>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr><td class="{{.Class}}">{{.Mark}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>{{end}}
+{{if .More}}<p class="cut">… and {{.More}} more, not listed here (nodesnap diff --json lists every one).</p>{{end}}
+{{if .Note}}<p class="muted">{{.Note}}</p>{{end}}
+{{end}}
+{{if .Notes}}<h2 id="d-notes">Not compared</h2>{{range .Notes}}<p class="muted">{{.}}</p>{{end}}{{end}}
+<p class="muted">Written by nodesnap from the two bundles alone. This page runs no script and loads nothing from the network.</p>
+</main>
+</body>
+</html>
+{{end}}`

@@ -78,6 +78,17 @@ func (r *run) manifest(specs []*collectors.Spec, h outputdir.HashResult) *bundle
 	m.Host.BootID = r.facts["boot_id"]
 	m.Host.MachineID = r.facts["machine_id"]
 	m.Interrupted = r.interrupt
+	if t := r.opts.Trigger; t != nil {
+		// Evidence names mountpoints, pods and hosts: redacted (and
+		// obfuscated) like the files that hold the same names.
+		tr := *t
+		tr.Summary = r.redactString(tr.Summary)
+		tr.Evidence = make([]string, len(t.Evidence))
+		for i, e := range t.Evidence {
+			tr.Evidence[i] = r.redactString(e)
+		}
+		m.Trigger = &tr
+	}
 	m.Self = r.opts.Common.Self
 	m.HungMounts = append(m.HungMounts, r.hung...)
 	r.mu.Unlock()

@@ -64,6 +64,9 @@ type Options struct {
 	// Output, when set, is the output directory already opened (and
 	// locked) by the caller; otherwise Run opens it, without a lock.
 	Output *outputdir.Output
+	// Trigger, when set, is recorded in the manifest: the signal of
+	// `nodesnap watch` that started this collection.
+	Trigger *bundle.Trigger
 }
 
 // Progress is one step of the run, for a progress display.

@@ -70,7 +70,9 @@ holds: docs/bundle.md; how it was redacted: docs/redaction.md.
 // runAnalyze prints the report; a finding at warning or above makes it
 // return a partialError (exit status 3) with nothing more to say.
 func runAnalyze(ctx context.Context, w io.Writer, o analyzeOptions, bundlePath string) error {
-	rep, err := analyze.AnalyzeFile(ctx, bundlePath, analyze.Options{})
+	// The page draws the facts analyze gathers on request; the text and
+	// JSON reports stay as they are.
+	rep, err := analyze.AnalyzeFile(ctx, bundlePath, analyze.Options{Facts: o.output == "html"})
 	if err != nil {
 		return err
 	}

@@ -405,7 +405,12 @@ func runCollect(ctx context.Context, o *collectOptions, flags *pflag.FlagSet, ar
 	}
 	// The options, checked before the output directory is locked or
 	// touched, the way the supervisor checks them (once, in Validate).
+	trigger, err := watchTriggerFromEnv()
+	if err != nil {
+		return err
+	}
 	sopts := supervisor.Options{
+		Trigger:   trigger,
 		OutputDir: o.outputDir, OutputFile: o.outputFile, Format: o.compression,
 		CaseID: o.caseID, Label: o.label, EncryptTo: o.encryptTo,
 		Timeout: o.timeout, CollectorTimeout: o.collectorTimeout,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundlediff"
+	"github.com/nodesnap/nodesnap/report"
 )
 
 type diffOptions struct {
@@ -35,7 +36,9 @@ different hosts are compared too, with a warning first.
 Both bundles are read in bounded streaming passes and refused when validate refuses them
 (unsafe entries, a truncated archive, another schema version, a file whose checksum
 differs from the manifest's): exit status 1. The text report fits --width columns (100 by
-default); --output json prints every change. OLD and NEW may also be directories holding
+default); --output json prints every change; --output html prints one self-contained HTML
+page in the style of 'nodesnap report' (no script, nothing fetched; counts drawn before and
+after), to save and attach to a ticket. OLD and NEW may also be directories holding
 extracted bundles.
 --latest DIR compares the two newest bundles in DIR (a --keep directory of snapshots) of
 the host of the newest one, ordered by the time in their names.
@@ -47,6 +50,7 @@ finding rose to one; 0 that none did (other changes are printed either way).
 			"3  a finding of severity warning or critical appeared in NEW, or a finding rose to one"),
 		Example: `  nodesnap diff nodesnap-node1-20261120T101500Z.tar.gz nodesnap-node1-20261121T101500Z.tar.gz
   nodesnap diff -o json yesterday.tar.gz today.tar.gz | jq '.findings_new[].id'
+  nodesnap diff -o html yesterday.tar.gz today.tar.gz > what-changed.html
   nodesnap diff --latest /var/tmp`,
 		Args: argsUsage(func(cmd *cobra.Command, args []string) error {
 			if o.latest != "" {
@@ -55,6 +59,9 @@ finding rose to one; 0 that none did (other changes are printed either way).
 			return cobra.ExactArgs(2)(cmd, args)
 		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if n := changed(cmd, "output", "json", "html"); n > 1 {
+				return &flagError{errors.New("--output, --json and --html each choose the format: give one")}
+			}
 			if o.latest != "" {
 				older, newer, err := bundlediff.Latest(o.latest)
 				if err != nil {
@@ -66,8 +73,9 @@ finding rose to one; 0 that none did (other changes are printed either way).
 		},
 	}
 	cmd.Flags().StringVar(&o.latest, "latest", "", "compare the two newest bundles in this directory, instead of OLD and NEW")
-	addOutputFlag(cmd, &o.output, "text", "json")
+	addOutputFlag(cmd, &o.output, "text", "json", "html")
 	addFormatAlias(cmd, &o.output, "json")
+	addFormatAlias(cmd, &o.output, "html")
 	cmd.Flags().IntVar(&o.width, "width", bundlediff.Width, "the text report's line width (at least 40)")
 	return cmd
 }
@@ -75,7 +83,7 @@ finding rose to one; 0 that none did (other changes are printed either way).
 // runDiff prints what changed; a new warning or critical finding makes it
 // return a partialError (exit status 3) with nothing more to say.
 func runDiff(ctx context.Context, w io.Writer, o diffOptions, oldPath, newPath string) error {
-	if err := checkOutput(o.output, "text", "json"); err != nil {
+	if err := checkOutput(o.output, "text", "json", "html"); err != nil {
 		return err
 	}
 	if o.width < 40 {
@@ -90,9 +98,12 @@ func runDiff(ctx context.Context, w io.Writer, o diffOptions, oldPath, newPath s
 		return fatalForDiff(err)
 	}
 	d := bundlediff.Compare(a, b)
-	if o.output == "json" {
+	switch o.output {
+	case "json":
 		err = bundlediff.WriteJSON(w, d)
-	} else {
+	case "html":
+		err = report.WriteDiff(w, d)
+	default:
 		err = bundlediff.WriteText(w, d, o.width)
 	}
 	if err != nil {

@@ -153,3 +153,26 @@ func TestDiffCommand(t *testing.T) {
 		t.Errorf("--help: exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+// diff -o html prints the page and exits as diff does; two format flags
+// are a usage error.
+func TestDiffHTML(t *testing.T) {
+	healthy := fixtureBundle(t, "healthy")
+	sick := fixtureBundle(t, "incident003-cephfs-hung")
+	r := runNodesnap(t, time.Minute, nil, "diff", "-o", "html", healthy, sick)
+	if r.code != exitPartial || r.stderr != "" {
+		t.Fatalf("diff --html: exit %d\nstderr:\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"<!DOCTYPE html>", `content="default-src 'none'`, "Hung mounts (1 new, 0 gone)", "kubernetes.io~cephfs", "Worse: a warning or critical finding appeared"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(r.stdout, "<script") {
+		t.Error("page holds a script")
+	}
+	r = runNodesnap(t, time.Minute, nil, "diff", "--html", "--json", healthy, sick)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--output, --json and --html each choose the format: give one") {
+		t.Errorf("--html --json: exit %d\n%s", r.code, r.stderr)
+	}
+}

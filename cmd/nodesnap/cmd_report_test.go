@@ -168,3 +168,42 @@ func TestReportOfCollectedBundle(t *testing.T) {
 		}
 	}
 }
+
+// report DIR: one page for a directory of bundles; a bundle that cannot
+// be read is on the page and makes the exit status 3; a directory
+// without bundles (nor an extracted bundle) is refused.
+func TestReportFleetCommand(t *testing.T) {
+	dir := t.TempDir()
+	for name, scenario := range map[string]string{"nodesnap-a-20261121T090000Z.tar.gz": "healthy", "nodesnap-b-20261121T090000Z.tar.gz": "incident003-cephfs-hung"} {
+		b, err := os.ReadFile(fixtureBundle(t, scenario))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "fleet.html")
+	r := runNodesnap(t, time.Minute, nil, "report", "--output-file", out, dir)
+	if r.code != exitOK || strings.TrimSpace(r.stdout) != out {
+		t.Fatalf("report DIR: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	page, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(page, []byte("Fleet: 2 nodes, 1 with a warning or critical finding")) || !bytes.Contains(page, []byte("hung-mount")) {
+		t.Errorf("fleet page lacks its counts or findings:\n%.2000s", page)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nodesnap-c-20261121T090000Z.tar.gz"), []byte("not gzip"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runNodesnap(t, time.Minute, nil, "report", "--output-file", out, dir)
+	if r.code != exitPartial || !strings.Contains(r.stderr, "1 of 3 bundles could not be read") {
+		t.Errorf("a broken bundle: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runNodesnap(t, time.Minute, nil, "report", t.TempDir())
+	if r.code != exitFatal || !strings.Contains(r.stderr, "not an extracted bundle") {
+		t.Errorf("empty directory: exit %d\n%s", r.code, r.stderr)
+	}
+}

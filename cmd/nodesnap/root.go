@@ -48,6 +48,7 @@ with a deadline.
 		newRedactCommand(),
 		newReportCommand(),
 		newVersionCommand(),
+		newWatchCommand(),
 	)
 	return root
 }

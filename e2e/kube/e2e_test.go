@@ -13,16 +13,22 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/internal/testkit"
 )
 
@@ -212,6 +218,23 @@ func TestHostRunWithToken(t *testing.T) {
 	if err != nil {
 		t.Errorf("analyze of a healthy real node: %v\n%s", err, out)
 	}
+	checkHealthy(t, r.path)
+}
+
+// checkHealthy fails on any finding of severity warning or above, and
+// checks that analyze read the running kubelet's version (v1.34) from the
+// bundle, which the version-dependent findings rely on.
+func checkHealthy(t *testing.T, bundlePath string) {
+	t.Helper()
+	rep := analyzeReport(t, bundlePath)
+	if !strings.HasPrefix(rep.KubeletVersion, "v1.34.") {
+		t.Errorf("analyze read the kubelet's version as %q (from %q), want the cluster's v1.34", rep.KubeletVersion, rep.KubeletVersionFrom)
+	}
+	for _, f := range rep.Findings {
+		if f.Severity >= analyze.Warning {
+			t.Errorf("a healthy real node gets %s %s (%s): %s", f.Severity, f.ID, f.Subject, f.Summary)
+		}
+	}
 }
 
 // checkNoSecret fails when any file of the bundle holds the token given to
@@ -400,6 +423,10 @@ func TestJobInPod(t *testing.T) {
 			t.Errorf("the in-pod bundle holds evidence against the node from nodesnap's own pod: %s", f)
 		}
 	}
+	// The node is healthy: nothing at warning or above, from the pod
+	// either (the kubelet's start lines, its PLEG line among them, are in
+	// the journal the pod reads).
+	checkHealthy(t, copied)
 
 	// Side by side with a run on the node by hand, made now, while the
 	// Job's pod is still there for both to see.
@@ -902,4 +929,134 @@ func (c *cluster) podOf(t *testing.T, ns, selector string, within time.Duration)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// TestIncident003BehindHungMountsElsewhere is incident 003 on a node where
+// another mount namespace (a CSI plugin full of stale ceph-fuse mounts)
+// holds 200 hung FUSE mounts: the kubelet's own hung volume mount must
+// still be probed and reported, analyze must name it and its pod, and
+// nothing may say that no probed mount hung. A run on the node: while the
+// kubelet's housekeeping is stuck it starts no pod, the Job's included.
+func TestIncident003BehindHungMountsElsewhere(t *testing.T) {
+	c := requireCluster(t)
+	const others = 200
+	token := c.token(t)
+	// The 200: mounted here, copied into the holder's private namespace,
+	// then detached here, so that only the holder's namespace has them.
+	// Cleanup (LIFO): the holder is killed by pid first, then each FUSE
+	// connection is aborted and its server stopped.
+	plugin := t.TempDir()
+	fuses := make([]*testkit.FUSE, 0, others)
+	for i := 0; i < others; i++ {
+		mp := filepath.Join(plugin, "mnt", fmt.Sprintf("v%03d", i))
+		fuses = append(fuses, testkit.HungFUSE(t, mp, testkit.FUSEStartHung(), testkit.FUSESubtype("ceph-fuse"), testkit.FUSESource("ceph-fuse")))
+	}
+	holder := testkit.HoldInPrivateNamespace(t, fuses[others-1].Mountpoint())
+	for _, f := range fuses {
+		if err := unix.Unmount(f.Mountpoint(), unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil {
+			t.Fatalf("detaching %s on the host: %v", f.Mountpoint(), err)
+		}
+	}
+
+	uid := "3f0b6a2e-5c1d-4e8f-9a7b-0c3d2e1f0a33"
+	podDir := filepath.Join("/var/lib/kubelet/pods", uid)
+	mp := filepath.Join(podDir, "volumes/kubernetes.io~csi/pvc-0033/mount")
+	t.Cleanup(func() { _ = os.RemoveAll(podDir) })
+	vol := testkit.HungFUSE(t, mp, testkit.FUSEStartHung(), testkit.FUSESubtype("ceph-fuse"), testkit.FUSESource("ceph-fuse"))
+	c.waitKubeletBlocked(t, 60*time.Second)
+
+	r := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + token}, "--timeout", "90s")
+	if r.code != 0 && r.code != 3 {
+		t.Fatalf("collect exited %d\n%s", r.code, r.stderr)
+	}
+	var rep layout.MountProbeReport
+	if err := json.Unmarshal(r.file(t, "mountprobe/probes.json"), &rep); err != nil {
+		t.Fatalf("mountprobe/probes.json: %v", err)
+	}
+	var kubeletProbe *layout.MountProbe
+	hungElsewhere := 0
+	for i := range rep.Probes {
+		p := &rep.Probes[i]
+		switch {
+		case p.Mountpoint == mp:
+			kubeletProbe = p
+		case strings.HasPrefix(p.Mountpoint, plugin) && p.Result == layout.ProbeHung && contains(nsStrings(p.Namespaces), strconv.FormatUint(holder.NSInode, 10)):
+			hungElsewhere++
+		}
+	}
+	if kubeletProbe == nil || kubeletProbe.Result != layout.ProbeHung {
+		t.Errorf("the kubelet's mount %s was not probed hung: %+v", mp, kubeletProbe)
+	}
+	if hungElsewhere < others/2 {
+		t.Errorf("only %d of the %d mounts of namespace %d were probed hung", hungElsewhere, others, holder.NSInode)
+	}
+	if kubeletProbe != nil {
+		t.Logf("probes: %v; the kubelet's mount started at %.0f ms, ended at %.0f ms", rep.Counts, kubeletProbe.StartedMS, kubeletProbe.DoneMS)
+	}
+
+	rp := analyzeReport(t, r.path)
+	named := false
+	for _, f := range rp.Findings {
+		if (f.ID == "hung-mount" || f.ID == "mount-not-probed") && strings.Contains(f.Summary, mp) {
+			named = true
+			if !strings.Contains(f.Summary, "pod "+uid) {
+				t.Errorf("the finding names the mount but not its pod %s: %s", uid, f.Summary)
+			}
+		}
+		for _, s := range []string{f.Summary, f.Explanation} {
+			if strings.Contains(s, "No probed mount hung") || strings.Contains(s, "No probe of its mounts hung") {
+				t.Errorf("%s %s contradicts the hung mounts: %s", f.ID, f.Subject, s)
+			}
+		}
+	}
+	if !named {
+		t.Errorf("analyze does not name the kubelet's hung mount %s among %d findings", mp, len(rp.Findings))
+	}
+	if err := vol.Close(); err != nil {
+		t.Errorf("releasing the kubelet's hung mount: %v", err)
+	}
+}
+
+// waitKubeletBlocked waits for a kubelet thread to sleep in a FUSE request.
+func (c *cluster) waitKubeletBlocked(t *testing.T, within time.Duration) {
+	t.Helper()
+	pid, err := os.ReadFile(filepath.Join(filepath.Dir(c.kubeconfig), "pids", "kubelet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubelet := strings.TrimSpace(string(pid))
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		tasks, _ := filepath.Glob(filepath.Join("/proc", kubelet, "task", "*", "wchan"))
+		for _, w := range tasks {
+			if b, _ := os.ReadFile(w); strings.Contains(string(b), "request_wait_answer") {
+				return
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("the kubelet (pid %s) did not block on a hung mount within %s", kubelet, within)
+}
+
+func nsStrings(ns []uint64) []string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, strconv.FormatUint(n, 10))
+	}
+	return out
+}
+
+// analyzeReport runs analyze --json on a bundle (exit 0 or 3).
+func analyzeReport(t *testing.T, bundlePath string) *analyze.Report {
+	t.Helper()
+	out, err := exec.Command(testkit.Binary(t), "analyze", "--json", bundlePath).Output()
+	var ee *exec.ExitError
+	if err != nil && (!errors.As(err, &ee) || ee.ExitCode() != 3) {
+		t.Fatalf("analyze: %v", err)
+	}
+	var rep analyze.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("analyze --json: %v\n%.2000s", err, out)
+	}
+	return &rep
 }

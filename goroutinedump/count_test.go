@@ -1,4 +1,4 @@
-package bundlediff
+package goroutinedump
 
 import (
 	"maps"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestCountGoroutines(t *testing.T) {
+func TestCount(t *testing.T) {
 	cases := []struct {
 		name  string
 		dump  string
@@ -27,13 +27,13 @@ func TestCountGoroutines(t *testing.T) {
 		{"no frames, no blank line between", "goroutine 1 [running]:\ngoroutine 2 [running]:\nfoo.io/x.F(...)\n\t/x:1\n",
 			2, map[string]int{"(no frames)": 1, "foo.io/x.F": 1}},
 		{"not a dump", "hello\n\tworld\n", 0, map[string]int{}},
-		{"a line too long is skipped", "goroutine 1 [running]:\n" + strings.Repeat("a", maxDumpLine+10) + "\nfoo.io/x.F()\n\t/x:1\n",
+		{"a line too long is skipped", "goroutine 1 [running]:\n" + strings.Repeat("a", MaxLine+10) + "\nfoo.io/x.F()\n\t/x:1\n",
 			1, map[string]int{"foo.io/x.F": 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := map[string]int{}
-			n, err := countGoroutines(strings.NewReader(c.dump), got)
+			n, err := Count(strings.NewReader(c.dump), got)
 			if err != nil || n != c.total || !maps.Equal(got, c.want) {
 				t.Errorf("got %d %v, %v; want %d %v", n, got, err, c.total, c.want)
 			}
@@ -41,16 +41,35 @@ func TestCountGoroutines(t *testing.T) {
 	}
 }
 
-func TestCountGoroutinesBounded(t *testing.T) {
+func TestCountBounded(t *testing.T) {
 	var b strings.Builder
-	for i := range maxFrames + 10 {
+	for i := range MaxFrames + 10 {
 		b.WriteString("goroutine 1 [running]:\nfoo.io/x.F" + strconv.Itoa(i) + "()\n\t/x:1\n\n")
 	}
 	got := map[string]int{}
-	if _, err := countGoroutines(strings.NewReader(b.String()), got); err != nil {
+	if _, err := Count(strings.NewReader(b.String()), got); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != maxFrames+1 || got[otherFrames] != 10 {
-		t.Errorf("kept %d frames, over %d (+ %q)", len(got), maxFrames, otherFrames)
+	if len(got) != MaxFrames+1 || got[OtherFrames] != 10 {
+		t.Errorf("kept %d frames, over %d (+ %q)", len(got), MaxFrames, OtherFrames)
+	}
+}
+
+// Counter fed line by line (as analyze feeds it) counts what Count
+// counts.
+func TestCounterAgreesWithCount(t *testing.T) {
+	dump := "goroutine 1 [running]:\nfoo.io/x.F()\n\t/x:1\n\ngoroutine 2 [IO wait]:\nos.Stat(0x1)\n\t/x:2\nk8s.io/k.G(0x2)\n\t/x:3\n"
+	want := map[string]int{}
+	n, err := Count(strings.NewReader(dump), want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCounter(nil)
+	for _, l := range strings.Split(strings.TrimSuffix(dump, "\n"), "\n") {
+		c.Line(l)
+	}
+	c.End()
+	if c.Total != n || n != 2 || !maps.Equal(c.ByFrame, want) {
+		t.Errorf("Counter: %d %v; Count: %d %v", c.Total, c.ByFrame, n, want)
 	}
 }

@@ -1,0 +1,127 @@
+package analyze
+
+import (
+	"bytes"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// What a log line says about where and when it was written: its time, the
+// host and the program (ident[pid]) of a journal or syslog prefix, the pid
+// of a klog header, and a node the line names. Log findings are scoped with
+// it: to the running kubelet instance, the collection window and this node.
+
+// logMeta is a log line's origin, as far as its text tells.
+type logMeta struct {
+	// Time is zero when the line carries none that parses; Zoned says it
+	// came with a UTC offset (a syslog or klog stamp is in the node's
+	// zone, which the line does not say).
+	Time  time.Time
+	Zoned bool
+	// Host and Ident come from a journal/syslog prefix ("host ident[pid]:").
+	Host  string
+	Ident string
+	// PID is the prefix's pid (the journal's _PID: the host's numbering).
+	PID int
+	// KlogPID is the pid of a klog header ("I1123 22:01:48.123456   812
+	// file.go:1]"): the process's own numbering, a container's inside one.
+	KlogPID int
+	// Node is a Kubernetes node the line names (node="x", nodeName:x,
+	// "on node \"x\"").
+	Node string
+}
+
+var (
+	// reKlog is a klog header: severity, MMDD, time, pid.
+	reKlog = regexp.MustCompile(`(?:^|\s)[IWEF](\d\d)(\d\d) (\d\d:\d\d:\d\d\.\d+)\s+(\d+) \S+:\d+\]`)
+	// reNodeNamed finds the node a kubelet or CSI line names.
+	reNodeNamed = regexp.MustCompile(`(?:\bon node |\bnode=|\bnodeName[:=]|"nodeName":|\bNodeId:\s*)\\*"?([A-Za-z0-9][-A-Za-z0-9._]*)`)
+	months      = map[string]time.Month{"Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May": 5, "Jun": 6, "Jul": 7, "Aug": 8, "Sep": 9, "Oct": 10, "Nov": 11, "Dec": 12}
+)
+
+// parseLogMeta reads a line's origin. ref is the collection time: syslog
+// and klog stamps carry no year, so the year is the one that puts the line
+// at most a day after ref (a line from late December read in January is
+// last year's).
+func parseLogMeta(b []byte, ref time.Time) logMeta {
+	var m logMeta
+	rest := b
+	switch {
+	case len(b) >= 20 && isDigits(b[:4]) && b[4] == '-' && b[10] == 'T':
+		// journalctl -o short-iso-precise, dmesg --time-format iso, a
+		// CRI container log: an RFC 3339 time, a space.
+		sp := bytes.IndexByte(b, ' ')
+		if sp < 0 {
+			return m
+		}
+		stamp := bytes.ReplaceAll(b[:sp], []byte(","), []byte("."))
+		if t, err := time.Parse(time.RFC3339Nano, string(stamp)); err == nil {
+			m.Time, m.Zoned = t, true
+		} else if t, err := time.Parse("2006-01-02T15:04:05.999999999-0700", string(stamp)); err == nil {
+			m.Time, m.Zoned = t, true
+		}
+		rest = b[sp+1:]
+		if r, ok := bytes.CutPrefix(rest, []byte("stdout ")); ok {
+			rest = r
+		} else if r, ok := bytes.CutPrefix(rest, []byte("stderr ")); ok {
+			rest = r
+		}
+	case len(b) >= 16 && b[3] == ' ' && b[6] == ' ' && b[9] == ':' && months[string(b[:3])] != 0:
+		// Classic syslog: "Nov 21 09:10:01 host ident[pid]: ...".
+		day, err1 := strconv.Atoi(string(bytes.TrimSpace(b[4:6])))
+		clock, err2 := time.Parse("15:04:05", string(b[7:15]))
+		if err1 == nil && err2 == nil {
+			m.Time = withYear(months[string(b[:3])], day, clock, ref)
+		}
+		rest = b[16:]
+	}
+	// "host ident[pid]: message" after the stamp (not dmesg's "loop1:
+	// message" nor a container log's "F message").
+	if host, after, ok := bytes.Cut(rest, []byte(" ")); ok && len(host) > 0 && host[len(host)-1] != ':' {
+		if ident, _, ok := bytes.Cut(after, []byte(" ")); ok && len(ident) > 1 && ident[len(ident)-1] == ':' {
+			id := ident[:len(ident)-1]
+			if i := bytes.IndexByte(id, '['); i > 0 && id[len(id)-1] == ']' {
+				m.PID, _ = strconv.Atoi(string(id[i+1 : len(id)-1]))
+				id = id[:i]
+			}
+			m.Host, m.Ident = string(host), string(id)
+		}
+	}
+	if k := reKlog.FindSubmatch(rest); k != nil {
+		m.KlogPID, _ = strconv.Atoi(string(k[4]))
+		if m.Time.IsZero() {
+			mon, _ := strconv.Atoi(string(k[1]))
+			day, _ := strconv.Atoi(string(k[2]))
+			if clock, err := time.Parse("15:04:05.999999999", string(k[3])); err == nil && mon >= 1 && mon <= 12 {
+				m.Time = withYear(time.Month(mon), day, clock, ref)
+			}
+		}
+	}
+	if n := reNodeNamed.FindSubmatch(rest); n != nil {
+		m.Node = string(n[1])
+	}
+	return m
+}
+
+// withYear dates a month, day and clock time in UTC, in the year that puts
+// it no later than a day after ref (ref's year when ref is zero).
+func withYear(mon time.Month, day int, clock time.Time, ref time.Time) time.Time {
+	if ref.IsZero() {
+		ref = time.Now()
+	}
+	t := time.Date(ref.Year(), mon, day, clock.Hour(), clock.Minute(), clock.Second(), clock.Nanosecond(), time.UTC)
+	if t.After(ref.Add(24 * time.Hour)) {
+		t = t.AddDate(-1, 0, 0)
+	}
+	return t
+}
+
+func isDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(b) > 0
+}
