@@ -26,8 +26,8 @@ type verdict struct {
 	collectFailed bool
 	// acked: the kubelet has taken the pod on (it has a start time or
 	// container statuses).
-	acked                      bool
-	collectStart, collectEnd   time.Time
+	acked                    bool
+	collectStart, collectEnd time.Time
 }
 
 // Pod failure reasons set by the kubelet when it refuses a pod at

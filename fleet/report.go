@@ -28,11 +28,11 @@ func (s Status) HasBundle() bool { return s == StatusOK || s == StatusPartial }
 
 // Phases of a node still in progress (NodeResult.Phase).
 const (
-	PhaseWaiting    = "waiting"     // for a free slot (--max-parallel)
-	PhaseCreating   = "creating"    // the pod
-	PhasePending    = "pending"     // the pod exists, not started yet
-	PhaseCollecting = "collecting"  // the collect container runs
-	PhaseCopying    = "copying"     // the bundle streams back
+	PhaseWaiting    = "waiting"    // for a free slot (--max-parallel)
+	PhaseCreating   = "creating"   // the pod
+	PhasePending    = "pending"    // the pod exists, not started yet
+	PhaseCollecting = "collecting" // the collect container runs
+	PhaseCopying    = "copying"    // the bundle streams back
 	PhaseDone       = "done"
 )
 

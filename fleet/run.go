@@ -375,7 +375,9 @@ func (r *runner) copyBack(ictx, gctx, nctx context.Context, i int, pod string) (
 	if err != nil {
 		return StatusFailed, err.Error()
 	}
-	r.update(i, func(n *NodeResult) { n.NodePath, n.SHA256, n.Size = firstNonEmpty(res.HostPath, res.Path), res.SHA256, res.Size })
+	r.update(i, func(n *NodeResult) {
+		n.NodePath, n.SHA256, n.Size = firstNonEmpty(res.HostPath, res.Path), res.SHA256, res.Size
+	})
 	file, err := fetch(nctx, o, pod, r.rows[i].Node, res)
 	copySecs := time.Since(start).Seconds()
 	if err != nil {
