@@ -73,14 +73,17 @@ type Durations struct {
 
 // Report is fleet.json: the run and every node's row.
 type Report struct {
-	Version   string    `json:"version"`
-	RunID     string    `json:"run_id"`
-	Context   string    `json:"context,omitempty"`
-	Namespace string    `json:"namespace"`
-	Image     string    `json:"image"`
-	Selection string    `json:"selection"`
-	Started   time.Time `json:"started"`
-	Ended     time.Time `json:"ended"`
+	Version   string `json:"version"`
+	RunID     string `json:"run_id"`
+	Context   string `json:"context,omitempty"`
+	Namespace string `json:"namespace"`
+	Image     string `json:"image"`
+	// ServiceAccount the pods ran as: the run's own (named after the run),
+	// or deploy/kubernetes/rbac.yaml's with --no-rbac.
+	ServiceAccount string    `json:"service_account,omitempty"`
+	Selection      string    `json:"selection"`
+	Started        time.Time `json:"started"`
+	Ended          time.Time `json:"ended"`
 	// Interrupted is set when the run was stopped (Ctrl-C, SIGTERM).
 	Interrupted bool         `json:"interrupted,omitempty"`
 	Nodes       []NodeResult `json:"nodes"`

@@ -60,7 +60,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	r := &runner{o: &o, runID: runID, rows: rows, c: c, board: newBoard()}
 	sa, err := setup(gctx, &o, runID, c)
 	if err == nil {
-		r.sa = sa
+		r.sa, rep.ServiceAccount = sa, sa
 		r.collectAll(ctx, gctx)
 	}
 	// Clean up even when interrupted, until abandoned.
