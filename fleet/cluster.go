@@ -11,7 +11,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodesnap/nodesnap/fleet/podspec"
 )
@@ -43,7 +42,7 @@ func RunSelector(runID string) string {
 // created records what a run created, for its clean-up.
 type created struct {
 	mu        sync.Mutex
-	client    kubernetes.Interface
+	client    Client
 	ns        string
 	namespace bool // the namespace itself
 	sa        string

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
@@ -25,11 +24,11 @@ type PodIO interface {
 }
 
 // NewPodIO is PodIO on a real API server.
-func NewPodIO(cfg *rest.Config, cs kubernetes.Interface) PodIO { return &kubeIO{cfg: cfg, cs: cs} }
+func NewPodIO(cfg *rest.Config, cs Client) PodIO { return &kubeIO{cfg: cfg, cs: cs} }
 
 type kubeIO struct {
 	cfg *rest.Config
-	cs  kubernetes.Interface
+	cs  Client
 }
 
 func (k *kubeIO) Logs(ctx context.Context, ns, pod, container string, limit int64) ([]byte, error) {

@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodesnap/nodesnap/fleet/podspec"
 )
@@ -429,7 +428,7 @@ func (b *board) get(name string) (*corev1.Pod, <-chan struct{}) {
 	return b.pods[name], b.changed
 }
 
-func (b *board) poll(ctx context.Context, cs kubernetes.Interface, ns, selector string, every time.Duration) {
+func (b *board) poll(ctx context.Context, cs Client, ns, selector string, every time.Duration) {
 	for {
 		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err == nil {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodesnap/nodesnap/analyze"
@@ -175,7 +174,7 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 	// default of 5 requests a second, as kubectl is.
 	cfg.QPS, cfg.Burst = 50, 100
 	cfg.UserAgent = "nodesnap-fleet/" + toolVersion()
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := fleet.NewClient(cfg)
 	if err != nil {
 		return fmt.Errorf("connecting to the cluster: %w", err)
 	}
