@@ -54,7 +54,7 @@ func ParseCollectResult(log []byte) (*CollectResult, error) {
 			return nil, fmt.Errorf("collect's result has a negative size %d", r.Size)
 		}
 		name := path.Base(r.Path)
-		if name == "." || name == "/" || name == ".." || !(strings.HasSuffix(name, ".tar.gz") || strings.HasSuffix(name, ".tar.zst")) {
+		if name == "." || name == "/" || name == ".." || (!strings.HasSuffix(name, ".tar.gz") && !strings.HasSuffix(name, ".tar.zst")) {
 			return nil, fmt.Errorf("collect's result names no bundle (%q)", r.Path)
 		}
 		r.SHA256 = strings.ToLower(r.SHA256)
@@ -85,13 +85,13 @@ func fetch(ctx context.Context, o *Options, pod, node string, res *CollectResult
 	keep := false
 	defer func() {
 		if !keep {
-			f.Close()
-			os.Remove(tmp)
+			_ = f.Close()      // discarded anyway
+			_ = os.Remove(tmp) // nothing half-written is left
 		}
 	}()
 	h := sha256.New()
 	cw := &countWriter{}
-	var w io.Writer = io.MultiWriter(f, h, cw)
+	w := io.MultiWriter(f, h, cw)
 	if o.TransitHook != nil {
 		w = o.TransitHook(node, w)
 	}

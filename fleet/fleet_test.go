@@ -56,9 +56,11 @@ func sumFile(t *testing.T, p string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	h := sha256.New()
-	io.Copy(h, f)
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -277,8 +279,11 @@ func TestNoRBAC(t *testing.T) {
 		t.Fatalf("without the namespace: %v; want an error pointing at rbac.yaml", err)
 	}
 	ctx := context.Background()
-	s.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "nodesnap"}}, metav1.CreateOptions{})
-	s.cs.CoreV1().ServiceAccounts("nodesnap").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "nodesnap", Namespace: "nodesnap"}}, metav1.CreateOptions{})
+	_, err1 := s.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "nodesnap"}}, metav1.CreateOptions{})
+	_, err2 := s.cs.CoreV1().ServiceAccounts("nodesnap").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "nodesnap", Namespace: "nodesnap"}}, metav1.CreateOptions{})
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
 	var sa string
 	s.cs.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetResource().Resource != "pods" {

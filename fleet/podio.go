@@ -7,10 +7,10 @@ import (
 	"io"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // PodIO is what the run needs of a pod beyond its object: the tail of a
@@ -36,7 +36,7 @@ func (k *kubeIO) Logs(ctx context.Context, ns, pod, container string, limit int6
 	if err != nil {
 		return nil, err
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // read-only
 	var b bytes.Buffer
 	_, err = io.Copy(&b, io.LimitReader(rc, limit))
 	return b.Bytes(), err

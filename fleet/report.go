@@ -156,7 +156,7 @@ func writeAtomic(dir, name string, data []byte) error {
 		err = os.Rename(tmp, filepath.Join(dir, name))
 	}
 	if err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // nothing half-written is left
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	return nil

@@ -79,7 +79,9 @@ func newSim(t testing.TB, nodes map[string]behaviour, size int64) *sim {
 	var objs []runtime.Object
 	for name, b := range nodes {
 		h := sha256.New()
-		io.Copy(h, bundleStream(name, size))
+		if _, err := io.Copy(h, bundleStream(name, size)); err != nil {
+			t.Fatal(err)
+		}
 		s.nodes[name] = &simNode{b: b, size: size, sum: hex.EncodeToString(h.Sum(nil))}
 		ready := corev1.ConditionTrue
 		if b == deadKubelet {

@@ -51,7 +51,9 @@ func makeBundle(t *testing.T, scenario, host, kernel, out string) {
 			order = append(order, col)
 		}
 		p := filepath.Join(staging, filepath.FromSlash(n))
-		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(p, files[n], 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +83,9 @@ func TestLoadFleet(t *testing.T) {
 	rows = append(rows, map[string]string{"node": "node-e", "status": "ok", "bundle": "node-e.tar.gz"},
 		map[string]string{"node": "node-f", "status": "image-pull-failure", "reason": "ImagePullBackOff"})
 	b, _ := json.Marshal(map[string]any{"nodes": rows})
-	os.WriteFile(filepath.Join(dir, "fleet.json"), b, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "fleet.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	v, err := fleetview.Load(context.Background(), dir)
 	if err != nil {
@@ -137,7 +141,9 @@ func TestLoadFleet(t *testing.T) {
 func TestLoadPlainDirectory(t *testing.T) {
 	dir := t.TempDir()
 	makeBundle(t, "healthy", "n1", "6.1.0", filepath.Join(dir, "nodesnap-n1-20261123T100000Z.tar.gz"))
-	os.WriteFile(filepath.Join(dir, "broken.tar.gz"), []byte("not gzip"), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "broken.tar.gz"), []byte("not gzip"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	v, err := fleetview.Load(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)

@@ -101,10 +101,10 @@ func (p *fleetProgress) redraw() {
 		rows = append(rows, r)
 	}
 	rank := func(r fleet.NodeResult) int {
-		switch {
-		case r.Phase == fleet.PhaseDone:
+		switch r.Phase {
+		case fleet.PhaseDone:
 			return 1
-		case r.Phase == fleet.PhaseWaiting:
+		case fleet.PhaseWaiting:
 			return 2
 		}
 		return 0
@@ -139,7 +139,7 @@ func (p *fleetProgress) redraw() {
 	fmt.Fprintf(p.w, "\x1b[2K%s\n", clipLine(fmt.Sprintf("  %d/%d nodes done", done, len(rows)), width-1))
 	n++
 	for i := n; i < p.drawn; i++ {
-		fmt.Fprint(p.w, "\x1b[2K\n")
+		_, _ = fmt.Fprint(p.w, "\x1b[2K\n")
 	}
 	if p.drawn > n {
 		fmt.Fprintf(p.w, "\x1b[%dA", p.drawn-n)
