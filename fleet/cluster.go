@@ -123,9 +123,14 @@ func (c *created) addPod(name string) {
 	c.mu.Unlock()
 }
 
-func (c *created) markForce(name string) {
+// setForce records whether a pod is one no kubelet has taken on.
+func (c *created) setForce(name string, force bool) {
 	c.mu.Lock()
-	c.forcePods[name] = true
+	if force {
+		c.forcePods[name] = true
+	} else {
+		delete(c.forcePods, name)
+	}
 	c.mu.Unlock()
 }
 

@@ -15,8 +15,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nodesnap/nodesnap/fleet/podspec"
@@ -358,4 +360,25 @@ func TestInterrupt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A user who may not create RBAC gets an error that says what to do, each
+// node a row that says the run could not start, and nothing left behind.
+func TestSetupForbidden(t *testing.T) {
+	s := newSim(t, map[string]behaviour{"a": healthy}, 512)
+	s.cs.PrependReactor("create", "clusterroles", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, "x", errors.New("user cannot create"))
+	})
+	dir := t.TempDir()
+	rep, err := Run(context.Background(), s.options(dir))
+	if err == nil || !strings.Contains(err.Error(), "--no-rbac") || !apierrors.IsForbidden(err) {
+		t.Fatalf("err %v; want the API's Forbidden, wrapped with the way out (--no-rbac)", err)
+	}
+	if rep == nil || rep.Nodes[0].Status != StatusFailed || !strings.Contains(rep.Nodes[0].Reason, "could not start") || rep.ExitStatus != ExitNone {
+		t.Fatalf("report %+v", rep)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ReportFile)); err != nil {
+		t.Errorf("no fleet.json: %v", err)
+	}
+	checkClean(t, s, true)
 }

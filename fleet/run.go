@@ -61,6 +61,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err == nil {
 		r.sa, rep.ServiceAccount = sa, sa
 		r.collectAll(ctx, gctx)
+	} else {
+		for i := range rows {
+			if rows[i].Status == "" {
+				rows[i].Status, rows[i].Reason, rows[i].Phase = StatusFailed, "the run could not start: "+err.Error(), PhaseDone
+			}
+		}
 	}
 	// Clean up even when interrupted, until abandoned.
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -282,9 +288,7 @@ func (r *runner) drive(ictx, gctx, nctx context.Context, i int, name string, cre
 			}
 		}
 		v = classify(p, nodeObj, createdAt, now, o.NotReadyGrace)
-		if !v.acked && v.status == "" {
-			r.c.markForce(name)
-		}
+		r.c.setForce(name, !v.acked)
 		r.update(i, func(n *NodeResult) {
 			n.Phase = v.phase
 			if !v.collectStart.IsZero() {
@@ -298,9 +302,6 @@ func (r *runner) drive(ictx, gctx, nctx context.Context, i int, name string, cre
 		case v.status != "" && v.collectFailed:
 			return v.status, v.reason + r.logTail(nctx, name)
 		case v.status != "":
-			if v.status == StatusNotReady {
-				r.c.markForce(name)
-			}
 			return v.status, v.reason
 		case v.ready:
 			return r.copyBack(ictx, gctx, nctx, i, name)
@@ -308,11 +309,16 @@ func (r *runner) drive(ictx, gctx, nctx context.Context, i int, name string, cre
 		select {
 		case <-changed:
 		case <-nctx.Done():
-			if ready, why := nodeReadyNow(o, node); !v.acked && !ready {
-				r.c.markForce(name)
-				return StatusNotReady, fmt.Sprintf("node %s is NotReady (%s); its kubelet never took the pod on", node, why)
+			if gctx.Err() == nil && !v.acked {
+				if ready, why := nodeReadyNow(o, node); !ready {
+					return StatusNotReady, fmt.Sprintf("node %s is NotReady (%s); its kubelet never took the pod on", node, why)
+				}
 			}
-			return r.expired(ictx, gctx, v.phase, v.hint)
+			hint := v.hint
+			if lerr := r.board.listError(); lerr != "" {
+				hint = firstNonEmpty(hint, "listing the run's pods failed: "+lerr)
+			}
+			return r.expired(ictx, gctx, v.phase, hint)
 		}
 	}
 }
@@ -416,6 +422,15 @@ type board struct {
 	mu      sync.Mutex
 	pods    map[string]*corev1.Pod
 	changed chan struct{}
+	// lastErr is the last list's error ("" once one succeeds), for the
+	// reason of nodes that time out meanwhile.
+	lastErr string
+}
+
+func (b *board) listError() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lastErr
 }
 
 func newBoard() *board { return &board{pods: map[string]*corev1.Pod{}, changed: make(chan struct{})} }
@@ -437,9 +452,13 @@ func (b *board) poll(ctx context.Context, cs Client, ns, selector string, every 
 				m[list.Items[i].Name] = &list.Items[i]
 			}
 			b.mu.Lock()
-			b.pods = m
+			b.pods, b.lastErr = m, ""
 			close(b.changed)
 			b.changed = make(chan struct{})
+			b.mu.Unlock()
+		} else if ctx.Err() == nil {
+			b.mu.Lock()
+			b.lastErr = err.Error()
 			b.mu.Unlock()
 		}
 		// A failed list is retried; each node's deadline bounds the wait.
