@@ -96,13 +96,16 @@ func TestParseCollectResult(t *testing.T) {
 		{name: "notes before, blank after", log: "nodesnap: note: x\n{\"path\":\"/o/a.tar.zst\",\"size\":1,\"sha256\":\"" + strings.ToUpper(sum) + "\",\"status\":\"partial\"}\n\n",
 			path: "/o/a.tar.zst"},
 		{name: "last result wins", log: `{"path":"/o/old.tar.gz","sha256":"` + sum + `"}` + "\n" + `{"path":"/o/new.tar.gz","sha256":"` + sum + `"}`, path: "/o/new.tar.gz"},
-		{name: "no result", log: "nodesnap: no space left\n", err: "no result line"},
-		{name: "empty", log: "", err: "no result line"},
+		{name: "indented, as collect prints it", log: "nodesnap: note: the bundle is written to /output\n{\n  \"path\": \"/output/nodesnap-n1-20261123T101500Z.tar.gz\",\n  \"size\": 5,\n  \"sha256\": \"" + sum + "\",\n  \"collectors\": {\n    \"host\": \"ok\"\n  },\n  \"exit_status\": 0\n}\n",
+			path: "/output/nodesnap-n1-20261123T101500Z.tar.gz"},
+		{name: "no result", log: "nodesnap: no space left\n", err: "no result"},
+		{name: "empty", log: "", err: "no result"},
 		{name: "bad sha", log: `{"path":"/o/a.tar.gz","sha256":"xyz"}`, err: "no valid sha256"},
 		{name: "negative size", log: `{"path":"/o/a.tar.gz","size":-1,"sha256":"` + sum + `"}`, err: "negative size"},
 		{name: "not a bundle", log: `{"path":"/etc/passwd","sha256":"` + sum + `"}`, err: "names no bundle"},
 		{name: "a directory", log: `{"path":"/o/..","sha256":"` + sum + `"}`, err: "names no bundle"},
-		{name: "truncated JSON", log: `{"path":"/o/a.tar.gz","sha`, err: "no result line"},
+		{name: "truncated JSON", log: `{"path":"/o/a.tar.gz","sha`, err: "no result"},
+		{name: "object inside a line", log: `note {"path":"/o/a.tar.gz","sha256":"` + sum + `"}`, err: "no result"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, err := ParseCollectResult([]byte(c.log))

@@ -33,34 +33,45 @@ type CollectResult struct {
 // result is its last line, a few kilobytes.
 const resultLogLimit = 1 << 20
 
-// ParseCollectResult finds collect's JSON result in its log: the last line
-// that is a JSON object with a bundle path and a sha256 (stderr's notes
-// may share the log).
+// ParseCollectResult finds collect's JSON result in its log: the last
+// JSON object starting a line (collect indents it over many lines) with a
+// bundle path; stderr's notes may come before it.
 func ParseCollectResult(log []byte) (*CollectResult, error) {
-	lines := bytes.Split(log, []byte("\n"))
-	for i := len(lines) - 1; i >= 0; i-- {
-		l := bytes.TrimSpace(lines[i])
-		if len(l) == 0 || l[0] != '{' {
+	for end := len(log); end > 0; {
+		start := bytes.LastIndexByte(log[:end], '{')
+		if start < 0 {
+			break
+		}
+		end = start
+		if start > 0 && log[start-1] != '\n' {
 			continue
 		}
 		var r CollectResult
-		if json.Unmarshal(l, &r) != nil || r.Path == "" {
+		if json.NewDecoder(bytes.NewReader(log[start:])).Decode(&r) != nil || r.Path == "" {
 			continue
 		}
-		if len(r.SHA256) != 64 || strings.Trim(strings.ToLower(r.SHA256), "0123456789abcdef") != "" {
-			return nil, fmt.Errorf("collect's result has no valid sha256 (%q)", r.SHA256)
+		if err := r.check(); err != nil {
+			return nil, err
 		}
-		if r.Size < 0 {
-			return nil, fmt.Errorf("collect's result has a negative size %d", r.Size)
-		}
-		name := path.Base(r.Path)
-		if name == "." || name == "/" || name == ".." || (!strings.HasSuffix(name, ".tar.gz") && !strings.HasSuffix(name, ".tar.zst")) {
-			return nil, fmt.Errorf("collect's result names no bundle (%q)", r.Path)
-		}
-		r.SHA256 = strings.ToLower(r.SHA256)
 		return &r, nil
 	}
-	return nil, errors.New("the collect container's log has no result line (nodesnap collect --output json)")
+	return nil, errors.New("the collect container's log has no result (nodesnap collect --output json)")
+}
+
+// check refuses a result that names no bundle or has no valid checksum.
+func (r *CollectResult) check() error {
+	if len(r.SHA256) != 64 || strings.Trim(strings.ToLower(r.SHA256), "0123456789abcdef") != "" {
+		return fmt.Errorf("collect's result has no valid sha256 (%q)", r.SHA256)
+	}
+	if r.Size < 0 {
+		return fmt.Errorf("collect's result has a negative size %d", r.Size)
+	}
+	name := path.Base(r.Path)
+	if name == "." || name == "/" || name == ".." || (!strings.HasSuffix(name, ".tar.gz") && !strings.HasSuffix(name, ".tar.zst")) {
+		return fmt.Errorf("collect's result names no bundle (%q)", r.Path)
+	}
+	r.SHA256 = strings.ToLower(r.SHA256)
+	return nil
 }
 
 // ErrChecksum: the bytes that arrived are not the bundle the node wrote.

@@ -16,7 +16,7 @@ import (
 // PodIO is what the run needs of a pod beyond its object: the tail of a
 // container's log, and a command's output streamed through exec.
 type PodIO interface {
-	// Logs returns at most limit bytes of the end of a container's log.
+	// Logs returns the first limit bytes of a container's log.
 	Logs(ctx context.Context, ns, pod, container string, limit int64) ([]byte, error)
 	// Exec runs cmd in a container, its stdout streamed to stdout as it
 	// comes (never buffered whole) and its stderr to stderr.

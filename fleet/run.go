@@ -353,7 +353,7 @@ func (r *runner) expired(ictx, gctx context.Context, phase, hint string) (Status
 // logTail is the end of the collect container's log, for the reason of a
 // failed collection.
 func (r *runner) logTail(ctx context.Context, pod string) string {
-	b, err := r.o.PodIO.Logs(ctx, r.o.Namespace, pod, podspec.CollectContainer, 2048)
+	b, err := r.o.PodIO.Logs(ctx, r.o.Namespace, pod, podspec.CollectContainer, resultLogLimit)
 	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
 		return ""
 	}

@@ -167,8 +167,8 @@ func (s *sim) Logs(_ context.Context, _, pod, _ string, _ int64) ([]byte, error)
 	if n.b == partialBundle {
 		status, missing = "partial", []string{"journal: timed out after 30s"}
 	}
-	res, _ := json.Marshal(CollectResult{Path: "/output/nodesnap-" + node + "-20261123T101500Z.tar.gz",
-		HostPath: "/var/tmp/nodesnap/nodesnap-" + node + "-20261123T101500Z.tar.gz", Size: n.size, SHA256: n.sum, Status: status, Missing: missing})
+	res, _ := json.MarshalIndent(CollectResult{Path: "/output/nodesnap-" + node + "-20261123T101500Z.tar.gz",
+		HostPath: "/var/tmp/nodesnap/nodesnap-" + node + "-20261123T101500Z.tar.gz", Size: n.size, SHA256: n.sum, Status: status, Missing: missing}, "", "  ")
 	return append([]byte("nodesnap: note: something on stderr\n"), append(res, '\n')...), nil
 }
 
