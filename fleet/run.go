@@ -242,7 +242,11 @@ func (r *runner) collectNode(ictx, gctx context.Context, i int) {
 	nctx, cancel := context.WithTimeout(gctx, o.NodeTimeout)
 	defer cancel()
 	st, reason := r.drive(ictx, gctx, nctx, i, name, createdAt)
-	r.c.deletePod(context.WithoutCancel(nctx), name)
+	// Its pod goes now (also when the run was interrupted), each delete
+	// with a deadline of its own; the clean-up at the end retries.
+	dctx, dcancel := context.WithTimeout(context.WithoutCancel(nctx), 30*time.Second)
+	r.c.deletePod(dctx, name)
+	dcancel()
 	r.update(i, func(n *NodeResult) {
 		if n.Status == "" {
 			n.Status, n.Reason = st, reason
