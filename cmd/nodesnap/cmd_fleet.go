@@ -202,6 +202,9 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 		}
 	}()
 
+	if o.output == "text" {
+		fmt.Fprintf(stderr, "nodesnap: fleet: context %s, namespace %s, image %s, into %s\n", ctxName, o.namespace, o.image, o.outputDir)
+	}
 	disp := newFleetProgress(stderr, o.output == "json")
 	fo := fleet.Options{
 		Client: cs, PodIO: fleet.NewPodIO(cfg, cs), Context: ctxName,
@@ -209,9 +212,6 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 		Namespace: o.namespace, Image: o.image, NoRBAC: o.noRBAC,
 		MaxParallel: o.maxParallel, Timeout: o.timeout, NodeTimeout: o.nodeTimeout, CollectTimeout: o.collectTimeout,
 		OutputDir: o.outputDir, Version: toolVersion(), Progress: disp.update, Abandon: abandon,
-	}
-	if o.output == "text" {
-		fmt.Fprintf(stderr, "nodesnap: fleet: context %s, namespace %s, image %s, into %s\n", ctxName, o.namespace, o.image, o.outputDir)
 	}
 	rep, err := fleet.Run(ctx, fo)
 	disp.finish()
