@@ -115,6 +115,9 @@ func classify(pod *corev1.Pod, node *corev1.Node, created, now time.Time, notRea
 				v.ready, v.phase = true, PhaseCopying
 			}
 		}
+		if !v.ready {
+			v.hint = "the bundle is written; the hold container that serves it has not started"
+		}
 		if st.Phase == corev1.PodSucceeded {
 			v.status, v.reason = StatusFailed, "the pod ended before its bundle was copied (its hold container exited)"
 		}

@@ -66,7 +66,7 @@ func TestClassify(t *testing.T) {
 		{name: "collecting", pod: &corev1.Pod{Status: corev1.PodStatus{StartTime: &now, InitContainerStatuses: []corev1.ContainerStatus{
 			{Name: "collect", State: running}}}}, phase: PhaseCollecting},
 		{name: "collected, hold starting", pod: collected(0, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}, corev1.PodPending),
-			phase: PhaseCollecting, collected: 20 * time.Second},
+			phase: PhaseCollecting, collected: 20 * time.Second, hint: "hold container that serves it has not started"},
 		{name: "collected, holding", pod: collected(0, running, corev1.PodRunning), phase: PhaseCopying, ready: true, collected: 20 * time.Second},
 		{name: "collection failed", pod: collected(1, corev1.ContainerState{}, corev1.PodFailed), status: StatusFailed, reason: "exit status 1"},
 		{name: "hold ended", pod: collected(0, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}, corev1.PodSucceeded),

@@ -296,7 +296,8 @@ func (r *runner) drive(ictx, gctx, nctx context.Context, i int, name string, cre
 		r.update(i, func(n *NodeResult) {
 			n.Phase = v.phase
 			if !v.collectStart.IsZero() {
-				n.Durations.PodStart = v.collectStart.Sub(createdAt).Seconds()
+				// The kubelet's times have whole seconds.
+				n.Durations.PodStart = max(v.collectStart.Sub(createdAt).Seconds(), 0)
 				if !v.collectEnd.IsZero() {
 					n.Durations.Collect = v.collectEnd.Sub(v.collectStart).Seconds()
 				}
