@@ -118,3 +118,37 @@ func TestFleetCollectUsage(t *testing.T) {
 		}
 	}
 }
+
+// On a terminal: a line per running node first, then finished ones, a
+// count line, each redraw over the last one, within the terminal's height.
+func TestFleetLiveProgress(t *testing.T) {
+	var b bytes.Buffer
+	p := &fleetProgress{w: &b, live: true, size: func() (int, int) { return 60, 5 },
+		rows: map[string]fleet.NodeResult{}, started: map[string]time.Time{}}
+	for _, n := range []fleet.NodeResult{
+		{Node: "node-a", Phase: fleet.PhaseCollecting},
+		{Node: "node-b", Phase: fleet.PhaseDone, Status: fleet.StatusOK, Bundle: "node-b.tar.gz", Durations: fleet.Durations{Total: 12}},
+		{Node: "node-c", Phase: fleet.PhaseWaiting},
+		{Node: "node-d", Phase: fleet.PhaseDone, Status: fleet.StatusTimeout, Reason: strings.Repeat("x", 100)},
+		{Node: "node-e", Phase: fleet.PhaseDone, Status: fleet.StatusOK},
+	} {
+		p.update(n)
+	}
+	p.redraw()
+	first := b.String()
+	lines := strings.Split(strings.TrimSuffix(first, "\n"), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "node-a") || !strings.Contains(lines[0], "collecting") ||
+		!strings.Contains(lines[1], "node-b") || !strings.Contains(lines[2], "3/5 nodes done") {
+		t.Fatalf("first draw (3 lines in a 5-line terminal):\n%q", first)
+	}
+	for _, l := range lines {
+		if len([]rune(strings.TrimPrefix(l, "\x1b[2K"))) > 59 {
+			t.Errorf("line wider than the terminal: %q", l)
+		}
+	}
+	b.Reset()
+	p.redraw()
+	if !strings.HasPrefix(b.String(), "\x1b[3A") {
+		t.Errorf("the redraw does not go back over the last one: %q", b.String())
+	}
+}
