@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/spf13/cobra"
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
@@ -108,6 +111,9 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:]))
 }
 
+// KubectlPluginName is the binary's name as a kubectl plugin.
+const KubectlPluginName = "kubectl-nodesnap"
+
 // partialError reports success with a partial result (exit status 3).
 type partialError struct{ msg string }
 
@@ -115,6 +121,11 @@ func (p *partialError) Error() string { return p.msg }
 
 func run(ctx context.Context, args []string) int {
 	root := newRootCommand()
+	// Installed as kubectl-nodesnap, the binary is a kubectl plugin:
+	// `kubectl nodesnap fleet collect ...`; its help says so.
+	if filepath.Base(os.Args[0]) == KubectlPluginName {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl nodesnap"}
+	}
 	root.SetArgs(args)
 	out := &countingWriter{w: os.Stdout}
 	root.SetOut(out)

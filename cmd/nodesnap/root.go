@@ -23,6 +23,9 @@ with a deadline.
   nodesnap inspect nodesnap-node1-20261121T101500Z.tar.gz
   nodesnap validate nodesnap-node1-20261121T101500Z.tar.gz
 
+  # many nodes of a cluster, through the Kubernetes API (no SSH)
+  nodesnap fleet collect --all --output-dir ./case-1234
+
   # send it to the ticket (a pre-signed URL, kept out of the process list)
   NODESNAP_UPLOAD_URL='https://...' nodesnap upload nodesnap-node1-20261121T101500Z.tar.gz`,
 		SilenceUsage:  true,
@@ -41,6 +44,7 @@ with a deadline.
 		newBundleCatCommand(),
 		newDiffCommand(),
 		newDocsCommand(),
+		newFleetCommand(),
 		newHoldCommand(),
 		newInspectCommand(),
 		newUploadCommand(),
