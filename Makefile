@@ -106,13 +106,16 @@ SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 MKRELEASE := bin/mkrelease
 IMAGE_ARCHIVE := $(DIST)/nodesnap-$(VERSION).oci.tar
 DIST_BINARIES := $(foreach a,$(ARCHES),--binary $(a)=$(DIST)/nodesnap-$(VERSION)-linux-$(a))
-.PHONY: image image-test release dist-binaries mkrelease
+# The image's binaries leave out 'fleet collect' (-tags nofleet): a node never
+# drives its cluster, and client-go is more than half of the full binary.
+NODE_BINARIES := $(foreach a,$(ARCHES),--binary $(a)=$(DIST)/node/nodesnap-$(VERSION)-linux-$(a))
+.PHONY: image image-test release dist-binaries node-binaries mkrelease
 
 ## image: the OCI image archive $(DIST)/nodesnap-<version>.oci.tar, linux/amd64 and arm64, built
 ## without a daemon or a registry; IMAGE=repo/name:tag names it. Prints the archive's path last.
-image: dist-binaries mkrelease
+image: node-binaries mkrelease
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(MKRELEASE) image --out $(IMAGE_ARCHIVE) --ref $(IMAGE) \
-	  --version $(VERSION) --revision $(REVISION) $(DIST_BINARIES)
+	  --version $(VERSION) --revision $(REVISION) $(NODE_BINARIES)
 
 ## image-test: import the archive into a private containerd (and podman, where installed) and
 ## run the image's nodesnap (root)
@@ -127,6 +130,13 @@ release:
 	$(MAKE) --no-print-directory image DIST=$(DIST) VERSION=$(VERSION) REVISION=$(REVISION) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH)
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(MKRELEASE) packages --out-dir $(DIST) --version $(VERSION) --root . $(DIST_BINARIES)
 	$(MKRELEASE) sums $(DIST)
+
+node-binaries:
+	@mkdir -p $(DIST)/node
+	@for a in $(ARCHES); do \
+	  echo "CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -tags nofleet -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/node/nodesnap-$(VERSION)-linux-$$a ./cmd/nodesnap"; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -tags nofleet -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/node/nodesnap-$(VERSION)-linux-$$a ./cmd/nodesnap || exit 1; \
+	done
 
 dist-binaries:
 	@mkdir -p $(DIST)

@@ -124,7 +124,12 @@ func run(ctx context.Context, args []string) int {
 	// Installed as kubectl-nodesnap, the binary is a kubectl plugin:
 	// `kubectl nodesnap fleet collect ...`; its help says so.
 	if filepath.Base(os.Args[0]) == KubectlPluginName {
-		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl nodesnap"}
+		// Added to the annotations, not replacing them: the version
+		// line lives there too.
+		if root.Annotations == nil {
+			root.Annotations = map[string]string{}
+		}
+		root.Annotations[cobra.CommandDisplayNameAnnotation] = "kubectl nodesnap"
 	}
 	root.SetArgs(args)
 	out := &countingWriter{w: os.Stdout}

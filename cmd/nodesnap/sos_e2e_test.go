@@ -421,6 +421,18 @@ func TestVersionAgrees(t *testing.T) {
 	if string(a) != string(b) {
 		t.Errorf("version %q, --version %q", a, b)
 	}
+	// Installed as a kubectl plugin, the same binary says the same.
+	plugin := filepath.Join(t.TempDir(), KubectlPluginName)
+	if err := os.Symlink(bin, plugin); err != nil {
+		t.Fatal(err)
+	}
+	c, err := exec.Command(plugin, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(c) != string(a) {
+		t.Errorf("as %s, --version %q; as nodesnap %q", KubectlPluginName, c, a)
+	}
 	line := string(a)
 	if !strings.Contains(line, runtime.Version()) || !strings.HasPrefix(line, "nodesnap ") {
 		t.Errorf("version %q lacks the Go version %s", line, runtime.Version())
