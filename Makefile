@@ -80,6 +80,7 @@ fuzz:
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags nofleet ./cmd/nodesnap   # the node image's build (see image)
 
 ## lint: golangci-lint with the repo's config (.golangci.yml), installed on demand
 lint: vet
