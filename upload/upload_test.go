@@ -69,7 +69,6 @@ func newUploadServer(t *testing.T, script ...int) *uploadServer {
 	return s
 }
 
-
 // In-process: an attempt that stalls (the server reads nothing and answers
 // nothing) is abandoned after the stall timeout and retried.
 func TestUploaderStallRetried(t *testing.T) {
