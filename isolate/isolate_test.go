@@ -185,3 +185,29 @@ func TestHeadBufferKeepsTheHead(t *testing.T) {
 		t.Errorf("kept %q, want the first 10 bytes", got)
 	}
 }
+
+// A caller that gives up (an interrupted run) is not a hang: no
+// HungError, no evidence, and the error says the context ended.
+func TestPoolCancelledIsNotAHang(t *testing.T) {
+	p := isolate.NewPool(1, 10*time.Second)
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	err := p.Do(ctx, "test-block", nil, nil)
+	var he *isolate.HungError
+	if errors.As(err, &he) || isolate.IsTimeout(err) {
+		t.Fatalf("a cancelled item was recorded as hung: %v", err)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v does not say the context was cancelled", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("cancelled item returned after %v", d)
+	}
+	// The pool still serves.
+	var out string
+	if err := p.Do(context.Background(), "test-echo", "hi", &out); err != nil || out != "echo:hi" {
+		t.Errorf("after a cancelled item: %q, %v", out, err)
+	}
+}

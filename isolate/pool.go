@@ -200,8 +200,11 @@ func (p *Pool) DoTimeout(ctx context.Context, timeout time.Duration, op string, 
 		h := p.discard(w, true)
 		return &HungError{Op: op, Timeout: timeout, Evidence: h}
 	case <-ctx.Done():
-		h := p.discard(w, true)
-		return &HungError{Op: op, Timeout: timeout, Evidence: h}
+		// The caller gave up (its own deadline, or an interrupted run):
+		// the worker may be mid-item, so it goes, but the item did not
+		// hang and is not recorded as if it had.
+		p.discard(w, false)
+		return fmt.Errorf("%s abandoned: %w", op, ctx.Err())
 	}
 }
 
