@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/redact"
 )
@@ -80,13 +81,17 @@ func ChildMain() int {
 		sink.send(Event{Type: EventDone, Status: StatusError, Error: "setting up redaction: " + err.Error()})
 		return 1
 	}
+	// The redaction settings (the obfuscation key among them) stay with
+	// the redactor: a collector sees only Env.Redact.
+	cfg.Common.Redaction = nil
 	env := &Env{Common: cfg.Common, name: cfg.Collector, dir: cfg.Dir, options: cfg.Options,
-		red: red, events: sink, openFiles: map[string]bool{}}
+		red: red, events: sink, openFiles: map[string]bool{}, knowsHung: spec.knowsHung()}
+	roots := hostfs.Roots{Root: env.Root}
 	if env.Proc == "" {
-		env.Proc = env.HostPath("/proc")
+		env.Proc = roots.Seen("/proc")
 	}
 	if env.Sys == "" {
-		env.Sys = env.HostPath("/sys")
+		env.Sys = roots.Seen("/sys")
 	}
 	ctx := context.Background()
 	if !cfg.Deadline.IsZero() {
@@ -95,8 +100,8 @@ func ChildMain() int {
 		defer cancel()
 	}
 	status, msg, code := run(ctx, spec, env)
-	if env.pool != nil {
-		env.pool.Close()
+	if env.workers != nil {
+		env.workers.Close()
 	}
 	if msg != "" {
 		msg, _ = red.String(msg)

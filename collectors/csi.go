@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/procfs"
 )
@@ -38,8 +40,6 @@ func init() {
 		Flags:          csiFlags,
 		Run:            collectCSI,
 	})
-	isolate.RegisterOp(opCSIReadDir, isolate.Typed(csiReadDirOp))
-	isolate.RegisterOp(opCSIGlob, isolate.Typed(csiGlobOp))
 }
 
 // CSIOptions are the csi collector's flags. Paths are host paths.
@@ -102,25 +102,11 @@ func (t *csiMountTable) isMountpoint(p string) bool {
 	return t != nil && len(t.byPoint[path.Clean(p)]) > 0
 }
 
-// containing returns the innermost mount holding p, if any besides "/".
-func (t *csiMountTable) containing(p string) (procfs.Mount, bool) {
-	if t == nil {
-		return procfs.Mount{}, false
-	}
-	for q := path.Clean(p); q != "/" && q != "."; q = path.Dir(q) {
-		if ms := t.byPoint[q]; len(ms) > 0 {
-			return ms[len(ms)-1], true
-		}
-	}
-	return procfs.Mount{}, false
-}
-
 type csiRun struct {
 	env   *Env
 	opts  CSIOptions
 	mt    *csiMountTable
 	inv   *layout.CSIInventory
-	hung  []string // host paths whose listing or read hung
 	files map[string]bool
 }
 
@@ -151,9 +137,8 @@ func collectCSI(ctx context.Context, env *Env) error {
 		PodLogs: []layout.CSIPodLog{}}
 	c := &csiRun{env: env, opts: o, inv: inv, files: map[string]bool{}}
 
-	var st isolate.StatResult
-	kubeletFound := c.do(ctx, isolate.OpStat, o.KubeletDir, isolate.StatRequest{Path: env.HostPath(o.KubeletDir), Follow: true}, &st) == nil &&
-		st.Mode&syscall.S_IFMT == syscall.S_IFDIR
+	st, err := env.Host().Stat(ctx, hostfs.Path(o.KubeletDir))
+	kubeletFound := err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR
 	c.stateFiles(ctx)
 	if !kubeletFound && len(inv.StateFiles) == 0 {
 		_ = env.WriteJSON(layout.CSIInventoryFile, inv)
@@ -163,11 +148,10 @@ func collectCSI(ctx context.Context, env *Env) error {
 	// The host's mount table as pid 1 sees it: its mount points are host
 	// paths, the same namespace the kubelet mounts volumes in.
 	inv.MountTable = env.ProcPath("1", "mountinfo")
-	if r, err := isolate.ReadFileLimited(inv.MountTable, 64<<20); err != nil {
+	if mounts, err := env.Host().HostMounts(ctx); err != nil {
 		inv.MountTableError = err.Error()
 		env.Partialf("cannot read the mount table %s: %v; whether volumes are mounted is unknown", inv.MountTable, err)
 	} else {
-		mounts, _ := procfs.ParseMountInfo(r.Data)
 		c.mt = &csiMountTable{byPoint: map[string][]procfs.Mount{}}
 		for _, m := range mounts {
 			p := path.Clean(m.MountPoint)
@@ -191,74 +175,29 @@ func collectCSI(ctx context.Context, env *Env) error {
 	if err := env.WriteJSON(layout.CSIInventoryFile, inv); err != nil {
 		return err
 	}
-	if len(c.hung) > 0 {
-		env.Partialf("CSI paths that hung when listed or read were skipped (%d): %s", len(c.hung), strings.Join(c.hung, ", "))
+	if hung := env.Host().HungHere(); len(hung) > 0 {
+		paths := make([]string, len(hung))
+		for i, h := range hung {
+			paths[i] = string(h)
+		}
+		env.Partialf("CSI paths that hung when listed or read were skipped (%d): %s", len(hung), strings.Join(paths, ", "))
 	}
 	return nil
 }
 
-// skip reports whether a host path must not be touched: it lies on a mount
-// found hung this run, or under a path that hung in this collector.
-func (c *csiRun) skip(p string) bool {
-	if c.env.IsHung(p) || c.env.IsHung(c.env.HostPath(p)) {
-		return true
-	}
-	for _, h := range c.hung {
-		if p == h || strings.HasPrefix(p, h+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-// do runs one worker op on a host path, remembering hangs: the mount
-// holding a path that hung is reported (when it is a network or FUSE
-// mount) so later collectors skip it too.
-func (c *csiRun) do(ctx context.Context, op, hostPath string, req, resp any) error {
-	if c.skip(hostPath) {
-		return fmt.Errorf("%s: skipped, on a mount that hung earlier", hostPath)
-	}
-	err := c.env.Do(ctx, op, hostPath, req, resp)
-	var he *isolate.HungError
-	if errors.As(err, &he) {
-		c.hung = append(c.hung, hostPath)
-		if m, ok := c.mt.containing(hostPath); ok {
-			if cl := procfs.Classify(m); cl == procfs.ClassNetwork || cl == procfs.ClassFUSE {
-				// Both forms, as mountprobe does: later collectors may name
-				// the path either way.
-				c.env.ReportHungMount(m.MountPoint, he.Evidence)
-				if hp := c.env.HostPath(m.MountPoint); hp != m.MountPoint {
-					c.env.ReportHungMount(hp, he.Evidence)
-				}
-			}
-		}
-	}
-	return err
-}
-
-func (c *csiRun) readDir(ctx context.Context, hostPath string, max int) ([]CSIReadDirEntry, error) {
-	var r CSIReadDirResult
-	p := c.env.HostPath(hostPath)
-	if err := c.do(ctx, opCSIReadDir, hostPath, CSIReadDirRequest{Path: p, Max: max}, &r); err != nil {
+func (c *csiRun) readDir(ctx context.Context, hostPath string, max int) ([]hostfs.Dirent, error) {
+	r, err := c.env.Host().List(ctx, hostfs.Path(hostPath), max)
+	if err != nil {
 		return nil, err
 	}
 	if r.Truncated {
 		c.inv.Errors = append(c.inv.Errors, fmt.Sprintf("%s: more than %d entries; the rest were not listed", hostPath, max))
 	}
-	sort.Slice(r.Entries, func(i, j int) bool { return r.Entries[i].Name < r.Entries[j].Name })
 	return r.Entries, nil
 }
 
 func (c *csiRun) readFile(ctx context.Context, hostPath string, max int64) (isolate.ReadFileResult, error) {
-	var r isolate.ReadFileResult
-	p := c.env.HostPath(hostPath)
-	err := c.do(ctx, isolate.OpReadFile, hostPath, isolate.ReadFileRequest{Path: p, Max: max}, &r)
-	return r, err
-}
-
-func csiNotExist(err error) bool {
-	var oe *isolate.OpError
-	return errors.As(err, &oe) && oe.Errno == syscall.ENOENT
+	return c.env.Host().Read(ctx, hostfs.Path(hostPath), max)
 }
 
 // walk lists a tree breadth-first down to maxDepth levels, never entering
@@ -275,7 +214,7 @@ func (c *csiRun) walk(ctx context.Context, root string, maxDepth int) []layout.C
 		queue = queue[1:]
 		entries, err := c.readDir(ctx, d.p, c.opts.MaxEntries-len(out))
 		if err != nil {
-			if !csiNotExist(err) || d.p != root {
+			if !errors.Is(err, fs.ErrNotExist) || d.p != root {
 				c.inv.Errors = append(c.inv.Errors, fmt.Sprintf("listing %s: %v", d.p, err))
 			}
 			continue
@@ -314,7 +253,7 @@ func (c *csiRun) podVolumes(ctx context.Context) {
 	podsDir := path.Join(c.opts.KubeletDir, "pods")
 	pods, err := c.readDir(ctx, podsDir, c.opts.MaxEntries)
 	if err != nil {
-		if !csiNotExist(err) {
+		if !errors.Is(err, fs.ErrNotExist) {
 			c.inv.Errors = append(c.inv.Errors, fmt.Sprintf("listing %s: %v", podsDir, err))
 		}
 		return
@@ -330,7 +269,7 @@ func (c *csiRun) podVolumes(ctx context.Context) {
 		volsDir := path.Join(podsDir, pod.Name, "volumes")
 		plugins, err := c.readDir(ctx, volsDir, 200)
 		if err != nil {
-			if !csiNotExist(err) {
+			if !errors.Is(err, fs.ErrNotExist) {
 				c.inv.Errors = append(c.inv.Errors, fmt.Sprintf("listing %s: %v", volsDir, err))
 			}
 			continue
@@ -375,7 +314,7 @@ func (c *csiRun) podVolume(ctx context.Context, uid, plugin, dir string) {
 func (c *csiRun) volData(ctx context.Context, hostPath, bundleName string) (*layout.CSIVolData, string, string) {
 	r, err := c.readFile(ctx, hostPath, 64<<10)
 	if err != nil {
-		if csiNotExist(err) {
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil, "", "no vol_data.json"
 		}
 		return nil, "", err.Error()
@@ -420,14 +359,13 @@ func (c *csiRun) stateFiles(ctx context.Context) {
 			c.inv.Errors = append(c.inv.Errors, fmt.Sprintf("state glob %q: not an absolute path", g))
 			continue
 		}
-		var matches []string
-		pattern := c.env.HostPath(g)
-		if err := c.do(ctx, opCSIGlob, csiGlobPrefix(g), CSIGlobRequest{Pattern: pattern, Max: 100}, &matches); err != nil {
+		matches, _, err := c.env.Host().Glob(ctx, hostfs.Path(g), 100)
+		if err != nil {
 			c.inv.Errors = append(c.inv.Errors, fmt.Sprintf("state glob %s: %v", g, err))
 			continue
 		}
 		for _, m := range matches {
-			host := c.hostOf(m)
+			host := string(m)
 			if seen[host] {
 				continue
 			}
@@ -435,28 +373,6 @@ func (c *csiRun) stateFiles(ctx context.Context) {
 			c.stateFile(ctx, host)
 		}
 	}
-}
-
-// hostOf turns a path as nodesnap sees it back into a host path.
-func (c *csiRun) hostOf(p string) string {
-	root := c.env.Root
-	if root == "" || root == "/" {
-		return p
-	}
-	if rest, ok := strings.CutPrefix(p, strings.TrimSuffix(root, "/")); ok && strings.HasPrefix(rest, "/") {
-		return rest
-	}
-	return p
-}
-
-// csiGlobPrefix is the part of a glob before its first metacharacter:
-// what must not be hung for the glob to be expanded.
-func csiGlobPrefix(g string) string {
-	i := strings.IndexAny(g, "*?[\\")
-	if i < 0 {
-		return g
-	}
-	return path.Dir(g[:i] + "x")
 }
 
 const csiStateMax = 16 << 20

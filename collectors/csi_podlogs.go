@@ -3,13 +3,16 @@ package collectors
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"sort"
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/internal/human"
 	"golang.org/x/sys/unix"
 )
 
@@ -120,7 +123,7 @@ func (c *csiRun) podLogs(ctx context.Context) {
 	}
 	pods, err := c.readDir(ctx, root, c.opts.MaxEntries)
 	if err != nil {
-		if !csiNotExist(err) {
+		if !errors.Is(err, fs.ErrNotExist) {
 			c.inv.Errors = append(c.inv.Errors, fmt.Sprintf("listing the pod log directory %s: %v", root, err))
 		}
 		return
@@ -177,7 +180,7 @@ func (c *csiRun) podLogs(ctx context.Context) {
 	}
 	if len(c.inv.PodLogs) > 0 {
 		c.env.Notef("kept %s of the logs of %d containers of %d CSI pods under csi/podlogs/ (newest first, at most %s per container)",
-			humanBytes(kept), len(c.inv.PodLogs), csiPods, humanBytes(c.opts.PodLogBytes))
+			human.Bytes(kept), len(c.inv.PodLogs), csiPods, human.Bytes(c.opts.PodLogBytes))
 	}
 }
 
@@ -256,7 +259,7 @@ func (c *csiRun) containerLogs(ctx context.Context, ref PodLogDirName, dir, cont
 			pl.Bytes += lf.Bytes
 			budget -= lf.Bytes
 			switch {
-			case err != nil && csiNotExist(err):
+			case err != nil && errors.Is(err, fs.ErrNotExist):
 				// Rotated away since the listing: the next file
 				// holds what it had.
 			case err != nil:
@@ -280,11 +283,10 @@ func (c *csiRun) containerLogs(ctx context.Context, ref PodLogDirName, dir, cont
 // lines only, under bundleDir. The error is the read's (lf says what
 // became of the file either way).
 func (c *csiRun) podLogFile(ctx context.Context, lf *layout.CSIPodLogFile, max int64, bundleDir string) error {
-	var r isolate.ReadFileResult
-	err := c.do(ctx, isolate.OpReadFile, lf.Path, isolate.ReadFileRequest{Path: c.env.HostPath(lf.Path), Max: max, Tail: true}, &r)
+	r, err := c.env.Host().Tail(ctx, hostfs.Path(lf.Path), max)
 	if err != nil {
 		lf.Error = err.Error()
-		if !csiNotExist(err) {
+		if !errors.Is(err, fs.ErrNotExist) {
 			c.inv.Errors = append(c.inv.Errors, fmt.Sprintf("reading %s: %v", lf.Path, err))
 		}
 		return err

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/procfs"
 )
@@ -132,11 +133,11 @@ func collectDirshape(ctx context.Context, env *Env) error {
 	// walks cross them); the host's (pid 1's) which volumes the kubelet
 	// still has mounted.
 	var err error
-	c.selfMounts, err = c.readMounts(ctx, env.ProcPath("self", "mountinfo"))
+	c.selfMounts, err = c.readMounts(ctx, "self")
 	if err != nil {
 		c.notef("nodesnap's own mount table could not be read (%v): mounts below the roots are not listed, and pod volume mounts are not scanned", err)
 	}
-	c.hostMounts, err = c.readMounts(ctx, env.ProcPath("1", "mountinfo"))
+	c.hostMounts, err = env.Host().HostMounts(ctx)
 	if err != nil {
 		c.hostMounts = c.selfMounts
 	}
@@ -190,9 +191,9 @@ func (c *dsCollector) notef(format string, args ...any) {
 
 // readMounts reads a mount table in a worker: the read takes the kernel's
 // namespace lock, which an unmount stuck on a dead server can hold.
-func (c *dsCollector) readMounts(ctx context.Context, p string) ([]procfs.Mount, error) {
-	var res isolate.ReadFileResult
-	if err := c.env.Do(ctx, isolate.OpReadFile, p, isolate.ReadFileRequest{Path: p, Max: 32 << 20}, &res); err != nil {
+func (c *dsCollector) readMounts(ctx context.Context, task string) ([]procfs.Mount, error) {
+	res, err := c.env.Host().Mountinfo(ctx, task, 32<<20)
+	if err != nil {
 		return nil, err
 	}
 	ms, _ := procfs.ParseMountInfo(res.Data)
@@ -201,8 +202,8 @@ func (c *dsCollector) readMounts(ctx context.Context, p string) ([]procfs.Mount,
 
 // displayPath is the host's path for a path nodesnap sees.
 func (c *dsCollector) displayPath(seen string) string {
-	if hp, ok := mpUnroot(c.env.Root, seen); ok {
-		return hp
+	if hp, ok := c.env.Host().Host(seen); ok {
+		return string(hp)
 	}
 	return seen
 }
@@ -222,12 +223,12 @@ func (c *dsCollector) units(roots []string) []*dsUnit {
 	}
 	for _, r := range roots {
 		r = path.Clean("/" + r)
-		add(&dsUnit{seen: c.env.HostPath(r), display: r, kind: "root"})
+		add(&dsUnit{seen: c.env.Host().Seen(hostfs.Path(r)), display: r, kind: "root"})
 	}
 	const maxMountUnits = 2000
 	n := 0
 	for _, r := range roots {
-		rs := c.env.HostPath(path.Clean("/" + r))
+		rs := c.env.Host().Seen(hostfs.Clean(r))
 		for _, m := range c.selfMounts {
 			rel, ok := strings.CutPrefix(m.MountPoint, strings.TrimSuffix(rs, "/")+"/")
 			if !ok || rel == "" || procfs.IsPseudoFS(m.FSType) {
@@ -314,7 +315,7 @@ func (c *dsCollector) mountedUnder(p string) []string {
 		}
 	}
 	check(c.hostMounts, p)
-	if sp := c.env.HostPath(p); sp != p || len(out) == 0 {
+	if sp := c.env.Host().Seen(hostfs.Path(p)); sp != p || len(out) == 0 {
 		check(c.selfMounts, sp)
 	}
 	sort.Strings(out)
@@ -359,7 +360,8 @@ func (c *dsCollector) scan(ctx context.Context, u *dsUnit) {
 	if m, ok := c.mountOf(u.seen); ok {
 		r.Mountpoint, r.FSType = c.displayPath(m.MountPoint), m.FSType
 	}
-	if env.IsHung(u.seen) || env.IsHung(u.display) {
+	host, onHost := env.Host().Host(u.seen)
+	if onHost && env.Host().IsHung(host) {
 		r.Status = layout.DirShapeSkippedHung
 		r.CountsAreLowerBounds = true
 		r.StopReason = "on or below a mount found hung earlier in this run: not touched"
@@ -375,11 +377,16 @@ func (c *dsCollector) scan(ctx context.Context, u *dsUnit) {
 	// One short probe first: a root on a hung filesystem costs one probe
 	// deadline, not a scan's.
 	var st isolate.StatResult
-	err := env.Do(ctx, isolate.OpStat, u.seen, isolate.StatRequest{Path: u.seen, Follow: true}, &st)
+	err := c.do(ctx, 0, isolate.OpStat, u.seen, isolate.StatRequest{Path: u.seen, Follow: true}, &st)
 	var he *isolate.HungError
 	switch {
 	case errors.As(err, &he):
 		c.hung(u, he)
+		return
+	case errors.Is(err, hostfs.ErrHung):
+		r.Status = layout.DirShapeSkippedHung
+		r.CountsAreLowerBounds = true
+		r.StopReason = "on or below a mount found hung earlier in this run: not touched"
 		return
 	case errors.Is(err, unix.ENOENT):
 		r.Status = layout.DirShapeAbsent
@@ -407,7 +414,7 @@ func (c *dsCollector) scan(ctx context.Context, u *dsUnit) {
 	}
 	hard := min(budget+dsScanGrace, time.Until(c.soft))
 	var res layout.DirShapeRoot
-	err = env.Pool().DoTimeout(ctx, hard, opDirShapeScan, req, &res)
+	err = c.do(ctx, hard, opDirShapeScan, u.seen, req, &res)
 	switch {
 	case errors.As(err, &he):
 		c.hung(u, he)
@@ -421,6 +428,16 @@ func (c *dsCollector) scan(ctx context.Context, u *dsUnit) {
 	*r = res
 }
 
+// do runs a worker op on a root as nodesnap sees it: under the host-access
+// policy when it lies under the roots (a mount of nodesnap's own outside
+// them is reached directly).
+func (c *dsCollector) do(ctx context.Context, timeout time.Duration, op, seen string, req, resp any) error {
+	if hp, ok := c.env.Host().Host(seen); ok {
+		return c.env.Host().Do(ctx, timeout, op, hp, req, resp)
+	}
+	return c.env.DoTimeout(ctx, timeout, op, seen, req, resp)
+}
+
 // hung records a root whose probe or scan did not answer, and tells the
 // run, so later collectors stay out of it.
 func (c *dsCollector) hung(u *dsUnit, he *isolate.HungError) {
@@ -429,7 +446,9 @@ func (c *dsCollector) hung(u *dsUnit, he *isolate.HungError) {
 	r.CountsAreLowerBounds = true
 	r.Error = he.Error()
 	r.StopReason = "its filesystem did not answer: nothing was counted"
-	c.env.ReportHungMount(u.seen, he.Evidence)
+	if host, ok := c.env.Host().Host(u.seen); ok {
+		c.env.Host().ReportHungMount(host, he.Evidence)
+	}
 	c.env.Partialf("%s did not answer within %s", u.display, he.Timeout)
 }
 

@@ -15,6 +15,8 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/internal/human"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/redact"
 )
@@ -29,21 +31,19 @@ type Env struct {
 	red     *redact.Redactor
 	events  *eventSink
 
+	// knowsHung: the collector runs after mountprobe (see Spec.Needs).
+	knowsHung bool
+
 	mu        sync.Mutex
 	written   int64
 	partial   []string
-	pool      *isolate.Pool
-	hung      map[string]bool
+	workers   *isolate.Pool
+	host      *hostfs.FS
 	openFiles map[string]bool
 }
 
 // Name of the collector this Env belongs to.
 func (e *Env) Name() string { return e.name }
-
-// Redactor is the run's redactor, for collectors that must redact a value
-// they do not write to a file (a command line in a JSON record is written
-// through a File and needs nothing more).
-func (e *Env) Redactor() *redact.Redactor { return e.red }
 
 // Options decodes the collector's own options into v.
 func (e *Env) Options(v any) error {
@@ -56,16 +56,28 @@ func (e *Env) Options(v any) error {
 	return nil
 }
 
-// HostPath maps an absolute host path to where nodesnap sees it (under
-// Root).
-func (e *Env) HostPath(p string) string {
-	if e.Root == "" || e.Root == "/" {
-		return p
+// Host is the collector's access to the host's filesystem: every read,
+// stat and listing of a host path goes through it (see package hostfs).
+func (e *Env) Host() *hostfs.FS {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.host == nil {
+		e.host = hostfs.New(hostfs.Config{
+			Roots:     hostfs.Roots{Root: e.Root, Proc: e.Proc, Sys: e.Sys},
+			Hung:      e.HungMounts,
+			Run:       e.DoTimeout,
+			KnowsHung: e.knowsHung,
+			Collector: e.name,
+			OnHungMount: func(seen string, ev *layout.HangEvidence) {
+				e.events.send(Event{Type: EventHungMount, Item: &HungItem{Op: "mount", Target: seen, Evidence: ev}})
+			},
+		})
 	}
-	return filepath.Join(e.Root, p)
+	return e.host
 }
 
-// ProcPath joins elements under the proc root.
+// ProcPath joins elements under the proc root, for the collector's own
+// reads of /proc (which cannot meet a user's mount).
 func (e *Env) ProcPath(elem ...string) string {
 	return filepath.Join(append([]string{e.Proc}, elem...)...)
 }
@@ -75,29 +87,33 @@ func (e *Env) SysPath(elem ...string) string {
 	return filepath.Join(append([]string{e.Sys}, elem...)...)
 }
 
-// Pool returns the collector's pool of isolated workers for risky
-// per-item operations (stat/statfs/open/readdir of one path under a mount
-// that may hang, reads of other processes' /proc files).
-func (e *Env) Pool() *isolate.Pool {
+// pool is the collector's pool of isolated workers. It is not handed out:
+// every item goes through DoTimeout, which records the ones that hang.
+func (e *Env) pool() *isolate.Pool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.pool == nil {
-		e.pool = isolate.NewPool(e.Workers, e.ProbeTimeout)
+	if e.workers == nil {
+		e.workers = isolate.NewPool(e.Workers, e.ProbeTimeout)
 	}
-	return e.pool
+	return e.workers
 }
 
 // Do runs one per-item operation in the pool. A hung item is recorded in
 // the manifest (with its evidence) and the collector is marked partial;
-// the error is returned so the caller can move on.
+// the error is returned so the caller can move on. An op on a host path
+// goes through Host().Do instead, which also skips hung mounts.
 func (e *Env) Do(ctx context.Context, op, target string, req, resp any) error {
 	return e.DoTimeout(ctx, e.ProbeTimeout, op, target, req, resp)
 }
 
-// DoTimeout is Do with its own deadline, for an item that legitimately
-// takes longer than a probe (a bounded scan of one directory tree).
+// DoTimeout is Do with its own deadline (the probe deadline when 0), for an
+// item that legitimately takes longer than a probe (a bounded scan of one
+// directory tree).
 func (e *Env) DoTimeout(ctx context.Context, timeout time.Duration, op, target string, req, resp any) error {
-	err := e.Pool().DoTimeout(ctx, timeout, op, req, resp)
+	if timeout <= 0 {
+		timeout = e.ProbeTimeout
+	}
+	err := e.pool().DoTimeout(ctx, timeout, op, req, resp)
 	var he *isolate.HungError
 	if errors.As(err, &he) {
 		e.events.send(Event{Type: EventHungItem, Item: &HungItem{Op: op, Target: target, Evidence: he.Evidence}})
@@ -105,50 +121,12 @@ func (e *Env) DoTimeout(ctx context.Context, timeout time.Duration, op, target s
 	return err
 }
 
-// IsHung reports whether p is, or lies under, a mountpoint found hung
-// earlier in this run. Collectors must not touch such paths.
-func (e *Env) IsHung(p string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.hung == nil {
-		e.hung = map[string]bool{}
-		for _, h := range e.HungMounts {
-			e.hung[path.Clean(h)] = true
-		}
-	}
-	// Collectors may hold a path with or without the --root prefix; the
-	// hung set holds what was reported, so try both forms.
-	if e.Root != "" && e.Root != "/" {
-		if rel, ok := strings.CutPrefix(path.Clean(p), path.Clean(e.Root)+"/"); ok && e.isHungLocked("/"+rel) {
-			return true
-		}
-	}
-	return e.isHungLocked(p)
-}
-
-func (e *Env) isHungLocked(p string) bool {
-	for q := path.Clean(p); ; q = path.Dir(q) {
-		if e.hung[q] {
-			return true
-		}
-		if q == "/" || q == "." {
-			return false
-		}
-	}
-}
-
-// ReportHungMount tells the supervisor (and so every later collector) that
-// a mountpoint hangs when touched.
-func (e *Env) ReportHungMount(mountpoint string, ev *layout.HangEvidence) {
-	e.mu.Lock()
-	if e.hung == nil {
-		e.mu.Unlock()
-		e.IsHung("/")
-		e.mu.Lock()
-	}
-	e.hung[path.Clean(mountpoint)] = true
-	e.mu.Unlock()
-	e.events.send(Event{Type: EventHungMount, Item: &HungItem{Op: "mount", Target: mountpoint, Evidence: ev}})
+// Redact passes a value the collector does not write to a file through
+// the run's redactor (a command line in a JSON record is written through a
+// File and needs nothing more).
+func (e *Env) Redact(s string) string {
+	r, _ := e.red.String(s)
+	return r
 }
 
 // Notef records a remark in the manifest for this collector. It passes
@@ -172,7 +150,7 @@ func (e *Env) Partialf(format string, args ...any) {
 // that would let the next run gather it; `nodesnap collect` prints it last.
 // missing and reason pass through the redactor; fix lines must be the
 // collector's own fixed text (or values already passed through
-// Redactor().String), since they are recorded as written: a command such as
+// Redact), since they are recorded as written: a command such as
 // "NODESNAP_KUBELET_TOKEN=$(kubectl ...)" would otherwise lose its $(...).
 func (e *Env) Remedy(missing []string, reason string, fix []string) {
 	r := bundle.Remedy{Missing: make([]string, 0, len(missing)), Fix: fix}
@@ -222,6 +200,7 @@ type File struct {
 	capped    *capWriter
 	binary    string
 	omitted   string
+	own       map[string]int
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -292,6 +271,21 @@ func (f *File) Write(p []byte) (int, error) {
 // WriteString writes s.
 func (f *File) WriteString(s string) (int, error) { return f.Write([]byte(s)) }
 
+// CountRedactions adds n replacements the collector made itself (values
+// it knows are secret, such as a pod's environment values) under rule, so
+// that the manifest's redaction report counts them with the redactor's.
+func (f *File) CountRedactions(rule string, n int) {
+	if n <= 0 {
+		return
+	}
+	f.env.mu.Lock()
+	defer f.env.mu.Unlock()
+	if f.own == nil {
+		f.own = map[string]int{}
+	}
+	f.own[rule] += n
+}
+
 // Truncated reports whether a cap cut this file short.
 func (f *File) Truncated() bool { return f.capped.truncated }
 
@@ -307,6 +301,12 @@ func (f *File) Close() error {
 				f.closeErr = fmt.Errorf("writing %s: %w", f.rel, err)
 			}
 			rec.Redactions = f.red.Counts()
+		}
+		for rule, n := range f.own {
+			if rec.Redactions == nil {
+				rec.Redactions = map[string]int{}
+			}
+			rec.Redactions[rule] += n
 		}
 		if f.binary != "" {
 			rec.Binary = true
@@ -446,7 +446,7 @@ func (e *Env) Command(ctx context.Context, timeout time.Duration, out string, na
 		return res, rerr
 	}
 	if res.ExitCode != 0 {
-		return res, fmt.Errorf("%s exited with status %d: %s", name, res.ExitCode, firstLine(stderr.String()))
+		return res, fmt.Errorf("%s exited with status %d: %s", name, res.ExitCode, human.FirstLine(stderr.String()))
 	}
 	return res, cerr
 }
@@ -464,17 +464,6 @@ func commandEnv() []string {
 		out = append(out, kv)
 	}
 	return out
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
 }
 
 // jsonLine encodes v compactly on one line.

@@ -12,7 +12,7 @@ import (
 	"github.com/shirou/gopsutil/v4/mem"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/procfs"
 )
 
@@ -22,6 +22,7 @@ func init() {
 		Description:    "hostname, kernel, os-release, uptime, load, cpu and memory, cgroup version, boot id",
 		DefaultEnabled: true,
 		DefaultTimeout: 15 * time.Second,
+		Needs:          []string{MountprobeName},
 		Run:            collectHost,
 	})
 }
@@ -75,14 +76,14 @@ func collectHost(ctx context.Context, env *Env) error {
 	gctx := context.WithValue(ctx, common.EnvKey, common.EnvMap{
 		common.HostProcEnvKey: env.Proc,
 		common.HostSysEnvKey:  env.Sys,
-		common.HostEtcEnvKey:  env.HostPath("/etc"),
-		common.HostVarEnvKey:  env.HostPath("/var"),
-		common.HostRunEnvKey:  env.HostPath("/run"),
-		common.HostDevEnvKey:  env.HostPath("/dev"),
+		common.HostEtcEnvKey:  env.Host().Seen("/etc"),
+		common.HostVarEnvKey:  env.Host().Seen("/var"),
+		common.HostRunEnvKey:  env.Host().Seen("/run"),
+		common.HostDevEnvKey:  env.Host().Seen("/dev"),
 	})
 	s := hostSummary{Arch: runtime.GOARCH}
-	read := func(p string) string {
-		r, err := isolate.ReadFileLimited(p, 64<<10)
+	read := func(p hostfs.Path) string {
+		r, err := env.Host().Read(ctx, p, 64<<10)
 		if err != nil {
 			return ""
 		}
@@ -90,11 +91,11 @@ func collectHost(ctx context.Context, env *Env) error {
 	}
 	// The host's own view, read through the proc root (correct inside a
 	// container, where uname would describe the container's UTS namespace).
-	s.Hostname = read(env.ProcPath("sys/kernel/hostname"))
-	s.Kernel = read(env.ProcPath("sys/kernel/osrelease"))
-	s.KernelVersion = read(env.ProcPath("sys/kernel/version"))
-	s.BootID = read(env.ProcPath("sys/kernel/random/boot_id"))
-	s.MachineID = read(env.HostPath("/etc/machine-id"))
+	s.Hostname = read("/proc/sys/kernel/hostname")
+	s.Kernel = read("/proc/sys/kernel/osrelease")
+	s.KernelVersion = read("/proc/sys/kernel/version")
+	s.BootID = read("/proc/sys/kernel/random/boot_id")
+	s.MachineID = read("/etc/machine-id")
 
 	// Not gopsutil's host.Info: it runs lsb_release, a program started
 	// outside the isolation layer and blind to --root. The same facts come
@@ -103,15 +104,15 @@ func collectHost(ctx context.Context, env *Env) error {
 		// /proc/sys/kernel/hostname answers for the reader's own UTS
 		// namespace, which in a pod without hostNetwork is the pod's: under
 		// --root the host's /etc/hostname is the better witness.
-		if h := read(env.HostPath("/etc/hostname")); h != "" && !strings.ContainsAny(h, " \n") {
+		if h := read("/etc/hostname"); h != "" && !strings.ContainsAny(h, " \n") {
 			if s.Hostname != "" && s.Hostname != h {
 				env.Notef("hostname: %s in the host's /etc/hostname, %s in this process's UTS namespace; using the host's", h, s.Hostname)
 			}
 			s.Hostname = h
 		}
 	}
-	s.OS, s.OSVersion = osRelease(read(env.HostPath("/etc/os-release")))
-	if u, err := procfs.ParseUptime([]byte(read(env.ProcPath("uptime")))); err == nil {
+	s.OS, s.OSVersion = osRelease(read("/etc/os-release"))
+	if u, err := procfs.ParseUptime([]byte(read("/proc/uptime"))); err == nil {
 		s.UptimeSeconds = uint64(u.Seconds)
 	}
 	if bt := bootTime(env); !bt.IsZero() {
@@ -133,7 +134,7 @@ func collectHost(ctx context.Context, env *Env) error {
 	if ci, err := cpu.InfoWithContext(gctx); err == nil && len(ci) > 0 {
 		s.CPUModel = ci[0].ModelName
 	}
-	s.CgroupVersion = cgroupVersion(env)
+	s.CgroupVersion = cgroupVersion(ctx, env)
 
 	if s.Hostname != "" {
 		env.Fact("hostname", s.Hostname)
@@ -146,11 +147,7 @@ func collectHost(ctx context.Context, env *Env) error {
 	}
 	missing := 0
 	for _, f := range hostRawFiles {
-		src := env.HostPath(f.src)
-		if strings.HasPrefix(f.src, "/proc/") {
-			src = env.ProcPath(strings.TrimPrefix(f.src, "/proc/"))
-		}
-		r, err := isolate.ReadFileLimited(src, 8<<20)
+		r, err := env.Host().Read(ctx, hostfs.Path(f.src), 8<<20)
 		if err != nil {
 			missing++
 			continue
@@ -170,15 +167,18 @@ func collectHost(ctx context.Context, env *Env) error {
 
 // cgroupVersion tells v1, v2 (unified) or hybrid from the cgroup mount
 // root, without statfs (its magic would need a syscall on a host path).
-func cgroupVersion(env *Env) string {
-	if _, err := isolate.ReadFileLimited(env.SysPath("fs/cgroup/cgroup.controllers"), 4096); err == nil {
-		return "v2"
-	}
-	if _, err := isolate.ReadFileLimited(env.SysPath("fs/cgroup/unified/cgroup.controllers"), 4096); err == nil {
-		return "hybrid"
-	}
-	if _, err := isolate.ReadFileLimited(env.SysPath("fs/cgroup/memory/memory.limit_in_bytes"), 4096); err == nil {
-		return "v1"
+func cgroupVersion(ctx context.Context, env *Env) string {
+	for _, c := range []struct {
+		file    hostfs.Path
+		version string
+	}{
+		{"/sys/fs/cgroup/cgroup.controllers", "v2"},
+		{"/sys/fs/cgroup/unified/cgroup.controllers", "hybrid"},
+		{"/sys/fs/cgroup/memory/memory.limit_in_bytes", "v1"},
+	} {
+		if _, err := env.Host().Read(ctx, c.file, 4096); err == nil {
+			return c.version
+		}
 	}
 	return "unknown"
 }

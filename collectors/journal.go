@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/internal/human"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
@@ -33,6 +35,7 @@ func init() {
 		Description:    "journald logs of the kubelet, container runtimes and kernel (newest kept under a byte cap); /var/log tails and dmesg where journald is absent",
 		DefaultEnabled: true,
 		DefaultTimeout: 60 * time.Second,
+		Needs:          []string{MountprobeName},
 		Options:        &journalOpts,
 		Flags:          journalFlags,
 		Run:            collectJournal,
@@ -230,11 +233,21 @@ func (j *journalRun) usedList() string {
 	return strings.Join(used, ", ")
 }
 
+// doAt runs a worker op on a journal directory named as nodesnap sees it
+// (--journal-dir is one): through the host-access policy when it lies
+// under the roots, directly otherwise.
+func (j *journalRun) doAt(ctx context.Context, op, seen string, req, resp any) error {
+	if hp, ok := j.env.Host().Host(seen); ok {
+		return j.env.Host().Do(ctx, 0, op, hp, req, resp)
+	}
+	return j.env.Do(ctx, op, seen, req, resp)
+}
+
 // probe finds out whether journald can be used: journal files or its
 // socket, and a journalctl that answers.
 func (j *journalRun) probe(ctx context.Context) bool {
 	js := &j.idx.Journald
-	dirs := []string{j.env.HostPath("/run/log/journal"), j.env.HostPath("/var/log/journal")}
+	dirs := []string{j.env.Host().Seen("/run/log/journal"), j.env.Host().Seen("/var/log/journal")}
 	if j.o.Dir != "" {
 		js.Directory = j.o.Dir
 		dirs = []string{j.o.Dir}
@@ -245,13 +258,11 @@ func (j *journalRun) probe(ctx context.Context) bool {
 	}
 	var problems []string
 	for _, d := range dirs {
-		if j.env.IsHung(d) {
-			problems = append(problems, d+" is on a hung mount")
-			continue
-		}
 		var r journalProbeResult
-		if err := j.env.Do(ctx, opJournalProbe, d, journalProbeRequest{Path: d}, &r); err != nil {
-			if !errors.Is(err, syscall.ENOENT) {
+		if err := j.doAt(ctx, opJournalProbe, d, journalProbeRequest{Path: d}, &r); err != nil {
+			if errors.Is(err, hostfs.ErrHung) {
+				problems = append(problems, d+" is on a hung mount")
+			} else if !errors.Is(err, syscall.ENOENT) {
 				problems = append(problems, fmt.Sprintf("%s: %v", d, err))
 			}
 			continue
@@ -259,9 +270,7 @@ func (j *journalRun) probe(ctx context.Context) bool {
 		js.JournalFiles += r.JournalFiles
 	}
 	if j.o.Dir == "" {
-		sock := j.env.HostPath("/run/systemd/journal/socket")
-		var st isolate.StatResult
-		if !j.env.IsHung(sock) && j.env.Do(ctx, isolate.OpStat, sock, isolate.StatRequest{Path: sock}, &st) == nil {
+		if st, err := j.env.Host().Lstat(ctx, "/run/systemd/journal/socket"); err == nil {
 			js.Socket = st.Mode&unix.S_IFMT == unix.S_IFSOCK
 		}
 	}
@@ -312,7 +321,7 @@ func (j *journalRun) probe(ctx context.Context) bool {
 		js.Problem = "running journalctl: " + err.Error()
 		return false
 	case res.ExitCode != 0:
-		js.Problem = fmt.Sprintf("journalctl --version exited with status %d: %s", res.ExitCode, firstLine(stderr))
+		js.Problem = fmt.Sprintf("journalctl --version exited with status %d: %s", res.ExitCode, human.FirstLine(stderr))
 		return false
 	}
 	var first []byte
@@ -412,7 +421,7 @@ func (j *journalRun) journalSource(ctx context.Context, q journalQuery, kind, fo
 	res, stderr, err := j.run(ctx, timeout, "journalctl", args, w)
 	w.seal()
 	s.DurationSeconds = time.Since(start).Seconds()
-	s.Stderr = firstLines(stderr, 4<<10)
+	s.Stderr = human.Cut(strings.TrimSpace(stderr), 4<<10)
 	w.finish(err == nil && !res.TimedOut)
 	switch {
 	case w.full:
@@ -426,7 +435,7 @@ func (j *journalRun) journalSource(ctx context.Context, q journalQuery, kind, fo
 		j.failed++
 	case res.ExitCode != 0:
 		s.Status = layout.JournalError
-		s.Error = fmt.Sprintf("journalctl exited with status %d: %s", res.ExitCode, firstLine(stderr))
+		s.Error = fmt.Sprintf("journalctl exited with status %d: %s", res.ExitCode, human.FirstLine(stderr))
 		j.failed++
 	default:
 		s.Status = layout.JournalOK
@@ -453,7 +462,7 @@ func (j *journalRun) closeSource(s layout.JournalSource, file string, w *entryWi
 	}
 	if w.full {
 		j.env.Notef("%s: kept the newest %s (%d entries%s); older entries since %s were left out by the %s cap",
-			file, humanBytes(s.Bytes), s.Entries, from, j.since.UTC().Format(time.RFC3339), humanBytes(budget))
+			file, human.Bytes(s.Bytes), s.Entries, from, j.since.UTC().Format(time.RFC3339), human.Bytes(budget))
 	} else if truncated {
 		j.env.Notef("%s: %s (%s); kept the newest entries %s (%d)%s", file, stopped, s.Status, gave, s.Entries, from)
 	}
@@ -502,7 +511,7 @@ func (j *journalRun) boots(ctx context.Context) {
 	w.seal()
 	w.finish(err == nil && !res.TimedOut)
 	s.DurationSeconds = time.Since(start).Seconds()
-	s.Stderr = firstLines(stderr, 4<<10)
+	s.Stderr = human.Cut(strings.TrimSpace(stderr), 4<<10)
 	switch {
 	case res.TimedOut:
 		s.Status, s.Error = layout.JournalTimeout, fmt.Sprintf("did not finish within %s (%s)", timeout, res.Evidence.String())
@@ -512,7 +521,7 @@ func (j *journalRun) boots(ctx context.Context) {
 	case res.ExitCode != 0:
 		// Old journalctl versions cannot list boots of a directory; not a
 		// failure of the collection.
-		s.Status, s.Error = layout.JournalError, fmt.Sprintf("exited with status %d: %s", res.ExitCode, firstLine(stderr))
+		s.Status, s.Error = layout.JournalError, fmt.Sprintf("exited with status %d: %s", res.ExitCode, human.FirstLine(stderr))
 	default:
 		s.Status = layout.JournalOK
 	}
@@ -625,25 +634,4 @@ func (j *journalRun) run(ctx context.Context, timeout time.Duration, prog string
 	}
 	s, _ := j.env.red.String(stderr.String())
 	return res, s, err
-}
-
-// firstLines keeps the head of a program's stderr for sources.json.
-func firstLines(s string, max int) string {
-	s = strings.TrimSpace(s)
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	return s
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/internal/human"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
@@ -68,16 +70,17 @@ const fileReadChunk = 1 << 20
 // read from its end in bounded chunks by a worker (the file may sit on a
 // mount that hangs), into the bundle file named file.
 func (j *journalRun) fileTail(ctx context.Context, name, hostPath, file string, budget int64) layout.JournalSource {
-	p := j.env.HostPath(hostPath)
+	hp := hostfs.Path(hostPath)
+	p := j.env.Host().Seen(hp)
 	s := layout.JournalSource{Name: name, Kind: "file", Path: hostPath}
-	if j.env.IsHung(p) {
-		s.Status, s.Error = layout.JournalSkipped, "on a mount found hung earlier in this run"
-		return s
-	}
 	start := time.Now()
 	defer func() { s.DurationSeconds = time.Since(start).Seconds() }()
 	var st journalReadResult
-	if err := j.env.Do(ctx, opJournalReadAt, p, journalReadRequest{Path: p, Off: -1}, &st); err != nil {
+	if err := j.env.Host().Do(ctx, 0, opJournalReadAt, hp, journalReadRequest{Path: p, Off: -1}, &st); err != nil {
+		if errors.Is(err, hostfs.ErrHung) {
+			s.Status, s.Error = layout.JournalSkipped, "on a mount found hung earlier in this run"
+			return s
+		}
 		if errors.Is(err, syscall.ENOENT) {
 			s.Status = layout.JournalMissing
 			return s
@@ -114,7 +117,7 @@ func (j *journalRun) fileTail(ctx context.Context, name, hostPath, file string, 
 		}
 		n := min(int64(fileReadChunk), st.Size-off)
 		var r journalReadResult
-		if err := j.env.Do(ctx, opJournalReadAt, p, journalReadRequest{Path: p, Off: off, Len: n}, &r); err != nil {
+		if err := j.env.Host().Do(ctx, 0, opJournalReadAt, hp, journalReadRequest{Path: p, Off: off, Len: n}, &r); err != nil {
 			s.Status, s.Error = layout.JournalError, err.Error()
 			if errors.Is(err, isolate.ErrTimeout) {
 				s.Status = layout.JournalTimeout
@@ -153,7 +156,7 @@ func (j *journalRun) fileTail(ctx context.Context, name, hostPath, file string, 
 	if st.Size > budget {
 		s.Truncated = true
 		markTruncated(f)
-		j.env.Notef("%s: kept the newest %s of %s (%s cap)", file, humanBytes(s.Bytes), humanBytes(st.Size), humanBytes(budget))
+		j.env.Notef("%s: kept the newest %s of %s (%s cap)", file, human.Bytes(s.Bytes), human.Bytes(st.Size), human.Bytes(budget))
 	}
 	if err := f.Close(); err != nil && s.Status == layout.JournalOK {
 		s.Status, s.Error = layout.JournalError, err.Error()

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/internal/human"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
@@ -39,7 +41,7 @@ func (j *journalRun) kernelRing(ctx context.Context) layout.JournalSource {
 		res, stderr, err := j.run(ctx, timeout, "dmesg", args, w)
 		w.seal()
 		w.finish(err == nil && !res.TimedOut)
-		s.Stderr = firstLines(stderr, 4<<10)
+		s.Stderr = human.Cut(strings.TrimSpace(stderr), 4<<10)
 		switch {
 		case errors.Is(err, isolate.ErrNotFound):
 			return j.kmsg(ctx, budget)
@@ -48,7 +50,7 @@ func (j *journalRun) kernelRing(ctx context.Context) layout.JournalSource {
 		case err != nil:
 			s.Status, s.Error = layout.JournalError, err.Error()
 		case res.ExitCode != 0:
-			s.Status, s.Error = layout.JournalError, fmt.Sprintf("dmesg exited with status %d: %s", res.ExitCode, firstLine(stderr))
+			s.Status, s.Error = layout.JournalError, fmt.Sprintf("dmesg exited with status %d: %s", res.ExitCode, human.FirstLine(stderr))
 			if attempt == 0 {
 				continue
 			}

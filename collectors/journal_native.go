@@ -5,10 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/collectors/journalfile"
 	"github.com/nodesnap/nodesnap/isolate"
 )
@@ -114,26 +113,17 @@ func listJournalFiles(dirs []string) ([]string, []string) {
 	var files, problems []string
 	var walk func(dir string, depth int)
 	walk = func(dir string, depth int) {
-		d, err := os.Open(dir)
+		l, err := hostfs.ListDir(dir, 4096)
 		if err != nil {
 			if !errors.Is(err, syscall.ENOENT) {
 				problems = append(problems, err.Error())
 			}
 			return
 		}
-		defer func() { _ = d.Close() }() // read-only: nothing to lose
-		ents, err := d.ReadDir(4096)
-		// An empty directory answers io.EOF: nothing to list, no problem
-		// (a node with Storage=volatile keeps an empty /var/log/journal).
-		if err != nil && !errors.Is(err, io.EOF) && len(ents) == 0 {
-			problems = append(problems, fmt.Sprintf("listing %s: %v", dir, err))
-			return
-		}
-		sort.Slice(ents, func(a, b int) bool { return ents[a].Name() < ents[b].Name() })
-		for _, e := range ents {
-			n := e.Name()
+		for _, e := range l.Entries { // sorted by the listing
+			n := e.Name
 			switch {
-			case e.Type().IsRegular() && isJournalFileName(n):
+			case e.MaybeFile() && isJournalFileName(n):
 				if len(files) < maxJournalFiles {
 					files = append(files, path.Join(dir, n))
 				}
@@ -335,7 +325,7 @@ func (j *journalRun) nativeDirs() []string {
 	if j.o.Dir != "" {
 		return []string{j.o.Dir}
 	}
-	return []string{j.env.HostPath("/run/log/journal"), j.env.HostPath("/var/log/journal")}
+	return []string{j.env.Host().Seen("/run/log/journal"), j.env.Host().Seen("/var/log/journal")}
 }
 
 // nativeSource reads one source with the native reader: chunks of the

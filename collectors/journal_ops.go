@@ -1,12 +1,11 @@
 package collectors
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,19 +32,14 @@ func journalProbeOp(rq journalProbeRequest) (any, error) {
 	var r journalProbeResult
 	var walk func(dir string, depth int) error
 	walk = func(dir string, depth int) error {
-		d, err := os.Open(dir)
+		l, err := hostfs.ListDir(dir, 4096)
 		if err != nil {
 			return err
 		}
-		defer func() { _ = d.Close() }() // read-only: nothing to lose
-		ents, err := d.ReadDir(4096)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		for _, e := range ents {
-			n := e.Name()
+		for _, e := range l.Entries {
+			n := e.Name
 			switch {
-			case e.Type().IsRegular() && (strings.HasSuffix(n, ".journal") || strings.HasSuffix(n, ".journal~")):
+			case e.MaybeFile() && (strings.HasSuffix(n, ".journal") || strings.HasSuffix(n, ".journal~")):
 				r.JournalFiles++
 			case e.IsDir() && depth == 0:
 				_ = walk(dir+"/"+n, 1)

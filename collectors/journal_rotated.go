@@ -19,6 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/internal/human"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
@@ -160,14 +162,11 @@ func parseRotatedName(base, name string) (rotatedName, bool) {
 // by listing its directory in a worker.
 func (j *journalRun) rotatedParts(ctx context.Context, hostPath string) ([]rotatedName, error) {
 	dir, base := path.Dir(hostPath), path.Base(hostPath)
-	p := j.env.HostPath(dir)
-	if j.env.IsHung(p) {
+	r, err := j.env.Host().List(ctx, hostfs.Path(dir), maxLogDirEntries)
+	if errors.Is(err, hostfs.ErrHung) {
 		return nil, fmt.Errorf("%s is on a mount found hung earlier in this run", dir)
 	}
-	// The getdents listing op the csi collector registers: names only,
-	// no stat of any entry.
-	var r CSIReadDirResult
-	if err := j.env.Do(ctx, opCSIReadDir, p, CSIReadDirRequest{Path: p, Max: maxLogDirEntries}, &r); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", dir, err)
 	}
 	if r.Truncated {
@@ -248,10 +247,10 @@ func (j *journalRun) logWithRotations(ctx context.Context, name, hostPath string
 		out = append(out, s)
 	}
 	if len(kept) > 0 {
-		j.env.Notef("%s: also kept rotated parts %s (newest first, %s in all, %s cap)", hostPath, strings.Join(kept, ", "), humanBytes(used), humanBytes(budget))
+		j.env.Notef("%s: also kept rotated parts %s (newest first, %s in all, %s cap)", hostPath, strings.Join(kept, ", "), human.Bytes(used), human.Bytes(budget))
 	}
 	if skipped > 0 {
-		j.env.Notef("%s: %d older rotated parts were left out by the %s cap", hostPath, skipped, humanBytes(budget))
+		j.env.Notef("%s: %d older rotated parts were left out by the %s cap", hostPath, skipped, human.Bytes(budget))
 	}
 	return out
 }
@@ -259,12 +258,9 @@ func (j *journalRun) logWithRotations(ctx context.Context, name, hostPath string
 // gzipTail keeps the newest whole lines of a gzip-compressed rotated part,
 // at most budget bytes, decompressed in a worker under the probe deadline.
 func (j *journalRun) gzipTail(ctx context.Context, name, hostPath, file string, budget int64) layout.JournalSource {
-	p := j.env.HostPath(hostPath)
+	hp := hostfs.Path(hostPath)
+	p := j.env.Host().Seen(hp)
 	s := layout.JournalSource{Name: name, Kind: "file", Path: hostPath, Compression: "gzip"}
-	if j.env.IsHung(p) {
-		s.Status, s.Error = layout.JournalSkipped, "on a mount found hung earlier in this run"
-		return s
-	}
 	start := time.Now()
 	defer func() { s.DurationSeconds = time.Since(start).Seconds() }()
 	// The op stops itself a little before the worker's deadline, so that
@@ -276,8 +272,10 @@ func (j *journalRun) gzipTail(ctx context.Context, name, hostPath, file string, 
 	soft -= soft / 4
 	rq := journalGzipTailRequest{Path: p, Max: min(budget, gzipTailMax), MaxInflate: gzipInflateCap, TimeoutMS: soft.Milliseconds()}
 	var r journalGzipTailResult
-	if err := j.env.Do(ctx, opJournalGzipTail, p, rq, &r); err != nil {
+	if err := j.env.Host().Do(ctx, 0, opJournalGzipTail, hp, rq, &r); err != nil {
 		switch {
+		case errors.Is(err, hostfs.ErrHung):
+			s.Status, s.Error = layout.JournalSkipped, "on a mount found hung earlier in this run"
 		case errors.Is(err, syscall.ENOENT):
 			s.Status = layout.JournalMissing
 		case errors.Is(err, isolate.ErrTimeout):
@@ -305,11 +303,11 @@ func (j *journalRun) gzipTail(ctx context.Context, name, hostPath, file string, 
 	s.Truncated = cutHead || !r.Complete
 	switch {
 	case r.Error != "":
-		s.Status, s.Error = layout.JournalError, fmt.Sprintf("%s is damaged (%s after %s decompressed); nothing of it was kept, as bytes decoded from a damaged stream cannot be trusted", hostPath, r.Error, humanBytes(r.Inflated))
+		s.Status, s.Error = layout.JournalError, fmt.Sprintf("%s is damaged (%s after %s decompressed); nothing of it was kept, as bytes decoded from a damaged stream cannot be trusted", hostPath, r.Error, human.Bytes(r.Inflated))
 	case r.TimedOut:
-		s.Status, s.Error = layout.JournalTimeout, fmt.Sprintf("decompressing did not finish within %s; kept the newest whole lines of the first %s", soft, humanBytes(r.Inflated))
+		s.Status, s.Error = layout.JournalTimeout, fmt.Sprintf("decompressing did not finish within %s; kept the newest whole lines of the first %s", soft, human.Bytes(r.Inflated))
 	case r.Capped:
-		s.Status, s.Error = layout.JournalOK, fmt.Sprintf("decompression stopped at the %s cap before the end of the file (a gzip bomb, or a log larger than the cap): its newest lines were not reached", humanBytes(gzipInflateCap))
+		s.Status, s.Error = layout.JournalOK, fmt.Sprintf("decompression stopped at the %s cap before the end of the file (a gzip bomb, or a log larger than the cap): its newest lines were not reached", human.Bytes(gzipInflateCap))
 	default:
 		s.Status = layout.JournalOK
 	}
@@ -341,7 +339,7 @@ func (j *journalRun) gzipTail(ctx context.Context, name, hostPath, file string, 
 	case r.Capped:
 		j.env.Notef("%s: %s", hostPath, s.Error)
 	case cutHead && r.Complete:
-		j.env.Notef("%s: kept the newest %s of %s decompressed (%s cap)", file, humanBytes(s.Bytes), humanBytes(r.Inflated), humanBytes(budget))
+		j.env.Notef("%s: kept the newest %s of %s decompressed (%s cap)", file, human.Bytes(s.Bytes), human.Bytes(r.Inflated), human.Bytes(budget))
 	}
 	return s
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/internal/cliflag"
-	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/redact"
 )
 
@@ -34,6 +34,7 @@ func init() {
 		Description:    "the kubelet's healthz, goroutine dumps, heap (and optional CPU) profile, metrics, configz and pods, over its authenticated port",
 		DefaultEnabled: true,
 		DefaultTimeout: 40 * time.Second,
+		Needs:          []string{MountprobeName},
 		Options:        &kubeletOpts,
 		Flags:          kubeletFlags,
 		Run:            collectKubelet,
@@ -432,12 +433,9 @@ func (k *kubeletRun) verdict(ctx context.Context, eps []kubeletEndpoint, results
 }
 
 func kubeletDirExists(ctx context.Context, env *Env) bool {
-	p := env.HostPath("/var/lib/kubelet")
-	if env.IsHung("/var/lib/kubelet") {
-		return true
-	}
-	var st isolate.StatResult
-	return env.Do(ctx, isolate.OpStat, p, isolate.StatRequest{Path: p, Follow: true}, &st) == nil
+	_, err := env.Host().Stat(ctx, "/var/lib/kubelet")
+	// A kubelet directory on a hung mount is there.
+	return err == nil || errors.Is(err, hostfs.ErrHung)
 }
 
 // fetch asks the secure port, then the read-only port where that serves

@@ -120,7 +120,7 @@ func resolveKubeletCredential(ctx context.Context, env *Env, o KubeletOptions) (
 			c.token, c.tokenSource = t, "service-account "+ServiceAccountTokenPath
 			break
 		}
-		crt, key := env.HostPath(KubeadmKubeletClientCert), env.HostPath(KubeadmKubeletClientKey)
+		crt, key := env.Host().Seen(KubeadmKubeletClientCert), env.Host().Seen(KubeadmKubeletClientKey)
 		cert, desc, err := loadKubeletCert(read, crt, key)
 		switch {
 		case err == nil:
@@ -257,7 +257,7 @@ func (k *kubeletRun) remedy(eps []kubeletEndpoint, results [][]KubeletRequest) b
 	k.mu.Unlock()
 	who := "the credential's identity"
 	if user != "" {
-		if u, _ := k.env.Redactor().String(user); u == user {
+		if u := k.env.Redact(user); u == user {
 			who = user
 		} else {
 			user = "" // obfuscated or redacted: not something to paste

@@ -13,6 +13,16 @@ import (
 
 // What the kubelet collector removes from answers before they reach the bundle: pods' secret values and the run's own token.
 
+// Rules under which the kubelet collector's own replacements are counted
+// in the manifest's redaction report.
+const (
+	// RedactionPodEnv: environment variable values and last-applied
+	// configurations removed from the pods answer.
+	RedactionPodEnv = "kubelet_pod_env"
+	// RedactionKubeletToken: the run's own kubelet token echoed back.
+	RedactionKubeletToken = "kubelet_token"
+)
+
 // scrub removes the token from a string bound for the manifest. The
 // redactor catches "Bearer <token>"; this catches the bare value, should a
 // server or an error message ever echo it.

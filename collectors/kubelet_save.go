@@ -76,8 +76,10 @@ func (k *kubeletRun) saveWithin(ep kubeletEndpoint, body io.Reader, limit int64)
 		}
 		data := head
 		out := data
+		n := 0
 		if ep.pods {
-			red, n, perr := RedactPodSecrets(data)
+			red, cnt, perr := RedactPodSecrets(data)
+			n = cnt
 			if perr != nil {
 				// Not JSON (cut short, or an error page): env values cannot be
 				// told apart, so it is not kept.
@@ -97,12 +99,16 @@ func (k *kubeletRun) saveWithin(ep kubeletEndpoint, body io.Reader, limit int64)
 		if err != nil {
 			return lr.n, false, nil, err
 		}
+		if ep.pods {
+			f.CountRedactions(RedactionPodEnv, n)
+		}
 		pw := &poolWriter{k: k, w: f}
 		sw := newKubeletScrubber(pw, k.token)
 		_, werr := sw.Write(out)
 		if cerr := sw.Close(); werr == nil {
 			werr = cerr
 		}
+		f.CountRedactions(RedactionKubeletToken, sw.count)
 		if cerr := f.Close(); werr == nil {
 			werr = cerr
 		}
@@ -152,6 +158,7 @@ func (k *kubeletRun) stream(ep kubeletEndpoint, src io.Reader, lr *kubeletCounti
 		if cerr := sw.Close(); rerr == nil {
 			rerr = cerr
 		}
+		f.CountRedactions(RedactionKubeletToken, sw.count)
 	}
 	if cerr := f.Close(); rerr == nil {
 		rerr = cerr

@@ -962,3 +962,23 @@ func TestKubeletExpiredKubeadmCert(t *testing.T) {
 		t.Errorf("reason %q", rs[0].Reason)
 	}
 }
+
+// The kubelet collector's own replacements (pods' environment values, the
+// token echoed back) are counted in the manifest's redaction report like
+// the redactor's.
+func TestKubeletOwnRedactionsCounted(t *testing.T) {
+	fk := newFakeKubelet(t)
+	agentFlags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token", goodToken,
+		"--kubelet-readonly-url", "http://"+closedPort(t), "--kubelet-profile-seconds", "1")
+	b := agentCollect(t, "kubelet", collectors.Common{})
+	if n := b.fileEntry(t, "kubelet/pods.json").Redactions[collectors.RedactionPodEnv]; n < 1 {
+		t.Errorf("pods.json records %d %s redactions, want the environment values counted", n, collectors.RedactionPodEnv)
+	}
+	if n := b.fileEntry(t, "kubelet/configz.json").Redactions[collectors.RedactionKubeletToken]; n < 1 {
+		t.Errorf("configz.json records %d %s redactions, want the echoed token counted", n, collectors.RedactionKubeletToken)
+	}
+	rules := b.Manifest.Redaction.Rules
+	if rules[collectors.RedactionPodEnv] < 1 || rules[collectors.RedactionKubeletToken] < 1 {
+		t.Errorf("manifest redaction rules %v lack the kubelet collector's own", rules)
+	}
+}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/procfs"
 )
@@ -112,65 +111,17 @@ type mpNamespace struct {
 	err     string
 }
 
-// mpListNamespaces finds every distinct mount namespace by the ns/mnt
-// link of every task (threads can unshare their own). readlink of these
-// links takes no lock another process can hold.
-func mpListNamespaces(proc string) (map[uint64]*mpNamespace, uint64, uint64, error) {
-	ents, err := os.ReadDir(proc)
+// mpListNamespaces finds every distinct mount namespace and its tasks.
+func mpListNamespaces(fs *hostfs.FS) (map[uint64]*mpNamespace, uint64, uint64, error) {
+	found, err := fs.MountNamespaces()
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("listing %s: %w", proc, err)
+		return nil, 0, 0, err
 	}
-	nss := map[uint64]*mpNamespace{}
-	add := func(ino uint64, tid int) {
-		ns := nss[ino]
-		if ns == nil {
-			ns = &mpNamespace{inode: ino}
-			nss[ino] = ns
-		}
-		ns.pids = append(ns.pids, tid)
+	nss := make(map[uint64]*mpNamespace, len(found.Tasks))
+	for ino, pids := range found.Tasks {
+		nss[ino] = &mpNamespace{inode: ino, pids: pids}
 	}
-	nsOf := func(p string) (uint64, bool) {
-		l, err := os.Readlink(p)
-		if err != nil {
-			return 0, false
-		}
-		ino, err := procfs.ParseMountNS(l)
-		return ino, err == nil
-	}
-	var hostNS uint64
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
-			continue
-		}
-		base := path.Join(proc, e.Name())
-		ino, ok := nsOf(base + "/ns/mnt")
-		if !ok {
-			continue // exited, or a kernel thread without one
-		}
-		add(ino, pid)
-		if pid == 1 {
-			hostNS = ino
-		}
-		tasks, err := os.ReadDir(base + "/task")
-		if err != nil || len(tasks) < 2 {
-			continue
-		}
-		for _, t := range tasks {
-			tid, err := strconv.Atoi(t.Name())
-			if err != nil || tid == pid {
-				continue
-			}
-			if tino, ok := nsOf(base + "/task/" + t.Name() + "/ns/mnt"); ok && tino != ino {
-				add(tino, tid)
-			}
-		}
-	}
-	selfNS, _ := nsOf(path.Join(proc, "self/ns/mnt"))
-	if len(nss) == 0 {
-		return nil, 0, 0, fmt.Errorf("no readable mount namespace links under %s", proc)
-	}
-	return nss, hostNS, selfNS, nil
+	return nss, found.Host, found.Self, nil
 }
 
 // mpItem is one distinct mount: one record, at most one probe.
@@ -282,7 +233,7 @@ func collectMountprobe(ctx context.Context, env *Env) error {
 	pctx, cancel := context.WithDeadline(ctx, soft)
 	defer cancel()
 
-	nss, hostNS, selfNS, err := mpListNamespaces(env.Proc)
+	nss, hostNS, selfNS, err := mpListNamespaces(env.Host())
 	if err != nil {
 		return fmt.Errorf("finding mount namespaces: %w", err)
 	}
@@ -397,13 +348,13 @@ func (p *mpProber) readTables(ctx context.Context, nss map[uint64]*mpNamespace, 
 		return order[i].rep < order[j].rep
 	})
 	read := func(ns *mpNamespace) error {
-		src := p.env.ProcPath(strconv.Itoa(ns.rep), "mountinfo")
+		task := strconv.Itoa(ns.rep)
 		if ns.self {
 			// Paths relative to our own root: probed as they are.
-			src = p.env.ProcPath("self", "mountinfo")
+			task = "self"
 		}
-		var res isolate.ReadFileResult
-		err := p.env.Do(ctx, isolate.OpReadFile, src, isolate.ReadFileRequest{Path: src, Max: 32 << 20}, &res)
+		src := p.env.ProcPath(task, "mountinfo")
+		res, err := p.env.Host().Mountinfo(ctx, task, 32<<20)
 		if err != nil {
 			ns.err = fmt.Sprintf("reading %s: %v", src, err)
 			return err
@@ -502,8 +453,8 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 		it.likely = it.class == procfs.ClassNetwork || it.class == procfs.ClassFUSE
 		first := mpFirstPath(it.m.MountPoint, p.first)
 		if it.ns.self && !first {
-			if hp, ok := mpUnroot(p.env.Root, it.m.MountPoint); ok {
-				first = mpFirstPath(hp, p.first)
+			if hp, ok := p.env.Host().Host(it.m.MountPoint); ok {
+				first = mpFirstPath(string(hp), p.first)
 			}
 		}
 		tier := 3
@@ -554,20 +505,4 @@ func mpSafePath(ns *mpNamespace, p string) bool {
 		}
 	}
 	return true
-}
-
-// mpUnroot turns a path as nodesnap sees it into the host's path by
-// removing the --root prefix; ok is false when p is not under root.
-func mpUnroot(root, p string) (string, bool) {
-	if root == "" || root == "/" {
-		return p, false
-	}
-	root = path.Clean(root)
-	if p == root {
-		return "/", true
-	}
-	if rest, ok := strings.CutPrefix(p, root+"/"); ok {
-		return "/" + rest, true
-	}
-	return p, false
 }

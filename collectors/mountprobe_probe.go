@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/procfs"
 	"golang.org/x/sys/unix"
@@ -110,26 +111,21 @@ func (p *mpProber) fuseWaiting(conn uint32) *int {
 	return nil
 }
 
-// reportHung tells the run that a mount hangs. Later collectors may name
-// a path as nodesnap sees it (with the --root prefix), as the host sees
-// it, or through /proc/<pid>/root: each form that applies is reported.
+// reportHung tells the run that a mount hangs, by its host path: the
+// mountpoint itself in the host's namespace, the path under --root in
+// nodesnap's own, /proc/<pid>/root/... in any other.
 func (p *mpProber) reportHung(it *mpItem) {
-	paths := []string{it.rec.ProbePath}
+	var hp hostfs.Path
 	switch {
-	case it.ns.self:
-		if hp, ok := mpUnroot(p.env.Root, it.rec.Mountpoint); ok {
-			paths = append(paths, hp)
-		}
 	case it.ns.host:
-		paths = append(paths, it.rec.Mountpoint, p.env.HostPath(it.rec.Mountpoint))
-	}
-	seen := map[string]bool{}
-	for _, q := range paths {
-		if !seen[q] {
-			seen[q] = true
-			p.env.ReportHungMount(q, it.hangEvidence)
+		hp = hostfs.Clean(it.rec.Mountpoint)
+	default:
+		var ok bool
+		if hp, ok = p.env.Host().Host(it.rec.ProbePath); !ok {
+			return
 		}
 	}
+	p.env.Host().ReportHungMount(hp, it.hangEvidence)
 }
 
 // probe runs one probe and fills the record.
@@ -143,6 +139,10 @@ func (p *mpProber) probe(ctx context.Context, it *mpItem) {
 	it.rec.DoneMS = mpMS(time.Since(p.started))
 	var he *isolate.HungError
 	switch {
+	case err != nil && ctx.Err() != nil && !errors.As(err, &he):
+		it.rec.Result = layout.ProbeUnfinished
+		it.rec.SkipReason = fmt.Sprintf("cut short after %s by the collector's deadline", elapsed.Round(time.Millisecond))
+		return
 	case errors.As(err, &he):
 		if ctx.Err() != nil && elapsed < p.probeTimeout {
 			it.rec.Result = layout.ProbeUnfinished

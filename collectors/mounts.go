@@ -14,7 +14,6 @@ package collectors
 // costs about a microsecond.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +28,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/procfs"
 )
 
@@ -42,26 +43,16 @@ func init() {
 	})
 }
 
-// mntNSInode reads a /proc/.../ns/mnt link. Readlink of a namespace link
-// touches no filesystem but nsfs.
-func mntNSInode(p string) (uint64, error) {
-	link, err := os.Readlink(p)
-	if err != nil {
-		return 0, err
-	}
-	return procfs.ParseMountNS(link)
-}
-
 // mntHostNamespace returns the host's mount namespace: pid 1's, or when
 // that cannot be read (a sandbox that hides its init), kthreadd's (pid 2):
 // kernel threads live in the initial mount namespace, which is pid 1's on
 // any ordinary host.
 func mntHostNamespace(env *Env) (uint64, error) {
-	ns, err := mntNSInode(env.ProcPath("1", "ns", "mnt"))
+	ns, err := hostfs.NSInode(env.ProcPath("1", "ns", "mnt"))
 	if err == nil {
 		return ns, nil
 	}
-	if ns2, err2 := mntNSInode(env.ProcPath("2", "ns", "mnt")); err2 == nil && mntIsKthreadd(env.ProcPath("2")) {
+	if ns2, err2 := hostfs.NSInode(env.ProcPath("2", "ns", "mnt")); err2 == nil && mntIsKthreadd(env.ProcPath("2")) {
 		return ns2, nil
 	}
 	return 0, fmt.Errorf("cannot tell the host's mount namespace: %w", err)
@@ -69,125 +60,19 @@ func mntHostNamespace(env *Env) (uint64, error) {
 
 // mntIsKthreadd reports whether the process at dir is kthreadd.
 func mntIsKthreadd(dir string) bool {
-	return mntReadComm(dir+"/comm") == "kthreadd"
+	return hostfs.ReadComm(dir+"/comm") == "kthreadd"
 }
 
-// listNumeric returns the numeric entry names of a /proc directory (pids,
-// tids), sorted; processes, mounts and openfiles all walk /proc with it.
-// Readdirnames does not stat the entries.
-func listNumeric(dir string) ([]int, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+// readNamespaceMountinfo reads a namespace's mount table in a worker from
+// one of its tasks (see hostfs.FS.TaskMountinfo).
+func readNamespaceMountinfo(ctx context.Context, env *Env, cands []layout.TaskRef, max int64) (isolate.ReadFileResult, layout.TaskRef, string, error) {
+	ts := make([]hostfs.Task, len(cands))
+	for i, c := range cands {
+		ts[i] = hostfs.Task{PID: c.PID, TID: c.TID}
 	}
-	names, err := mntDirNames(fd)
-	unix.Close(fd)
-	if err != nil && len(names) == 0 {
-		return nil, err
-	}
-	out := make([]int, 0, len(names))
-	for _, n := range names {
-		if len(n) == 0 || n[0] < '0' || n[0] > '9' {
-			continue
-		}
-		if v, err := strconv.Atoi(n); err == nil && v > 0 {
-			out = append(out, v)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
+	r, from, root, err := env.Host().TaskMountinfo(ctx, ts, max)
+	return r, layout.TaskRef{PID: from.PID, TID: from.TID}, root, err
 }
-
-// mntDirNames lists a directory with getdents on a raw descriptor.
-func mntDirNames(fd int) ([]string, error) {
-	var buf [16 << 10]byte
-	var names []string
-	for {
-		n, err := unix.Getdents(fd, buf[:])
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return names, err
-		}
-		if n <= 0 {
-			return names, nil
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
-	}
-}
-
-// mntReadSmall reads a short /proc or /sys file into buf (no stat: such files
-// report size 0 or 4096) and returns the bytes read.
-func mntReadSmall(p string, buf []byte) ([]byte, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
-	}
-	defer unix.Close(fd)
-	n := 0
-	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return buf[:n], &os.PathError{Op: "read", Path: p, Err: err}
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	return buf[:n], nil
-}
-
-// mntReadComm returns a task's comm without its trailing newline.
-func mntReadComm(p string) string {
-	var buf [128]byte
-	b, err := mntReadSmall(p, buf[:])
-	if err != nil {
-		return ""
-	}
-	return string(bytes.TrimSuffix(b, []byte("\n")))
-}
-
-// mntReadProcFile reads a whole /proc file up to max bytes into buf (grown
-// as needed; the result aliases it). Raw system calls, like the task scan:
-// os.Open would register every file with the netpoller.
-func mntReadProcFile(p string, max int64, buf []byte) ([]byte, bool, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, false, &os.PathError{Op: "open", Path: p, Err: err}
-	}
-	defer unix.Close(fd)
-	buf = buf[:0]
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return buf, false, &os.PathError{Op: "read", Path: p, Err: err}
-		}
-		if n == 0 {
-			return buf, false, nil
-		}
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > max {
-			return buf[:max], true, nil
-		}
-	}
-}
-
-// mntBufs are the mountinfo read buffers of the goroutines reading
-// namespaces: one table is read, written and parsed (which copies it)
-// before the next, so a buffer is reused instead of allocating one per
-// namespace.
-var mntBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
 // mntGone reports whether err means the process or task went away while being
 // read (an ordinary race, not worth a note).
@@ -253,51 +138,11 @@ type mntTaskNS struct {
 	leader bool   // the process's namespace: its main thread's
 }
 
-// mntTaskNamespaces lists the tasks of pid and reads each one's ns/mnt
-// link (0 when the task is gone). The links are read relative to the open
-// task directory, which spares a path walk per task.
-func mntTaskNamespaces(proc string, pid int) ([]int, []uint64, error) {
-	// Raw syscalls: os.Open registers every file with the netpoller and
-	// Fd() switches it back to blocking, four extra system calls for each
-	// of thousands of tasks.
-	fd, err := unix.Open(proc+"/"+strconv.Itoa(pid)+"/task", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer unix.Close(fd)
-	names, err := mntDirNames(fd)
-	if err != nil && len(names) == 0 {
-		return nil, nil, err
-	}
-	tids := make([]int, 0, len(names))
-	for _, n := range names {
-		if v, err := strconv.Atoi(n); err == nil && v > 0 {
-			tids = append(tids, v)
-		}
-	}
-	slices.Sort(tids)
-	nss := make([]uint64, len(tids))
-	var buf [64]byte
-	var rel []byte
-	for i, tid := range tids {
-		rel = strconv.AppendInt(rel[:0], int64(tid), 10)
-		rel = append(rel, "/ns/mnt"...)
-		n, err := unix.Readlinkat(fd, string(rel), buf[:])
-		if err != nil || n >= len(buf) {
-			continue
-		}
-		if ns, err := procfs.ParseMountNS(string(buf[:n])); err == nil {
-			nss[i] = ns
-		}
-	}
-	return tids, nss, nil
-}
-
 // mntScanProcess reads the namespace of every task of pid. It only reads:
 // several run at once.
 func mntScanProcess(proc string, pid int) mntProcScan {
 	pidDir := proc + "/" + strconv.Itoa(pid)
-	tids, nss, err := mntTaskNamespaces(proc, pid)
+	tids, nss, err := hostfs.TaskNamespaces(proc, pid)
 	if err != nil {
 		return mntProcScan{gone: 1}
 	}
@@ -328,18 +173,18 @@ func mntScanProcess(proc string, pid int) mntProcScan {
 	// stat, not comm: the same one read gives the parent, which tells
 	// nodesnap's own processes (the supervisor's descendants) apart.
 	var sb [1024]byte
-	if b, err := mntReadSmall(pidDir+"/stat", sb[:]); err == nil {
+	if b, err := hostfs.ReadSmall(pidDir+"/stat", sb[:]); err == nil {
 		if st, err := procfs.ParseStat(b); err == nil {
 			r.comm, r.ppid = st.Comm, st.PPID
 		}
 	}
 	if r.comm == "" {
-		r.comm = mntReadComm(pidDir + "/comm")
+		r.comm = hostfs.ReadComm(pidDir + "/comm")
 	}
 	if r.split {
 		// A thread that unshared often has a telling name of its own.
 		for i := range r.tasks {
-			r.tasks[i].comm = mntReadComm(pidDir + "/task/" + strconv.Itoa(r.tasks[i].tid) + "/comm")
+			r.tasks[i].comm = hostfs.ReadComm(pidDir + "/task/" + strconv.Itoa(r.tasks[i].tid) + "/comm")
 			r.tasks[i].leader = r.tasks[i].ns == leaderNS
 		}
 	}
@@ -410,43 +255,6 @@ func mntParallel(ctx context.Context, n, workers int, fn func(i int)) {
 	wg.Wait()
 }
 
-// mntReadNamespaceMountinfo reads the mountinfo of a namespace from the first
-// candidate task whose root is "/" (mount points are printed relative to
-// the reading task's root, so a chrooted task would show a partial table),
-// falling back to a task with another root when no task has "/".
-func mntReadNamespaceMountinfo(proc string, cands []layout.TaskRef, max int64, buf []byte) (data []byte, from layout.TaskRef, root string, truncated bool, err error) {
-	taskDir := func(t layout.TaskRef) string {
-		return proc + "/" + strconv.Itoa(t.PID) + "/task/" + strconv.Itoa(t.TID)
-	}
-	err = errors.New("no task of the namespace is left")
-	var fallback []layout.TaskRef
-	var fallbackRoots []string
-	for _, t := range cands {
-		r, lerr := os.Readlink(taskDir(t) + "/root")
-		if lerr != nil {
-			err = lerr
-			continue
-		}
-		if r != "/" {
-			fallback, fallbackRoots = append(fallback, t), append(fallbackRoots, r)
-			continue
-		}
-		d, trunc, rerr := mntReadProcFile(taskDir(t)+"/mountinfo", max, buf)
-		if rerr == nil {
-			return d, t, "", trunc, nil
-		}
-		err = rerr
-	}
-	for i, t := range fallback {
-		d, trunc, rerr := mntReadProcFile(taskDir(t)+"/mountinfo", max, buf)
-		if rerr == nil {
-			return d, t, fallbackRoots[i], trunc, nil
-		}
-		err = rerr
-	}
-	return nil, layout.TaskRef{}, "", false, err
-}
-
 // PropagationType names a mount's propagation in one word or two.
 func PropagationType(p procfs.Propagation) string {
 	var s string
@@ -484,7 +292,7 @@ func collectMounts(ctx context.Context, env *Env) error {
 		scanCtx, cancel = context.WithDeadline(ctx, dl.Add(-min(3*time.Second, time.Until(dl)/5)))
 		defer cancel()
 	}
-	pids, err := listNumeric(proc)
+	pids, err := hostfs.ListPIDs(proc)
 	if err != nil {
 		return fmt.Errorf("listing processes in %s: %w", proc, err)
 	}
@@ -533,12 +341,8 @@ func collectMounts(ctx context.Context, env *Env) error {
 		mns := &rep.Namespaces[i]
 		ns := mns.Inode
 		mns.Error = ""
-		bp := mntBufs.Get().(*[]byte)
-		defer mntBufs.Put(bp)
-		data, from, root, trunc, rerr := mntReadNamespaceMountinfo(proc, scan.spaces[ns].candidates, maxRaw, *bp)
-		if cap(data) > cap(*bp) {
-			*bp = data[:0]
-		}
+		res, from, root, rerr := readNamespaceMountinfo(scanCtx, env, scan.spaces[ns].candidates, maxRaw)
+		data, trunc := res.Data, res.Truncated
 		if rerr != nil {
 			mns.Error = fmt.Sprintf("reading mountinfo: %v", rerr)
 			if !mntGone(rerr) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/procfs"
 )
 
@@ -159,7 +160,7 @@ func (c *mntBlockCache) lookupName(name string) (uint32, uint32, bool) {
 	e := &mntNameEntry{}
 	c.byName[name] = e
 	var buf [64]byte
-	b, err := mntReadSmall(c.sys+"/class/block/"+name+"/dev", buf[:])
+	b, err := hostfs.ReadSmall(c.sys+"/class/block/"+name+"/dev", buf[:])
 	if err != nil {
 		return 0, 0, false
 	}
@@ -176,7 +177,7 @@ func (c *mntBlockCache) lookupName(name string) (uint32, uint32, bool) {
 func mntReadBlockDevice(sys, dir string) *layout.BlockDevice {
 	var buf [4096]byte
 	read := func(name string) string {
-		b, err := mntReadSmall(dir+"/"+name, buf[:])
+		b, err := hostfs.ReadSmall(dir+"/"+name, buf[:])
 		if err != nil {
 			return ""
 		}
@@ -208,10 +209,10 @@ func mntReadBlockDevice(sys, dir string) *layout.BlockDevice {
 		// /sys/bus/rbd/devices/<id>/ for /dev/rbd<id>.
 		if id := strings.TrimPrefix(b.Name, "rbd"); id != "" && strings.Trim(id, "0123456789") == "" {
 			rbd := sys + "/bus/rbd/devices/" + id + "/"
-			if p, err := mntReadSmall(rbd+"pool", buf[:]); err == nil {
+			if p, err := hostfs.ReadSmall(rbd+"pool", buf[:]); err == nil {
 				b.RBDPool = strings.TrimSpace(string(p))
 			}
-			if p, err := mntReadSmall(rbd+"name", buf[:]); err == nil {
+			if p, err := hostfs.ReadSmall(rbd+"name", buf[:]); err == nil {
 				b.RBDImage = strings.TrimSpace(string(p))
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/procfs"
 )
 
@@ -26,7 +27,7 @@ func mntFindSelf(env *Env, proc string, scan *mntNSScan, host uint64, nss []layo
 		}
 	}
 	if ms.MountNamespace == 0 {
-		ms.MountNamespace, _ = mntNSInode("/proc/self/ns/mnt")
+		ms.MountNamespace, _ = hostfs.NSInode("/proc/self/ns/mnt")
 	}
 	if link, err := os.Readlink(proc + "/self"); err == nil {
 		if me, err := strconv.Atoi(link); err == nil {

@@ -10,10 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
-
-	"github.com/nodesnap/nodesnap/isolate"
 )
 
 // nodeConfigOptions are the nodeconfig collector's flags.
@@ -119,20 +118,23 @@ func collectNodeConfig(ctx context.Context, env *Env) error {
 			continue
 		}
 		rec := NodeConfigFile{Path: p}
-		src := env.HostPath(p)
-		if env.IsHung(src) {
+		if env.Host().IsHung(hostfs.Path(p)) {
 			rec.Error = "on a mount found hung earlier in this run; not touched"
 			list = append(list, rec)
 			continue
 		}
+		src := hostfs.Path(p)
 		if rc, ok := via[p]; ok {
 			rec.From, src = rc.From, rc.Via
 		}
-		var res isolate.ReadFileResult
 		// One worker item per file: /etc may hold a file on a network
 		// mount, and one hung file must cost one item.
-		err := env.Do(ctx, isolate.OpReadFile, src, isolate.ReadFileRequest{Path: src, Max: 4 << 20}, &res)
+		res, err := env.Host().Read(ctx, src, 4<<20)
 		switch {
+		case errors.Is(err, hostfs.ErrHung):
+			rec.Error = "on a mount found hung earlier in this run; not touched"
+			list = append(list, rec)
+			continue
 		case err == nil:
 		case errors.Is(err, os.ErrNotExist):
 			continue
@@ -177,13 +179,9 @@ func listNodeConfigDirs(ctx context.Context, env *Env, have []string) []string {
 	}
 	var out []string
 	for _, d := range nodeConfigDirs {
-		src := env.HostPath(d.dir)
-		if env.IsHung(src) {
-			continue
-		}
-		var r CSIReadDirResult
-		if err := env.Do(ctx, opCSIReadDir, src, CSIReadDirRequest{Path: src, Max: 1024}, &r); err != nil {
-			if !errors.Is(err, os.ErrNotExist) && !csiNotExist(err) {
+		r, err := env.Host().List(ctx, hostfs.Path(d.dir), 1024)
+		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, hostfs.ErrHung) {
 				env.Notef("listing %s for %s files: %v", d.dir, d.suffix, err)
 			}
 			continue

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/procfs"
 )
 
@@ -33,7 +33,8 @@ var configFlags = map[string][]string{
 type runningConfig struct {
 	// Path is the path as the daemon names it; Via is where nodesnap reads
 	// it (/proc/<pid>/root/<path>).
-	Path, Via string
+	Path string
+	Via  hostfs.Path
 	// From says whose flag named it: "kubelet --config (pid 812)".
 	From string
 }
@@ -74,7 +75,7 @@ func ConfigPathsFromCmdline(args, flags []string, cwd string) []FlagValue {
 type FlagValue struct{ Flag, Value string }
 
 func runningConfigs(ctx context.Context, env *Env) []runningConfig {
-	pids, err := listNumeric(env.ProcPath())
+	pids, err := hostfs.ListPIDs(env.ProcPath())
 	if err != nil {
 		return nil
 	}
@@ -98,9 +99,8 @@ func runningConfigs(ctx context.Context, env *Env) []runningConfig {
 		if !ok {
 			continue
 		}
-		p := env.ProcPath(ps, "cmdline")
-		var res isolate.ReadFileResult
-		if err := env.Do(ctx, isolate.OpReadFile, p, isolate.ReadFileRequest{Path: p, Max: 128 << 10}, &res); err != nil {
+		res, err := env.Host().Read(ctx, hostfs.Path("/proc/"+ps+"/cmdline"), 128<<10)
+		if err != nil {
 			env.Notef("reading %s's command line (pid %d): %v", st.Comm, pid, err)
 			continue
 		}
@@ -109,7 +109,7 @@ func runningConfigs(ctx context.Context, env *Env) []runningConfig {
 			cwd = l
 		}
 		for _, fv := range ConfigPathsFromCmdline(procfs.ParseCmdline(res.Data), flags, cwd) {
-			out = append(out, runningConfig{Path: fv.Value, Via: env.ProcPath(ps, "root", fv.Value),
+			out = append(out, runningConfig{Path: fv.Value, Via: hostfs.Path("/proc/" + ps + "/root").Join(fv.Value),
 				From: st.Comm + " " + fv.Flag + " (pid " + ps + ")"})
 		}
 	}

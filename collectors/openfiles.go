@@ -32,6 +32,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/procfs"
 )
@@ -245,7 +246,7 @@ func collectOpenFiles(ctx context.Context, env *Env) error {
 	}
 	sum.HostNamespace = host
 
-	pids, err := listNumeric(s.proc)
+	pids, err := hostfs.ListPIDs(s.proc)
 	if err != nil {
 		return fmt.Errorf("listing processes in %s: %w", s.proc, err)
 	}
@@ -258,7 +259,7 @@ func collectOpenFiles(ctx context.Context, env *Env) error {
 				if s.maps.acquire(scanCtx) == nil {
 					defer s.maps.release()
 					var res ofMapsResult
-					_ = env.Pool().Do(scanCtx, opOpenFilesMaps, ofMapsRequest{Path: env.ProcPath("self", "maps"), Max: 1 << 20}, &res)
+					_ = env.Do(scanCtx, opOpenFilesMaps, env.ProcPath("self", "maps"), ofMapsRequest{Path: env.ProcPath("self", "maps"), Max: 1 << 20}, &res)
 				}
 			}()
 		}
@@ -291,17 +292,12 @@ func collectOpenFiles(ctx context.Context, env *Env) error {
 	spaces := make([]*ofNamespace, len(nsOrder))
 	nsErrs := make([]error, len(nsOrder))
 	mntParallel(scanCtx, len(nsOrder), ofScanGoroutines, func(i int) {
-		bp := mntBufs.Get().(*[]byte)
-		defer mntBufs.Put(bp)
-		data, _, _, _, rerr := mntReadNamespaceMountinfo(s.proc, cands[nsOrder[i]], 64<<20, *bp)
-		if cap(data) > cap(*bp) {
-			*bp = data[:0]
-		}
+		res, _, _, rerr := readNamespaceMountinfo(scanCtx, env, cands[nsOrder[i]], 64<<20)
 		if rerr != nil {
 			nsErrs[i] = rerr
 			return
 		}
-		mounts, _ := procfs.ParseMountInfo(data)
+		mounts, _ := procfs.ParseMountInfo(res.Data)
 		spaces[i] = newOFNamespace(nsOrder[i], mounts)
 	})
 	for i, n := range spaces {
@@ -463,7 +459,7 @@ type ofPidNS struct {
 
 // taskNamespaces reads the ns/mnt link of every task of pid.
 func (s *ofScanner) taskNamespaces(pid int) ofPidNS {
-	tids, nss, err := mntTaskNamespaces(s.proc, pid)
+	tids, nss, err := hostfs.TaskNamespaces(s.proc, pid)
 	if err != nil {
 		return ofPidNS{}
 	}
@@ -489,7 +485,7 @@ func (s *ofScanner) taskNamespaces(pid int) ofPidNS {
 func (s *ofScanner) scanProcess(ctx context.Context, pid int) ofResult {
 	dir := s.proc + "/" + strconv.Itoa(pid)
 	var statBuf [2048]byte
-	statData, err := mntReadSmall(dir+"/stat", statBuf[:])
+	statData, err := hostfs.ReadSmall(dir+"/stat", statBuf[:])
 	if err != nil {
 		return ofResult{gone: true}
 	}
@@ -503,7 +499,7 @@ func (s *ofScanner) scanProcess(ctx context.Context, pid int) ofResult {
 	ns, ok := s.pidNS[pid]
 	if !ok {
 		// Started after the namespace pass.
-		if ns, err = mntNSInode(dir + "/ns/mnt"); err != nil {
+		if ns, err = hostfs.NSInode(dir + "/ns/mnt"); err != nil {
 			return ofResult{gone: true}
 		}
 	}
@@ -538,7 +534,7 @@ func (s *ofScanner) scanProcess(ctx context.Context, pid int) ofResult {
 
 	for _, t := range s.threads[pid] {
 		td := dir + "/task/" + strconv.Itoa(t.tid)
-		th := layout.OpenFilesThread{TID: t.tid, Comm: mntReadComm(td + "/comm"), Namespace: t.ns}
+		th := layout.OpenFilesThread{TID: t.tid, Comm: hostfs.ReadComm(td + "/comm"), Namespace: t.ns}
 		tspace := s.spaces[t.ns]
 		if link, err := os.Readlink(td + "/cwd"); err == nil {
 			th.Cwd = s.placeByPath(tspace, link)
@@ -614,7 +610,7 @@ func (s *ofScanner) scanFDs(dir string, ns uint64, p *layout.OpenFilesProcess, r
 		}
 		// fdinfo is formatted by procfs from the struct file; it does not
 		// call into the file's filesystem.
-		if b, err := mntReadSmall(dir+"/fdinfo/"+num, infoBuf[:]); err == nil {
+		if b, err := hostfs.ReadSmall(dir+"/fdinfo/"+num, infoBuf[:]); err == nil {
 			if fi, err := procfs.ParseFDInfo(b); err == nil {
 				o.Pos, o.Flags, o.Inode = fi.Pos, fi.FlagsString(), fi.Ino
 				if fi.MntID >= 0 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/procfs"
 )
@@ -33,7 +34,7 @@ const clockTicks = 100
 
 func collectProcesses(ctx context.Context, env *Env) error {
 	btime := bootTime(env)
-	pids, err := listNumeric(env.ProcPath())
+	pids, err := hostfs.ListPIDs(env.ProcPath())
 	if err != nil {
 		return fmt.Errorf("listing processes in %s: %w", env.ProcPath(), err)
 	}
@@ -46,7 +47,7 @@ func collectProcesses(ctx context.Context, env *Env) error {
 			break
 		}
 		pdir := env.ProcPath(strconv.Itoa(pid))
-		tids, err := listNumeric(pdir + "/task")
+		tids, err := hostfs.ListPIDs(pdir + "/task")
 		if err != nil {
 			sum.Vanished++
 			continue
@@ -141,9 +142,7 @@ func readCmdlines(ctx context.Context, env *Env, tasks []layout.Task, sum *layou
 			defer wg.Done()
 			for i := range work {
 				t := &tasks[i]
-				var res isolate.ReadFileResult
-				path := env.ProcPath(strconv.Itoa(t.PID), "cmdline")
-				err := env.Do(ctx, isolate.OpReadFile, path, isolate.ReadFileRequest{Path: path, Max: maxCmdline}, &res)
+				res, err := env.Host().Read(ctx, hostfs.Path("/proc/"+strconv.Itoa(t.PID)+"/cmdline"), maxCmdline)
 				if err != nil {
 					t.CmdlineError = err.Error()
 					if isolate.IsTimeout(err) {
@@ -198,9 +197,8 @@ func readDStacks(ctx context.Context, env *Env, tasks []layout.Task, sum *layout
 		if t.State == "D" {
 			sum.DState = append(sum.DState, t.TID)
 		}
-		var res isolate.ReadFileResult
-		path := env.ProcPath(strconv.Itoa(t.PID), "task", strconv.Itoa(t.TID), "stack")
-		if err := env.Do(ctx, isolate.OpReadFile, path, isolate.ReadFileRequest{Path: path, Max: 64 << 10}, &res); err != nil {
+		res, err := env.Host().Read(ctx, hostfs.Path("/proc/"+strconv.Itoa(t.PID)+"/task/"+strconv.Itoa(t.TID)+"/stack"), 64<<10)
+		if err != nil {
 			t.StackError = err.Error()
 			continue
 		}

@@ -96,12 +96,12 @@ type Event struct {
 	Remedy *bundle.Remedy `json:"remedy,omitempty"`
 }
 
-// Collector statuses, as in the manifest.
+// Collector statuses, as in the manifest (defined there).
 const (
-	StatusOK          = "ok"
-	StatusPartial     = "partial"
-	StatusTimeout     = "timeout"
-	StatusError       = "error"
-	StatusSkipped     = "skipped"
-	StatusUnsupported = "unsupported"
+	StatusOK          = bundle.StatusOK
+	StatusPartial     = bundle.StatusPartial
+	StatusTimeout     = bundle.StatusTimeout
+	StatusError       = bundle.StatusError
+	StatusSkipped     = bundle.StatusSkipped
+	StatusUnsupported = bundle.StatusUnsupported
 )

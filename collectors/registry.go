@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -31,10 +32,14 @@ type Spec struct {
 	DefaultEnabled bool
 	// DefaultTimeout is the collector's own deadline.
 	DefaultTimeout time.Duration
-	// After names collectors whose results this one needs (for example the
-	// hung mounts mountprobe found). It starts once those have finished, if
-	// they are part of the run.
+	// After names collectors this one starts after, if they are part of
+	// the run.
 	After []string
+	// Needs names collectors whose results this one uses; each is added
+	// to After. Needs "mountprobe" is what makes Env.Host() skip the
+	// mounts it found hung: a collector that checks the hung set without
+	// declaring it fails loudly in tests.
+	Needs []string
 	// Options, if not nil, is a pointer to the collector's options struct.
 	// Flags fills it in the supervisor; it reaches the child as JSON.
 	Options any
@@ -68,6 +73,11 @@ func Register(s Spec) {
 	if _, dup := registry[s.Name]; dup {
 		panic("collectors: registered twice: " + s.Name)
 	}
+	for _, n := range s.Needs {
+		if !slices.Contains(s.After, n) {
+			s.After = append(slices.Clip(s.After), n)
+		}
+	}
 	registry[s.Name] = &s
 }
 
@@ -90,3 +100,12 @@ func Lookup(name string) (*Spec, bool) {
 	s, ok := registry[name]
 	return s, ok
 }
+
+// knowsHung reports whether a collector runs after the one that finds hung
+// mounts, so that the hung set it is given is complete.
+func (s *Spec) knowsHung() bool {
+	return s.Name == MountprobeName || slices.Contains(s.Needs, MountprobeName) || slices.Contains(s.After, MountprobeName)
+}
+
+// MountprobeName is the collector that finds hung mounts.
+const MountprobeName = "mountprobe"

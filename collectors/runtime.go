@@ -24,6 +24,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/internal/human"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/redact"
 )
@@ -40,6 +42,7 @@ func init() {
 		Description:    "container runtimes' own view: pods, containers, images and status from containerd and CRI-O over the CRI API, containers and info from dockerd's API, goroutine dumps (containerd debug socket, dockerd); ctr, crictl and docker listings where installed; each call under its own deadline",
 		DefaultEnabled: true,
 		DefaultTimeout: 45 * time.Second,
+		Needs:          []string{MountprobeName},
 		Options:        &runtimeOpts,
 		Flags:          runtimeFlags,
 		Run:            collectRuntime,
@@ -173,20 +176,20 @@ func collectRuntime(ctx context.Context, env *Env) error {
 		})
 	}
 	cri := func(rt *layout.RuntimeStatus, dir string) {
-		sock := env.HostPath(rt.Socket)
+		sock := env.Host().Seen(hostfs.Path(rt.Socket))
 		addN(rt, func(ctx context.Context) []layout.RuntimeItem {
 			return collectCRI(ctx, env, o.RequestTimeout, rt, rt.Socket, sock, dir)
 		})
 	}
 	crictl := func(rt *layout.RuntimeStatus, dir string) {
 		if installed(rt, "crictl") {
-			rtAddCrictl(rt, add, env, o, env.HostPath(rt.Socket), dir)
+			rtAddCrictl(rt, add, env, o, env.Host().Seen(hostfs.Path(rt.Socket)), dir)
 		}
 	}
 
 	if ctd.Present {
 		if ctd.DebugSocketFound {
-			sock := env.HostPath(ctd.DebugSocket)
+			sock := env.Host().Seen(hostfs.Path(ctd.DebugSocket))
 			add(ctd, func(ctx context.Context) layout.RuntimeItem {
 				return rtSocketGet(ctx, env, o.RequestTimeout, ctd.DebugSocket, sock, "/debug/pprof/goroutine?debug=2", "containerd/"+layout.RuntimeGoroutineFile, "goroutine dump")
 			})
@@ -195,7 +198,7 @@ func collectRuntime(ctx context.Context, env *Env) error {
 		}
 		if ctd.SocketFound {
 			cri(ctd, "containerd")
-			sock := env.HostPath(ctd.Socket)
+			sock := env.Host().Seen(hostfs.Path(ctd.Socket))
 			cmd(ctd, "containerd/ctr-namespaces.txt", "ctr namespaces ls", false, "ctr", "-a", sock, "namespaces", "ls")
 			namespaces := []string{"k8s.io"}
 			if dock.Present {
@@ -217,7 +220,7 @@ func collectRuntime(ctx context.Context, env *Env) error {
 		crictl(crio, "crio")
 	}
 	if dock.Present {
-		sock := env.HostPath(dock.Socket)
+		sock := env.Host().Seen(hostfs.Path(dock.Socket))
 		add(dock, func(ctx context.Context) layout.RuntimeItem {
 			it := rtSocketGet(ctx, env, o.RequestTimeout, dock.Socket, sock, "/debug/pprof/goroutine?debug=2", "docker/"+layout.RuntimeGoroutineFile, "goroutine dump")
 			if it.StatusCode == http.StatusNotFound {
@@ -447,33 +450,18 @@ func rtRunPath(p string) string {
 
 // rtReadHostFile reads a host file through an isolated worker.
 func rtReadHostFile(ctx context.Context, env *Env, hostPath string, max int64) ([]byte, error) {
-	if env.IsHung(hostPath) || env.IsHung(env.HostPath(hostPath)) {
-		return nil, fmt.Errorf("%s is on a mount found hung earlier in this run", hostPath)
-	}
-	p := env.HostPath(hostPath)
-	var r isolate.ReadFileResult
-	if err := env.Do(ctx, isolate.OpReadFile, p, isolate.ReadFileRequest{Path: p, Max: max}, &r); err != nil {
-		var oe *isolate.OpError
-		if errors.As(err, &oe) && oe.Errno == syscall.ENOENT {
-			return nil, fs.ErrNotExist
-		}
-		return nil, err
-	}
-	return r.Data, nil
+	r, err := env.Host().Read(ctx, hostfs.Path(hostPath), max)
+	return r.Data, err
 }
 
 // rtSocketExists stats a host path (in a worker) and reports whether it is a
 // unix socket.
 func rtSocketExists(ctx context.Context, env *Env, hostPath string) bool {
-	if hostPath == "" || env.IsHung(hostPath) || env.IsHung(env.HostPath(hostPath)) {
+	if hostPath == "" {
 		return false
 	}
-	p := env.HostPath(hostPath)
-	var st isolate.StatResult
-	if err := env.Do(ctx, isolate.OpStat, p, isolate.StatRequest{Path: p, Follow: true}, &st); err != nil {
-		return false
-	}
-	return st.Mode&syscall.S_IFMT == syscall.S_IFSOCK
+	st, err := env.Host().Stat(ctx, hostfs.Path(hostPath))
+	return err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFSOCK
 }
 
 // rtSocketGet makes one HTTP GET over a unix socket, under its own deadline,
@@ -655,7 +643,7 @@ func runtimeCommandSanitized(ctx context.Context, env *Env, timeout time.Duratio
 			it.Error += " [" + res.Evidence.String() + "]"
 		}
 	} else if res.ExitCode != 0 {
-		it.Error = fmt.Sprintf("%s exited with status %d: %s", prog, res.ExitCode, firstLine(stderr.String()))
+		it.Error = fmt.Sprintf("%s exited with status %d: %s", prog, res.ExitCode, human.FirstLine(stderr.String()))
 	}
 	if data := stdout.String(); data != "" {
 		clean, _ := SanitizeRuntimeConfig([]byte(data))

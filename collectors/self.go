@@ -7,11 +7,15 @@ package collectors
 // 002's signature), or its workers among the processes using a volume.
 
 import (
+	"context"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/procfs"
 )
 
@@ -28,7 +32,7 @@ const (
 // files, which are kernel memory: nothing there can hang.
 func IdentifySelf() *bundle.Self {
 	s := &bundle.Self{PID: os.Getpid()}
-	if ns, err := mntNSInode("/proc/self/ns/mnt"); err == nil {
+	if ns, err := hostfs.NSInode("/proc/self/ns/mnt"); err == nil {
 		s.MountNamespace = ns
 	}
 	if link, err := os.Readlink("/proc/self/ns/pid"); err == nil {
@@ -51,7 +55,7 @@ func IdentifySelf() *bundle.Self {
 		// In a private cgroup namespace the cgroup names nothing; the
 		// kubelet's pod directory behind /etc/hosts or
 		// /dev/termination-log still does.
-		if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		if b, err := readOwnMountinfo(); err == nil {
 			if uid := podUIDFromOwnMounts(b); uid != "" {
 				pod.UID, pod.Source = uid, "mountinfo"
 			}
@@ -61,6 +65,20 @@ func IdentifySelf() *bundle.Self {
 		s.Pod = pod
 	}
 	return s
+}
+
+// readOwnMountinfo reads the caller's own mount table in a worker under a
+// deadline: unlike the rest of /proc/self, the read takes the namespace's
+// lock, which an unmount stuck on a dead server can hold, and the
+// supervisor must never wait on that.
+func readOwnMountinfo() ([]byte, error) {
+	pool := isolate.NewPool(1, 2*time.Second)
+	defer pool.Close()
+	var r isolate.ReadFileResult
+	if err := pool.Do(context.Background(), isolate.OpReadFile, isolate.ReadFileRequest{Path: "/proc/self/mountinfo", Max: 32 << 20}, &r); err != nil {
+		return nil, err
+	}
+	return r.Data, nil
 }
 
 // podUIDFromOwnMounts finds the pod UID in a container's own mount table:

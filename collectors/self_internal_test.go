@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/procfs"
 )
 
@@ -127,7 +128,7 @@ func TestIdentifySelf(t *testing.T) {
 	t.Setenv(PodNameEnv, "nodesnap-node1")
 	t.Setenv(PodNamespaceEnv, "nodesnap")
 	s := IdentifySelf()
-	ns, err := mntNSInode("/proc/self/ns/mnt")
+	ns, err := hostfs.NSInode("/proc/self/ns/mnt")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,246 @@
+package hostfs
+
+// The kernel's own process files, read in the collector's process: /proc
+// directory listings, namespace links (readlink of an nsfs link), and
+// short files such as comm and stat take no lock another process can hold
+// and cannot meet a user's mount. They are given the proc root as nodesnap
+// sees it (FS.Seen("/proc")). Whatever reads a file a process's state can
+// block (mountinfo, cmdline, maps, stack) goes through a worker.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/procfs"
+)
+
+// NSInode reads a /proc/.../ns/mnt link. Readlink of a namespace link
+// touches no filesystem but nsfs.
+func NSInode(p string) (uint64, error) {
+	link, err := os.Readlink(p)
+	if err != nil {
+		return 0, err
+	}
+	return procfs.ParseMountNS(link)
+}
+
+// ListPIDs returns the numeric entry names of a /proc directory (pids,
+// tids), sorted; every collector that walks /proc does it with this.
+// getdents only: no entry is stat()ed.
+func ListPIDs(dir string) ([]int, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	names, err := dirNames(fd)
+	_ = unix.Close(fd) // read-only: nothing to lose
+	if err != nil && len(names) == 0 {
+		return nil, err
+	}
+	out := make([]int, 0, len(names))
+	for _, n := range names {
+		if len(n) == 0 || n[0] < '0' || n[0] > '9' {
+			continue
+		}
+		if v, err := strconv.Atoi(n); err == nil && v > 0 {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// dirNames lists a directory with getdents on a raw descriptor.
+func dirNames(fd int) ([]string, error) {
+	var buf [16 << 10]byte
+	var names []string
+	for {
+		n, err := unix.Getdents(fd, buf[:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return names, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
+}
+
+// ReadSmall reads a short /proc or /sys file into buf (no stat: such files
+// report size 0 or 4096) and returns the bytes read.
+func ReadSmall(p string, buf []byte) ([]byte, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	defer func() { _ = unix.Close(fd) }() // read-only: nothing to lose
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return buf[:n], &os.PathError{Op: "read", Path: p, Err: err}
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return buf[:n], nil
+}
+
+// ReadComm returns a task's comm without its trailing newline.
+func ReadComm(p string) string {
+	var buf [128]byte
+	b, err := ReadSmall(p, buf[:])
+	if err != nil {
+		return ""
+	}
+	return string(bytes.TrimSuffix(b, []byte("\n")))
+}
+
+// TaskNamespaces lists the tasks of pid and reads each one's ns/mnt
+// link (0 when the task is gone). The links are read relative to the open
+// task directory, which spares a path walk per task.
+func TaskNamespaces(proc string, pid int) ([]int, []uint64, error) {
+	// Raw syscalls: os.Open registers every file with the netpoller and
+	// Fd() switches it back to blocking, four extra system calls for each
+	// of thousands of tasks.
+	fd, err := unix.Open(proc+"/"+strconv.Itoa(pid)+"/task", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() { _ = unix.Close(fd) }() // read-only: nothing to lose
+	names, err := dirNames(fd)
+	if err != nil && len(names) == 0 {
+		return nil, nil, err
+	}
+	tids := make([]int, 0, len(names))
+	for _, n := range names {
+		if v, err := strconv.Atoi(n); err == nil && v > 0 {
+			tids = append(tids, v)
+		}
+	}
+	slices.Sort(tids)
+	nss := make([]uint64, len(tids))
+	var buf [64]byte
+	var rel []byte
+	for i, tid := range tids {
+		rel = strconv.AppendInt(rel[:0], int64(tid), 10)
+		rel = append(rel, "/ns/mnt"...)
+		n, err := unix.Readlinkat(fd, string(rel), buf[:])
+		if err != nil || n >= len(buf) {
+			continue
+		}
+		if ns, err := procfs.ParseMountNS(string(buf[:n])); err == nil {
+			nss[i] = ns
+		}
+	}
+	return tids, nss, nil
+}
+
+// Task is one thread of one process.
+type Task struct {
+	PID, TID int
+}
+
+// Namespaces are the mount namespaces of the node, each with the tasks in
+// it (thread ids; a thread may have unshared its own).
+type Namespaces struct {
+	Tasks map[uint64][]int
+	// Host is pid 1's namespace (0 when unknown), Self nodesnap's own.
+	Host, Self uint64
+}
+
+// MountNamespaces finds every distinct mount namespace by the ns/mnt link
+// of every task. readlink of these links takes no lock another process
+// can hold.
+func (f *FS) MountNamespaces() (Namespaces, error) {
+	proc := f.Seen("/proc")
+	pids, err := ListPIDs(proc)
+	if err != nil {
+		return Namespaces{}, fmt.Errorf("listing %s: %w", proc, err)
+	}
+	ns := Namespaces{Tasks: map[uint64][]int{}}
+	for _, pid := range pids {
+		base := proc + "/" + strconv.Itoa(pid)
+		ino, err := NSInode(base + "/ns/mnt")
+		if err != nil {
+			continue // exited, or a kernel thread without one
+		}
+		ns.Tasks[ino] = append(ns.Tasks[ino], pid)
+		if pid == 1 {
+			ns.Host = ino
+		}
+		tids, tns, err := TaskNamespaces(proc, pid)
+		if err != nil || len(tids) < 2 {
+			continue
+		}
+		for i, tid := range tids {
+			if tid != pid && tns[i] != 0 && tns[i] != ino {
+				ns.Tasks[tns[i]] = append(ns.Tasks[tns[i]], tid)
+			}
+		}
+	}
+	ns.Self, _ = NSInode(proc + "/self/ns/mnt")
+	if len(ns.Tasks) == 0 {
+		return Namespaces{}, fmt.Errorf("no readable mount namespace links under %s", proc)
+	}
+	return ns, nil
+}
+
+// TaskMountinfo reads a namespace's mount table from the first of cands
+// whose root is "/" (mount points are printed relative to the reading
+// task's root, so a chrooted task would show a partial table), falling
+// back to a task with another root (returned) when none has "/". Each
+// read is a worker item (see Mountinfo).
+func (f *FS) TaskMountinfo(ctx context.Context, cands []Task, max int64) (r isolate.ReadFileResult, from Task, root string, err error) {
+	proc := f.Seen("/proc")
+	task := func(t Task) string { return strconv.Itoa(t.PID) + "/task/" + strconv.Itoa(t.TID) }
+	err = errors.New("no task of the namespace is left")
+	var fallback []Task
+	var fallbackRoots []string
+	for _, t := range cands {
+		l, lerr := os.Readlink(proc + "/" + task(t) + "/root")
+		if lerr != nil {
+			err = lerr
+			continue
+		}
+		if l != "/" {
+			fallback, fallbackRoots = append(fallback, t), append(fallbackRoots, l)
+			continue
+		}
+		res, rerr := f.Mountinfo(ctx, task(t), max)
+		if rerr == nil {
+			return res, t, "", nil
+		}
+		err = rerr
+		if ctx.Err() != nil || isolate.IsTimeout(rerr) {
+			return r, Task{}, "", err
+		}
+	}
+	for i, t := range fallback {
+		res, rerr := f.Mountinfo(ctx, task(t), max)
+		if rerr == nil {
+			return res, t, fallbackRoots[i], nil
+		}
+		err = rerr
+		if ctx.Err() != nil || isolate.IsTimeout(rerr) {
+			break
+		}
+	}
+	return r, Task{}, "", err
+}
