@@ -20,7 +20,7 @@ import (
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/collectors"
+	mountscollector "github.com/nodesnap/nodesnap/collectors/mounts"
 	"github.com/nodesnap/nodesnap/procfs"
 )
 
@@ -173,7 +173,7 @@ func largeBundle(b *testing.B) string {
 	}
 	write("mounts/mounts.json", func(w io.Writer) error {
 		rep := layout.MountsReport{HostNamespace: benchHostNS, Processes: benchProcesses, Tasks: 3 * benchProcesses,
-			Namespaces: nss, Devices: collectors.BuildMountDeviceIndex(nss)}
+			Namespaces: nss, Devices: mountscollector.BuildMountDeviceIndex(nss)}
 		return benchJSON(w, rep)
 	})
 	write("mountprobe/probes.json", func(w io.Writer) error { return benchProbes(w, nss) })
@@ -273,7 +273,7 @@ func benchParse(lines []string) []layout.NamespaceMount {
 	}
 	out := make([]layout.NamespaceMount, len(ms))
 	for i, m := range ms {
-		out[i] = layout.NamespaceMount{Mount: m, PropagationType: collectors.PropagationType(m.Propagation), Class: procfs.Classify(m).String()}
+		out[i] = layout.NamespaceMount{Mount: m, PropagationType: mountscollector.PropagationType(m.Propagation), Class: procfs.Classify(m).String()}
 	}
 	return out
 }

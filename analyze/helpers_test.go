@@ -19,6 +19,7 @@ import (
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
+	_ "github.com/nodesnap/nodesnap/collectors/all"
 )
 
 // TestMain lets the test binary serve the hidden child modes: the

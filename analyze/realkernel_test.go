@@ -16,6 +16,7 @@ import (
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/collectors/dirshape"
 	"github.com/nodesnap/nodesnap/internal/testkit"
 	"github.com/nodesnap/nodesnap/supervisor"
 )
@@ -190,7 +191,7 @@ func TestRealDeletingLeftovers(t *testing.T) {
 	}
 	testkit.MountTmpfs(t, filepath.Join(parent, "pvc-x/mount"))
 	spec, _ := collectors.Lookup("dirshape")
-	o := spec.Options.(*collectors.DirShapeOptions)
+	o := spec.Options.(*dirshape.DirShapeOptions)
 	saved := *o
 	t.Cleanup(func() { *o = saved })
 	o.Roots = nil
@@ -218,7 +219,7 @@ func TestRealNlinkOverflow(t *testing.T) {
 	testkit.ManySubdirs(t, big, n)
 	t.Logf("made %d directories in %v", n, time.Since(start))
 	spec, _ := collectors.Lookup("dirshape")
-	o := spec.Options.(*collectors.DirShapeOptions)
+	o := spec.Options.(*dirshape.DirShapeOptions)
 	saved := *o
 	t.Cleanup(func() { *o = saved })
 	o.Roots = []string{l.Mountpoint}

@@ -9,7 +9,7 @@ import (
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/collectors/mounts"
 )
 
 // In incident 002's fixture, namespace 4026532601 (node_exporter) holds
@@ -48,7 +48,7 @@ func withSelf(t *testing.T, ns uint64, marked bool) map[string][]byte {
 		t.Fatal(err)
 	}
 	rep.Nodesnap = &layout.MountsSelf{MountNamespace: ns, Namespaces: []uint64{ns}, SupervisorPID: 21839, PIDs: []int{21839}}
-	collectors.MarkNodesnapNamespaces(&rep)
+	mounts.MarkNodesnapNamespaces(&rep)
 	b, err := json.Marshal(&rep)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestSelfAndRealHolder(t *testing.T) {
 		}
 	}
 	rep.Nodesnap = &layout.MountsSelf{MountNamespace: selfNS, Namespaces: []uint64{selfNS}, SupervisorPID: 777, PIDs: []int{777}}
-	collectors.MarkNodesnapNamespaces(&rep)
+	mounts.MarkNodesnapNamespaces(&rep)
 	b, _ := json.Marshal(&rep)
 	files["mounts/mounts.json"] = b
 	r := analyzeFiles(t, files)

@@ -87,20 +87,20 @@ EOF
 echo
 echo "mountprobe: 200 mounts of which 20 hang, probe deadline $PROBE_TIMEOUT, $MP_ROUNDS rounds"
 (cd "$repo" && NODESNAP_BENCH_PROBE_TIMEOUT=$PROBE_TIMEOUT go test -run '^$' -bench '^BenchmarkMountprobe200$' \
-	-benchtime "${MP_ROUNDS}x" -v ./collectors/) >"$work/mp.txt" 2>&1 || { cat "$work/mp.txt"; die "mountprobe benchmark failed"; }
+	-benchtime "${MP_ROUNDS}x" -v ./collectors/mountprobe/) >"$work/mp.txt" 2>&1 || { cat "$work/mp.txt"; die "mountprobe benchmark failed"; }
 grep -E 'round [0-9]+:|^BenchmarkMountprobe200' "$work/mp.txt" | sed 's/^ *//'
 over=$(awk '/^BenchmarkMountprobe200/ { for (i = 1; i < NF; i++) if ($(i+1) == "s-over-deadline") print $i }' "$work/mp.txt")
 echo "worst round: mountprobe took the probe deadline + ${over}s (target <= 1 s)"
 echo "{\"name\":\"mountprobe 200 mounts, 20 hung\",\"probe_timeout\":\"$PROBE_TIMEOUT\",\"over_deadline_s\":${over:-null}}" >>"$RESULTS_DIR/results.jsonl"
 
 echo "mountprobe: a kubelet pod volume hung, behind 200 hung FUSE mounts of another namespace (probe deadline 3s)"
-(cd "$repo" && go test -run '^$' -bench '^BenchmarkMountprobeKubeletBehind200$' -benchtime 1x -v ./collectors/) >"$work/mpk.txt" 2>&1 || { cat "$work/mpk.txt"; die "mountprobe kubelet benchmark failed"; }
+(cd "$repo" && go test -run '^$' -bench '^BenchmarkMountprobeKubeletBehind200$' -benchtime 1x -v ./collectors/mountprobe/) >"$work/mpk.txt" 2>&1 || { cat "$work/mpk.txt"; die "mountprobe kubelet benchmark failed"; }
 grep -E 'kubelet mount:|^BenchmarkMountprobeKubeletBehind200' "$work/mpk.txt" | sed 's/^ *//'
 tohung=$(awk '/^BenchmarkMountprobeKubeletBehind200/ { for (i = 1; i < NF; i++) if ($(i+1) == "s-to-kubelet-hung") print $i }' "$work/mpk.txt")
 echo "{\"name\":\"mountprobe kubelet mount behind 200 hung\",\"s_to_kubelet_hung\":${tohung:-null}}" >>"$RESULTS_DIR/results.jsonl"
 
 echo "mountprobe: 200 hung FUSE mounts (200 stuck daemons) beside 50 healthy ones, probe deadline 3s (issue 17; target <= deadline + 2 s, every healthy mount probed)"
-(cd "$repo" && go test -run '^$' -bench '^BenchmarkMountprobeHung200$' -benchtime "${MP_ROUNDS}x" -v ./collectors/) >"$work/mph.txt" 2>&1 || { cat "$work/mph.txt"; die "mountprobe 200-hung benchmark failed"; }
+(cd "$repo" && go test -run '^$' -bench '^BenchmarkMountprobeHung200$' -benchtime "${MP_ROUNDS}x" -v ./collectors/mountprobe/) >"$work/mph.txt" 2>&1 || { cat "$work/mph.txt"; die "mountprobe 200-hung benchmark failed"; }
 grep -E 'round [0-9]+:|^BenchmarkMountprobeHung200' "$work/mph.txt" | sed 's/^ *//'
 overh=$(awk '/^BenchmarkMountprobeHung200/ { for (i = 1; i < NF; i++) if ($(i+1) == "s-over-deadline") print $i }' "$work/mph.txt")
 echo "{\"name\":\"mountprobe 200 hung + 50 healthy\",\"probe_timeout\":\"3s\",\"over_deadline_s\":${overh:-null}}" >>"$RESULTS_DIR/results.jsonl"

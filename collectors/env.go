@@ -42,6 +42,13 @@ type Env struct {
 	openFiles map[string]bool
 }
 
+// StandaloneEnv is an Env outside a collector child, for a collector's own
+// benchmarks and tests of what it writes: files go to dir through the
+// default redactor, and events (notes, file records) are dropped.
+func StandaloneEnv(name, dir string, common Common) *Env {
+	return &Env{Common: common, name: name, dir: dir, red: redact.Default(), openFiles: map[string]bool{}}
+}
+
 // Name of the collector this Env belongs to.
 func (e *Env) Name() string { return e.name }
 
@@ -286,6 +293,11 @@ func (f *File) CountRedactions(rule string, n int) {
 	f.own[rule] += n
 }
 
+// MarkTruncated sets the manifest's truncated flag of a file that holds
+// only the newest part of its source: the collector applied the cap
+// before the bytes reached the file, so its own cap never saw the excess.
+func (f *File) MarkTruncated() { f.capped.truncated = true }
+
 // Truncated reports whether a cap cut this file short.
 func (f *File) Truncated() bool { return f.capped.truncated }
 
@@ -431,7 +443,7 @@ func (e *Env) Command(ctx context.Context, timeout time.Duration, out string, na
 	}
 	stderr := &isolate.HeadBuffer{Max: 64 << 10}
 	res, rerr := isolate.Run(ctx, timeout, isolate.Spec{Path: name, Args: args, Stdout: f, Stderr: stderr,
-		Env: append(commandEnv(), "LC_ALL=C", "SYSTEMD_PAGER=", "PAGER=cat", "SYSTEMD_COLORS=0", "NO_COLOR=1")})
+		Env: append(CommandEnv(), "LC_ALL=C", "SYSTEMD_PAGER=", "PAGER=cat", "SYSTEMD_COLORS=0", "NO_COLOR=1")})
 	cerr := f.Close()
 	if s := stderr.String(); s != "" {
 		_ = e.WriteFile(out+".stderr", []byte(s))
@@ -451,9 +463,24 @@ func (e *Env) Command(ctx context.Context, timeout time.Duration, out string, na
 	return res, cerr
 }
 
-// commandEnv is nodesnap's environment less its own secrets (a kubelet
+// Exec runs a program in the isolation layer under timeout, its standard
+// output into stdout, with nodesnap's environment less its secrets (see
+// CommandEnv) plus extra. A program that misses its deadline is recorded
+// in the manifest with where it hung. The returned standard error, at
+// most stderrMax bytes, has passed through the redactor.
+func (e *Env) Exec(ctx context.Context, timeout time.Duration, prog string, args []string, stdout io.Writer, stderrMax int, extra ...string) (isolate.Result, string, error) {
+	stderr := &isolate.HeadBuffer{Max: stderrMax}
+	res, err := isolate.Run(ctx, timeout, isolate.Spec{Path: prog, Args: args, Stdout: stdout, Stderr: stderr,
+		Env: append(CommandEnv(), extra...)})
+	if res.TimedOut {
+		e.events.send(Event{Type: EventHungItem, Item: &HungItem{Op: "exec", Target: prog + " " + strings.Join(args, " "), Evidence: res.Evidence}})
+	}
+	return res, e.Redact(stderr.String()), err
+}
+
+// CommandEnv is nodesnap's environment less its own secrets (a kubelet
 // token given by environment variable): external programs never see them.
-func commandEnv() []string {
+func CommandEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -464,9 +491,4 @@ func commandEnv() []string {
 		out = append(out, kv)
 	}
 	return out
-}
-
-// jsonLine encodes v compactly on one line.
-func jsonLine(v any) ([]byte, error) {
-	return json.Marshal(v)
 }

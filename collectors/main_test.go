@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/nodesnap/nodesnap/collectors"
+	_ "github.com/nodesnap/nodesnap/collectors/all"
 )
 
 // TestMain lets this test binary serve the hidden child modes: the

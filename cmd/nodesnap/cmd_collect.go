@@ -18,6 +18,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/collectors/kubelet"
 	"github.com/nodesnap/nodesnap/internal/cliflag"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/outputdir"
@@ -371,7 +372,7 @@ func runCollect(ctx context.Context, o *collectOptions, flags *pflag.FlagSet, ar
 			// pipe) can only be read here; and before this process opens
 			// descriptors of its own (the lock), so that a /dev/fd/N the
 			// shell did not pass is reported, not read from nodesnap's.
-			collectors.PrepareKubeletToken(ctx)
+			kubelet.PrepareKubeletToken(ctx)
 		}
 	}
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/collectors/journal"
 	"github.com/nodesnap/nodesnap/internal/textfit"
 )
 
@@ -178,7 +179,7 @@ func completeCollectorFlags(cmd *cobra.Command) {
 		"skip":           list(names),
 		"obfuscate":      list([]string{"ip", "hostname", "mac", "user"}),
 		"compression":    cobra.FixedCompletions([]string{bundle.Gzip, bundle.Zstd}, cobra.ShellCompDirectiveNoFileComp),
-		"journal-reader": cobra.FixedCompletions([]string{collectors.ReaderNative, collectors.ReaderJournalctl, collectors.ReaderAuto}, cobra.ShellCompDirectiveNoFileComp),
+		"journal-reader": cobra.FixedCompletions([]string{journal.ReaderNative, journal.ReaderJournalctl, journal.ReaderAuto}, cobra.ShellCompDirectiveNoFileComp),
 	} {
 		if cmd.Flags().Lookup(flag) != nil {
 			_ = cmd.RegisterFlagCompletionFunc(flag, fn)

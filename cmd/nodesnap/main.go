@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
+	_ "github.com/nodesnap/nodesnap/collectors/all"
 	"github.com/nodesnap/nodesnap/supervisor"
 )
 

@@ -1,0 +1,59 @@
+package journal
+
+import (
+	"time"
+
+	"github.com/nodesnap/nodesnap/collectors/internal/shared"
+	"github.com/spf13/pflag"
+)
+
+// The journal collector's flags and what they accept.
+
+// JournalOptions are the journal collector's flags.
+type JournalOptions struct {
+	// Units are systemd units (".service" implied) whose logs are kept.
+	Units []string `json:"units"`
+	// Matches are extra journalctl matches (FIELD=VALUE), one file each.
+	Matches []string `json:"matches,omitempty"`
+	// Kernel adds the kernel log (_TRANSPORT=kernel, every boot in range).
+	Kernel bool `json:"kernel"`
+	// Dir reads a journal directory (journalctl -D) instead of the host's.
+	Dir string `json:"dir,omitempty"`
+	// JSON also exports each source as journal JSON (journalctl -o json).
+	JSON bool `json:"json,omitempty"`
+	// MaxBytes caps each source; the newest entries are kept.
+	MaxBytes int64 `json:"max_bytes"`
+	// CommandTimeout bounds one journalctl (or dmesg) run, or the reading
+	// of one source by the native reader.
+	CommandTimeout time.Duration `json:"command_timeout"`
+	// Reader is how the journal is read: native (nodesnap reads the
+	// journal files itself), journalctl, or auto (native, unless the JSON
+	// export is asked for, which needs journalctl).
+	Reader string `json:"reader,omitempty"`
+}
+
+// Defaults of the journal collector.
+var (
+	DefaultJournalUnits = []string{"kubelet", "containerd", "crio", "docker"}
+)
+
+const (
+	DefaultJournalMaxBytes = 32 << 20
+	DefaultJournalTimeout  = 20 * time.Second
+)
+
+var journalOpts = JournalOptions{Units: DefaultJournalUnits, Kernel: true,
+	MaxBytes: DefaultJournalMaxBytes, CommandTimeout: DefaultJournalTimeout}
+
+func journalFlags(fs *pflag.FlagSet) {
+	o := &journalOpts
+	fs.StringSliceVar(&o.Units, "journal-unit", DefaultJournalUnits, "journal: systemd units whose logs are collected (repeatable; replaces the default list)")
+	fs.StringArrayVar(&o.Matches, "journal-match", nil, "journal: also collect entries matching FIELD=VALUE, e.g. SYSLOG_IDENTIFIER=kubelet (repeatable, one file each)")
+	fs.BoolVar(&o.Kernel, "journal-kernel", true, "journal: collect the kernel log (every boot within --since)")
+	fs.StringVar(&o.Dir, "journal-dir", "", "journal: read this journal directory (journalctl -D) instead of the host's journal")
+	fs.BoolVar(&o.JSON, "journal-json", false, "journal: also export each source as journal JSON (one object per line)")
+	o.MaxBytes = DefaultJournalMaxBytes
+	fs.Var((*shared.ByteSize)(&o.MaxBytes), "journal-max-bytes", "journal: cap per source (unit, kernel log, file); the newest entries are kept")
+	fs.DurationVar(&o.CommandTimeout, "journal-timeout", DefaultJournalTimeout, "journal: deadline of one journalctl or dmesg run, or of reading one source from the journal files")
+	fs.StringVar(&o.Reader, "journal-reader", ReaderAuto, "journal: how the journal is read: native (nodesnap reads the journal files itself; no journalctl needed), journalctl, or auto (native; journalctl for --journal-json)")
+}

@@ -1,0 +1,6 @@
+package kubelet
+
+// Internals the external tests exercise directly.
+
+// NewKubeletScrubberForTest exposes the token scrubber.
+var NewKubeletScrubberForTest = newKubeletScrubber

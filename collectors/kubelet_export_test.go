@@ -1,6 +1,0 @@
-package collectors
-
-// Internals the external tests exercise directly.
-
-// NewKubeletScrubberForTest exposes the token scrubber.
-var NewKubeletScrubberForTest = newKubeletScrubber

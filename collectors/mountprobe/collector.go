@@ -1,0 +1,510 @@
+package mountprobe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/collectors/internal/shared"
+	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/procfs"
+)
+
+// opMountProbe is the worker operation that stats and statfs()es one
+// mountpoint. Both calls run in the same worker item, so a hung mount
+// costs one deadline, and the hang evidence shows which call blocked.
+const opMountProbe = "mountprobe.probe"
+
+// MountprobeOptions are mountprobe's own settings. The probe deadline is
+// the run's --probe-timeout.
+type MountprobeOptions struct {
+	// MaxWorkers bounds probes running at once that are not stuck.
+	// --workers probes run at once normally; a probe still running after
+	// SlowAfter no longer counts against either bound, so a stuck mount
+	// is replaced by a fresh worker at once. Network and FUSE mounts, the
+	// ones likely to hang, are started up to MaxWorkers at once.
+	MaxWorkers int `json:"max_workers"`
+	// MaxStuck bounds the probes stuck past SlowAfter that still wait
+	// for their deadline (each holds one worker process), so that hung
+	// mounts cost about one probe deadline in all, not one per
+	// MaxWorkers of them, while a table of thousands of hung mounts
+	// cannot start thousands of processes.
+	MaxStuck int `json:"max_stuck"`
+	// SlowAfter is when a probe counts as stuck for scheduling.
+	SlowAfter time.Duration `json:"slow_after"`
+	// MaxPerNamespace bounds the network and FUSE probes of one mount
+	// namespace running at once (0: half of MaxWorkers, at least
+	// --workers), so that a namespace full of hung mounts cannot take
+	// every worker. Probes of the kubelet, runtime and CSI paths of the
+	// host are not bounded by it.
+	MaxPerNamespace int `json:"max_per_namespace,omitempty"`
+	// First lists more paths whose mounts (and the mounts on the way to
+	// them) are probed first, like the kubelet, runtime and CSI roots.
+	First []string `json:"first,omitempty"`
+}
+
+var mountprobeOpts = MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 200 * time.Millisecond}
+
+// mpFirstRoots are the host paths whose mounts are probed first: the
+// kubelet, the container runtimes and CSI drivers. A hung mount here stops
+// pods; one elsewhere (a daemon's private namespace, a user's FUSE mount)
+// usually does not. Pod volume paths of a kubelet with another --root-dir
+// are recognised by their shape (see mpKubeletShaped).
+var mpFirstRoots = []string{
+	"/var/lib/kubelet",
+	"/var/lib/containerd", "/run/containerd",
+	"/var/lib/docker", "/run/docker",
+	"/var/lib/containers", "/run/containers", "/var/lib/crio", "/run/crio",
+	"/var/lib/csi-hostpath-data", "/csi",
+}
+
+func init() {
+	collectors.Register(collectors.Spec{
+		Name:           layout.DirMountProbe,
+		Description:    "stat + statfs of every mount of every mount namespace, each in an isolated worker with the probe deadline: ok, hung or error, latency, class; hung mounts are skipped by every later collector",
+		DefaultEnabled: true,
+		// A few probe deadlines: probes run concurrently and stuck
+		// workers are replaced at once (up to --mountprobe-max-stuck),
+		// so even many hung mounts cost about one deadline.
+		DefaultTimeout: 20 * time.Second,
+		Options:        &mountprobeOpts,
+		Flags: func(fs *pflag.FlagSet) {
+			fs.IntVar(&mountprobeOpts.MaxWorkers, "mountprobe-max-workers", mountprobeOpts.MaxWorkers,
+				"mountprobe: most probes at once, not counting workers stuck on hung mounts (at least --workers)")
+			fs.IntVar(&mountprobeOpts.MaxStuck, "mountprobe-max-stuck", mountprobeOpts.MaxStuck,
+				"mountprobe: most probes at once stuck on hung mounts and waiting for the probe deadline, besides --mountprobe-max-workers")
+			fs.IntVar(&mountprobeOpts.MaxPerNamespace, "mountprobe-max-per-namespace", mountprobeOpts.MaxPerNamespace,
+				"mountprobe: most network and FUSE probes of one mount namespace at once (0: half of --mountprobe-max-workers)")
+			fs.StringSliceVar(&mountprobeOpts.First, "mountprobe-first", mountprobeOpts.First,
+				"mountprobe: more paths (host paths, comma-separated) whose mounts are probed first, besides the kubelet, runtime and CSI roots")
+		},
+		Run: collectMountprobe,
+	})
+	isolate.RegisterOp(opMountProbe, isolate.Typed(mpProbeOp))
+}
+
+// mpNamespace is one mount namespace and the tasks in it.
+type mpNamespace struct {
+	inode uint64
+	pids  []int
+	rep   int // task whose mountinfo is read ("self" when rep == 0)
+	host  bool
+	self  bool
+	// first: its kubelet, runtime and CSI paths come first. The host's
+	// namespace, or nodesnap's own when pid 1's cannot be read.
+	first bool
+	// prefix is prepended to a mountpoint to reach it from nodesnap:
+	// "" in nodesnap's own namespace, /proc/<rep>/root elsewhere.
+	prefix string
+	mounts []procfs.Mount
+	// nMounts is len(mounts), kept when mounts is dropped: each item
+	// has its own copy of its mount.
+	nMounts int
+	err     string
+}
+
+// mpListNamespaces finds every distinct mount namespace and its tasks.
+func mpListNamespaces(fs *hostfs.FS) (map[uint64]*mpNamespace, uint64, uint64, error) {
+	found, err := fs.MountNamespaces()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	nss := make(map[uint64]*mpNamespace, len(found.Tasks))
+	for ino, pids := range found.Tasks {
+		nss[ino] = &mpNamespace{inode: ino, pids: pids}
+	}
+	return nss, found.Host, found.Self, nil
+}
+
+// mpItem is one distinct mount: one record, at most one probe.
+type mpItem struct {
+	rec    layout.MountProbe
+	m      procfs.Mount
+	ns     *mpNamespace
+	class  procfs.FSClass
+	order  int
+	hidden bool // over-mounted in its namespace
+	autofs bool
+	// parent is the nearest ancestor mount in the probe namespace: its
+	// path is walked to reach this one, so it is probed first. devRep is
+	// the first mount of the same filesystem: when it hangs, this one is
+	// known hung without spending another deadline.
+	parent, devRep *mpItem
+	waiters        []*mpItem
+	pending        int
+	underHung      string // hung mount this one lies under
+	hangEvidence   *layout.HangEvidence
+	started        time.Time
+	state          int
+	// own is the item's own priority; prio the effective one, the most
+	// urgent of its own and of every item waiting for it.
+	own, prio mpPrio
+	likely    bool // network or FUSE: likely to hang
+}
+
+// mpItem states.
+const (
+	mpWaiting = iota // dependencies unfinished
+	mpReady
+	mpRunning
+	mpDone
+)
+
+func mpClassName(c procfs.FSClass) string {
+	if c == procfs.ClassOther {
+		return "local"
+	}
+	return c.String()
+}
+
+type mpProber struct {
+	env          *collectors.Env
+	probeTimeout time.Duration
+	base, max    int
+	maxStuck     int
+	peakStuck    int
+	perNS        int
+	reserved     int
+	first        []string
+	slowAfter    time.Duration
+	started      time.Time
+	fusectl      []string
+	notes        []string
+	mu           sync.Mutex
+}
+
+// mpMemoryLimit is mountprobe's soft memory limit. Its live data is about
+// a kilobyte a mount, but the collection's GC setting (isolate.TuneGC)
+// let the heap grow to 5x that and on to the 256 MiB limit: 265 MiB peak
+// RSS at 30,000 mounts, 70 MiB with this limit (and probes.json
+// streamed); 32 MiB gave the same peak, so the rest is live data.
+const mpMemoryLimit = 40 << 20
+
+func collectMountprobe(ctx context.Context, env *collectors.Env) error {
+	isolate.LimitMemory(mpMemoryLimit)
+	opts := MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 200 * time.Millisecond}
+	if err := env.Options(&opts); err != nil {
+		return err
+	}
+	started := time.Now()
+	p := &mpProber{env: env, probeTimeout: env.ProbeTimeout, base: env.Workers, slowAfter: opts.SlowAfter, started: started}
+	if p.probeTimeout <= 0 {
+		p.probeTimeout = 3 * time.Second
+	}
+	if p.base < 1 {
+		p.base = 1
+	}
+	p.max = max(opts.MaxWorkers, p.base)
+	p.perNS = opts.MaxPerNamespace
+	if p.perNS <= 0 {
+		p.perNS = max(p.base, p.max/2)
+	}
+	p.perNS = min(p.perNS, p.max)
+	p.maxStuck = max(opts.MaxStuck, 0)
+	// Workers only the first tier may use: a probe of the kubelet's
+	// mount never waits for a whole probe deadline behind stuck probes
+	// of other namespaces.
+	p.reserved = min(p.base, p.max-p.base)
+	p.first = opts.First
+	if p.slowAfter <= 0 {
+		p.slowAfter = 200 * time.Millisecond
+	}
+	// The pool is sized for the maximum; the scheduler below decides how
+	// many probes actually run.
+	env.Workers = p.max + p.maxStuck
+	env.ProbeTimeout = p.probeTimeout
+
+	// Leave time to kill stuck workers (each may take isolate.ReapGrace)
+	// and to write the report.
+	soft := time.Now().Add(10 * time.Minute)
+	if dl, ok := ctx.Deadline(); ok {
+		total := time.Until(dl)
+		reserve := min(isolate.ReapGrace+time.Second, total/3)
+		soft = dl.Add(-reserve)
+	}
+	pctx, cancel := context.WithDeadline(ctx, soft)
+	defer cancel()
+
+	nss, hostNS, selfNS, err := mpListNamespaces(env.Host())
+	if err != nil {
+		return fmt.Errorf("finding mount namespaces: %w", err)
+	}
+	order := p.readTables(pctx, nss, hostNS, selfNS)
+	items := p.buildItems(order)
+
+	p.fusectl = mpFindFusectl(env, order)
+	fuseSeen := false
+	for _, it := range items {
+		if procfs.IsFUSE(it.m.FSType) && it.m.Major == 0 {
+			fuseSeen = true
+			it.rec.FUSE = &layout.MountProbeFUSE{Conn: it.m.Minor, WaitingBefore: p.fuseWaiting(it.m.Minor)}
+		}
+	}
+	for _, ns := range order {
+		ns.nMounts, ns.mounts = len(ns.mounts), nil
+	}
+	if fuseSeen && len(p.fusectl) == 0 {
+		p.notef("fusectl is not mounted (normally at /sys/fs/fuse/connections): the FUSE request queues could not be read")
+	}
+
+	p.schedule(pctx, items)
+
+	rep := layout.MountProbeReport{StartedAt: started.UTC(), ProbeTimeoutMS: p.probeTimeout.Milliseconds(),
+		Workers: p.base, MaxWorkers: p.max, MaxStuck: p.maxStuck, PeakStuck: p.peakStuck, MaxPerNamespace: p.perNS, Reserved: p.reserved, Counts: map[string]int{}}
+	for _, ns := range order {
+		mn := layout.MountProbeNamespace{Inode: ns.inode, Host: ns.host, Self: ns.self, PID: ns.rep, Tasks: len(ns.pids),
+			Mounts: ns.nMounts, Error: ns.err}
+		mn.PIDs = ns.pids[:min(len(ns.pids), 16)]
+		if ns.rep > 0 {
+			if r, err := isolate.ReadFileLimited(env.ProcPath(strconv.Itoa(ns.rep), "comm"), 256); err == nil {
+				mn.Comm = strings.TrimSpace(string(r.Data))
+			}
+		}
+		rep.Namespaces = append(rep.Namespaces, mn)
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		if items[i].class != items[j].class {
+			return items[i].class < items[j].class
+		}
+		return items[i].order < items[j].order
+	})
+	// The records stay in their items (a copy of 30,000 took 10 MB).
+	probes := make([]*layout.MountProbe, len(items))
+	for i, it := range items {
+		rep.Counts[it.rec.Result]++
+		probes[i] = &it.rec
+	}
+	rep.DurationMS = shared.Millis(time.Since(started))
+	rep.Notes = p.notes
+	if err := mpWriteReport(env, layout.ProbesFile, &rep, probes); err != nil {
+		return err
+	}
+	if err := mpWriteReport(env, "summary.txt", &rep, probes, mpWriteSummary); err != nil {
+		return err
+	}
+	if n := rep.Counts[layout.ProbeHung]; n > 0 {
+		env.Notef("%d mount(s) hung: stat/statfs did not answer within %s", n, p.probeTimeout)
+	}
+	if n := rep.Counts[layout.ProbeUnfinished]; n > 0 {
+		env.Partialf("%d mount(s) could not be probed before the collector's deadline", n)
+	}
+	for _, ns := range order {
+		if ns.err != "" && ns.host {
+			env.Partialf("the host's mount table could not be read: %s", ns.err)
+		}
+	}
+	return nil
+}
+
+func (p *mpProber) notef(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.notes = append(p.notes, fmt.Sprintf(format, args...))
+}
+
+// readTables reads each namespace's mountinfo through a worker: the read
+// takes the kernel's global namespace lock, which an unmount stuck on a
+// dead server can hold. The host's table is read first; if that read
+// hangs, every other one would too, so they are not attempted.
+func (p *mpProber) readTables(ctx context.Context, nss map[uint64]*mpNamespace, hostNS, selfNS uint64) []*mpNamespace {
+	order := make([]*mpNamespace, 0, len(nss))
+	for _, ns := range nss {
+		sort.Ints(ns.pids)
+		ns.rep = ns.pids[0]
+		ns.host = ns.inode == hostNS
+		ns.self = ns.inode == selfNS
+		if ns.self {
+			ns.prefix = ""
+		} else {
+			ns.prefix = p.env.ProcPath(strconv.Itoa(ns.rep), "root")
+		}
+		ns.first = ns.host || (hostNS == 0 && ns.self)
+		order = append(order, ns)
+	}
+	if hostNS == 0 {
+		p.notef("the host's mount namespace (pid 1's) could not be identified: nodesnap's own is probed first in its place")
+	}
+	rank := func(ns *mpNamespace) int {
+		switch {
+		case ns.host:
+			return 0
+		case ns.self:
+			return 1
+		}
+		return 2
+	}
+	sort.Slice(order, func(i, j int) bool {
+		if ri, rj := rank(order[i]), rank(order[j]); ri != rj {
+			return ri < rj
+		}
+		return order[i].rep < order[j].rep
+	})
+	read := func(ns *mpNamespace) error {
+		task := strconv.Itoa(ns.rep)
+		if ns.self {
+			// Paths relative to our own root: probed as they are.
+			task = "self"
+		}
+		src := p.env.ProcPath(task, "mountinfo")
+		res, err := p.env.Host().Mountinfo(ctx, task, 32<<20)
+		if err != nil {
+			ns.err = fmt.Sprintf("reading %s: %v", src, err)
+			return err
+		}
+		mounts, bad := procfs.ParseMountInfo(res.Data)
+		ns.mounts = mounts
+		if len(bad) > 0 {
+			p.notef("mount namespace %d: %d mountinfo line(s) could not be parsed (first: %v)", ns.inode, len(bad), bad[0])
+		}
+		if res.Truncated {
+			p.notef("mount namespace %d: mountinfo longer than 32 MiB; the rest was not read", ns.inode)
+		}
+		return nil
+	}
+	if len(order) == 0 {
+		return order
+	}
+	if err := read(order[0]); err != nil {
+		var he *isolate.HungError
+		if errors.As(err, &he) {
+			for _, ns := range order[1:] {
+				ns.err = "not read: reading the first mount table hung (an unmount stuck on a dead server may hold the kernel's namespace lock)"
+			}
+			return order
+		}
+	}
+	sem := make(chan struct{}, p.base)
+	var wg sync.WaitGroup
+	for _, ns := range order[1:] {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_ = read(ns)
+		}()
+	}
+	wg.Wait()
+	return order
+}
+
+// buildItems turns the namespaces' tables into one item per distinct
+// mount (same filesystem, root and mountpoint in several namespaces is one
+// mount) and links each to the mounts that must be probed before it.
+func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
+	type nsID struct {
+		ns *mpNamespace
+		id int
+	}
+	byKey := map[string]*mpItem{}
+	byNSID := map[nsID]*mpItem{}
+	var items []*mpItem
+	for _, ns := range order {
+		// The mount visible at a path is the one no other mount at the
+		// same path sits on.
+		under := map[string]map[int]bool{} // mountpoint -> IDs something is mounted on there
+		for _, m := range ns.mounts {
+			if under[m.MountPoint] == nil {
+				under[m.MountPoint] = map[int]bool{}
+			}
+		}
+		ids := map[int]procfs.Mount{}
+		for _, m := range ns.mounts {
+			ids[m.ID] = m
+		}
+		for _, m := range ns.mounts {
+			if pm, ok := ids[m.ParentID]; ok && pm.MountPoint == m.MountPoint && pm.ID != m.ID {
+				under[m.MountPoint][pm.ID] = true
+			}
+		}
+		for _, m := range ns.mounts {
+			key := m.Dev() + "\x00" + m.Root + "\x00" + m.MountPoint
+			if it := byKey[key]; it != nil {
+				it.rec.Namespaces = append(it.rec.Namespaces, ns.inode)
+				byNSID[nsID{ns, m.ID}] = it
+				continue
+			}
+			it := &mpItem{m: m, ns: ns, class: procfs.Classify(m), order: len(items)}
+			it.hidden = under[m.MountPoint][m.ID]
+			it.autofs = m.FSType == "autofs"
+			it.rec = layout.MountProbe{
+				Mountpoint: m.MountPoint, ProbePath: ns.prefix + m.MountPoint,
+				Namespaces: []uint64{ns.inode}, ProbeNamespace: ns.inode, MountID: m.ID,
+				FSType: m.FSType, Source: m.Source, Dev: m.Dev(), Root: m.Root,
+				Class: mpClassName(it.class),
+			}
+			if ns.prefix != "" && m.MountPoint == "/" {
+				it.rec.ProbePath = ns.prefix + "/"
+			}
+			byKey[key] = it
+			byNSID[nsID{ns, m.ID}] = it
+			items = append(items, it)
+		}
+	}
+	for _, it := range items {
+		it.likely = it.class == procfs.ClassNetwork || it.class == procfs.ClassFUSE
+		first := mpFirstPath(it.m.MountPoint, p.first)
+		if it.ns.self && !first {
+			if hp, ok := p.env.Host().Host(it.m.MountPoint); ok {
+				first = mpFirstPath(string(hp), p.first)
+			}
+		}
+		tier := 3
+		switch {
+		case it.ns.first && first:
+			tier = 0
+		case it.ns.first:
+			tier = 1
+		case first:
+			tier = 2
+		}
+		it.own = mpPrio{tier: tier, class: int(it.class), order: it.order}
+		it.prio = it.own
+	}
+	// Dependencies, in the namespace each item is probed through. The
+	// probe of a filesystem (a FUSE connection, a device) that stands
+	// for all its mounts, in every namespace, is its most urgent mount's.
+	byPrio := append([]*mpItem(nil), items...)
+	sort.SliceStable(byPrio, func(i, j int) bool { return byPrio[i].own.less(byPrio[j].own) })
+	devRep := map[string]*mpItem{}
+	for _, it := range byPrio {
+		if it.hidden || it.autofs {
+			continue
+		}
+		if pm, ok := byNSID[nsID{it.ns, it.m.ParentID}]; ok && pm != it {
+			it.parent = pm
+		}
+		if r := devRep[it.rec.Dev]; r != nil {
+			it.devRep = r
+		} else {
+			devRep[it.rec.Dev] = it
+		}
+	}
+	mpInherit(items)
+	return items
+}
+
+// mpSafePath reports whether no network or FUSE mount of ns lies on the
+// way to mountpoint p (so walking to it cannot wait on a server).
+func mpSafePath(ns *mpNamespace, p string) bool {
+	for _, m := range ns.mounts {
+		c := procfs.Classify(m)
+		if c != procfs.ClassNetwork && c != procfs.ClassFUSE {
+			continue
+		}
+		if m.MountPoint == "/" || p == m.MountPoint || strings.HasPrefix(p, m.MountPoint+"/") {
+			return false
+		}
+	}
+	return true
+}

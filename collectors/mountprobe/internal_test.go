@@ -1,0 +1,137 @@
+package mountprobe
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/procfs"
+)
+
+func TestMountprobeFirstPath(t *testing.T) {
+	const uid = "6f1c0e52-3b7a-4d1e-9a8b-0c2d4e6f8a10"
+	for _, c := range []struct {
+		path  string
+		extra []string
+		want  bool
+	}{
+		{"/var/lib/kubelet", nil, true},
+		{"/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~csi/pvc-1/mount", nil, true},
+		{"/var/lib/kubeletx", nil, false},
+		{"/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs", nil, true},
+		{"/run/containerd/io.containerd.runtime.v2.task/k8s.io/abc/rootfs", nil, true},
+		{"/var/lib/docker/overlay2/x/merged", nil, true},
+		{"/run/crio/abc", nil, true},
+		{"/var/lib/csi-hostpath-data", nil, true},
+		{"/", nil, false},
+		{"/var", nil, false},
+		{"/mnt/ceph/vol1", nil, false},
+		{"/mnt/ceph/vol1", []string{"/mnt/ceph/"}, true},
+		{"/mnt/cephx", []string{"/mnt/ceph"}, false},
+		// A kubelet with another --root-dir, by the shape of its paths.
+		{"/data/k/pods/" + uid + "/volumes/kubernetes.io~nfs/v", nil, true},
+		{"/data/k/pods/" + uid + "/volume-subpaths/v/c/0", nil, true},
+		{"/data/k/pods/" + uid + "/volumeDevices/kubernetes.io~csi/v", nil, true},
+		{"/data/k/plugins/kubernetes.io/csi/driver/abc/globalmount", nil, true},
+		{"/data/k/pods/" + uid + "/containers/x", nil, false},
+		{"/data/k/pods/not-a-uid/volumes/x", nil, false},
+		{"/home/u/pods/" + uid, nil, false},
+		{"", nil, false},
+	} {
+		if got := mpFirstPath(c.path, c.extra); got != c.want {
+			t.Errorf("mpFirstPath(%q, %q) = %v, want %v", c.path, c.extra, got, c.want)
+		}
+	}
+}
+
+func FuzzMountprobeFirstPath(f *testing.F) {
+	f.Add("/var/lib/kubelet/pods/6f1c0e52-3b7a-4d1e-9a8b-0c2d4e6f8a10/volumes/x")
+	f.Add("/data/plugins/kubernetes.io/csi")
+	f.Add("pods//volumes")
+	f.Fuzz(func(t *testing.T, p string) {
+		got := mpFirstPath(p, nil)
+		// Anything below a first path is a first path too.
+		if got && !mpFirstPath(p+"/child", nil) {
+			t.Errorf("%q is a first path but %q is not", p, p+"/child")
+		}
+	})
+}
+
+// The kubelet's mount waits for its parent and the parent for the root:
+// both are lifted to the kubelet mount's priority, while an unrelated
+// mount keeps its own; a filesystem's other mounts lift its first probe.
+func TestMountprobeInherit(t *testing.T) {
+	mk := func(tier int, class procfs.FSClass, order int) *mpItem {
+		it := &mpItem{order: order}
+		it.own = mpPrio{tier: tier, class: int(class), order: order}
+		it.prio = it.own
+		return it
+	}
+	root := mk(1, procfs.ClassOther, 0)
+	kroot := mk(1, procfs.ClassOther, 1)
+	kroot.parent = root
+	vol := mk(0, procfs.ClassFUSE, 5)
+	vol.parent = kroot
+	other := mk(3, procfs.ClassFUSE, 2)
+	other.parent = root
+	sameA := mk(3, procfs.ClassFUSE, 3)
+	sameB := mk(2, procfs.ClassFUSE, 4)
+	sameB.devRep = sameA
+	// A cycle (a mount moved under its own child) must not loop.
+	c1, c2 := mk(3, procfs.ClassOther, 6), mk(3, procfs.ClassOther, 7)
+	c1.parent, c2.parent = c2, c1
+	mpInherit([]*mpItem{root, kroot, vol, other, sameA, sameB, c1, c2})
+	for _, it := range []*mpItem{root, kroot} {
+		if it.prio != vol.own || !it.rec.First {
+			t.Errorf("ancestor %d: prio %+v first %v, want %+v", it.order, it.prio, it.rec.First, vol.own)
+		}
+	}
+	if other.prio != other.own || other.rec.First {
+		t.Errorf("unrelated mount: %+v", other.prio)
+	}
+	if sameA.prio != sameB.own {
+		t.Errorf("first probe of a filesystem: %+v, want %+v", sameA.prio, sameB.own)
+	}
+}
+
+// probes.json written one probe at a time decodes to the same report as
+// the report encoded whole, with and without probes.
+func TestMpEncodeReport(t *testing.T) {
+	w := 3
+	full := layout.MountProbeReport{ProbeTimeoutMS: 3000, Workers: 4, MaxWorkers: 32, MaxStuck: 256, PeakStuck: 7,
+		Counts: map[string]int{layout.ProbeOK: 1, layout.ProbeHung: 1}, Notes: []string{"a \"quoted\" note\n"},
+		Namespaces: []layout.MountProbeNamespace{{Inode: 4026531840, Host: true, PID: 1}},
+		Probes: []layout.MountProbe{{Mountpoint: "/mnt/a\xff", Result: layout.ProbeOK, LatencyMS: 0.5},
+			{Mountpoint: "/mnt/b", Result: layout.ProbeHung, FUSE: &layout.MountProbeFUSE{Conn: 42, WaitingBefore: &w}}}}
+	for _, tc := range []struct {
+		name string
+		rep  layout.MountProbeReport
+	}{{"probes", full}, {"none", layout.MountProbeReport{Counts: map[string]int{}, Probes: []layout.MountProbe{}}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			var probes []*layout.MountProbe
+			for i := range tc.rep.Probes {
+				probes = append(probes, &tc.rep.Probes[i])
+			}
+			if err := mpEncodeReport(&buf, &tc.rep, probes); err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(&tc.rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, exp any
+			if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+				t.Fatalf("streamed report is not JSON: %v\n%s", err, buf.Bytes())
+			}
+			if err := json.Unmarshal(want, &exp); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, exp) {
+				t.Errorf("streamed report differs:\n%s\nwant the same as\n%s", buf.Bytes(), want)
+			}
+		})
+	}
+}

@@ -1,0 +1,205 @@
+package nodeconfig
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+)
+
+// nodeConfigOptions are the nodeconfig collector's flags.
+type nodeConfigOptions struct {
+	Extra []string `json:"extra,omitempty"`
+}
+
+var nodeConfigOpts nodeConfigOptions
+
+// nodeConfigFiles are the node's configuration files an expert reads when a
+// volume will not mount or unmount: how the kubelet, the runtime and the
+// storage clients are set up. Secrets in them (kubeconfig tokens and keys,
+// ceph keys, iSCSI CHAP secrets) are removed by the redactor like every
+// other byte; the rest of each file is kept because its shape is evidence.
+var nodeConfigFiles = []string{
+	"/var/lib/kubelet/config.yaml",
+	"/var/lib/kubelet/kubeconfig",
+	"/etc/kubernetes/kubelet.conf",
+	"/etc/kubernetes/bootstrap-kubelet.conf",
+	"/etc/kubernetes/kubelet/kubelet-config.json",
+	"/etc/default/kubelet",
+	"/etc/sysconfig/kubelet",
+	"/etc/systemd/system/kubelet.service.d/10-kubeadm.conf",
+	"/var/lib/kubelet/kubeadm-flags.env",
+	"/etc/containerd/config.toml",
+	"/etc/crio/crio.conf",
+	"/etc/docker/daemon.json",
+	"/etc/fstab",
+	"/etc/multipath.conf",
+	"/etc/iscsi/iscsid.conf",
+	"/etc/iscsi/initiatorname.iscsi",
+	"/etc/nfsmount.conf",
+	"/etc/ceph/ceph.conf",
+	"/etc/ceph/ceph.client.admin.keyring",
+	"/etc/ceph/keyring",
+	"/etc/modprobe.d/rbd.conf",
+	"/etc/lvm/lvm.conf",
+}
+
+// nodeConfigDirs are directories whose files with the suffix are all
+// collected: ceph names a keyring after its client
+// (ceph.client.<id>.keyring, one per CSI driver and pool user), so no fixed
+// list finds them.
+var nodeConfigDirs = []struct{ dir, suffix string }{
+	{"/etc/ceph", ".keyring"},
+}
+
+func init() {
+	collectors.Register(collectors.Spec{
+		Name:           "nodeconfig",
+		Description:    "kubelet, runtime and storage-client configuration files (kubelet config and kubeconfig, containerd, fstab, multipath, iSCSI, ceph and every /etc/ceph/*.keyring), redacted",
+		DefaultEnabled: true,
+		DefaultTimeout: 20 * time.Second,
+		After:          []string{"mountprobe"},
+		Options:        &nodeConfigOpts,
+		Flags: func(fs *pflag.FlagSet) {
+			fs.StringSliceVar(&nodeConfigOpts.Extra, "config-file", nil, "nodeconfig: also collect this host file (repeatable)")
+		},
+		Run: collectNodeConfig,
+	})
+}
+
+// NodeConfigFile is one entry of nodeconfig/files.json.
+type NodeConfigFile struct {
+	Path string `json:"path"`
+	// From names the running daemon whose command line named the file
+	// ("kubelet --config (pid 812)"); empty for the fixed list.
+	From      string `json:"from,omitempty"`
+	Collected bool   `json:"collected"`
+	File      string `json:"file,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+func collectNodeConfig(ctx context.Context, env *collectors.Env) error {
+	var o nodeConfigOptions
+	if err := env.Options(&o); err != nil {
+		return err
+	}
+	paths := append(append([]string(nil), nodeConfigFiles...), o.Extra...)
+	paths = append(paths, listNodeConfigDirs(ctx, env, paths)...)
+	// The files the running daemons name come first, read in their own
+	// mount namespace; a fixed path they also name is not read twice.
+	running := runningConfigs(ctx, env)
+	via := map[string]runningConfig{}
+	var order []string
+	for _, rc := range running {
+		if _, dup := via[rc.Path]; !dup {
+			via[rc.Path] = rc
+			order = append(order, rc.Path)
+		}
+	}
+	for _, p := range paths {
+		if _, dup := via[p]; !dup {
+			order = append(order, p)
+		}
+	}
+	paths = order
+	var list []NodeConfigFile
+	for _, p := range paths {
+		if !path.IsAbs(p) {
+			env.Notef("skipping %q: host paths must be absolute", p)
+			continue
+		}
+		rec := NodeConfigFile{Path: p}
+		if env.Host().IsHung(hostfs.Path(p)) {
+			rec.Error = "on a mount found hung earlier in this run; not touched"
+			list = append(list, rec)
+			continue
+		}
+		src := hostfs.Path(p)
+		if rc, ok := via[p]; ok {
+			rec.From, src = rc.From, rc.Via
+		}
+		// One worker item per file: /etc may hold a file on a network
+		// mount, and one hung file must cost one item.
+		res, err := env.Host().Read(ctx, src, 4<<20)
+		switch {
+		case errors.Is(err, hostfs.ErrHung):
+			rec.Error = "on a mount found hung earlier in this run; not touched"
+			list = append(list, rec)
+			continue
+		case err == nil:
+		case errors.Is(err, os.ErrNotExist):
+			continue
+		default:
+			rec.Error = err.Error()
+			list = append(list, rec)
+			continue
+		}
+		rec.Collected = true
+		rec.Truncated = res.Truncated
+		rec.File = "files" + p
+		if err := env.WriteFile(rec.File, res.Data); err != nil {
+			return err
+		}
+		list = append(list, rec)
+	}
+	if list == nil {
+		list = []NodeConfigFile{}
+	}
+	b, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := env.WriteFile("files.json", append(b, '\n')); err != nil {
+		return err
+	}
+	for _, r := range list {
+		if r.Error != "" && !strings.Contains(r.Error, "permission denied") {
+			env.Partialf("%s: %s", r.Path, r.Error)
+		}
+	}
+	return nil
+}
+
+// listNodeConfigDirs returns the files of nodeConfigDirs not in have. Each
+// directory is listed in an isolated worker (it may be on a hung mount),
+// with getdents only: no file is stat()ed or opened here.
+func listNodeConfigDirs(ctx context.Context, env *collectors.Env, have []string) []string {
+	seen := map[string]bool{}
+	for _, p := range have {
+		seen[p] = true
+	}
+	var out []string
+	for _, d := range nodeConfigDirs {
+		r, err := env.Host().List(ctx, hostfs.Path(d.dir), 1024)
+		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, hostfs.ErrHung) {
+				env.Notef("listing %s for %s files: %v", d.dir, d.suffix, err)
+			}
+			continue
+		}
+		names := make([]string, 0, len(r.Entries))
+		for _, e := range r.Entries {
+			if strings.HasSuffix(e.Name, d.suffix) && e.Type != unix.DT_DIR {
+				names = append(names, e.Name)
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if p := path.Join(d.dir, n); !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
