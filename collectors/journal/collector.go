@@ -402,21 +402,10 @@ func (j *journalRun) journalSource(ctx context.Context, q journalQuery, kind, fo
 		"--output=" + format, "--since=@" + strconv.FormatInt(j.since.Unix(), 10)}, j.loc...)
 	args = append(args, q.matches...)
 	s := layout.JournalSource{Name: q.name, Kind: kind, Command: append([]string{"journalctl"}, args...)}
-	if j.hung != nil {
-		s.Status, s.Error = layout.JournalSkipped, "journalctl hung on an earlier source; not run again"
-		return s
-	}
-	budget := j.budget()
-	if budget <= 0 {
-		s.Status, s.Error = layout.JournalSkipped, "the collector's byte cap was reached"
-		return s
-	}
-	timeout, ok := j.cmdTimeout(ctx, j.o.CommandTimeout)
+	budget, timeout, ok := j.admit(ctx, &s, "journalctl hung on an earlier source; not run again")
 	if !ok {
-		s.Status, s.Error = layout.JournalSkipped, "the collector's deadline was reached"
 		return s
 	}
-	j.queried++
 	start := time.Now()
 	w := newEntryWindow(budget, true, format != "json")
 	res, stderr, err := j.run(ctx, timeout, "journalctl", args, w)
@@ -615,6 +604,28 @@ func (j *journalRun) cmdTimeout(ctx context.Context, want time.Duration) (time.D
 		want = min(want, left)
 	}
 	return want, want >= 200*time.Millisecond
+}
+
+// admit decides whether one more source is read, and with what byte budget
+// and deadline: not after a hang (afterHang says why), nor past the byte
+// cap or the collector's deadline. When it is not, s says why.
+func (j *journalRun) admit(ctx context.Context, s *layout.JournalSource, afterHang string) (int64, time.Duration, bool) {
+	if j.hung != nil {
+		s.Status, s.Error = layout.JournalSkipped, afterHang
+		return 0, 0, false
+	}
+	budget := j.budget()
+	if budget <= 0 {
+		s.Status, s.Error = layout.JournalSkipped, "the collector's byte cap was reached"
+		return 0, 0, false
+	}
+	timeout, ok := j.cmdTimeout(ctx, j.o.CommandTimeout)
+	if !ok {
+		s.Status, s.Error = layout.JournalSkipped, "the collector's deadline was reached"
+		return 0, 0, false
+	}
+	j.queried++
+	return budget, timeout, true
 }
 
 // run runs a program in the isolation layer with stdout into w. A program

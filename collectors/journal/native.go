@@ -335,21 +335,10 @@ func (j *journalRun) nativeDirs() []string {
 func (j *journalRun) nativeSource(ctx context.Context, q journalQuery) layout.JournalSource {
 	file := q.name + ".log"
 	s := layout.JournalSource{Name: q.name, Kind: "journal", Reader: ReaderNative}
-	if j.hung != nil {
-		s.Status, s.Error = layout.JournalSkipped, "reading the journal hung on an earlier source; not tried again"
-		return s
-	}
-	budget := j.budget()
-	if budget <= 0 {
-		s.Status, s.Error = layout.JournalSkipped, "the collector's byte cap was reached"
-		return s
-	}
-	timeout, ok := j.cmdTimeout(ctx, j.o.CommandTimeout)
+	budget, timeout, ok := j.admit(ctx, &s, "reading the journal hung on an earlier source; not tried again")
 	if !ok {
-		s.Status, s.Error = layout.JournalSkipped, "the collector's deadline was reached"
 		return s
 	}
-	j.queried++
 	start := time.Now()
 	defer func() { s.DurationSeconds = time.Since(start).Seconds() }()
 	end := start.Add(timeout)
