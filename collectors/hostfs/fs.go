@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -123,6 +124,20 @@ func (f *FS) ReportHungMount(mountpoint Path, ev *layout.HangEvidence) {
 	f.mu.Unlock()
 	if !known && f.onHung != nil {
 		f.onHung(f.Seen(mp), ev)
+	}
+}
+
+// ReportHungSeen is ReportHungMount for a mountpoint known only as
+// nodesnap reaches it (a mount of nodesnap's own namespace outside
+// --root has no host path): the run is told of it all the same, though no
+// host path of this FS can lie under it.
+func (f *FS) ReportHungSeen(seen string, ev *layout.HangEvidence) {
+	if hp, ok := f.Host(seen); ok {
+		f.ReportHungMount(hp, ev)
+		return
+	}
+	if f.onHung != nil {
+		f.onHung(path.Clean(seen), ev)
 	}
 }
 

@@ -217,3 +217,19 @@ func TestFSProcPathsNeedNoDeclaration(t *testing.T) {
 		t.Error("a /proc path is hung")
 	}
 }
+
+// A hung mount outside --root (one of nodesnap's own) is still reported,
+// by the path nodesnap reached it at; one under --root by its host form.
+func TestReportHungSeen(t *testing.T) {
+	var got []string
+	f := New(Config{Roots: Roots{Root: "/host"}, Run: (&fakeRun{}).run, KnowsHung: true,
+		OnHungMount: func(seen string, _ *layout.HangEvidence) { got = append(got, seen) }})
+	f.ReportHungSeen("/mnt/own", nil)
+	f.ReportHungSeen("/host/var/lib/kubelet/pods/x", nil)
+	if len(got) != 2 || got[0] != "/mnt/own" || got[1] != "/host/var/lib/kubelet/pods/x" {
+		t.Errorf("reported %v", got)
+	}
+	if !f.IsHung("/var/lib/kubelet/pods/x/volumes") {
+		t.Error("the mount under --root is not in the hung set")
+	}
+}

@@ -115,19 +115,14 @@ func (p *mpProber) fuseWaiting(conn uint32) *int {
 
 // reportHung tells the run that a mount hangs, by its host path: the
 // mountpoint itself in the host's namespace, the path under --root in
-// nodesnap's own, /proc/<pid>/root/... in any other.
+// nodesnap's own, /proc/<pid>/root/... in any other; a mount of nodesnap's
+// own outside --root by the path it was probed at.
 func (p *mpProber) reportHung(it *mpItem) {
-	var hp hostfs.Path
-	switch {
-	case it.ns.host:
-		hp = hostfs.Clean(it.rec.Mountpoint)
-	default:
-		var ok bool
-		if hp, ok = p.env.Host().Host(it.rec.ProbePath); !ok {
-			return
-		}
+	if it.ns.host {
+		p.env.Host().ReportHungMount(hostfs.Clean(it.rec.Mountpoint), it.hangEvidence)
+		return
 	}
-	p.env.Host().ReportHungMount(hp, it.hangEvidence)
+	p.env.Host().ReportHungSeen(it.rec.ProbePath, it.hangEvidence)
 }
 
 // probe runs one probe and fills the record.
