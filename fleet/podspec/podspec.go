@@ -35,6 +35,11 @@ const (
 	// HoldContainer keeps the pod up and serves bundle-cat.
 	CollectContainer = "collect"
 	HoldContainer    = "hold"
+	// WatchContainer is the DaemonSet's `nodesnap watch` (docs/watch.md).
+	WatchContainer = "watch"
+	// WatchPort is the watcher's /metrics and /healthz on the node's
+	// loopback.
+	WatchPort = 9848
 	// OutputDir is where the bundles are in both containers; HostOutputDir
 	// is the node's directory mounted there.
 	OutputDir     = "/output"
@@ -230,10 +235,51 @@ func DaemonSet(image string) *appsv1.DaemonSet {
 			},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: Labels()},
-				Spec:       PodSpec(Options{Image: image, TerminationGrace: ptr(int64(30))}),
+				Spec:       daemonSetPodSpec(image),
 			},
 		},
 	}
+}
+
+// daemonSetPodSpec is PodSpec with `nodesnap watch` beside hold: the first
+// bundle stays as a baseline for `nodesnap diff`, and the watcher collects
+// again, into the same directory, when an incident starts.
+func daemonSetPodSpec(image string) corev1.PodSpec {
+	spec := PodSpec(Options{Image: image, TerminationGrace: ptr(int64(30))})
+	collect := spec.InitContainers[0]
+	hostToContainer := corev1.MountPropagationHostToContainer
+	watch := corev1.Container{
+		Name:            WatchContainer,
+		Image:           image,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         []string{Binary},
+		Args: []string{"watch", "--root=/host", "--output-dir=" + OutputDir, "--keep=3",
+			"--listen=127.0.0.1:" + strconv.Itoa(WatchPort), "--",
+			"--host-output-dir=" + HostOutputDir, "--timeout=2m", "--lock-wait=30s"},
+		// The collections it starts are collect's: the same environment.
+		Env:             collect.Env,
+		SecurityContext: collect.SecurityContext,
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Host: "127.0.0.1", Path: "/healthz", Port: intstr.FromInt32(WatchPort)}},
+			PeriodSeconds:    30,
+			FailureThreshold: 4,
+		},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+		},
+		// The kubelet token too: its collections read the kubelet's API
+		// as collect's do.
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "host-root", MountPath: "/host", ReadOnly: true},
+			{Name: "kubelet-dir", MountPath: "/host/var/lib/kubelet", ReadOnly: true, MountPropagation: &hostToContainer},
+			{Name: "output", MountPath: OutputDir},
+			{Name: "kubelet-token", MountPath: TokenDir, ReadOnly: true},
+		},
+	}
+	spec.Containers = append([]corev1.Container{watch}, spec.Containers...)
+	return spec
 }
 
 // KubeletRules is what the kubelet collector needs: get on the Node
