@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +25,73 @@ func pidsWith(s string) []int {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// procStat is a process's parent and start time (clock ticks since boot),
+// from /proc/<pid>/stat; ok is false when it is gone.
+func procStat(pid int) (ppid int, start string, ok bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, "", false
+	}
+	// The command may hold spaces and parentheses: fields start after
+	// the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, "", false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, "", false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return ppid, f[19], true
+}
+
+// tree is a set of processes, each with its start time (so a reused pid
+// is not mistaken for it).
+type tree map[int]string
+
+// processTree is root and its descendants now.
+func processTree(root int) tree {
+	parent := map[int]int{}
+	start := map[int]string{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pp, st, ok := procStat(pid); ok {
+			parent[pid], start[pid] = pp, st
+		}
+	}
+	t := tree{}
+	for pid := range parent {
+		for p := pid; p > 1; p = parent[p] {
+			if p == root {
+				t[pid] = start[pid]
+				break
+			}
+		}
+	}
+	return t
+}
+
+// alive are the processes of t still running whose command line holds s.
+func (t tree) alive(s string) []int {
+	var pids []int
+	for pid, st := range t {
+		_, now, ok := procStat(pid)
+		if !ok || now != st {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 		if err == nil && bytes.Contains(b, []byte(s)) {
 			pids = append(pids, pid)
 		}
@@ -84,12 +152,16 @@ func TestNoProcessOutlivesTheSupervisor(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		time.Sleep(200 * time.Millisecond)
+		// This run's own processes: the supervisor's tree at the kill.
+		// Not every process of the binary: an earlier test's worker
+		// stuck on a FUSE request it made may still be dying.
+		tree := processTree(cmd.Process.Pid)
 		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 		var left, ours []int
 		end = time.Now().Add(5 * time.Second)
 		for {
-			left, ours = pidsWith(token), pidsWith(bin)
+			left, ours = pidsWith(token), tree.alive(bin)
 			if len(left)+len(ours) == 0 || time.Now().After(end) {
 				break
 			}
