@@ -105,6 +105,8 @@ ARCHES   ?= amd64 arm64
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 MKRELEASE := bin/mkrelease
+# Where the krew manifest (dist/nodesnap.yaml) downloads the plugin's archives from.
+KREW_BASE_URL ?= https://github.com/nodesnap/nodesnap/releases/download/$(VERSION)
 IMAGE_ARCHIVE := $(DIST)/nodesnap-$(VERSION).oci.tar
 DIST_BINARIES := $(foreach a,$(ARCHES),--binary $(a)=$(DIST)/nodesnap-$(VERSION)-linux-$(a))
 # The image's binaries leave out 'fleet collect' (-tags nofleet): a node never
@@ -124,12 +126,16 @@ image-test: image
 	cd release && NODESNAP_IMAGE_ARCHIVE=$(abspath $(IMAGE_ARCHIVE)) NODESNAP_IMAGE_REF=$(IMAGE) \
 	  $(GO) test -count=1 -v -run 'Test(Containerd|Podman)' ./cmd/mkrelease/
 
-## release: $(DIST)/ with the static binaries, .deb and .rpm per architecture, the image archive
-## and SHA256SUMS; the same commit gives the same sha256 for every file
+## release: $(DIST)/ with the static binaries, .deb, .rpm and krew archive (kubectl-nodesnap) per
+## architecture, the filled krew manifest nodesnap.yaml (KREW_BASE_URL= where its archives are
+## downloaded from), the image archive and SHA256SUMS; the same commit gives the same sha256 for
+## every file
 release:
-	@mkdir -p $(DIST) && rm -f $(DIST)/nodesnap[-_]* $(DIST)/SHA256SUMS
+	@mkdir -p $(DIST) && rm -f $(DIST)/nodesnap[-_.]* $(DIST)/SHA256SUMS
 	$(MAKE) --no-print-directory image DIST=$(DIST) VERSION=$(VERSION) REVISION=$(REVISION) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH)
-	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(MKRELEASE) packages --out-dir $(DIST) --version $(VERSION) --root . $(DIST_BINARIES)
+	$(MAKE) --no-print-directory dist-binaries DIST=$(DIST) VERSION=$(VERSION)
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(MKRELEASE) packages --out-dir $(DIST) --version $(VERSION) --root . \
+	  --krew-base-url $(KREW_BASE_URL) $(DIST_BINARIES)
 	$(MKRELEASE) sums $(DIST)
 
 node-binaries:

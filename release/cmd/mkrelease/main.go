@@ -1,6 +1,7 @@
 // Command mkrelease builds nodesnap's release artifacts from binaries that
 // `make` has already cross-compiled: the OCI image archive (`image`), the
-// .deb and .rpm packages (`packages`) and the SHA256SUMS file (`sums`).
+// .deb and .rpm packages with the krew plugin's archives and manifest
+// (`packages`) and the SHA256SUMS file (`sums`).
 // It needs no Docker daemon, no registry and no network, and the same
 // inputs with the same SOURCE_DATE_EPOCH give byte-identical outputs.
 //
@@ -22,7 +23,8 @@ const usage = `usage: mkrelease COMMAND [flags]
 
 commands:
   image      an OCI image archive (OCI layout + docker manifest.json) for every binary
-  packages   a .deb and an .rpm for every binary
+  packages   a .deb, an .rpm and a krew archive (kubectl-nodesnap) for every binary,
+             and the filled krew manifest nodesnap.yaml
   sums       SHA256SUMS over the files of a directory
 
 Run "mkrelease COMMAND -h" for a command's flags.

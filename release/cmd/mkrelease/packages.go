@@ -172,6 +172,7 @@ func cmdPackages(args []string, stdout, stderr io.Writer) error {
 	fl.StringVar(&spec.Version, "version", "", "the version, as git describe --tags --always --dirty prints it")
 	fl.StringVar(&spec.Root, "root", ".", "the repository (for deploy/systemd and README.md)")
 	outDir := fl.String("out-dir", "", "directory to write the packages into")
+	krewBase := fl.String("krew-base-url", "", "URL the krew manifest downloads the archives from (default "+fmt.Sprintf(defaultKrewBaseURL, "VERSION")+")")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -180,6 +181,13 @@ func cmdPackages(args []string, stdout, stderr io.Writer) error {
 	}
 	var err error
 	if spec.MTime, err = sourceDateEpoch(os.Getenv("SOURCE_DATE_EPOCH")); err != nil {
+		return err
+	}
+	// The krew manifest's version and URL are checked before anything is written.
+	if _, err := krewVersion(spec.Version); err != nil {
+		return err
+	}
+	if _, err := krewBaseURL(*krewBase, spec.Version); err != nil {
 		return err
 	}
 	arches := make([]string, 0, len(spec.Binaries))
@@ -195,6 +203,14 @@ func cmdPackages(args []string, stdout, stderr io.Writer) error {
 			}
 			fmt.Fprintln(stdout, out)
 		}
+	}
+	// The kubectl plugin: an archive per architecture and the krew manifest.
+	outs, err := writeKrew(*outDir, spec, *krewBase)
+	if err != nil {
+		return err
+	}
+	for _, out := range outs {
+		fmt.Fprintln(stdout, out)
 	}
 	return nil
 }
