@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,7 +28,16 @@ type Node struct {
 	Status string `json:"bundle_status,omitempty"`
 	Kernel string `json:"kernel,omitempty"`
 	// Error says why the bundle could not be analysed.
-	Error  string          `json:"error,omitempty"`
+	Error string `json:"error,omitempty"`
+	// FleetStatus, Reason and Seconds are the node's row of fleet.json
+	// (ok, partial, timeout, …; why; the whole node's time), when the
+	// directory has one.
+	FleetStatus string  `json:"status,omitempty"`
+	Reason      string  `json:"reason,omitempty"`
+	Seconds     float64 `json:"seconds,omitempty"`
+	// Report is the analysis, without the findings' evidence,
+	// explanations and remedies (each bundle's own report has them), so
+	// that a thousand nodes stay small.
 	Report *analyze.Report `json:"-"`
 }
 
@@ -67,49 +77,93 @@ type View struct {
 
 // fleetRow is what is read of fleet.json (package fleet writes it).
 type fleetRow struct {
-	Node   string `json:"node"`
-	Status string `json:"status"`
-	Reason string `json:"reason"`
-	Bundle string `json:"bundle"`
+	Node      string `json:"node"`
+	Status    string `json:"status"`
+	Reason    string `json:"reason"`
+	Bundle    string `json:"bundle"`
+	Durations struct {
+		Total float64 `json:"total"`
+	} `json:"durations"`
 }
+
+// FleetFile is the name of a fleet directory's run record.
+const FleetFile = "fleet.json"
 
 // ErrNoBundles: the directory holds no bundle.
 var ErrNoBundles = errors.New("no bundle")
 
+// bundleExts are the names of bundle archives.
+var bundleExts = []string{".tar.gz", ".tar.zst", ".tgz"}
+
+// IsBundleName reports whether a file name is a bundle's (.tar.gz,
+// .tar.zst, .tgz), not a hidden or temporary file.
+func IsBundleName(name string) bool {
+	if strings.HasPrefix(name, ".") {
+		return false
+	}
+	for _, ext := range bundleExts {
+		if strings.HasSuffix(name, ext) && len(name) > len(ext) {
+			return true
+		}
+	}
+	return false
+}
+
+// Options bound a Load.
+type Options struct {
+	// MaxBundles, when above 0, refuses a directory of more bundles
+	// before any is read.
+	MaxBundles int
+}
+
 // Load analyses every bundle of dir: those fleet.json names, or, without
-// one, every *.tar.gz and *.tar.zst in it. Bundles are read two at a time,
+// one, every bundle in it (IsBundleName). Bundles are read two at a time,
 // each in one streaming pass.
 func Load(ctx context.Context, dir string) (*View, error) {
-	v := &View{Dir: dir}
-	var nodes []Node
-	raw, err := os.ReadFile(filepath.Join(dir, "fleet.json"))
+	return LoadWith(ctx, dir, Options{})
+}
+
+// LoadWith is Load with bounds. A directory whose fleet.json lists nodes
+// but none with a bundle is a view of those nodes (Missing), not an error:
+// the reasons are the answer.
+func LoadWith(ctx context.Context, dir string, opt Options) (*View, error) {
+	var nodes, missing []Node
+	raw, err := os.ReadFile(filepath.Join(dir, FleetFile))
 	switch {
 	case err == nil:
 		var rep struct {
 			Nodes []fleetRow `json:"nodes"`
 		}
 		if err := json.Unmarshal(raw, &rep); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "fleet.json"), err)
+			return nil, fmt.Errorf("%s is not a fleet record nodesnap fleet collect wrote: %w", filepath.Join(dir, FleetFile), err)
 		}
 		for _, r := range rep.Nodes {
-			if r.Bundle == "" || filepath.Base(r.Bundle) != r.Bundle {
-				v.Missing = append(v.Missing, Node{Name: r.Node, Error: r.Status + ": " + r.Reason})
+			n := Node{Name: r.Node, Bundle: r.Bundle, FleetStatus: r.Status, Reason: r.Reason, Seconds: r.Durations.Total}
+			if r.Bundle == "" || filepath.Base(r.Bundle) != r.Bundle || !IsBundleName(r.Bundle) {
+				n.Bundle, n.Error = "", r.Status+": "+r.Reason
+				missing = append(missing, n)
 				continue
 			}
-			nodes = append(nodes, Node{Name: r.Node, Bundle: r.Bundle})
+			nodes = append(nodes, n)
 		}
 	case errors.Is(err, os.ErrNotExist):
-		for _, pat := range []string{"*.tar.gz", "*.tar.zst"} {
-			m, _ := filepath.Glob(filepath.Join(dir, pat))
-			for _, p := range m {
-				nodes = append(nodes, Node{Bundle: filepath.Base(p)})
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("reading the fleet directory: %w", err)
+		}
+		for _, e := range ents {
+			if e.Type().IsRegular() && IsBundleName(e.Name()) {
+				nodes = append(nodes, Node{Bundle: e.Name()})
 			}
 		}
 	default:
-		return nil, err
+		return nil, fmt.Errorf("reading the fleet record: %w", err)
 	}
-	if len(nodes) == 0 {
-		return nil, fmt.Errorf("%w in %s (neither fleet.json's nor any *.tar.gz or *.tar.zst)", ErrNoBundles, dir)
+	if len(nodes) == 0 && len(missing) == 0 {
+		return nil, fmt.Errorf("%w in %s (neither fleet.json's nor any *.tar.gz, *.tar.zst or *.tgz): give a directory nodesnap fleet collect wrote, or one of bundles", ErrNoBundles, dir)
+	}
+	if opt.MaxBundles > 0 && len(nodes) > opt.MaxBundles {
+		return nil, fmt.Errorf("%s holds %d bundles, more than the %d allowed here: use a smaller directory", dir, len(nodes), opt.MaxBundles)
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 2)
@@ -124,6 +178,10 @@ func Load(ctx context.Context, dir string) (*View, error) {
 				n.Error = err.Error()
 				return
 			}
+			for i := range rep.Findings {
+				f := &rep.Findings[i]
+				f.Evidence, f.Explanation, f.Remediation = nil, "", nil
+			}
 			n.Report, n.Status, n.Kernel = rep, rep.BundleStatus, rep.Kernel
 			if n.Name == "" {
 				n.Name = rep.Hostname
@@ -131,15 +189,29 @@ func Load(ctx context.Context, dir string) (*View, error) {
 		}(&nodes[i])
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	for i := range nodes {
 		if nodes[i].Name == "" {
-			nodes[i].Name = strings.TrimSuffix(strings.TrimSuffix(nodes[i].Bundle, ".gz"), ".tar")
+			nodes[i].Name = nodes[i].Bundle
+			for _, ext := range bundleExts {
+				nodes[i].Name = strings.TrimSuffix(nodes[i].Name, ext)
+			}
 		}
 	}
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	v.Nodes = nodes
+	return New(dir, nodes, missing), nil
+}
+
+// New is the view of nodes already analysed (Report set, or Error) and of
+// nodes without a bundle: nodes sorted by name, findings grouped, the
+// nodes that differ found.
+func New(dir string, nodes, missing []Node) *View {
+	v := &View{Dir: dir, Nodes: slices.Clone(nodes), Missing: slices.Clone(missing)}
+	sort.SliceStable(v.Nodes, func(i, j int) bool { return v.Nodes[i].Name < v.Nodes[j].Name })
+	sort.SliceStable(v.Missing, func(i, j int) bool { return v.Missing[i].Name < v.Missing[j].Name })
 	v.group()
-	return v, nil
+	return v
 }
 
 // group fills Findings and Differences from the nodes' reports.

@@ -42,12 +42,12 @@ func TestPagesInChromium(t *testing.T) {
 		"diff-healthy-to-003": func(t *testing.T) []byte { return diffPageOf(t, "healthy", "incident003-cephfs-hung") },
 		"fleet": func(t *testing.T) []byte {
 			d := fleetDir(t, true)
-			nodes, err := LoadFleet(context.Background(), d)
+			v, err := LoadFleet(context.Background(), d)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
-			if err := WriteFleet(&buf, d, nodes); err != nil {
+			if err := WriteFleet(&buf, v); err != nil {
 				t.Fatal(err)
 			}
 			return buf.Bytes()

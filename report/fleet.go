@@ -8,62 +8,43 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
-	"time"
 
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/fleetview"
 )
 
 // A fleet directory holds one bundle per node (nodesnap fleet writes
-// them, with its fleet.json, into one directory). Its page shows which
-// node has which finding, then each node's findings in short; the
-// evidence is in each bundle's own report.
+// them, with its fleet.json, into one directory). Its page is the one
+// aggregation `nodesnap fleet analyze` prints (package fleetview): which
+// node has which finding, the nodes that differ from the rest, each
+// node's row of fleet.json (with the nodes that have no bundle and why),
+// then each node's findings in short; the evidence is in each bundle's
+// own report.
 
 // Bounds of a fleet page.
 const (
 	MaxFleetBundles  = 2000
-	maxFleetFindings = 100 // per node
 	maxFleetColumns  = 40  // finding kinds in the table
 	maxFleetListed   = 10  // findings listed in a node's section
+	maxFleetDiffList = 20  // finding IDs named per node that differs
+	maxFleetDiffRows = 200 // nodes that differ shown
+	maxFleetRunRows  = 200 // rows of fleet.json shown (the bad ones first)
 )
-
-// FleetNode is what a fleet page keeps of one bundle: no evidence, so a
-// thousand nodes stay small.
-type FleetNode struct {
-	Path        string
-	Host        string
-	Kernel      string
-	CollectedAt time.Time
-	Status      string
-	Counts      map[string]int
-	Findings    []analyze.Finding // without their evidence, at most maxFleetFindings
-	More        int               // findings past maxFleetFindings
-	// Err is why the bundle could not be read; nothing else is set then.
-	Err error
-}
 
 // IsBundleName reports whether a file name is a bundle's (.tar.gz,
 // .tar.zst, .tgz), not a hidden or temporary file.
-func IsBundleName(name string) bool {
-	if strings.HasPrefix(name, ".") {
-		return false
-	}
-	for _, ext := range []string{".tar.gz", ".tar.zst", ".tgz"} {
-		if strings.HasSuffix(name, ext) && len(name) > len(ext) {
-			return true
-		}
-	}
-	return false
-}
+func IsBundleName(name string) bool { return fleetview.IsBundleName(name) }
 
-// HoldsBundles reports whether p is a directory of bundle archives (a
-// fleet's), not an extracted bundle: no manifest.json at its top, and at
-// least one file named as a bundle.
+// HoldsBundles reports whether p is a fleet's directory, not an extracted
+// bundle: no manifest.json at its top, and a fleet.json or at least one
+// file named as a bundle.
 func HoldsBundles(p string) bool {
 	if _, err := os.Lstat(filepath.Join(p, bundle.ManifestName)); err == nil {
 		return false
+	}
+	if st, err := os.Stat(filepath.Join(p, fleetview.FleetFile)); err == nil && st.Mode().IsRegular() {
+		return true
 	}
 	ents, err := os.ReadDir(p)
 	if err != nil {
@@ -77,60 +58,17 @@ func HoldsBundles(p string) bool {
 	return false
 }
 
-// LoadFleet analyses every bundle directly in dir, in name order. A
+// LoadFleet analyses the bundles of dir as `nodesnap fleet analyze` does
+// (fleetview.Load): those its fleet.json names, or every bundle in it. A
 // bundle that cannot be read is kept with its error (the page lists it);
-// a directory without bundles, or one that cannot be listed, is an
-// error.
-func LoadFleet(ctx context.Context, dir string) ([]FleetNode, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("reading the fleet directory: %w", err)
-	}
-	var names []string
-	for _, e := range ents {
-		if e.Type().IsRegular() && IsBundleName(e.Name()) {
-			names = append(names, e.Name())
-		}
-	}
-	if len(names) == 0 {
+// a directory without bundles or fleet.json rows, or one that cannot be
+// listed, is an error.
+func LoadFleet(ctx context.Context, dir string) (*fleetview.View, error) {
+	v, err := fleetview.LoadWith(ctx, dir, fleetview.Options{MaxBundles: MaxFleetBundles})
+	if errors.Is(err, fleetview.ErrNoBundles) {
 		return nil, fmt.Errorf("%s holds no bundle (*.tar.gz, *.tar.zst): give a bundle, or a directory of bundles such as nodesnap fleet writes", dir)
 	}
-	if len(names) > MaxFleetBundles {
-		return nil, fmt.Errorf("%s holds %d bundles, more than the %d one page shows: report on a smaller directory", dir, len(names), MaxFleetBundles)
-	}
-	sort.Strings(names)
-	nodes := make([]FleetNode, 0, len(names))
-	for _, n := range names {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		p := filepath.Join(dir, n)
-		rep, err := analyze.AnalyzeFile(ctx, p, analyze.Options{})
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			nodes = append(nodes, FleetNode{Path: p, Err: err})
-			continue
-		}
-		nodes = append(nodes, fleetNode(p, rep))
-	}
-	return nodes, nil
-}
-
-func fleetNode(p string, rep *analyze.Report) FleetNode {
-	n := FleetNode{Path: p, Host: rep.Hostname, Kernel: rep.Kernel, CollectedAt: rep.CollectedAt, Status: rep.BundleStatus, Counts: rep.Counts}
-	fs := rep.Findings
-	if len(fs) > maxFleetFindings {
-		n.More = len(fs) - maxFleetFindings
-		fs = fs[:maxFleetFindings]
-	}
-	for _, f := range fs {
-		f.Evidence, f.Explanation, f.Remediation = nil, "", nil
-		f.Summary = cut(f.Summary, 1000)
-		n.Findings = append(n.Findings, f)
-	}
-	return n
+	return v, err
 }
 
 // fleetPage is what the fleet template shows.
@@ -144,11 +82,16 @@ type fleetPage struct {
 	MoreCols   int
 	Rows       []fleetRow
 	Chart      *chart
+	Diffs      []fleetDiff
+	MoreDiffs  int
+	Runs       []fleetRun
+	RunsBad    int // rows of fleet.json whose node has no good bundle
+	MoreRuns   int
 	Sections   []fleetSection
 	BudgetCut  int
 }
 
-type fleetBad struct{ Path, Err string }
+type fleetBad struct{ Node, Path, Err string }
 
 type fleetColumn struct {
 	ID, Title, Severity string
@@ -164,6 +107,17 @@ type fleetCell struct {
 	Class, Text string
 }
 
+// fleetDiff is a node unlike the rest.
+type fleetDiff struct {
+	Anchor, Node      string
+	Has, Lacks, Other []string
+}
+
+// fleetRun is a node's row of fleet.json.
+type fleetRun struct {
+	Anchor, Node, Status, Class, Reason, Bundle, Seconds string
+}
+
 type fleetSection struct {
 	Anchor, Host, Bundle, Kernel, Collected, Status, Worst string
 	Counts                                                 map[string]int
@@ -175,15 +129,16 @@ type fleetFinding struct {
 	Severity, ID, Subject, Summary string
 }
 
-// WriteFleet renders a fleet directory's nodes as one HTML document: a
-// chart and a table of which node has which finding, then each node in
-// short, under the report's rules.
-func WriteFleet(w io.Writer, dir string, nodes []FleetNode) error {
-	if len(nodes) == 0 {
+// WriteFleet renders a fleet view as one HTML document: a chart and a
+// table of which node has which finding, the nodes that differ, the
+// collection's row per node, then each node in short, under the report's
+// rules.
+func WriteFleet(w io.Writer, v *fleetview.View) error {
+	if v == nil || len(v.Nodes)+len(v.Missing) == 0 {
 		return errors.New("no bundles to render")
 	}
 	var buf bytes.Buffer
-	if err := pageTemplate.ExecuteTemplate(&buf, "fleet", buildFleetPage(dir, nodes)); err != nil {
+	if err := pageTemplate.ExecuteTemplate(&buf, "fleet", buildFleetPage(v)); err != nil {
 		return fmt.Errorf("rendering the fleet report: %w", err)
 	}
 	if _, err := w.Write(buf.Bytes()); err != nil {
@@ -192,88 +147,76 @@ func WriteFleet(w io.Writer, dir string, nodes []FleetNode) error {
 	return nil
 }
 
-func buildFleetPage(dir string, nodes []FleetNode) *fleetPage {
-	p := &fleetPage{Dir: cut(dir, 1000), Title: "nodesnap fleet report: " + cut(filepath.Base(dir), 200)}
+// barClass colours a finding's bar by its severity.
+func barClass(s analyze.Severity) string {
+	switch s {
+	case analyze.Critical:
+		return "st-bad"
+	case analyze.Warning:
+		return "st-warn"
+	}
+	return "st-info"
+}
+
+func buildFleetPage(v *fleetview.View) *fleetPage {
+	p := &fleetPage{Dir: cut(v.Dir, 1000), Title: "nodesnap fleet report: " + cut(filepath.Base(v.Dir), 200)}
 	// As the report's: at most about 1 MiB of the bundles' text.
 	bud := &budget{left: maxBundleText}
-	type kind struct {
-		id, title string
-		worst     analyze.Severity
-		nodes     int
-	}
-	kinds := map[string]*kind{}
-	var good []FleetNode
-	for _, n := range nodes {
-		if n.Err != nil {
-			p.Unreadable = append(p.Unreadable, fleetBad{Path: cut(n.Path, 1000), Err: cut(n.Err.Error(), 2000)})
+	anchors := map[string]string{}
+	var good []fleetview.Node
+	for _, n := range v.Nodes {
+		if n.Report == nil {
+			msg := n.Error
+			if msg == "" {
+				msg = "not analysed"
+			}
+			p.Unreadable = append(p.Unreadable, fleetBad{Node: cut(n.Name, 200), Path: cut(filepath.Join(v.Dir, n.Bundle), 1000), Err: cut(msg, 2000)})
 			continue
 		}
 		good = append(good, n)
-		seen := map[string]bool{}
-		sick := false
-		for _, f := range n.Findings {
-			sick = sick || f.Severity >= analyze.Warning
-			k := kinds[f.ID]
-			if k == nil {
-				k = &kind{id: f.ID, title: f.Title, worst: f.Severity}
-				kinds[f.ID] = k
+		anchors[n.Name] = fmt.Sprintf("node-%d", len(good))
+		for _, f := range n.Report.Findings {
+			if f.Severity >= analyze.Warning {
+				p.Sick++
+				break
 			}
-			k.worst = max(k.worst, f.Severity)
-			if !seen[f.ID] {
-				seen[f.ID] = true
-				k.nodes++
-			}
-		}
-		if sick {
-			p.Sick++
 		}
 	}
 	p.Nodes = len(good)
-	var ks []*kind
-	for _, k := range kinds {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool {
-		a, b := ks[i], ks[j]
-		if a.worst != b.worst {
-			return a.worst > b.worst
-		}
-		if a.nodes != b.nodes {
-			return a.nodes > b.nodes
-		}
-		return a.id < b.id
-	})
-	if len(ks) > maxFleetColumns {
-		p.MoreCols = len(ks) - maxFleetColumns
-		ks = ks[:maxFleetColumns]
+	// fleet.json's rows take from the budget first: why a node has no
+	// bundle matters more than one more finding's summary.
+	p.Runs, p.RunsBad, p.MoreRuns = fleetRuns(v, anchors, bud)
+
+	// The findings, grouped by fleetview: worst first, then the most nodes.
+	groups := v.Findings
+	if len(groups) > maxFleetColumns {
+		p.MoreCols = len(groups) - maxFleetColumns
+		groups = groups[:maxFleetColumns]
 	}
 	var bars []hbar
-	for _, k := range ks {
-		p.Columns = append(p.Columns, fleetColumn{ID: cut(k.id, 200), Title: cut(k.title, 300), Severity: k.worst.String(), Nodes: k.nodes})
-		pct := 100 * float64(k.nodes) / float64(max(len(good), 1))
-		bars = append(bars, hbar{Label: k.id, Value: float64(k.nodes), Class: "st-" + map[analyze.Severity]string{analyze.Critical: "bad", analyze.Warning: "warn"}[k.worst],
-			Text: fmt.Sprintf("%s (%s) · %s", plural(k.nodes, "node", "nodes"), fmtPct(pct), k.worst), Title: cut(k.id+": "+k.title, 1000)})
-	}
-	for i := range bars {
-		if bars[i].Class == "st-" {
-			bars[i].Class = "st-info"
-		}
+	for _, g := range groups {
+		p.Columns = append(p.Columns, fleetColumn{ID: cut(g.ID, 200), Title: cut(g.Title, 300), Severity: g.Severity.String(), Nodes: len(g.Nodes)})
+		pct := 100 * float64(len(g.Nodes)) / float64(max(len(good), 1))
+		bars = append(bars, hbar{Label: g.ID, Value: float64(len(g.Nodes)), Class: barClass(g.Severity),
+			Text: fmt.Sprintf("%s (%s) · %s", plural(len(g.Nodes), "node", "nodes"), fmtPct(pct), g.Severity), Title: cut(g.ID+": "+g.Title, 1000)})
 	}
 	if len(bars) > maxBars {
 		bars = bars[:maxBars]
 	}
 	p.Chart = barChart("Nodes per finding", bars, 0, "", bud)
-	for i, n := range good {
-		anchor := fmt.Sprintf("node-%d", i+1)
-		host := cut(orUnknown(n.Host), 200)
+
+	for _, n := range good {
+		anchor := anchors[n.Name]
+		host := cut(orUnknown(n.Name), 200)
 		row := fleetRow{Anchor: anchor, Host: host, Worst: "none"}
 		per := map[string][]analyze.Finding{}
-		for _, f := range n.Findings {
-			per[f.ID] = append(per[f.ID], f)
-		}
 		worst := -1
-		for _, k := range ks {
-			fs := per[k.id]
+		for _, f := range n.Report.Findings {
+			per[f.ID] = append(per[f.ID], f)
+			worst = max(worst, int(f.Severity))
+		}
+		for _, g := range groups {
+			fs := per[g.ID]
 			if len(fs) == 0 {
 				row.Cells = append(row.Cells, fleetCell{Class: "sev-none", Text: "·"})
 				continue
@@ -288,24 +231,91 @@ func buildFleetPage(dir string, nodes []FleetNode) *fleetPage {
 			}
 			row.Cells = append(row.Cells, fleetCell{Class: "sev-" + w.String(), Text: text})
 		}
-		for _, f := range n.Findings {
-			worst = max(worst, int(f.Severity))
-		}
 		if worst >= 0 {
 			row.Worst = analyze.Severity(worst).String()
 		}
 		p.Rows = append(p.Rows, row)
-		s := fleetSection{Anchor: anchor, Host: host, Bundle: cut(n.Path, 1000), Kernel: cut(n.Kernel, 300), Collected: fmtTime(n.CollectedAt),
-			Status: cut(n.Status, 100), Counts: n.Counts, More: n.More, Worst: row.Worst}
-		for i, f := range n.Findings {
+		rep := n.Report
+		s := fleetSection{Anchor: anchor, Host: host, Bundle: cut(filepath.Join(v.Dir, n.Bundle), 1000), Kernel: cut(n.Kernel, 300),
+			Collected: fmtTime(rep.CollectedAt), Status: cut(n.Status, 100), Counts: rep.Counts, Worst: row.Worst}
+		if h := cut(rep.Hostname, 200); h != "" && h != host {
+			s.Host = host + " (" + h + ")"
+		}
+		for i, f := range rep.Findings {
 			if i >= maxFleetListed {
-				s.More += len(n.Findings) - maxFleetListed
+				s.More = len(rep.Findings) - maxFleetListed
 				break
 			}
 			s.Findings = append(s.Findings, fleetFinding{Severity: f.Severity.String(), ID: cut(f.ID, 200), Subject: bud.take(f.Subject, 500), Summary: bud.take(f.Summary, 1000)})
 		}
 		p.Sections = append(p.Sections, s)
 	}
+
+	for i, d := range v.Differences {
+		if i == maxFleetDiffRows {
+			p.MoreDiffs = len(v.Differences) - i
+			break
+		}
+		p.Diffs = append(p.Diffs, fleetDiff{Anchor: anchors[d.Node], Node: cut(d.Node, 200),
+			Has: cutList(d.Has, maxFleetDiffList), Lacks: cutList(d.Lacks, maxFleetDiffList), Other: cutList(d.Other, maxFleetDiffList)})
+	}
 	p.BudgetCut = bud.cut
 	return p
+}
+
+// fleetRuns is the fleet.json table: every node fleet.json lists, those
+// without a good bundle first, at most maxFleetRunRows.
+func fleetRuns(v *fleetview.View, anchors map[string]string, bud *budget) (rows []fleetRun, bad, more int) {
+	var good []fleetRun
+	add := func(n fleetview.Node, ok bool) {
+		if n.FleetStatus == "" {
+			return // no fleet.json, or a row without a status
+		}
+		r := fleetRun{Anchor: anchors[n.Name], Node: cut(n.Name, 200), Status: cut(n.FleetStatus, 100), Reason: n.Reason,
+			Bundle: cut(n.Bundle, 500), Class: "st-ok"}
+		if n.Seconds > 0 {
+			r.Seconds = fmt.Sprintf("%.1f s", n.Seconds)
+		}
+		switch {
+		case !ok:
+			r.Class = "st-bad"
+		case n.FleetStatus != "ok":
+			r.Class = "st-warn"
+		}
+		if r.Class == "st-ok" {
+			good = append(good, r)
+			return
+		}
+		bad++
+		rows = append(rows, r)
+	}
+	for _, n := range v.Missing {
+		add(n, false)
+	}
+	for _, n := range v.Nodes {
+		add(n, n.Report != nil)
+	}
+	rows = append(rows, good...)
+	if len(rows) > maxFleetRunRows {
+		more = len(rows) - maxFleetRunRows
+		rows = rows[:maxFleetRunRows]
+	}
+	for i := range rows {
+		rows[i].Reason = bud.take(rows[i].Reason, 300)
+	}
+	return rows, bad, more
+}
+
+// cutList keeps the first n entries of l, each cut short, and says how
+// many it left out.
+func cutList(l []string, n int) []string {
+	var out []string
+	for i, s := range l {
+		if i == n {
+			out = append(out, fmt.Sprintf("… and %d more", len(l)-n))
+			break
+		}
+		out = append(out, cut(s, 300))
+	}
+	return out
 }

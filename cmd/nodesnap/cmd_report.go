@@ -33,9 +33,11 @@ goroutines by frame; and the collectors, with when each ran, how long it took an
 wrote. BUNDLE may be an extracted bundle's directory.
 
 Given a directory of bundle archives instead (one per node, as 'nodesnap fleet' writes them),
-it analyses each and writes one page for the fleet: how many nodes have each finding, a table
-of which node has which, then each node's findings in short ('nodesnap report BUNDLE' has the
-evidence). A bundle that cannot be read is listed on the page and makes the exit status 3.
+it analyses each as 'nodesnap fleet analyze' does (the bundles its fleet.json names, else every
+archive) and writes one page for the fleet: how many nodes have each finding, a table of which
+node has which, the nodes that differ from the rest, fleet.json's status and reason per node
+(nodes without a bundle too), then each node's findings in short ('nodesnap report BUNDLE' has
+the evidence). A bundle that cannot be read is listed on the page and makes the exit status 3.
 
 The page is built from the bundle alone. It holds no script and loads nothing: styles and
 charts (SVG) are inline, and its Content-Security-Policy forbids scripts and any network
@@ -80,21 +82,21 @@ func runReport(ctx context.Context, stdout io.Writer, bundlePath, out string) er
 	var page bytes.Buffer
 	var partial error
 	if report.HoldsBundles(bundlePath) {
-		nodes, err := report.LoadFleet(ctx, bundlePath)
+		v, err := report.LoadFleet(ctx, bundlePath)
 		if err != nil {
 			return err
 		}
-		if err := report.WriteFleet(&page, bundlePath, nodes); err != nil {
+		if err := report.WriteFleet(&page, v); err != nil {
 			return err
 		}
 		bad := 0
-		for _, n := range nodes {
-			if n.Err != nil {
+		for _, n := range v.Nodes {
+			if n.Report == nil {
 				bad++
 			}
 		}
 		if bad > 0 {
-			partial = &partialError{fmt.Sprintf("%d of %d bundles could not be read; the page lists them and why", bad, len(nodes))}
+			partial = &partialError{fmt.Sprintf("%d of %d bundles could not be read; the page lists them and why", bad, len(v.Nodes))}
 		}
 		if out == "" {
 			out = dirReportName(bundlePath)
