@@ -168,3 +168,57 @@ func contains(l []string, s string) bool {
 	}
 	return false
 }
+
+// A fleet.json whose nodes all failed is a view of those nodes and their
+// reasons; without fleet.json a hidden (temporary) file is no bundle, a
+// .tgz is; evidence is not kept; bounds and cancellation hold.
+func TestLoadEdges(t *testing.T) {
+	dir := t.TempDir()
+	b, _ := json.Marshal(map[string]any{"nodes": []map[string]any{
+		{"node": "n1", "status": "timeout", "reason": "the per-node deadline passed", "durations": map[string]float64{"total": 300}},
+		{"node": "n2", "status": "ok", "bundle": "../escape.tar.gz"},
+	}})
+	if err := os.WriteFile(filepath.Join(dir, "fleet.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := fleetview.Load(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Nodes) != 0 || len(v.Missing) != 2 || v.Missing[0].FleetStatus != "timeout" || v.Missing[0].Reason != "the per-node deadline passed" || v.Missing[0].Seconds != 300 || v.Missing[1].Bundle != "" {
+		t.Errorf("nodes %+v, missing %+v", v.Nodes, v.Missing)
+	}
+
+	plain := t.TempDir()
+	makeBundle(t, "incident002-rbd-held-in-namespace", "n1", "6.1.0", filepath.Join(plain, "n1.tgz"))
+	if err := os.WriteFile(filepath.Join(plain, ".n2.tar.gz.partial.tar.gz"), []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err = fleetview.Load(context.Background(), plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Nodes) != 1 || v.Nodes[0].Name != "n1" || v.Nodes[0].Report == nil {
+		t.Fatalf("nodes %+v; want n1 alone, analysed", v.Nodes)
+	}
+	if len(v.Nodes[0].Report.Findings) == 0 {
+		t.Fatal("incident 002 gives no finding")
+	}
+	for _, f := range v.Nodes[0].Report.Findings {
+		if f.Evidence != nil || f.Explanation != "" || f.Remediation != nil {
+			t.Errorf("%s kept its evidence, explanation or remedy", f.ID)
+		}
+	}
+	if _, err := fleetview.LoadWith(context.Background(), plain, fleetview.Options{MaxBundles: 0}); err != nil {
+		t.Errorf("no bound: %v", err)
+	}
+	makeBundle(t, "healthy", "n3", "6.1.0", filepath.Join(plain, "n3.tar.gz"))
+	if _, err := fleetview.LoadWith(context.Background(), plain, fleetview.Options{MaxBundles: 1}); err == nil || !strings.Contains(err.Error(), "2 bundles, more than the 1") {
+		t.Errorf("over the bound: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := fleetview.Load(ctx, plain); err == nil {
+		t.Error("cancelled: no error")
+	}
+}

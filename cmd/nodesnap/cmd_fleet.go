@@ -35,11 +35,12 @@ func newFleetAnalyzeCommand() *cobra.Command {
 		Use:   "analyze DIR",
 		Short: "Analyse a directory of bundles together: which nodes have which finding, which nodes differ",
 		Long: `Analyze reads every bundle of DIR (those its fleet.json names, as 'nodesnap fleet
-collect' writes it; without one, every *.tar.gz and *.tar.zst in it) and prints each
-finding with the nodes that have it, worst first, then the nodes that differ from the
-rest: findings fewer than half of the nodes have, findings most nodes have and they lack,
-another kernel, a partial bundle. Nodes fleet.json lists without a bundle are named with
-the reason. 'nodesnap analyze BUNDLE' gives one node's details.
+collect' writes it; without one, every *.tar.gz, *.tar.zst and *.tgz in it that is not
+hidden) and prints each finding with the nodes that have it, worst first, then the nodes
+that differ from the rest: findings fewer than half of the nodes have, findings most nodes
+have and they lack, another kernel, a partial bundle. Nodes fleet.json lists without a
+bundle are named with the reason. 'nodesnap analyze BUNDLE' gives one node's details;
+'nodesnap report DIR' writes the same as one HTML page.
 
 ` + exitHelp("0  no finding of severity warning or critical", "1  fatal: no bundle of DIR could be read", exitLineUsage,
 			"3  a finding of severity warning or critical on at least one node"),
