@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -90,7 +91,7 @@ func readTarGz(t *testing.T, b []byte) (map[string]*tar.Header, map[string][]byt
 	hdrs, data := map[string]*tar.Header{}, map[string][]byte{}
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
