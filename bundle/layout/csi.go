@@ -224,12 +224,10 @@ type CSIHostDriver struct {
 	// Driver is the driver's name as its socket's place says it
 	// (plugins/<driver>/csi.sock, plugins_registry/<driver>-reg.sock).
 	Driver string `json:"driver"`
-	// Socket is the socket's host path; SocketInode its inode in
-	// /proc/net/unix.
-	Socket      string `json:"socket"`
-	SocketInode uint64 `json:"socket_inode,omitempty"`
-	PID         int    `json:"pid,omitempty"`
-	Comm        string `json:"comm,omitempty"`
+	// Sockets are the host paths of the sockets it listens on.
+	Sockets []string `json:"sockets"`
+	PID     int      `json:"pid"`
+	Comm    string   `json:"comm,omitempty"`
 	// Cmdline is the process's command line, redacted.
 	Cmdline string `json:"cmdline,omitempty"`
 	// Cgroup is its cgroup (v2 path, or the v1 line naming a pod);
@@ -239,8 +237,9 @@ type CSIHostDriver struct {
 	// Stdout and Stderr are its descriptors 1 and 2.
 	Stdout *CSIHostFD `json:"stdout,omitempty"`
 	Stderr *CSIHostFD `json:"stderr,omitempty"`
-	// LogFrom is where its log was taken from: "file" (a regular file
-	// behind fd 1 or 2, its newest bytes), "journal" (fd 1 or 2 is a
+	// LogFrom is where its log was taken from: "file" (the regular file
+	// behind fd 2, as klog writes there by default, else behind fd 1: its
+	// newest bytes), "journal" (fd 1 or 2 is a
 	// pipe or socket, as journald's stdout stream is: the journal's lines
 	// of the pid), "pod" (the kubelet keeps it under podlogs/) or "none"
 	// (a terminal, /dev/null: the process writes nowhere nodesnap can
