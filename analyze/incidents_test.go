@@ -204,6 +204,7 @@ func TestIncident004DriverLogVariants(t *testing.T) {
 func TestIncident004HostDriverLog(t *testing.T) {
 	for name, line := range map[string]string{
 		"csi/hostlogs/hostpath.csi.k8s.io.4242.log":         `I0715 03:49:31.100000 4242 nodeserver.go:263] Volume "vol-host" is not published at "/var/lib/kubelet/pods/p/volumes/kubernetes.io~csi/pvc-h/mount", nothing to do.`,
+		"csi/hostlogs/hostproc.csi.test.4243.log":           `2024/07/15 03:49:31.100000 main.go:216: Volume "vol-host" is not published at "/var/lib/kubelet/pods/p/volumes/kubernetes.io~csi/pvc-h/mount", nothing to do.`,
 		"csi/hostlogs/hostpath.csi.k8s.io.4242.journal.log": `2024-07-15T03:49:31+0000 node-1 hostpathplugin[4242]: I0715 03:49:31.100000 4242 nodeserver.go:263] Volume "vol-host" is not published at "/var/lib/kubelet/pods/p/volumes/kubernetes.io~csi/pvc-h/mount", nothing to do.`,
 	} {
 		t.Run(path.Base(name), func(t *testing.T) {
