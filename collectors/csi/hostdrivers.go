@@ -304,7 +304,18 @@ func describeHostLog(d *layout.CSIHostDriver) string {
 	if d.Error != "" {
 		return d.Error
 	}
-	return "none (its output goes to a terminal or /dev/null)"
+	var fds []string
+	for _, fd := range []struct {
+		n  string
+		fd *layout.CSIHostFD
+	}{{"2", d.Stderr}, {"1", d.Stdout}} {
+		if fd.fd == nil {
+			fds = append(fds, "fd "+fd.n+" is closed")
+		} else {
+			fds = append(fds, "fd "+fd.n+" is "+fd.fd.Target)
+		}
+	}
+	return "nothing to read (" + strings.Join(fds, ", ") + ")"
 }
 
 func (c *csiRun) hostDriver(ctx context.Context, d *layout.CSIHostDriver) {
