@@ -198,9 +198,11 @@ func (st *state) readerFor(name string) func(string, io.Reader) error {
 		return st.readCRIContainers
 	case strings.HasPrefix(name, layout.DirRuntime+"/") && strings.HasPrefix(base, layout.RuntimeGoroutinePrefix) && strings.HasSuffix(base, ".txt"):
 		return st.readRuntimeGoroutines
-	case strings.HasPrefix(dir, layout.CSIPodLogsPath):
-		// The CSI driver pods' own container logs: what the driver
-		// answered the kubelet (incident 004's "not published").
+	case strings.HasPrefix(dir, layout.CSIPodLogsPath), strings.HasPrefix(dir, layout.CSIHostLogsPath):
+		// The CSI drivers' own logs, of their pods' containers or of a
+		// driver run as a host process (its log file or journal lines):
+		// what the driver answered the kubelet (incident 004's "not
+		// published").
 		return st.logs.scanLog
 	case strings.HasPrefix(dir, layout.DirJournal+"/"):
 		// Logs as text; journal JSON exports repeat the text logs and

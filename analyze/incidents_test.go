@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"path"
 	"strings"
 	"testing"
 
@@ -194,6 +195,28 @@ func TestIncident004DriverLogVariants(t *testing.T) {
 	}
 	if np := only(t, r, "csi-driver-not-published"); np.Subject != "vol-lower" {
 		t.Errorf("not-published finding for %q, want vol-lower", np.Subject)
+	}
+}
+
+// A driver run as a host process: its log file (klog lines, no CRI
+// prefix) and its journal lines, kept under csi/hostlogs/, are read as
+// the driver pods' logs are.
+func TestIncident004HostDriverLog(t *testing.T) {
+	for name, line := range map[string]string{
+		"csi/hostlogs/hostpath.csi.k8s.io.4242.log":         `I0715 03:49:31.100000 4242 nodeserver.go:263] Volume "vol-host" is not published at "/var/lib/kubelet/pods/p/volumes/kubernetes.io~csi/pvc-h/mount", nothing to do.`,
+		"csi/hostlogs/hostproc.csi.test.4243.log":           `2024/07/15 03:49:31.100000 main.go:216: Volume "vol-host" is not published at "/var/lib/kubelet/pods/p/volumes/kubernetes.io~csi/pvc-h/mount", nothing to do.`,
+		"csi/hostlogs/hostpath.csi.k8s.io.4242.journal.log": `2024-07-15T03:49:31+0000 node-1 hostpathplugin[4242]: I0715 03:49:31.100000 4242 nodeserver.go:263] Volume "vol-host" is not published at "/var/lib/kubelet/pods/p/volumes/kubernetes.io~csi/pvc-h/mount", nothing to do.`,
+	} {
+		t.Run(path.Base(name), func(t *testing.T) {
+			r, err := analyze.AnalyzeFile(context.Background(), makeBundle(t, map[string][]byte{name: []byte(line + "\n")}, bundle.Gzip), analyze.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			np := only(t, r, "csi-driver-not-published")
+			if np.Subject != "vol-host" || len(evidenceFrom(np, name)) == 0 {
+				t.Errorf("not-published finding for %q with evidence %s, want vol-host quoted from %s", np.Subject, evidenceText(np), name)
+			}
+		})
 	}
 }
 

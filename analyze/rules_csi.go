@@ -156,7 +156,7 @@ func (st *state) csiPublishedLost(cf layout.CSIFinding) {
 			f.Evidence = append(f.Evidence, Evidence{Path: layout.HoldersPath, What: "processes using the mount", Record: h})
 		}
 	}
-	// The driver's own log (csi/podlogs/) says "not published, nothing to
+	// The driver's own log (csi/podlogs/, csi/hostlogs/) says "not published, nothing to
 	// do" for the volume: the moment the lost state turned into a leak.
 	st.claimLogs(&f, tokens, sigTeardownBusy, sigTeardownOK, sigNotPublished, sigNodeUnpublish, sigPodNotCleaned, sigRmdirBusy, sigOrphanedPod, sigOrphanedRemove)
 	f.Remediation = fixes

@@ -84,7 +84,7 @@ var _ = document(
 		ID: "csi-driver-not-published", Severity: "info",
 		Title:    "CSI driver says a volume is not published",
 		Meaning:  "The driver answered an unpublish with \"Volume ... is not published at ..., nothing to do\". Alone this is harmless; with the target still mounted it is csi-published-state-lost.",
-		Evidence: "The CSI driver pods' logs (`csi/podlogs/`).",
+		Evidence: "The CSI driver pods' logs (`csi/podlogs/`), or the log file or journal lines of a driver run as a host process (`csi/hostlogs/`).",
 		Fix:      "Nothing alone; see csi-published-state-lost when the target is still mounted.",
 	},
 	RuleDoc{

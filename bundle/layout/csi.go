@@ -31,6 +31,11 @@ type CSIInventory struct {
 	// the containers of CSI pods whose logs were kept, under podlogs/.
 	PodLogDir string      `json:"pod_log_dir,omitempty"`
 	PodLogs   []CSIPodLog `json:"pod_logs"`
+	// HostDrivers are the processes listening on the CSI sockets the
+	// kubelet knows (plugins_registry/*.sock, plugins/**/csi.sock) that
+	// run outside any pod, and where their logs were taken from
+	// (hostlogs/).
+	HostDrivers []CSIHostDriver `json:"host_drivers,omitempty"`
 	// Errors are listings or reads that failed (hung ones included).
 	Errors []string `json:"errors,omitempty"`
 }
@@ -210,4 +215,52 @@ type CSIPodLogFile struct {
 	// Skipped says why the file was not read; Error why reading it failed.
 	Skipped string `json:"skipped,omitempty"`
 	Error   string `json:"error,omitempty"`
+}
+
+// CSIHostDriver is a process listening on a CSI socket the kubelet knows,
+// found through the socket's inode (/proc/net/unix) among the processes'
+// descriptors, and what was kept of its log.
+type CSIHostDriver struct {
+	// Driver is the driver's name as its socket's place says it
+	// (plugins/<driver>/csi.sock, plugins_registry/<driver>-reg.sock).
+	Driver string `json:"driver"`
+	// Sockets are the host paths of the sockets it listens on.
+	Sockets []string `json:"sockets"`
+	PID     int      `json:"pid"`
+	Comm    string   `json:"comm,omitempty"`
+	// Cmdline is the process's command line, redacted.
+	Cmdline string `json:"cmdline,omitempty"`
+	// Cgroup is its cgroup (v2 path, or the v1 line naming a pod);
+	// InPod says it runs in a pod, whose logs are under podlogs/.
+	Cgroup string `json:"cgroup,omitempty"`
+	InPod  bool   `json:"in_pod,omitempty"`
+	// Stdout and Stderr are its descriptors 1 and 2.
+	Stdout *CSIHostFD `json:"stdout,omitempty"`
+	Stderr *CSIHostFD `json:"stderr,omitempty"`
+	// LogFrom is where its log was taken from: "file" (the regular file
+	// behind fd 2, as klog writes there by default, else behind fd 1: its
+	// newest bytes), "journal" (fd 1 or 2 is a
+	// pipe or socket, as journald's stdout stream is: the journal's lines
+	// of the pid), "pod" (the kubelet keeps it under podlogs/) or "none"
+	// (a terminal, /dev/null: the process writes nowhere nodesnap can
+	// read). LogSource names the file or the journal query.
+	LogFrom   string `json:"log_from"`
+	LogSource string `json:"log_source,omitempty"`
+	// File is the copy in the bundle, relative to csi/ (under hostlogs/);
+	// Bytes how many were kept; Truncated that older bytes were left out.
+	File      string `json:"file,omitempty"`
+	Bytes     int64  `json:"bytes,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+	// Error says why the process, its descriptors or its log could not be
+	// read.
+	Error string `json:"error,omitempty"`
+}
+
+// CSIHostFD is one standard descriptor of a host CSI driver.
+type CSIHostFD struct {
+	// Target is the descriptor's link ("/var/log/csi.log", "pipe:[123]",
+	// "socket:[456]", "/dev/null", "/dev/pts/0").
+	Target string `json:"target"`
+	// Kind is file, pipe, socket, tty, null or other.
+	Kind string `json:"kind"`
 }

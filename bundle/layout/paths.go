@@ -81,6 +81,10 @@ const (
 	// CSIPodLogsDir holds the CSI driver pods' container logs.
 	CSIPodLogsDir  = "podlogs/"
 	CSIPodLogsPath = DirCSI + "/" + CSIPodLogsDir
+	// CSIHostLogsDir holds the logs of CSI drivers run as host
+	// processes: <driver>.<pid>.log.
+	CSIHostLogsDir  = "hostlogs/"
+	CSIHostLogsPath = DirCSI + "/" + CSIHostLogsDir
 )
 
 // kubelet

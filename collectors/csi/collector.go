@@ -28,13 +28,14 @@ import (
 // the volumes' mount paths are mounted — taken from the mount table, never
 // by stat()ing the mount path — and the newest logs of the CSI driver
 // pods' containers (what `kubectl logs` and `kubectl logs --previous`
-// would show). Every listing and read is one item in an isolated worker: a
+// would show), and the logs of drivers run as host processes, found
+// through the sockets the kubelet knows (hostdrivers.go). Every listing and read is one item in an isolated worker: a
 // plugin directory on a hung mount costs one probe.
 
 func init() {
 	collectors.Register(collectors.Spec{
 		Name:           layout.DirCSI,
-		Description:    "CSI driver state files, kubelet plugins and plugins_registry, every pod volume's vol_data.json, the pod → volume → mount inventory, and the newest container logs of the CSI driver pods (current and previous instance)",
+		Description:    "CSI driver state files, kubelet plugins and plugins_registry, every pod volume's vol_data.json, the pod → volume → mount inventory, the newest container logs of the CSI driver pods (current and previous instance), and the log file or journal lines of CSI drivers run as host processes (found through their sockets)",
 		DefaultEnabled: true,
 		DefaultTimeout: 40 * time.Second,
 		After:          []string{"mountprobe"},
@@ -174,6 +175,11 @@ func collectCSI(ctx context.Context, env *collectors.Env) error {
 	// Last: the logs are the bulk of the bytes and the least structured
 	// part; the inventory above must not wait for them.
 	c.podLogs(ctx)
+	// Drivers run as host processes log elsewhere: found through their
+	// sockets.
+	if kubeletFound {
+		c.hostDrivers(ctx)
+	}
 	if err := env.WriteJSON(layout.CSIInventoryFile, inv); err != nil {
 		return err
 	}

@@ -1,6 +1,9 @@
 package csi_test
 
 import (
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"testing"
 
@@ -8,10 +11,34 @@ import (
 	_ "github.com/nodesnap/nodesnap/collectors/all"
 )
 
+// listenerEnv makes this test binary a stand-in for a CSI driver run as a
+// host process: it listens on the unix socket the variable names, logs a
+// line to stdout and to stderr, and serves until its standard input
+// closes (the test holds the other end, so a test that dies takes it
+// along).
+const listenerEnv = "NODESNAP_TEST_CSI_LISTENER"
+
 // TestMain lets this test binary serve the hidden child modes: the
 // isolation layer re-executes the running binary for collectors and
 // workers, and every collector is linked in, as in nodesnap.
 func TestMain(m *testing.M) {
+	if sock := os.Getenv(listenerEnv); sock != "" {
+		os.Exit(serveCSISocket(sock))
+	}
 	collectors.MaybeRunHidden()
 	os.Exit(m.Run())
+}
+
+func serveCSISocket(sock string) int {
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = l.Close() }()
+	fmt.Println("I1123 23:10:00.000000 4242 server.go:101] Listening for connections on address: " + sock)
+	fmt.Fprintln(os.Stderr, `I1123 23:10:01.000000 4242 nodeserver.go:263] Volume "vol-host-1" is not published at "/var/lib/kubelet/pods/p/volumes/kubernetes.io~csi/pvc-h/mount", nothing to do.`)
+	fmt.Println("READY")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
 }

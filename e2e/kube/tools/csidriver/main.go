@@ -47,9 +47,24 @@ func main() {
 		regDir    = flag.String("registration-dir", "/var/lib/kubelet/plugins_registry", "kubelet plugin watcher directory")
 		dataDir   = flag.String("data-dir", "/var/lib/csi-hostpath-data", "where volumes' data lives")
 		kubeletEP = flag.String("kubelet-endpoint", "", "the CSI socket path as the kubelet sees it (default: --endpoint)")
+		logFile   = flag.String("log-file", "", "append stdout and stderr to this file, as a driver run as a host process with its output redirected does (default: stderr)")
 	)
 	flag.Parse()
 	log.SetFlags(log.Ldate | log.Ltime | log.Lmicroseconds | log.Lshortfile)
+	if *logFile != "" {
+		// Descriptors 1 and 2 become the file itself, not a pipe to a
+		// writer: what nodesnap finds behind a host driver's fd 1/2.
+		f, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			log.Fatalf("log file: %v", err)
+		}
+		for _, fd := range []int{1, 2} {
+			if err := unix.Dup2(int(f.Fd()), fd); err != nil {
+				log.Fatalf("log file: %v", err)
+			}
+		}
+		_ = f.Close()
+	}
 	if *nodeID == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -215,6 +230,11 @@ func (d *driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	target := req.GetTargetPath()
+	if !isMountpoint(target) {
+		// csi-driver-host-path's words for a target it does not know as
+		// published (incident 004).
+		log.Printf("Volume %q is not published at %q, nothing to do.", req.GetVolumeId(), target)
+	}
 	if err := unmount(target); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}

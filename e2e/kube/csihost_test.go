@@ -1,0 +1,164 @@
+package kube_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
+)
+
+// TestIncident004HostProcessDriverLog runs the e2e CSI driver as a host
+// process (not in a pod) writing its log to a file, registered with the
+// real kubelet through plugins_registry. A pod's volume is published, its
+// target unmounted by hand, and the pod deleted: the real kubelet calls
+// NodeUnpublishVolume and the driver logs "is not published at …, nothing
+// to do" to its file, where no /var/log/pods file has it. nodesnap finds
+// the driver through its socket, keeps that file, and analyze names the
+// line.
+func TestIncident004HostProcessDriverLog(t *testing.T) {
+	c := requireCluster(t)
+	const (
+		name   = "hostproc.csi.nodesnap.test"
+		handle = "vol-hostproc"
+	)
+	bin := filepath.Join(filepath.Dir(c.kubectl), "csidriver")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("the e2e CSI driver beside kubectl: %v (cluster.sh up builds it)", err)
+	}
+	plugDir := "/var/lib/kubelet/plugins/" + name
+	logFile := filepath.Join(t.TempDir(), "driver.log")
+	drv := exec.Command(bin, "--driver-name="+name, "--node-id="+c.node, "--endpoint="+plugDir+"/csi.sock",
+		"--data-dir="+t.TempDir(), "--log-file="+logFile)
+	drv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := drv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = drv.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = drv.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = drv.Process.Kill()
+			<-done
+		}
+		_ = os.RemoveAll(plugDir)
+	}
+	t.Cleanup(stop)
+	waitLog := func(what string, within time.Duration) {
+		t.Helper()
+		for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+			if b, _ := os.ReadFile(logFile); strings.Contains(string(b), what) {
+				return
+			}
+		}
+		b, _ := os.ReadFile(logFile)
+		t.Fatalf("the driver's log has no %q after %s:\n%s", what, within, b)
+	}
+	waitLog("registered with the kubelet", time.Minute)
+
+	objects := strings.NewReplacer("NODE_NAME", c.node, "DRIVER", name, "HANDLE", handle).Replace(`apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: DRIVER}
+spec: {attachRequired: false, volumeLifecycleModes: [Persistent]}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: e2e-vol-hostproc}
+spec:
+  capacity: {storage: 64Mi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  claimRef: {namespace: e2e, name: data-hostproc}
+  csi: {driver: DRIVER, volumeHandle: HANDLE}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data-hostproc, namespace: e2e}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  volumeName: e2e-vol-hostproc
+  resources: {requests: {storage: 64Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: hostproc-user, namespace: e2e}
+spec:
+  nodeName: NODE_NAME
+  tolerations: [{operator: Exists}]
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: pause
+      image: registry.k8s.io/pause:3.10
+      imagePullPolicy: Never
+      volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+    - name: data
+      persistentVolumeClaim: {claimName: data-hostproc}
+`)
+	t.Cleanup(func() {
+		c.k(t, "", "-n", "e2e", "delete", "pod", "hostproc-user", "--ignore-not-found", "--wait=true", "--timeout=2m")
+		c.k(t, "", "-n", "e2e", "delete", "pvc", "data-hostproc", "--ignore-not-found", "--wait=true", "--timeout=1m")
+		c.k(t, "", "delete", "pv", "e2e-vol-hostproc", "--ignore-not-found", "--wait=true", "--timeout=1m")
+		c.k(t, "", "delete", "csidriver", name, "--ignore-not-found")
+		stop()
+	})
+	c.k(t, objects, "apply", "-f", "-")
+	c.k(t, "", "-n", "e2e", "wait", "--for=condition=Ready", "pod/hostproc-user", "--timeout=2m")
+	uid := strings.TrimSpace(c.k(t, "", "-n", "e2e", "get", "pod", "hostproc-user", "-o", "jsonpath={.metadata.uid}"))
+	target := "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~csi/e2e-vol-hostproc/mount"
+	// The driver loses the publish (here: the target is unmounted behind
+	// its back), and the kubelet's unpublish meets an unpublished target.
+	if out, err := exec.Command("umount", target).CombinedOutput(); err != nil {
+		t.Fatalf("umount %s: %v %s", target, err, out)
+	}
+	c.k(t, "", "-n", "e2e", "delete", "pod", "hostproc-user", "--wait=true", "--timeout=2m")
+	waitLog(`Volume "`+handle+`" is not published at "`+target+`", nothing to do.`, time.Minute)
+
+	r := collect(t, nil)
+	var inv layout.CSIInventory
+	if err := json.Unmarshal(r.file(t, layout.CSIInventoryPath), &inv); err != nil {
+		t.Fatal(err)
+	}
+	var d *layout.CSIHostDriver
+	for i := range inv.HostDrivers {
+		if inv.HostDrivers[i].PID == drv.Process.Pid {
+			d = &inv.HostDrivers[i]
+		}
+	}
+	if d == nil {
+		t.Fatalf("the host driver (pid %d) is not in csi/inventory.json: %+v (errors %v)", drv.Process.Pid, inv.HostDrivers, inv.Errors)
+	}
+	if d.Driver != name || d.LogFrom != "file" || d.LogSource != logFile || !strings.Contains(d.Cmdline, "--log-file="+logFile) {
+		t.Errorf("host driver %+v: want %s logging to the file %s", *d, name, logFile)
+	}
+	if len(d.Sockets) != 2 || d.Sockets[0] != plugDir+"/csi.sock" {
+		t.Errorf("sockets %v, want its csi.sock and its registration socket", d.Sockets)
+	}
+	if got := string(r.file(t, layout.DirCSI+"/"+d.File)); !strings.Contains(got, "is not published at") {
+		t.Errorf("csi/%s lacks the driver's \"not published\" line:\n%s", d.File, got)
+	}
+	found := false
+	for _, id := range analyzeIDs(t, r.path) {
+		found = found || strings.HasPrefix(id, "csi-driver-not-published: ") && strings.Contains(id, handle)
+	}
+	if !found {
+		t.Errorf("analyze does not name the driver's \"not published\" for %s: %v", handle, analyzeIDs(t, r.path))
+	}
+	t.Logf("host driver %s pid %s: %s → csi/%s", d.Driver, strconv.Itoa(d.PID), d.LogSource, d.File)
+}
