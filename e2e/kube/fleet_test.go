@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -224,7 +226,40 @@ func TestFleetPartialResults(t *testing.T) {
 		}
 	})
 	t.Run("per-node deadline shorter than the collection", func(t *testing.T) {
-		rep, _ := fleetRun(t, c, fleet.Options{NodeTimeout: 6 * time.Second, CollectTimeout: 2 * time.Minute})
+		// A collection that surely outlasts the deadline, whatever the
+		// machine's speed: the kubelet collector is pointed at a port on
+		// the node's loopback (the pod has the host's network) that
+		// accepts and never answers, and waits 30 s for each request.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var held []net.Conn
+		var mu sync.Mutex
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				held = append(held, conn)
+				mu.Unlock()
+			}
+		}()
+		t.Cleanup(func() {
+			ln.Close()
+			mu.Lock()
+			for _, conn := range held {
+				conn.Close()
+			}
+			mu.Unlock()
+		})
+		slow := func(_ string, p *corev1.Pod) {
+			p.Spec.InitContainers[0].Args = append(p.Spec.InitContainers[0].Args,
+				"--kubelet-url=https://"+ln.Addr().String(), "--kubelet-request-timeout=30s")
+		}
+		rep, _ := fleetRun(t, c, fleet.Options{NodeTimeout: 6 * time.Second, CollectTimeout: 2 * time.Minute, PodHook: slow})
 		r := rowOf(t, rep, c.node)
 		if r.Status != fleet.StatusTimeout || !strings.Contains(r.Reason, "--node-timeout 6s") {
 			t.Errorf("%s %q; want timeout", r.Status, r.Reason)
