@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/internal/human"
 )
 
 // A fleet directory holds one bundle per node (nodesnap fleet writes
@@ -127,7 +128,7 @@ func fleetNode(p string, rep *analyze.Report) FleetNode {
 	}
 	for _, f := range fs {
 		f.Evidence, f.Explanation, f.Remediation = nil, "", nil
-		f.Summary = cut(f.Summary, 1000)
+		f.Summary = human.Cut(f.Summary, 1000)
 		n.Findings = append(n.Findings, f)
 	}
 	return n
@@ -193,7 +194,7 @@ func WriteFleet(w io.Writer, dir string, nodes []FleetNode) error {
 }
 
 func buildFleetPage(dir string, nodes []FleetNode) *fleetPage {
-	p := &fleetPage{Dir: cut(dir, 1000), Title: "nodesnap fleet report: " + cut(filepath.Base(dir), 200)}
+	p := &fleetPage{Dir: human.Cut(dir, 1000), Title: "nodesnap fleet report: " + human.Cut(filepath.Base(dir), 200)}
 	// As the report's: at most about 1 MiB of the bundles' text.
 	bud := &budget{left: maxBundleText}
 	type kind struct {
@@ -205,7 +206,7 @@ func buildFleetPage(dir string, nodes []FleetNode) *fleetPage {
 	var good []FleetNode
 	for _, n := range nodes {
 		if n.Err != nil {
-			p.Unreadable = append(p.Unreadable, fleetBad{Path: cut(n.Path, 1000), Err: cut(n.Err.Error(), 2000)})
+			p.Unreadable = append(p.Unreadable, fleetBad{Path: human.Cut(n.Path, 1000), Err: human.Cut(n.Err.Error(), 2000)})
 			continue
 		}
 		good = append(good, n)
@@ -249,10 +250,10 @@ func buildFleetPage(dir string, nodes []FleetNode) *fleetPage {
 	}
 	var bars []hbar
 	for _, k := range ks {
-		p.Columns = append(p.Columns, fleetColumn{ID: cut(k.id, 200), Title: cut(k.title, 300), Severity: k.worst.String(), Nodes: k.nodes})
+		p.Columns = append(p.Columns, fleetColumn{ID: human.Cut(k.id, 200), Title: human.Cut(k.title, 300), Severity: k.worst.String(), Nodes: k.nodes})
 		pct := 100 * float64(k.nodes) / float64(max(len(good), 1))
 		bars = append(bars, hbar{Label: k.id, Value: float64(k.nodes), Class: "st-" + map[analyze.Severity]string{analyze.Critical: "bad", analyze.Warning: "warn"}[k.worst],
-			Text: fmt.Sprintf("%s (%s) · %s", plural(k.nodes, "node", "nodes"), fmtPct(pct), k.worst), Title: cut(k.id+": "+k.title, 1000)})
+			Text: fmt.Sprintf("%s (%s) · %s", plural(k.nodes, "node", "nodes"), fmtPct(pct), k.worst), Title: human.Cut(k.id+": "+k.title, 1000)})
 	}
 	for i := range bars {
 		if bars[i].Class == "st-" {
@@ -265,7 +266,7 @@ func buildFleetPage(dir string, nodes []FleetNode) *fleetPage {
 	p.Chart = barChart("Nodes per finding", bars, 0, "", bud)
 	for i, n := range good {
 		anchor := fmt.Sprintf("node-%d", i+1)
-		host := cut(orUnknown(n.Host), 200)
+		host := human.Cut(orUnknown(n.Host), 200)
 		row := fleetRow{Anchor: anchor, Host: host, Worst: "none"}
 		per := map[string][]analyze.Finding{}
 		for _, f := range n.Findings {
@@ -295,14 +296,14 @@ func buildFleetPage(dir string, nodes []FleetNode) *fleetPage {
 			row.Worst = analyze.Severity(worst).String()
 		}
 		p.Rows = append(p.Rows, row)
-		s := fleetSection{Anchor: anchor, Host: host, Bundle: cut(n.Path, 1000), Kernel: cut(n.Kernel, 300), Collected: fmtTime(n.CollectedAt),
-			Status: cut(n.Status, 100), Counts: n.Counts, More: n.More, Worst: row.Worst}
+		s := fleetSection{Anchor: anchor, Host: host, Bundle: human.Cut(n.Path, 1000), Kernel: human.Cut(n.Kernel, 300), Collected: fmtTime(n.CollectedAt),
+			Status: human.Cut(n.Status, 100), Counts: n.Counts, More: n.More, Worst: row.Worst}
 		for i, f := range n.Findings {
 			if i >= maxFleetListed {
 				s.More += len(n.Findings) - maxFleetListed
 				break
 			}
-			s.Findings = append(s.Findings, fleetFinding{Severity: f.Severity.String(), ID: cut(f.ID, 200), Subject: bud.take(f.Subject, 500), Summary: bud.take(f.Summary, 1000)})
+			s.Findings = append(s.Findings, fleetFinding{Severity: f.Severity.String(), ID: human.Cut(f.ID, 200), Subject: bud.take(f.Subject, 500), Summary: bud.take(f.Summary, 1000)})
 		}
 		p.Sections = append(p.Sections, s)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/internal/human"
 	"github.com/nodesnap/nodesnap/internal/textfit"
 )
 
@@ -195,7 +196,7 @@ func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose 
 		}
 		// The table's line is cut at the width by w; the whole text
 		// follows the table with -v.
-		fmt.Fprintf(tw, "%s\t%s\t%.2fs\t%d\t%s\t%s\n", c.Name, c.Status, c.DurationSeconds, len(c.Files), humanBytes(sizes[c.Name]), firstLineOf(detail))
+		fmt.Fprintf(tw, "%s\t%s\t%.2fs\t%d\t%s\t%s\n", c.Name, c.Status, c.DurationSeconds, len(c.Files), human.Bytes(sizes[c.Name]), human.FirstLine(detail))
 		if verbose && detail != "" {
 			details = append(details, c.Name+": "+detail)
 		}
@@ -262,13 +263,6 @@ func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose 
 		return err
 	}
 	return rows.Flush()
-}
-
-func firstLineOf(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 func sortedKeys(m map[string]int) []string {
