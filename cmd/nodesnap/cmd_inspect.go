@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -229,7 +230,7 @@ func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose 
 	fmt.Fprintf(w, "\nredactions: %d", m.Redaction.Total)
 	if m.Redaction.Total > 0 {
 		var parts []string
-		for _, r := range sortedKeys(m.Redaction.Rules) {
+		for _, r := range slices.Sorted(maps.Keys(m.Redaction.Rules)) {
 			parts = append(parts, fmt.Sprintf("%s=%d", r, m.Redaction.Rules[r]))
 		}
 		fmt.Fprintf(w, " (%s)", strings.Join(parts, ", "))
@@ -263,15 +264,6 @@ func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose 
 		return err
 	}
 	return rows.Flush()
-}
-
-func sortedKeys(m map[string]int) []string {
-	k := make([]string, 0, len(m))
-	for n := range m {
-		k = append(k, n)
-	}
-	sort.Strings(k)
-	return k
 }
 
 func sumCounts(m map[string]int) int {
