@@ -3,7 +3,6 @@ package analyze
 import (
 	"fmt"
 	"path"
-	"sort"
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
@@ -219,16 +218,6 @@ func holderNames(hs []layout.FileHolder) []string {
 		s := fmt.Sprintf("%s[%d] (%s)", h.Comm, h.PID, strings.Join(h.Uses, ", "))
 		out = append(out, s)
 	}
-	return out
-}
-
-// sortedKeys returns a map's keys, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 

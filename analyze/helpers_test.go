@@ -178,7 +178,7 @@ func ids(r *analyze.Report) []string {
 
 func dump(r *analyze.Report) string {
 	var b bytes.Buffer
-	_ = analyze.WriteText(&b, r)
+	_ = analyze.WriteTextOptions(&b, r, analyze.TextOptions{})
 	return b.String()
 }
 

@@ -111,22 +111,22 @@ func (st *state) readProbes(_ string, r io.Reader) error {
 // readShape reads dirshape/shape.json: bounded by the collector (top N
 // directories, bounded leftover lists).
 func (st *state) readShape(_ string, r io.Reader) error {
-	var s layout.DirShapeReport
-	dec := newDecoder(r)
-	if err := dec.Decode(&s); err != nil {
-		return err
-	}
-	st.shape = &s
-	return endOfInput(dec)
+	return decodeWhole(r, &st.shape)
 }
 
 // readCSI reads csi/inventory.json (bounded by --csi-max-entries).
 func (st *state) readCSI(_ string, r io.Reader) error {
-	var inv layout.CSIInventory
+	return decodeWhole(r, &st.csi)
+}
+
+// decodeWhole decodes the one JSON value of r into a new T, sets *dst to
+// it, and fails if anything follows the value (*dst is kept then).
+func decodeWhole[T any](r io.Reader, dst **T) error {
+	var v T
 	dec := newDecoder(r)
-	if err := dec.Decode(&inv); err != nil {
+	if err := dec.Decode(&v); err != nil {
 		return err
 	}
-	st.csi = &inv
+	*dst = &v
 	return endOfInput(dec)
 }

@@ -36,14 +36,9 @@ type TextOptions struct {
 	Full bool
 }
 
-// WriteText writes the report for a person at 80 columns: a table of
-// findings, then each finding in detail.
-func WriteText(w io.Writer, r *Report) error {
-	return WriteTextOptions(w, r, TextOptions{})
-}
-
-// WriteTextOptions is WriteText at a width, eliding or wrapping what does
-// not fit: no line is wider than o.Width.
+// WriteTextOptions writes the report for a person: a table of findings,
+// then each finding in detail, at o.Width (80 columns when 0), eliding or
+// wrapping what does not fit: no line is wider than o.Width.
 func WriteTextOptions(w io.Writer, r *Report, o TextOptions) error {
 	width := o.Width
 	if width <= 0 {

@@ -2,7 +2,9 @@ package analyze
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -197,7 +199,7 @@ func (st *state) csiVolDataWithoutMount() {
 		}
 		byPod[pv.PodUID] = append(byPod[pv.PodUID], pv)
 	}
-	for _, uid := range sortedKeys(byPod) {
+	for _, uid := range slices.Sorted(maps.Keys(byPod)) {
 		pvs := byPod[uid]
 		sev := Info
 		state := "the pod is still known to the kubelet"
@@ -256,7 +258,7 @@ func (st *state) csiMountsWithoutPod() {
 		}
 		byPod[uid] = append(byPod[uid], m)
 	}
-	for _, uid := range sortedKeys(byPod) {
+	for _, uid := range slices.Sorted(maps.Keys(byPod)) {
 		ms := byPod[uid]
 		if st.claimedMountsOf(ms) {
 			continue

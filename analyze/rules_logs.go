@@ -2,7 +2,9 @@ package analyze
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -263,7 +265,7 @@ func (st *state) orphanedPods() {
 			}
 		}
 	}
-	uids := sortedKeys(byUID)
+	uids := slices.Sorted(maps.Keys(byUID))
 	for i, uid := range uids {
 		if i == maxLogFindingsPerID {
 			st.notListed(idOrphanedPod, len(uids)-i, overflow)

@@ -3,7 +3,9 @@ package analyze
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -272,7 +274,7 @@ func (st *state) scopeLogs() {
 	if m := st.manifest; m != nil && m.Settings.SinceSeconds > 0 && !m.StartedAt.IsZero() {
 		winStart = m.StartedAt.Add(-time.Duration(m.Settings.SinceSeconds * float64(time.Second)))
 	}
-	for _, id := range sortedKeys(st.logs.sigs) {
+	for _, id := range slices.Sorted(maps.Keys(st.logs.sigs)) {
 		s := st.logs.sigs[id]
 		keys := map[string]*keyHits{}
 		var order []string
@@ -416,7 +418,7 @@ func ruleEarlierLogs(st *state) {
 	for _, o := range st.logs.outside {
 		byClass[o.class] = append(byClass[o.class], o)
 	}
-	for _, class := range sortedKeys(byClass) {
+	for _, class := range slices.Sorted(maps.Keys(byClass)) {
 		os := byClass[class]
 		sort.SliceStable(os, func(i, j int) bool { return os[i].sig < os[j].sig })
 		lines := 0

@@ -130,6 +130,15 @@ type Settings struct {
 	Compression         string  `json:"compression"`
 }
 
+// A bundle's status (Manifest.Status).
+const (
+	// BundleComplete: every collector that ran ended ok, unsupported or
+	// skipped.
+	BundleComplete = "complete"
+	// BundlePartial: some collector timed out, failed or was cut short.
+	BundlePartial = "partial"
+)
+
 // Collector statuses.
 const (
 	StatusOK          = "ok"

@@ -2,6 +2,8 @@ package bundlediff
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -180,7 +182,7 @@ func Compare(a, b *Snapshot) *Diff {
 		comparePods(d, a, b)
 	}
 	if both(SourceContainers, "CRI containers (runtime/*/cri-containers.json)") {
-		for _, k := range sortedKeys(b.Containers) {
+		for _, k := range slices.Sorted(maps.Keys(b.Containers)) {
 			if old, ok := a.Containers[k]; ok && b.Containers[k] > old {
 				d.ContainerRestart = append(d.ContainerRestart, CountChange{k, uint64(old), uint64(b.Containers[k])})
 			}
@@ -220,12 +222,12 @@ func Compare(a, b *Snapshot) *Diff {
 func compareMounts(d *Diff, a, b *Snapshot) {
 	fa, fb := labelled(a.ForeignDevices), labelled(b.ForeignDevices)
 	d.ForeignDevicesNew, d.ForeignDevicesGone = setDiff(fa, fb)
-	for _, mp := range sortedKeys(b.HostMounts) {
+	for _, mp := range slices.Sorted(maps.Keys(b.HostMounts)) {
 		if old, ok := a.HostMounts[mp]; !ok || old != b.HostMounts[mp] {
 			d.HostMountsAdded = append(d.HostMountsAdded, Mount{mp, b.HostMounts[mp]})
 		}
 	}
-	for _, mp := range sortedKeys(a.HostMounts) {
+	for _, mp := range slices.Sorted(maps.Keys(a.HostMounts)) {
 		if nw, ok := b.HostMounts[mp]; !ok || nw != a.HostMounts[mp] {
 			d.HostMountsRemoved = append(d.HostMountsRemoved, Mount{mp, a.HostMounts[mp]})
 		}
@@ -245,13 +247,13 @@ func compareMounts(d *Diff, a, b *Snapshot) {
 	for _, m := range d.HostMountsRemoved {
 		get(m.FSType).Removed++
 	}
-	for _, t := range sortedKeys(by) {
+	for _, t := range slices.Sorted(maps.Keys(by)) {
 		d.HostMountsByType = append(d.HostMountsByType, *by[t])
 	}
 }
 
 func comparePods(d *Diff, a, b *Snapshot) {
-	for _, uid := range sortedKeys(b.Pods) {
+	for _, uid := range slices.Sorted(maps.Keys(b.Pods)) {
 		p := b.Pods[uid]
 		old, ok := a.Pods[uid]
 		switch {
@@ -261,7 +263,7 @@ func comparePods(d *Diff, a, b *Snapshot) {
 			d.PodPhaseChanges = append(d.PodPhaseChanges, ValueChange{p.Label(uid), old.Phase, p.Phase})
 		}
 	}
-	for _, uid := range sortedKeys(a.Pods) {
+	for _, uid := range slices.Sorted(maps.Keys(a.Pods)) {
 		if _, ok := b.Pods[uid]; !ok {
 			d.PodsRemoved = append(d.PodsRemoved, a.Pods[uid].Label(uid)+phaseSuffix(a.Pods[uid].Phase))
 		}
@@ -271,7 +273,7 @@ func comparePods(d *Diff, a, b *Snapshot) {
 }
 
 func compareDirs(d *Diff, a, b *Snapshot) {
-	for _, p := range sortedKeys(b.Dirs) {
+	for _, p := range slices.Sorted(maps.Keys(b.Dirs)) {
 		old, nw := a.Dirs[p], b.Dirs[p]
 		if nw > old && nw-old >= max(dirGrowthMin, old/10) {
 			d.DirGrowth = append(d.DirGrowth, CountChange{p, old, nw})
@@ -449,7 +451,7 @@ func unionKeys[V any](a, b map[string]V) []string {
 	for k := range b {
 		seen[k] = true
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func orAbsent(s string) string {

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"sort"
 	"strings"
 
 	"github.com/nodesnap/nodesnap/analyze"
@@ -508,13 +507,4 @@ func (s *Snapshot) readKubeletMetrics(r io.Reader) error {
 		return nil // a long label set elsewhere: no version to learn
 	}
 	return sc.Err()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

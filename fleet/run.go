@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/fleet/podspec"
 )
 
@@ -398,7 +399,7 @@ func (r *runner) copyBack(ictx, gctx, nctx context.Context, i int, pod string) (
 		return StatusFailed, err.Error()
 	}
 	st, reason := StatusOK, ""
-	if res.Status != "complete" {
+	if res.Status != bundle.BundleComplete {
 		st = StatusPartial
 		reason = "the bundle is " + res.Status
 		if len(res.Missing) > 0 {

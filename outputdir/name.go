@@ -22,7 +22,9 @@ import (
 // never are either.
 var bundleName = regexp.MustCompile(`^nodesnap-(.+)-([0-9]{8}T[0-9]{6}Z)(?:-([0-9]{1,9}))?(?:\.case-([A-Za-z0-9_-]{1,64}))?(?:\.([A-Za-z0-9_-]{1,64}))?\.(tar\.gz|tar\.zst)(\.age)?$`)
 
-const timeLayout = "20060102T150405Z"
+// TimeLayout is the UTC time in a bundle's name, and in the directory
+// of a fleet collection.
+const TimeLayout = "20060102T150405Z"
 
 // Name is what a bundle's file name says about it.
 type Name struct {
@@ -43,7 +45,7 @@ func (n Name) String() string {
 	b.WriteString("nodesnap-")
 	b.WriteString(SafeHost(n.Host))
 	b.WriteString("-")
-	b.WriteString(n.Time.UTC().Format(timeLayout))
+	b.WriteString(n.Time.UTC().Format(TimeLayout))
 	if n.Seq > 0 {
 		b.WriteString("-" + strconv.Itoa(n.Seq))
 	}
@@ -71,7 +73,7 @@ func ParseName(name string) (n Name, ok bool) {
 	if m == nil {
 		return n, false
 	}
-	t, err := time.Parse(timeLayout, m[2])
+	t, err := time.Parse(TimeLayout, m[2])
 	if err != nil {
 		return n, false
 	}

@@ -146,9 +146,6 @@ func Open(ctx context.Context, o Options) (*Output, error) {
 	return out, nil
 }
 
-// Dir is the output directory.
-func (o *Output) Dir() string { return o.dir }
-
 // Hung is the error of the operation that found the directory hung, or nil.
 func (o *Output) Hung() error {
 	o.mu.Lock()

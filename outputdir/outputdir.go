@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nodesnap/nodesnap/internal/human"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,21 +49,7 @@ func CheckFree(dir string, min uint64) error {
 	}
 	if free < min {
 		return fmt.Errorf("%w: %s has %s free, nodesnap needs at least %s (--min-free); free some space, or write elsewhere with --output-dir",
-			ErrLowSpace, dir, human(free), human(min))
+			ErrLowSpace, dir, human.Bytes(int64(free)), human.Bytes(int64(min)))
 	}
 	return nil
-}
-
-func human(n uint64) string {
-	f := float64(n)
-	for _, u := range []string{"B", "KiB", "MiB", "GiB", "TiB"} {
-		if f < 1024 || u == "TiB" {
-			if u == "B" {
-				return fmt.Sprintf("%d B", n)
-			}
-			return fmt.Sprintf("%.1f %s", f, u)
-		}
-		f /= 1024
-	}
-	return ""
 }

@@ -95,5 +95,5 @@ func Retain(dir, host string, keep int, current string) (removed []string, err e
 // only the manifest, the archive's first entry.
 func isPartial(p string) bool {
 	m, _, err := bundle.ReadManifest(context.Background(), p)
-	return err == nil && m.Status == "partial"
+	return err == nil && m.Status == bundle.BundlePartial
 }

@@ -27,7 +27,6 @@ func TestMemoryIsBoundedByInput(t *testing.T) {
 		"fdinfo":    func(b []byte) { ParseFDInfo(b) },
 		"cmdline":   func(b []byte) { ParseCmdline(b) },
 		"link":      func(b []byte) { ParseLink(string(b)) },
-		"meminfo":   func(b []byte) { ParseMeminfo(b) },
 	}
 	for _, p := range patterns {
 		data := bytes.Repeat([]byte(p), size/len(p))

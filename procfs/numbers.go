@@ -89,7 +89,7 @@ func isBlank[T text](s T) bool {
 }
 
 // isSpace matches the separators tolerated between fields of files whose
-// columns the kernel pads (stat, status values, loadavg).
+// columns the kernel pads (stat, status values, uptime).
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }

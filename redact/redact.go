@@ -61,7 +61,6 @@ import (
 	"bytes"
 	"regexp"
 	"regexp/syntax"
-	"sort"
 	"sync"
 )
 
@@ -486,14 +485,4 @@ func (r *Redactor) addMapping(token, orig string) {
 	r.mu.Lock()
 	r.mappings[token] = orig
 	r.mu.Unlock()
-}
-
-// SortedNames returns the keys of a count map in order, for stable output.
-func SortedNames(m map[string]int) []string {
-	k := make([]string, 0, len(m))
-	for n := range m {
-		k = append(k, n)
-	}
-	sort.Strings(k)
-	return k
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/internal/human"
 )
 
 // chart is an inline SVG drawing: plain shapes the template writes out
@@ -103,7 +104,7 @@ func timelineChart(rep *analyze.Report, fs []analyze.Finding) (*chart, string) {
 				if li < 0 || len(evs) >= maxTimelineDots {
 					continue
 				}
-				evs = append(evs, event{lane: li, at: at, sev: sevClass(f.Severity), text: fmt.Sprintf("%s line %d: %s", e.Path, l.N, cut(l.Text, 160))})
+				evs = append(evs, event{lane: li, at: at, sev: sevClass(f.Severity), text: fmt.Sprintf("%s line %d: %s", e.Path, l.N, human.Cut(l.Text, 160))})
 			}
 		}
 	}
@@ -131,7 +132,7 @@ func timelineChart(rep *analyze.Report, fs []analyze.Finding) (*chart, string) {
 	for i, id := range lanes {
 		y := 10 + float64(i)*laneH
 		c.Rects = append(c.Rects, rect{X: chartLeft, Y: y, W: chartPlot, H: laneH - 4, Class: "lane"})
-		c.Texts = append(c.Texts, label{X: chartLeft - 8, Y: y + laneH/2 + 1, Anchor: "end", Class: "lbl", Text: cut(id, 60)})
+		c.Texts = append(c.Texts, label{X: chartLeft - 8, Y: y + laneH/2 + 1, Anchor: "end", Class: "lbl", Text: human.Cut(id, 60)})
 	}
 	counts := make([]int, len(lanes))
 	for _, e := range evs {
@@ -217,10 +218,10 @@ func collectorChart(m *bundle.Manifest) *chart {
 		y := 10 + float64(i)*laneH
 		w := math.Max(1.5, x(b.start+b.dur)-x(b.start))
 		c.Rects = append(c.Rects, rect{X: x(b.start), Y: y, W: w, H: laneH - 6, Class: "st-" + statusClass(b.status),
-			Title: fmt.Sprintf("%s: %s, started at +%.2fs, ran %.2fs, wrote %s", b.name, b.status, b.start, b.dur, humanBytes(sizes[b.name]))})
-		c.Texts = append(c.Texts, label{X: chartLeft - 8, Y: y + laneH/2, Anchor: "end", Class: "lbl", Text: cut(b.name, 40)})
+			Title: fmt.Sprintf("%s: %s, started at +%.2fs, ran %.2fs, wrote %s", b.name, b.status, b.start, b.dur, human.Bytes(sizes[b.name]))})
+		c.Texts = append(c.Texts, label{X: chartLeft - 8, Y: y + laneH/2, Anchor: "end", Class: "lbl", Text: human.Cut(b.name, 40)})
 		c.Texts = append(c.Texts, label{X: x(b.start) + w + 6, Y: y + laneH/2, Anchor: "start", Class: "note",
-			Text: fmt.Sprintf("%.2fs · %s · %s", b.dur, cut(b.status, 20), humanBytes(sizes[b.name]))})
+			Text: fmt.Sprintf("%.2fs · %s · %s", b.dur, human.Cut(b.status, 20), human.Bytes(sizes[b.name]))})
 	}
 	axisY := 10 + float64(len(bars))*laneH
 	c.Lines = append(c.Lines, seg{X1: chartLeft, Y1: axisY, X2: chartLeft + chartPlot, Y2: axisY, Class: "axis"})

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundlediff"
+	"github.com/nodesnap/nodesnap/internal/human"
 )
 
 // maxDiffRows bounds each section of a diff page; nodesnap diff --json
@@ -75,14 +76,14 @@ func buildDiffPage(d *bundlediff.Diff) *diffPage {
 	p.Sides[0], p.Sides[1] = diffSideOf("old", d.Old), diffSideOf("new", d.New)
 	p.Title = "nodesnap diff: " + p.Sides[1].Host
 	if d.HostsDiffer {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("The bundles come from different hosts (%s, %s): every difference below may be one between two nodes, not a change of one node.", cut(d.Old.Hostname, 200), cut(d.New.Hostname, 200)))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("The bundles come from different hosts (%s, %s): every difference below may be one between two nodes, not a change of one node.", human.Cut(d.Old.Hostname, 200), human.Cut(d.New.Hostname, 200)))
 	}
 	if d.BootChanged {
 		p.Warnings = append(p.Warnings, "The node rebooted between the two collections (its boot id changed).")
 	}
 	if d.ObfuscationDiffers {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("The bundles were obfuscated differently (%s / %s): their tokens do not compare.",
-			cut(orNone(d.Old.Obfuscated), 200), cut(orNone(d.New.Obfuscated), 200)))
+			human.Cut(orNone(d.Old.Obfuscated), 200), human.Cut(orNone(d.New.Obfuscated), 200)))
 	}
 	add := func(s diffSection) {
 		if len(s.Rows) > 0 || s.Note != "" || s.More > 0 {
@@ -114,7 +115,7 @@ func buildDiffPage(d *bundlediff.Diff) *diffPage {
 		for _, c := range d.HostMountsByType {
 			by = append(by, fmt.Sprintf("%s +%d −%d", c.FSType, c.Added, c.Removed))
 		}
-		ms.Note = cut("By type: "+strings.Join(by, ", "), 2000)
+		ms.Note = human.Cut("By type: "+strings.Join(by, ", "), 2000)
 	}
 	add(ms)
 	add(listSection(bud, "d-dstate", "Tasks in D state", "task", d.DStateNew, d.DStateGone))
@@ -251,9 +252,9 @@ func diffSideOf(which string, s bundlediff.Side) diffSide {
 		rts = append(rts, k+" "+v)
 	}
 	sort.Strings(rts)
-	return diffSide{Which: which, Bundle: cut(s.Bundle, 1000), Host: cut(orUnknown(s.Hostname), 300), BootID: cut(s.BootID, 100),
-		Collected: fmtTime(s.CollectedAt), Status: cut(s.Status, 100), Findings: strings.Join(counts, ", "),
-		Kernel: cut(s.Kernel, 300), Kubelet: cut(s.Kubelet, 200), Runtimes: cut(strings.Join(rts, ", "), 500)}
+	return diffSide{Which: which, Bundle: human.Cut(s.Bundle, 1000), Host: human.Cut(orUnknown(s.Hostname), 300), BootID: human.Cut(s.BootID, 100),
+		Collected: fmtTime(s.CollectedAt), Status: human.Cut(s.Status, 100), Findings: strings.Join(counts, ", "),
+		Kernel: human.Cut(s.Kernel, 300), Kubelet: human.Cut(s.Kubelet, 200), Runtimes: human.Cut(strings.Join(rts, ", "), 500)}
 }
 
 func signed(n int64) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/fleetview"
+	"github.com/nodesnap/nodesnap/internal/human"
 )
 
 // A fleet directory holds one bundle per node (nodesnap fleet writes
@@ -159,7 +160,7 @@ func barClass(s analyze.Severity) string {
 }
 
 func buildFleetPage(v *fleetview.View) *fleetPage {
-	p := &fleetPage{Dir: cut(v.Dir, 1000), Title: "nodesnap fleet report: " + cut(filepath.Base(v.Dir), 200)}
+	p := &fleetPage{Dir: human.Cut(v.Dir, 1000), Title: "nodesnap fleet report: " + human.Cut(filepath.Base(v.Dir), 200)}
 	// As the report's: at most about 1 MiB of the bundles' text.
 	bud := &budget{left: maxBundleText}
 	anchors := map[string]string{}
@@ -170,7 +171,7 @@ func buildFleetPage(v *fleetview.View) *fleetPage {
 			if msg == "" {
 				msg = "not analysed"
 			}
-			p.Unreadable = append(p.Unreadable, fleetBad{Node: cut(n.Name, 200), Path: cut(filepath.Join(v.Dir, n.Bundle), 1000), Err: cut(msg, 2000)})
+			p.Unreadable = append(p.Unreadable, fleetBad{Node: human.Cut(n.Name, 200), Path: human.Cut(filepath.Join(v.Dir, n.Bundle), 1000), Err: human.Cut(msg, 2000)})
 			continue
 		}
 		good = append(good, n)
@@ -195,10 +196,10 @@ func buildFleetPage(v *fleetview.View) *fleetPage {
 	}
 	var bars []hbar
 	for _, g := range groups {
-		p.Columns = append(p.Columns, fleetColumn{ID: cut(g.ID, 200), Title: cut(g.Title, 300), Severity: g.Severity.String(), Nodes: len(g.Nodes)})
+		p.Columns = append(p.Columns, fleetColumn{ID: human.Cut(g.ID, 200), Title: human.Cut(g.Title, 300), Severity: g.Severity.String(), Nodes: len(g.Nodes)})
 		pct := 100 * float64(len(g.Nodes)) / float64(max(len(good), 1))
 		bars = append(bars, hbar{Label: g.ID, Value: float64(len(g.Nodes)), Class: barClass(g.Severity),
-			Text: fmt.Sprintf("%s (%s) · %s", plural(len(g.Nodes), "node", "nodes"), fmtPct(pct), g.Severity), Title: cut(g.ID+": "+g.Title, 1000)})
+			Text: fmt.Sprintf("%s (%s) · %s", plural(len(g.Nodes), "node", "nodes"), fmtPct(pct), g.Severity), Title: human.Cut(g.ID+": "+g.Title, 1000)})
 	}
 	if len(bars) > maxBars {
 		bars = bars[:maxBars]
@@ -207,7 +208,7 @@ func buildFleetPage(v *fleetview.View) *fleetPage {
 
 	for _, n := range good {
 		anchor := anchors[n.Name]
-		host := cut(orUnknown(n.Name), 200)
+		host := human.Cut(orUnknown(n.Name), 200)
 		row := fleetRow{Anchor: anchor, Host: host, Worst: "none"}
 		per := map[string][]analyze.Finding{}
 		worst := -1
@@ -236,9 +237,9 @@ func buildFleetPage(v *fleetview.View) *fleetPage {
 		}
 		p.Rows = append(p.Rows, row)
 		rep := n.Report
-		s := fleetSection{Anchor: anchor, Host: host, Bundle: cut(filepath.Join(v.Dir, n.Bundle), 1000), Kernel: cut(n.Kernel, 300),
-			Collected: fmtTime(rep.CollectedAt), Status: cut(n.Status, 100), Counts: rep.Counts, Worst: row.Worst}
-		if h := cut(rep.Hostname, 200); h != "" && h != host {
+		s := fleetSection{Anchor: anchor, Host: host, Bundle: human.Cut(filepath.Join(v.Dir, n.Bundle), 1000), Kernel: human.Cut(n.Kernel, 300),
+			Collected: fmtTime(rep.CollectedAt), Status: human.Cut(n.Status, 100), Counts: rep.Counts, Worst: row.Worst}
+		if h := human.Cut(rep.Hostname, 200); h != "" && h != host {
 			s.Host = host + " (" + h + ")"
 		}
 		for i, f := range rep.Findings {
@@ -246,7 +247,7 @@ func buildFleetPage(v *fleetview.View) *fleetPage {
 				s.More = len(rep.Findings) - maxFleetListed
 				break
 			}
-			s.Findings = append(s.Findings, fleetFinding{Severity: f.Severity.String(), ID: cut(f.ID, 200), Subject: bud.take(f.Subject, 500), Summary: bud.take(f.Summary, 1000)})
+			s.Findings = append(s.Findings, fleetFinding{Severity: f.Severity.String(), ID: human.Cut(f.ID, 200), Subject: bud.take(f.Subject, 500), Summary: bud.take(f.Summary, 1000)})
 		}
 		p.Sections = append(p.Sections, s)
 	}
@@ -256,7 +257,7 @@ func buildFleetPage(v *fleetview.View) *fleetPage {
 			p.MoreDiffs = len(v.Differences) - i
 			break
 		}
-		p.Diffs = append(p.Diffs, fleetDiff{Anchor: anchors[d.Node], Node: cut(d.Node, 200),
+		p.Diffs = append(p.Diffs, fleetDiff{Anchor: anchors[d.Node], Node: human.Cut(d.Node, 200),
 			Has: cutList(d.Has, maxFleetDiffList), Lacks: cutList(d.Lacks, maxFleetDiffList), Other: cutList(d.Other, maxFleetDiffList)})
 	}
 	p.BudgetCut = bud.cut
@@ -271,8 +272,8 @@ func fleetRuns(v *fleetview.View, anchors map[string]string, bud *budget) (rows 
 		if n.FleetStatus == "" {
 			return // no fleet.json, or a row without a status
 		}
-		r := fleetRun{Anchor: anchors[n.Name], Node: cut(n.Name, 200), Status: cut(n.FleetStatus, 100), Reason: n.Reason,
-			Bundle: cut(n.Bundle, 500), Class: "st-ok"}
+		r := fleetRun{Anchor: anchors[n.Name], Node: human.Cut(n.Name, 200), Status: human.Cut(n.FleetStatus, 100), Reason: n.Reason,
+			Bundle: human.Cut(n.Bundle, 500), Class: "st-ok"}
 		if n.Seconds > 0 {
 			r.Seconds = fmt.Sprintf("%.1f s", n.Seconds)
 		}
@@ -315,7 +316,7 @@ func cutList(l []string, n int) []string {
 			out = append(out, fmt.Sprintf("… and %d more", len(l)-n))
 			break
 		}
-		out = append(out, cut(s, 300))
+		out = append(out, human.Cut(s, 300))
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/goroutinedump"
+	"github.com/nodesnap/nodesnap/internal/human"
 )
 
 // The pictures of analyze's Facts: the held-device graph, the directory
@@ -274,7 +275,7 @@ func largestDirsChart(s *layout.DirShapeReport, bud *budget) (*chart, string) {
 		pct := 100 * float64(d.Subdirs) / ext4DirLimit
 		bars = append(bars, hbar{Label: d.Path, Value: float64(d.Subdirs), Class: cls,
 			Text:  fmt.Sprintf("%s%s subdirs, %s of the limit", atLeast, fmtCount(d.Subdirs), fmtPct(pct)),
-			Title: fmt.Sprintf("%s: %s%s subdirectories, %s%s entries, st_nlink %d, directory size %s", d.Path, atLeast, fmtCount(d.Subdirs), atLeast, fmtCount(d.Entries), d.Nlink, humanBytes(d.InodeSize))})
+			Title: fmt.Sprintf("%s: %s%s subdirectories, %s%s entries, st_nlink %d, directory size %s", d.Path, atLeast, fmtCount(d.Subdirs), atLeast, fmtCount(d.Entries), d.Nlink, human.Bytes(d.InodeSize))})
 	}
 	note := fmt.Sprintf("The %s with the most subdirectories of the %s dirshape scanned; the dashed line is ext4's limit of 64,998 subdirectories, past which a directory's link count overflows (incident 001). ≥ marks counts of a scan that stopped early.",
 		plural(len(bars), "directory", "directories"), plural(len(s.Roots), "root", "roots"))
@@ -400,7 +401,7 @@ func cutMiddle(s string, n int) string {
 		return s
 	}
 	if n < 8 {
-		return cut(s, n)
+		return human.Cut(s, n)
 	}
 	h := (n - 1) / 2
 	return string(r[:h]) + "…" + string(r[len(r)-(n-1-h):])

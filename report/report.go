@@ -20,11 +20,11 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/internal/human"
 )
 
 // Caps keep a report of a large bundle readable and small (a few hundred
@@ -62,7 +62,7 @@ func (b *budget) take(s string, n int) string {
 	if b.left < lim {
 		lim = max(b.left, floor)
 	}
-	out := cut(s, lim)
+	out := human.Cut(s, lim)
 	if len(s) > lim && lim < n {
 		b.cut++
 	}
@@ -281,7 +281,7 @@ func buildPage(rep *analyze.Report, m *bundle.Manifest) *page {
 		Status:      rep.BundleStatus,
 		Counts:      map[string]int{"critical": rep.Counts["critical"], "warning": rep.Counts["warning"], "info": rep.Counts["info"]},
 		FilesRead:   rep.FilesRead,
-		BytesRead:   humanBytes(rep.BytesRead),
+		BytesRead:   human.Bytes(rep.BytesRead),
 		NoManifest:  m == nil,
 	}
 	p.Title = "nodesnap report: " + p.Host
@@ -310,13 +310,13 @@ func buildPage(rep *analyze.Report, m *bundle.Manifest) *page {
 		p.CollectorChart = collectorChart(m)
 		for _, c := range m.Collectors {
 			if c.Status != bundle.StatusOK && len(p.Missing) < maxCollectors {
-				p.Missing = append(p.Missing, missing{Collector: cut(c.Name, 200), Status: cut(c.Status, 100), Error: bud.take(c.Error, maxTextBytes), Notes: bud.takeAll(c.Notes, 20, 2000)})
+				p.Missing = append(p.Missing, missing{Collector: human.Cut(c.Name, 200), Status: human.Cut(c.Status, 100), Error: bud.take(c.Error, maxTextBytes), Notes: bud.takeAll(c.Notes, 20, 2000)})
 			}
 			for _, r := range c.Remedies {
 				if len(p.Remedies) >= maxCollectors {
 					break
 				}
-				p.Remedies = append(p.Remedies, remedy{Collector: cut(c.Name, 200), Missing: bud.take(strings.Join(r.Missing, ", "), 1000), Reason: bud.take(r.Reason, 2000), Fix: bud.takeAll(r.Fix, 20, 1000)})
+				p.Remedies = append(p.Remedies, remedy{Collector: human.Cut(c.Name, 200), Missing: bud.take(strings.Join(r.Missing, ", "), 1000), Reason: bud.take(r.Reason, 2000), Fix: bud.takeAll(r.Fix, 20, 1000)})
 			}
 		}
 		for i, o := range m.Omitted {
@@ -415,7 +415,7 @@ func hungRows(m *bundle.Manifest, bud *budget) ([]hung, int) {
 }
 
 func hungRow(target, op, collector string, ev *layout.HangEvidence, bud *budget) hung {
-	h := hung{Target: bud.take(target, 1000), Op: cut(op, 200), Collector: cut(collector, 200)}
+	h := hung{Target: bud.take(target, 1000), Op: human.Cut(op, 200), Collector: human.Cut(collector, 200)}
 	if ev == nil {
 		h.Note = "no hang evidence recorded"
 		return h
@@ -466,7 +466,7 @@ func taskRow(pid int, t layout.TaskEvidence, bud *budget) task {
 		}
 		frames = append(frames, bud.take(f, 300))
 	}
-	return task{Label: cut(label, 400), Stack: frames, MoreFrm: more}
+	return task{Label: human.Cut(label, 400), Stack: frames, MoreFrm: more}
 }
 
 func collectorRows(m *bundle.Manifest) []collectorRow {
@@ -490,14 +490,14 @@ func collectorRows(m *bundle.Manifest) []collectorRow {
 		r := collectorRow{
 			Name: c.Name, Status: c.Status, Class: statusClass(c.Status),
 			Duration: fmt.Sprintf("%.2fs", c.DurationSeconds),
-			Files:    len(c.Files), Size: humanBytes(sizes[c.Name]),
-			Detail: cut(firstLine(detail), 300),
+			Files:    len(c.Files), Size: human.Bytes(sizes[c.Name]),
+			Detail: human.FirstLine(detail),
 		}
 		if c.TimeoutSeconds > 0 {
 			r.Timeout = fmt.Sprintf("%.0fs", c.TimeoutSeconds)
 		}
 		if c.MaxRSSKiB > 0 {
-			r.MaxRSS = humanBytes(c.MaxRSSKiB << 10)
+			r.MaxRSS = human.Bytes(c.MaxRSSKiB << 10)
 		}
 		out = append(out, r)
 	}
@@ -525,7 +525,7 @@ func fileRows(files []bundle.FileEntry, bud *budget) ([]fileRow, int) {
 		if f.BinaryReason != "" {
 			kind += " (" + f.BinaryReason + ")"
 		}
-		out = append(out, fileRow{Ref: fmt.Sprintf("file-%d", i), Path: bud.take(f.Path, 1000), Size: humanBytes(f.Size), Kind: cut(kind, 200), Flags: strings.Join(flags, ", "), Redaction: n})
+		out = append(out, fileRow{Ref: fmt.Sprintf("file-%d", i), Path: bud.take(f.Path, 1000), Size: human.Bytes(f.Size), Kind: human.Cut(kind, 200), Flags: strings.Join(flags, ", "), Redaction: n})
 	}
 	return out, 0
 }
@@ -564,7 +564,7 @@ func redactionLine(r bundle.RedactionSummary) string {
 	if len(r.Obfuscated) > 0 {
 		out += "; obfuscated: " + strings.Join(r.Obfuscated, ", ")
 	}
-	return cut(out, 1000)
+	return human.Cut(out, 1000)
 }
 
 // indentJSON is json.MarshalIndent without HTML escaping: the template
@@ -592,34 +592,4 @@ func orUnknown(s string) string {
 		return "unknown host"
 	}
 	return s
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
-// cut shortens s to n bytes at a rune boundary, adding "…".
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	case n < 1<<30:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 }

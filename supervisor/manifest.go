@@ -198,9 +198,9 @@ func (r *run) manifest(specs []*collectors.Spec, h outputdir.HashResult) *bundle
 		m.Warnings = append(m.Warnings, "the staging directory "+r.staging.Path+" was removed or replaced during the run (was the output directory deleted?): files written before that are missing, and listed as omitted")
 		partial = true
 	}
-	m.Status = "complete"
+	m.Status = bundle.BundleComplete
 	if partial {
-		m.Status = "partial"
+		m.Status = bundle.BundlePartial
 	}
 	return m
 }

@@ -258,7 +258,7 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 		}
 		return nil, err
 	}
-	res := &Result{Bundle: w, Manifest: m, Partial: m.Status != "complete"}
+	res := &Result{Bundle: w, Manifest: m, Partial: m.Status != bundle.BundleComplete}
 	if len(r.mappings) > 0 {
 		for k, v := range r.red.Mappings() {
 			r.mappings[k] = v

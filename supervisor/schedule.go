@@ -14,6 +14,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/internal/human"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
@@ -104,7 +105,7 @@ func (r *run) runOne(cr *collectorRun) {
 	r.progress(Progress{Collector: s.Name, Phase: "start", Deadline: hardStop})
 	defer func() {
 		cr.res.DurationSeconds = time.Since(started).Seconds()
-		r.progress(Progress{Collector: s.Name, Phase: "done", Status: cr.res.Status, Elapsed: time.Since(started), Error: firstLine(cr.res.Error)})
+		r.progress(Progress{Collector: s.Name, Phase: "done", Status: cr.res.Status, Elapsed: time.Since(started), Error: human.FirstLine(cr.res.Error)})
 	}()
 
 	// Made with the staging directory, in the output worker.
@@ -224,7 +225,7 @@ func (r *run) runOne(cr *collectorRun) {
 		if sig, ok := child.Signaled(); ok {
 			cr.res.Error = fmt.Sprintf("collector process was killed by signal %s without reporting", sig)
 		} else if strings.Contains(stderr.String(), "panic:") {
-			cr.res.Error = "collector process panicked: " + firstLine(cr.res.Stderr[strings.Index(cr.res.Stderr, "panic:"):])
+			cr.res.Error = "collector process panicked: " + human.FirstLine(cr.res.Stderr[strings.Index(cr.res.Stderr, "panic:"):])
 		} else {
 			cr.res.Error = fmt.Sprintf("collector process exited with status %d without reporting", code)
 		}
@@ -312,11 +313,4 @@ func (r *run) killAll() {
 // ended at (or near) that deadline.
 func cutShort(started, deadline, ended time.Time) bool {
 	return deadline.Sub(started) < time.Second || !ended.Before(deadline.Add(-200*time.Millisecond))
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

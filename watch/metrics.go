@@ -75,21 +75,21 @@ func escapeLabel(s string) string {
 }
 
 func (m *metricSet) set(name string, labels []string, v float64) {
-	s := m.series[name]
-	if s == nil {
-		s = map[string]float64{}
-		m.series[name] = s
-	}
-	s[labelString(labels)] = v
+	m.named(name)[labelString(labels)] = v
 }
 
 func (m *metricSet) add(name string, labels []string, v float64) {
+	m.named(name)[labelString(labels)] += v
+}
+
+// named is the series of a metric, created when first used.
+func (m *metricSet) named(name string) map[string]float64 {
 	s := m.series[name]
 	if s == nil {
 		s = map[string]float64{}
 		m.series[name] = s
 	}
-	s[labelString(labels)] += v
+	return s
 }
 
 // write renders the text exposition format, sorted.

@@ -226,7 +226,7 @@ func (w *Watcher) finished(name string, c Collection, start time.Time) {
 	w.metrics.add("nodesnap_watch_collections_total", []string{"trigger", name, "status", c.Status}, 1)
 	w.metrics.set("nodesnap_watch_last_collection_timestamp_seconds", nil, float64(now.Unix()))
 	w.metrics.set("nodesnap_watch_last_collection_duration_seconds", nil, now.Sub(start).Seconds())
-	ok := c.Status == "complete" || c.Status == "partial"
+	ok := c.Status == bundle.BundleComplete || c.Status == bundle.BundlePartial
 	w.metrics.set("nodesnap_watch_last_collection_success", nil, b2f(ok))
 	switch {
 	case c.Err != nil:

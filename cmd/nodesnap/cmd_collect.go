@@ -20,6 +20,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/kubelet"
 	"github.com/nodesnap/nodesnap/internal/cliflag"
+	"github.com/nodesnap/nodesnap/internal/human"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/outputdir"
 	"github.com/nodesnap/nodesnap/supervisor"
@@ -493,7 +494,7 @@ func runCollect(ctx context.Context, o *collectOptions, flags *pflag.FlagSet, ar
 	if up != nil {
 		if chatty {
 			up.Log = stderr
-			fmt.Fprintf(stderr, "nodesnap: uploading %s to %s\n", humanBytes(res.Bundle.Size), up.Shown)
+			fmt.Fprintf(stderr, "nodesnap: uploading %s to %s\n", human.Bytes(res.Bundle.Size), up.Shown)
 		}
 		// Ctrl-C during the upload ends it, not the process: the
 		// customer still learns where the bundle is.
@@ -564,7 +565,7 @@ func runCollect(ctx context.Context, o *collectOptions, flags *pflag.FlagSet, ar
 			fmt.Fprintf(stdout, "The upload to %s failed: %s.\nAttach this file to the ticket instead:\n", ur.URL, ur.Error)
 		}
 		fmt.Fprintln(stdout, res.Bundle.Path)
-		fmt.Fprintf(stdout, "size: %s (%d bytes)\nsha256: %s\n", humanBytes(res.Bundle.Size), res.Bundle.Size, res.Bundle.SHA256)
+		fmt.Fprintf(stdout, "size: %s (%d bytes)\nsha256: %s\n", human.Bytes(res.Bundle.Size), res.Bundle.Size, res.Bundle.SHA256)
 		if onHost {
 			// Last, so that a pod's log ends with where the bundle
 			// is on the node.

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodesnap/nodesnap/fleet"
+	"github.com/nodesnap/nodesnap/outputdir"
 	"github.com/nodesnap/nodesnap/supervisor"
 )
 
@@ -134,7 +135,7 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 		o.image = DefaultImageRepo + ":" + toolVersion()
 	}
 	if o.outputDir == "" {
-		o.outputDir = "nodesnap-fleet-" + time.Now().UTC().Format("20060102T150405Z")
+		o.outputDir = "nodesnap-fleet-" + time.Now().UTC().Format(outputdir.TimeLayout)
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.kubeconfig

@@ -4,13 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/internal/human"
 	"github.com/nodesnap/nodesnap/internal/textfit"
 )
 
@@ -195,7 +197,7 @@ func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose 
 		}
 		// The table's line is cut at the width by w; the whole text
 		// follows the table with -v.
-		fmt.Fprintf(tw, "%s\t%s\t%.2fs\t%d\t%s\t%s\n", c.Name, c.Status, c.DurationSeconds, len(c.Files), humanBytes(sizes[c.Name]), firstLineOf(detail))
+		fmt.Fprintf(tw, "%s\t%s\t%.2fs\t%d\t%s\t%s\n", c.Name, c.Status, c.DurationSeconds, len(c.Files), human.Bytes(sizes[c.Name]), human.FirstLine(detail))
 		if verbose && detail != "" {
 			details = append(details, c.Name+": "+detail)
 		}
@@ -228,7 +230,7 @@ func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose 
 	fmt.Fprintf(w, "\nredactions: %d", m.Redaction.Total)
 	if m.Redaction.Total > 0 {
 		var parts []string
-		for _, r := range sortedKeys(m.Redaction.Rules) {
+		for _, r := range slices.Sorted(maps.Keys(m.Redaction.Rules)) {
 			parts = append(parts, fmt.Sprintf("%s=%d", r, m.Redaction.Rules[r]))
 		}
 		fmt.Fprintf(w, " (%s)", strings.Join(parts, ", "))
@@ -262,22 +264,6 @@ func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose 
 		return err
 	}
 	return rows.Flush()
-}
-
-func firstLineOf(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
-func sortedKeys(m map[string]int) []string {
-	k := make([]string, 0, len(m))
-	for n := range m {
-		k = append(k, n)
-	}
-	sort.Strings(k)
-	return k
 }
 
 func sumCounts(m map[string]int) int {

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/internal/human"
 	"github.com/nodesnap/nodesnap/outputdir"
 	"github.com/nodesnap/nodesnap/redact"
 	"github.com/nodesnap/nodesnap/supervisor"
@@ -109,7 +110,7 @@ func runRedact(ctx context.Context, o *redactOptions, in string, stdout, stderr 
 		}
 		fmt.Fprintf(stderr, "obfuscation mapping (keep it, do not attach it): %s\n", mf)
 	}
-	fmt.Fprintf(stdout, "%s\nsize: %s (%d bytes)\nsha256: %s\nredactions: %d\n", w.Path, humanBytes(w.Size), w.Size, w.SHA256, m.Redaction.Total)
+	fmt.Fprintf(stdout, "%s\nsize: %s (%d bytes)\nsha256: %s\nredactions: %d\n", w.Path, human.Bytes(w.Size), w.Size, w.SHA256, m.Redaction.Total)
 	return nil
 }
 

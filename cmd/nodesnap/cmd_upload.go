@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/internal/human"
 	"github.com/nodesnap/nodesnap/upload"
 )
 
@@ -141,7 +142,7 @@ func runUpload(ctx context.Context, o *upload.Options, path, output string, stdo
 			return err
 		}
 	} else if res.OK {
-		fmt.Fprintf(stdout, "Uploaded %s (%s, sha256 %s) to %s: HTTP %d\n", path, humanBytes(size), sum, res.URL, res.StatusCode)
+		fmt.Fprintf(stdout, "Uploaded %s (%s, sha256 %s) to %s: HTTP %d\n", path, human.Bytes(size), sum, res.URL, res.StatusCode)
 	}
 	if !res.OK {
 		return &uploadError{url: res.URL, reason: res.Error, path: path}

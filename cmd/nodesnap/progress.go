@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/internal/human"
 	"github.com/nodesnap/nodesnap/supervisor"
 )
 
@@ -143,7 +144,7 @@ func (p *liveProgress) finish(m *bundle.Manifest) {
 		for _, c := range m.Collectors {
 			r := p.row(c.Name)
 			r.status, r.elapsed = c.Status, time.Duration(c.DurationSeconds*float64(time.Second))
-			r.err = firstLineOf(c.Error)
+			r.err = human.FirstLine(c.Error)
 			if c.HangEvidence != nil && c.HangEvidence.Phase != "interrupted" && c.HangEvidence.Phase != "cut" {
 				r.err = "hung: " + c.HangEvidence.String()
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/internal/human"
 )
 
 // copyTree copies a fixture tree (files, directories, symlinks as links).
@@ -131,7 +132,7 @@ func TestCollectRootReadsOnlyFixture(t *testing.T) {
 		t.Errorf("manifest host %+v is not the fixture's", h)
 	}
 	for _, s := range c.Manifest.Collectors {
-		t.Logf("%-12s %-11s %s", s.Name, s.Status, firstLineOf(s.Error))
+		t.Logf("%-12s %-11s %s", s.Name, s.Status, human.FirstLine(s.Error))
 	}
 
 	var tasks []struct {

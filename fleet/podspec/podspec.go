@@ -127,7 +127,6 @@ func PodSpec(o Options) corev1.PodSpec {
 	if o.HoldFor > 0 {
 		holdArgs = append(holdArgs, "--for="+durationFlag(o.HoldFor))
 	}
-	hostToContainer := corev1.MountPropagationHostToContainer
 	spec := corev1.PodSpec{
 		NodeName:           o.NodeName,
 		ServiceAccountName: sa,
@@ -157,12 +156,7 @@ func PodSpec(o Options) corev1.PodSpec {
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
 				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 			},
-			VolumeMounts: []corev1.VolumeMount{
-				{Name: "host-root", MountPath: "/host", ReadOnly: true},
-				{Name: "kubelet-dir", MountPath: "/host/var/lib/kubelet", ReadOnly: true, MountPropagation: &hostToContainer},
-				{Name: "output", MountPath: OutputDir},
-				{Name: "kubelet-token", MountPath: TokenDir, ReadOnly: true},
-			},
+			VolumeMounts: collectMounts(),
 		}},
 		Containers: []corev1.Container{{
 			Name:            HoldContainer,
@@ -247,7 +241,6 @@ func DaemonSet(image string) *appsv1.DaemonSet {
 func daemonSetPodSpec(image string) corev1.PodSpec {
 	spec := PodSpec(Options{Image: image, TerminationGrace: ptr(int64(30))})
 	collect := spec.InitContainers[0]
-	hostToContainer := corev1.MountPropagationHostToContainer
 	watch := corev1.Container{
 		Name:            WatchContainer,
 		Image:           image,
@@ -271,12 +264,7 @@ func daemonSetPodSpec(image string) corev1.PodSpec {
 		},
 		// The kubelet token too: its collections read the kubelet's API
 		// as collect's do.
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: "host-root", MountPath: "/host", ReadOnly: true},
-			{Name: "kubelet-dir", MountPath: "/host/var/lib/kubelet", ReadOnly: true, MountPropagation: &hostToContainer},
-			{Name: "output", MountPath: OutputDir},
-			{Name: "kubelet-token", MountPath: TokenDir, ReadOnly: true},
-		},
+		VolumeMounts: collectMounts(),
 	}
 	spec.Containers = append([]corev1.Container{watch}, spec.Containers...)
 	return spec
@@ -301,5 +289,19 @@ func PodSecurityLabels() map[string]string {
 		"pod-security.kubernetes.io/enforce": "privileged",
 		"pod-security.kubernetes.io/warn":    "privileged",
 		"pod-security.kubernetes.io/audit":   "privileged",
+	}
+}
+
+// collectMounts are the volume mounts of a container that collects: the
+// host's root read-only, the kubelet's directory with its mounts
+// propagated, the output directory and the kubelet token. The collect
+// container and the watch container share them.
+func collectMounts() []corev1.VolumeMount {
+	hostToContainer := corev1.MountPropagationHostToContainer
+	return []corev1.VolumeMount{
+		{Name: "host-root", MountPath: "/host", ReadOnly: true},
+		{Name: "kubelet-dir", MountPath: "/host/var/lib/kubelet", ReadOnly: true, MountPropagation: &hostToContainer},
+		{Name: "output", MountPath: OutputDir},
+		{Name: "kubelet-token", MountPath: TokenDir, ReadOnly: true},
 	}
 }

@@ -102,20 +102,6 @@ func MarkURL(fs *pflag.FlagSet, name string) {
 	}
 }
 
-// Marked returns the long names of the flags of fs marked secret and
-// marked URL.
-func Marked(fs *pflag.FlagSet) (secret, urls []string) {
-	fs.VisitAll(func(f *pflag.Flag) {
-		if _, ok := f.Annotations[annotationSecret]; ok {
-			secret = append(secret, f.Name)
-		}
-		if _, ok := f.Annotations[annotationURL]; ok {
-			urls = append(urls, f.Name)
-		}
-	})
-	return secret, urls
-}
-
 // RecordArgs is argv as the manifest may record it: the values of flags
 // marked secret replaced by [REDACTED], and of flags marked URL cut to
 // scheme, host and path (SafeURL), in both --flag value and --flag=value

@@ -89,3 +89,17 @@ func FuzzParseBytes(f *testing.F) {
 		}
 	})
 }
+
+// Marked returns, for the tests, the long names of the flags of fs marked secret and
+// marked URL.
+func Marked(fs *pflag.FlagSet) (secret, urls []string) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if _, ok := f.Annotations[annotationSecret]; ok {
+			secret = append(secret, f.Name)
+		}
+		if _, ok := f.Annotations[annotationURL]; ok {
+			urls = append(urls, f.Name)
+		}
+	})
+	return secret, urls
+}

@@ -12,6 +12,8 @@ import (
 // Bytes is a size in binary units with one decimal: "1.4 MiB", "512 bytes".
 func Bytes(n int64) string {
 	switch {
+	case n >= 1<<40:
+		return fmt.Sprintf("%.1f TiB", float64(n)/(1<<40))
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 	case n >= 1<<20:

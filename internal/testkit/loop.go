@@ -20,35 +20,14 @@ import (
 type LoopOption func(*loopConfig)
 
 type loopConfig struct {
-	mountpoint string
-	inodes     int
-	mkfsArgs   []string
-	mountData  string
-	noMount    bool
-}
-
-// LoopMountpoint mounts the filesystem at dir (created if missing)
-// instead of a fresh directory under t.TempDir().
-func LoopMountpoint(dir string) LoopOption {
-	return func(c *loopConfig) { c.mountpoint = dir }
+	inodes  int
+	noMount bool
 }
 
 // LoopInodes sets the number of inodes (mkfs.ext4 -N n). A directory
 // needs one inode, so ManySubdirs(t, dir, n) needs a little more than n.
 func LoopInodes(n int) LoopOption {
 	return func(c *loopConfig) { c.inodes = n }
-}
-
-// LoopMkfsArgs passes extra arguments to mkfs.ext4 (before the image
-// path), for example "-b", "4096" or "-O", "^dir_index".
-func LoopMkfsArgs(args ...string) LoopOption {
-	return func(c *loopConfig) { c.mkfsArgs = append(c.mkfsArgs, args...) }
-}
-
-// LoopMountData sets the mount options (the data argument of mount(2)),
-// for example "noatime" or "errors=remount-ro".
-func LoopMountData(data string) LoopOption {
-	return func(c *loopConfig) { c.mountData = data }
 }
 
 // LoopNoMount attaches the loop device but does not mount it; Mountpoint
@@ -81,8 +60,8 @@ type Loop struct {
 
 // LoopExt4 creates a sparse image of sizeMiB MiB under t.TempDir(), makes
 // an ext4 filesystem in it (mkfs.ext4 -q with default features, plus
-// LoopInodes and LoopMkfsArgs), attaches it with `losetup --find --show`
-// and mounts it (at LoopMountpoint, or a fresh temporary directory).
+// LoopInodes), attaches it with `losetup --find --show`
+// and mounts it on a fresh temporary directory.
 //
 // Cleanup (also Close) unmounts it if it is still mounted in the test's
 // namespace (lazily if busy), detaches the loop device with losetup -d
@@ -117,7 +96,6 @@ func LoopExt4(t testing.TB, sizeMiB int, opts ...LoopOption) *Loop {
 	if cfg.inodes > 0 {
 		args = append(args, "-N", strconv.Itoa(cfg.inodes))
 	}
-	args = append(args, cfg.mkfsArgs...)
 	args = append(args, img)
 	if out, err := runTool(2*time.Minute, "mkfs.ext4", args...); err != nil {
 		t.Fatalf("testkit: mkfs.ext4 %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -140,16 +118,12 @@ func LoopExt4(t testing.TB, sizeMiB int, opts ...LoopOption) *Loop {
 	if cfg.noMount {
 		return l
 	}
-	mountpoint := cfg.mountpoint
-	if mountpoint == "" {
-		mountpoint = tempMountpoint(t, "ext4")
-	}
-	mp, created, err := prepareDir(mountpoint)
+	mp, created, err := prepareDir(tempMountpoint(t, "ext4"))
 	if err != nil {
 		t.Fatalf("testkit: LoopExt4 mountpoint: %v", err)
 	}
 	l.created = created
-	if err := unix.Mount(dev, mp, "ext4", 0, cfg.mountData); err != nil {
+	if err := unix.Mount(dev, mp, "ext4", 0, ""); err != nil {
 		removeCreated(created)
 		l.created = nil
 		t.Fatalf("testkit: mount %s at %s: %v", dev, mp, err)
