@@ -35,7 +35,8 @@ type MountprobeOptions struct {
 	// ones likely to hang, are started up to MaxWorkers at once.
 	MaxWorkers int `json:"max_workers"`
 	// MaxStuck bounds the probes stuck past SlowAfter that still wait
-	// for their deadline (each holds one worker process), so that hung
+	// for their deadline (each holds one worker process), together with
+	// the earlier runs' probes found still stuck, so that hung
 	// mounts cost about one probe deadline in all, not one per
 	// MaxWorkers of them, while a table of thousands of hung mounts
 	// cannot start thousands of processes.
@@ -82,7 +83,7 @@ func init() {
 			fs.IntVar(&mountprobeOpts.MaxWorkers, "mountprobe-max-workers", mountprobeOpts.MaxWorkers,
 				"mountprobe: most probes at once, not counting workers stuck on hung mounts (at least --workers)")
 			fs.IntVar(&mountprobeOpts.MaxStuck, "mountprobe-max-stuck", mountprobeOpts.MaxStuck,
-				"mountprobe: most probes at once stuck on hung mounts and waiting for the probe deadline, besides --mountprobe-max-workers")
+				"mountprobe: most workers stuck on hung mounts, besides --mountprobe-max-workers: this run's waiting for the probe deadline and earlier runs' still stuck (a mount an earlier run's probe is stuck on is reported hung, not probed again)")
 			fs.IntVar(&mountprobeOpts.MaxPerNamespace, "mountprobe-max-per-namespace", mountprobeOpts.MaxPerNamespace,
 				"mountprobe: most network and FUSE probes of one mount namespace at once (0: half of --mountprobe-max-workers)")
 			fs.StringSliceVar(&mountprobeOpts.First, "mountprobe-first", mountprobeOpts.First,
@@ -91,6 +92,7 @@ func init() {
 		Run: collectMountprobe,
 	})
 	isolate.RegisterOp(opMountProbe, isolate.Typed(mpProbeOp))
+	isolate.RegisterOp(opMountEarlier, isolate.Typed(mpEarlierOp))
 }
 
 // mpNamespace is one mount namespace and the tasks in it.
@@ -150,6 +152,7 @@ type mpItem struct {
 	// urgent of its own and of every item waiting for it.
 	own, prio mpPrio
 	likely    bool // network or FUSE: likely to hang
+	earlier   bool // an earlier run's probe is still stuck on it
 }
 
 // mpItem states.
@@ -257,10 +260,14 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 		p.notef("fusectl is not mounted (normally at /sys/fs/fuse/connections): the FUSE request queues could not be read")
 	}
 
+	earlier := p.findEarlier(pctx, items)
+	// MaxStuck bounds the stuck workers of every run together.
+	p.maxStuck = max(p.maxStuck-earlier, 0)
+
 	p.schedule(pctx, items)
 
 	rep := layout.MountProbeReport{StartedAt: started.UTC(), ProbeTimeoutMS: p.probeTimeout.Milliseconds(),
-		Workers: p.base, MaxWorkers: p.max, MaxStuck: p.maxStuck, PeakStuck: p.peakStuck, MaxPerNamespace: p.perNS, Reserved: p.reserved, Counts: map[string]int{}}
+		Workers: p.base, MaxWorkers: p.max, MaxStuck: p.maxStuck, PeakStuck: p.peakStuck, EarlierStuck: earlier, MaxPerNamespace: p.perNS, Reserved: p.reserved, Counts: map[string]int{}}
 	for _, ns := range order {
 		mn := layout.MountProbeNamespace{Inode: ns.inode, Host: ns.host, Self: ns.self, PID: ns.rep, Tasks: len(ns.pids),
 			Mounts: ns.nMounts, Error: ns.err}
@@ -294,6 +301,9 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	}
 	if n := rep.Counts[layout.ProbeHung]; n > 0 {
 		env.Notef("%d mount(s) hung: stat/statfs did not answer within %s", n, p.probeTimeout)
+	}
+	if earlier > 0 {
+		env.Notef("%d probe worker(s) of earlier runs are still stuck on hung mounts: those mounts were reported hung without a new probe, and --mountprobe-max-stuck allowed %d more", earlier, p.maxStuck)
 	}
 	if n := rep.Counts[layout.ProbeUnfinished]; n > 0 {
 		env.Partialf("%d mount(s) could not be probed before the collector's deadline", n)

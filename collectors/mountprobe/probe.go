@@ -22,6 +22,9 @@ import (
 
 type mpRequest struct {
 	Path string `json:"path"`
+	// Note is what the worker shows a later run while it probes (see
+	// earlier.go).
+	Note string `json:"note,omitempty"`
 }
 
 // mpResponse is what one probe found. Failures are data here, not
@@ -42,6 +45,10 @@ type mpResponse struct {
 // when stat failed, since their errors can differ.
 func mpProbeOp(rq mpRequest) (any, error) {
 	var r mpResponse
+	if rq.Note != "" && isolate.SetWorkerNote(rq.Note) == nil {
+		// Without a note a later run would only probe this mount again.
+		defer func() { _ = isolate.SetWorkerNote("") }()
+	}
 	t := time.Now()
 	var st unix.Stat_t
 	if err := unix.Lstat(rq.Path, &st); err != nil {
@@ -131,7 +138,8 @@ func (p *mpProber) probe(ctx context.Context, it *mpItem) {
 	start := time.Now()
 	it.rec.StartedMS = shared.Millis(start.Sub(p.started))
 	var res mpResponse
-	err := p.env.Do(ctx, opMountProbe, it.rec.ProbePath, mpRequest{Path: it.rec.ProbePath}, &res)
+	rq := mpRequest{Path: it.rec.ProbePath, Note: mpNoteFor(it.rec.Dev, it.rec.ProbePath, start)}
+	err := p.env.Do(ctx, opMountProbe, it.rec.ProbePath, rq, &res)
 	elapsed := time.Since(start)
 	it.rec.DoneMS = shared.Millis(time.Since(p.started))
 	var he *isolate.HungError
