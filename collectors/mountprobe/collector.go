@@ -54,7 +54,7 @@ type MountprobeOptions struct {
 	First []string `json:"first,omitempty"`
 }
 
-var mountprobeOpts = MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 200 * time.Millisecond}
+var mountprobeOpts = MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 50 * time.Millisecond}
 
 // mpFirstRoots are the host paths whose mounts are probed first: the
 // kubelet, the container runtimes and CSI drivers. A hung mount here stops
@@ -195,7 +195,7 @@ const mpMemoryLimit = 40 << 20
 
 func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	isolate.LimitMemory(mpMemoryLimit)
-	opts := MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 200 * time.Millisecond}
+	opts := MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 50 * time.Millisecond}
 	if err := env.Options(&opts); err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	p.reserved = min(p.base, p.max-p.base)
 	p.first = opts.First
 	if p.slowAfter <= 0 {
-		p.slowAfter = 200 * time.Millisecond
+		p.slowAfter = 50 * time.Millisecond
 	}
 	// The pool is sized for the maximum; the scheduler below decides how
 	// many probes actually run.
