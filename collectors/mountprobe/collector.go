@@ -130,9 +130,13 @@ func mpListNamespaces(fs *hostfs.FS) (map[uint64]*mpNamespace, uint64, uint64, e
 
 // mpItem is one distinct mount: one record, at most one probe.
 type mpItem struct {
-	rec    layout.MountProbe
-	m      procfs.Mount
-	ns     *mpNamespace
+	rec layout.MountProbe
+	// parentID, major and minor are what is kept of the mount beside its
+	// record: a copy of the whole parsed line (options and all) cost
+	// hundreds of bytes a mount.
+	parentID     int
+	major, minor uint32
+	ns           *mpNamespace
 	class  procfs.FSClass
 	order  int
 	hidden bool // over-mounted in its namespace
@@ -248,9 +252,9 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	p.fusectl = mpFindFusectl(env, order)
 	fuseSeen := false
 	for _, it := range items {
-		if procfs.IsFUSE(it.m.FSType) && it.m.Major == 0 {
+		if procfs.IsFUSE(it.rec.FSType) && it.major == 0 {
 			fuseSeen = true
-			it.rec.FUSE = &layout.MountProbeFUSE{Conn: it.m.Minor, WaitingBefore: p.fuseWaiting(it.m.Minor)}
+			it.rec.FUSE = &layout.MountProbeFUSE{Conn: it.minor, WaitingBefore: p.fuseWaiting(it.minor)}
 		}
 	}
 	for _, ns := range order {
@@ -421,20 +425,16 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 	var items []*mpItem
 	for _, ns := range order {
 		// The mount visible at a path is the one no other mount at the
-		// same path sits on.
-		under := map[string]map[int]bool{} // mountpoint -> IDs something is mounted on there
-		for _, m := range ns.mounts {
-			if under[m.MountPoint] == nil {
-				under[m.MountPoint] = map[int]bool{}
-			}
+		// same path sits on. (Indexes and IDs only: a map of whole
+		// mounts, or one map per mountpoint, cost megabytes at 30,000.)
+		ids := make(map[int]int, len(ns.mounts)) // mount ID -> index in ns.mounts
+		for i, m := range ns.mounts {
+			ids[m.ID] = i
 		}
-		ids := map[int]procfs.Mount{}
+		covered := map[int]bool{} // IDs of mounts something is mounted on at the same path
 		for _, m := range ns.mounts {
-			ids[m.ID] = m
-		}
-		for _, m := range ns.mounts {
-			if pm, ok := ids[m.ParentID]; ok && pm.MountPoint == m.MountPoint && pm.ID != m.ID {
-				under[m.MountPoint][pm.ID] = true
+			if i, ok := ids[m.ParentID]; ok && ns.mounts[i].MountPoint == m.MountPoint && m.ParentID != m.ID {
+				covered[m.ParentID] = true
 			}
 		}
 		for _, m := range ns.mounts {
@@ -444,8 +444,8 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 				byNSID[nsID{ns, m.ID}] = it
 				continue
 			}
-			it := &mpItem{m: m, ns: ns, class: procfs.Classify(m), order: len(items)}
-			it.hidden = under[m.MountPoint][m.ID]
+			it := &mpItem{parentID: m.ParentID, major: m.Major, minor: m.Minor, ns: ns, class: procfs.Classify(m), order: len(items)}
+			it.hidden = covered[m.ID]
 			it.autofs = m.FSType == "autofs"
 			it.rec = layout.MountProbe{
 				Mountpoint: m.MountPoint, ProbePath: ns.prefix + m.MountPoint,
@@ -463,9 +463,9 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 	}
 	for _, it := range items {
 		it.likely = it.class == procfs.ClassNetwork || it.class == procfs.ClassFUSE
-		first := mpFirstPath(it.m.MountPoint, p.first)
+		first := mpFirstPath(it.rec.Mountpoint, p.first)
 		if it.ns.self && !first {
-			if hp, ok := p.env.Host().Host(it.m.MountPoint); ok {
+			if hp, ok := p.env.Host().Host(it.rec.Mountpoint); ok {
 				first = mpFirstPath(string(hp), p.first)
 			}
 		}
@@ -491,7 +491,7 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 		if it.hidden || it.autofs {
 			continue
 		}
-		if pm, ok := byNSID[nsID{it.ns, it.m.ParentID}]; ok && pm != it {
+		if pm, ok := byNSID[nsID{it.ns, it.parentID}]; ok && pm != it {
 			it.parent = pm
 		}
 		if r := devRep[it.rec.Dev]; r != nil {

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
@@ -237,7 +238,7 @@ func mpBlockedIn(h *layout.HangEvidence) string {
 
 // mpDiagnose says what a failed probe usually means.
 func mpDiagnose(e unix.Errno, it *mpItem) string {
-	fuse := procfs.IsFUSE(it.m.FSType)
+	fuse := procfs.IsFUSE(it.rec.FSType)
 	switch e {
 	case unix.ENOTCONN:
 		if fuse {
@@ -271,10 +272,7 @@ func mpDiagnose(e unix.Errno, it *mpItem) string {
 func mpStatfs(s *isolate.StatfsResult) *layout.MountProbeStatfs {
 	f := &layout.MountProbeStatfs{BlockSize: s.Bsize, Inodes: s.Files, InodesFree: s.Ffree,
 		ReadOnly: s.Flags&unix.ST_RDONLY != 0}
-	f.TypeMagic = fmt.Sprintf("0x%x", uint64(s.Type))
-	if n := shared.FSMagic[s.Type]; n != "" {
-		f.TypeMagic += " (" + n + ")"
-	}
+	f.TypeMagic = mpTypeMagic(s.Type)
 	if s.Bsize > 0 {
 		bs := uint64(s.Bsize)
 		f.TotalBytes, f.FreeBytes, f.AvailBytes = s.Blocks*bs, s.Bfree*bs, s.Bavail*bs
@@ -286,4 +284,20 @@ func mpStatfs(s *isolate.StatfsResult) *layout.MountProbeStatfs {
 		f.InodesUsedPct = mpRound1(100 * float64(s.Files-s.Ffree) / float64(s.Files))
 	}
 	return f
+}
+
+// mpMagics holds each filesystem magic's text once: thousands of mounts of
+// a few types would otherwise each hold their own copy.
+var mpMagics sync.Map // int64 -> string
+
+func mpTypeMagic(t int64) string {
+	if v, ok := mpMagics.Load(t); ok {
+		return v.(string)
+	}
+	m := fmt.Sprintf("0x%x", uint64(t))
+	if n := shared.FSMagic[t]; n != "" {
+		m += " (" + n + ")"
+	}
+	mpMagics.Store(t, m)
+	return m
 }
