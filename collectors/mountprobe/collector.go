@@ -137,10 +137,10 @@ type mpItem struct {
 	parentID     int
 	major, minor uint32
 	ns           *mpNamespace
-	class  procfs.FSClass
-	order  int
-	hidden bool // over-mounted in its namespace
-	autofs bool
+	class        procfs.FSClass
+	order        int
+	hidden       bool // over-mounted in its namespace
+	autofs       bool
 	// parent is the nearest ancestor mount in the probe namespace: its
 	// path is walked to reach this one, so it is probed first. devRep is
 	// the first mount of the same filesystem: when it hangs, this one is
