@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/internal/jsonstream"
 )
 
 // Readers: one per collector file. Each keeps what the rules need and
@@ -30,8 +31,8 @@ const (
 // per line.
 func (st *state) readTasks(_ string, r io.Reader) error {
 	st.tasksSeen = true
-	dec := newDecoder(r)
-	err := walkArray(dec, func() error {
+	dec := jsonstream.NewDecoder(r)
+	err := jsonstream.WalkArray(dec, func() error {
 		var t layout.Task
 		if err := dec.Decode(&t); err != nil {
 			return err
@@ -42,7 +43,7 @@ func (st *state) readTasks(_ string, r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	return endOfInput(dec)
+	return jsonstream.EndOfInput(dec)
 }
 
 func (st *state) addTask(t *layout.Task) {
@@ -85,12 +86,12 @@ func fsWait(w string) bool {
 // not ok.
 func (st *state) readProbes(_ string, r io.Reader) error {
 	st.probesSeen = true
-	dec := newDecoder(r)
-	err := walkObject(dec, func(key string) error {
+	dec := jsonstream.NewDecoder(r)
+	err := jsonstream.WalkObject(dec, func(key string) error {
 		if key != "probes" {
-			return skipValue(dec)
+			return jsonstream.SkipValue(dec)
 		}
-		return walkArray(dec, func() error {
+		return jsonstream.WalkArray(dec, func() error {
 			var p layout.MountProbe
 			if err := dec.Decode(&p); err != nil {
 				return err
@@ -105,7 +106,7 @@ func (st *state) readProbes(_ string, r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	return endOfInput(dec)
+	return jsonstream.EndOfInput(dec)
 }
 
 // readShape reads dirshape/shape.json: bounded by the collector (top N
@@ -123,10 +124,10 @@ func (st *state) readCSI(_ string, r io.Reader) error {
 // it, and fails if anything follows the value (*dst is kept then).
 func decodeWhole[T any](r io.Reader, dst **T) error {
 	var v T
-	dec := newDecoder(r)
+	dec := jsonstream.NewDecoder(r)
 	if err := dec.Decode(&v); err != nil {
 		return err
 	}
 	*dst = &v
-	return endOfInput(dec)
+	return jsonstream.EndOfInput(dec)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/goroutinedump"
+	"github.com/nodesnap/nodesnap/internal/jsonstream"
 )
 
 // Readers of the kubelet's and the runtime's own view: healthz, the pod list, CRI pods and containers, goroutine dumps.
@@ -172,12 +173,12 @@ func (st *state) readRuntimeGoroutines(name string, r io.Reader) error {
 // the shape of the kubelet's PodList and the CRI's list answers. after,
 // if not nil, runs once the list was read.
 func walkListed(r io.Reader, key string, each func(dec *json.Decoder) error, after func()) error {
-	dec := newDecoder(r)
-	err := walkObject(dec, func(k string) error {
+	dec := jsonstream.NewDecoder(r)
+	err := jsonstream.WalkObject(dec, func(k string) error {
 		if k != key {
-			return skipValue(dec)
+			return jsonstream.SkipValue(dec)
 		}
-		return walkArray(dec, func() error { return each(dec) })
+		return jsonstream.WalkArray(dec, func() error { return each(dec) })
 	})
 	if err != nil {
 		return err
@@ -185,7 +186,7 @@ func walkListed(r io.Reader, key string, each func(dec *json.Decoder) error, aft
 	if after != nil {
 		after()
 	}
-	return endOfInput(dec)
+	return jsonstream.EndOfInput(dec)
 }
 
 // reBuildInfo is the kubelet's kubernetes_build_info sample's version.

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/internal/jsonstream"
 	"github.com/nodesnap/nodesnap/procfs"
 )
 
@@ -20,8 +21,8 @@ import (
 // mount and one device at a time.
 func (st *state) readMounts(_ string, r io.Reader) error {
 	st.mountsSeen = true
-	dec := newDecoder(r)
-	err := walkObject(dec, func(key string) error {
+	dec := jsonstream.NewDecoder(r)
+	err := jsonstream.WalkObject(dec, func(key string) error {
 		switch key {
 		case "host_namespace":
 			return dec.Decode(&st.hostNS)
@@ -42,11 +43,11 @@ func (st *state) readMounts(_ string, r io.Reader) error {
 			st.selfMounts = &ms
 			return nil
 		case "namespaces":
-			return walkArray(dec, func() error { return st.readMountNamespace(dec) })
+			return jsonstream.WalkArray(dec, func() error { return st.readMountNamespace(dec) })
 		case "devices":
-			return walkArray(dec, func() error { return st.readDevice(dec) })
+			return jsonstream.WalkArray(dec, func() error { return st.readDevice(dec) })
 		}
-		return skipValue(dec)
+		return jsonstream.SkipValue(dec)
 	})
 	if err != nil {
 		return err
@@ -56,13 +57,13 @@ func (st *state) readMounts(_ string, r io.Reader) error {
 			st.mounts[i].Host = true
 		}
 	}
-	return endOfInput(dec)
+	return jsonstream.EndOfInput(dec)
 }
 
 func (st *state) readMountNamespace(dec *json.Decoder) error {
 	ni := &nsInfo{}
 	var mounts []mountRec
-	err := walkObject(dec, func(key string) error {
+	err := jsonstream.WalkObject(dec, func(key string) error {
 		switch key {
 		case "inode":
 			return dec.Decode(&ni.Inode)
@@ -75,9 +76,9 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 		case "nodesnap":
 			return dec.Decode(&ni.Nodesnap)
 		case "processes":
-			return walkArray(dec, func() error {
+			return jsonstream.WalkArray(dec, func() error {
 				if len(ni.Processes) >= maxNSProcesses {
-					return skipValue(dec)
+					return jsonstream.SkipValue(dec)
 				}
 				var p layout.NamespaceProcess
 				if err := dec.Decode(&p); err != nil {
@@ -87,7 +88,7 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 				return nil
 			})
 		case "mounts":
-			return walkArray(dec, func() error {
+			return jsonstream.WalkArray(dec, func() error {
 				var m layout.NamespaceMount
 				if err := dec.Decode(&m); err != nil {
 					return err
@@ -101,7 +102,7 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 				return nil
 			})
 		}
-		return skipValue(dec)
+		return jsonstream.SkipValue(dec)
 	})
 	if err != nil {
 		return err

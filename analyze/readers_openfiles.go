@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/internal/jsonstream"
 	"github.com/nodesnap/nodesnap/procfs"
 )
 
@@ -50,14 +51,14 @@ func rawHas(raw []byte, subs ...string) bool {
 // readHolders reads openfiles/holders.json (layout.OpenFilesSummary).
 func (st *state) readHolders(_ string, r io.Reader) error {
 	st.holdersSeen = true
-	dec := newDecoder(r)
+	dec := jsonstream.NewDecoder(r)
 	trim := func(hs []layout.FileHolder) []layout.FileHolder {
 		if len(hs) > maxHoldersKept {
 			return hs[:maxHoldersKept]
 		}
 		return hs
 	}
-	err := walkObject(dec, func(key string) error {
+	err := jsonstream.WalkObject(dec, func(key string) error {
 		switch key {
 		case "host_namespace":
 			var ns uint64
@@ -71,7 +72,7 @@ func (st *state) readHolders(_ string, r io.Reader) error {
 			}
 			return nil
 		case "devices":
-			return walkArray(dec, func() error {
+			return jsonstream.WalkArray(dec, func() error {
 				var d layout.DeviceHolders
 				if err := dec.Decode(&d); err != nil {
 					return err
@@ -81,7 +82,7 @@ func (st *state) readHolders(_ string, r io.Reader) error {
 				return nil
 			})
 		case "mounts":
-			return walkArray(dec, func() error {
+			return jsonstream.WalkArray(dec, func() error {
 				var m layout.MountHolders
 				if err := dec.Decode(&m); err != nil {
 					return err
@@ -91,12 +92,12 @@ func (st *state) readHolders(_ string, r io.Reader) error {
 				return nil
 			})
 		}
-		return skipValue(dec)
+		return jsonstream.SkipValue(dec)
 	})
 	if err != nil {
 		return err
 	}
-	return endOfInput(dec)
+	return jsonstream.EndOfInput(dec)
 }
 
 // ofLine is what readOpenFiles decodes of a processes.jsonl line.

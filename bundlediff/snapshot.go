@@ -24,6 +24,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/goroutinedump"
+	"github.com/nodesnap/nodesnap/internal/jsonstream"
 )
 
 // MaxFileBytes bounds each bundle file decoded for a snapshot; a larger
@@ -275,14 +276,14 @@ func (s *Snapshot) skip(why string) {
 func (s *Snapshot) readMounts(r io.Reader) error {
 	dec := json.NewDecoder(r)
 	var hostNS uint64
-	err := walkObject(dec, func(key string) error {
+	err := jsonstream.WalkObject(dec, func(key string) error {
 		switch key {
 		case "host_namespace":
 			return dec.Decode(&hostNS)
 		case "namespaces":
-			return walkArray(dec, func() error { return s.readNamespace(dec, hostNS) })
+			return jsonstream.WalkArray(dec, func() error { return s.readNamespace(dec, hostNS) })
 		case "devices":
-			return walkArray(dec, func() error {
+			return jsonstream.WalkArray(dec, func() error {
 				var d layout.MountDevice
 				if err := dec.Decode(&d); err != nil {
 					return err
@@ -293,12 +294,12 @@ func (s *Snapshot) readMounts(r io.Reader) error {
 				return nil
 			})
 		}
-		return skipValue(dec)
+		return jsonstream.SkipValue(dec)
 	})
 	if err != nil {
 		return err
 	}
-	return endOfInput(dec)
+	return jsonstream.EndOfInput(dec)
 }
 
 // readNamespace reads one namespace of mounts.json, keeping its mounts
@@ -307,14 +308,14 @@ func (s *Snapshot) readNamespace(dec *json.Decoder, hostNS uint64) error {
 	var inode uint64
 	var host bool
 	var mounts []Mount
-	err := walkObject(dec, func(key string) error {
+	err := jsonstream.WalkObject(dec, func(key string) error {
 		switch key {
 		case "inode":
 			return dec.Decode(&inode)
 		case "host":
 			return dec.Decode(&host)
 		case "mounts":
-			return walkArray(dec, func() error {
+			return jsonstream.WalkArray(dec, func() error {
 				var m struct {
 					MountPoint string `json:"mount_point"`
 					FSType     string `json:"fs_type"`
@@ -328,7 +329,7 @@ func (s *Snapshot) readNamespace(dec *json.Decoder, hostNS uint64) error {
 				return nil
 			})
 		}
-		return skipValue(dec)
+		return jsonstream.SkipValue(dec)
 	})
 	if err != nil || !(host || (hostNS != 0 && inode == hostNS)) {
 		return err
@@ -344,7 +345,7 @@ func (s *Snapshot) readNamespace(dec *json.Decoder, hostNS uint64) error {
 // readTasks keeps the tasks in D state, one task at a time.
 func (s *Snapshot) readTasks(r io.Reader) error {
 	dec := json.NewDecoder(r)
-	err := walkArray(dec, func() error {
+	err := jsonstream.WalkArray(dec, func() error {
 		var t struct {
 			TID   int    `json:"tid"`
 			Comm  string `json:"comm"`
@@ -362,7 +363,7 @@ func (s *Snapshot) readTasks(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	return endOfInput(dec)
+	return jsonstream.EndOfInput(dec)
 }
 
 func (s *Snapshot) readProbes(r io.Reader) error {
