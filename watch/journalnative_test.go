@@ -126,3 +126,28 @@ func TestReadJournalNativeNoFiles(t *testing.T) {
 		t.Fatalf("error %v, want one naming %s", err, dir)
 	}
 }
+
+// The cost of one idle round of the native reader (nothing new since the
+// cursor: what the watcher's worker pays every journal.interval on a quiet
+// node) on a journal of 20,000 entries.
+func BenchmarkReadJournalNative(b *testing.B) {
+	j := testkit.StartJournald(b)
+	for i := 0; i < 20000; i++ {
+		j.Native(b, []string{"kubelet", "containerd", "sshd", "cron"}[i%4], fmt.Sprintf("line %d of the journal before the watcher", i))
+	}
+	j.WaitCount(b, "MESSAGE=line 19999 of the journal before the watcher", 1)
+	rq := JournalRequest{Dir: j.Dir, Units: []string{"kubelet", "containerd"}, Since: time.Now().Add(-time.Hour), Max: 5000, Timeout: 10 * time.Second}
+	r, err := readJournalNative(rq)
+	if err != nil || len(r.Entries) != 5000 {
+		b.Fatalf("first round: %d entries, %v", len(r.Entries), err)
+	}
+	rq.After = r.Cursor
+	b.Run("idle", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if r, err := readJournalNative(rq); err != nil || len(r.Entries) != 0 {
+				b.Fatalf("%d entries, %v", len(r.Entries), err)
+			}
+		}
+	})
+}
