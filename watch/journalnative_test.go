@@ -98,6 +98,20 @@ func TestReadJournalNativeFollows(t *testing.T) {
 	}
 	round("after the archived file was vacuumed", send(&n, 1)...)
 	round("nothing new again")
+
+	// The cursor is journalctl's: journalctl resumes from it.
+	want := send(&n, 2)
+	v, err := readJournal(rq) // journalctl is on the PATH here
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range v.(JournalResult).Entries {
+		got = append(got, e.Message)
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("journalctl --after-cursor with the native reader's cursor read %q, want %q", got, want)
+	}
 }
 
 func waitArchived(t *testing.T, dir string) []string {
