@@ -70,6 +70,13 @@ dirs: {interval: 1s}
 
 func startWatcher(t *testing.T, config string, args ...string) *watcherProc {
 	t.Helper()
+	return startWatcherEnv(t, nil, config, args...)
+}
+
+// startWatcherEnv is startWatcher with the watcher's environment changed
+// by env (KEY=VALUE, later ones win).
+func startWatcherEnv(t *testing.T, env []string, config string, args ...string) *watcherProc {
+	t.Helper()
 	testkit.RequireRoot(t)
 	bin := testkit.Binary(t)
 	dir := t.TempDir()
@@ -82,6 +89,7 @@ func startWatcher(t *testing.T, config string, args ...string) *watcherProc {
 		t.Fatal(err)
 	}
 	w.cmd = exec.Command(bin, append([]string{"watch", "--config", cfg, "--output-dir", w.out, "--keep", "0"}, args...)...)
+	w.cmd.Env = append(os.Environ(), env...)
 	pr, pw := io.Pipe()
 	w.cmd.Stdout, w.cmd.Stderr = w.log, io.MultiWriter(w.log, pw)
 	if err := w.cmd.Start(); err != nil {
@@ -398,6 +406,35 @@ func TestWatchJournalSignature(t *testing.T) {
 	j.WaitCount(t, "SYSLOG_IDENTIFIER=kubelet", 3)
 	m := w.waitBundle(t, 60*time.Second)
 	wantEvidence(t, m, TriggerJournal, "watch-e2e-vol")
+}
+
+// The same without journalctl, as in the DaemonSet's image: the watcher
+// reads the journal files itself, and repeated lines still fire exactly
+// one bundle.
+func TestWatchJournalSignatureNoJournalctl(t *testing.T) {
+	j := testkit.StartJournald(t)
+	// A PATH holding nothing: no journalctl (nor anything else) to run.
+	w := startWatcherEnv(t, []string{"PATH=" + t.TempDir()}, quickConfig+"triggers: {journal-signature: {threshold: 3, window: 1m}}\n", "--triggers", TriggerJournal, "--journal-dir", j.Dir)
+	time.Sleep(2 * time.Second)
+	line := `E1123 nestedpendingoperations.go:348] Operation for "{volumeName:kubernetes.io/csi/hostpath.csi.k8s.io^watch-native-vol podName: nodeName:}" failed. Error: an operation with the given Volume ID watch-native-vol already exists`
+	for i := 0; i < 4; i++ {
+		j.Native(t, "kubelet", line)
+	}
+	j.WaitCount(t, "SYSLOG_IDENTIFIER=kubelet", 4)
+	m := w.waitBundle(t, 60*time.Second)
+	wantEvidence(t, m, TriggerJournal, "watch-native-vol")
+	if strings.Contains(w.log.String(), "signal journal:") {
+		t.Errorf("the journal signal failed:\n%s", w.log)
+	}
+	// More of the same line within the cooldown: still one bundle.
+	for i := 0; i < 4; i++ {
+		j.Native(t, "kubelet", line)
+	}
+	j.WaitCount(t, "SYSLOG_IDENTIFIER=kubelet", 8)
+	time.Sleep(3 * time.Second)
+	if bs := w.bundles(t); len(bs) != 1 {
+		t.Errorf("%d bundles after the line went on repeating, want 1: %q", len(bs), bs)
+	}
 }
 
 // A line of a lost NFS server written to the kernel's log: one bundle

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -59,6 +60,18 @@ func FuzzFailedChecks(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if got := FailedChecks(b, 3); len(got) > 3 {
 			t.Fatalf("%d checks, max 3", len(got))
+		}
+	})
+}
+
+func FuzzParseJournalCursor(f *testing.F) {
+	for _, s := range []string{"s=0123456789abcdef0123456789abcdef;i=1a;b=00;m=ff;t=5f00;x=9", "t=", "s=;t=1", ";;", "t=ffffffffffffffffff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := parseJournalCursor(s)
+		if err == nil && !strings.Contains(s, "t=") {
+			t.Fatalf("%q read as %+v without a time", s, c)
 		}
 	})
 }

@@ -236,7 +236,8 @@ type JournalRequest struct {
 	After string    `json:"after,omitempty"`
 	Since time.Time `json:"since"`
 	Max   int       `json:"max"`
-	// Timeout bounds journalctl (below the worker's own deadline).
+	// Timeout bounds journalctl, or the native read (below the
+	// worker's own deadline).
 	Timeout time.Duration `json:"timeout"`
 }
 
@@ -250,6 +251,10 @@ type JournalResult struct {
 const journalMaxBytes = 4 << 20
 
 func readJournal(rq JournalRequest) (any, error) {
+	if !onPath("journalctl") {
+		// No journalctl (the DaemonSet's image): the files themselves.
+		return readJournalNative(rq)
+	}
 	args := []string{"--no-pager", "-q", "-o", "json", "-n", strconv.Itoa(rq.Max)}
 	switch {
 	case rq.Dir != "":
@@ -298,6 +303,21 @@ func readJournal(rq JournalRequest) (any, error) {
 		res.Entries = append(res.Entries, e)
 	}
 	return res, nil
+}
+
+// onPath tells whether an executable of that name is on the PATH.
+func onPath(name string) bool {
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if d == "" {
+			d = "."
+		}
+		var st unix.Stat_t
+		p := filepath.Join(d, name)
+		if unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && unix.Access(p, unix.X_OK) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // limitedBuffer keeps the first max bytes written and discards the rest.

@@ -32,7 +32,10 @@ type inspectResult struct {
 	Problems  []string               `json:"problems"`
 	// Collectors sums each collector's files and bytes, as the table does.
 	Collectors []inspectCollector `json:"collectors"`
-	Manifest   *bundle.Manifest   `json:"manifest"`
+	// Trigger is the signal of `nodesnap watch` that started the
+	// collection (the manifest's), absent for a collection run by hand.
+	Trigger  *bundle.Trigger  `json:"trigger,omitempty"`
+	Manifest *bundle.Manifest `json:"manifest"`
 }
 
 type inspectCollector struct {
@@ -48,7 +51,8 @@ func newInspectCommand() *cobra.Command {
 		Use:   "inspect BUNDLE",
 		Short: "Show a bundle's manifest at a glance: collectors, statuses, durations, sizes",
 		Long: `Inspect prints who ran, how it ended, how long it took, what it wrote, what hung and what
-was redacted. It first checks the whole bundle as 'nodesnap validate' does (schema, every
+was redacted, and for a bundle 'nodesnap watch' collected, the trigger that fired (its
+name, when and what it saw; -v adds its evidence). It first checks the whole bundle as 'nodesnap validate' does (schema, every
 file's size and sha256, no links or paths leaving the bundle) and refuses what validate
 refuses: a manifest alone says nothing about what the archive really holds. A truncated
 bundle (a half-uploaded attachment) is shown, with where it ends and what is missing, and
@@ -91,7 +95,7 @@ func runInspect(cmd *cobra.Command, o inspectOptions, p string) error {
 		return err
 	}
 	if o.output == "json" {
-		res := inspectResult{Bundle: p, Valid: err == nil, Truncated: rep.Truncated, Problems: rep.Problems, Manifest: rep.Manifest}
+		res := inspectResult{Bundle: p, Valid: err == nil, Truncated: rep.Truncated, Problems: rep.Problems, Trigger: rep.Manifest.Trigger, Manifest: rep.Manifest}
 		if res.Problems == nil {
 			res.Problems = []string{}
 		}
@@ -175,6 +179,22 @@ func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose 
 			}
 		}
 		fmt.Fprintf(w, "nodesnap:  %s\n", line)
+	}
+	if tr := m.Trigger; tr != nil {
+		// Why `nodesnap watch` collected: the signal, when, what it saw.
+		fmt.Fprintf(w, "trigger:   %s, fired %s: %s\n", tr.Name, tr.FiredAt.Format("2006-01-02 15:04:05Z07:00"), tr.Summary)
+		switch {
+		case verbose:
+			for i, e := range tr.Evidence {
+				label := "           "
+				if i == 0 {
+					label = "evidence:  "
+				}
+				fmt.Fprintln(w, wrapHelp(e, width, label, "             "))
+			}
+		case len(tr.Evidence) > 0:
+			fmt.Fprintf(w, "evidence:  %d line(s) (-v shows them)\n", len(tr.Evidence))
+		}
 	}
 	for _, warn := range m.Warnings {
 		fmt.Fprintf(w, "warning:   %s\n", warn)

@@ -59,7 +59,8 @@ Triggers (each with a threshold and a cooldown, set in the --config file):
                      'libceph ... session lost' (read from /dev/kmsg as they come)
   journal-signature  a kubelet or runtime line of analyze's catalogue repeating
                      'threshold' times in 'window' (TearDown EBUSY loops, 'an operation
-                     with the given Volume ID ... already exists'); needs journalctl
+                     with the given Volume ID ... already exists'); read with
+                     journalctl, or from the journal files where there is none
   deleting-dirs      .deleting~ directories under the kubelet's pods growing
   subdir-limit       a directory under the kubelet's root past ext4's subdirectory limit
 
