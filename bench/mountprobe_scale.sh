@@ -50,8 +50,8 @@ echo "mountprobe: $MOUNTS tmpfs mounts in namespace $(readlink /proc/$holder/ns/
 
 /usr/bin/time -f '%e s wall, largest process %M KiB' "$bin" collect -q --output-dir "$work/out" --only mountprobe --timeout 5m --collector-timeout 4m >/dev/null 2>"$work/time" || true
 b=$(ls "$work"/out/*.tar.gz | head -1)
-tar -xzOf "$b" manifest.json >"$work/manifest.json"
-tar -xzOf "$b" mountprobe/probes.json >"$work/probes.json"
+tar -xzOf "$b" --wildcards --no-anchored manifest.json >"$work/manifest.json"  # the bundle has a top-level directory
+tar -xzOf "$b" --wildcards --no-anchored mountprobe/probes.json >"$work/probes.json"
 python3 - "$work/manifest.json" "$work/probes.json" "$RESULTS_DIR/results.jsonl" "$MOUNTS" <<'PY'
 import json, sys
 man = json.load(open(sys.argv[1])); rep = json.load(open(sys.argv[2])); n = int(sys.argv[4])

@@ -243,7 +243,7 @@ func (p *Pool) get() (*worker, error) {
 		outW.Close()
 		return nil, fmt.Errorf("creating a pipe for a worker: %w", err)
 	}
-	c, err := Start(Spec{Args: []string{ModeWorker}, Stdin: inR, Stdout: outW, Stderr: errW})
+	c, err := Start(Spec{Args: []string{ModeWorker}, Env: workerEnv(), Stdin: inR, Stdout: outW, Stderr: errW})
 	inR.Close()
 	outW.Close()
 	errW.Close()

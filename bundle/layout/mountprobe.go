@@ -15,6 +15,10 @@ type MountProbeReport struct {
 	// MaxWorkers; PeakStuck is the most there were.
 	MaxStuck  int `json:"max_stuck,omitempty"`
 	PeakStuck int `json:"peak_stuck,omitempty"`
+	// EarlierStuck counts the workers of earlier runs found still stuck
+	// on hung mounts; they count against MaxStuck, which bounds the stuck
+	// workers of all runs together.
+	EarlierStuck int `json:"earlier_stuck,omitempty"`
 	// MaxPerNamespace is the bound on one namespace's network and FUSE
 	// probes at once; Reserved workers are kept for the probes that
 	// come first (kubelet, runtime and CSI paths of the host).
@@ -96,6 +100,17 @@ type MountProbe struct {
 	// collector's start: how long a mount waited for its turn.
 	StartedMS float64 `json:"started_ms,omitempty"`
 	DoneMS    float64 `json:"done_ms,omitempty"`
+	// EarlierProbe is a probe of an earlier run still stuck on this
+	// filesystem: the mount is reported hung without a new probe.
+	EarlierProbe *MountProbeEarlier `json:"earlier_probe,omitempty"`
+}
+
+// MountProbeEarlier is a worker of an earlier run still stuck probing a
+// filesystem.
+type MountProbeEarlier struct {
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	Path    string    `json:"path,omitempty"`
 }
 
 // MountProbeStatfs summarises statfs(2).

@@ -35,7 +35,8 @@ type MountprobeOptions struct {
 	// ones likely to hang, are started up to MaxWorkers at once.
 	MaxWorkers int `json:"max_workers"`
 	// MaxStuck bounds the probes stuck past SlowAfter that still wait
-	// for their deadline (each holds one worker process), so that hung
+	// for their deadline (each holds one worker process), together with
+	// the earlier runs' probes found still stuck, so that hung
 	// mounts cost about one probe deadline in all, not one per
 	// MaxWorkers of them, while a table of thousands of hung mounts
 	// cannot start thousands of processes.
@@ -53,7 +54,7 @@ type MountprobeOptions struct {
 	First []string `json:"first,omitempty"`
 }
 
-var mountprobeOpts = MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 200 * time.Millisecond}
+var mountprobeOpts = MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 50 * time.Millisecond}
 
 // mpFirstRoots are the host paths whose mounts are probed first: the
 // kubelet, the container runtimes and CSI drivers. A hung mount here stops
@@ -82,7 +83,7 @@ func init() {
 			fs.IntVar(&mountprobeOpts.MaxWorkers, "mountprobe-max-workers", mountprobeOpts.MaxWorkers,
 				"mountprobe: most probes at once, not counting workers stuck on hung mounts (at least --workers)")
 			fs.IntVar(&mountprobeOpts.MaxStuck, "mountprobe-max-stuck", mountprobeOpts.MaxStuck,
-				"mountprobe: most probes at once stuck on hung mounts and waiting for the probe deadline, besides --mountprobe-max-workers")
+				"mountprobe: most workers stuck on hung mounts, besides --mountprobe-max-workers: this run's waiting for the probe deadline and earlier runs' still stuck (a mount an earlier run's probe is stuck on is reported hung, not probed again)")
 			fs.IntVar(&mountprobeOpts.MaxPerNamespace, "mountprobe-max-per-namespace", mountprobeOpts.MaxPerNamespace,
 				"mountprobe: most network and FUSE probes of one mount namespace at once (0: half of --mountprobe-max-workers)")
 			fs.StringSliceVar(&mountprobeOpts.First, "mountprobe-first", mountprobeOpts.First,
@@ -91,6 +92,7 @@ func init() {
 		Run: collectMountprobe,
 	})
 	isolate.RegisterOp(opMountProbe, isolate.Typed(mpProbeOp))
+	isolate.RegisterOp(opMountEarlier, isolate.Typed(mpEarlierOp))
 }
 
 // mpNamespace is one mount namespace and the tasks in it.
@@ -128,13 +130,17 @@ func mpListNamespaces(fs *hostfs.FS) (map[uint64]*mpNamespace, uint64, uint64, e
 
 // mpItem is one distinct mount: one record, at most one probe.
 type mpItem struct {
-	rec    layout.MountProbe
-	m      procfs.Mount
-	ns     *mpNamespace
-	class  procfs.FSClass
-	order  int
-	hidden bool // over-mounted in its namespace
-	autofs bool
+	rec layout.MountProbe
+	// parentID, major and minor are what is kept of the mount beside its
+	// record: a copy of the whole parsed line (options and all) cost
+	// hundreds of bytes a mount.
+	parentID     int
+	major, minor uint32
+	ns           *mpNamespace
+	class        procfs.FSClass
+	order        int
+	hidden       bool // over-mounted in its namespace
+	autofs       bool
 	// parent is the nearest ancestor mount in the probe namespace: its
 	// path is walked to reach this one, so it is probed first. devRep is
 	// the first mount of the same filesystem: when it hangs, this one is
@@ -150,6 +156,7 @@ type mpItem struct {
 	// urgent of its own and of every item waiting for it.
 	own, prio mpPrio
 	likely    bool // network or FUSE: likely to hang
+	earlier   bool // an earlier run's probe is still stuck on it
 }
 
 // mpItem states.
@@ -192,7 +199,7 @@ const mpMemoryLimit = 40 << 20
 
 func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	isolate.LimitMemory(mpMemoryLimit)
-	opts := MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 200 * time.Millisecond}
+	opts := MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 50 * time.Millisecond}
 	if err := env.Options(&opts); err != nil {
 		return err
 	}
@@ -217,7 +224,7 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	p.reserved = min(p.base, p.max-p.base)
 	p.first = opts.First
 	if p.slowAfter <= 0 {
-		p.slowAfter = 200 * time.Millisecond
+		p.slowAfter = 50 * time.Millisecond
 	}
 	// The pool is sized for the maximum; the scheduler below decides how
 	// many probes actually run.
@@ -245,9 +252,9 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	p.fusectl = mpFindFusectl(env, order)
 	fuseSeen := false
 	for _, it := range items {
-		if procfs.IsFUSE(it.m.FSType) && it.m.Major == 0 {
+		if procfs.IsFUSE(it.rec.FSType) && it.major == 0 {
 			fuseSeen = true
-			it.rec.FUSE = &layout.MountProbeFUSE{Conn: it.m.Minor, WaitingBefore: p.fuseWaiting(it.m.Minor)}
+			it.rec.FUSE = &layout.MountProbeFUSE{Conn: it.minor, WaitingBefore: p.fuseWaiting(it.minor)}
 		}
 	}
 	for _, ns := range order {
@@ -257,10 +264,14 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 		p.notef("fusectl is not mounted (normally at /sys/fs/fuse/connections): the FUSE request queues could not be read")
 	}
 
+	earlier := p.findEarlier(pctx, items)
+	// MaxStuck bounds the stuck workers of every run together.
+	p.maxStuck = max(p.maxStuck-earlier, 0)
+
 	p.schedule(pctx, items)
 
 	rep := layout.MountProbeReport{StartedAt: started.UTC(), ProbeTimeoutMS: p.probeTimeout.Milliseconds(),
-		Workers: p.base, MaxWorkers: p.max, MaxStuck: p.maxStuck, PeakStuck: p.peakStuck, MaxPerNamespace: p.perNS, Reserved: p.reserved, Counts: map[string]int{}}
+		Workers: p.base, MaxWorkers: p.max, MaxStuck: p.maxStuck, PeakStuck: p.peakStuck, EarlierStuck: earlier, MaxPerNamespace: p.perNS, Reserved: p.reserved, Counts: map[string]int{}}
 	for _, ns := range order {
 		mn := layout.MountProbeNamespace{Inode: ns.inode, Host: ns.host, Self: ns.self, PID: ns.rep, Tasks: len(ns.pids),
 			Mounts: ns.nMounts, Error: ns.err}
@@ -294,6 +305,9 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	}
 	if n := rep.Counts[layout.ProbeHung]; n > 0 {
 		env.Notef("%d mount(s) hung: stat/statfs did not answer within %s", n, p.probeTimeout)
+	}
+	if earlier > 0 {
+		env.Notef("%d probe worker(s) of earlier runs are still stuck on hung mounts: those mounts were reported hung without a new probe, and --mountprobe-max-stuck allowed %d more", earlier, p.maxStuck)
 	}
 	if n := rep.Counts[layout.ProbeUnfinished]; n > 0 {
 		env.Partialf("%d mount(s) could not be probed before the collector's deadline", n)
@@ -411,20 +425,16 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 	var items []*mpItem
 	for _, ns := range order {
 		// The mount visible at a path is the one no other mount at the
-		// same path sits on.
-		under := map[string]map[int]bool{} // mountpoint -> IDs something is mounted on there
-		for _, m := range ns.mounts {
-			if under[m.MountPoint] == nil {
-				under[m.MountPoint] = map[int]bool{}
-			}
+		// same path sits on. (Indexes and IDs only: a map of whole
+		// mounts, or one map per mountpoint, cost megabytes at 30,000.)
+		ids := make(map[int]int, len(ns.mounts)) // mount ID -> index in ns.mounts
+		for i, m := range ns.mounts {
+			ids[m.ID] = i
 		}
-		ids := map[int]procfs.Mount{}
+		covered := map[int]bool{} // IDs of mounts something is mounted on at the same path
 		for _, m := range ns.mounts {
-			ids[m.ID] = m
-		}
-		for _, m := range ns.mounts {
-			if pm, ok := ids[m.ParentID]; ok && pm.MountPoint == m.MountPoint && pm.ID != m.ID {
-				under[m.MountPoint][pm.ID] = true
+			if i, ok := ids[m.ParentID]; ok && ns.mounts[i].MountPoint == m.MountPoint && m.ParentID != m.ID {
+				covered[m.ParentID] = true
 			}
 		}
 		for _, m := range ns.mounts {
@@ -434,8 +444,8 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 				byNSID[nsID{ns, m.ID}] = it
 				continue
 			}
-			it := &mpItem{m: m, ns: ns, class: procfs.Classify(m), order: len(items)}
-			it.hidden = under[m.MountPoint][m.ID]
+			it := &mpItem{parentID: m.ParentID, major: m.Major, minor: m.Minor, ns: ns, class: procfs.Classify(m), order: len(items)}
+			it.hidden = covered[m.ID]
 			it.autofs = m.FSType == "autofs"
 			it.rec = layout.MountProbe{
 				Mountpoint: m.MountPoint, ProbePath: ns.prefix + m.MountPoint,
@@ -453,9 +463,9 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 	}
 	for _, it := range items {
 		it.likely = it.class == procfs.ClassNetwork || it.class == procfs.ClassFUSE
-		first := mpFirstPath(it.m.MountPoint, p.first)
+		first := mpFirstPath(it.rec.Mountpoint, p.first)
 		if it.ns.self && !first {
-			if hp, ok := p.env.Host().Host(it.m.MountPoint); ok {
+			if hp, ok := p.env.Host().Host(it.rec.Mountpoint); ok {
 				first = mpFirstPath(string(hp), p.first)
 			}
 		}
@@ -481,7 +491,7 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 		if it.hidden || it.autofs {
 			continue
 		}
-		if pm, ok := byNSID[nsID{it.ns, it.m.ParentID}]; ok && pm != it {
+		if pm, ok := byNSID[nsID{it.ns, it.parentID}]; ok && pm != it {
 			it.parent = pm
 		}
 		if r := devRep[it.rec.Dev]; r != nil {

@@ -7,3 +7,17 @@ func SetMountprobeMaxStuckForTest(n int) (restore func()) {
 	mountprobeOpts.MaxStuck = n
 	return func() { mountprobeOpts.MaxStuck = old }
 }
+
+// StuckProbesForTest lists the probe workers stuck in D state with a probe
+// note, by filesystem (major:minor), as a later run finds them.
+func StuckProbesForTest() (map[string][]int, error) {
+	v, err := mpEarlierOp(mpEarlierRequest{Proc: "/proc"})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]int{}
+	for _, e := range v.([]mpEarlier) {
+		out[e.Dev] = append(out[e.Dev], e.PID)
+	}
+	return out, nil
+}

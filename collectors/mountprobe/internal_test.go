@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/procfs"
 )
 
@@ -134,4 +137,53 @@ func TestMpEncodeReport(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestMpParseNote(t *testing.T) {
+	at := time.UnixMilli(1763939000123).UTC()
+	for _, tc := range []struct {
+		name, note string
+		want       mpNote
+		ok         bool
+	}{
+		{"written", mpNote{Dev: "0:55", Started: at, Path: "/mnt/a b"}.String(), mpNote{Dev: "0:55", Started: at, Path: "/mnt/a b"}, true},
+		{"non-UTF-8 path", mpNote{Dev: "0:7", Started: at, Path: "/mnt/\xff\xfe"}.String(), mpNote{Dev: "0:7", Started: at, Path: "/mnt/\xff\xfe"}, true},
+		{"no path", "mountprobe dev=8:1 started=1763939000123", mpNote{Dev: "8:1", Started: at}, true},
+		{"another note", "dirshape dev=0:1 started=1", mpNote{}, false},
+		{"bad dev", "mountprobe dev=0x1:2 started=1763939000123", mpNote{}, false},
+		{"no start", "mountprobe dev=0:1", mpNote{}, false},
+		{"bad start", "mountprobe dev=0:1 started=-5", mpNote{}, false},
+		{"bad path quoting", "mountprobe dev=0:1 started=1 path=\"/a", mpNote{}, false},
+		{"garbage", "mountprobe ===", mpNote{}, false},
+		{"empty", "", mpNote{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := mpParseNote(tc.note)
+			if ok != tc.ok || got != tc.want {
+				t.Errorf("mpParseNote(%q) = %+v, %v; want %+v, %v", tc.note, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+	long := mpNoteFor("0:9", "/"+strings.Repeat("x", 5000), at)
+	if n, ok := mpParseNote(long); !ok || n.Path != "" || len(long) > isolate.NoteSize {
+		t.Errorf("a note for a path too long: %d bytes, parsed %+v %v", len(long), n, ok)
+	}
+}
+
+func FuzzMpParseNote(f *testing.F) {
+	f.Add(mpNote{Dev: "0:55", Started: time.UnixMilli(1), Path: "/a"}.String())
+	f.Add("mountprobe dev=1:2 started=3")
+	f.Fuzz(func(t *testing.T, s string) {
+		n, ok := mpParseNote(s)
+		if !ok {
+			return
+		}
+		if n.Dev == "" || n.Started.IsZero() {
+			t.Errorf("accepted %q without dev or start: %+v", s, n)
+		}
+		again, ok := mpParseNote(n.String())
+		if !ok || again != n {
+			t.Errorf("%+v does not survive a round trip: %+v %v", n, again, ok)
+		}
+	})
 }

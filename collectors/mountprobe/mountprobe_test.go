@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -510,5 +511,85 @@ func TestMountprobeMaxStuckBound(t *testing.T) {
 	// 60 hung mounts, at most 40 stuck at once: a second deadline.
 	if rep.DurationMS < 2*float64(probe.Milliseconds()) {
 		t.Errorf("mountprobe took %.2fs: the bound on stuck probes did not hold them back", rep.DurationMS/1000)
+	}
+}
+
+// Three runs over hung FUSE mounts whose daemon has read the request leave
+// one stuck worker per mount, not one per mount and run: the later runs
+// find the first run's workers (by the note in their environment), report
+// the mounts hung with the earlier probe's pid, and do not probe them
+// again. HUNG_MOUNTS=50 runs it over 50 mounts, as issue 17 measured.
+func TestMountprobeEarlierStuckProbesReused(t *testing.T) {
+	n := 4
+	if v, err := strconv.Atoi(os.Getenv("HUNG_MOUNTS")); err == nil && v > 0 {
+		n = v
+	}
+	dir, ok := mpHungScene(t, n, 2)
+	devs := map[string]bool{}
+	var rep layout.MountProbeReport
+	// countStuck counts the stuck probe workers on the scene's hung
+	// mounts, and the most on one of them.
+	countStuck := func() (total, perDev int) {
+		stuck, err := mountprobe.StuckProbesForTest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for d := range devs {
+			total += len(stuck[d])
+			perDev = max(perDev, len(stuck[d]))
+		}
+		return total, perDev
+	}
+	for run := 1; run <= 3; run++ {
+		// A worker killed before the daemon read its request ends; only
+		// those still stuck are reused.
+		before, _ := countStuck()
+		c, _ := collectortest.Run(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
+			Common: collectors.Common{ProbeTimeout: time.Second}})
+		rep = layout.MountProbeReport{}
+		collectortest.Decode(t, c, "mountprobe/probes.json", &rep)
+		hung, notOK := mpCountHung(&rep, dir, ok)
+		if hung != n || notOK != 0 {
+			t.Fatalf("run %d: %d of %d hung mounts found hung, %d healthy mounts not ok", run, hung, n, notOK)
+		}
+		reused := 0
+		for _, p := range rep.Probes {
+			if !strings.HasPrefix(p.Mountpoint, dir+"/hung") {
+				continue
+			}
+			devs[p.Dev] = true
+			if e := p.EarlierProbe; e != nil {
+				reused++
+				if p.Probed || !strings.Contains(p.Diagnosis, fmt.Sprintf("a probe from an earlier run (pid %d, started ", e.PID)) {
+					t.Errorf("run %d: %s: probed %v, diagnosis %q", run, p.Mountpoint, p.Probed, p.Diagnosis)
+				}
+			}
+		}
+		t.Logf("run %d: %d stuck probe worker(s) before it; %d mount(s) reported through one", run, before, reused)
+		if run == 1 && reused != 0 || run > 1 && (reused < before || reused == 0) {
+			t.Errorf("run %d: %d mount(s) reported through an earlier run's stuck probe, with %d such probes stuck before it", run, reused, before)
+		}
+		if run > 1 {
+			if rep.EarlierStuck < reused {
+				t.Errorf("run %d: probes.json earlier_stuck %d, want at least %d", run, rep.EarlierStuck, reused)
+			}
+			if !strings.Contains(strings.Join(c.Manifest.Collector("mountprobe").Notes, "\n"), "of earlier runs are still stuck") {
+				t.Errorf("run %d: the manifest does not say earlier probes are still stuck: %q", run, c.Manifest.Collector("mountprobe").Notes)
+			}
+		}
+	}
+	// A killed worker stuck on a read request may take a moment to show
+	// D state; count until the first run's have.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		total, perDev := countStuck()
+		if total == n && perDev == 1 {
+			t.Logf("after 3 runs: %d stuck probe worker(s) over %d hung mounts", total, n)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 3 runs over %d hung mounts: %d stuck probe workers (at most %d on one mount), want %d", n, total, perDev, n)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
@@ -22,6 +23,9 @@ import (
 
 type mpRequest struct {
 	Path string `json:"path"`
+	// Note is what the worker shows a later run while it probes (see
+	// earlier.go).
+	Note string `json:"note,omitempty"`
 }
 
 // mpResponse is what one probe found. Failures are data here, not
@@ -42,6 +46,10 @@ type mpResponse struct {
 // when stat failed, since their errors can differ.
 func mpProbeOp(rq mpRequest) (any, error) {
 	var r mpResponse
+	if rq.Note != "" && isolate.SetWorkerNote(rq.Note) == nil {
+		// Without a note a later run would only probe this mount again.
+		defer func() { _ = isolate.SetWorkerNote("") }()
+	}
 	t := time.Now()
 	var st unix.Stat_t
 	if err := unix.Lstat(rq.Path, &st); err != nil {
@@ -131,7 +139,8 @@ func (p *mpProber) probe(ctx context.Context, it *mpItem) {
 	start := time.Now()
 	it.rec.StartedMS = shared.Millis(start.Sub(p.started))
 	var res mpResponse
-	err := p.env.Do(ctx, opMountProbe, it.rec.ProbePath, mpRequest{Path: it.rec.ProbePath}, &res)
+	rq := mpRequest{Path: it.rec.ProbePath, Note: mpNoteFor(it.rec.Dev, it.rec.ProbePath, start)}
+	err := p.env.Do(ctx, opMountProbe, it.rec.ProbePath, rq, &res)
 	elapsed := time.Since(start)
 	it.rec.DoneMS = shared.Millis(time.Since(p.started))
 	var he *isolate.HungError
@@ -229,7 +238,7 @@ func mpBlockedIn(h *layout.HangEvidence) string {
 
 // mpDiagnose says what a failed probe usually means.
 func mpDiagnose(e unix.Errno, it *mpItem) string {
-	fuse := procfs.IsFUSE(it.m.FSType)
+	fuse := procfs.IsFUSE(it.rec.FSType)
 	switch e {
 	case unix.ENOTCONN:
 		if fuse {
@@ -263,10 +272,7 @@ func mpDiagnose(e unix.Errno, it *mpItem) string {
 func mpStatfs(s *isolate.StatfsResult) *layout.MountProbeStatfs {
 	f := &layout.MountProbeStatfs{BlockSize: s.Bsize, Inodes: s.Files, InodesFree: s.Ffree,
 		ReadOnly: s.Flags&unix.ST_RDONLY != 0}
-	f.TypeMagic = fmt.Sprintf("0x%x", uint64(s.Type))
-	if n := shared.FSMagic[s.Type]; n != "" {
-		f.TypeMagic += " (" + n + ")"
-	}
+	f.TypeMagic = mpTypeMagic(s.Type)
 	if s.Bsize > 0 {
 		bs := uint64(s.Bsize)
 		f.TotalBytes, f.FreeBytes, f.AvailBytes = s.Blocks*bs, s.Bfree*bs, s.Bavail*bs
@@ -278,4 +284,20 @@ func mpStatfs(s *isolate.StatfsResult) *layout.MountProbeStatfs {
 		f.InodesUsedPct = mpRound1(100 * float64(s.Files-s.Ffree) / float64(s.Files))
 	}
 	return f
+}
+
+// mpMagics holds each filesystem magic's text once: thousands of mounts of
+// a few types would otherwise each hold their own copy.
+var mpMagics sync.Map // int64 -> string
+
+func mpTypeMagic(t int64) string {
+	if v, ok := mpMagics.Load(t); ok {
+		return v.(string)
+	}
+	m := fmt.Sprintf("0x%x", uint64(t))
+	if n := shared.FSMagic[t]; n != "" {
+		m += " (" + n + ")"
+	}
+	mpMagics.Store(t, m)
+	return m
 }
