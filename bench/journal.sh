@@ -122,10 +122,11 @@ collect_round() {
   echo "$c" >> "$work/wc-$v"
   rss_kb "$work/rss" >> "$work/rss-$v"
   b=$(jq -r .path "$work/result.json")
-  tar -xzOf "$b" manifest.json > "$work/manifest.json"
+  tar -xzOf "$b" --wildcards --no-anchored manifest.json > "$work/manifest.json"  # the bundle has a top-level directory
   jq -r '.collectors[] | select(.name=="journal") | .duration_seconds * 1000 | floor' "$work/manifest.json" >> "$work/b-$v"
+  jq -r '.collectors[] | select(.name=="journal") | .max_rss_kib // 0' "$work/manifest.json" >> "$work/crss-$v"
   st=$(jq -r '.collectors[] | select(.name=="journal") | .status' "$work/manifest.json")
-  tar -xzOf "$b" journal/kubelet.log > "$work/kubelet-$v.log"
+  tar -xzOf "$b" --wildcards --no-anchored journal/kubelet.log > "$work/kubelet-$v.log"
   if [ "$st" = partial ] && [ "$v" != "$reader" ] && jq -e '.collectors[] | select(.name=="journal") | .error | test("memory cap were left out")' "$work/manifest.json" >/dev/null; then
     [ "$(wc -c < "$work/kubelet-$v.log")" -le "$(cliflag_bytes "$MEMCAP")" ] || die "$v: kubelet.log exceeds the memory cap $MEMCAP"
     return
@@ -142,7 +143,7 @@ MAXB=${MAXB:-1GiB}
 MEMCAP=${MEMCAP:-64MiB}
 VARIANTS="native journalctl native-capped journalctl-capped"
 : > "$work/a"; : > "$work/ac"; : > "$work/arss"
-for rd in $VARIANTS; do : > "$work/b-$rd"; : > "$work/w-$rd"; : > "$work/wc-$rd"; : > "$work/rss-$rd"; done
+for rd in $VARIANTS; do : > "$work/crss-$rd"; : > "$work/b-$rd"; : > "$work/w-$rd"; : > "$work/wc-$rd"; : > "$work/rss-$rd"; done
 for r in $(seq "$ROUNDS"); do
   t0=$(now)
   c=$(/usr/bin/time -f %M -o "$work/rss" journalctl --no-pager -o short-iso-precise -D "$work/journal" SYSLOG_IDENTIFIER=kubelet > /dev/null; cpu_ms)
@@ -174,7 +175,8 @@ printf "  %-44s %7d %7d %6d MiB\n" "journalctl > /dev/null" "$A" "$AC" $((AR / 1
 for rd in $VARIANTS; do
   mem=$MAXB; [ "$rd" = "${rd%-capped}" ] || mem=$MEMCAP
   B=$(median < "$work/b-$rd"); W=$(median < "$work/w-$rd"); WC=$(median < "$work/wc-$rd"); R=$(median < "$work/rss-$rd")
-  printf "  %-44s %7d %7s %9s   ratio %s\n" "journal collector, $rd (manifest)" "$B" "" "" "$(ratio "$B" "$A")"
+  CR=$(median < "$work/crss-$rd")
+  printf "  %-44s %7d %7s %6d MiB   ratio %s\n" "journal collector, $rd (manifest)" "$B" "" $((CR / 1024)) "$(ratio "$B" "$A")"
   printf "  %-44s %7d %7d %6d MiB\n" "collect --only journal, $rd (wall)" "$W" "$WC" $((R / 1024))
-  echo "{\"name\":\"journal collector ($rd reader), $LINES lines, cap $MAXB, memory cap $mem\",\"nodesnap_ms\":$B,\"reference_ms\":$A,\"ratio\":$(ratio "$B" "$A"),\"peak_rss_kib\":$R,\"reference_peak_rss_kib\":$AR,\"rounds\":$ROUNDS}" >>"$RESULTS_DIR/results.jsonl"
+  echo "{\"name\":\"journal collector ($rd reader), $LINES lines, cap $MAXB, memory cap $mem\",\"nodesnap_ms\":$B,\"reference_ms\":$A,\"ratio\":$(ratio "$B" "$A"),\"peak_rss_kib\":$R,\"collector_peak_rss_kib\":$CR,\"reference_peak_rss_kib\":$AR,\"rounds\":$ROUNDS}" >>"$RESULTS_DIR/results.jsonl"
 done
