@@ -99,6 +99,12 @@ func collectJournal(ctx context.Context, env *collectors.Env) error {
 	if o.MemoryCap <= 0 {
 		o.MemoryCap = DefaultJournalMemoryCap
 	}
+	// The memory cap bounds the lines held; the collection's GC setting
+	// would let the heap grow to several times that (to its 256 MiB soft
+	// limit) before collecting, so the process's soft limit follows the
+	// cap: the lines, a chunk being read and the writer's buffers. Never
+	// above the collection's own limit (a raised cap must not lift it).
+	isolate.LimitMemory(min(o.MemoryCap+o.MemoryCap/4+32<<20, 256<<20))
 	switch o.Reader {
 	case "", ReaderAuto, ReaderNative, ReaderJournalctl:
 	default:
