@@ -15,13 +15,18 @@
 # the whole `collect` (wall and CPU), and the peak RSS of each (GNU time's
 # %M: the largest process). Round 1 checks that both readers wrote the same
 # kubelet.log. MAXB (default 1GiB: everything) is the --journal-max-bytes
-# cap; MAXB=32MiB is the default a customer gets. Results are appended to
+# cap; MAXB=32MiB is the default a customer gets. Each reader also runs,
+# in the same rounds, with --journal-memory-cap MEMCAP (default 64MiB, the
+# flag's default): with MEMCAP below what the source holds, the collector
+# keeps the newest MEMCAP, is partial and says how many lines it left out;
+# the uncut runs have --journal-memory-cap MAXB (memory bounded by the byte
+# cap only, as before the memory cap). Results are appended to
 # $RESULTS_DIR/results.jsonl like the other side-by-side benchmarks.
 #
 # Needs root, util-linux (unshare, nsenter), systemd (systemd-journald,
 # systemd-cat, journalctl), GNU time (/usr/bin/time), jq, awk, and go unless
 # NODESNAP names a binary.
-# Usage: sudo bench/journal.sh   (env: LINES=200000 ROUNDS=7 MAXB=1GiB NODESNAP=bin/nodesnap)
+# Usage: sudo bench/journal.sh   (env: LINES=200000 ROUNDS=7 MAXB=1GiB MEMCAP=64MiB NODESNAP=bin/nodesnap)
 set -euo pipefail
 LINES=${LINES:-200000}
 . "$(dirname "$0")/lib.sh"
@@ -100,30 +105,45 @@ cpu_ms() {
 # tree it waited for: for collect, the supervisor, the collector child, a
 # worker or journalctl, whichever peaked highest).
 rss_kb() { tail -1 "$1"; }
-# collect_round READER: one `collect --only journal` with that journal
-# reader; appends collector ms, wall ms, CPU ms and peak RSS KiB to
-# $work/{b,w,wc,rss}-READER.
+# collect_round VARIANT: one `collect --only journal` with a journal
+# reader, native or journalctl, and "-capped" for --journal-memory-cap
+# MEMCAP (else MAXB); appends collector ms, wall ms, CPU ms and peak RSS
+# KiB to $work/{b,w,wc,rss}-VARIANT.
 collect_round() {
-  local reader=$1 t0 t1 c b st
+  local v=$1 reader=${1%-capped} mem=$MAXB t0 t1 c b st
+  [ "$v" = "$reader" ] || mem=$MEMCAP
   rm -rf "$work/out"/*
   t0=$(now)
   c=$(/usr/bin/time -f %M -o "$work/rss" "$NODESNAP" collect -q --output json --output-dir "$work/out" --only journal \
     --journal-dir "$work/journal" --journal-reader "$reader" --journal-unit kubelet --journal-kernel=false \
-    --journal-max-bytes "$MAXB" --max-file-size 1GiB --max-collector-size 2GiB > "$work/result.json" || true; cpu_ms)
+    --journal-max-bytes "$MAXB" --journal-memory-cap "$mem" --max-file-size 1GiB --max-collector-size 2GiB > "$work/result.json" || true; cpu_ms)
   t1=$(now)
-  ms "$t0" "$t1" >> "$work/w-$reader"
-  echo "$c" >> "$work/wc-$reader"
-  rss_kb "$work/rss" >> "$work/rss-$reader"
+  ms "$t0" "$t1" >> "$work/w-$v"
+  echo "$c" >> "$work/wc-$v"
+  rss_kb "$work/rss" >> "$work/rss-$v"
   b=$(jq -r .path "$work/result.json")
-  tar -xzOf "$b" manifest.json > "$work/manifest.json"
-  jq -r '.collectors[] | select(.name=="journal") | .duration_seconds * 1000 | floor' "$work/manifest.json" >> "$work/b-$reader"
+  tar -xzOf "$b" --wildcards --no-anchored manifest.json > "$work/manifest.json"  # the bundle has a top-level directory
+  jq -r '.collectors[] | select(.name=="journal") | .duration_seconds * 1000 | floor' "$work/manifest.json" >> "$work/b-$v"
+  jq -r '.collectors[] | select(.name=="journal") | .max_rss_kib // 0' "$work/manifest.json" >> "$work/crss-$v"
   st=$(jq -r '.collectors[] | select(.name=="journal") | .status' "$work/manifest.json")
-  [ "$st" = ok ] || die "journal collector ($reader) status $st: $(jq -c '.collectors[] | select(.name=="journal")' "$work/manifest.json")"
-  tar -xzOf "$b" journal/kubelet.log > "$work/kubelet-$reader.log"
+  tar -xzOf "$b" --wildcards --no-anchored journal/kubelet.log > "$work/kubelet-$v.log"
+  if [ "$st" = partial ] && [ "$v" != "$reader" ] && jq -e '.collectors[] | select(.name=="journal") | .error | test("memory cap were left out")' "$work/manifest.json" >/dev/null; then
+    [ "$(wc -c < "$work/kubelet-$v.log")" -le "$(cliflag_bytes "$MEMCAP")" ] || die "$v: kubelet.log exceeds the memory cap $MEMCAP"
+    return
+  fi
+  [ "$st" = ok ] || die "journal collector ($v) status $st: $(jq -c '.collectors[] | select(.name=="journal")' "$work/manifest.json")"
+}
+# cliflag_bytes SIZE: KiB/MiB/GiB sizes as bytes (what the bench passes).
+cliflag_bytes() {
+  case $1 in
+    *GiB) echo $(( ${1%GiB} << 30 )) ;; *MiB) echo $(( ${1%MiB} << 20 )) ;; *KiB) echo $(( ${1%KiB} << 10 )) ;; *) echo "$1" ;;
+  esac
 }
 MAXB=${MAXB:-1GiB}
+MEMCAP=${MEMCAP:-64MiB}
+VARIANTS="native journalctl native-capped journalctl-capped"
 : > "$work/a"; : > "$work/ac"; : > "$work/arss"
-for rd in native journalctl; do : > "$work/b-$rd"; : > "$work/w-$rd"; : > "$work/wc-$rd"; : > "$work/rss-$rd"; done
+for rd in $VARIANTS; do : > "$work/crss-$rd"; : > "$work/b-$rd"; : > "$work/w-$rd"; : > "$work/wc-$rd"; : > "$work/rss-$rd"; done
 for r in $(seq "$ROUNDS"); do
   t0=$(now)
   c=$(/usr/bin/time -f %M -o "$work/rss" journalctl --no-pager -o short-iso-precise -D "$work/journal" SYSLOG_IDENTIFIER=kubelet > /dev/null; cpu_ms)
@@ -132,11 +152,18 @@ for r in $(seq "$ROUNDS"); do
   echo "$c" >> "$work/ac"
   rss_kb "$work/rss" >> "$work/arss"
   # Alternate which reader goes first, so drift hits both alike.
-  if [ $((r % 2)) = 1 ]; then collect_round native; collect_round journalctl; else collect_round journalctl; collect_round native; fi
+  if [ $((r % 2)) = 1 ]; then
+    for v in $VARIANTS; do collect_round "$v"; done
+  else
+    for v in $(echo "$VARIANTS" | tr ' ' '\n' | tac); do collect_round "$v"; done
+  fi
   if [ "$r" = 1 ]; then
     cmp -s "$work/kubelet-native.log" "$work/kubelet-journalctl.log" || die "kubelet.log differs between the native reader and journalctl"
     got=$(wc -l < "$work/kubelet-native.log")
     echo "round 1: kubelet.log holds $got lines, the same bytes from both readers (cap $MAXB)"
+    for v in native-capped journalctl-capped; do
+      echo "round 1: $v (--journal-memory-cap $MEMCAP) kept $(wc -l < "$work/kubelet-$v.log") lines"
+    done
   fi
   printf "round %d: journalctl %d ms  collector native %d ms, journalctl %d ms\n" "$r" "$(tail -1 "$work/a")" \
     "$(tail -1 "$work/b-native")" "$(tail -1 "$work/b-journalctl")"
@@ -145,9 +172,11 @@ A=$(median < "$work/a"); AC=$(median < "$work/ac"); AR=$(median < "$work/arss")
 printf "\nmedians over %d rounds (%d lines, %d bytes in short-iso-precise, cap %s):\n" "$ROUNDS" "$LINES" "$bytes" "$MAXB"
 printf "  %-44s %7s %7s %9s\n" "" "ms" "cpu ms" "peak RSS"
 printf "  %-44s %7d %7d %6d MiB\n" "journalctl > /dev/null" "$A" "$AC" $((AR / 1024))
-for rd in native journalctl; do
+for rd in $VARIANTS; do
+  mem=$MAXB; [ "$rd" = "${rd%-capped}" ] || mem=$MEMCAP
   B=$(median < "$work/b-$rd"); W=$(median < "$work/w-$rd"); WC=$(median < "$work/wc-$rd"); R=$(median < "$work/rss-$rd")
-  printf "  %-44s %7d %7s %9s   ratio %s\n" "journal collector, $rd reader (manifest)" "$B" "" "" "$(ratio "$B" "$A")"
-  printf "  %-44s %7d %7d %6d MiB\n" "collect --only journal, $rd reader (wall)" "$W" "$WC" $((R / 1024))
-  echo "{\"name\":\"journal collector ($rd reader), $LINES lines, cap $MAXB\",\"nodesnap_ms\":$B,\"reference_ms\":$A,\"ratio\":$(ratio "$B" "$A"),\"peak_rss_kib\":$R,\"reference_peak_rss_kib\":$AR,\"rounds\":$ROUNDS}" >>"$RESULTS_DIR/results.jsonl"
+  CR=$(median < "$work/crss-$rd")
+  printf "  %-44s %7d %7s %6d MiB   ratio %s\n" "journal collector, $rd (manifest)" "$B" "" $((CR / 1024)) "$(ratio "$B" "$A")"
+  printf "  %-44s %7d %7d %6d MiB\n" "collect --only journal, $rd (wall)" "$W" "$WC" $((R / 1024))
+  echo "{\"name\":\"journal collector ($rd reader), $LINES lines, cap $MAXB, memory cap $mem\",\"nodesnap_ms\":$B,\"reference_ms\":$A,\"ratio\":$(ratio "$B" "$A"),\"peak_rss_kib\":$R,\"collector_peak_rss_kib\":$CR,\"reference_peak_rss_kib\":$AR,\"rounds\":$ROUNDS}" >>"$RESULTS_DIR/results.jsonl"
 done

@@ -17,6 +17,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/internal/cliflag"
 	"github.com/nodesnap/nodesnap/internal/human"
 	"github.com/nodesnap/nodesnap/isolate"
 )
@@ -85,7 +86,7 @@ func (e *timeoutError) Unwrap() []error {
 }
 
 func collectJournal(ctx context.Context, env *collectors.Env) error {
-	o := JournalOptions{Kernel: true, MaxBytes: DefaultJournalMaxBytes, CommandTimeout: DefaultJournalTimeout}
+	o := JournalOptions{Kernel: true, MaxBytes: DefaultJournalMaxBytes, MemoryCap: DefaultJournalMemoryCap, CommandTimeout: DefaultJournalTimeout}
 	if err := env.Options(&o); err != nil {
 		return err
 	}
@@ -95,6 +96,15 @@ func collectJournal(ctx context.Context, env *collectors.Env) error {
 	if o.CommandTimeout <= 0 {
 		o.CommandTimeout = DefaultJournalTimeout
 	}
+	if o.MemoryCap <= 0 {
+		o.MemoryCap = DefaultJournalMemoryCap
+	}
+	// The memory cap bounds the lines held; the collection's GC setting
+	// would let the heap grow to several times that (to its 256 MiB soft
+	// limit) before collecting, so the process's soft limit follows the
+	// cap: the lines, a chunk being read and the writer's buffers. Never
+	// above the collection's own limit (a raised cap must not lift it).
+	isolate.LimitMemory(min(o.MemoryCap+o.MemoryCap/4+32<<20, 256<<20))
 	switch o.Reader {
 	case "", ReaderAuto, ReaderNative, ReaderJournalctl:
 	default:
@@ -407,7 +417,7 @@ func (j *journalRun) journalSource(ctx context.Context, q journalQuery, kind, fo
 		return s
 	}
 	start := time.Now()
-	w := newEntryWindow(budget, true, format != "json")
+	w := j.sourceWindow(budget, format != "json")
 	res, stderr, err := j.run(ctx, timeout, "journalctl", args, w)
 	w.seal()
 	s.DurationSeconds = time.Since(start).Seconds()
@@ -438,7 +448,7 @@ func (j *journalRun) journalSource(ctx context.Context, q journalQuery, kind, fo
 // says in the manifest what a cap or an early stop left out; stopped and
 // gave word the early stop for the reader that filled the window.
 func (j *journalRun) closeSource(s layout.JournalSource, file string, w *entryWindow, budget int64, stopped, gave string) layout.JournalSource {
-	truncated := w.full || (s.Status != layout.JournalOK && w.entries() > 0)
+	truncated := w.full || w.cut > 0 || (s.Status != layout.JournalOK && w.entries() > 0)
 	if err := j.writeWindow(&s, file, w, truncated); err != nil {
 		s.Status, s.Error = layout.JournalError, err.Error()
 		return s
@@ -450,11 +460,31 @@ func (j *journalRun) closeSource(s layout.JournalSource, file string, w *entryWi
 	if s.Oldest != "" {
 		from = ", from " + s.Oldest
 	}
+	if w.cut > 0 {
+		j.env.Partialf("journal: %d lines past the %s memory cap were left out of %s (%s older than %s); raise --journal-memory-cap",
+			w.cut, cliflag.FormatBytes(j.o.MemoryCap), file, human.Bytes(w.cutBytes), orUnknown(s.Oldest))
+	}
 	if w.full {
 		j.env.Notef("%s: kept the newest %s (%d entries%s); older entries since %s were left out by the %s cap",
 			file, human.Bytes(s.Bytes), s.Entries, from, j.since.UTC().Format(time.RFC3339), human.Bytes(budget))
 	} else if truncated {
 		j.env.Notef("%s: %s (%s); kept the newest entries %s (%d)%s", file, stopped, s.Status, gave, s.Entries, from)
+	}
+	return s
+}
+
+// sourceWindow is the window one journal source is read into, newest
+// first: the byte budget decides what the bundle may hold, the memory cap
+// what the collector holds at once.
+func (j *journalRun) sourceWindow(budget int64, contIndent bool) *entryWindow {
+	w := newEntryWindow(budget, true, contIndent)
+	w.capMemory(j.o.MemoryCap)
+	return w
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "the oldest kept entry"
 	}
 	return s
 }

@@ -309,3 +309,39 @@ func BenchmarkEntryWindowReverse(b *testing.B) {
 		}
 	}
 }
+
+// capMemory: a reverse window keeps the newest entries up to its memory
+// cap and counts, without keeping, the older lines its byte budget would
+// still have taken; past the budget the producer is stopped.
+func TestEntryWindowMemoryCap(t *testing.T) {
+	var in bytes.Buffer
+	for i := 99; i >= 0; i-- { // newest first, 10 bytes a line
+		fmt.Fprintf(&in, "t%02d e%04d\n", i, i)
+	}
+	for _, tc := range []struct {
+		name         string
+		budget, keep int64
+		kept, cut    int
+		full         bool
+	}{
+		{"cap above the budget: no cut", 400, 1 << 20, 40, 0, true},
+		{"cap below the budget", 400, 100, 10, 30, true},
+		{"budget above the input", 1 << 20, 250, 25, 75, false},
+		{"cap of one line", 1 << 20, 10, 1, 99, false},
+	} {
+		for _, pieces := range [][]int{nil, {1}, {7}} {
+			w := newEntryWindow(tc.budget, true, true)
+			w.capMemory(tc.keep)
+			got, _ := windowOut(w, in.Bytes(), pieces)
+			if w.entries() != tc.kept || w.cut != tc.cut || w.full != tc.full {
+				t.Errorf("%s, pieces %v: kept %d cut %d full %v, want %d %d %v", tc.name, pieces, w.entries(), w.cut, w.full, tc.kept, tc.cut, tc.full)
+			}
+			if int64(len(got)) > tc.keep {
+				t.Errorf("%s: kept %d bytes over a memory cap of %d", tc.name, len(got), tc.keep)
+			}
+			if w.entries() > 0 && !strings.HasSuffix(got, "t99 e0099\n") {
+				t.Errorf("%s: the newest line is not kept: %q", tc.name, got)
+			}
+		}
+	}
+}

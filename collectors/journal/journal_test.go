@@ -423,6 +423,46 @@ func TestJournalFromJournald(t *testing.T) {
 			t.Errorf("kubelet source: %+v", k)
 		}
 	})
+
+	// A memory cap smaller than the source (and the byte cap far above
+	// it): the collector keeps the newest lines up to the memory cap, and
+	// is partial, saying how many older lines it left out and which flag
+	// to raise; the file is marked truncated. Both readers.
+	for _, reader := range []string{"native", "journalctl"} {
+		t.Run("memory cap cuts with "+reader, func(t *testing.T) {
+			base := []string{"--journal-dir=" + j.Dir, "--journal-unit=kubelet", "--journal-kernel=false", "--journal-reader=" + reader}
+			journalFlags(t, base...)
+			whole, _ := collectJournal(t, []string{"journal"}, collectors.Common{})
+			if r := journalResult(t, whole); r.Status != bundle.StatusOK {
+				t.Fatalf("uncut run: journal status %q (%s)", r.Status, r.Error)
+			}
+			all := string(whole.Files["journal/kubelet.log"])
+			total := strings.Count(all, "\n")
+
+			const memCap = 32 << 10
+			journalFlags(t, append(base, "--journal-memory-cap=32KiB")...)
+			c, _ := collectJournal(t, []string{"journal"}, collectors.Common{})
+			r := journalResult(t, c)
+			log := string(c.Files["journal/kubelet.log"])
+			kept := strings.Count(log, "\n")
+			want := fmt.Sprintf("journal: %d lines past the 32KiB memory cap were left out of kubelet.log", total-kept)
+			if r.Status != bundle.StatusPartial || !strings.Contains(r.Error, want) || !strings.Contains(r.Error, "raise --journal-memory-cap") {
+				t.Fatalf("journal status %q (%s), want partial saying %q", r.Status, r.Error, want)
+			}
+			if len(log) > memCap || len(log) < memCap/2 || kept >= total {
+				t.Errorf("kubelet.log is %d bytes (%d of %d lines) with a %d-byte memory cap", len(log), kept, total, memCap)
+			}
+			if !strings.HasSuffix(all, log) {
+				t.Errorf("the kept lines are not the newest lines of the uncut log")
+			}
+			if fe := fileEntry(c, "journal/kubelet.log"); fe == nil || !fe.Truncated {
+				t.Errorf("manifest does not mark kubelet.log truncated: %+v", fe)
+			}
+			if k := sourceNamed(t, journalSources(t, c), "journal", "kubelet"); !k.Truncated || k.Status != layout.JournalOK {
+				t.Errorf("kubelet source: %+v", k)
+			}
+		})
+	}
 }
 
 // A journal directory holding only a corrupted file: journalctl skips it

@@ -342,7 +342,7 @@ func (j *journalRun) nativeSource(ctx context.Context, q journalQuery) layout.Jo
 	start := time.Now()
 	defer func() { s.DurationSeconds = time.Since(start).Seconds() }()
 	end := start.Add(timeout)
-	w := newEntryWindow(budget, true, true)
+	w := j.sourceWindow(budget, true)
 	rq := journalNativeRequest{Dirs: j.nativeDirs(), Matches: q.matches, SinceUS: uint64(j.since.UnixMicro()), Max: nativeChunk}
 	// One call's deadline: the probe deadline, at least 5s (a chunk of a
 	// large compressed journal on a slow disk), within the source's.

@@ -23,6 +23,11 @@ type JournalOptions struct {
 	JSON bool `json:"json,omitempty"`
 	// MaxBytes caps each source; the newest entries are kept.
 	MaxBytes int64 `json:"max_bytes"`
+	// MemoryCap bounds what the collector holds in memory for one
+	// journal source (its newest entries, kept to be written oldest
+	// first); older entries the per-source cap would have kept are left
+	// out, and the collector says how many.
+	MemoryCap int64 `json:"memory_cap"`
 	// CommandTimeout bounds one journalctl (or dmesg) run, or the reading
 	// of one source by the native reader.
 	CommandTimeout time.Duration `json:"command_timeout"`
@@ -40,10 +45,13 @@ var (
 const (
 	DefaultJournalMaxBytes = 32 << 20
 	DefaultJournalTimeout  = 20 * time.Second
+	// DefaultJournalMemoryCap is above DefaultJournalMaxBytes: with the
+	// defaults the byte cap binds first and the memory cap never cuts.
+	DefaultJournalMemoryCap = 64 << 20
 )
 
 var journalOpts = JournalOptions{Units: DefaultJournalUnits, Kernel: true,
-	MaxBytes: DefaultJournalMaxBytes, CommandTimeout: DefaultJournalTimeout}
+	MaxBytes: DefaultJournalMaxBytes, MemoryCap: DefaultJournalMemoryCap, CommandTimeout: DefaultJournalTimeout}
 
 func journalFlags(fs *pflag.FlagSet) {
 	o := &journalOpts
@@ -54,6 +62,8 @@ func journalFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.JSON, "journal-json", false, "journal: also export each source as journal JSON (one object per line)")
 	o.MaxBytes = DefaultJournalMaxBytes
 	fs.Var((*shared.ByteSize)(&o.MaxBytes), "journal-max-bytes", "journal: cap per source (unit, kernel log, file); the newest entries are kept")
+	o.MemoryCap = DefaultJournalMemoryCap
+	fs.Var((*shared.ByteSize)(&o.MemoryCap), "journal-memory-cap", "journal: most log bytes held in memory for one journal source (its newest entries, written oldest first); older entries past it are left out and the collector is partial, e.g. --journal-memory-cap 256MiB with --journal-max-bytes 1GiB")
 	fs.DurationVar(&o.CommandTimeout, "journal-timeout", DefaultJournalTimeout, "journal: deadline of one journalctl or dmesg run, or of reading one source from the journal files")
 	fs.StringVar(&o.Reader, "journal-reader", ReaderAuto, "journal: how the journal is read: native (nodesnap reads the journal files itself; no journalctl needed), journalctl, or auto (native; journalctl for --journal-json)")
 }

@@ -34,6 +34,14 @@ type entryWindow struct {
 	midLine bool
 	skip    bool // forward: dropping an entry larger than the budget
 
+	// keep bounds the bytes held in memory (reverse mode; the memory
+	// cap), at most budget. Past it, entries the budget would still
+	// have kept are read and counted, not kept: cut, cutBytes.
+	keep     int64
+	cutting  bool
+	cut      int   // lines left out by keep
+	cutBytes int64 // their bytes
+
 	full    bool  // reverse: an entry did not fit; input refused since
 	dropped int   // entries dropped (forward) or refused (reverse: 1)
 	sealed  bool  // the producer is done, or abandoned
@@ -52,7 +60,18 @@ func newEntryWindow(budget int64, reverse, contIndent bool) *entryWindow {
 	// far below it.
 	budget = min(budget, 1<<31-1)
 	cs := int(min(max(budget/8, 4<<10), 1<<20))
-	return &entryWindow{budget: budget, reverse: reverse, contIndent: contIndent, chunkSize: cs}
+	return &entryWindow{budget: budget, keep: budget, reverse: reverse, contIndent: contIndent, chunkSize: cs}
+}
+
+// capMemory bounds what a reverse window holds in memory to keep bytes
+// (when below its budget): the newest entries up to keep are kept, the
+// older ones the budget would have kept are counted (cut) and dropped.
+func (w *entryWindow) capMemory(keep int64) {
+	if !w.reverse || keep <= 0 || keep >= w.budget {
+		return
+	}
+	w.keep = keep
+	w.chunkSize = int(min(max(keep/8, 4<<10), 1<<20))
 }
 
 // Write takes any slice of the stream.
@@ -88,7 +107,28 @@ func (w *entryWindow) Write(p []byte) (int, error) {
 		if w.skip {
 			continue
 		}
+		if w.cutting {
+			// Past the memory cap: count what the byte cap would have
+			// kept, until it would not have.
+			if w.size+w.cutBytes+int64(len(line)) > w.budget {
+				w.full = true
+				w.dropped++
+				return n - len(p), errWindowFull
+			}
+			w.cutBytes += int64(len(line))
+			w.cut += bytes.Count(line, nl)
+			continue
+		}
 		if int64(len(w.pend)+len(line)) > w.room() {
+			if w.reverse && w.size+int64(len(w.pend)+len(line)) <= w.budget {
+				// The memory cap, not the byte cap: this entry and the
+				// older ones are counted from now on, not kept.
+				w.cutting = true
+				w.cutBytes = int64(len(w.pend) + len(line))
+				w.cut = bytes.Count(w.pend, nl) + bytes.Count(line, nl)
+				w.pend = w.pend[:0]
+				continue
+			}
 			if w.reverse {
 				// This entry (the newest not yet kept) cannot fit: keep
 				// what we have and stop the producer.
@@ -111,10 +151,12 @@ func (w *entryWindow) Write(p []byte) (int, error) {
 // room is how large the pending entry may grow.
 func (w *entryWindow) room() int64 {
 	if w.reverse {
-		return w.budget - w.size
+		return w.keep - w.size
 	}
 	return w.budget
 }
+
+var nl = []byte{'\n'}
 
 // commit stores the pending entry (the next line starts a new one).
 func (w *entryWindow) commit() {
@@ -124,7 +166,13 @@ func (w *entryWindow) commit() {
 		return
 	}
 	w.pend = w.pend[:0]
-	if w.reverse && w.size+int64(len(e)) > w.budget {
+	if w.reverse && w.size+int64(len(e)) > w.keep {
+		if w.size+int64(len(e)) <= w.budget {
+			w.cutting = true
+			w.cutBytes += int64(len(e))
+			w.cut += max(1, bytes.Count(e, nl))
+			return
+		}
 		w.full = true
 		w.dropped++
 		return
