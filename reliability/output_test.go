@@ -86,7 +86,7 @@ func TestOutputDirectoryHungBeforeRun(t *testing.T) {
 }
 
 // An output filesystem that hangs once collectors have written into
-// staging: the run gives up writing at --timeout + OutputGrace, exits 1
+// staging: the run gives up writing at --timeout + outputdir.WriteGrace, exits 1
 // naming the hung directory and the staging it could not remove, and no
 // bundle appears. It used to hang in "writing the bundle…" for ever.
 func TestOutputFilesystemHangsMidRun(t *testing.T) {
