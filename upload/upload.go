@@ -359,6 +359,35 @@ func (u *Uploader) attempt(ctx context.Context, path string, size int64, sum str
 	return resp.StatusCode, 0, &permanentError{msg}
 }
 
+// openBounded opens path, giving up when ctx ends (the upload's deadline,
+// its stall watchdog or an interrupt). The upload runs in the collecting
+// process, and the output directory may be on a filesystem that stops
+// answering after the bundle was written: an open stuck there is left to
+// its goroutine, which closes the file if the kernel ever lets it go,
+// instead of freezing the run.
+func openBounded(ctx context.Context, path string) (*os.File, error) {
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := os.Open(path)
+		ch <- opened{f, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.f, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.f != nil {
+				r.f.Close()
+			}
+		}()
+		return nil, context.Cause(ctx)
+	}
+}
+
 // request builds one attempt's request, its body read afresh from the file.
 func (u *Uploader) request(ctx context.Context, path string, size int64, sum string, w *stallWatch) (*http.Request, error) {
 	var (
@@ -367,7 +396,7 @@ func (u *Uploader) request(ctx context.Context, path string, size int64, sum str
 		ctype  string
 	)
 	open := func() (*os.File, error) {
-		f, err := os.Open(path)
+		f, err := openBounded(ctx, path)
 		if err != nil {
 			return nil, fmt.Errorf("reopening the bundle: %w", err)
 		}
