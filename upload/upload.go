@@ -125,7 +125,7 @@ func New(o *Options, prefix, agent string) (*Uploader, error) {
 		}
 	}
 	if o.HeadersFile != "" {
-		h, vals, err := readHeadersFile(o.HeadersFile)
+		h, vals, err := readHeadersFileBounded(o.HeadersFile, headersFileTimeout)
 		if err != nil {
 			return nil, optionError(fmt.Errorf("--%sheaders-file: %w", prefix, err))
 		}
@@ -164,6 +164,34 @@ var refuseHeaders = map[string]bool{
 }
 
 var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+// headersFileTimeout bounds the read of --upload-headers-file.
+const headersFileTimeout = 30 * time.Second
+
+// readHeadersFileBounded is readHeadersFile given up after timeout. collect
+// reads the file in the collecting process, which never waits on a path that
+// may stop answering: a read stuck on a dead network filesystem is left to
+// its goroutine and the command fails with that error instead of hanging.
+func readHeadersFileBounded(p string, timeout time.Duration) (http.Header, []string, error) {
+	type read struct {
+		h    http.Header
+		vals []string
+		err  error
+	}
+	ch := make(chan read, 1)
+	go func() {
+		h, vals, err := readHeadersFile(p)
+		ch <- read{h, vals, err}
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.h, r.vals, r.err
+	case <-t.C:
+		return nil, nil, fmt.Errorf("%s could not be read within %s", p, timeout)
+	}
+}
 
 // readHeadersFile reads 'Name: value' lines. Errors name the line number,
 // never its content: the file holds credentials.
