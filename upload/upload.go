@@ -125,7 +125,7 @@ func New(o *Options, prefix, agent string) (*Uploader, error) {
 		}
 	}
 	if o.HeadersFile != "" {
-		h, vals, err := readHeadersFile(o.HeadersFile)
+		h, vals, err := readHeadersFileBounded(o.HeadersFile, headersFileTimeout)
 		if err != nil {
 			return nil, optionError(fmt.Errorf("--%sheaders-file: %w", prefix, err))
 		}
@@ -164,6 +164,34 @@ var refuseHeaders = map[string]bool{
 }
 
 var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+// headersFileTimeout bounds the read of --upload-headers-file.
+const headersFileTimeout = 30 * time.Second
+
+// readHeadersFileBounded is readHeadersFile given up after timeout. collect
+// reads the file in the collecting process, which never waits on a path that
+// may stop answering: a read stuck on a dead network filesystem is left to
+// its goroutine and the command fails with that error instead of hanging.
+func readHeadersFileBounded(p string, timeout time.Duration) (http.Header, []string, error) {
+	type read struct {
+		h    http.Header
+		vals []string
+		err  error
+	}
+	ch := make(chan read, 1)
+	go func() {
+		h, vals, err := readHeadersFile(p)
+		ch <- read{h, vals, err}
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.h, r.vals, r.err
+	case <-t.C:
+		return nil, nil, fmt.Errorf("%s could not be read within %s", p, timeout)
+	}
+}
 
 // readHeadersFile reads 'Name: value' lines. Errors name the line number,
 // never its content: the file holds credentials.
@@ -359,6 +387,35 @@ func (u *Uploader) attempt(ctx context.Context, path string, size int64, sum str
 	return resp.StatusCode, 0, &permanentError{msg}
 }
 
+// openBounded opens path, giving up when ctx ends (the upload's deadline,
+// its stall watchdog or an interrupt). The upload runs in the collecting
+// process, and the output directory may be on a filesystem that stops
+// answering after the bundle was written: an open stuck there is left to
+// its goroutine, which closes the file if the kernel ever lets it go,
+// instead of freezing the run.
+func openBounded(ctx context.Context, path string) (*os.File, error) {
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := os.Open(path)
+		ch <- opened{f, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.f, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.f != nil {
+				r.f.Close()
+			}
+		}()
+		return nil, context.Cause(ctx)
+	}
+}
+
 // request builds one attempt's request, its body read afresh from the file.
 func (u *Uploader) request(ctx context.Context, path string, size int64, sum string, w *stallWatch) (*http.Request, error) {
 	var (
@@ -367,7 +424,7 @@ func (u *Uploader) request(ctx context.Context, path string, size int64, sum str
 		ctype  string
 	)
 	open := func() (*os.File, error) {
-		f, err := os.Open(path)
+		f, err := openBounded(ctx, path)
 		if err != nil {
 			return nil, fmt.Errorf("reopening the bundle: %w", err)
 		}
