@@ -58,6 +58,24 @@ func (l *lineReader) next() ([]byte, int, bool, error) {
 	return line, l.n, cut, nil
 }
 
+// eachLine calls fn with each line of r, its 1-based number and whether
+// it was cut, until the end (nil) or the first error of reading or of fn.
+func eachLine(r io.Reader, fn func(b []byte, n int, cut bool) error) error {
+	lr := newLineReader(r)
+	for {
+		b, n, cut, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(b, n, cut); err != nil {
+			return err
+		}
+	}
+}
+
 // keepLine makes a Line to keep as evidence: valid UTF-8, at most
 // maxLineKept bytes.
 func keepLine(n int, b []byte, cut bool) Line {

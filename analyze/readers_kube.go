@@ -3,7 +3,6 @@ package analyze
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"regexp"
 	"strings"
@@ -18,22 +17,15 @@ import (
 // readHealthz reads kubelet/healthz.txt ("[+]ping ok", "[-]syncloop
 // failed: reason withheld").
 func (st *state) readHealthz(_ string, r io.Reader) error {
-	lr := newLineReader(r)
-	for {
-		b, n, cut, err := lr.next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return eachLine(r, func(b []byte, n int, cut bool) error {
 		if len(st.healthz) < 200 {
 			st.healthz = append(st.healthz, keepLine(n, b, cut))
 		}
 		if bytes.HasPrefix(bytes.TrimSpace(b), []byte("[-]")) && len(st.healthzBad) < 50 {
 			st.healthzBad = append(st.healthzBad, keepLine(n, b, cut))
 		}
-	}
+		return nil
+	})
 }
 
 // readPods reads kubelet/pods.json (the kubelet's PodList), one pod at a
@@ -195,20 +187,13 @@ var reBuildInfo = regexp.MustCompile(`^kubernetes_build_info\{[^}]*\bgit_version
 // readKubeletMetrics reads kubelet/metrics*.txt for the one line analyze
 // needs, the running kubelet's version (kubernetes_build_info).
 func (st *state) readKubeletMetrics(name string, r io.Reader) error {
-	lr := newLineReader(r)
-	for {
-		b, _, _, err := lr.next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return eachLine(r, func(b []byte, _ int, _ bool) error {
 		if !bytes.HasPrefix(b, []byte("kubernetes_build_info{")) {
-			continue
+			return nil
 		}
 		if m := reBuildInfo.FindSubmatch(b); m != nil && len(m[1]) <= 64 {
 			st.buildVersion, st.buildVersionFile = toValidUTF8(m[1]), name
 		}
-	}
+		return nil
+	})
 }

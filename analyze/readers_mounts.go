@@ -3,7 +3,6 @@ package analyze
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -235,23 +234,15 @@ func (st *state) readMountinfo(name string, r io.Reader) error {
 	if _, ok := st.mountinfoPath[ns]; !ok {
 		st.mountinfoPath[ns] = name
 	}
-	lr := newLineReader(r)
-	for {
-		b, n, cut, err := lr.next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return eachLine(r, func(b []byte, n int, cut bool) error {
 		ms, _ := procfs.ParseMountInfo(b)
 		if len(ms) != 1 {
-			continue
+			return nil
 		}
 		m := ms[0]
 		class := procfs.Classify(m)
 		if class == procfs.ClassPseudo {
-			continue
+			return nil
 		}
 		host := st.hostNS != 0 && ns == st.hostNS
 		keep := class == procfs.ClassNetwork || class == procfs.ClassFUSE || dataPath(m.MountPoint)
@@ -259,14 +250,15 @@ func (st *state) readMountinfo(name string, r io.Reader) error {
 			keep = true
 		}
 		if !keep {
-			continue
+			return nil
 		}
 		if len(st.mountinfoLines) >= maxMountinfoLines || st.mountinfoBytes >= maxMountinfoBytes {
 			st.mountinfoSpare++
-			continue
+			return nil
 		}
 		l := keepLine(n, b, cut)
 		st.mountinfoBytes += len(l.Text)
 		st.mountinfoLines[nsMount{ns, m.ID}] = l
-	}
+		return nil
+	})
 }

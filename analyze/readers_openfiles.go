@@ -3,7 +3,6 @@ package analyze
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -130,17 +129,9 @@ func (st *state) readOpenFiles(_ string, r io.Reader) error {
 	if wf.skip {
 		return nil // the walk drains the rest
 	}
-	lr := newLineReader(r)
-	for {
-		b, n, cut, err := lr.next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return eachLine(r, func(b []byte, n int, cut bool) error {
 		if cut || len(bytes.TrimSpace(b)) == 0 || !wf.wants(b) {
-			continue
+			return nil
 		}
 		var p ofLine
 		if err := json.Unmarshal(b, &p); err != nil {
@@ -162,7 +153,8 @@ func (st *state) readOpenFiles(_ string, r io.Reader) error {
 			}
 			st.addWriter(&p, use, &fd.OpenFile, n)
 		}
-	}
+		return nil
+	})
 }
 
 // writerFilter decides which processes.jsonl lines to decode. Bundles

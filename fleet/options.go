@@ -6,6 +6,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -134,27 +135,13 @@ func (o *Options) defaults() error {
 	if o.OutputDir == "" {
 		return &UsageError{"no output directory"}
 	}
-	if o.Namespace == "" {
-		o.Namespace = "nodesnap"
-	}
-	if o.MaxParallel == 0 {
-		o.MaxParallel = DefaultMaxParallel
-	}
-	if o.Timeout == 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.NodeTimeout == 0 {
-		o.NodeTimeout = DefaultNodeTimeout
-	}
-	if o.NotReadyGrace == 0 {
-		o.NotReadyGrace = DefaultNotReadyGrace
-	}
-	if o.PollInterval == 0 {
-		o.PollInterval = DefaultPollInterval
-	}
-	if o.CollectTimeout == 0 {
-		o.CollectTimeout = 2 * time.Minute
-	}
+	o.Namespace = cmp.Or(o.Namespace, "nodesnap")
+	o.MaxParallel = cmp.Or(o.MaxParallel, DefaultMaxParallel)
+	o.Timeout = cmp.Or(o.Timeout, DefaultTimeout)
+	o.NodeTimeout = cmp.Or(o.NodeTimeout, DefaultNodeTimeout)
+	o.NotReadyGrace = cmp.Or(o.NotReadyGrace, DefaultNotReadyGrace)
+	o.PollInterval = cmp.Or(o.PollInterval, DefaultPollInterval)
+	o.CollectTimeout = cmp.Or(o.CollectTimeout, 2*time.Minute)
 	switch {
 	case o.MaxParallel < 0:
 		return &UsageError{"--max-parallel must be positive"}

@@ -18,7 +18,7 @@ func unescapeOctal(s string) string {
 	for ; i < len(s); i++ {
 		c := s[i]
 		if c == '\\' && i+4 <= len(s) && isOctalEscape(s[i+1:i+4]) {
-			b = append(b, (s[i+1]-'0')<<6|(s[i+2]-'0')<<3|(s[i+3]-'0'))
+			b = append(b, octalByte(s[i+1:i+4]))
 			i += 3
 			continue
 		}
@@ -33,6 +33,11 @@ func isOctalEscape(d string) bool {
 		'0' <= d[0] && d[0] <= '3' &&
 		'0' <= d[1] && d[1] <= '7' &&
 		'0' <= d[2] && d[2] <= '7'
+}
+
+// octalByte is the byte three octal digits name (isOctalEscape holds).
+func octalByte(d string) byte {
+	return (d[0]-'0')<<6 | (d[1]-'0')<<3 | (d[2] - '0')
 }
 
 // unescapeTaskName undoes the escaping of the Name: line of
@@ -54,7 +59,7 @@ func unescapeTaskName(s string) string {
 			continue
 		}
 		if i+4 <= len(s) && isOctalEscape(s[i+1:i+4]) {
-			b = append(b, (s[i+1]-'0')<<6|(s[i+2]-'0')<<3|(s[i+3]-'0'))
+			b = append(b, octalByte(s[i+1:i+4]))
 			i += 3
 			continue
 		}

@@ -2,7 +2,6 @@ package procfs
 
 import (
 	"math"
-	"strconv"
 	"strings"
 )
 
@@ -42,7 +41,7 @@ type MapEntry struct {
 // Dev returns the device number as decimal "major:minor", comparable with
 // Mount.Dev.
 func (e MapEntry) Dev() string {
-	return strconv.FormatUint(uint64(e.Major), 10) + ":" + strconv.FormatUint(uint64(e.Minor), 10)
+	return DevString(e.Major, e.Minor)
 }
 
 // IsFile reports whether the mapping is backed by a file (as opposed to

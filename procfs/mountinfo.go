@@ -50,7 +50,13 @@ type Mount struct {
 // Dev returns the device number as "major:minor", the form mountinfo,
 // lsblk and /sys/dev/block use.
 func (m Mount) Dev() string {
-	return strconv.FormatUint(uint64(m.Major), 10) + ":" + strconv.FormatUint(uint64(m.Minor), 10)
+	return DevString(m.Major, m.Minor)
+}
+
+// DevString formats a device number as decimal "major:minor", the form
+// mountinfo, lsblk and /sys/dev/block use.
+func DevString(major, minor uint32) string {
+	return strconv.FormatUint(uint64(major), 10) + ":" + strconv.FormatUint(uint64(minor), 10)
 }
 
 // HasOption reports whether opt is one of the per-mount options.

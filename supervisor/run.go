@@ -7,6 +7,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -337,21 +338,11 @@ func (o *Options) Validate() error {
 	if c.Sys == "" {
 		c.Sys = filepath.Join(c.Root, "sys")
 	}
-	if c.MaxFileBytes == 0 {
-		c.MaxFileBytes = DefaultMaxFileBytes
-	}
-	if c.MaxCollectorBytes == 0 {
-		c.MaxCollectorBytes = DefaultMaxCollector
-	}
-	if c.ProbeTimeout == 0 {
-		c.ProbeTimeout = DefaultProbeTimeout
-	}
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.Since == 0 {
-		c.Since = 24 * time.Hour
-	}
+	c.MaxFileBytes = cmp.Or(c.MaxFileBytes, DefaultMaxFileBytes)
+	c.MaxCollectorBytes = cmp.Or(c.MaxCollectorBytes, DefaultMaxCollector)
+	c.ProbeTimeout = cmp.Or(c.ProbeTimeout, DefaultProbeTimeout)
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.Since = cmp.Or(c.Since, 24*time.Hour)
 	return nil
 }
 

@@ -43,21 +43,7 @@ func newFleetProgress(w io.Writer, quiet bool) *fleetProgress {
 			return wd, ht
 		}
 		p.stop, p.done = make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(p.done)
-			t := time.NewTicker(250 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-p.stop:
-					return
-				case <-t.C:
-					p.mu.Lock()
-					p.redraw()
-					p.mu.Unlock()
-				}
-			}
-		}()
+		go redrawEvery(250*time.Millisecond, &p.mu, p.redraw, p.stop, p.done)
 	}
 	return p
 }

@@ -83,22 +83,26 @@ func newLiveProgress(w io.Writer, names []string, timeout time.Duration, width f
 	p.mu.Lock()
 	p.redraw()
 	p.mu.Unlock()
-	go func() {
-		defer close(p.stopped)
-		t := time.NewTicker(liveTick)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-t.C:
-				p.mu.Lock()
-				p.redraw()
-				p.mu.Unlock()
-			}
-		}
-	}()
+	go redrawEvery(liveTick, &p.mu, p.redraw, p.stop, p.stopped)
 	return p
+}
+
+// redrawEvery calls redraw under mu every tick until stop is closed,
+// then closes stopped. The live collector and fleet displays share it.
+func redrawEvery(tick time.Duration, mu *sync.Mutex, redraw func(), stop <-chan struct{}, stopped chan<- struct{}) {
+	defer close(stopped)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			mu.Lock()
+			redraw()
+			mu.Unlock()
+		}
+	}
 }
 
 // row finds or adds a collector's row; the caller may hold mu or not

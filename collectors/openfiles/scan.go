@@ -272,7 +272,7 @@ func (s *ofScanner) scanMaps(ctx context.Context, dir string, space *ofNamespace
 		f := s.placeByPath(space, m.Path)
 		f.Deleted = m.Deleted
 		f.Inode = m.Inode
-		f.Dev = strconv.FormatUint(uint64(m.Major), 10) + ":" + strconv.FormatUint(uint64(m.Minor), 10)
+		f.Dev = procfs.DevString(m.Major, m.Minor)
 		p.Maps = append(p.Maps, *f)
 		u := s.useOf(0, p.Namespace, "mem", f)
 		u.major, u.minor, u.dev = m.Major, m.Minor, f.Dev
