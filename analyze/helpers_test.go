@@ -3,8 +3,6 @@ package analyze_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/internal/testkit/bundletest"
 
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
@@ -89,30 +88,7 @@ func makeBundle(t testing.TB, files map[string][]byte, format string) string {
 		}
 		m.Settings.SinceSeconds = extra.Settings.SinceSeconds
 	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	cols := map[string]*bundle.CollectorResult{}
-	var order []string
-	for _, n := range names {
-		col, _, _ := strings.Cut(n, "/")
-		if cols[col] == nil {
-			cols[col] = &bundle.CollectorResult{Name: col, Status: bundle.StatusOK, Files: []string{}}
-			order = append(order, col)
-		}
-		p := filepath.Join(staging, filepath.FromSlash(n))
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, files[n], 0o600); err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(files[n])
-		m.Files = append(m.Files, bundle.FileEntry{Path: n, Collector: col, Size: int64(len(files[n])), SHA256: hex.EncodeToString(sum[:]), Kind: bundle.KindText})
-		cols[col].Files = append(cols[col].Files, strings.TrimPrefix(n, col+"/"))
-	}
+	cols, order := bundletest.Stage(t, staging, files, m, true)
 	for _, c := range extra.Collectors {
 		if cols[c.Name] == nil {
 			order = append(order, c.Name)

@@ -2,17 +2,14 @@ package bundlediff_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/internal/testkit/bundletest"
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundlediff"
@@ -75,30 +72,7 @@ func makeBundle(t testing.TB, files map[string][]byte, o bundleOpts) string {
 		delete(files, "_manifest.json")
 		m.HungMounts = append(m.HungMounts, extra.HungMounts...)
 	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	cols := map[string]*bundle.CollectorResult{}
-	var order []string
-	for _, n := range names {
-		col, _, _ := strings.Cut(n, "/")
-		if cols[col] == nil {
-			cols[col] = &bundle.CollectorResult{Name: col, Status: bundle.StatusOK, Files: []string{}}
-			order = append(order, col)
-		}
-		p := filepath.Join(staging, filepath.FromSlash(n))
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, files[n], 0o600); err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(files[n])
-		m.Files = append(m.Files, bundle.FileEntry{Path: n, Collector: col, Size: int64(len(files[n])), SHA256: hex.EncodeToString(sum[:]), Kind: bundle.KindText})
-		cols[col].Files = append(cols[col].Files, n)
-	}
+	cols, order := bundletest.Stage(t, staging, files, m, false)
 	for name, status := range o.collectors {
 		if cols[name] == nil {
 			cols[name] = &bundle.CollectorResult{Name: name, Files: []string{}}

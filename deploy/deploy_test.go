@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -441,31 +442,53 @@ func TestSystemdUnits(t *testing.T) {
 	if k, _ := strconv.Atoi(flags["keep"]); k <= 0 {
 		t.Errorf("the service keeps every bundle forever")
 	}
-	for _, want := range []string{"SuccessExitStatus=3 4 5", "Nice=", "IOSchedulingClass=", "CPUQuota=", "MemoryMax=", "TimeoutStartSec="} {
-		if !bytes.Contains(unit, []byte("\n"+want)) {
-			t.Errorf("nodesnap.service lacks %s", want)
+	checkUnitLines(t, "nodesnap.service", unit, "SuccessExitStatus=3 4 5", "Nice=", "IOSchedulingClass=", "CPUQuota=", "MemoryMax=", "TimeoutStartSec=")
+	timer, err := os.ReadFile(filepath.Join(deployDir, "systemd", "nodesnap.timer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	systemdVerify(t, f[0], map[string][]byte{"nodesnap.service": unit, "nodesnap.timer": timer})
+}
+
+// checkUnitLines fails t unless the unit file called name has a line
+// starting with each of want, and fails it if the unit sets up a private
+// mount namespace.
+func checkUnitLines(t *testing.T, name string, unit []byte, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !bytes.Contains(unit, []byte("\n"+w)) {
+			t.Errorf("%s lacks %s", name, w)
 		}
 	}
 	for _, bad := range []string{"ProtectSystem=", "PrivateTmp=", "PrivateMounts=", "ProtectHome=", "ReadOnlyPaths="} {
 		if bytes.Contains(unit, []byte("\n"+bad)) {
-			t.Errorf("nodesnap.service sets %s: a private mount namespace hides the host's mounts and holds them", bad)
+			t.Errorf("%s sets %s: a private mount namespace hides the host's mounts and holds them", name, bad)
 		}
 	}
+}
 
+// systemdVerify writes units (file name -> content) to a directory, with
+// prog replaced by /bin/true (verify insists that ExecStart's program
+// exists), and fails t unless `systemd-analyze verify` passes them
+// silently. It skips t where systemd-analyze is not installed.
+func systemdVerify(t *testing.T, prog string, units map[string][]byte) {
+	t.Helper()
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
 		t.Skip("systemd-analyze not installed; units not verified by systemd")
 	}
 	dir := t.TempDir()
-	// verify insists that ExecStart's program exists.
-	svc := bytes.ReplaceAll(unit, []byte(f[0]), []byte("/bin/true"))
-	os.WriteFile(filepath.Join(dir, "nodesnap.service"), svc, 0o644)
-	timer, _ := os.ReadFile(filepath.Join(deployDir, "systemd", "nodesnap.timer"))
-	os.WriteFile(filepath.Join(dir, "nodesnap.timer"), timer, 0o644)
-	c := exec.Command(analyze, "verify", "nodesnap.service", "nodesnap.timer")
+	var names []string
+	for name, unit := range units {
+		if err := os.WriteFile(filepath.Join(dir, name), bytes.ReplaceAll(unit, []byte(prog), []byte("/bin/true")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	c := exec.Command(analyze, append([]string{"verify"}, names...)...)
 	c.Dir = dir
-	outb, err := c.CombinedOutput()
-	if err != nil || len(bytes.TrimSpace(outb)) > 0 {
+	if outb, err := c.CombinedOutput(); err != nil || len(bytes.TrimSpace(outb)) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, outb)
 	}
 }
@@ -492,30 +515,8 @@ func TestSystemdWatchUnit(t *testing.T) {
 	if out, err := exec.Command(bin, append([]string{"watch", "--help"}, f[2:]...)...).CombinedOutput(); err != nil {
 		t.Errorf("nodesnap %s: %v\n%s", strings.Join(f[1:], " "), err, out)
 	}
-	for _, want := range []string{"ExecReload=/bin/kill -HUP $MAINPID", "TimeoutStopSec=", "Restart=on-failure", "CPUQuota=", "MemoryMax=", "WantedBy=multi-user.target"} {
-		if !bytes.Contains(unit, []byte("\n"+want)) {
-			t.Errorf("nodesnap-watch.service lacks %s", want)
-		}
-	}
-	for _, bad := range []string{"ProtectSystem=", "PrivateTmp=", "PrivateMounts=", "ProtectHome=", "ReadOnlyPaths="} {
-		if bytes.Contains(unit, []byte("\n"+bad)) {
-			t.Errorf("nodesnap-watch.service sets %s: a private mount namespace hides the host's mounts and holds them", bad)
-		}
-	}
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Skip("systemd-analyze not installed; the unit is not verified by systemd")
-	}
-	dir := t.TempDir()
-	svc := bytes.ReplaceAll(unit, []byte(f[0]), []byte("/bin/true"))
-	if err := os.WriteFile(filepath.Join(dir, "nodesnap-watch.service"), svc, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c := exec.Command(analyze, "verify", "nodesnap-watch.service")
-	c.Dir = dir
-	if outb, err := c.CombinedOutput(); err != nil || len(bytes.TrimSpace(outb)) > 0 {
-		t.Errorf("systemd-analyze verify: %v\n%s", err, outb)
-	}
+	checkUnitLines(t, "nodesnap-watch.service", unit, "ExecReload=/bin/kill -HUP $MAINPID", "TimeoutStopSec=", "Restart=on-failure", "CPUQuota=", "MemoryMax=", "WantedBy=multi-user.target")
+	systemdVerify(t, f[0], map[string][]byte{"nodesnap-watch.service": unit})
 }
 
 // Every `nodesnap collect` example in docs/ uses flags that exist.

@@ -3,12 +3,9 @@ package fleetview_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/fleetview"
 	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/internal/testkit/bundletest"
 )
 
 // makeBundle writes analyze's fixture scenario into a real bundle at out,
@@ -37,30 +35,7 @@ func makeBundle(t *testing.T, scenario, host, kernel, out string) {
 		Collectors: []bundle.CollectorResult{}, Files: []bundle.FileEntry{},
 		Redaction: bundle.RedactionSummary{Rules: map[string]int{}}, HungMounts: []bundle.HungItem{}, Omitted: []bundle.Omitted{},
 	}
-	var names []string
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	cols := map[string]*bundle.CollectorResult{}
-	var order []string
-	for _, n := range names {
-		col, rest, _ := strings.Cut(n, "/")
-		if cols[col] == nil {
-			cols[col] = &bundle.CollectorResult{Name: col, Status: bundle.StatusOK, Files: []string{}}
-			order = append(order, col)
-		}
-		p := filepath.Join(staging, filepath.FromSlash(n))
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, files[n], 0o600); err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(files[n])
-		m.Files = append(m.Files, bundle.FileEntry{Path: n, Collector: col, Size: int64(len(files[n])), SHA256: hex.EncodeToString(sum[:]), Kind: bundle.KindText})
-		cols[col].Files = append(cols[col].Files, rest)
-	}
+	cols, order := bundletest.Stage(t, staging, files, m, true)
 	for _, c := range order {
 		m.Collectors = append(m.Collectors, *cols[c])
 	}

@@ -9,70 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/nodesnap/nodesnap/internal/testkit"
 )
-
-// uploadServer records what each request brought.
-type uploadServer struct {
-	*httptest.Server
-	mu   sync.Mutex
-	reqs []receivedUpload
-}
-
-type receivedUpload struct {
-	method, path, query string
-	header              http.Header
-	body                []byte
-	form                map[string][]byte // multipart parts by field name
-}
-
-// newUploadServer answers each request with the next status of script
-// (the last one repeated); 0 means never answer.
-func newUploadServer(t *testing.T, script ...int) *uploadServer {
-	s := &uploadServer{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := receivedUpload{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, header: r.Header.Clone()}
-		if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/") {
-			if err := r.ParseMultipartForm(64 << 20); err == nil {
-				rec.form = map[string][]byte{}
-				for name, fhs := range r.MultipartForm.File {
-					f, _ := fhs[0].Open()
-					rec.form[name], _ = io.ReadAll(f)
-					f.Close()
-				}
-				for name, vs := range r.MultipartForm.Value {
-					rec.form[name] = []byte(vs[0])
-				}
-			}
-		} else {
-			rec.body, _ = io.ReadAll(r.Body)
-		}
-		s.mu.Lock()
-		n := len(s.reqs)
-		s.reqs = append(s.reqs, rec)
-		s.mu.Unlock()
-		status := script[min(n, len(script)-1)]
-		if status == 0 {
-			<-r.Context().Done() // the client gave up
-			return
-		}
-		if status >= 400 {
-			w.WriteHeader(status)
-			io.WriteString(w, `<?xml version="1.0"?><Error><Code>Nope</Code><Message>scripted failure</Message><StringToSign>secret-ish</StringToSign></Error>`)
-			return
-		}
-		w.WriteHeader(status)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
 
 // In-process: an attempt that stalls (the server reads nothing and answers
 // nothing) is abandoned after the stall timeout and retried.
 func TestUploaderStallRetried(t *testing.T) {
-	srv := newUploadServer(t, 0, 200)
+	srv := testkit.NewUploadServer(t, 0, 200)
 	p := filepath.Join(t.TempDir(), "b.tar.gz")
 	data := bytes.Repeat([]byte("nodesnap"), 1<<10)
 	os.WriteFile(p, data, 0o600)
@@ -94,7 +40,7 @@ func TestUploaderStallRetried(t *testing.T) {
 // In-process: the last error says why and how often; a connection refused
 // everywhere is retried up to --retries.
 func TestUploaderGivesUp(t *testing.T) {
-	srv := newUploadServer(t, 200)
+	srv := testkit.NewUploadServer(t, 200)
 	u := srv.URL
 	srv.Close() // nothing listens there now
 	p := filepath.Join(t.TempDir(), "b.tar.gz")
@@ -147,7 +93,7 @@ func FuzzReadHeadersFile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p := filepath.Join(dir, "h")
 		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Skip()
+			t.Fatal(err)
 		}
 		h, vals, err := readHeadersFile(p)
 		if err != nil {

@@ -51,7 +51,10 @@ func FuzzParseJournalJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = ParseJournalJSON(b)
+		e, err := ParseJournalJSON(b)
+		if err == nil && e.Cursor == "" {
+			t.Fatalf("%q read as %+v without a cursor", b, e)
+		}
 	})
 }
 

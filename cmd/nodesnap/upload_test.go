@@ -5,78 +5,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nodesnap/nodesnap/internal/testkit"
 )
-
-// uploadServer records what each request brought.
-type uploadServer struct {
-	*httptest.Server
-	mu   sync.Mutex
-	reqs []receivedUpload
-}
-
-type receivedUpload struct {
-	method, path, query string
-	header              http.Header
-	body                []byte
-	form                map[string][]byte // multipart parts by field name
-}
-
-// newUploadServer answers each request with the next status of script
-// (the last one repeated); 0 means never answer.
-func newUploadServer(t *testing.T, script ...int) *uploadServer {
-	s := &uploadServer{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := receivedUpload{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, header: r.Header.Clone()}
-		if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/") {
-			if err := r.ParseMultipartForm(64 << 20); err == nil {
-				rec.form = map[string][]byte{}
-				for name, fhs := range r.MultipartForm.File {
-					f, _ := fhs[0].Open()
-					rec.form[name], _ = io.ReadAll(f)
-					f.Close()
-				}
-				for name, vs := range r.MultipartForm.Value {
-					rec.form[name] = []byte(vs[0])
-				}
-			}
-		} else {
-			rec.body, _ = io.ReadAll(r.Body)
-		}
-		s.mu.Lock()
-		n := len(s.reqs)
-		s.reqs = append(s.reqs, rec)
-		s.mu.Unlock()
-		status := script[min(n, len(script)-1)]
-		if status == 0 {
-			<-r.Context().Done() // the client gave up
-			return
-		}
-		if status >= 400 {
-			w.WriteHeader(status)
-			io.WriteString(w, `<?xml version="1.0"?><Error><Code>Nope</Code><Message>scripted failure</Message><StringToSign>secret-ish</StringToSign></Error>`)
-			return
-		}
-		w.WriteHeader(status)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *uploadServer) requests() []receivedUpload {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]receivedUpload(nil), s.reqs...)
-}
 
 func fileSHA256(t *testing.T, p string) (string, []byte) {
 	t.Helper()
@@ -94,7 +32,7 @@ const presignSecret = "X-Amz-Signature=0123456789abcdef-very-secret"
 // pre-signed URL's signature appears nowhere: not on the terminal, not in
 // the manifest's record of the command line.
 func TestCollectUploadPUT(t *testing.T) {
-	srv := newUploadServer(t, 200)
+	srv := testkit.NewUploadServer(t, 200)
 	out := t.TempDir()
 	url := srv.URL + "/bucket/case-42/node.tar.gz?" + presignSecret
 	r := runNodesnap(t, 60*time.Second, []string{fastEnv}, append([]string{"collect", "--output-dir", out, "--upload", url}, fastRun...)...)
@@ -103,21 +41,21 @@ func TestCollectUploadPUT(t *testing.T) {
 	}
 	p := bundlePath(t, out)
 	sum, data := fileSHA256(t, p)
-	reqs := srv.requests()
+	reqs := srv.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d requests, want 1", len(reqs))
 	}
 	got := reqs[0]
-	if got.method != http.MethodPut || got.path != "/bucket/case-42/node.tar.gz" || got.query != presignSecret {
-		t.Errorf("request %s %s?%s", got.method, got.path, got.query)
+	if got.Method != http.MethodPut || got.Path != "/bucket/case-42/node.tar.gz" || got.Query != presignSecret {
+		t.Errorf("request %s %s?%s", got.Method, got.Path, got.Query)
 	}
-	if !bytes.Equal(got.body, data) {
-		t.Errorf("server received %d bytes that differ from the %d-byte bundle", len(got.body), len(data))
+	if !bytes.Equal(got.Body, data) {
+		t.Errorf("server received %d bytes that differ from the %d-byte bundle", len(got.Body), len(data))
 	}
-	if h := got.header.Get(SHA256Header); h != sum {
+	if h := got.Header.Get(SHA256Header); h != sum {
 		t.Errorf("%s: %q, bundle sha256 %s", SHA256Header, h, sum)
 	}
-	if ct := got.header.Get("Content-Type"); ct != "" {
+	if ct := got.Header.Get("Content-Type"); ct != "" {
 		t.Errorf("PUT carried Content-Type %q; pre-signed URLs may have signed its absence", ct)
 	}
 	if !strings.Contains(r.stdout, "Uploaded to "+srv.URL+"/bucket/case-42/node.tar.gz?…") || !strings.Contains(r.stdout, p) {
@@ -137,7 +75,7 @@ func TestCollectUploadPUT(t *testing.T) {
 // A server failing twice (500, then 503 with Retry-After) then taking it
 // is retried with backoff; every attempt carries the whole bundle.
 func TestCollectUploadRetries(t *testing.T) {
-	srv := newUploadServer(t, 500, 503, 201)
+	srv := testkit.NewUploadServer(t, 500, 503, 201)
 	out := t.TempDir()
 	r := runNodesnap(t, 60*time.Second, []string{fastEnv},
 		append([]string{"collect", "--output-dir", out, "--output", "json", "--upload", srv.URL + "/u", "--upload-backoff", "100ms"}, fastRun...)...)
@@ -152,13 +90,13 @@ func TestCollectUploadRetries(t *testing.T) {
 		t.Errorf("upload result %+v, want ok after 3 attempts with 201", res.Upload)
 	}
 	_, data := fileSHA256(t, res.Path)
-	reqs := srv.requests()
+	reqs := srv.Requests()
 	if len(reqs) != 3 {
 		t.Fatalf("%d requests, want 3", len(reqs))
 	}
 	for i, q := range reqs {
-		if !bytes.Equal(q.body, data) {
-			t.Errorf("attempt %d carried %d bytes, not the %d-byte bundle", i+1, len(q.body), len(data))
+		if !bytes.Equal(q.Body, data) {
+			t.Errorf("attempt %d carried %d bytes, not the %d-byte bundle", i+1, len(q.Body), len(data))
 		}
 	}
 }
@@ -167,7 +105,7 @@ func TestCollectUploadRetries(t *testing.T) {
 // timeout and no more; the bundle stays on disk, the exit status says the
 // upload failed (5), and the message says where the bundle is.
 func TestCollectUploadServerNeverAnswers(t *testing.T) {
-	srv := newUploadServer(t, 0)
+	srv := testkit.NewUploadServer(t, 0)
 	out := t.TempDir()
 	const uploadTimeout = 3 * time.Second
 	r := runNodesnap(t, 60*time.Second, []string{fastEnv},
@@ -207,13 +145,13 @@ func TestUploadCommandMultipart(t *testing.T) {
 	if err := os.WriteFile(hf, []byte("# ticket system\nAuthorization: Bearer hunter2-ticket-token\n\nX-Case: 42\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv := newUploadServer(t, 403, 200)
+	srv := testkit.NewUploadServer(t, 403, 200)
 	r = runNodesnap(t, 60*time.Second, []string{UploadURLEnv + "=" + srv.URL + "/api/cases/42/files"},
 		"upload", "--method", "post", "--field", "attachment", "--headers-file", hf, p)
 	if r.code != exitUploadFailed {
 		t.Fatalf("403: exit %d, want %d (a 403 is final)\n%s", r.code, exitUploadFailed, r.stderr)
 	}
-	if n := len(srv.requests()); n != 1 {
+	if n := len(srv.Requests()); n != 1 {
 		t.Errorf("a 403 was retried: %d requests", n)
 	}
 	if !strings.Contains(r.stderr, "403") || !strings.Contains(r.stderr, "Nope (scripted failure)") || strings.Contains(r.stderr, "secret-ish") {
@@ -224,13 +162,13 @@ func TestUploadCommandMultipart(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	reqs := srv.requests()
+	reqs := srv.Requests()
 	got := reqs[len(reqs)-1]
-	if got.method != http.MethodPost || !bytes.Equal(got.form["attachment"], data) {
-		t.Errorf("server got %s with field attachment of %d bytes, want POST of the %d-byte bundle", got.method, len(got.form["attachment"]), len(data))
+	if got.Method != http.MethodPost || !bytes.Equal(got.Form["attachment"], data) {
+		t.Errorf("server got %s with field attachment of %d bytes, want POST of the %d-byte bundle", got.Method, len(got.Form["attachment"]), len(data))
 	}
-	if got.header.Get("Authorization") != "Bearer hunter2-ticket-token" || got.header.Get("X-Case") != "42" || got.header.Get(SHA256Header) != sum {
-		t.Errorf("headers %v", got.header)
+	if got.Header.Get("Authorization") != "Bearer hunter2-ticket-token" || got.Header.Get("X-Case") != "42" || got.Header.Get(SHA256Header) != sum {
+		t.Errorf("headers %v", got.Header)
 	}
 	if strings.Contains(r.stdout+r.stderr, "hunter2") {
 		t.Errorf("a header value was printed:\n%s%s", r.stdout, r.stderr)
@@ -242,17 +180,17 @@ func TestUploadCommandMultipart(t *testing.T) {
 	// Not a bundle: refused before anything is sent.
 	other := filepath.Join(t.TempDir(), "notes.txt")
 	os.WriteFile(other, []byte("not a bundle\n"), 0o600)
-	before := len(srv.requests())
+	before := len(srv.Requests())
 	r = runNodesnap(t, 30*time.Second, nil, "upload", other, srv.URL+"/x")
-	if r.code != exitFatal || !strings.Contains(r.stderr, "not a nodesnap bundle") || len(srv.requests()) != before {
-		t.Errorf("non-bundle: exit %d, %q, %d requests", r.code, r.stderr, len(srv.requests())-before)
+	if r.code != exitFatal || !strings.Contains(r.stderr, "not a nodesnap bundle") || len(srv.Requests()) != before {
+		t.Errorf("non-bundle: exit %d, %q, %d requests", r.code, r.stderr, len(srv.Requests())-before)
 	}
 }
 
 // Ctrl-C during the upload ends the upload, not the process: exit 5, the
 // bundle kept, and the customer told where it is.
 func TestCollectUploadInterrupted(t *testing.T) {
-	srv := newUploadServer(t, 0)
+	srv := testkit.NewUploadServer(t, 0)
 	out := t.TempDir()
 	cmd := nodesnapCmd([]string{fastEnv}, append([]string{"collect", "--output-dir", out, "--upload", srv.URL + "/u", "--upload-timeout", "60s"}, fastRun...)...)
 	var stdout, stderr bytes.Buffer
@@ -263,7 +201,7 @@ func TestCollectUploadInterrupted(t *testing.T) {
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	deadline := time.Now().Add(30 * time.Second)
-	for len(srv.requests()) == 0 && time.Now().Before(deadline) {
+	for len(srv.Requests()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	start := time.Now()
