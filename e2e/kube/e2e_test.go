@@ -441,6 +441,10 @@ func TestJobInPod(t *testing.T) {
 // same kubelet, runtime, CSI and journal files.
 func compareRuns(t *testing.T, host, pod *run) {
 	t.Helper()
+	// Nothing to compare is a failure, not a pass.
+	if len(host.b.Manifest.Collectors) == 0 || len(host.b.Files) == 0 {
+		t.Fatalf("the host run's bundle has %d collectors and %d files: nothing to compare the pod's with", len(host.b.Manifest.Collectors), len(host.b.Files))
+	}
 	for _, hc := range host.b.Manifest.Collectors {
 		pc := pod.b.Manifest.Collector(hc.Name)
 		switch {
