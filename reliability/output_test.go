@@ -198,3 +198,38 @@ func TestOutputDirectoryDeletedMidRun(t *testing.T) {
 		record(o)
 	}
 }
+
+// A --redact-config on a mount that hangs: collect reads it in a worker
+// under a deadline, so the run ends with a usage error naming the file
+// within about that deadline, before anything is collected, instead of
+// hanging before its first deadline exists.
+func TestRedactConfigOnHungMount(t *testing.T) {
+	testkit.RequireRoot(t)
+	testkit.RequireFUSE(t)
+	for i := 0; i < rounds(1, 3); i++ {
+		n := newNode(t)
+		f := testkit.HungFUSE(t, "", testkit.FUSEStartHung())
+		cfg := filepath.Join(f.Mountpoint(), "rules.yaml")
+		out := t.TempDir()
+		r := nodesnap(t, outputBound+30*time.Second, nil, n.args(out, "--redact-config", cfg)...)
+		o := outcome{fault: "--redact-config on a hung mount", noBundle: true}
+		// The read's deadline (5 s), a worker's start and its reaping.
+		limit := 5*time.Second + 2*time.Second
+		if r.elapsed > limit {
+			o.overrun = r.elapsed - limit
+			t.Errorf("run took %s, want at most %s", r.elapsed, limit)
+		}
+		if r.code != 2 || !strings.Contains(r.stderr, "no answer within") || !strings.Contains(r.stderr, cfg) {
+			t.Errorf("exit %d, stderr %q: want 2 and a message naming the hung config file", r.code, r.stderr)
+		}
+		if f.Blocked() == 0 {
+			t.Errorf("the mount never hung a request: the fault did not happen")
+		}
+		if ents, _ := os.ReadDir(out); len(ents) != 0 {
+			t.Errorf("the output directory holds %d entries: nothing should have been written", len(ents))
+		}
+		f.Close()
+		o.failed = t.Failed()
+		record(o)
+	}
+}

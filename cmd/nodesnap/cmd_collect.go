@@ -354,7 +354,7 @@ func runCollect(ctx context.Context, o *collectOptions, flags *pflag.FlagSet, ar
 	}
 	// A mistake in the redaction config is reported, with its line, before
 	// anything is collected.
-	redaction, err := o.redaction.settings()
+	redaction, err := o.redaction.isolatedSettings()
 	if err != nil {
 		return err
 	}

@@ -1,14 +1,27 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/nodesnap/nodesnap/collectors/kubelet"
+	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/redact"
 	"github.com/nodesnap/nodesnap/supervisor"
 )
+
+// configReadTimeout bounds the read of --redact-config: a file on a hung
+// network or FUSE mount must not hold the run before it has begun.
+const configReadTimeout = 5 * time.Second
+
+// maxConfigBytes is the largest --redact-config read: a rules file is a
+// few kilobytes; anything near this is the wrong file.
+const maxConfigBytes = 4 << 20
 
 // redactFlags are the redaction options shared by collect and redact.
 type redactFlags struct {
@@ -25,12 +38,70 @@ func (f *redactFlags) register(fs *pflag.FlagSet) {
 // collection starts, so a mistake in it is reported with its line number
 // and nothing is collected. nil means the built-in rules alone.
 func (f *redactFlags) settings() (*redact.Settings, error) {
+	return f.settingsFrom(func(p string) (*redact.Config, error) { return redact.LoadConfig(p) })
+}
+
+// isolatedSettings is settings for collect: the config file is read in a
+// worker process under configReadTimeout, since collect's own process
+// never opens a path that could hang (redact, an offline command on a
+// file the user chose, reads it directly).
+func (f *redactFlags) isolatedSettings() (*redact.Settings, error) {
+	return f.settingsFrom(func(p string) (*redact.Config, error) {
+		if _, own := kubelet.KubeletDescriptor(p); own {
+			// <(...) or a pipe: one of this process's descriptors, which
+			// a worker does not have; the user's, not a host path.
+			return redact.LoadConfig(p)
+		}
+		data, err := readConfigIsolated(p, configReadTimeout)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := redact.ParseConfig(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		return cfg, nil
+	})
+}
+
+// readConfigIsolated reads a small file in a worker under a deadline.
+func readConfigIsolated(p string, timeout time.Duration) ([]byte, error) {
+	pool := isolate.NewPool(1, timeout)
+	defer pool.Close()
+	var r isolate.ReadFileResult
+	err := pool.Do(context.Background(), isolate.OpReadFile, isolate.ReadFileRequest{Path: p, Max: maxConfigBytes}, &r)
+	switch {
+	case isolate.IsTimeout(err):
+		return nil, fmt.Errorf("reading the redaction config %s: no answer within %s (is it on a hung network or FUSE mount?); nothing was collected", p, timeout)
+	case err != nil:
+		var oe *isolate.OpError
+		if errors.As(err, &oe) && oe.Errno != 0 {
+			return nil, fmt.Errorf("reading the redaction config: %w", &pathError{path: p, err: oe.Errno})
+		}
+		return nil, fmt.Errorf("reading the redaction config %s: %w", p, err)
+	case r.Truncated:
+		return nil, fmt.Errorf("reading the redaction config %s: larger than %d MiB, which no rules file is: is it the right file?", p, maxConfigBytes>>20)
+	}
+	return r.Data, nil
+}
+
+// pathError words a failed read like os.ReadFile does ("open P: no such
+// file or directory"), keeping the errno for errors.Is.
+type pathError struct {
+	path string
+	err  error
+}
+
+func (e *pathError) Error() string { return "open " + e.path + ": " + e.err.Error() }
+func (e *pathError) Unwrap() error { return e.err }
+
+func (f *redactFlags) settingsFrom(load func(string) (*redact.Config, error)) (*redact.Settings, error) {
 	if f.config == "" && len(f.obfuscate) == 0 {
 		return nil, nil
 	}
 	s := &redact.Settings{}
 	if f.config != "" {
-		cfg, err := redact.LoadConfig(f.config)
+		cfg, err := load(f.config)
 		if err != nil {
 			return nil, &supervisor.UsageError{Msg: err.Error()}
 		}
