@@ -114,9 +114,13 @@ func TestWorkerNoteShortFormWhenFull(t *testing.T) {
 	}
 	long := func(c string) string { return "probing /" + strings.Repeat(c, 3000) }
 	errs := make(chan error, 2)
-	go func() { errs <- p.Do(ctx, "test-note", noteRequest{Line: long("a"), Short: "dev a", HoldMS: 1500}, nil) }()
+	go func() {
+		errs <- p.Do(ctx, "test-note", noteRequest{Line: long("a"), Short: "dev a", HoldMS: 1500}, nil)
+	}()
 	waitNote(t, pid, long("a"))
-	go func() { errs <- p.Do(ctx, "test-note", noteRequest{Line: long("b"), Short: "dev b", HoldMS: 1500}, nil) }()
+	go func() {
+		errs <- p.Do(ctx, "test-note", noteRequest{Line: long("b"), Short: "dev b", HoldMS: 1500}, nil)
+	}()
 	// Both cost the same to shorten: the older line gives way.
 	waitNote(t, pid, "dev a", long("b"))
 	err := p.Do(ctx, "test-note", noteRequest{Line: "probing /" + strings.Repeat("c", isolate.NoteSize)}, nil)

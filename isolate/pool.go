@@ -127,7 +127,7 @@ type Pool struct {
 var (
 	// workerItems bounds the items in flight in one worker, abandoned
 	// ones included: its threads, and the lines of its note (see
-	// note.go), which must fit in NoteSize: 48 lines of 85 bytes.
+	// note.go), which must fit in NoteSize: 48 lines of 84 bytes each.
 	workerItems = 48
 	// workerStuck is how many abandoned items (past their deadline, or
 	// whose caller gave up) a worker may hold before it is retired.
