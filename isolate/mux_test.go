@@ -227,7 +227,9 @@ func TestPoolCloseKillsWorkersOnHungFUSE(t *testing.T) {
 	if err := p.Do(context.Background(), "test-pid", nil, nil); err == nil {
 		t.Errorf("a closed pool served an item")
 	}
-	f.Close()
+	if err := f.Close(); err != nil {
+		t.Errorf("aborting the hung mount: %v", err)
+	}
 	if !waitGone(pid, 5*time.Second) {
 		t.Errorf("worker %d outlived the abort of the hung mount", pid)
 	}

@@ -63,7 +63,8 @@ func AddWorkerNote(line, short string) (remove func(), err error) {
 	l := &noteLine{full: line, short: short}
 	noteMu.Lock()
 	defer noteMu.Unlock()
-	lines := append(noteLines[:len(noteLines):len(noteLines)], l)
+	lines := make([]*noteLine, 0, len(noteLines)+1)
+	lines = append(append(lines, noteLines...), l)
 	text, ok := composeNote(lines)
 	if !ok {
 		return nil, fmt.Errorf("no room left in the worker note (%d bytes) for a line of %d bytes beside %d others", NoteSize, len(line), len(noteLines))
