@@ -68,18 +68,7 @@ func captureEvidence(pid, depth int) *layout.HangEvidence {
 	h.Comm = strings.TrimSpace(readProcBounded(filepath.Join(base, "comm")))
 	tids := listTasks(base)
 	for _, tid := range tids {
-		tb := filepath.Join(base, "task", strconv.Itoa(tid))
-		te := layout.TaskEvidence{TID: tid}
-		te.Comm = strings.TrimSpace(readProcBounded(filepath.Join(tb, "comm")))
-		te.State = taskState(readProcBounded(filepath.Join(tb, "stat")))
-		te.Wchan = strings.TrimSpace(readProcBounded(filepath.Join(tb, "wchan")))
-		te.Syscall = strings.TrimSpace(readProcBounded(filepath.Join(tb, "syscall")))
-		for _, l := range strings.Split(readProcBounded(filepath.Join(tb, "stack")), "\n") {
-			if l = strings.TrimSpace(l); l != "" {
-				te.Stack = append(te.Stack, l)
-			}
-		}
-		h.Tasks = append(h.Tasks, te)
+		h.Tasks = append(h.Tasks, taskEvidence(base, tid))
 	}
 	if depth < 2 {
 		for _, tid := range tids {
@@ -94,6 +83,40 @@ func captureEvidence(pid, depth int) *layout.HangEvidence {
 		h.Note = "process state could not be read (already gone, or /proc not readable)"
 	}
 	return h
+}
+
+// CaptureTaskEvidence reads the state of one thread, tid, of pid: the
+// thread a worker runs a hung item on. Its other threads serve other
+// items and say nothing about this one.
+func CaptureTaskEvidence(pid, tid int) *layout.HangEvidence {
+	base := filepath.Join("/proc", strconv.Itoa(pid))
+	h := &layout.HangEvidence{PID: pid}
+	h.Comm = strings.TrimSpace(readProcBounded(filepath.Join(base, "comm")))
+	te := taskEvidence(base, tid)
+	if te.State == "" {
+		h.Note = "the state of thread " + strconv.Itoa(tid) + " could not be read (already gone, or /proc not readable)"
+		return h
+	}
+	h.Tasks = []layout.TaskEvidence{te}
+	c := te
+	h.Blocked = &c
+	return h
+}
+
+// taskEvidence reads one thread's state under base, /proc/<pid>.
+func taskEvidence(base string, tid int) layout.TaskEvidence {
+	tb := filepath.Join(base, "task", strconv.Itoa(tid))
+	te := layout.TaskEvidence{TID: tid}
+	te.Comm = strings.TrimSpace(readProcBounded(filepath.Join(tb, "comm")))
+	te.State = taskState(readProcBounded(filepath.Join(tb, "stat")))
+	te.Wchan = strings.TrimSpace(readProcBounded(filepath.Join(tb, "wchan")))
+	te.Syscall = strings.TrimSpace(readProcBounded(filepath.Join(tb, "syscall")))
+	for _, l := range strings.Split(readProcBounded(filepath.Join(tb, "stack")), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			te.Stack = append(te.Stack, l)
+		}
+	}
+	return te
 }
 
 // runtimeWait reports whether a thread is parked in one of the Go runtime's

@@ -74,13 +74,19 @@ func TestPoolServesAndSurvivesHungItems(t *testing.T) {
 	if he.Evidence == nil || he.Evidence.Blocked == nil || !strings.Contains(he.Evidence.Blocked.Wchan+strings.Join(he.Evidence.Blocked.Stack, " "), "pause") {
 		t.Errorf("evidence does not show the worker blocked in pause(): %+v", he.Evidence)
 	}
-	if he.Evidence.PID == 0 || processExists(he.Evidence.PID) {
-		t.Errorf("hung worker %d was not killed", he.Evidence.PID)
+	if he.Evidence.PID != first || !processExists(first) {
+		t.Errorf("hung item's evidence names pid %d; want worker %d, alive: one hung item does not cost a worker", he.Evidence.PID, first)
 	}
 
 	var s string
 	if err := p.Do(ctx, "test-echo", "x", &s); err != nil || s != "echo:x" {
-		t.Fatalf("pool did not recover after a hung item: %q %v", s, err)
+		t.Fatalf("pool did not serve after a hung item: %q %v", s, err)
+	}
+	if err := p.Do(ctx, "test-pid", nil, &again); err != nil || again != first {
+		t.Errorf("after a hung item, served by pid %d (%v), want the same worker %d", again, err, first)
+	}
+	if n := p.WorkersStarted(); n != 1 {
+		t.Errorf("%d workers started, want 1", n)
 	}
 }
 
@@ -205,9 +211,12 @@ func TestPoolCancelledIsNotAHang(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("cancelled item returned after %v", d)
 	}
-	// The pool still serves.
+	// The pool still serves, from the same worker.
 	var out string
 	if err := p.Do(context.Background(), "test-echo", "hi", &out); err != nil || out != "echo:hi" {
 		t.Errorf("after a cancelled item: %q, %v", out, err)
+	}
+	if n := p.WorkersStarted(); n != 1 {
+		t.Errorf("%d workers started: a cancelled item cost its worker", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,9 @@ import (
 // no longer answer. A worker stuck on a hung mount whose server has read
 // the request cannot be killed; knowing it is there lets a later run leave
 // that mount alone instead of leaving one more stuck worker per run.
+//
+// A worker serves several items at once: its note has one line per item
+// that asked for one (AddWorkerNote).
 //
 // Pool workers are started with WorkerNoteVar set to NoteSize spaces; the
 // worker overwrites that value in place, in its own initial environment
@@ -35,24 +39,123 @@ var (
 	noteMu   sync.Mutex
 )
 
-// SetWorkerNote replaces this worker's note ("" clears it). A note longer
-// than NoteSize or holding a NUL byte is refused; outside a pool worker
-// (no room reserved) it is an error too.
-func SetWorkerNote(note string) error {
-	if len(note) > NoteSize || strings.IndexByte(note, 0) >= 0 {
-		return fmt.Errorf("worker note of %d bytes does not fit in %d or holds a NUL byte", len(note), NoteSize)
+// AddWorkerNote adds a line to this worker's note, for as long as the
+// item that calls it runs: a worker serves several items at once, and its
+// note names each of them, one line each. When the lines no longer fit in
+// NoteSize, the longest are written in their short form (short, "" for
+// none); a line that fits in neither form is refused, and the note stays as
+// it was. remove takes the line out again. A line holding a newline or a
+// NUL byte is refused; outside a pool worker (no room reserved) it is an
+// error too.
+func AddWorkerNote(line, short string) (remove func(), err error) {
+	for _, s := range []string{line, short} {
+		if strings.ContainsAny(s, "\n\x00") {
+			return nil, fmt.Errorf("worker note line %q holds a newline or a NUL byte", s)
+		}
+	}
+	if line == "" {
+		return nil, errors.New("empty worker note line")
 	}
 	noteOnce.Do(findNote)
 	if noteErr != nil {
-		return noteErr
+		return nil, noteErr
 	}
+	l := &noteLine{full: line, short: short}
+	noteMu.Lock()
+	defer noteMu.Unlock()
+	lines := make([]*noteLine, 0, len(noteLines)+1)
+	lines = append(append(lines, noteLines...), l)
+	text, ok := composeNote(lines)
+	if !ok {
+		return nil, fmt.Errorf("no room left in the worker note (%d bytes) for a line of %d bytes beside %d others", NoteSize, len(line), len(noteLines))
+	}
+	if err := writeNote(text); err != nil {
+		return nil, err
+	}
+	noteLines = lines
+	return func() {
+		noteMu.Lock()
+		defer noteMu.Unlock()
+		for i, x := range noteLines {
+			if x == l {
+				noteLines = append(noteLines[:i:i], noteLines[i+1:]...)
+				text, _ := composeNote(noteLines) // fewer lines fit
+				_ = writeNote(text)
+				return
+			}
+		}
+	}, nil
+}
+
+// noteLine is one item's line of the note.
+type noteLine struct{ full, short string }
+
+// noteLines are the lines of this worker's note, oldest first; guarded by
+// noteMu.
+var noteLines []*noteLine
+
+// composeNote joins lines with newlines, each in its full form while the
+// whole fits in NoteSize, else the lines that gain the most in their short
+// form; ok is false when even that does not fit.
+func composeNote(lines []*noteLine) (string, bool) {
+	short := make([]bool, len(lines))
+	size := func() int {
+		n := max(len(lines)-1, 0)
+		for i, l := range lines {
+			if short[i] {
+				n += len(l.short)
+			} else {
+				n += len(l.full)
+			}
+		}
+		return n
+	}
+	n := size()
+	if n > NoteSize {
+		order := make([]int, 0, len(lines))
+		for i, l := range lines {
+			if l.short != "" && len(l.short) < len(l.full) {
+				order = append(order, i)
+			}
+		}
+		sort.SliceStable(order, func(a, b int) bool {
+			la, lb := lines[order[a]], lines[order[b]]
+			return len(la.full)-len(la.short) > len(lb.full)-len(lb.short)
+		})
+		for _, i := range order {
+			if n <= NoteSize {
+				break
+			}
+			short[i] = true
+			n -= len(lines[i].full) - len(lines[i].short)
+		}
+		if n > NoteSize {
+			return "", false
+		}
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i, l := range lines {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if short[i] {
+			b.WriteString(l.short)
+		} else {
+			b.WriteString(l.full)
+		}
+	}
+	return b.String(), true
+}
+
+// writeNote writes text, padded with spaces, over the reserved value.
+// noteMu is held.
+func writeNote(text string) error {
 	buf := make([]byte, NoteSize)
-	n := copy(buf, note)
+	n := copy(buf, text)
 	for i := n; i < len(buf); i++ {
 		buf[i] = ' '
 	}
-	noteMu.Lock()
-	defer noteMu.Unlock()
 	if _, err := noteMem.WriteAt(buf, noteAddr); err != nil {
 		return fmt.Errorf("writing the worker note: %w", err)
 	}

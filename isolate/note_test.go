@@ -2,52 +2,141 @@ package isolate_test
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"os"
+	"slices"
+	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
-func init() {
-	// Sets the worker's note and answers with what /proc/self/environ
-	// then shows, as another process reads it.
-	isolate.RegisterOp("test-note", func(raw json.RawMessage) (any, error) {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, err
-		}
-		if err := isolate.SetWorkerNote(s); err != nil {
-			return nil, err
-		}
-		return os.Getpid(), nil
-	})
+type noteRequest struct {
+	Line, Short string
+	HoldMS      int
 }
 
-// A worker's note is read from its environ by another process, replaced,
-// and cleared.
-func TestWorkerNoteVisibleInEnviron(t *testing.T) {
-	p := isolate.NewPool(1, 5*time.Second)
-	defer p.Close()
-	ctx := context.Background()
-	for _, note := range []string{"probing /mnt/a", "second, longer note than the first one", ""} {
-		var pid int
-		if err := p.Do(ctx, "test-note", note, &pid); err != nil {
-			t.Fatalf("setting note %q: %v", note, err)
-		}
-		environ, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+func init() {
+	// Adds a line to the worker's note, holds it for HoldMS, and answers
+	// with the worker's pid.
+	isolate.RegisterOp("test-note", isolate.Typed(func(rq noteRequest) (any, error) {
+		remove, err := isolate.AddWorkerNote(rq.Line, rq.Short)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		got, ok := isolate.WorkerNote(environ)
-		if got != note || ok != (note != "") {
-			t.Errorf("worker %d shows note %q (%v), want %q", pid, got, ok, note)
+		defer remove()
+		time.Sleep(time.Duration(rq.HoldMS) * time.Millisecond)
+		return os.Getpid(), nil
+	}))
+}
+
+// noteOf reads a worker's note from its environ, as a later run does.
+func noteOf(t *testing.T, pid int) (string, bool) {
+	t.Helper()
+	environ, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return isolate.WorkerNote(environ)
+}
+
+// waitNote waits until the worker's note holds exactly the lines want
+// (in any order), or fails after a few seconds.
+func waitNote(t *testing.T, pid int, want ...string) {
+	t.Helper()
+	sort.Strings(want)
+	var got []string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		note, ok := noteOf(t, pid)
+		got = nil
+		if ok {
+			got = strings.Split(note, "\n")
+		}
+		sort.Strings(got)
+		if slices.Equal(got, want) {
+			return
 		}
 	}
-	if err := isolate.SetWorkerNote("not a worker"); err == nil {
-		t.Errorf("SetWorkerNote outside a pool worker: no error")
+	t.Fatalf("worker %d shows note lines %q, want %q", pid, got, want)
+}
+
+// Items running at once on one worker each name themselves in its note,
+// one line each, readable by another process from its environ; a line
+// goes when its item ends.
+func TestWorkerNoteVisibleInEnviron(t *testing.T) {
+	p := isolate.NewPool(4, 10*time.Second)
+	defer p.Close()
+	ctx := context.Background()
+	var pid int
+	if err := p.Do(ctx, "test-pid", nil, &pid); err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{"probing /mnt/a", "probing /mnt/b, a longer line", "probing /mnt/c"}
+	holds := []int{600, 1500, 1500}
+	errs := make(chan error, len(lines))
+	for i, l := range lines {
+		go func() {
+			var got int
+			err := p.Do(ctx, "test-note", noteRequest{Line: l, HoldMS: holds[i]}, &got)
+			if err == nil && got != pid {
+				err = fmt.Errorf("item served by worker %d, not %d: items do not share a worker", got, pid)
+			}
+			errs <- err
+		}()
+	}
+	waitNote(t, pid, lines...)
+	waitNote(t, pid, lines[1:]...)
+	for range lines {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if note, ok := noteOf(t, pid); ok {
+		t.Errorf("worker %d still shows note %q after its items ended", pid, note)
+	}
+	if _, err := isolate.AddWorkerNote("not a worker", ""); err == nil {
+		t.Errorf("AddWorkerNote outside a pool worker: no error")
+	}
+}
+
+// Lines that do not fit together are written in their short form; one
+// that fits in neither is refused and leaves the note as it was.
+func TestWorkerNoteShortFormWhenFull(t *testing.T) {
+	p := isolate.NewPool(4, 10*time.Second)
+	defer p.Close()
+	ctx := context.Background()
+	var pid int
+	if err := p.Do(ctx, "test-pid", nil, &pid); err != nil {
+		t.Fatal(err)
+	}
+	long := func(c string) string { return "probing /" + strings.Repeat(c, 3000) }
+	errs := make(chan error, 2)
+	go func() {
+		errs <- p.Do(ctx, "test-note", noteRequest{Line: long("a"), Short: "dev a", HoldMS: 1500}, nil)
+	}()
+	waitNote(t, pid, long("a"))
+	go func() {
+		errs <- p.Do(ctx, "test-note", noteRequest{Line: long("b"), Short: "dev b", HoldMS: 1500}, nil)
+	}()
+	// Both cost the same to shorten: the older line gives way.
+	waitNote(t, pid, "dev a", long("b"))
+	err := p.Do(ctx, "test-note", noteRequest{Line: "probing /" + strings.Repeat("c", isolate.NoteSize)}, nil)
+	if err == nil || !strings.Contains(err.Error(), "no room left") {
+		t.Errorf("a line that cannot fit: %v, want it refused", err)
+	}
+	waitNote(t, pid, "dev a", long("b"))
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, bad := range []string{"two\nlines", "nul\x00", ""} {
+		if err := p.Do(ctx, "test-note", noteRequest{Line: bad}, nil); err == nil {
+			t.Errorf("note line %q accepted", bad)
+		}
 	}
 }
 

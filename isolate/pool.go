@@ -8,15 +8,20 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 // OpFunc is a per-item operation run inside a worker process. It receives
-// the JSON request and returns a JSON-encodable response.
+// the JSON request and returns a JSON-encodable response. It runs on an OS
+// thread of its own (locked for its duration), beside the worker's other
+// items.
 type OpFunc func(req json.RawMessage) (any, error)
 
 var (
@@ -55,8 +60,12 @@ type request struct {
 	Req json.RawMessage `json:"req"`
 }
 
+// response is an answer, or with Start the announcement that the request
+// runs on thread TID.
 type response struct {
 	ID    uint64          `json:"id"`
+	Start bool            `json:"start,omitempty"`
+	TID   int             `json:"tid,omitempty"`
 	Resp  json.RawMessage `json:"resp,omitempty"`
 	Err   string          `json:"err,omitempty"`
 	Errno int             `json:"errno,omitempty"`
@@ -80,7 +89,8 @@ func (e *OpError) Unwrap() error {
 }
 
 // HungError is an operation that did not answer within its deadline. The
-// worker running it was killed; Evidence says where it was blocked.
+// thread of the worker that serves it is left where it is blocked (the
+// worker goes on serving other items); Evidence says where that is.
 type HungError struct {
 	Op       string
 	Timeout  time.Duration
@@ -95,38 +105,86 @@ func (e *HungError) Error() string {
 func (e *HungError) Unwrap() error { return ErrTimeout }
 
 // Pool runs per-item operations in long-lived worker processes. A worker
-// serves items one at a time; when an item misses its deadline, that worker
-// is killed (and its evidence kept) and a fresh one serves the next item. So
-// one hung mount costs one item's deadline and one process, not the run.
+// serves many items at once, each on an OS thread of its own, so an item
+// stuck in the kernel (a stat on a hung mount) holds one thread, not a
+// process: hung items cost their deadline and no process start each. A
+// worker holding workerStuck abandoned items takes no new ones and is
+// killed once its other items have answered; Close kills every worker.
 type Pool struct {
 	timeout time.Duration
 	sem     chan struct{}
+	stderr  io.Writer
+
 	mu      sync.Mutex
-	idle    []*worker
-	all     map[*worker]struct{}
+	workers []*worker // live ones taking items, oldest first
 	nextID  uint64
 	closed  bool
-	stderr  io.Writer
+	started int            // workers started, for tests and reports
+	ending  sync.WaitGroup // workers being killed
 }
 
-// NewPool returns a pool of at most size concurrent workers, each item
+// Bounds per worker process (variables so that tests can lower them).
+var (
+	// workerItems bounds the items in flight in one worker, abandoned
+	// ones included: its threads, and the lines of its note (see
+	// note.go), which must fit in NoteSize: 48 lines of 84 bytes each.
+	workerItems = 48
+	// workerStuck is how many abandoned items (past their deadline, or
+	// whose caller gave up) a worker may hold before it is retired.
+	workerStuck = 32
+)
+
+// NewPool returns a pool running at most size items at once, each
 // bounded by timeout.
 func NewPool(size int, timeout time.Duration) *Pool {
 	if size < 1 {
 		size = 1
 	}
-	return &Pool{timeout: timeout, sem: make(chan struct{}, size), all: map[*worker]struct{}{}, stderr: os.Stderr}
+	return &Pool{timeout: timeout, sem: make(chan struct{}, size), stderr: os.Stderr}
 }
 
 // Timeout is the per-item deadline.
 func (p *Pool) Timeout() time.Duration { return p.timeout }
 
+// WorkersStarted is how many worker processes the pool has started.
+func (p *Pool) WorkersStarted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.started
+}
+
+// WorkerItems is how many items one worker runs at once at most: a note
+// line (see AddWorkerNote) of at most NoteSize/WorkerItems()-1 bytes
+// always fits.
+func WorkerItems() int { return workerItems }
+
 type worker struct {
+	ready chan struct{} // closed once the process started, or failed to
+	err   error         // why it did not start; read after ready
 	child *Child
-	in    *json.Encoder
-	inW   io.WriteCloser
-	outR  io.Closer
-	out   *bufio.Reader
+	inW   *os.File // its stdin; writes serialised by wmu
+	outR  *os.File // its stdout, read by one goroutine (route)
+	wmu   sync.Mutex
+	end   sync.Once
+
+	// Guarded by Pool.mu.
+	calls    map[uint64]*call // in flight, abandoned ones included
+	stuck    int              // abandoned calls still running
+	retiring bool             // takes no new calls
+	gone     bool             // out of Pool.workers
+	killed   bool             // its kill has been started
+}
+
+// call is one item in flight in a worker.
+type call struct {
+	ch        chan reply // the answer, or why none will come
+	tid       int        // the thread serving it, once announced
+	abandoned bool
+}
+
+type reply struct {
+	r   response
+	err error
 }
 
 // Do runs op with req in a worker and decodes the answer into resp (which
@@ -147,91 +205,256 @@ func (p *Pool) DoTimeout(ctx context.Context, timeout time.Duration, op string, 
 		return ctx.Err()
 	}
 	defer func() { <-p.sem }()
-	w, err := p.get()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	w, id, c, err := p.assign()
 	if err != nil {
 		return err
 	}
-	p.mu.Lock()
-	p.nextID++
-	id := p.nextID
-	p.mu.Unlock()
-
-	type answer struct {
-		r   response
-		err error
-	}
-	ch := make(chan answer, 1)
-	go func() {
-		if err := w.in.Encode(request{ID: id, Op: op, Req: raw}); err != nil {
-			ch <- answer{err: fmt.Errorf("sending %s to a worker: %w", op, err)}
-			return
-		}
-		line, err := w.out.ReadBytes('\n')
-		if err != nil {
-			ch <- answer{err: fmt.Errorf("worker for %s exited: %w", op, err)}
-			return
-		}
-		var r response
-		if err := json.Unmarshal(line, &r); err != nil {
-			ch <- answer{err: fmt.Errorf("worker for %s sent a bad answer: %w", op, err)}
-			return
-		}
-		ch <- answer{r: r}
-	}()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
 	select {
-	case a := <-ch:
-		if a.err != nil {
-			p.discard(w, false)
-			return a.err
-		}
-		p.put(w)
-		if a.r.Err != "" {
-			return &OpError{Op: op, Msg: unwireString(a.r.Err), Errno: syscall.Errno(a.r.Errno)}
-		}
-		if resp != nil && len(a.r.Resp) > 0 {
-			if err := UnmarshalWire(a.r.Resp, resp); err != nil {
-				return fmt.Errorf("decoding %s answer: %w", op, err)
-			}
-		}
-		return nil
+	case <-w.ready:
 	case <-timer.C:
-		h := p.discard(w, true)
-		return &HungError{Op: op, Timeout: timeout, Evidence: h}
+		// Starting a worker took the whole deadline: not the item's
+		// fault, and nothing to show of it.
+		p.forget(w, id)
+		return fmt.Errorf("starting a worker for %s took longer than %s: %w", op, timeout, ErrTimeout)
 	case <-ctx.Done():
-		// The caller gave up (its own deadline, or an interrupted run):
-		// the worker may be mid-item, so it goes, but the item did not
-		// hang and is not recorded as if it had.
-		p.discard(w, false)
+		p.forget(w, id)
 		return fmt.Errorf("%s abandoned: %w", op, ctx.Err())
 	}
+	if w.err != nil {
+		p.forget(w, id)
+		return w.err
+	}
+	if err := p.send(w, request{ID: id, Op: op, Req: raw}, timeout); err != nil {
+		var he *HungError
+		if errors.As(err, &he) {
+			he.Op = op
+			return he
+		}
+		return fmt.Errorf("sending %s to a worker: %w", op, err)
+	}
+	var a reply
+	select {
+	case a = <-c.ch:
+	case <-timer.C:
+		tid, answered := p.abandon(w, id)
+		if answered {
+			a = <-c.ch
+			break
+		}
+		return &HungError{Op: op, Timeout: timeout, Evidence: itemEvidence(w.child.PID(), tid)}
+	case <-ctx.Done():
+		// The caller gave up (its own deadline, or an interrupted run):
+		// the item did not hang and is not recorded as if it had. Its
+		// thread runs on in the worker, which keeps serving.
+		if _, answered := p.abandon(w, id); answered {
+			a = <-c.ch
+			break
+		}
+		return fmt.Errorf("%s abandoned: %w", op, ctx.Err())
+	}
+	if a.err != nil {
+		return fmt.Errorf("the worker running %s: %w", op, a.err)
+	}
+	if a.r.Err != "" {
+		return &OpError{Op: op, Msg: unwireString(a.r.Err), Errno: syscall.Errno(a.r.Errno)}
+	}
+	if resp != nil && len(a.r.Resp) > 0 {
+		if err := UnmarshalWire(a.r.Resp, resp); err != nil {
+			return fmt.Errorf("decoding %s answer: %w", op, err)
+		}
+	}
+	return nil
 }
 
-func (p *Pool) get() (*worker, error) {
+// itemEvidence is where the thread serving an item is blocked; every
+// thread of the worker when it has not said which one serves it.
+func itemEvidence(pid, tid int) *layout.HangEvidence {
+	var h *layout.HangEvidence
+	if tid > 0 {
+		h = CaptureTaskEvidence(pid, tid)
+	} else {
+		h = CaptureEvidence(pid)
+		h.Note = "the worker had not yet said which thread serves the item: all its threads are shown"
+	}
+	h.Phase = "worker"
+	return h
+}
+
+// assign registers a new call on a worker with room, starting one when
+// none has.
+func (p *Pool) assign() (*worker, uint64, *call, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, errors.New("worker pool is closed")
+		return nil, 0, nil, errors.New("worker pool is closed")
 	}
-	if n := len(p.idle); n > 0 {
-		w := p.idle[n-1]
-		p.idle = p.idle[:n-1]
-		p.mu.Unlock()
-		return w, nil
+	var w *worker
+	for _, x := range p.workers {
+		if !x.retiring && len(x.calls) < workerItems {
+			w = x
+			break
+		}
 	}
+	fresh := w == nil
+	if fresh {
+		w = &worker{ready: make(chan struct{}), calls: map[uint64]*call{}}
+		p.workers = append(p.workers, w)
+		p.started++
+	}
+	p.nextID++
+	id := p.nextID
+	c := &call{ch: make(chan reply, 1)}
+	w.calls[id] = c
 	p.mu.Unlock()
+	if fresh {
+		p.start(w)
+	}
+	return w, id, c, nil
+}
+
+// send writes one request to the worker. Writes are serialised; one that
+// cannot be written within the item's deadline (the worker no longer
+// reads its stdin) ends the worker and is a hang of the worker as a whole.
+func (p *Pool) send(w *worker, rq request, timeout time.Duration) error {
+	line, err := json.Marshal(rq)
+	if err != nil {
+		p.forget(w, rq.ID)
+		return err
+	}
+	line = append(line, '\n')
+	w.wmu.Lock()
+	_ = w.inW.SetWriteDeadline(time.Now().Add(timeout))
+	_, err = w.inW.Write(line)
+	w.wmu.Unlock()
+	if err == nil {
+		return nil
+	}
+	p.forget(w, rq.ID)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		h := CaptureEvidence(w.child.PID())
+		h.Phase = "worker"
+		h.Note = "the worker did not read its requests: it was killed"
+		p.retire(w)
+		return &HungError{Timeout: timeout, Evidence: h}
+	}
+	p.retire(w)
+	return err
+}
+
+// abandon forgets the caller of a call still running: its thread goes on
+// in the worker, which counts it as stuck until it answers. It returns
+// the call's thread, or answered when the answer is already waiting.
+func (p *Pool) abandon(w *worker, id uint64) (tid int, answered bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := w.calls[id]
+	if c == nil {
+		return 0, true
+	}
+	c.abandoned = true
+	w.stuck++
+	if w.stuck >= workerStuck {
+		w.retiring = true
+	}
+	p.maybeEnd(w)
+	return c.tid, false
+}
+
+// forget removes a call that was never sent.
+func (p *Pool) forget(w *worker, id uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(w.calls, id)
+	p.maybeEnd(w)
+}
+
+// maybeEnd kills a retiring worker once only abandoned calls are left in
+// it. p.mu is held.
+func (p *Pool) maybeEnd(w *worker) {
+	if w.retiring && len(w.calls) == w.stuck && !w.killed {
+		p.drop(w)
+		w.killed = true
+		p.ending.Add(1)
+		go func() { defer p.ending.Done(); w.kill() }()
+	}
+}
+
+// retire takes a worker out of service and kills it.
+func (p *Pool) retire(w *worker) {
+	p.mu.Lock()
+	p.drop(w)
+	p.mu.Unlock()
+	w.kill()
+}
+
+// drop takes w out of the workers given new calls. p.mu is held.
+func (p *Pool) drop(w *worker) {
+	w.retiring = true
+	if w.gone {
+		return
+	}
+	w.gone = true
+	for i, x := range p.workers {
+		if x == w {
+			p.workers = append(p.workers[:i], p.workers[i+1:]...)
+			break
+		}
+	}
+}
+
+// kill ends the worker's process group without waiting past
+// workerReapGrace for threads stuck in the kernel, and closes its pipes,
+// which ends its reader.
+func (w *worker) kill() {
+	w.end.Do(func() {
+		<-w.ready
+		if w.child != nil {
+			w.child.KillWithin(false, workerReapGrace)
+		}
+		if w.inW != nil {
+			w.inW.Close()
+			w.outR.Close()
+		}
+	})
+}
+
+// start launches the worker's process and its reader, then closes ready.
+func (p *Pool) start(w *worker) {
+	defer close(w.ready)
+	c, inW, outR, err := p.spawn()
+	if err != nil {
+		w.err = err
+		p.mu.Lock()
+		p.drop(w)
+		p.mu.Unlock()
+		return
+	}
+	w.child, w.inW, w.outR = c, inW, outR
+	go p.route(w)
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		// Close ran while it started: it did not see this one.
+		p.ending.Add(1)
+		go func() { defer p.ending.Done(); w.kill() }()
+	}
+}
+
+func (p *Pool) spawn() (*Child, *os.File, *os.File, error) {
 	// Real pipes handed to the child as its fds 0 and 1: no copying
 	// goroutines that Wait would have to wait for when a worker is killed.
 	inR, inW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("creating a pipe for a worker: %w", err)
+		return nil, nil, nil, fmt.Errorf("creating a pipe for a worker: %w", err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()
-		return nil, fmt.Errorf("creating a pipe for a worker: %w", err)
+		return nil, nil, nil, fmt.Errorf("creating a pipe for a worker: %w", err)
 	}
 	// A worker left stuck in the kernel must not hold our stderr open
 	// either: it gets a pipe of its own, copied on.
@@ -241,7 +464,7 @@ func (p *Pool) get() (*worker, error) {
 		inW.Close()
 		outR.Close()
 		outW.Close()
-		return nil, fmt.Errorf("creating a pipe for a worker: %w", err)
+		return nil, nil, nil, fmt.Errorf("creating a pipe for a worker: %w", err)
 	}
 	c, err := Start(Spec{Args: []string{ModeWorker}, Env: workerEnv(), Stdin: inR, Stdout: outW, Stderr: errW})
 	inR.Close()
@@ -251,108 +474,134 @@ func (p *Pool) get() (*worker, error) {
 		inW.Close()
 		outR.Close()
 		errR.Close()
-		return nil, err
+		return nil, nil, nil, err
 	}
 	go func() {
 		_, _ = io.Copy(p.stderr, errR)
 		errR.Close()
 	}()
 	go func() {
+		// A worker reaped (not one left stuck): end its reader.
 		<-c.Done()
 		outR.Close()
 	}()
-	w := &worker{child: c, in: json.NewEncoder(inW), inW: inW, outR: outR, out: bufio.NewReaderSize(outR, 64<<10)}
-	p.mu.Lock()
-	p.all[w] = struct{}{}
-	p.mu.Unlock()
-	return w, nil
+	return c, inW, outR, nil
 }
 
-func (p *Pool) put(w *worker) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		go p.stop(w)
-		return
+// route is the only reader of a worker's answers: it hands each to the
+// call of its id, and when the worker ends, tells every call still
+// waiting.
+func (p *Pool) route(w *worker) {
+	br := bufio.NewReaderSize(w.outR, 64<<10)
+	var err error
+	for {
+		var line []byte
+		line, err = br.ReadBytes('\n')
+		if err != nil {
+			err = fmt.Errorf("worker exited: %w", err)
+			break
+		}
+		var r response
+		if jerr := json.Unmarshal(line, &r); jerr != nil {
+			err = fmt.Errorf("worker sent a bad answer: %w", jerr)
+			break
+		}
+		p.mu.Lock()
+		c := w.calls[r.ID]
+		switch {
+		case c == nil:
+			// Not ours (an id the worker could not read): ignored.
+		case r.Start:
+			c.tid = r.TID
+		default:
+			delete(w.calls, r.ID)
+			if c.abandoned {
+				w.stuck--
+			} else {
+				c.ch <- reply{r: r}
+			}
+			p.maybeEnd(w)
+		}
+		p.mu.Unlock()
 	}
-	p.idle = append(p.idle, w)
+	p.mu.Lock()
+	p.drop(w)
+	for id, c := range w.calls {
+		if !c.abandoned {
+			c.ch <- reply{err: err}
+		}
+		delete(w.calls, id)
+	}
+	w.stuck = 0
+	p.mu.Unlock()
+	w.kill()
 }
 
 // workerReapGrace is how long a killed worker gets to be reaped. A worker
 // stuck uninterruptibly (a FUSE request the daemon already read) cannot die
-// until the kernel lets it; waiting the full ReapGrace would hold the
-// pool's slot, so hung items would cost their deadline plus that.
+// until the kernel lets it; waiting the full ReapGrace would hold up Close.
 const workerReapGrace = 100 * time.Millisecond
 
-func (p *Pool) discard(w *worker, evidence bool) *layout.HangEvidence {
-	p.mu.Lock()
-	delete(p.all, w)
-	p.mu.Unlock()
-	h := w.child.KillWithin(evidence, workerReapGrace)
-	// Unblock the goroutine reading its answer even if the worker could
-	// not be reaped.
-	w.inW.Close()
-	w.outR.Close()
-	if h != nil {
-		h.Phase = "worker"
-	}
-	return h
-}
-
-func (p *Pool) stop(w *worker) {
-	// Closing stdin asks the worker to exit; kill it if it does not.
-	w.inW.Close()
-	select {
-	case <-w.child.Done():
-	case <-time.After(time.Second):
-		w.child.Kill(false)
-	}
-}
-
-// Close stops every worker. Items still running are abandoned.
+// Close kills every worker. Items still running are abandoned: their
+// callers get an error.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	p.closed = true
-	ws := make([]*worker, 0, len(p.all))
-	for w := range p.all {
-		ws = append(ws, w)
-	}
-	p.all = map[*worker]struct{}{}
-	p.idle = nil
-	p.mu.Unlock()
-	var wg sync.WaitGroup
+	ws := p.workers
+	p.workers = nil
 	for _, w := range ws {
-		wg.Add(1)
-		go func() { defer wg.Done(); p.stop(w) }()
+		w.gone, w.retiring = true, true
 	}
-	wg.Wait()
+	p.mu.Unlock()
+	for _, w := range ws {
+		p.ending.Add(1)
+		go func() { defer p.ending.Done(); w.kill() }()
+	}
+	p.ending.Wait()
 }
 
 // WorkerMain serves requests on stdin until it is closed. It is the body of
-// the hidden worker mode.
+// the hidden worker mode. Each request runs in a goroutine locked to an OS
+// thread of its own, announced before the operation starts (so that the
+// parent reads only that thread's state if it hangs); answers go out as
+// they come, tagged with the request's id.
 func WorkerMain() int {
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
-	out := bufio.NewWriterSize(os.Stdout, 64<<10)
-	enc := json.NewEncoder(out)
+	out := make(chan response, 64)
+	go func() {
+		bw := bufio.NewWriterSize(os.Stdout, 64<<10)
+		enc := json.NewEncoder(bw)
+		for rs := range out {
+			if err := enc.Encode(rs); err != nil {
+				os.Exit(1)
+			}
+			if len(out) == 0 {
+				if err := bw.Flush(); err != nil {
+					os.Exit(1)
+				}
+			}
+		}
+	}()
 	for {
 		line, err := in.ReadBytes('\n')
 		if len(line) == 0 && err != nil {
+			// The pool closed our stdin: threads still stuck in the
+			// kernel are its to account for, not ours to wait for.
 			return 0
 		}
 		var rq request
-		var rs response
 		if jerr := json.Unmarshal(line, &rq); jerr != nil {
-			rs.Err = "bad request: " + jerr.Error()
-		} else {
-			rs.ID = rq.ID
+			out <- response{ID: rq.ID, Err: "bad request: " + jerr.Error()}
+			continue
+		}
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			out <- response{ID: rq.ID, Start: true, TID: unix.Gettid()}
+			rs := response{ID: rq.ID}
 			rs.Resp, rs.Err, rs.Errno = serve(rq)
-		}
-		if err := enc.Encode(rs); err != nil {
-			return 1
-		}
-		if err := out.Flush(); err != nil {
-			return 1
-		}
+			out <- rs
+		}()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,10 +46,10 @@ func TestStuckProbesDoNotPileUpAcrossRuns(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("after %d runs over %d hung mounts: %d stuck probe workers, at most %d on one mount", runs, mounts, total, most)
+	t.Logf("after %d runs over %d hung mounts: %d stuck probes, at most %d on one mount", runs, mounts, total, most)
 	// Fewer would mean the notes are missing and the count proves nothing.
 	if total != mounts || most > 1 {
-		t.Errorf("after %d runs over %d hung mounts: %d stuck probe workers (at most %d on one mount), want one per mount", runs, mounts, total, most)
+		t.Errorf("after %d runs over %d hung mounts: %d stuck probes (at most %d on one mount), want one per mount", runs, mounts, total, most)
 	}
 	if t.Failed() {
 		o.failed = true
@@ -57,11 +58,12 @@ func TestStuckProbesDoNotPileUpAcrossRuns(t *testing.T) {
 	record(o)
 }
 
-// stuckProbes counts the processes of the binary under test whose worker
-// note names one of devs (a note is cleared when its probe returns: one
-// left is a probe that never did), and the most on one of them. Only the
-// binary's own processes are read: a stuck worker holds no lock of its
-// memory.
+// stuckProbes counts the probes of the binary under test stuck on one of
+// devs, and the most on one of them: lines of a worker's note (one per
+// probe it runs, cleared when its probe returns) whose thread is in D
+// state. Only the binary's own processes are read, through a stuck
+// thread (a killed worker's main thread may be gone): a stuck worker
+// holds no lock of its memory.
 func stuckProbes(t *testing.T, devs map[string]bool) (total, most int) {
 	t.Helper()
 	bin := filepath.Base(testkit.Binary(t))
@@ -75,7 +77,11 @@ func stuckProbes(t *testing.T, devs map[string]bool) (total, most int) {
 		if err != nil {
 			continue
 		}
-		dir := "/proc/" + strconv.Itoa(pid)
+		stuck := threadsD(pid)
+		if len(stuck) == 0 {
+			continue
+		}
+		dir := fmt.Sprintf("/proc/%d/task/%d", pid, stuck[0])
 		exe, err := os.Readlink(dir + "/exe")
 		if err != nil || filepath.Base(strings.TrimSuffix(exe, " (deleted)")) != bin {
 			continue
@@ -88,9 +94,18 @@ func stuckProbes(t *testing.T, devs map[string]bool) (total, most int) {
 		if !ok {
 			continue
 		}
-		for _, f := range strings.Fields(note) {
-			if d, ok := strings.CutPrefix(f, "dev="); ok && devs[d] {
-				per[d]++
+		for _, line := range strings.Split(note, "\n") {
+			dev, tid := "", 0
+			for _, f := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(f, "dev="); ok {
+					dev = v
+				}
+				if v, ok := strings.CutPrefix(f, "tid="); ok {
+					tid, _ = strconv.Atoi(v)
+				}
+			}
+			if devs[dev] && (tid == 0 || slices.Contains(stuck, tid)) {
+				per[dev]++
 				total++
 			}
 		}
@@ -99,4 +114,26 @@ func stuckProbes(t *testing.T, devs map[string]bool) (total, most int) {
 		most = max(most, c)
 	}
 	return total, most
+}
+
+// threadsD lists the threads of pid in uninterruptible sleep.
+func threadsD(pid int) []int {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, e.Name()))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] == 'D' {
+			if tid, err := strconv.Atoi(e.Name()); err == nil {
+				out = append(out, tid)
+			}
+		}
+	}
+	return out
 }

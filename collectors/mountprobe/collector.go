@@ -30,16 +30,20 @@ const opMountProbe = "mountprobe.probe"
 type MountprobeOptions struct {
 	// MaxWorkers bounds probes running at once that are not stuck.
 	// --workers probes run at once normally; a probe still running after
-	// SlowAfter no longer counts against either bound, so a stuck mount
-	// is replaced by a fresh worker at once. Network and FUSE mounts, the
-	// ones likely to hang, are started up to MaxWorkers at once.
+	// SlowAfter no longer counts against either bound, so another probe
+	// takes its place at once (the stuck one holds a thread of a worker
+	// process, which goes on serving other probes). Network and FUSE
+	// mounts, the ones likely to hang, are started up to MaxWorkers at
+	// once.
 	MaxWorkers int `json:"max_workers"`
 	// MaxStuck bounds the probes stuck past SlowAfter that still wait
-	// for their deadline (each holds one worker process), together with
-	// the earlier runs' probes found still stuck, so that hung
-	// mounts cost about one probe deadline in all, not one per
-	// MaxWorkers of them, while a table of thousands of hung mounts
-	// cannot start thousands of processes.
+	// for their deadline, together with the earlier runs' probes found
+	// still stuck, so that hung mounts cost about one probe deadline in
+	// all, not one per MaxWorkers of them, while a table of thousands of
+	// hung mounts cannot leave thousands of requests on sick
+	// filesystems. A stuck probe holds a thread, not a process: a worker
+	// runs up to isolate.WorkerItems() probes and is retired after 32
+	// stuck ones, so 256 stuck probes take about 8 worker processes.
 	MaxStuck int `json:"max_stuck"`
 	// SlowAfter is when a probe counts as stuck for scheduling.
 	SlowAfter time.Duration `json:"slow_after"`
@@ -75,15 +79,15 @@ func init() {
 		Description:    "stat + statfs of every mount of every mount namespace, each in an isolated worker with the probe deadline: ok, hung or error, latency, class; hung mounts are skipped by every later collector",
 		DefaultEnabled: true,
 		// A few probe deadlines: probes run concurrently and stuck
-		// workers are replaced at once (up to --mountprobe-max-stuck),
+		// probes are replaced at once (up to --mountprobe-max-stuck),
 		// so even many hung mounts cost about one deadline.
 		DefaultTimeout: 20 * time.Second,
 		Options:        &mountprobeOpts,
 		Flags: func(fs *pflag.FlagSet) {
 			fs.IntVar(&mountprobeOpts.MaxWorkers, "mountprobe-max-workers", mountprobeOpts.MaxWorkers,
-				"mountprobe: most probes at once, not counting workers stuck on hung mounts (at least --workers)")
+				"mountprobe: most probes at once, not counting probes stuck on hung mounts (at least --workers)")
 			fs.IntVar(&mountprobeOpts.MaxStuck, "mountprobe-max-stuck", mountprobeOpts.MaxStuck,
-				"mountprobe: most workers stuck on hung mounts, besides --mountprobe-max-workers: this run's waiting for the probe deadline and earlier runs' still stuck (a mount an earlier run's probe is stuck on is reported hung, not probed again)")
+				"mountprobe: most probes stuck on hung mounts, besides --mountprobe-max-workers: this run's waiting for the probe deadline and earlier runs' still stuck (a mount an earlier run's probe is stuck on is reported hung, not probed again)")
 			fs.IntVar(&mountprobeOpts.MaxPerNamespace, "mountprobe-max-per-namespace", mountprobeOpts.MaxPerNamespace,
 				"mountprobe: most network and FUSE probes of one mount namespace at once (0: half of --mountprobe-max-workers)")
 			fs.StringSliceVar(&mountprobeOpts.First, "mountprobe-first", mountprobeOpts.First,
@@ -307,7 +311,7 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 		env.Notef("%d mount(s) hung: stat/statfs did not answer within %s", n, p.probeTimeout)
 	}
 	if earlier > 0 {
-		env.Notef("%d probe worker(s) of earlier runs are still stuck on hung mounts: those mounts were reported hung without a new probe, and --mountprobe-max-stuck allowed %d more", earlier, p.maxStuck)
+		env.Notef("%d probe(s) of earlier runs are still stuck on hung mounts: those mounts were reported hung without a new probe, and --mountprobe-max-stuck allowed %d more", earlier, p.maxStuck)
 	}
 	if n := rep.Counts[layout.ProbeUnfinished]; n > 0 {
 		env.Partialf("%d mount(s) could not be probed before the collector's deadline", n)

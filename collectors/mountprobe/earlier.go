@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,12 +16,12 @@ import (
 )
 
 // Probes of earlier runs still stuck: a FUSE or network mount whose server
-// has read a request and never answers keeps the probing worker in D state,
+// has read a request and never answers keeps the probing thread in D state,
 // where not even SIGKILL ends it. Each run used to leave one more such
-// worker per hung mount. A probing worker now carries a note (see
-// isolate.SetWorkerNote) naming the filesystem it probes; a later run finds
-// the workers still stuck with such a note and does not probe those
-// filesystems again.
+// probe per hung mount. A probing worker's note (see
+// isolate.AddWorkerNote) has a line for each probe it runs, naming the
+// filesystem and the thread; a later run finds the threads still stuck
+// with such a line and does not probe those filesystems again.
 
 // opMountEarlier is the worker operation that lists earlier probes still
 // stuck. It reads other processes' /proc files, so it runs in a worker.
@@ -29,20 +30,32 @@ const opMountEarlier = "mountprobe.earlier"
 // mpNotePrefix starts the note of a probing worker.
 const mpNotePrefix = "mountprobe "
 
-// mpNote is what a probing worker's note says.
+// mpNote is what a line of a probing worker's note says.
 type mpNote struct {
 	Dev     string    // the filesystem's major:minor
 	Started time.Time // when the probe started
+	TID     int       // the worker's thread running the probe; 0: not said
 	Path    string    // the path probed
 }
 
-// String is the note as written in the worker's environment.
+// String is the line as written in the worker's environment.
 func (n mpNote) String() string {
-	return fmt.Sprintf("%sdev=%s started=%d path=%s", mpNotePrefix, n.Dev, n.Started.UnixMilli(), strconv.QuoteToASCII(n.Path))
+	return n.Short() + " path=" + strconv.QuoteToASCII(n.Path)
 }
 
-// mpParseNote reads a note written by String; the path may be missing
-// (a note too long for its room is written without it).
+// Short is the line without the path, written when the worker's note has
+// no room for the path.
+func (n mpNote) Short() string {
+	s := fmt.Sprintf("%sdev=%s started=%d", mpNotePrefix, n.Dev, n.Started.UnixMilli())
+	if n.TID > 0 {
+		s += " tid=" + strconv.Itoa(n.TID)
+	}
+	return s
+}
+
+// mpParseNote reads a line written by String or Short; the path may be
+// missing (see Short), and the thread (lines of versions that ran one
+// probe per worker).
 func mpParseNote(s string) (mpNote, bool) {
 	rest, ok := strings.CutPrefix(s, mpNotePrefix)
 	if !ok {
@@ -76,6 +89,12 @@ func mpParseNote(s string) (mpNote, bool) {
 				return mpNote{}, false
 			}
 			n.Started = time.UnixMilli(ms).UTC()
+		case "tid":
+			tid, err := strconv.Atoi(val)
+			if !mpDigits(val) || err != nil || tid <= 0 {
+				return mpNote{}, false
+			}
+			n.TID = tid
 		}
 	}
 	if n.Dev == "" || n.Started.IsZero() {
@@ -96,16 +115,6 @@ func mpDigits(s string) bool {
 	return true
 }
 
-// mpNoteFor is the note of a probe of path on filesystem dev, without the
-// path when it does not fit.
-func mpNoteFor(dev, path string, started time.Time) string {
-	n := mpNote{Dev: dev, Started: started, Path: path}
-	if s := n.String(); len(s) <= isolate.NoteSize {
-		return s
-	}
-	return fmt.Sprintf("%sdev=%s started=%d", mpNotePrefix, dev, started.UnixMilli())
-}
-
 type mpEarlierRequest struct {
 	Proc string `json:"proc"`
 	// OlderThan: a probe started less long ago may be another run's,
@@ -116,16 +125,20 @@ type mpEarlierRequest struct {
 // mpEarlier is one earlier probe still stuck.
 type mpEarlier struct {
 	PID     int       `json:"pid"`
+	TID     int       `json:"tid,omitempty"`
 	Dev     string    `json:"dev"`
 	Started time.Time `json:"started"`
 	Path    string    `json:"path,omitempty"`
 }
 
-// mpEarlierOp lists the workers of this binary (same executable name)
-// with a thread in D state and a probe note older than the request says.
-// Only those are read beyond /proc/<pid>/stat and exe (which take no lock
-// of the task's memory): cmdline and environ are read from stuck workers
-// of ours alone, which hold no such lock.
+// mpEarlierOp lists the probes of workers of this binary (same executable
+// name) whose thread is in D state and whose note line is older than the
+// request says. Only those workers are read beyond /proc/<pid>/stat and
+// their threads' stat: exe, cmdline and environ are read from stuck
+// workers of ours alone, which hold no lock of their memory, and through
+// a stuck thread's own directory: a killed worker's main thread has
+// exited unless it is the one stuck, and a thread that exited shows no
+// memory.
 func mpEarlierOp(rq mpEarlierRequest) (any, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -146,14 +159,20 @@ func mpEarlierOp(rq mpEarlierRequest) (any, error) {
 			continue
 		}
 		dir := filepath.Join(rq.Proc, strconv.Itoa(pid))
-		exe, err := os.Readlink(filepath.Join(dir, "exe"))
+		// Most processes are told apart by their program alone.
+		if exe, err := os.Readlink(filepath.Join(dir, "exe")); err == nil && filepath.Base(strings.TrimSuffix(exe, " (deleted)")) != name {
+			continue
+		}
+		stuck := mpThreadsD(dir)
+		if len(stuck) == 0 {
+			continue
+		}
+		tdir := filepath.Join(dir, "task", strconv.Itoa(stuck[0]))
+		exe, err := os.Readlink(filepath.Join(tdir, "exe"))
 		if err != nil || filepath.Base(strings.TrimSuffix(exe, " (deleted)")) != name {
 			continue
 		}
-		if !mpAnyThreadD(dir) {
-			continue
-		}
-		cmd, err := hostfs.ReadSmall(filepath.Join(dir, "cmdline"), buf[:4096])
+		cmd, err := hostfs.ReadSmall(filepath.Join(tdir, "cmdline"), buf[:4096])
 		if err != nil {
 			continue
 		}
@@ -161,31 +180,45 @@ func mpEarlierOp(rq mpEarlierRequest) (any, error) {
 		if len(args) < 2 || args[1] != isolate.ModeWorker {
 			continue
 		}
-		environ, err := hostfs.ReadSmall(filepath.Join(dir, "environ"), buf)
+		environ, err := hostfs.ReadSmall(filepath.Join(tdir, "environ"), buf)
 		if err != nil {
 			continue
 		}
-		s, ok := isolate.WorkerNote(environ)
-		if !ok {
-			continue
-		}
-		n, ok := mpParseNote(s)
-		if !ok || n.Started.After(cutoff) {
-			continue
-		}
-		out = append(out, mpEarlier{PID: pid, Dev: n.Dev, Started: n.Started, Path: n.Path})
+		out = append(out, mpStuckInNote(pid, environ, stuck, cutoff)...)
 	}
 	return out, nil
 }
 
-// mpAnyThreadD reports whether a thread of the process at dir is in
-// uninterruptible sleep: a Go worker blocks in a syscall on any thread.
-func mpAnyThreadD(dir string) bool {
+// mpStuckInNote lists the probes named in a worker's note (from its
+// environ) that started before cutoff and whose thread is one of stuck;
+// a line that names no thread counts when any thread is stuck.
+func mpStuckInNote(pid int, environ []byte, stuck []int, cutoff time.Time) []mpEarlier {
+	note, ok := isolate.WorkerNote(environ)
+	if !ok {
+		return nil
+	}
+	var out []mpEarlier
+	for _, line := range strings.Split(note, "\n") {
+		n, ok := mpParseNote(line)
+		if !ok || n.Started.After(cutoff) || n.TID != 0 && !slices.Contains(stuck, n.TID) {
+			// A probe that answered after its worker was killed, or
+			// whose request its server never read, has ended.
+			continue
+		}
+		out = append(out, mpEarlier{PID: pid, TID: n.TID, Dev: n.Dev, Started: n.Started, Path: n.Path})
+	}
+	return out
+}
+
+// mpThreadsD lists the threads of the process at dir in uninterruptible
+// sleep: a Go worker blocks in a syscall on any thread.
+func mpThreadsD(dir string) []int {
 	tids, err := hostfs.ListPIDs(filepath.Join(dir, "task"))
 	if err != nil {
-		return false
+		return nil
 	}
 	var b [512]byte
+	var out []int
 	for _, tid := range tids {
 		st, err := hostfs.ReadSmall(filepath.Join(dir, "task", strconv.Itoa(tid), "stat"), b[:])
 		if err != nil {
@@ -193,10 +226,10 @@ func mpAnyThreadD(dir string) bool {
 		}
 		s := string(st)
 		if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] == 'D' {
-			return true
+			out = append(out, tid)
 		}
 	}
-	return false
+	return out
 }
 
 // findEarlier asks a worker for the earlier runs' probes still stuck and

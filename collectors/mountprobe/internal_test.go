@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +150,9 @@ func TestMpParseNote(t *testing.T) {
 		{"written", mpNote{Dev: "0:55", Started: at, Path: "/mnt/a b"}.String(), mpNote{Dev: "0:55", Started: at, Path: "/mnt/a b"}, true},
 		{"non-UTF-8 path", mpNote{Dev: "0:7", Started: at, Path: "/mnt/\xff\xfe"}.String(), mpNote{Dev: "0:7", Started: at, Path: "/mnt/\xff\xfe"}, true},
 		{"no path", "mountprobe dev=8:1 started=1763939000123", mpNote{Dev: "8:1", Started: at}, true},
+		{"thread", mpNote{Dev: "0:55", Started: at, TID: 4242, Path: "/mnt/a"}.String(), mpNote{Dev: "0:55", Started: at, TID: 4242, Path: "/mnt/a"}, true},
+		{"short with thread", "mountprobe dev=0:5 started=1763939000123 tid=9", mpNote{Dev: "0:5", Started: at, TID: 9}, true},
+		{"bad thread", "mountprobe dev=0:5 started=1763939000123 tid=-9", mpNote{}, false},
 		{"another note", "dirshape dev=0:1 started=1", mpNote{}, false},
 		{"bad dev", "mountprobe dev=0x1:2 started=1763939000123", mpNote{}, false},
 		{"no start", "mountprobe dev=0:1", mpNote{}, false},
@@ -164,9 +168,57 @@ func TestMpParseNote(t *testing.T) {
 			}
 		})
 	}
-	long := mpNoteFor("0:9", "/"+strings.Repeat("x", 5000), at)
-	if n, ok := mpParseNote(long); !ok || n.Path != "" || len(long) > isolate.NoteSize {
-		t.Errorf("a note for a path too long: %d bytes, parsed %+v %v", len(long), n, ok)
+	long := mpNote{Dev: "0:9", Started: at, TID: 7, Path: "/" + strings.Repeat("x", 5000)}
+	if n, ok := mpParseNote(long.Short()); !ok || n.Path != "" || n.TID != 7 || len(long.Short()) > 80 {
+		t.Errorf("the short line of a note for a path too long: %q, parsed %+v %v", long.Short(), n, ok)
+	}
+	// Short lines of every probe a worker may run at once fit in its
+	// note, however long the filesystem's numbers.
+	widest := mpNote{Dev: "4294967295:4294967295", Started: time.UnixMilli(1<<42 - 1), TID: 1<<22 - 1}.Short()
+	if n := isolate.WorkerItems() * (len(widest) + 1); n > isolate.NoteSize {
+		t.Errorf("%d short lines of %d bytes take %d bytes, over the note's %d", isolate.WorkerItems(), len(widest), n, isolate.NoteSize)
+	}
+}
+
+// Lines of a worker's note name the probes it runs; only those whose
+// thread is still stuck (and that are older than the cutoff) count.
+func TestMpStuckInNote(t *testing.T) {
+	at := time.UnixMilli(1763939000123).UTC()
+	cutoff := at.Add(time.Minute)
+	env := func(lines ...string) []byte {
+		note := strings.Join(lines, "\n")
+		return []byte(isolate.WorkerNoteVar + "=" + note + strings.Repeat(" ", isolate.NoteSize-len(note)) + "\x00PATH=/bin\x00")
+	}
+	a := mpNote{Dev: "0:51", Started: at, TID: 101, Path: "/mnt/a"}
+	b := mpNote{Dev: "0:52", Started: at, TID: 102, Path: "/mnt/b"}
+	c := mpNote{Dev: "0:53", Started: at, TID: 103}
+	recent := mpNote{Dev: "0:54", Started: cutoff.Add(time.Second), TID: 104}
+	old := "mountprobe dev=0:55 started=1763939000123"
+	for _, tc := range []struct {
+		name    string
+		environ []byte
+		stuck   []int
+		want    []string // devs
+	}{
+		{"every stuck probe", env(a.String(), b.String(), c.Short()), []int{101, 102, 103}, []string{"0:51", "0:52", "0:53"}},
+		{"only the stuck threads", env(a.String(), b.String(), c.Short()), []int{102}, []string{"0:52"}},
+		{"too recent", env(a.String(), recent.Short()), []int{101, 104}, []string{"0:51"}},
+		{"a line naming no thread", env(old, b.String()), []int{7}, []string{"0:55"}},
+		{"garbage lines skipped", env("junk", a.String(), "mountprobe dev=x"), []int{101}, []string{"0:51"}},
+		{"no note", []byte("PATH=/bin\x00"), []int{101}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, e := range mpStuckInNote(42, tc.environ, tc.stuck, cutoff) {
+				if e.PID != 42 {
+					t.Errorf("probe %+v: pid %d, want 42", e, e.PID)
+				}
+				got = append(got, e.Dev)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("stuck probes on %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -179,8 +179,10 @@ func BenchmarkMountprobe200(b *testing.B) {
 	var worst time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		workers := mpWatchWorkers()
 		c, elapsed := collectortest.Run(b, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 			Common: collectors.Common{ProbeTimeout: probe}})
+		b.Logf("round %d: %d worker processes seen", i, workers())
 		res := c.Manifest.Collector("mountprobe")
 		var rep layout.MountProbeReport
 		collectortest.Decode(b, c, "mountprobe/probes.json", &rep)
@@ -389,8 +391,10 @@ func BenchmarkMountprobeHung200(b *testing.B) {
 	var worst time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		workers := mpWatchWorkers()
 		c, elapsed := collectortest.Run(b, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 			Common: collectors.Common{ProbeTimeout: probe}})
+		b.Logf("round %d: %d worker processes seen", i, workers())
 		res := c.Manifest.Collector("mountprobe")
 		var rep layout.MountProbeReport
 		collectortest.Decode(b, c, "mountprobe/probes.json", &rep)
@@ -422,6 +426,63 @@ func BenchmarkMountprobeHung200(b *testing.B) {
 	}
 	b.ReportMetric(worst.Seconds(), "s/collector")
 	b.ReportMetric((worst - probe).Seconds(), "s-over-deadline")
+}
+
+// mpWatchWorkers watches, every 20 ms until the returned function is
+// called, for the worker processes of this process's collectors (its
+// grandchildren of the same program), and that function returns how many
+// it saw. Workers live for a probe deadline at least, so none is missed.
+func mpWatchWorkers() (stop func() int) {
+	me := os.Getpid()
+	seen := map[int]bool{}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	stat := func(pid int) (comm string, ppid int) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return "", 0
+		}
+		s := string(b)
+		i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if i < 0 || j < i {
+			return "", 0
+		}
+		f := strings.Fields(s[j+1:])
+		if len(f) < 2 {
+			return "", 0
+		}
+		ppid, _ = strconv.Atoi(f[1])
+		return s[i+1 : j], ppid
+	}
+	selfComm, _ := stat(me)
+	go func() {
+		defer close(finished)
+		for {
+			ents, _ := os.ReadDir("/proc")
+			parents := map[int]int{}
+			comms := map[int]string{}
+			for _, e := range ents {
+				if pid, err := strconv.Atoi(e.Name()); err == nil {
+					comms[pid], parents[pid] = stat(pid)
+				}
+			}
+			for pid, pp := range parents {
+				if comms[pid] == selfComm && parents[pp] == me && pid != me {
+					seen[pid] = true
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int {
+		close(done)
+		<-finished
+		return len(seen)
+	}
 }
 
 // mpHungScene mounts n hung FUSE filesystems (each its own stuck daemon,

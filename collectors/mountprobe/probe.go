@@ -23,9 +23,11 @@ import (
 
 type mpRequest struct {
 	Path string `json:"path"`
-	// Note is what the worker shows a later run while it probes (see
-	// earlier.go).
-	Note string `json:"note,omitempty"`
+	// Dev (major:minor) and StartedMS make the line of the worker's note
+	// that names this probe to a later run while it runs (see
+	// earlier.go); no note without Dev.
+	Dev       string `json:"dev,omitempty"`
+	StartedMS int64  `json:"started_ms,omitempty"`
 }
 
 // mpResponse is what one probe found. Failures are data here, not
@@ -46,9 +48,15 @@ type mpResponse struct {
 // when stat failed, since their errors can differ.
 func mpProbeOp(rq mpRequest) (any, error) {
 	var r mpResponse
-	if rq.Note != "" && isolate.SetWorkerNote(rq.Note) == nil {
-		// Without a note a later run would only probe this mount again.
-		defer func() { _ = isolate.SetWorkerNote("") }()
+	if rq.Dev != "" {
+		// The worker runs this probe on a thread of its own, which the
+		// note names: a later run counts the probe stuck only while
+		// that thread is. Without a note it would only probe this
+		// mount again.
+		n := mpNote{Dev: rq.Dev, Started: time.UnixMilli(rq.StartedMS).UTC(), TID: unix.Gettid(), Path: rq.Path}
+		if remove, err := isolate.AddWorkerNote(n.String(), n.Short()); err == nil {
+			defer remove()
+		}
 	}
 	t := time.Now()
 	var st unix.Stat_t
@@ -139,7 +147,7 @@ func (p *mpProber) probe(ctx context.Context, it *mpItem) {
 	start := time.Now()
 	it.rec.StartedMS = shared.Millis(start.Sub(p.started))
 	var res mpResponse
-	rq := mpRequest{Path: it.rec.ProbePath, Note: mpNoteFor(it.rec.Dev, it.rec.ProbePath, start)}
+	rq := mpRequest{Path: it.rec.ProbePath, Dev: it.rec.Dev, StartedMS: start.UnixMilli()}
 	err := p.env.Do(ctx, opMountProbe, it.rec.ProbePath, rq, &res)
 	elapsed := time.Since(start)
 	it.rec.DoneMS = shared.Millis(time.Since(p.started))

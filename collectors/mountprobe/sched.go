@@ -11,7 +11,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors/internal/shared"
 )
 
-// Which mount is probed next: tiers (the kubelet's, runtime's and CSI roots first), priority inherited by parents, bounds per namespace and on stuck workers.
+// Which mount is probed next: tiers (the kubelet's, runtime's and CSI roots first), priority inherited by parents, bounds per namespace and on stuck probes.
 
 // mpPrio orders probes, lowest first: tier 0 is a kubelet, runtime or CSI
 // path of the host namespace, 1 the rest of the host namespace, 2 such a
@@ -241,8 +241,9 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 			}
 		}
 		likelyLeft := mpCountLikely(ready)
-		// Stuck probes count against MaxStuck only: they hold a worker
-		// but not a slot, so hung mounts cost one deadline together.
+		// Stuck probes count against MaxStuck only: they hold a thread
+		// of a worker process but not a slot, so hung mounts cost one
+		// deadline together.
 		for ready.Len() > 0 && ctx.Err() == nil && len(running)-slow < p.max && slow <= p.maxStuck && len(running) < p.max+p.maxStuck {
 			it := heap.Pop(&ready).(*mpItem)
 			active, activeNS := len(running)-slow, perNS[it.ns]-slowNS[it.ns]
