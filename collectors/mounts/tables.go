@@ -14,11 +14,11 @@ import (
 // order: a table waits for those before it while the waiting ones hold
 // less than mntTablesPending bytes, past which the earliest is written at
 // once (the order then differs; the headers say which table is which).
-// One file instead of one per namespace: at a
-// thousand namespaces, creating the files (and the supervisor's hashing
-// and archiving them one by one) cost more than reading the tables. A file
-// that would pass the per-file cap is closed and the next tables go on in
-// mountinfo-2.txt, so no table is cut for sharing a file.
+// One file instead of one per namespace: at a thousand namespaces,
+// creating the files (and the supervisor's hashing and archiving them one
+// by one) cost more than reading the tables. A file that would pass the
+// per-file cap is closed and the next tables go on in mountinfo-2.txt, so
+// no table is cut for sharing a file.
 type mntTables struct {
 	env    *collectors.Env
 	budget int64 // bytes per file; 0 is no cap
