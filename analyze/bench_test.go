@@ -163,11 +163,17 @@ func largeBundle(b *testing.B) string {
 	}
 	nss := benchNamespaces()
 	mounts := 0
-	for _, ns := range nss {
-		mounts += len(ns.Mounts)
-		raw := benchMountinfo(ns)
-		write("mounts/"+ns.Mountinfo, func(w io.Writer) error { _, err := io.WriteString(w, raw); return err })
-	}
+	// Every table in one file, as the collector writes them.
+	write("mounts/"+layout.MountinfoTablesFile, func(w io.Writer) error {
+		for _, ns := range nss {
+			mounts += len(ns.Mounts)
+			h := layout.FormatMountinfoHeader(layout.MountinfoHeader{Inode: ns.Inode, PID: 1, TID: 1, Host: ns.Host})
+			if _, err := io.WriteString(w, h+benchMountinfo(ns)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if mounts != 50_000 {
 		b.Fatalf("%d mounts", mounts)
 	}
@@ -226,7 +232,7 @@ func benchUID(i int) string {
 // 400 containers with 100 mounts each.
 func benchNamespaces() []layout.MountNamespace {
 	var nss []layout.MountNamespace
-	host := layout.MountNamespace{Inode: benchHostNS, Host: true, Mountinfo: fmt.Sprintf("ns/%d.mountinfo", benchHostNS),
+	host := layout.MountNamespace{Inode: benchHostNS, Host: true, Mountinfo: layout.MountinfoTablesFile,
 		ProcessCount: 2000, TaskCount: 6000}
 	for i := 0; i < 20; i++ {
 		host.Processes = append(host.Processes, layout.NamespaceProcess{PID: 100 + i, Comm: "daemon", Threads: 3})
@@ -248,7 +254,7 @@ func benchNamespaces() []layout.MountNamespace {
 	host.Mounts = benchParse(lines)
 	nss = append(nss, host)
 	for c := 0; c < benchContainers; c++ {
-		ns := layout.MountNamespace{Inode: uint64(4026532000 + c), Mountinfo: fmt.Sprintf("ns/%d.mountinfo", 4026532000+c), ProcessCount: 20, TaskCount: 60}
+		ns := layout.MountNamespace{Inode: uint64(4026532000 + c), Mountinfo: layout.MountinfoTablesFile, ProcessCount: 20, TaskCount: 60}
 		for p := 0; p < 20; p++ {
 			ns.Processes = append(ns.Processes, layout.NamespaceProcess{PID: 10000 + c*20 + p, Comm: "app", Threads: 3})
 		}

@@ -174,6 +174,8 @@ func (st *state) readerFor(name string) func(string, io.Reader) error {
 		return st.readMounts
 	case strings.HasPrefix(name, layout.MountinfoPath) && (strings.HasSuffix(base, layout.MountinfoExt) || base == "mountinfo"):
 		return st.readMountinfo
+	case strings.HasPrefix(name, layout.MountinfoTablesPrefix) && strings.HasSuffix(name, layout.MountinfoTablesExt) && dir == layout.DirMounts+"/":
+		return st.readMountinfoTables
 	case name == layout.HoldersPath:
 		return st.readHolders
 	case name == layout.OpenFilesProcessesPath:

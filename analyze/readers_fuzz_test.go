@@ -16,7 +16,7 @@ var fuzzPaths = []string{
 	"processes/tasks.json", "mounts/mounts.json", "mounts/ns/4026531840.mountinfo", "openfiles/holders.json",
 	"openfiles/processes.jsonl", "mountprobe/probes.json", "dirshape/shape.json", "csi/inventory.json",
 	"kubelet/healthz.txt", "kubelet/pods.json", "kubelet/goroutine-debug2.txt", "runtime/docker/goroutine-debug2.txt",
-	"journal/kubelet.log", "runtime/containerd/cri-pods.json", "kubelet/metrics.txt",
+	"journal/kubelet.log", "runtime/containerd/cri-pods.json", "kubelet/metrics.txt", "mounts/mountinfo.txt",
 }
 
 // FuzzReaders feeds arbitrary bytes straight to each reader (no archive
@@ -30,6 +30,10 @@ func FuzzReaders(f *testing.F) {
 				f.Add(uint8(i), b)
 			}
 		}
+	}
+	// The tables file of the newer layout, from incident 002's two tables.
+	if tables, err := tablesFromFixture("incident002-rbd-held-in-namespace"); err == nil {
+		f.Add(uint8(len(fuzzPaths)-1), tables)
 	}
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
 		st := newState()

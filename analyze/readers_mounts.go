@@ -217,11 +217,10 @@ func rawBool(raw []byte, key string) (v, ok bool) {
 	return false, false
 }
 
-// readMountinfo reads a raw mounts/ns/<inode>.mountinfo (bundles of
-// development builds before 2026-11 have mounts/ns/<inode>/mountinfo), keeping the lines
-// that evidence may quote: mounts outside the host's namespace of a block
-// device, a network or FUSE filesystem, or under a kubelet or runtime
-// directory; in the host's namespace only the last two.
+// readMountinfo reads a raw mounts/ns/<inode>.mountinfo (bundles written
+// before 2026-11-24; development builds before 2026-11 have
+// mounts/ns/<inode>/mountinfo), keeping the lines evidence may quote (see
+// keepMountinfoLine).
 func (st *state) readMountinfo(name string, r io.Reader) error {
 	id, ok := strings.CutSuffix(path.Base(name), ".mountinfo")
 	if !ok {
@@ -235,30 +234,65 @@ func (st *state) readMountinfo(name string, r io.Reader) error {
 		st.mountinfoPath[ns] = name
 	}
 	return eachLine(r, func(b []byte, n int, cut bool) error {
-		ms, _ := procfs.ParseMountInfo(b)
-		if len(ms) != 1 {
-			return nil
-		}
-		m := ms[0]
-		class := procfs.Classify(m)
-		if class == procfs.ClassPseudo {
-			return nil
-		}
-		host := st.hostNS != 0 && ns == st.hostNS
-		keep := class == procfs.ClassNetwork || class == procfs.ClassFUSE || dataPath(m.MountPoint)
-		if !host && m.Major != 0 {
-			keep = true
-		}
-		if !keep {
-			return nil
-		}
-		if len(st.mountinfoLines) >= maxMountinfoLines || st.mountinfoBytes >= maxMountinfoBytes {
-			st.mountinfoSpare++
-			return nil
-		}
-		l := keepLine(n, b, cut)
-		st.mountinfoBytes += len(l.Text)
-		st.mountinfoLines[nsMount{ns, m.ID}] = l
+		st.keepMountinfoLine(ns, st.hostNS != 0 && ns == st.hostNS, b, n, cut)
 		return nil
 	})
+}
+
+// readMountinfoTables reads mounts/mountinfo.txt (and its further parts):
+// every namespace's raw table after its header line
+// (layout.FormatMountinfoHeader). The header says which namespace the
+// lines that follow belong to, and whether it is the host's, so the file
+// reads the same before or after mounts.json.
+func (st *state) readMountinfoTables(name string, r io.Reader) error {
+	var ns uint64
+	var host bool
+	return eachLine(r, func(b []byte, n int, cut bool) error {
+		if layout.IsMountinfoHeader(b) {
+			h, ok := layout.ParseMountinfoHeader(b)
+			if !ok || cut {
+				ns = 0 // lines of a table nobody can name are not quoted
+				return nil
+			}
+			ns, host = h.Inode, h.Host || (st.hostNS != 0 && h.Inode == st.hostNS)
+			if _, ok := st.mountinfoPath[ns]; !ok {
+				st.mountinfoPath[ns] = name
+			}
+			return nil
+		}
+		if ns != 0 {
+			st.keepMountinfoLine(ns, host, b, n, cut)
+		}
+		return nil
+	})
+}
+
+// keepMountinfoLine keeps line n of namespace ns's raw table when evidence
+// may quote it: mounts outside the host's namespace of a block device, a
+// network or FUSE filesystem, or under a kubelet or runtime directory; in
+// the host's namespace only the last two.
+func (st *state) keepMountinfoLine(ns uint64, host bool, b []byte, n int, cut bool) {
+	ms, _ := procfs.ParseMountInfo(b)
+	if len(ms) != 1 {
+		return
+	}
+	m := ms[0]
+	class := procfs.Classify(m)
+	if class == procfs.ClassPseudo {
+		return
+	}
+	keep := class == procfs.ClassNetwork || class == procfs.ClassFUSE || dataPath(m.MountPoint)
+	if !host && m.Major != 0 {
+		keep = true
+	}
+	if !keep {
+		return
+	}
+	if len(st.mountinfoLines) >= maxMountinfoLines || st.mountinfoBytes >= maxMountinfoBytes {
+		st.mountinfoSpare++
+		return
+	}
+	l := keepLine(n, b, cut)
+	st.mountinfoBytes += len(l.Text)
+	st.mountinfoLines[nsMount{ns, m.ID}] = l
 }

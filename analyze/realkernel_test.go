@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/dirshape"
 	"github.com/nodesnap/nodesnap/internal/testkit"
@@ -81,7 +82,7 @@ func TestRealMountHeldInPrivateNamespace(t *testing.T) {
 	name := filepath.Base(loop.Device)
 	wantIn(t, "summary", f.Summary, name, strconv.FormatUint(h.NSInode, 10), fmt.Sprintf("sleep[%d]", h.Pid))
 	wantIn(t, "explanation", f.Explanation, loop.Mountpoint, "jbd2/"+name)
-	mi := evidenceFrom(f, fmt.Sprintf("mounts/ns/%d.mountinfo", h.NSInode))
+	mi := evidenceFrom(f, "mounts/"+layout.MountinfoTablesFile)
 	if len(mi) != 1 || len(mi[0].Lines) != 1 || !strings.Contains(mi[0].Lines[0].Text, " "+dev+" / "+loop.Mountpoint+" ") {
 		t.Errorf("mountinfo evidence: %+v", mi)
 	}

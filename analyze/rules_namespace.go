@@ -29,7 +29,7 @@ var _ = document(
 		ID: "mount-held-in-foreign-namespace", Severity: "warning",
 		Title:    "A mount held only outside the host's mount namespace",
 		Meaning:  "A device, or a kubelet or runtime mount, is mounted only in another process's mount namespace (a container that mounted the host's /var/lib with private propagation): the host has unmounted it, but it stays busy, so the volume cannot be detached or removed (EBUSY) until that namespace lets go.",
-		Evidence: "`mounts/mounts.json` (device to namespaces, processes and mountpoints), `mounts/ns/*.mountinfo`, `openfiles/holders.json`.",
+		Evidence: "`mounts/mounts.json` (device to namespaces, processes and mountpoints), `mounts/mountinfo.txt` (older bundles: `mounts/ns/*.mountinfo`), `openfiles/holders.json`.",
 		Fix:      "Restart, or stop, the process that holds the namespace (named in the finding), or unmount the path inside it (`nsenter -t PID -m umount PATH`); mount host paths into containers with rslave or rshared propagation.",
 		Incident: "incident 002, moby#22260",
 	},

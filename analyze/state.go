@@ -36,7 +36,7 @@ type state struct {
 	tasksDropped int
 	kthreads     []layout.KernelThreadRef
 
-	// mounts/mounts.json and mounts/ns/*.mountinfo
+	// mounts/mounts.json and mounts/mountinfo.txt (or mounts/ns/*.mountinfo)
 	mountsSeen     bool
 	hostNS         uint64
 	mounts         []mountRec

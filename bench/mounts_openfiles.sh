@@ -137,7 +137,7 @@ nss=$(for t in /proc/[0-9]*/task/[0-9]*; do readlink "$t/ns/mnt" 2>/dev/null || 
 echo "   tasks on the node: $tasks, mount namespaces: $nss, mounts in the host namespace: $(wc -l </proc/self/mountinfo), loop device $loopdev ($majmin)"
 
 # OUTDIR puts the bundles elsewhere (a tmpfs, say, to take the disk's
-# metadata speed out of the figures: mounts writes one file per namespace).
+# metadata speed out of the figures).
 out=${OUTDIR:-$work/out}
 mkdir -p "$out"
 rm -f "$out"/*.tar.gz
@@ -225,8 +225,11 @@ echo
 echo "== checks"
 found_ns=$(tar -xzOf "$work/last-mounts.tar.gz" --wildcards --no-anchored mounts/mounts.json | jq '.namespaces | length')
 found_tasks=$(tar -xzOf "$work/last-mounts.tar.gz" --wildcards --no-anchored mounts/mounts.json | jq '.tasks')
+# Every namespace's mounts: another process's namespace with thousands of
+# mounts on a shared machine changes the figures more than the load does.
+found_mounts=$(tar -xzOf "$work/last-mounts.tar.gz" --wildcards --no-anchored mounts/mounts.json | jq '[.namespaces[].mounts | length] | add')
 loop_ns=$(tar -xzOf "$work/last-mounts.tar.gz" --wildcards --no-anchored mounts/mounts.json | jq --arg d "$majmin" '[.devices[] | select(.dev==$d) | .namespaces[]] | length')
-echo "mounts: $found_ns namespaces, $found_tasks tasks; $loopdev mounted in $loop_ns namespaces"
+echo "mounts: $found_ns namespaces, $found_tasks tasks, $found_mounts mounts in all; $loopdev mounted in $loop_ns namespaces"
 maj=${majmin%%:*}
 min=${majmin##*:}
 hexdev=$(printf '0x%x' $(((maj << 8) | min)))

@@ -67,8 +67,11 @@ type MountNamespace struct {
 	Inode uint64 `json:"inode"`
 	// Host is set for pid 1's namespace.
 	Host bool `json:"host"`
-	// Mountinfo is the raw file's path in the bundle, relative to the
-	// collector's directory ("ns/<inode>.mountinfo").
+	// Mountinfo is the path, relative to the collector's directory, of
+	// the file holding the raw table: "mountinfo.txt" (the table follows
+	// its header line there, see FormatMountinfoHeader), or in bundles
+	// written before 2026-11-24 "ns/<inode>.mountinfo" (the file is the
+	// table).
 	Mountinfo string `json:"mountinfo,omitempty"`
 	// ReadFrom is the task whose mountinfo was read. Mount points are
 	// relative to that task's root, which is ReadFromRoot when it is not

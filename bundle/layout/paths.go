@@ -40,16 +40,35 @@ const (
 const (
 	MountsFile = "mounts.json" // MountsReport
 	MountsPath = DirMounts + "/" + MountsFile
-	// MountinfoDir holds one raw mountinfo per mount namespace, named
-	// MountinfoFile(inode); MountNamespace.Mountinfo is relative to
-	// DirMounts.
+	// MountinfoTablesFile holds the raw mountinfo of every mount
+	// namespace, each table after its header line (see
+	// FormatMountinfoHeader); when it would pass the per-file cap the
+	// rest goes on in MountinfoTablesPart(2), (3)...
+	// MountNamespace.Mountinfo names the file holding a namespace's
+	// table, relative to DirMounts.
+	MountinfoTablesFile = "mountinfo.txt"
+	// MountinfoTablesPrefix and MountinfoTablesExt match every part.
+	MountinfoTablesPrefix = DirMounts + "/mountinfo"
+	MountinfoTablesExt    = ".txt"
+
+	// Bundles written before 2026-11-24 hold one file per namespace,
+	// MountinfoFile(inode), in MountinfoDir; readers still read them.
 	MountinfoDir  = "ns/"
 	MountinfoExt  = ".mountinfo"
 	MountinfoPath = DirMounts + "/" + MountinfoDir
 )
 
+// MountinfoTablesPart is the name of the n-th file of raw mount tables
+// (n >= 1), relative to DirMounts: mountinfo.txt, mountinfo-2.txt...
+func MountinfoTablesPart(n int) string {
+	if n <= 1 {
+		return MountinfoTablesFile
+	}
+	return "mountinfo-" + strconv.Itoa(n) + MountinfoTablesExt
+}
+
 // MountinfoFile is the raw mountinfo of the mount namespace with inode ns,
-// relative to DirMounts.
+// relative to DirMounts, in bundles written before 2026-11-24.
 func MountinfoFile(ns uint64) string {
 	return MountinfoDir + strconv.FormatUint(ns, 10) + MountinfoExt
 }

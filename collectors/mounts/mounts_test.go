@@ -33,6 +33,32 @@ func mountsDevice(rep *layout.MountsReport, major, minor uint32) *layout.MountDe
 	return nil
 }
 
+// mountsTable is the raw table of ns from the tables file mounts.json
+// names for it.
+func mountsTable(t *testing.T, files map[string][]byte, ns *layout.MountNamespace) []byte {
+	t.Helper()
+	if !strings.HasPrefix(ns.Mountinfo, "mountinfo") {
+		t.Fatalf("namespace %d: raw table in %q, want a mountinfo*.txt file", ns.Inode, ns.Mountinfo)
+	}
+	file, ok := files["mounts/"+ns.Mountinfo]
+	if !ok {
+		t.Fatalf("namespace %d: the bundle has no mounts/%s", ns.Inode, ns.Mountinfo)
+	}
+	var found [][]byte
+	layout.EachMountinfoTable(file, func(h layout.MountinfoHeader, b []byte) {
+		if h.Inode == ns.Inode {
+			if h.PID != ns.ReadFrom.PID || h.TID != ns.ReadFrom.TID || h.Host != ns.Host || h.Truncated != ns.Truncated {
+				t.Errorf("namespace %d: header %+v disagrees with mounts.json %+v", ns.Inode, h, ns)
+			}
+			found = append(found, b)
+		}
+	})
+	if len(found) != 1 {
+		t.Fatalf("namespace %d: %d tables in mounts/%s, want 1", ns.Inode, len(found), ns.Mountinfo)
+	}
+	return found[0]
+}
+
 func mountsNamespace(rep *layout.MountsReport, inode uint64) *layout.MountNamespace {
 	for i := range rep.Namespaces {
 		if rep.Namespaces[i].Inode == inode {
@@ -110,9 +136,9 @@ func TestMountsDeviceHeldOnlyInPrivateNamespace(t *testing.T) {
 	if ns == nil {
 		t.Fatalf("holder's namespace %d not listed", h.NSInode)
 	}
-	raw := c.Files["mounts/"+ns.Mountinfo]
-	if ns.Mountinfo != fmt.Sprintf("ns/%d.mountinfo", h.NSInode) || !strings.Contains(string(raw), fmt.Sprintf(" %d:%d / %s ", loop.Major, loop.Minor, loop.Mountpoint)) {
-		t.Errorf("raw mountinfo %q of the holder's namespace lacks the loop mount:\n%s", ns.Mountinfo, raw)
+	raw := mountsTable(t, c.Files, ns)
+	if !strings.Contains(string(raw), fmt.Sprintf(" %d:%d / %s ", loop.Major, loop.Minor, loop.Mountpoint)) {
+		t.Errorf("raw mountinfo of the holder's namespace (in %s) lacks the loop mount:\n%s", ns.Mountinfo, raw)
 	}
 	for _, m := range mountsNamespace(&rep, self).Mounts {
 		if m.Major == loop.Major && m.Minor == loop.Minor {

@@ -1,0 +1,197 @@
+package hostfs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nodesnap/nodesnap/isolate"
+)
+
+// Reading the mount tables of many namespaces in few worker round trips.
+// A node with one task per container has as many mount namespaces as
+// containers; a round trip per table (a request encoded, a worker woken,
+// the answer decoded) cost more than the kernel's work of printing the
+// table. One request asks a worker for a batch of tables; if the batch
+// misses its deadline (a namespace whose mount lock a stuck mount
+// operation holds), each table of the batch is read again on its own, so
+// the namespace that hangs is found and named and the others are still
+// read: a hung table costs two deadlines instead of one.
+
+// OpMountinfos reads several tasks' mountinfo files in one worker item.
+const OpMountinfos = "hostfs.mountinfos"
+
+func init() {
+	isolate.RegisterOp(OpMountinfos, isolate.Typed(mountinfosOp))
+}
+
+// MountinfosRequest asks for the mountinfo files at Paths (as nodesnap
+// sees them), each cut at Max bytes. The worker stops before a file once
+// the answer holds Budget bytes; the caller asks again for the rest.
+type MountinfosRequest struct {
+	Paths  []string `json:"paths"`
+	Max    int64    `json:"max"`
+	Budget int64    `json:"budget"`
+}
+
+// MountinfosResult answers Paths in order; it may be shorter (Budget).
+type MountinfosResult struct {
+	Tables []MountinfoTable `json:"tables"`
+}
+
+// MountinfoTable is one file's bytes, or why it could not be read.
+type MountinfoTable struct {
+	Data      []byte `json:"data,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Err       string `json:"err,omitempty"`
+}
+
+// Defaults of a batch: the number of tables per request and the bytes an
+// answer may hold (the worker's memory and the pipe's load).
+const (
+	mountinfoBatch  = 64
+	mountinfoBudget = 16 << 20
+)
+
+func mountinfosOp(rq MountinfosRequest) (any, error) {
+	budget := rq.Budget
+	if budget <= 0 {
+		budget = mountinfoBudget
+	}
+	var res MountinfosResult
+	var total int64
+	for i, p := range rq.Paths {
+		if i > 0 && total >= budget {
+			break
+		}
+		r, err := isolate.ReadFileLimited(p, rq.Max)
+		t := MountinfoTable{Data: r.Data, Truncated: r.Truncated}
+		if err != nil {
+			t = MountinfoTable{Err: err.Error()}
+		}
+		total += int64(len(t.Data))
+		res.Tables = append(res.Tables, t)
+	}
+	return res, nil
+}
+
+// MountinfoResult is the mount table of one namespace (see TaskMountinfo).
+type MountinfoResult struct {
+	isolate.ReadFileResult
+	// From is the task it was read from, Root that task's root when it
+	// is not "/".
+	From Task
+	Root string
+	Err  error
+}
+
+// TaskMountinfos reads the mount table of each namespace, given as its
+// candidate tasks (see TaskMountinfo), in batches run on up to parallel
+// workers at once: each namespace's first task whose root is "/" is read
+// in a batch request, and a namespace the batch could not answer falls
+// back to TaskMountinfo. done is called once per namespace read, possibly
+// from several goroutines at once; namespaces not reached before ctx ends
+// are not reported.
+func (f *FS) TaskMountinfos(ctx context.Context, namespaces [][]Task, max int64, parallel int, done func(i int, r MountinfoResult)) {
+	if max <= 0 {
+		max = 32 << 20
+	}
+	parallel = max1(parallel)
+	proc := f.Seen("/proc")
+	// fallback reads one namespace on its own, trying all its tasks.
+	fallback := func(i int) {
+		if ctx.Err() != nil {
+			return
+		}
+		r, from, root, err := f.TaskMountinfo(ctx, namespaces[i], max)
+		if err != nil && ctx.Err() != nil {
+			return
+		}
+		done(i, MountinfoResult{ReadFileResult: r, From: from, Root: root, Err: err})
+	}
+	// Batches small enough to keep every worker busy, large enough that
+	// a round trip serves many tables.
+	size := min(mountinfoBatch, max1((len(namespaces)+parallel-1)/parallel))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(parallel, len(namespaces)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				lo := int(next.Add(int64(size))) - size
+				if lo >= len(namespaces) {
+					return
+				}
+				f.mountinfoBatch(ctx, proc, namespaces, lo, min(lo+size, len(namespaces)), max, fallback, done)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// mountinfoBatch reads the tables of namespaces[lo:hi].
+func (f *FS) mountinfoBatch(ctx context.Context, proc string, namespaces [][]Task, lo, hi int, max int64,
+	fallback func(int), done func(int, MountinfoResult)) {
+	var idx []int
+	var tasks []Task
+	for i := lo; i < hi; i++ {
+		if t, ok := firstRootedTask(proc, namespaces[i]); ok {
+			idx, tasks = append(idx, i), append(tasks, t)
+		} else {
+			// No task with "/" as its root: TaskMountinfo says which.
+			fallback(i)
+		}
+	}
+	for len(idx) > 0 && ctx.Err() == nil {
+		rq := MountinfosRequest{Paths: make([]string, len(idx)), Max: max, Budget: mountinfoBudget}
+		for j, t := range tasks {
+			rq.Paths[j] = proc + "/" + taskDir(t) + "/mountinfo"
+		}
+		var res MountinfosResult
+		target := rq.Paths[0]
+		if len(idx) > 1 {
+			target = fmt.Sprintf("%s and %d more mount tables in one request", rq.Paths[0], len(idx)-1)
+		}
+		err := f.run(ctx, 0, OpMountinfos, target, rq, &res)
+		if err != nil || len(res.Tables) == 0 || len(res.Tables) > len(idx) {
+			// The batch hung or failed as a whole: each table again on
+			// its own, under its own deadline, which names the one
+			// that hangs.
+			for _, i := range idx {
+				fallback(i)
+			}
+			return
+		}
+		for j, t := range res.Tables {
+			if t.Err != "" {
+				// The task may have exited; the namespace's other
+				// tasks may still be there.
+				fallback(idx[j])
+				continue
+			}
+			done(idx[j], MountinfoResult{ReadFileResult: isolate.ReadFileResult{Data: t.Data, Truncated: t.Truncated}, From: tasks[j]})
+		}
+		idx, tasks = idx[len(res.Tables):], tasks[len(res.Tables):]
+	}
+}
+
+func max1(n int) int { return max(n, 1) }
+
+// firstRootedTask is the first of cands whose root is "/" (readlink of
+// /proc/<pid>/task/<tid>/root touches no filesystem but procfs).
+func firstRootedTask(proc string, cands []Task) (Task, bool) {
+	for _, t := range cands {
+		if l, err := os.Readlink(proc + "/" + taskDir(t) + "/root"); err == nil && l == "/" {
+			return t, true
+		}
+	}
+	return Task{}, false
+}
+
+func taskDir(t Task) string {
+	return strconv.Itoa(t.PID) + "/task/" + strconv.Itoa(t.TID)
+}

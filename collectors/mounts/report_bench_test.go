@@ -1,0 +1,78 @@
+package mounts
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/procfs"
+)
+
+// benchReport is the report of a node with n single-task namespaces, each
+// a copy of the host's table from testdata (as `unshare --mount` makes),
+// with the tables and the device index as the collector builds them.
+func benchReport(b *testing.B, n int) (*layout.MountsReport, [][]byte) {
+	b.Helper()
+	host, err := os.ReadFile(filepath.Join("testdata", "mounts", "host.mountinfo"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rep := &layout.MountsReport{HostNamespace: 4026531840, Processes: n + 1, Tasks: n + 1}
+	var tables [][]byte
+	for i := 0; i <= n; i++ {
+		// Each namespace numbers its mounts anew.
+		var t strings.Builder
+		for _, l := range strings.SplitAfter(string(host), "\n") {
+			if id, rest, ok := strings.Cut(l, " "); ok {
+				fmt.Fprintf(&t, "%d%d %s", i, len(id), rest)
+			}
+		}
+		data := []byte(t.String())
+		tables = append(tables, data)
+		ms, _ := procfs.ParseMountInfo(data)
+		ns := layout.MountNamespace{Inode: uint64(4026531840 + i), Host: i == 0, Mountinfo: layout.MountinfoTablesFile,
+			ReadFrom: layout.TaskRef{PID: 1000 + i, TID: 1000 + i}, ProcessCount: 1, TaskCount: 1,
+			Processes: []layout.NamespaceProcess{{PID: 1000 + i, Comm: "sleep", Threads: 1}}}
+		for _, m := range ms {
+			ns.Mounts = append(ns.Mounts, layout.NamespaceMount{Mount: m, PropagationType: PropagationType(m.Propagation), Class: procfs.Classify(m).String()})
+		}
+		rep.Namespaces = append(rep.Namespaces, ns)
+	}
+	rep.Devices = BuildMountDeviceIndex(rep.Namespaces)
+	return rep, tables
+}
+
+// What the collector writes at 1,000 single-task namespaces once the
+// tables are read: the tables file and mounts.json through the redactor
+// (Write), and mounts.json's JSON alone (Encode).
+func BenchmarkMountsWrite1000(b *testing.B) {
+	rep, tables := benchReport(b, 1000)
+	b.Run("Encode", func(b *testing.B) {
+		for b.Loop() {
+			if err := mntEncodeReport(io.Discard, rep); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Write", func(b *testing.B) {
+		for b.Loop() {
+			dir := b.TempDir()
+			env := collectors.StandaloneEnv("mounts", dir, collectors.Common{MaxFileBytes: 64 << 20})
+			tw := newMntTables(env, len(tables))
+			for i, t := range tables {
+				tw.put(i, layout.MountinfoHeader{Inode: uint64(4026531840 + i), PID: 1000 + i, TID: 1000 + i, Host: i == 0}, t)
+			}
+			if _, err := tw.close(); err != nil {
+				b.Fatal(err)
+			}
+			if err := mntWriteReport(env, rep); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
