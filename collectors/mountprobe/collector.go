@@ -108,9 +108,13 @@ type mpNamespace struct {
 	// prefix is prepended to a mountpoint to reach it from nodesnap:
 	// "" in nodesnap's own namespace, /proc/<rep>/root elsewhere.
 	prefix string
+	// raw is the mount table as read, dropped once its items are built.
+	raw []byte
+	// mounts are the table's mounts that finding fusectl looks at
+	// (fusectl, network and FUSE mounts), not the whole table: each item
+	// keeps what it needs of its mount.
 	mounts []procfs.Mount
-	// nMounts is len(mounts), kept when mounts is dropped: each item
-	// has its own copy of its mount.
+	// nMounts is how many mounts the table lists.
 	nMounts int
 	err     string
 }
@@ -258,7 +262,7 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 		}
 	}
 	for _, ns := range order {
-		ns.nMounts, ns.mounts = len(ns.mounts), nil
+		ns.mounts = nil
 	}
 	if fuseSeen && len(p.fusectl) == 0 {
 		p.notef("fusectl is not mounted (normally at /sys/fs/fuse/connections): the FUSE request queues could not be read")
@@ -375,11 +379,9 @@ func (p *mpProber) readTables(ctx context.Context, nss map[uint64]*mpNamespace, 
 			ns.err = fmt.Sprintf("reading %s: %v", src, err)
 			return err
 		}
-		mounts, bad := procfs.ParseMountInfo(res.Data)
-		ns.mounts = mounts
-		if len(bad) > 0 {
-			p.notef("mount namespace %d: %d mountinfo line(s) could not be parsed (first: %v)", ns.inode, len(bad), bad[0])
-		}
+		// Parsed by buildItems a part at a time: a parsed table of 30,000
+		// mounts is 20 MB.
+		ns.raw = res.Data
 		if res.Truncated {
 			p.notef("mount namespace %d: mountinfo longer than 32 MiB; the rest was not read", ns.inode)
 		}
@@ -410,98 +412,6 @@ func (p *mpProber) readTables(ctx context.Context, nss map[uint64]*mpNamespace, 
 	}
 	wg.Wait()
 	return order
-}
-
-// buildItems turns the namespaces' tables into one item per distinct
-// mount (same filesystem, root and mountpoint in several namespaces is one
-// mount) and links each to the mounts that must be probed before it.
-func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
-	type nsID struct {
-		ns *mpNamespace
-		id int
-	}
-	byKey := map[string]*mpItem{}
-	byNSID := map[nsID]*mpItem{}
-	var items []*mpItem
-	for _, ns := range order {
-		// The mount visible at a path is the one no other mount at the
-		// same path sits on. (Indexes and IDs only: a map of whole
-		// mounts, or one map per mountpoint, cost megabytes at 30,000.)
-		ids := make(map[int]int, len(ns.mounts)) // mount ID -> index in ns.mounts
-		for i, m := range ns.mounts {
-			ids[m.ID] = i
-		}
-		covered := map[int]bool{} // IDs of mounts something is mounted on at the same path
-		for _, m := range ns.mounts {
-			if i, ok := ids[m.ParentID]; ok && ns.mounts[i].MountPoint == m.MountPoint && m.ParentID != m.ID {
-				covered[m.ParentID] = true
-			}
-		}
-		for _, m := range ns.mounts {
-			key := m.Dev() + "\x00" + m.Root + "\x00" + m.MountPoint
-			if it := byKey[key]; it != nil {
-				it.rec.Namespaces = append(it.rec.Namespaces, ns.inode)
-				byNSID[nsID{ns, m.ID}] = it
-				continue
-			}
-			it := &mpItem{parentID: m.ParentID, major: m.Major, minor: m.Minor, ns: ns, class: procfs.Classify(m), order: len(items)}
-			it.hidden = covered[m.ID]
-			it.autofs = m.FSType == "autofs"
-			it.rec = layout.MountProbe{
-				Mountpoint: m.MountPoint, ProbePath: ns.prefix + m.MountPoint,
-				Namespaces: []uint64{ns.inode}, ProbeNamespace: ns.inode, MountID: m.ID,
-				FSType: m.FSType, Source: m.Source, Dev: m.Dev(), Root: m.Root,
-				Class: mpClassName(it.class),
-			}
-			if ns.prefix != "" && m.MountPoint == "/" {
-				it.rec.ProbePath = ns.prefix + "/"
-			}
-			byKey[key] = it
-			byNSID[nsID{ns, m.ID}] = it
-			items = append(items, it)
-		}
-	}
-	for _, it := range items {
-		it.likely = it.class == procfs.ClassNetwork || it.class == procfs.ClassFUSE
-		first := mpFirstPath(it.rec.Mountpoint, p.first)
-		if it.ns.self && !first {
-			if hp, ok := p.env.Host().Host(it.rec.Mountpoint); ok {
-				first = mpFirstPath(string(hp), p.first)
-			}
-		}
-		tier := 3
-		switch {
-		case it.ns.first && first:
-			tier = 0
-		case it.ns.first:
-			tier = 1
-		case first:
-			tier = 2
-		}
-		it.own = mpPrio{tier: tier, class: int(it.class), order: it.order}
-		it.prio = it.own
-	}
-	// Dependencies, in the namespace each item is probed through. The
-	// probe of a filesystem (a FUSE connection, a device) that stands
-	// for all its mounts, in every namespace, is its most urgent mount's.
-	byPrio := append([]*mpItem(nil), items...)
-	sort.SliceStable(byPrio, func(i, j int) bool { return byPrio[i].own.less(byPrio[j].own) })
-	devRep := map[string]*mpItem{}
-	for _, it := range byPrio {
-		if it.hidden || it.autofs {
-			continue
-		}
-		if pm, ok := byNSID[nsID{it.ns, it.parentID}]; ok && pm != it {
-			it.parent = pm
-		}
-		if r := devRep[it.rec.Dev]; r != nil {
-			it.devRep = r
-		} else {
-			devRep[it.rec.Dev] = it
-		}
-	}
-	mpInherit(items)
-	return items
 }
 
 // mpSafePath reports whether no network or FUSE mount of ns lies on the

@@ -1,0 +1,203 @@
+package mountprobe
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/procfs"
+)
+
+// From mount tables to probe items, one table and a part of it at a time.
+//
+// A parsed table of 30,000 mounts is 20 MB (every field of every line as a
+// string, the lines as one string), as much as the items built from it:
+// held whole beside them, it made half of mountprobe's peak. Each table is
+// parsed mpChunkLines lines at a time, twice (the over-mounts and mount IDs
+// of a namespace first, then its items), and an item keeps copies of its
+// own fields, not views into the table, so the table's memory goes as soon
+// as its items are built.
+
+// mpChunkLines is how many lines of a table are parsed at once.
+const mpChunkLines = 512
+
+// mpEachChunk parses data mpChunkLines lines at a time and calls fn with
+// each part's mounts, in order; it returns how many lines could not be
+// parsed and the first of them, numbered in data.
+func mpEachChunk(data []byte, fn func([]procfs.Mount)) (nbad int, first procfs.LineError) {
+	line := 0
+	for len(data) > 0 {
+		end, n := 0, 0
+		for n < mpChunkLines && end < len(data) {
+			if i := bytes.IndexByte(data[end:], '\n'); i >= 0 {
+				end += i + 1
+			} else {
+				end = len(data)
+			}
+			n++
+		}
+		mounts, bad := procfs.ParseMountInfo(data[:end])
+		if len(bad) > 0 && nbad == 0 {
+			first = bad[0]
+			first.Line += line
+		}
+		nbad += len(bad)
+		fn(mounts)
+		line += n
+		data = data[end:]
+	}
+	return nbad, first
+}
+
+// mpInterner shares the copies of strings that repeat from mount to mount
+// (filesystem types, sources, roots), up to a bound, past which it copies.
+type mpInterner map[string]string
+
+func (in mpInterner) get(s string) string {
+	if v, ok := in[s]; ok {
+		return v
+	}
+	c := strings.Clone(s)
+	if len(in) < 4096 {
+		in[c] = c
+	}
+	return c
+}
+
+// mpKey identifies a distinct mount across namespaces: the same
+// filesystem, root and mountpoint.
+type mpKey struct {
+	major, minor     uint32
+	root, mountpoint string
+}
+
+// buildItems turns the namespaces' tables into one item per distinct
+// mount (same filesystem, root and mountpoint in several namespaces is one
+// mount) and links each to the mounts that must be probed before it. Each
+// namespace's raw table is dropped once read.
+func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
+	byKey := map[mpKey]*mpItem{}
+	in := mpInterner{}
+	var items []*mpItem
+	for _, ns := range order {
+		items = p.addTable(ns, items, byKey, in)
+		ns.raw = nil
+	}
+	for _, it := range items {
+		it.likely = it.class == procfs.ClassNetwork || it.class == procfs.ClassFUSE
+		first := mpFirstPath(it.rec.Mountpoint, p.first)
+		if it.ns.self && !first {
+			if hp, ok := p.env.Host().Host(it.rec.Mountpoint); ok {
+				first = mpFirstPath(string(hp), p.first)
+			}
+		}
+		tier := 3
+		switch {
+		case it.ns.first && first:
+			tier = 0
+		case it.ns.first:
+			tier = 1
+		case first:
+			tier = 2
+		}
+		it.own = mpPrio{tier: tier, class: int(it.class), order: it.order}
+		it.prio = it.own
+	}
+	// The probe of a filesystem (a FUSE connection, a device) that stands
+	// for all its mounts, in every namespace, is its most urgent mount's.
+	byPrio := append([]*mpItem(nil), items...)
+	sort.SliceStable(byPrio, func(i, j int) bool { return byPrio[i].own.less(byPrio[j].own) })
+	devRep := map[string]*mpItem{}
+	for _, it := range byPrio {
+		if it.hidden || it.autofs {
+			continue
+		}
+		if r := devRep[it.rec.Dev]; r != nil {
+			it.devRep = r
+		} else {
+			devRep[it.rec.Dev] = it
+		}
+	}
+	mpInherit(items)
+	return items
+}
+
+// addTable adds the items of ns's table to items: a new item for each
+// mount not seen in an earlier namespace, the namespace added to the
+// record of each one seen. The new items are linked to their parent mount
+// in ns, the one walked through to reach them, probed first.
+func (p *mpProber) addTable(ns *mpNamespace, items []*mpItem, byKey map[mpKey]*mpItem, in mpInterner) []*mpItem {
+	// First part: each mount's ID, parent and mountpoint, to find the
+	// mounts something is mounted on at the same path (the mount visible
+	// at a path is the one no other mount there sits on).
+	type entry struct {
+		id, parent int
+		mountpoint string
+	}
+	var entries []entry
+	nbad, firstBad := mpEachChunk(ns.raw, func(ms []procfs.Mount) {
+		for _, m := range ms {
+			entries = append(entries, entry{m.ID, m.ParentID, strings.Clone(m.MountPoint)})
+		}
+	})
+	if nbad > 0 {
+		p.notef("mount namespace %d: %d mountinfo line(s) could not be parsed (first: %v)", ns.inode, nbad, firstBad)
+	}
+	ns.nMounts = len(entries)
+	ids := make(map[int]int, len(entries)) // mount ID -> index in entries
+	for i, e := range entries {
+		ids[e.id] = i
+	}
+	covered := map[int]bool{}
+	for _, e := range entries {
+		if i, ok := ids[e.parent]; ok && entries[i].mountpoint == e.mountpoint && e.parent != e.id {
+			covered[e.parent] = true
+		}
+	}
+	entries = nil
+
+	// Second part: the items, in table order, each mount's item by its
+	// index (the same mounts parse in the same order).
+	byIndex := make([]*mpItem, 0, len(ids))
+	created := len(items)
+	mpEachChunk(ns.raw, func(ms []procfs.Mount) {
+		for _, m := range ms {
+			class := procfs.Classify(m)
+			if class == procfs.ClassNetwork || class == procfs.ClassFUSE || m.FSType == "fusectl" {
+				ns.mounts = append(ns.mounts, m)
+			}
+			if it := byKey[mpKey{m.Major, m.Minor, m.Root, m.MountPoint}]; it != nil {
+				it.rec.Namespaces = append(it.rec.Namespaces, ns.inode)
+				byIndex = append(byIndex, it)
+				continue
+			}
+			it := &mpItem{parentID: m.ParentID, major: m.Major, minor: m.Minor, ns: ns, class: class, order: len(items)}
+			it.hidden = covered[m.ID]
+			it.autofs = m.FSType == "autofs"
+			mp := strings.Clone(m.MountPoint)
+			it.rec = layout.MountProbe{
+				Mountpoint: mp, ProbePath: mp,
+				Namespaces: []uint64{ns.inode}, ProbeNamespace: ns.inode, MountID: m.ID,
+				FSType: in.get(m.FSType), Source: in.get(m.Source), Dev: m.Dev(), Root: in.get(m.Root),
+				Class: mpClassName(class),
+			}
+			if ns.prefix != "" {
+				it.rec.ProbePath = ns.prefix + mp
+			}
+			byKey[mpKey{m.Major, m.Minor, it.rec.Root, mp}] = it
+			byIndex = append(byIndex, it)
+			items = append(items, it)
+		}
+	})
+	// Dependencies, in the namespace each item is probed through.
+	for _, it := range items[created:] {
+		if it.hidden || it.autofs {
+			continue
+		}
+		if i, ok := ids[it.parentID]; ok && i < len(byIndex) && byIndex[i] != it {
+			it.parent = byIndex[i]
+		}
+	}
+	return items
+}

@@ -1,0 +1,90 @@
+package mountprobe
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/nodesnap/nodesnap/procfs"
+)
+
+// buildItems parses each table a part at a time: the items, their
+// over-mounts, parents and namespaces must be what the whole table says,
+// across part boundaries, and a bad line is reported with its line number
+// in the table.
+func TestMpBuildItemsByParts(t *testing.T) {
+	var host strings.Builder
+	host.WriteString("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n")
+	host.WriteString("2 1 0:40 / /a rw - tmpfs a rw\n")
+	host.WriteString("3 2 0:41 / /a rw - tmpfs b rw\n") // over /a: 2 is hidden
+	host.WriteString("4 3 0:42 / /a/b rw - tmpfs c rw\n")
+	host.WriteString("5 1 0:43 / /sys/fs/fuse/connections rw - fusectl fusectl rw\n")
+	host.WriteString("6 1 0:44 / /f rw - fuse.sshfs u@h:/ rw\n")
+	// Enough mounts to span several parts; one of them is over-mounted
+	// and the mount on it comes in a later part.
+	const n = 3 * mpChunkLines
+	for i := range n {
+		fmt.Fprintf(&host, "%d 1 0:%d / /m/%d rw - tmpfs m%d rw\n", 100+i, 1000+i, i, i%3)
+	}
+	fmt.Fprintf(&host, "%d 100 0:999 / /m/0 rw - tmpfs over rw\n", 100+n)
+	host.WriteString("garbage\n")
+	badLine := 6 + n + 2
+	// A second namespace sharing the root mount and the over-mount of /m/0.
+	other := "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n" +
+		"7 1 0:999 / /m/0 rw - tmpfs over rw\n" +
+		"8 7 0:50 / /m/0/x rw - nfs4 srv:/x rw\n"
+
+	nsHost := &mpNamespace{inode: 10, host: true, first: true, raw: []byte(host.String())}
+	nsOther := &mpNamespace{inode: 20, rep: 42, prefix: "/proc/42/root", raw: []byte(other)}
+	p := &mpProber{}
+	items := p.buildItems([]*mpNamespace{nsHost, nsOther})
+
+	if want := 6 + n + 1 + 1; len(items) != want {
+		t.Fatalf("%d items, want %d (the shared mounts once)", len(items), want)
+	}
+	if nsHost.raw != nil || nsOther.raw != nil {
+		t.Errorf("a raw table is still held after its items were built")
+	}
+	if nsHost.nMounts != 6+n+1 || nsOther.nMounts != 3 {
+		t.Errorf("tables of %d and %d mounts, want %d and 3", nsHost.nMounts, nsOther.nMounts, 6+n+1)
+	}
+	root := items[0]
+	if root.rec.Mountpoint != "/" || fmt.Sprint(root.rec.Namespaces) != "[10 20]" {
+		t.Errorf("root mount %s in namespaces %v, want / in [10 20]", root.rec.Mountpoint, root.rec.Namespaces)
+	}
+	a, over, ab := items[1], items[2], items[3]
+	if !a.hidden || over.hidden || ab.parent != over || a.parent != nil || over.parent != a {
+		t.Errorf("/a: hidden %v (want true), over /a hidden %v (want false), /a/b's parent %v (want the over-mount), over's parent %v (want /a)",
+			a.hidden, over.hidden, ab.parent, over.parent)
+	}
+	m0, m0over := items[6], items[6+n]
+	if m0.rec.Mountpoint != "/m/0" || !m0.hidden || m0over.rec.Mountpoint != "/m/0" || m0over.hidden || m0over.parent != m0 {
+		t.Errorf("/m/0 (%s hidden %v) and the mount on it in a later part (%s hidden %v parent %p, want %p)",
+			m0.rec.Mountpoint, m0.hidden, m0over.rec.Mountpoint, m0over.hidden, m0over.parent, m0)
+	}
+	if last := items[5+n]; last.rec.Mountpoint != fmt.Sprintf("/m/%d", n-1) || last.parent != root || last.rec.Source != "m"+fmt.Sprint((n-1)%3) {
+		t.Errorf("last mount of the last part: %s source %s parent %p, want /m/%d, source m%d, parent the root", last.rec.Mountpoint, last.rec.Source, last.parent, n-1, (n-1)%3)
+	}
+	if fmt.Sprint(m0over.rec.Namespaces) != "[10 20]" {
+		t.Errorf("the over-mount of /m/0 in namespaces %v, want [10 20]", m0over.rec.Namespaces)
+	}
+	nfs := items[len(items)-1]
+	if nfs.rec.ProbePath != "/proc/42/root/m/0/x" || nfs.rec.ProbeNamespace != 20 || nfs.parent != m0over || nfs.rec.Class != "network" {
+		t.Errorf("the other namespace's own mount: %+v, parent %p (want %p)", nfs.rec, nfs.parent, m0over)
+	}
+	var kept []string
+	for _, ns := range []*mpNamespace{nsHost, nsOther} {
+		for _, m := range ns.mounts {
+			kept = append(kept, m.FSType)
+		}
+	}
+	if got := strings.Join(kept, " "); got != "fusectl fuse.sshfs nfs4" {
+		t.Errorf("mounts kept for finding fusectl: %s, want fusectl fuse.sshfs nfs4", got)
+	}
+	if len(p.notes) != 1 || !strings.Contains(p.notes[0], fmt.Sprintf("1 mountinfo line(s) could not be parsed (first: line %d:", badLine)) {
+		t.Errorf("notes %q, want one naming line %d", p.notes, badLine)
+	}
+	if c := procfs.Classify(procfs.Mount{FSType: "fuse.sshfs"}); items[5].class != c {
+		t.Errorf("the FUSE mount's class %v, want %v", items[5].class, c)
+	}
+}
