@@ -2,6 +2,9 @@ package mountprobe
 
 import (
 	"bytes"
+	"cmp"
+	"hash/maphash"
+	"slices"
 	"sort"
 	"strings"
 
@@ -72,16 +75,53 @@ type mpKey struct {
 	root, mountpoint string
 }
 
+// mpDistinct finds the item of a mount seen before. Its map is keyed by a
+// hash of the key, a third of the size of a map keyed by the key itself
+// (30,000 mounts: 0.6 MB, not 2); the rare key whose hash another's item
+// holds goes to the second map.
+type mpDistinct struct {
+	seed     maphash.Seed
+	byHash   map[uint64]*mpItem
+	collided map[mpKey]*mpItem
+}
+
+func newMpDistinct() *mpDistinct {
+	return &mpDistinct{seed: maphash.MakeSeed(), byHash: map[uint64]*mpItem{}, collided: map[mpKey]*mpItem{}}
+}
+
+func (d *mpDistinct) get(k mpKey) *mpItem {
+	it := d.byHash[maphash.Comparable(d.seed, k)]
+	if it != nil && it.key() == k {
+		return it
+	}
+	return d.collided[k]
+}
+
+// add records it, whose key is not there yet.
+func (d *mpDistinct) add(it *mpItem) {
+	k := it.key()
+	h := maphash.Comparable(d.seed, k)
+	if d.byHash[h] == nil {
+		d.byHash[h] = it
+	} else {
+		d.collided[k] = it
+	}
+}
+
+func (it *mpItem) key() mpKey {
+	return mpKey{it.major, it.minor, it.rec.Root, it.rec.Mountpoint}
+}
+
 // buildItems turns the namespaces' tables into one item per distinct
 // mount (same filesystem, root and mountpoint in several namespaces is one
 // mount) and links each to the mounts that must be probed before it. Each
 // namespace's raw table is dropped once read.
 func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
-	byKey := map[mpKey]*mpItem{}
+	seen := newMpDistinct()
 	in := mpInterner{}
 	var items []*mpItem
 	for _, ns := range order {
-		items = p.addTable(ns, items, byKey, in)
+		items = p.addTable(ns, items, seen, in)
 		ns.raw = nil
 	}
 	for _, it := range items {
@@ -127,7 +167,7 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 // mount not seen in an earlier namespace, the namespace added to the
 // record of each one seen. The new items are linked to their parent mount
 // in ns, the one walked through to reach them, probed first.
-func (p *mpProber) addTable(ns *mpNamespace, items []*mpItem, byKey map[mpKey]*mpItem, in mpInterner) []*mpItem {
+func (p *mpProber) addTable(ns *mpNamespace, items []*mpItem, seen *mpDistinct, in mpInterner) []*mpItem {
 	// First part: each mount's ID, parent and mountpoint, to find the
 	// mounts something is mounted on at the same path (the mount visible
 	// at a path is the one no other mount there sits on).
@@ -145,13 +185,28 @@ func (p *mpProber) addTable(ns *mpNamespace, items []*mpItem, byKey map[mpKey]*m
 		p.notef("mount namespace %d: %d mountinfo line(s) could not be parsed (first: %v)", ns.inode, nbad, firstBad)
 	}
 	ns.nMounts = len(entries)
-	ids := make(map[int]int, len(entries)) // mount ID -> index in entries
+	// Mount ID -> index in entries, the last one of an ID (a table read
+	// while mounts change may list one twice): a sorted slice, a third of
+	// a map's size.
+	type idIndex struct{ id, i int }
+	ids := make([]idIndex, len(entries))
 	for i, e := range entries {
-		ids[e.id] = i
+		ids[i] = idIndex{e.id, i}
+	}
+	slices.SortStableFunc(ids, func(a, b idIndex) int { return cmp.Compare(a.id, b.id) })
+	index := func(id int) (int, bool) {
+		j, ok := slices.BinarySearchFunc(ids, id, func(x idIndex, id int) int { return cmp.Compare(x.id, id) })
+		if !ok {
+			return 0, false
+		}
+		for j+1 < len(ids) && ids[j+1].id == id {
+			j++
+		}
+		return ids[j].i, true
 	}
 	covered := map[int]bool{}
 	for _, e := range entries {
-		if i, ok := ids[e.parent]; ok && entries[i].mountpoint == e.mountpoint && e.parent != e.id {
+		if i, ok := index(e.parent); ok && entries[i].mountpoint == e.mountpoint && e.parent != e.id {
 			covered[e.parent] = true
 		}
 	}
@@ -167,7 +222,7 @@ func (p *mpProber) addTable(ns *mpNamespace, items []*mpItem, byKey map[mpKey]*m
 			if class == procfs.ClassNetwork || class == procfs.ClassFUSE || m.FSType == "fusectl" {
 				ns.mounts = append(ns.mounts, m)
 			}
-			if it := byKey[mpKey{m.Major, m.Minor, m.Root, m.MountPoint}]; it != nil {
+			if it := seen.get(mpKey{m.Major, m.Minor, m.Root, m.MountPoint}); it != nil {
 				it.rec.Namespaces = append(it.rec.Namespaces, ns.inode)
 				byIndex = append(byIndex, it)
 				continue
@@ -175,17 +230,18 @@ func (p *mpProber) addTable(ns *mpNamespace, items []*mpItem, byKey map[mpKey]*m
 			it := &mpItem{parentID: m.ParentID, major: m.Major, minor: m.Minor, ns: ns, class: class, order: len(items)}
 			it.hidden = covered[m.ID]
 			it.autofs = m.FSType == "autofs"
-			mp := strings.Clone(m.MountPoint)
+			// The mountpoint is the end of the probe path, not a copy.
+			probePath := ns.prefix + m.MountPoint
+			if ns.prefix == "" {
+				probePath = strings.Clone(m.MountPoint)
+			}
 			it.rec = layout.MountProbe{
-				Mountpoint: mp, ProbePath: mp,
+				Mountpoint: probePath[len(ns.prefix):], ProbePath: probePath,
 				Namespaces: []uint64{ns.inode}, ProbeNamespace: ns.inode, MountID: m.ID,
 				FSType: in.get(m.FSType), Source: in.get(m.Source), Dev: m.Dev(), Root: in.get(m.Root),
 				Class: mpClassName(class),
 			}
-			if ns.prefix != "" {
-				it.rec.ProbePath = ns.prefix + mp
-			}
-			byKey[mpKey{m.Major, m.Minor, it.rec.Root, mp}] = it
+			seen.add(it)
 			byIndex = append(byIndex, it)
 			items = append(items, it)
 		}
@@ -195,7 +251,7 @@ func (p *mpProber) addTable(ns *mpNamespace, items []*mpItem, byKey map[mpKey]*m
 		if it.hidden || it.autofs {
 			continue
 		}
-		if i, ok := ids[it.parentID]; ok && i < len(byIndex) && byIndex[i] != it {
+		if i, ok := index(it.parentID); ok && i < len(byIndex) && byIndex[i] != it {
 			it.parent = byIndex[i]
 		}
 	}

@@ -2,6 +2,7 @@ package mountprobe
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"testing"
 
@@ -86,5 +87,46 @@ func TestMpBuildItemsByParts(t *testing.T) {
 	}
 	if c := procfs.Classify(procfs.Mount{FSType: "fuse.sshfs"}); items[5].class != c {
 		t.Errorf("the FUSE mount's class %v, want %v", items[5].class, c)
+	}
+}
+
+// Two keys whose hashes collide are both found: the second in the
+// collision map.
+func TestMpDistinctCollision(t *testing.T) {
+	d := newMpDistinct()
+	mk := func(mp string) *mpItem {
+		it := &mpItem{major: 0, minor: 40}
+		it.rec.Root, it.rec.Mountpoint = "/", mp
+		return it
+	}
+	a, b := mk("/a"), mk("/b")
+	// Plant a under b's hash, as a collision would.
+	d.byHash[maphash.Comparable(d.seed, b.key())] = a
+	d.add(b)
+	if got := d.get(b.key()); got != b {
+		t.Errorf("b's key found %p, want b %p", got, b)
+	}
+	if got := d.get(a.key()); got != nil {
+		t.Errorf("a's key (never added under its own hash) found %p", got)
+	}
+	if got := d.get(mk("/c").key()); got != nil {
+		t.Errorf("an unseen key found %p", got)
+	}
+}
+
+// A mount ID listed twice (a table read while mounts change): the last
+// line's mount is the parent, as the kernel's table would show it now.
+func TestMpBuildItemsDuplicateID(t *testing.T) {
+	table := "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n" +
+		"2 1 0:40 / /old rw - tmpfs t rw\n" +
+		"2 1 0:41 / /new rw - tmpfs t rw\n" +
+		"3 2 0:42 / /new/x rw - tmpfs t rw\n"
+	ns := &mpNamespace{inode: 1, host: true, first: true, raw: []byte(table)}
+	items := (&mpProber{}).buildItems([]*mpNamespace{ns})
+	if len(items) != 4 {
+		t.Fatalf("%d items, want 4", len(items))
+	}
+	if x := items[3]; x.parent != items[2] {
+		t.Errorf("/new/x's parent is %v, want /new", x.parent)
 	}
 }
