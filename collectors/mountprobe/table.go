@@ -17,10 +17,11 @@ import (
 // A parsed table of 30,000 mounts is 20 MB (every field of every line as a
 // string, the lines as one string), as much as the items built from it:
 // held whole beside them, it made half of mountprobe's peak. Each table is
-// parsed mpChunkLines lines at a time, twice (the over-mounts and mount IDs
-// of a namespace first, then its items), and an item keeps copies of its
-// own fields, not views into the table, so the table's memory goes as soon
-// as its items are built.
+// parsed mpChunkLines lines at a time, once: each part's mounts become
+// items (or join the item of the same mount seen in an earlier namespace)
+// and what is left of them is a mount ID, its parent's and the item; an
+// item keeps copies of its own fields, not views into the table, so the
+// table's memory goes as soon as its items are built.
 
 // mpChunkLines is how many lines of a table are parsed at once.
 const mpChunkLines = 512
@@ -165,26 +166,40 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 
 // addTable adds the items of ns's table to items: a new item for each
 // mount not seen in an earlier namespace, the namespace added to the
-// record of each one seen. The new items are linked to their parent mount
-// in ns, the one walked through to reach them, probed first.
+// record of each one seen. Then, with the whole table known, the new items
+// over-mounted in ns are marked hidden and each other one is linked to its
+// parent mount in ns, the one walked through to reach it, probed first.
 func (p *mpProber) addTable(ns *mpNamespace, items []*mpItem, seen *mpDistinct, in mpInterner) []*mpItem {
-	// First part: each mount's ID, parent and mountpoint, to find the
-	// mounts something is mounted on at the same path (the mount visible
-	// at a path is the one no other mount there sits on).
+	// Each mount of the table: its IDs and its item (whose mountpoint is
+	// the mount's).
 	type entry struct {
 		id, parent int
-		mountpoint string
+		it         *mpItem
 	}
 	var entries []entry
+	created := len(items)
 	nbad, firstBad := mpEachChunk(ns.raw, func(ms []procfs.Mount) {
 		for _, m := range ms {
-			entries = append(entries, entry{m.ID, m.ParentID, strings.Clone(m.MountPoint)})
+			class := procfs.Classify(m)
+			if class == procfs.ClassNetwork || class == procfs.ClassFUSE || m.FSType == "fusectl" {
+				ns.mounts = append(ns.mounts, m)
+			}
+			it := seen.get(mpKey{m.Major, m.Minor, m.Root, m.MountPoint})
+			if it != nil {
+				it.rec.Namespaces = append(it.rec.Namespaces, ns.inode)
+			} else {
+				it = mpNewItem(ns, m, class, len(items), in)
+				seen.add(it)
+				items = append(items, it)
+			}
+			entries = append(entries, entry{m.ID, m.ParentID, it})
 		}
 	})
 	if nbad > 0 {
 		p.notef("mount namespace %d: %d mountinfo line(s) could not be parsed (first: %v)", ns.inode, nbad, firstBad)
 	}
 	ns.nMounts = len(entries)
+
 	// Mount ID -> index in entries, the last one of an ID (a table read
 	// while mounts change may list one twice): a sorted slice, a third of
 	// a map's size.
@@ -194,66 +209,56 @@ func (p *mpProber) addTable(ns *mpNamespace, items []*mpItem, seen *mpDistinct, 
 		ids[i] = idIndex{e.id, i}
 	}
 	slices.SortStableFunc(ids, func(a, b idIndex) int { return cmp.Compare(a.id, b.id) })
-	index := func(id int) (int, bool) {
-		j, ok := slices.BinarySearchFunc(ids, id, func(x idIndex, id int) int { return cmp.Compare(x.id, id) })
+	parentOf := func(e entry) *mpItem {
+		j, ok := slices.BinarySearchFunc(ids, e.parent, func(x idIndex, id int) int { return cmp.Compare(x.id, id) })
 		if !ok {
-			return 0, false
+			return nil
 		}
-		for j+1 < len(ids) && ids[j+1].id == id {
+		for j+1 < len(ids) && ids[j+1].id == e.parent {
 			j++
 		}
-		return ids[j].i, true
+		return entries[ids[j].i].it
 	}
-	covered := map[int]bool{}
+	// The mount visible at a path is the one no other mount at the same
+	// path sits on.
+	covered := map[int]bool{} // IDs of mounts something is mounted on at the same path
 	for _, e := range entries {
-		if i, ok := index(e.parent); ok && entries[i].mountpoint == e.mountpoint && e.parent != e.id {
+		if pm := parentOf(e); pm != nil && pm.rec.Mountpoint == e.it.rec.Mountpoint && e.parent != e.id {
 			covered[e.parent] = true
 		}
 	}
-	entries = nil
-
-	// Second part: the items, in table order, each mount's item by its
-	// index (the same mounts parse in the same order).
-	byIndex := make([]*mpItem, 0, len(ids))
-	created := len(items)
-	mpEachChunk(ns.raw, func(ms []procfs.Mount) {
-		for _, m := range ms {
-			class := procfs.Classify(m)
-			if class == procfs.ClassNetwork || class == procfs.ClassFUSE || m.FSType == "fusectl" {
-				ns.mounts = append(ns.mounts, m)
-			}
-			if it := seen.get(mpKey{m.Major, m.Minor, m.Root, m.MountPoint}); it != nil {
-				it.rec.Namespaces = append(it.rec.Namespaces, ns.inode)
-				byIndex = append(byIndex, it)
-				continue
-			}
-			it := &mpItem{parentID: m.ParentID, major: m.Major, minor: m.Minor, ns: ns, class: class, order: len(items)}
-			it.hidden = covered[m.ID]
-			it.autofs = m.FSType == "autofs"
-			// The mountpoint is the end of the probe path, not a copy.
-			probePath := ns.prefix + m.MountPoint
-			if ns.prefix == "" {
-				probePath = strings.Clone(m.MountPoint)
-			}
-			it.rec = layout.MountProbe{
-				Mountpoint: probePath[len(ns.prefix):], ProbePath: probePath,
-				Namespaces: []uint64{ns.inode}, ProbeNamespace: ns.inode, MountID: m.ID,
-				FSType: in.get(m.FSType), Source: in.get(m.Source), Dev: m.Dev(), Root: in.get(m.Root),
-				Class: mpClassName(class),
-			}
-			seen.add(it)
-			byIndex = append(byIndex, it)
-			items = append(items, it)
-		}
-	})
 	// Dependencies, in the namespace each item is probed through.
-	for _, it := range items[created:] {
+	for _, e := range entries {
+		it := e.it
+		if it.order < created || it.rec.MountID != e.id || it.ns != ns {
+			continue // seen in an earlier namespace, or another line of the same mount
+		}
+		it.hidden = covered[e.id]
 		if it.hidden || it.autofs {
 			continue
 		}
-		if i, ok := index(it.parentID); ok && i < len(byIndex) && byIndex[i] != it {
-			it.parent = byIndex[i]
+		if pm := parentOf(e); pm != nil && pm != it {
+			it.parent = pm
 		}
 	}
 	return items
+}
+
+// mpNewItem is the item of a mount first seen in ns, holding copies of
+// the strings it keeps, not views of the table.
+func mpNewItem(ns *mpNamespace, m procfs.Mount, class procfs.FSClass, order int, in mpInterner) *mpItem {
+	it := &mpItem{parentID: m.ParentID, major: m.Major, minor: m.Minor, ns: ns, class: class, order: order}
+	it.autofs = m.FSType == "autofs"
+	// The mountpoint is the end of the probe path, not another copy.
+	probePath := ns.prefix + m.MountPoint
+	if ns.prefix == "" {
+		probePath = strings.Clone(m.MountPoint)
+	}
+	it.rec = layout.MountProbe{
+		Mountpoint: probePath[len(ns.prefix):], ProbePath: probePath,
+		Namespaces: []uint64{ns.inode}, ProbeNamespace: ns.inode, MountID: m.ID,
+		FSType: in.get(m.FSType), Source: in.get(m.Source), Dev: m.Dev(), Root: in.get(m.Root),
+		Class: mpClassName(class),
+	}
+	return it
 }
