@@ -192,17 +192,39 @@ type mpProber struct {
 	fusectl      []string
 	notes        []string
 	mu           sync.Mutex
+	// limitMemory sets the process's soft memory limit as the items are
+	// built (nil: left alone, as in tests).
+	limitMemory func(int64)
 }
 
-// mpMemoryLimit is mountprobe's soft memory limit. Its live data is about
-// a kilobyte a mount, but the collection's GC setting (isolate.TuneGC)
-// let the heap grow to 5x that and on to the 256 MiB limit: 265 MiB peak
-// RSS at 30,000 mounts, 70 MiB with this limit (and probes.json
-// streamed); 32 MiB gave the same peak, so the rest is live data.
-const mpMemoryLimit = 40 << 20
+// mountprobe's soft memory limit, sized from its tables. Its live data is
+// about 0.9 KiB a mount at its peak (the items, and the raw tables while
+// they are turned into items), but the collection's GC setting
+// (isolate.TuneGC) lets the heap grow to 5x the live data and on to 256
+// MiB: 265 MiB peak RSS at 30,000 mounts without a limit of its own. A
+// fixed limit either wastes memory on a small table or, below the live
+// data of a large one, makes the GC run without pause; this one leaves
+// 1 KiB a mount plus 8 MiB (runtime, package data, workers' pipes), at
+// least 32 MiB, at most the collection's 256 MiB; while the tables are
+// turned into items, a mount is an item or a line of a table still to
+// read (see buildItems). At 30,000 mounts that is 37 MiB, and the run is no slower than without it beyond the
+// bound the benchmark states (bench/mountprobe_scale.sh runs both).
+const (
+	mpMemoryFloor    = 32 << 20
+	mpMemoryBase     = 8 << 20
+	mpMemoryPerMount = 1 << 10
+	mpMemoryCeiling  = 256 << 20
+)
+
+// mpMemoryLimit is the limit for mounts mounts (items, or table lines
+// not yet turned into items).
+func mpMemoryLimit(mounts int) int64 {
+	return min(max(mpMemoryBase+int64(mounts)*mpMemoryPerMount, mpMemoryFloor), mpMemoryCeiling)
+}
 
 func collectMountprobe(ctx context.Context, env *collectors.Env) error {
-	isolate.LimitMemory(mpMemoryLimit)
+	// The floor until the tables' size is known.
+	isolate.LimitMemory(mpMemoryLimit(0))
 	opts := MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 50 * time.Millisecond}
 	if err := env.Options(&opts); err != nil {
 		return err
@@ -251,6 +273,7 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 		return fmt.Errorf("finding mount namespaces: %w", err)
 	}
 	order := p.readTables(pctx, nss, hostNS, selfNS)
+	p.limitMemory = isolate.LimitMemory
 	items := p.buildItems(order)
 
 	p.fusectl = mpFindFusectl(env, order)

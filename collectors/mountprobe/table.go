@@ -121,10 +121,29 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 	seen := newMpDistinct()
 	in := mpInterner{}
 	var items []*mpItem
-	for _, ns := range order {
+	// The memory limit follows the items built and the lines still to
+	// read: the lines of a thousand namespaces that mostly repeat the
+	// host's mounts become few items.
+	lines := make([]int, len(order))
+	rest := 0
+	for i, ns := range order {
+		lines[i] = bytes.Count(ns.raw, []byte{'\n'})
+		rest += lines[i]
+	}
+	var limit int64
+	setLimit := func(mounts int) {
+		if l := mpMemoryLimit(mounts); p.limitMemory != nil && l != limit {
+			p.limitMemory(l)
+			limit = l
+		}
+	}
+	for i, ns := range order {
+		setLimit(len(items) + rest)
 		items = p.addTable(ns, items, seen, in)
+		rest -= lines[i]
 		ns.raw = nil
 	}
+	setLimit(len(items))
 	for _, it := range items {
 		it.likely = it.class == procfs.ClassNetwork || it.class == procfs.ClassFUSE
 		first := mpFirstPath(it.rec.Mountpoint, p.first)

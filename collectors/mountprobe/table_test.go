@@ -130,3 +130,61 @@ func TestMpBuildItemsDuplicateID(t *testing.T) {
 		t.Errorf("/new/x's parent is %v, want /new", x.parent)
 	}
 }
+
+// The memory limit follows the tables' size between its floor and the
+// collection's ceiling.
+func TestMpMemoryLimit(t *testing.T) {
+	for _, c := range []struct {
+		lines int
+		want  int64
+	}{
+		{0, 32 << 20},
+		{20_000, 32 << 20},             // 8 MiB + 19.5 MiB: the floor
+		{30_000, 8<<20 + 30_000<<10},   // 37.3 MiB
+		{100_000, 8<<20 + 100_000<<10}, // 105.7 MiB
+		{1_000_000, 256 << 20},
+	} {
+		if got := mpMemoryLimit(c.lines); got != c.want {
+			t.Errorf("mpMemoryLimit(%d) = %d, want %d", c.lines, got, c.want)
+		}
+	}
+}
+
+// While the tables are turned into items, the memory limit follows the
+// items built and the lines still to read, and ends at the items' own:
+// namespaces that repeat the host's mounts lower it as they are read.
+func TestMpBuildItemsMemoryLimit(t *testing.T) {
+	const n, dups, dupLines = 30_000, 50, 100
+	var host, dup strings.Builder
+	for i := range n {
+		line := fmt.Sprintf("%d 1 0:%d / /m/%d rw - tmpfs m rw\n", 100+i, 1000+i, i)
+		host.WriteString(line)
+		if i < dupLines {
+			dup.WriteString(line)
+		}
+	}
+	order := []*mpNamespace{{inode: 1, host: true, first: true, raw: []byte(host.String())}}
+	for i := range dups {
+		order = append(order, &mpNamespace{inode: uint64(10 + i), rep: 10 + i, prefix: fmt.Sprintf("/proc/%d/root", 10+i), raw: []byte(dup.String())})
+	}
+	var limits []int64
+	p := &mpProber{limitMemory: func(l int64) { limits = append(limits, l) }}
+	items := p.buildItems(order)
+	if len(items) != n {
+		t.Fatalf("%d items, want %d", len(items), n)
+	}
+	if len(limits) < 2 {
+		t.Fatalf("limits set: %v, want one for the lines to read and one lower for the items", limits)
+	}
+	if first, want := limits[0], mpMemoryLimit(n+dups*dupLines); first != want {
+		t.Errorf("first limit %d, want %d (all lines to read)", first, want)
+	}
+	if last, want := limits[len(limits)-1], mpMemoryLimit(n); last != want {
+		t.Errorf("last limit %d, want %d (the items)", last, want)
+	}
+	for i := 1; i < len(limits); i++ {
+		if limits[i] >= limits[i-1] {
+			t.Errorf("limit %d after %d: the limit only falls as the namespaces repeat known mounts", limits[i], limits[i-1])
+		}
+	}
+}
