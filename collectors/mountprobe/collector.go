@@ -205,10 +205,11 @@ type mpProber struct {
 // fixed limit either wastes memory on a small table or, below the live
 // data of a large one, makes the GC run without pause; this one leaves
 // 1 KiB a mount plus 8 MiB (runtime, package data, workers' pipes), at
-// least 32 MiB, at most the collection's 256 MiB; while the tables are
-// turned into items, a mount is an item or a line of a table still to
-// read (see buildItems). At 30,000 mounts that is 37 MiB, and the run is no slower than without it beyond the
-// bound the benchmark states (bench/mountprobe_scale.sh runs both).
+// least 32 MiB, at most the collection's 256 MiB. While the tables are
+// turned into items, the lines of the table being read count as mounts
+// and the tables still to read by their bytes (see buildItems). At 30,000
+// mounts that is 37 MiB; bench/mountprobe_scale.sh measures what it costs
+// in time against the collection's general limit.
 const (
 	mpMemoryFloor    = 32 << 20
 	mpMemoryBase     = 8 << 20
@@ -216,8 +217,7 @@ const (
 	mpMemoryCeiling  = 256 << 20
 )
 
-// mpMemoryLimit is the limit for mounts mounts (items, or table lines
-// not yet turned into items).
+// mpMemoryLimit is the limit for mounts mounts.
 func mpMemoryLimit(mounts int) int64 {
 	return min(max(mpMemoryBase+int64(mounts)*mpMemoryPerMount, mpMemoryFloor), mpMemoryCeiling)
 }

@@ -121,29 +121,29 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 	seen := newMpDistinct()
 	in := mpInterner{}
 	var items []*mpItem
-	// The memory limit follows the items built and the lines still to
-	// read: the lines of a thousand namespaces that mostly repeat the
-	// host's mounts become few items.
-	lines := make([]int, len(order))
-	rest := 0
-	for i, ns := range order {
-		lines[i] = bytes.Count(ns.raw, []byte{'\n'})
-		rest += lines[i]
+	// The memory limit follows the items built, the lines of the table
+	// being read (each may become an item) and the bytes of the tables
+	// still to read: a thousand namespaces that mostly repeat the host's
+	// mounts hold their tables but add few items.
+	held := 0
+	for _, ns := range order {
+		held += len(ns.raw)
 	}
 	var limit int64
-	setLimit := func(mounts int) {
-		if l := mpMemoryLimit(mounts); p.limitMemory != nil && l != limit {
+	setLimit := func(mounts, held int) {
+		l := min(mpMemoryLimit(mounts)+int64(held), mpMemoryCeiling)
+		if p.limitMemory != nil && l != limit {
 			p.limitMemory(l)
 			limit = l
 		}
 	}
-	for i, ns := range order {
-		setLimit(len(items) + rest)
+	for _, ns := range order {
+		held -= len(ns.raw)
+		setLimit(len(items)+bytes.Count(ns.raw, []byte{'\n'}), held)
 		items = p.addTable(ns, items, seen, in)
-		rest -= lines[i]
 		ns.raw = nil
 	}
-	setLimit(len(items))
+	setLimit(len(items), 0)
 	for _, it := range items {
 		it.likely = it.class == procfs.ClassNetwork || it.class == procfs.ClassFUSE
 		first := mpFirstPath(it.rec.Mountpoint, p.first)

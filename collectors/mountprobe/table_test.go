@@ -151,8 +151,9 @@ func TestMpMemoryLimit(t *testing.T) {
 }
 
 // While the tables are turned into items, the memory limit follows the
-// items built and the lines still to read, and ends at the items' own:
-// namespaces that repeat the host's mounts lower it as they are read.
+// items built, the lines of the table being read and the bytes of the
+// tables still to read, and ends at the items' own: namespaces that repeat
+// the host's mounts add their bytes, not a kilobyte a line.
 func TestMpBuildItemsMemoryLimit(t *testing.T) {
 	const n, dups, dupLines = 30_000, 50, 100
 	var host, dup strings.Builder
@@ -176,15 +177,18 @@ func TestMpBuildItemsMemoryLimit(t *testing.T) {
 	if len(limits) < 2 {
 		t.Fatalf("limits set: %v, want one for the lines to read and one lower for the items", limits)
 	}
-	if first, want := limits[0], mpMemoryLimit(n+dups*dupLines); first != want {
-		t.Errorf("first limit %d, want %d (all lines to read)", first, want)
+	if first, want := limits[0], mpMemoryLimit(n)+int64(dups*dup.Len()); first != want {
+		t.Errorf("first limit %d, want %d (the host's lines and the other tables' bytes)", first, want)
 	}
 	if last, want := limits[len(limits)-1], mpMemoryLimit(n); last != want {
 		t.Errorf("last limit %d, want %d (the items)", last, want)
 	}
-	for i := 1; i < len(limits); i++ {
-		if limits[i] >= limits[i-1] {
-			t.Errorf("limit %d after %d: the limit only falls as the namespaces repeat known mounts", limits[i], limits[i-1])
+	// Never a kilobyte for each line of every table: at most the items,
+	// one table's lines and the other tables' bytes.
+	bound := mpMemoryLimit(n+dupLines) + int64(dups*dup.Len())
+	for _, l := range limits {
+		if l > bound {
+			t.Errorf("limit %d, above %d", l, bound)
 		}
 	}
 }
