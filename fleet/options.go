@@ -14,41 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
-	"k8s.io/client-go/rest"
 )
-
-// Client is the part of the Kubernetes API a run uses: core (nodes,
-// pods, service accounts, namespaces) and RBAC. kubernetes.Interface (and
-// client-go's fake clientset) is one; NewClient builds only these two,
-// which keeps the other API groups' clients out of the binary (about
-// 17 MB of code).
-type Client interface {
-	CoreV1() corev1client.CoreV1Interface
-	RbacV1() rbacv1client.RbacV1Interface
-}
-
-// NewClient is a Client for a real API server.
-func NewClient(cfg *rest.Config) (Client, error) {
-	core, err := corev1client.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	rbac, err := rbacv1client.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &client{core: core, rbac: rbac}, nil
-}
-
-type client struct {
-	core *corev1client.CoreV1Client
-	rbac *rbacv1client.RbacV1Client
-}
-
-func (c *client) CoreV1() corev1client.CoreV1Interface { return c.core }
-func (c *client) RbacV1() rbacv1client.RbacV1Interface { return c.rbac }
 
 // Defaults of Options.
 const (

@@ -7,7 +7,6 @@ import (
 	"io"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/streaming/pkg/httpstream"
@@ -46,8 +45,12 @@ func (k *kubeIO) Logs(ctx context.Context, ns, pod, container string, limit int6
 // over WebSocket (Kubernetes 1.30 and later), SPDY where the server or a
 // proxy refuses the upgrade. Without a TTY the stream is binary-safe.
 func (k *kubeIO) Exec(ctx context.Context, ns, pod, container string, cmd []string, stdout, stderr io.Writer) error {
+	params, err := parameterCodec()
+	if err != nil {
+		return err
+	}
 	req := k.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: cmd, Stdout: true, Stderr: true}, params)
 	spdy, err := remotecommand.NewSPDYExecutor(k.cfg, "POST", req.URL())
 	if err != nil {
 		return fmt.Errorf("exec in %s/%s: %w", ns, pod, err)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,7 +21,12 @@ import (
 // The host part is greedy so that a host name ending in digits or a dash
 // is never mistaken for the time; case id and label hold no dot, so they
 // never are either.
-var bundleName = regexp.MustCompile(`^nodesnap-(.+)-([0-9]{8}T[0-9]{6}Z)(?:-([0-9]{1,9}))?(?:\.case-([A-Za-z0-9_-]{1,64}))?(?:\.([A-Za-z0-9_-]{1,64}))?\.(tar\.gz|tar\.zst)(\.age)?$`)
+//
+// Compiled on first use: its bounded repetitions make a large program
+// (130 KB) that every process of the binary would build at start.
+var bundleName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^nodesnap-(.+)-([0-9]{8}T[0-9]{6}Z)(?:-([0-9]{1,9}))?(?:\.case-([A-Za-z0-9_-]{1,64}))?(?:\.([A-Za-z0-9_-]{1,64}))?\.(tar\.gz|tar\.zst)(\.age)?$`)
+})
 
 // TimeLayout is the UTC time in a bundle's name, and in the directory
 // of a fleet collection.
@@ -69,7 +75,7 @@ func (n Name) String() string {
 // ParseName parses a bundle file name (no directory). ok is false for
 // any other name (a .sha256 sidecar, a temporary file, a mapping).
 func ParseName(name string) (n Name, ok bool) {
-	m := bundleName.FindStringSubmatch(name)
+	m := bundleName().FindStringSubmatch(name)
 	if m == nil {
 		return n, false
 	}

@@ -60,7 +60,7 @@ func WriteDiff(w io.Writer, d *bundlediff.Diff) error {
 		return fmt.Errorf("no diff to render")
 	}
 	var buf bytes.Buffer
-	if err := pageTemplate.ExecuteTemplate(&buf, "diff", buildDiffPage(d)); err != nil {
+	if err := pageTemplate().ExecuteTemplate(&buf, "diff", buildDiffPage(d)); err != nil {
 		return fmt.Errorf("rendering the diff: %w", err)
 	}
 	if _, err := w.Write(buf.Bytes()); err != nil {

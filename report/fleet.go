@@ -139,7 +139,7 @@ func WriteFleet(w io.Writer, v *fleetview.View) error {
 		return errors.New("no bundles to render")
 	}
 	var buf bytes.Buffer
-	if err := pageTemplate.ExecuteTemplate(&buf, "fleet", buildFleetPage(v)); err != nil {
+	if err := pageTemplate().ExecuteTemplate(&buf, "fleet", buildFleetPage(v)); err != nil {
 		return fmt.Errorf("rendering the fleet report: %w", err)
 	}
 	if _, err := w.Write(buf.Bytes()); err != nil {

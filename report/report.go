@@ -112,7 +112,7 @@ func Write(w io.Writer, rep *analyze.Report, m *bundle.Manifest) error {
 	}
 	p := buildPage(rep, m)
 	var buf bytes.Buffer
-	if err := pageTemplate.Execute(&buf, p); err != nil {
+	if err := pageTemplate().Execute(&buf, p); err != nil {
 		return fmt.Errorf("rendering the report: %w", err)
 	}
 	if _, err := w.Write(buf.Bytes()); err != nil {

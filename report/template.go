@@ -3,14 +3,19 @@ package report
 import (
 	"html/template"
 	"strconv"
+	"sync"
 )
 
 // pageTemplate is the whole page. html/template escapes every value by
 // its context (text, attribute, URL); nothing from the bundle is ever
 // marked safe. The only URLs are "#anchor" links within the page.
-var pageTemplate = template.Must(template.Must(template.Must(template.New("page").Funcs(template.FuncMap{
-	"f": func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
-}).Parse(pageHTML)).Parse(diffHTML)).Parse(fleetHTML))
+// It is parsed on first use, not in every process of the binary at start
+// (2.5 ms and 190 KB).
+var pageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.Must(template.Must(template.New("page").Funcs(template.FuncMap{
+		"f": func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	}).Parse(pageHTML)).Parse(diffHTML)).Parse(fleetHTML))
+})
 
 // styleCSS is the one style sheet of every page (report, diff, fleet).
 const styleCSS = `{{define "style"}}:root { --bad:#b3261e; --warn:#b26a00; --info:#1f5fa8; --ok:#2e7d32; --muted:#5f6368; --line:#dadce0; --bg:#f8f9fa; }

@@ -531,15 +531,18 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 
 func (b *watchedBody) Close() error { return b.c.Close() }
 
-var (
-	xmlCode    = regexp.MustCompile(`<Code>([^<]{1,100})</Code>`)
-	xmlMessage = regexp.MustCompile(`<Message>([^<]{1,300})</Message>`)
-)
+// The patterns of an error answer, compiled on the first one: their
+// bounded repetitions make programs of 200 KB that every process of the
+// binary would build at start.
+var xmlError = sync.OnceValues(func() (code, message *regexp.Regexp) {
+	return regexp.MustCompile(`<Code>([^<]{1,100})</Code>`), regexp.MustCompile(`<Message>([^<]{1,300})</Message>`)
+})
 
 // serverDetail is what an error answer says, briefly. Object stores answer
 // XML whose other elements (StringToSign, CanonicalRequest) echo signed
 // request details, so only Code and Message are taken from it.
 func serverDetail(body []byte) string {
+	xmlCode, xmlMessage := xmlError()
 	if m := xmlCode.FindSubmatch(body); m != nil {
 		s := string(m[1])
 		if mm := xmlMessage.FindSubmatch(body); mm != nil {

@@ -112,9 +112,13 @@ type mpNamespace struct {
 	// prefix is prepended to a mountpoint to reach it from nodesnap:
 	// "" in nodesnap's own namespace, /proc/<rep>/root elsewhere.
 	prefix string
+	// raw is the mount table as read, dropped once its items are built.
+	raw []byte
+	// mounts are the table's mounts that finding fusectl looks at
+	// (fusectl, network and FUSE mounts), not the whole table: each item
+	// keeps what it needs of its mount.
 	mounts []procfs.Mount
-	// nMounts is len(mounts), kept when mounts is dropped: each item
-	// has its own copy of its mount.
+	// nMounts is how many mounts the table lists.
 	nMounts int
 	err     string
 }
@@ -192,17 +196,39 @@ type mpProber struct {
 	fusectl      []string
 	notes        []string
 	mu           sync.Mutex
+	// limitMemory sets the process's soft memory limit as the items are
+	// built (nil: left alone, as in tests).
+	limitMemory func(int64)
 }
 
-// mpMemoryLimit is mountprobe's soft memory limit. Its live data is about
-// a kilobyte a mount, but the collection's GC setting (isolate.TuneGC)
-// let the heap grow to 5x that and on to the 256 MiB limit: 265 MiB peak
-// RSS at 30,000 mounts, 70 MiB with this limit (and probes.json
-// streamed); 32 MiB gave the same peak, so the rest is live data.
-const mpMemoryLimit = 40 << 20
+// mountprobe's soft memory limit, sized from its tables. Its live data is
+// about 0.9 KiB a mount at its peak (the items, and the raw tables while
+// they are turned into items), but the collection's GC setting
+// (isolate.TuneGC) lets the heap grow to 5x the live data and on to 256
+// MiB: 265 MiB peak RSS at 30,000 mounts without a limit of its own. A
+// fixed limit either wastes memory on a small table or, below the live
+// data of a large one, makes the GC run without pause; this one leaves
+// 1 KiB a mount plus 8 MiB (runtime, package data, workers' pipes), at
+// least 32 MiB, at most the collection's 256 MiB. While the tables are
+// turned into items, the lines of the table being read count as mounts
+// and the tables still to read by their bytes (see buildItems). At 30,000
+// mounts that is 37 MiB and costs at most 1.5x the time of the collection's
+// general limit (bench/mountprobe_scale.sh measures both; 1.1-1.5 here).
+const (
+	mpMemoryFloor    = 32 << 20
+	mpMemoryBase     = 8 << 20
+	mpMemoryPerMount = 1 << 10
+	mpMemoryCeiling  = 256 << 20
+)
+
+// mpMemoryLimit is the limit for mounts mounts.
+func mpMemoryLimit(mounts int) int64 {
+	return min(max(mpMemoryBase+int64(mounts)*mpMemoryPerMount, mpMemoryFloor), mpMemoryCeiling)
+}
 
 func collectMountprobe(ctx context.Context, env *collectors.Env) error {
-	isolate.LimitMemory(mpMemoryLimit)
+	// The floor until the tables' size is known.
+	isolate.LimitMemory(mpMemoryLimit(0))
 	opts := MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 50 * time.Millisecond}
 	if err := env.Options(&opts); err != nil {
 		return err
@@ -251,6 +277,7 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 		return fmt.Errorf("finding mount namespaces: %w", err)
 	}
 	order := p.readTables(pctx, nss, hostNS, selfNS)
+	p.limitMemory = isolate.LimitMemory
 	items := p.buildItems(order)
 
 	p.fusectl = mpFindFusectl(env, order)
@@ -262,7 +289,7 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 		}
 	}
 	for _, ns := range order {
-		ns.nMounts, ns.mounts = len(ns.mounts), nil
+		ns.mounts = nil
 	}
 	if fuseSeen && len(p.fusectl) == 0 {
 		p.notef("fusectl is not mounted (normally at /sys/fs/fuse/connections): the FUSE request queues could not be read")
@@ -379,11 +406,9 @@ func (p *mpProber) readTables(ctx context.Context, nss map[uint64]*mpNamespace, 
 			ns.err = fmt.Sprintf("reading %s: %v", src, err)
 			return err
 		}
-		mounts, bad := procfs.ParseMountInfo(res.Data)
-		ns.mounts = mounts
-		if len(bad) > 0 {
-			p.notef("mount namespace %d: %d mountinfo line(s) could not be parsed (first: %v)", ns.inode, len(bad), bad[0])
-		}
+		// Parsed by buildItems a part at a time: a parsed table of 30,000
+		// mounts is 20 MB.
+		ns.raw = res.Data
 		if res.Truncated {
 			p.notef("mount namespace %d: mountinfo longer than 32 MiB; the rest was not read", ns.inode)
 		}
@@ -414,98 +439,6 @@ func (p *mpProber) readTables(ctx context.Context, nss map[uint64]*mpNamespace, 
 	}
 	wg.Wait()
 	return order
-}
-
-// buildItems turns the namespaces' tables into one item per distinct
-// mount (same filesystem, root and mountpoint in several namespaces is one
-// mount) and links each to the mounts that must be probed before it.
-func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
-	type nsID struct {
-		ns *mpNamespace
-		id int
-	}
-	byKey := map[string]*mpItem{}
-	byNSID := map[nsID]*mpItem{}
-	var items []*mpItem
-	for _, ns := range order {
-		// The mount visible at a path is the one no other mount at the
-		// same path sits on. (Indexes and IDs only: a map of whole
-		// mounts, or one map per mountpoint, cost megabytes at 30,000.)
-		ids := make(map[int]int, len(ns.mounts)) // mount ID -> index in ns.mounts
-		for i, m := range ns.mounts {
-			ids[m.ID] = i
-		}
-		covered := map[int]bool{} // IDs of mounts something is mounted on at the same path
-		for _, m := range ns.mounts {
-			if i, ok := ids[m.ParentID]; ok && ns.mounts[i].MountPoint == m.MountPoint && m.ParentID != m.ID {
-				covered[m.ParentID] = true
-			}
-		}
-		for _, m := range ns.mounts {
-			key := m.Dev() + "\x00" + m.Root + "\x00" + m.MountPoint
-			if it := byKey[key]; it != nil {
-				it.rec.Namespaces = append(it.rec.Namespaces, ns.inode)
-				byNSID[nsID{ns, m.ID}] = it
-				continue
-			}
-			it := &mpItem{parentID: m.ParentID, major: m.Major, minor: m.Minor, ns: ns, class: procfs.Classify(m), order: len(items)}
-			it.hidden = covered[m.ID]
-			it.autofs = m.FSType == "autofs"
-			it.rec = layout.MountProbe{
-				Mountpoint: m.MountPoint, ProbePath: ns.prefix + m.MountPoint,
-				Namespaces: []uint64{ns.inode}, ProbeNamespace: ns.inode, MountID: m.ID,
-				FSType: m.FSType, Source: m.Source, Dev: m.Dev(), Root: m.Root,
-				Class: mpClassName(it.class),
-			}
-			if ns.prefix != "" && m.MountPoint == "/" {
-				it.rec.ProbePath = ns.prefix + "/"
-			}
-			byKey[key] = it
-			byNSID[nsID{ns, m.ID}] = it
-			items = append(items, it)
-		}
-	}
-	for _, it := range items {
-		it.likely = it.class == procfs.ClassNetwork || it.class == procfs.ClassFUSE
-		first := mpFirstPath(it.rec.Mountpoint, p.first)
-		if it.ns.self && !first {
-			if hp, ok := p.env.Host().Host(it.rec.Mountpoint); ok {
-				first = mpFirstPath(string(hp), p.first)
-			}
-		}
-		tier := 3
-		switch {
-		case it.ns.first && first:
-			tier = 0
-		case it.ns.first:
-			tier = 1
-		case first:
-			tier = 2
-		}
-		it.own = mpPrio{tier: tier, class: int(it.class), order: it.order}
-		it.prio = it.own
-	}
-	// Dependencies, in the namespace each item is probed through. The
-	// probe of a filesystem (a FUSE connection, a device) that stands
-	// for all its mounts, in every namespace, is its most urgent mount's.
-	byPrio := append([]*mpItem(nil), items...)
-	sort.SliceStable(byPrio, func(i, j int) bool { return byPrio[i].own.less(byPrio[j].own) })
-	devRep := map[string]*mpItem{}
-	for _, it := range byPrio {
-		if it.hidden || it.autofs {
-			continue
-		}
-		if pm, ok := byNSID[nsID{it.ns, it.parentID}]; ok && pm != it {
-			it.parent = pm
-		}
-		if r := devRep[it.rec.Dev]; r != nil {
-			it.devRep = r
-		} else {
-			devRep[it.rec.Dev] = it
-		}
-	}
-	mpInherit(items)
-	return items
 }
 
 // mpSafePath reports whether no network or FUSE mount of ns lies on the

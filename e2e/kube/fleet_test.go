@@ -25,10 +25,15 @@ import (
 	"github.com/nodesnap/nodesnap/internal/testkit"
 )
 
-// clients are client-go's for the e2e cluster.
-func (c *cluster) clients(t *testing.T) (fleet.PodIO, kubernetes.Interface) {
+// clients are the e2e cluster's: fleet's own (what the binary uses) and
+// client-go's clientset, for what the test sets up itself.
+func (c *cluster) clients(t *testing.T) (fleet.PodIO, fleet.Client, kubernetes.Interface) {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, err := fleet.NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +41,7 @@ func (c *cluster) clients(t *testing.T) (fleet.PodIO, kubernetes.Interface) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fleet.NewPodIO(cfg, cs), cs
+	return fleet.NewPodIO(cfg, fc), fc, cs
 }
 
 // ghostNode registers a Node object with no kubelet behind it, as a node
@@ -122,7 +127,7 @@ func rowOf(t *testing.T, rep *fleet.Report, node string) fleet.NodeResult {
 // collection itself (pod start, copy-back) on this node.
 func TestFleetCollect(t *testing.T) {
 	c := requireCluster(t)
-	_, cs := c.clients(t)
+	_, _, cs := c.clients(t)
 	removeNewHostBundles(t)
 	ghost := "nodesnap-e2e-ghost"
 	ghostNode(t, cs, ghost)
@@ -183,7 +188,7 @@ func TestFleetCollect(t *testing.T) {
 func fleetRun(t *testing.T, c *cluster, o fleet.Options) (*fleet.Report, string) {
 	t.Helper()
 	removeNewHostBundles(t)
-	o.PodIO, o.Client = c.clients(t)
+	o.PodIO, o.Client, _ = c.clients(t)
 	if o.Image == "" {
 		o.Image = c.image(t)
 	}
