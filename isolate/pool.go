@@ -414,8 +414,9 @@ func (w *worker) kill() {
 			w.child.KillWithin(false, workerReapGrace)
 		}
 		if w.inW != nil {
-			w.inW.Close()
-			w.outR.Close()
+			// Pipes to a process that is gone: nothing to report.
+			_ = w.inW.Close()
+			_ = w.outR.Close()
 		}
 	})
 }

@@ -228,7 +228,9 @@ func TestRedactConfigOnHungMount(t *testing.T) {
 		if ents, _ := os.ReadDir(out); len(ents) != 0 {
 			t.Errorf("the output directory holds %d entries: nothing should have been written", len(ents))
 		}
-		f.Close()
+		if err := f.Close(); err != nil {
+			t.Errorf("unmounting the hung FUSE mount: %v", err)
+		}
 		o.failed = t.Failed()
 		record(o)
 	}

@@ -38,7 +38,7 @@ func (f *redactFlags) register(fs *pflag.FlagSet) {
 // collection starts, so a mistake in it is reported with its line number
 // and nothing is collected. nil means the built-in rules alone.
 func (f *redactFlags) settings() (*redact.Settings, error) {
-	return f.settingsFrom(func(p string) (*redact.Config, error) { return redact.LoadConfig(p) })
+	return f.settingsFrom(redact.LoadConfig)
 }
 
 // isolatedSettings is settings for collect: the config file is read in a
