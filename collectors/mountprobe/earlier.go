@@ -163,19 +163,20 @@ func mpEarlierOp(rq mpEarlierRequest) (any, error) {
 		if exe, err := os.Readlink(filepath.Join(dir, "exe")); err == nil && filepath.Base(strings.TrimSuffix(exe, " (deleted)")) != name {
 			continue
 		}
+		// Its name, arguments and environment are whatever the process
+		// chose: another user's process can copy all three (and put a
+		// thread in D state on a FUSE mount of its own) to make this run
+		// leave any mount unprobed. Only a process of the user we run as
+		// is ours; status says so without the task's memory (and still
+		// does when the main thread has exited).
+		if !mpSameUser(dir) {
+			continue
+		}
 		stuck := mpThreadsD(dir)
 		if len(stuck) == 0 {
 			continue
 		}
 		tdir := filepath.Join(dir, "task", strconv.Itoa(stuck[0]))
-		// Its name, arguments and environment are whatever the process
-		// chose: another user's process can copy all three (and put a
-		// thread in D state on a FUSE mount of its own) to make this run
-		// leave any mount unprobed. Only a process of the user we run as
-		// is ours; status says so without the task's memory.
-		if !mpSameUser(tdir) {
-			continue
-		}
 		exe, err := os.Readlink(filepath.Join(tdir, "exe"))
 		if err != nil || filepath.Base(strings.TrimSuffix(exe, " (deleted)")) != name {
 			continue

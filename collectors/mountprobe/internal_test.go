@@ -281,6 +281,9 @@ func TestMpEarlierOpTrustsOnlyOurOwnWorkers(t *testing.T) {
 			if err := os.Symlink(self, filepath.Join(d, "exe")); err != nil {
 				t.Fatal(err)
 			}
+			if err := os.WriteFile(filepath.Join(d, "status"), []byte(files["status"]), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	line := func(dev string, tid int) string {
