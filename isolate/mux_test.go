@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -268,4 +269,44 @@ func waitGone(pid int, d time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// A worker that dies (the OOM killer's SIGKILL) while one of its threads
+// is stuck uninterruptibly on a hung FUSE mount cannot be reaped, and the
+// stuck thread keeps its pipes open: no end of file says it is gone. Items
+// in flight must get an error, not wait for their whole deadline to be
+// reported as hangs, and later items must go to a live worker.
+func TestPoolWorkerDeadWithAThreadStuckInTheKernel(t *testing.T) {
+	testkit.RequireFUSE(t)
+	f := testkit.HungFUSE(t, "", testkit.FUSEStartHung())
+	p := isolate.NewPool(8, 2*time.Second)
+	defer p.Close()
+	ctx := context.Background()
+	var pid int
+	if err := p.Do(ctx, "test-pid", nil, &pid); err != nil {
+		t.Fatal(err)
+	}
+	// A thread of the worker stuck on the hung mount.
+	if err := p.DoTimeout(ctx, 300*time.Millisecond, isolate.OpStat, isolate.StatRequest{Path: f.Mountpoint()}, nil); !isolate.IsTimeout(err) {
+		t.Fatalf("stat of a hung FUSE mount: %v, want a timeout", err)
+	}
+	slow := make(chan error, 1)
+	go func() { slow <- p.Do(ctx, "test-sleep", sleepRequest{MS: 1500}, nil) }()
+	time.Sleep(200 * time.Millisecond)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-slow; err == nil || isolate.IsTimeout(err) {
+		t.Errorf("an item running when its worker was killed: %v, want an error that is not a hang", err)
+	}
+	var other int
+	if err := p.Do(ctx, "test-pid", nil, &other); err != nil || other == pid {
+		t.Errorf("an item after its worker was killed: pid %d (the dead worker is %d), %v", other, pid, err)
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("aborting the hung mount: %v", err)
+	}
+	if !waitGone(pid, 5*time.Second) {
+		t.Errorf("worker %d outlived the abort of the hung mount", pid)
+	}
 }

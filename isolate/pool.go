@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -166,6 +168,10 @@ type worker struct {
 	outR  *os.File // its stdout, read by one goroutine (route)
 	wmu   sync.Mutex
 	end   sync.Once
+	// routed is closed when route has ended; died is set when the
+	// process was found dead but not reapable (see watch).
+	routed chan struct{}
+	died   atomic.Bool
 
 	// Guarded by Pool.mu.
 	calls    map[uint64]*call // in flight, abandoned ones included
@@ -299,7 +305,7 @@ func (p *Pool) assign() (*worker, uint64, *call, error) {
 	}
 	fresh := w == nil
 	if fresh {
-		w = &worker{ready: make(chan struct{}), calls: map[uint64]*call{}}
+		w = &worker{ready: make(chan struct{}), routed: make(chan struct{}), calls: map[uint64]*call{}}
 		p.workers = append(p.workers, w)
 		p.started++
 	}
@@ -434,6 +440,7 @@ func (p *Pool) start(w *worker) {
 	}
 	w.child, w.inW, w.outR = c, inW, outR
 	go p.route(w)
+	go w.watch()
 	p.mu.Lock()
 	closed := p.closed
 	p.mu.Unlock()
@@ -493,11 +500,16 @@ func (p *Pool) spawn() (*Child, *os.File, *os.File, error) {
 // call of its id, and when the worker ends, tells every call still
 // waiting.
 func (p *Pool) route(w *worker) {
+	defer close(w.routed)
 	br := bufio.NewReaderSize(w.outR, 64<<10)
 	var err error
 	for {
 		var line []byte
 		line, err = br.ReadBytes('\n')
+		if err != nil && w.died.Load() {
+			err = errors.New("the worker process died (killed, or crashed); a thread of it stuck in the kernel keeps it from being reaped")
+			break
+		}
 		if err != nil {
 			err = fmt.Errorf("worker exited: %w", err)
 			break
@@ -536,6 +548,52 @@ func (p *Pool) route(w *worker) {
 	w.stuck = 0
 	p.mu.Unlock()
 	w.kill()
+}
+
+// workerWatchEvery is how often watch looks at a worker's main thread.
+const workerWatchEvery = 200 * time.Millisecond
+
+// watch ends the reader of a worker whose process died but cannot be
+// reaped: a thread stuck uninterruptibly in the kernel (a FUSE request its
+// daemon has read) outlives an exit, even SIGKILL from the OOM killer, and
+// keeps the process's pipes open, so no end of file says it is gone.
+// Without this, items in flight would wait out their deadline to be
+// reported as hangs, and new ones would be sent to the dead worker. The
+// main thread of a Go program exits only with the whole process: once it
+// is a zombie, the worker is dead.
+func (w *worker) watch() {
+	t := time.NewTicker(workerWatchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.routed:
+			return
+		case <-w.child.Done():
+			return
+		case <-t.C:
+		}
+		select {
+		case <-w.child.Done():
+			return // reaped: its pid may be another process's now
+		default:
+		}
+		if mainThreadExited(w.child.PID()) {
+			w.died.Store(true)
+			_ = w.outR.Close() // ends route, which tells every caller
+			return
+		}
+	}
+}
+
+// mainThreadExited reports whether the main thread of our child pid is a
+// zombie (or gone). Its stat takes no lock of the process's memory.
+func mainThreadExited(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	st := taskState(string(b))
+	return st == "Z" || st == "X"
 }
 
 // workerReapGrace is how long a killed worker gets to be reaped. A worker

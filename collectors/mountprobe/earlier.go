@@ -132,7 +132,7 @@ type mpEarlier struct {
 }
 
 // mpEarlierOp lists the probes of workers of this binary (same executable
-// name) whose thread is in D state and whose note line is older than the
+// name, run by our user) whose thread is in D state and whose note line is older than the
 // request says. Only those workers are read beyond /proc/<pid>/stat and
 // their threads' stat: exe, cmdline and environ are read from stuck
 // workers of ours alone, which hold no lock of their memory, and through
@@ -161,6 +161,15 @@ func mpEarlierOp(rq mpEarlierRequest) (any, error) {
 		dir := filepath.Join(rq.Proc, strconv.Itoa(pid))
 		// Most processes are told apart by their program alone.
 		if exe, err := os.Readlink(filepath.Join(dir, "exe")); err == nil && filepath.Base(strings.TrimSuffix(exe, " (deleted)")) != name {
+			continue
+		}
+		// Its name, arguments and environment are whatever the process
+		// chose: another user's process can copy all three (and put a
+		// thread in D state on a FUSE mount of its own) to make this run
+		// leave any mount unprobed. Only a process of the user we run as
+		// is ours; status says so without the task's memory (and still
+		// does when the main thread has exited).
+		if !mpSameUser(dir) {
 			continue
 		}
 		stuck := mpThreadsD(dir)
@@ -198,7 +207,13 @@ func mpStuckInNote(pid int, environ []byte, stuck []int, cutoff time.Time) []mpE
 		return nil
 	}
 	var out []mpEarlier
-	for _, line := range strings.Split(note, "\n") {
+	lines := strings.Split(note, "\n")
+	// A worker runs at most WorkerItems items, one line each: a note with
+	// more is not one a worker wrote.
+	if len(lines) > isolate.WorkerItems() {
+		return nil
+	}
+	for _, line := range lines {
 		n, ok := mpParseNote(line)
 		if !ok || n.Started.After(cutoff) || n.TID != 0 && !slices.Contains(stuck, n.TID) {
 			// A probe that answered after its worker was killed, or
@@ -208,6 +223,27 @@ func mpStuckInNote(pid int, environ []byte, stuck []int, cutoff time.Time) []mpE
 		out = append(out, mpEarlier{PID: pid, TID: n.TID, Dev: n.Dev, Started: n.Started, Path: n.Path})
 	}
 	return out
+}
+
+// mpSameUser reports whether the task at dir runs as the user we run as:
+// real and effective uid both, from its status file. The owner of /proc/<pid>
+// would not do: a process that makes itself not dumpable shows as root's.
+func mpSameUser(dir string) bool {
+	var b [4096]byte
+	st, err := hostfs.ReadSmall(filepath.Join(dir, "status"), b[:])
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		rest, ok := strings.CutPrefix(line, "Uid:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		me := strconv.Itoa(os.Geteuid())
+		return len(f) >= 2 && f[0] == me && f[1] == me
+	}
+	return false
 }
 
 // mpThreadsD lists the threads of the process at dir in uninterruptible

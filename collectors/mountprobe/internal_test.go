@@ -3,8 +3,12 @@ package mountprobe
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -238,4 +242,77 @@ func FuzzMpParseNote(f *testing.F) {
 			t.Errorf("%+v does not survive a round trip: %+v %v", n, again, ok)
 		}
 	})
+}
+
+// A process of another user can look like one of our stuck probe workers
+// in every way it controls: its program's name, its arguments, its
+// environment, a thread in D state (its own FUSE mount can do that). Its
+// note must not make this run skip mounts it names; nor may one note name
+// more probes than a worker runs at once.
+func TestMpEarlierOpTrustsOnlyOurOwnWorkers(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Hour)
+	proc := t.TempDir()
+	// worker writes /proc/<pid> of a worker stuck on one thread, run by
+	// uid, whose note has the given lines.
+	worker := func(pid, uid int, lines ...string) {
+		tid := pid + 1
+		dir := filepath.Join(proc, strconv.Itoa(pid))
+		tdir := filepath.Join(dir, "task", strconv.Itoa(tid))
+		if err := os.MkdirAll(tdir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		note := strings.Join(lines, "\n")
+		files := map[string]string{
+			"stat":    strconv.Itoa(tid) + " (" + filepath.Base(self) + ") D 1 1 1 0 -1",
+			"status":  fmt.Sprintf("Name:\tx\nUid:\t%d\t%d\t%d\t%d\nGid:\t0\t0\t0\t0\n", uid, uid, uid, uid),
+			"cmdline": filepath.Base(self) + "\x00" + isolate.ModeWorker + "\x00",
+			"environ": isolate.WorkerNoteVar + "=" + note + strings.Repeat(" ", max(isolate.NoteSize-len(note), 0)) + "\x00PATH=/bin\x00",
+		}
+		for name, data := range files {
+			if err := os.WriteFile(filepath.Join(tdir, name), []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, d := range []string{dir, tdir} {
+			if err := os.Symlink(self, filepath.Join(d, "exe")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, "status"), []byte(files["status"]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	line := func(dev string, tid int) string {
+		return mpNote{Dev: dev, Started: at, TID: tid, Path: "/mnt/" + dev}.String()
+	}
+	me := os.Geteuid()
+	worker(100, me, line("0:61", 101))
+	worker(200, me+1, line("0:62", 201), line("8:1", 201))
+	var many []string
+	for i := range isolate.NoteSize / 40 {
+		many = append(many, mpNote{Dev: "0:" + strconv.Itoa(1000+i), Started: at, TID: 301}.Short())
+	}
+	worker(300, me, many...)
+
+	v, err := mpEarlierOp(mpEarlierRequest{Proc: proc, OlderThanMS: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPID := map[int][]string{}
+	for _, e := range v.([]mpEarlier) {
+		byPID[e.PID] = append(byPID[e.PID], e.Dev)
+	}
+	if !slices.Equal(byPID[100], []string{"0:61"}) {
+		t.Errorf("our own stuck worker: probes on %v, want [0:61]", byPID[100])
+	}
+	if len(byPID[200]) != 0 {
+		t.Errorf("a worker-like process of uid %d (we are %d) was trusted: its note names %v", me+1, me, byPID[200])
+	}
+	if n := len(byPID[300]); n > isolate.WorkerItems() {
+		t.Errorf("one worker's note was taken to name %d stuck probes; a worker runs at most %d at once", n, isolate.WorkerItems())
+	}
 }
