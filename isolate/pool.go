@@ -609,7 +609,9 @@ func (p *Pool) Close() {
 	ws := p.workers
 	p.workers = nil
 	for _, w := range ws {
-		w.gone, w.retiring = true, true
+		// killed: a caller abandoning an item later must not start a
+		// kill of its own (and add to p.ending while Close waits on it).
+		w.gone, w.retiring, w.killed = true, true, true
 	}
 	p.mu.Unlock()
 	for _, w := range ws {
