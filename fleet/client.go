@@ -89,6 +89,12 @@ func NewClient(cfg *rest.Config) (Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	base := *cfg
+	if base.UserAgent == "" {
+		// Before the transport is built: it is the transport that sends it.
+		base.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	cfg = &base
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("the Kubernetes client's HTTP transport: %w", err)
@@ -98,9 +104,6 @@ func NewClient(cfg *rest.Config) (Client, error) {
 		c.GroupVersion = &gv
 		c.APIPath = apiPath
 		c.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(k.scheme, k.codecs).WithoutConversion()
-		if c.UserAgent == "" {
-			c.UserAgent = rest.DefaultKubernetesUserAgent()
-		}
 		rc, err := rest.RESTClientForConfigAndClient(&c, hc)
 		if err != nil {
 			return nil, fmt.Errorf("a Kubernetes client for %s: %w", gv, err)

@@ -22,13 +22,18 @@ import (
 // apiServer answers the requests NewClient's clients make the way an API
 // server does, recording each as "METHOD path?query".
 type apiServer struct {
-	mu   sync.Mutex
-	seen []string
+	mu     sync.Mutex
+	seen   []string
+	agents map[string]bool
 }
 
 func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	a.seen = append(a.seen, r.Method+" "+r.URL.RequestURI())
+	if a.agents == nil {
+		a.agents = map[string]bool{}
+	}
+	a.agents[r.UserAgent()] = true
 	a.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	switch {
@@ -100,6 +105,14 @@ func TestNewClient(t *testing.T) {
 	if string(b) != "the log\n" {
 		t.Errorf("log %q, want %q", b, "the log\n")
 	}
+	api.mu.Lock()
+	for ua := range api.agents {
+		// An API server's audit log names the client by it.
+		if ua != rest.DefaultKubernetesUserAgent() {
+			t.Errorf("a request went out with User-Agent %q, want %q", ua, rest.DefaultKubernetesUserAgent())
+		}
+	}
+	api.mu.Unlock()
 	err = c.CoreV1().Pods("ns1").Delete(ctx, "p1", metav1.DeleteOptions{})
 	var se *apierrors.StatusError
 	if !errors.As(err, &se) {
