@@ -410,7 +410,8 @@ func (p *mpProber) readTables(ctx context.Context, nss map[uint64]*mpNamespace, 
 		// mounts is 20 MB.
 		ns.raw = res.Data
 		if res.Truncated {
-			p.notef("mount namespace %d: mountinfo longer than 32 MiB; the rest was not read", ns.inode)
+			// Mounts past the cut are neither listed nor probed.
+			p.env.Partialf("mount namespace %d: mountinfo longer than 32 MiB; the mounts after it were not read or probed", ns.inode)
 		}
 		return nil
 	}

@@ -293,6 +293,9 @@ func collectMounts(ctx context.Context, env *collectors.Env) error {
 			return
 		}
 		mns.ReadFrom, mns.ReadFromRoot, mns.Truncated = layout.TaskRef{PID: r.From.PID, TID: r.From.TID}, r.Root, r.Truncated
+		if r.Truncated {
+			env.Partialf("mount namespace %d: mountinfo longer than %d bytes (the file size cap); the mounts after the cut are missing", ns, tables.maxTable())
+		}
 		mounts, bad := procfs.ParseMountInfo(r.Data)
 		mns.Mounts = make([]layout.NamespaceMount, len(mounts))
 		for j, m := range mounts {

@@ -17,7 +17,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/internal/collectortest"
 	"github.com/nodesnap/nodesnap/collectors/mounts"
 	"github.com/nodesnap/nodesnap/internal/testkit"
@@ -522,4 +524,17 @@ func FuzzBuildMountDeviceIndex(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A mount table cut at the file size cap loses the mounts after the cut:
+// the collector says so and is partial, not ok with a note.
+func TestMountsTableCutIsPartial(t *testing.T) {
+	testkit.RequireRoot(t)
+	b := collectortest.Collect(t, "mounts", collectors.Common{MaxFileBytes: 1024})
+	if b.Res.Status != bundle.StatusPartial {
+		t.Errorf("status %s with every table cut at 1 KiB, want partial", b.Res.Status)
+	}
+	if !strings.Contains(b.Res.Error+b.Notes(), "the mounts after the cut are missing") {
+		t.Errorf("nothing says the tables were cut: error %q, notes %q", b.Res.Error, b.Notes())
+	}
 }
