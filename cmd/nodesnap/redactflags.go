@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -76,7 +77,7 @@ func readConfigIsolated(p string, timeout time.Duration) ([]byte, error) {
 	case err != nil:
 		var oe *isolate.OpError
 		if errors.As(err, &oe) && oe.Errno != 0 {
-			return nil, fmt.Errorf("reading the redaction config: %w", &pathError{path: p, err: oe.Errno})
+			return nil, fmt.Errorf("reading the redaction config: %w", &os.PathError{Op: "open", Path: p, Err: oe.Errno})
 		}
 		return nil, fmt.Errorf("reading the redaction config %s: %w", p, err)
 	case r.Truncated:
@@ -84,16 +85,6 @@ func readConfigIsolated(p string, timeout time.Duration) ([]byte, error) {
 	}
 	return r.Data, nil
 }
-
-// pathError words a failed read like os.ReadFile does ("open P: no such
-// file or directory"), keeping the errno for errors.Is.
-type pathError struct {
-	path string
-	err  error
-}
-
-func (e *pathError) Error() string { return "open " + e.path + ": " + e.err.Error() }
-func (e *pathError) Unwrap() error { return e.err }
 
 func (f *redactFlags) settingsFrom(load func(string) (*redact.Config, error)) (*redact.Settings, error) {
 	if f.config == "" && len(f.obfuscate) == 0 {
