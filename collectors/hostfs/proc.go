@@ -209,12 +209,11 @@ func (f *FS) MountNamespaces() (Namespaces, error) {
 // read is a worker item (see Mountinfo).
 func (f *FS) TaskMountinfo(ctx context.Context, cands []Task, max int64) (r isolate.ReadFileResult, from Task, root string, err error) {
 	proc := f.Seen("/proc")
-	task := func(t Task) string { return strconv.Itoa(t.PID) + "/task/" + strconv.Itoa(t.TID) }
 	err = errors.New("no task of the namespace is left")
 	var fallback []Task
 	var fallbackRoots []string
 	for _, t := range cands {
-		l, lerr := os.Readlink(proc + "/" + task(t) + "/root")
+		l, lerr := os.Readlink(proc + "/" + taskDir(t) + "/root")
 		if lerr != nil {
 			err = lerr
 			continue
@@ -223,7 +222,7 @@ func (f *FS) TaskMountinfo(ctx context.Context, cands []Task, max int64) (r isol
 			fallback, fallbackRoots = append(fallback, t), append(fallbackRoots, l)
 			continue
 		}
-		res, rerr := f.Mountinfo(ctx, task(t), max)
+		res, rerr := f.Mountinfo(ctx, taskDir(t), max)
 		if rerr == nil {
 			return res, t, "", nil
 		}
@@ -233,7 +232,7 @@ func (f *FS) TaskMountinfo(ctx context.Context, cands []Task, max int64) (r isol
 		}
 	}
 	for i, t := range fallback {
-		res, rerr := f.Mountinfo(ctx, task(t), max)
+		res, rerr := f.Mountinfo(ctx, taskDir(t), max)
 		if rerr == nil {
 			return res, t, fallbackRoots[i], nil
 		}
