@@ -139,10 +139,9 @@ func mpListNamespaces(fs *hostfs.FS) (map[uint64]*mpNamespace, uint64, uint64, e
 // mpItem is one distinct mount: one record, at most one probe.
 type mpItem struct {
 	rec layout.MountProbe
-	// parentID, major and minor are what is kept of the mount beside its
-	// record: a copy of the whole parsed line (options and all) cost
-	// hundreds of bytes a mount.
-	parentID     int
+	// major and minor are what is kept of the mount beside its record:
+	// a copy of the whole parsed line (options and all) cost hundreds of
+	// bytes a mount. (Its parent is linked in addTable, from the table.)
 	major, minor uint32
 	ns           *mpNamespace
 	class        procfs.FSClass

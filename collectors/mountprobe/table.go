@@ -266,7 +266,7 @@ func (p *mpProber) addTable(ns *mpNamespace, items []*mpItem, seen *mpDistinct, 
 // mpNewItem is the item of a mount first seen in ns, holding copies of
 // the strings it keeps, not views of the table.
 func mpNewItem(ns *mpNamespace, m procfs.Mount, class procfs.FSClass, order int, in mpInterner) *mpItem {
-	it := &mpItem{parentID: m.ParentID, major: m.Major, minor: m.Minor, ns: ns, class: class, order: order}
+	it := &mpItem{major: m.Major, minor: m.Minor, ns: ns, class: class, order: order}
 	it.autofs = m.FSType == "autofs"
 	// The mountpoint is the end of the probe path, not another copy.
 	probePath := ns.prefix + m.MountPoint
