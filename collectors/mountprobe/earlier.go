@@ -13,6 +13,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/procfs"
 )
 
 // Probes of earlier runs still stuck: a FUSE or network mount whose server
@@ -260,8 +261,7 @@ func mpThreadsD(dir string) []int {
 		if err != nil {
 			continue
 		}
-		s := string(st)
-		if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] == 'D' {
+		if ps, err := procfs.ParseStat(st); err == nil && ps.State == "D" {
 			out = append(out, tid)
 		}
 	}

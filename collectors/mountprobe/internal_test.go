@@ -267,7 +267,7 @@ func TestMpEarlierOpTrustsOnlyOurOwnWorkers(t *testing.T) {
 		}
 		note := strings.Join(lines, "\n")
 		files := map[string]string{
-			"stat":    strconv.Itoa(tid) + " (" + filepath.Base(self) + ") D 1 1 1 0 -1",
+			"stat":    strconv.Itoa(tid) + " (" + filepath.Base(self) + ") D 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 1000 1000000 100",
 			"status":  fmt.Sprintf("Name:\tx\nUid:\t%d\t%d\t%d\t%d\nGid:\t0\t0\t0\t0\n", uid, uid, uid, uid),
 			"cmdline": filepath.Base(self) + "\x00" + isolate.ModeWorker + "\x00",
 			"environ": isolate.WorkerNoteVar + "=" + note + strings.Repeat(" ", max(isolate.NoteSize-len(note), 0)) + "\x00PATH=/bin\x00",
