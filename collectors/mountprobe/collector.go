@@ -295,7 +295,7 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	}
 
 	earlier := p.findEarlier(pctx, items)
-	// MaxStuck bounds the stuck workers of every run together.
+	// MaxStuck bounds the stuck probes of every run together.
 	p.maxStuck = max(p.maxStuck-earlier, 0)
 
 	p.schedule(pctx, items)

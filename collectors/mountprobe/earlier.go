@@ -270,7 +270,8 @@ func mpThreadsD(dir string) []int {
 
 // findEarlier asks a worker for the earlier runs' probes still stuck and
 // marks the mounts of their filesystems hung, unprobed. It returns how
-// many such workers there are.
+// many such probes there are (a worker may hold several), the number
+// counted against MaxStuck.
 func (p *mpProber) findEarlier(ctx context.Context, items []*mpItem) int {
 	var found []mpEarlier
 	err := p.env.Do(ctx, opMountEarlier, p.env.ProcPath(), mpEarlierRequest{Proc: p.env.ProcPath(), OlderThanMS: p.probeTimeout.Milliseconds()}, &found)
