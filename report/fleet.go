@@ -163,6 +163,9 @@ func buildFleetPage(v *fleetview.View) *fleetPage {
 	p := &fleetPage{Dir: human.Cut(v.Dir, 1000), Title: "nodesnap fleet report: " + human.Cut(filepath.Base(v.Dir), 200)}
 	// As the report's: at most about 1 MiB of the bundles' text.
 	bud := &budget{left: maxBundleText}
+	// anchors links a node's name (fleet.json's rows, the differences) to
+	// its section: the first of that name, as two bundles of one host
+	// (two collections, no fleet.json) share a name but not an anchor.
 	anchors := map[string]string{}
 	var good []fleetview.Node
 	for _, n := range v.Nodes {
@@ -175,7 +178,9 @@ func buildFleetPage(v *fleetview.View) *fleetPage {
 			continue
 		}
 		good = append(good, n)
-		anchors[n.Name] = fmt.Sprintf("node-%d", len(good))
+		if _, ok := anchors[n.Name]; !ok {
+			anchors[n.Name] = fmt.Sprintf("node-%d", len(good))
+		}
 		for _, f := range n.Report.Findings {
 			if f.Severity >= analyze.Warning {
 				p.Sick++
@@ -206,8 +211,8 @@ func buildFleetPage(v *fleetview.View) *fleetPage {
 	}
 	p.Chart = barChart("Nodes per finding", bars, 0, "", bud)
 
-	for _, n := range good {
-		anchor := anchors[n.Name]
+	for i, n := range good {
+		anchor := fmt.Sprintf("node-%d", i+1)
 		host := human.Cut(orUnknown(n.Name), 200)
 		row := fleetRow{Anchor: anchor, Host: host, Worst: "none"}
 		per := map[string][]analyze.Finding{}
