@@ -33,10 +33,6 @@ const (
 	maxFleetRunRows  = 200 // rows of fleet.json shown (the bad ones first)
 )
 
-// IsBundleName reports whether a file name is a bundle's (.tar.gz,
-// .tar.zst, .tgz), not a hidden or temporary file.
-func IsBundleName(name string) bool { return fleetview.IsBundleName(name) }
-
 // HoldsBundles reports whether p is a fleet's directory, not an extracted
 // bundle: no manifest.json at its top, and a fleet.json or at least one
 // file named as a bundle.
@@ -52,7 +48,7 @@ func HoldsBundles(p string) bool {
 		return false
 	}
 	for _, e := range ents {
-		if e.Type().IsRegular() && IsBundleName(e.Name()) {
+		if e.Type().IsRegular() && fleetview.IsBundleName(e.Name()) {
 			return true
 		}
 	}
