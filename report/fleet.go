@@ -63,7 +63,7 @@ func HoldsBundles(p string) bool {
 func LoadFleet(ctx context.Context, dir string) (*fleetview.View, error) {
 	v, err := fleetview.LoadWith(ctx, dir, fleetview.Options{MaxBundles: MaxFleetBundles})
 	if errors.Is(err, fleetview.ErrNoBundles) {
-		return nil, fmt.Errorf("%s holds no bundle (*.tar.gz, *.tar.zst): give a bundle, or a directory of bundles such as nodesnap fleet writes", dir)
+		return nil, fmt.Errorf("%s holds no bundle (no *.tar.gz, *.tar.zst or *.tgz, no node in a fleet.json): give a bundle, or a directory of bundles such as nodesnap fleet writes", dir)
 	}
 	return v, err
 }
