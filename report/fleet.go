@@ -33,10 +33,6 @@ const (
 	maxFleetRunRows  = 200 // rows of fleet.json shown (the bad ones first)
 )
 
-// IsBundleName reports whether a file name is a bundle's (.tar.gz,
-// .tar.zst, .tgz), not a hidden or temporary file.
-func IsBundleName(name string) bool { return fleetview.IsBundleName(name) }
-
 // HoldsBundles reports whether p is a fleet's directory, not an extracted
 // bundle: no manifest.json at its top, and a fleet.json or at least one
 // file named as a bundle.
@@ -52,7 +48,7 @@ func HoldsBundles(p string) bool {
 		return false
 	}
 	for _, e := range ents {
-		if e.Type().IsRegular() && IsBundleName(e.Name()) {
+		if e.Type().IsRegular() && fleetview.IsBundleName(e.Name()) {
 			return true
 		}
 	}
@@ -67,7 +63,7 @@ func HoldsBundles(p string) bool {
 func LoadFleet(ctx context.Context, dir string) (*fleetview.View, error) {
 	v, err := fleetview.LoadWith(ctx, dir, fleetview.Options{MaxBundles: MaxFleetBundles})
 	if errors.Is(err, fleetview.ErrNoBundles) {
-		return nil, fmt.Errorf("%s holds no bundle (*.tar.gz, *.tar.zst): give a bundle, or a directory of bundles such as nodesnap fleet writes", dir)
+		return nil, fmt.Errorf("%s holds no bundle (no *.tar.gz, *.tar.zst or *.tgz, no node in a fleet.json): give a bundle, or a directory of bundles such as nodesnap fleet writes", dir)
 	}
 	return v, err
 }
@@ -163,6 +159,9 @@ func buildFleetPage(v *fleetview.View) *fleetPage {
 	p := &fleetPage{Dir: human.Cut(v.Dir, 1000), Title: "nodesnap fleet report: " + human.Cut(filepath.Base(v.Dir), 200)}
 	// As the report's: at most about 1 MiB of the bundles' text.
 	bud := &budget{left: maxBundleText}
+	// anchors links a node's name (fleet.json's rows, the differences) to
+	// its section: the first of that name, as two bundles of one host
+	// (two collections, no fleet.json) share a name but not an anchor.
 	anchors := map[string]string{}
 	var good []fleetview.Node
 	for _, n := range v.Nodes {
@@ -175,7 +174,9 @@ func buildFleetPage(v *fleetview.View) *fleetPage {
 			continue
 		}
 		good = append(good, n)
-		anchors[n.Name] = fmt.Sprintf("node-%d", len(good))
+		if _, ok := anchors[n.Name]; !ok {
+			anchors[n.Name] = fmt.Sprintf("node-%d", len(good))
+		}
 		for _, f := range n.Report.Findings {
 			if f.Severity >= analyze.Warning {
 				p.Sick++
@@ -206,8 +207,8 @@ func buildFleetPage(v *fleetview.View) *fleetPage {
 	}
 	p.Chart = barChart("Nodes per finding", bars, 0, "", bud)
 
-	for _, n := range good {
-		anchor := anchors[n.Name]
+	for i, n := range good {
+		anchor := fmt.Sprintf("node-%d", i+1)
 		host := human.Cut(orUnknown(n.Name), 200)
 		row := fleetRow{Anchor: anchor, Host: host, Worst: "none"}
 		per := map[string][]analyze.Finding{}

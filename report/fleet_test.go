@@ -378,3 +378,32 @@ func FuzzFleetJSON(f *testing.F) {
 		}
 	})
 }
+
+// Two bundles of one host (two collections, no fleet.json): each node's
+// section keeps an anchor of its own, so the table's links and the page's
+// ids stay unique.
+func TestFleetPageSameHostTwice(t *testing.T) {
+	var nodes []fleetview.Node
+	for i := range 2 {
+		rep := &analyze.Report{Hostname: "node-a", BundleStatus: "complete",
+			Findings: []analyze.Finding{{ID: "mount-hung", Severity: analyze.Critical, Summary: "hung"}}}
+		nodes = append(nodes, fleetview.Node{Name: "node-a", Bundle: fmt.Sprintf("nodesnap-node-a-%d.tar.gz", i), Status: "complete", Report: rep})
+	}
+	p := buildFleetPage(fleetview.New("fleet", nodes, nil))
+	if len(p.Sections) != 2 || len(p.Rows) != 2 {
+		t.Fatalf("%d sections, %d rows, want 2 of each", len(p.Sections), len(p.Rows))
+	}
+	if p.Sections[0].Anchor == p.Sections[1].Anchor {
+		t.Errorf("both sections have anchor %q", p.Sections[0].Anchor)
+	}
+	for i := range p.Rows {
+		if p.Rows[i].Anchor != p.Sections[i].Anchor {
+			t.Errorf("row %d links to %q, its section is %q", i, p.Rows[i].Anchor, p.Sections[i].Anchor)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteFleet(&buf, fleetview.New("fleet", nodes, nil)); err != nil {
+		t.Fatal(err)
+	}
+	checkPage(t, buf.Bytes())
+}

@@ -53,7 +53,7 @@ type mntNSScan struct {
 
 type mntNSEntry struct {
 	inode       uint64
-	candidates  []layout.TaskRef // tasks to read mountinfo from, in scan order
+	candidates  []hostfs.Task // tasks to read mountinfo from, in scan order
 	processes   []layout.NamespaceProcess
 	tasks       int
 	threadLevel bool
@@ -167,7 +167,7 @@ func (s *mntNSScan) add(pid int, r mntProcScan) {
 	for _, t := range r.tasks {
 		e := s.entry(t.ns)
 		if len(e.candidates) < shared.MaxNSCandidates {
-			e.candidates = append(e.candidates, layout.TaskRef{PID: pid, TID: t.tid})
+			e.candidates = append(e.candidates, hostfs.Task{PID: pid, TID: t.tid})
 		}
 		e.tasks++
 	}
@@ -274,10 +274,7 @@ func collectMounts(ctx context.Context, env *collectors.Env) error {
 		rep.Namespaces[i] = layout.MountNamespace{Inode: ns, Host: ns == host && host != 0, ThreadLevel: e.threadLevel,
 			ProcessCount: len(e.processes), TaskCount: e.tasks, Processes: e.processes,
 			Error: "not read: the collector's deadline passed"}
-		cands[i] = make([]hostfs.Task, len(e.candidates))
-		for j, c := range e.candidates {
-			cands[i][j] = hostfs.Task{PID: c.PID, TID: c.TID}
-		}
+		cands[i] = e.candidates
 	}
 	tables := newMntTables(env, len(order))
 	env.Host().TaskMountinfos(scanCtx, cands, tables.maxTable(), mntReadWorkers(), func(i int, r hostfs.MountinfoResult) {
