@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/nodesnap/nodesnap/collectors/kubelet"
+	"github.com/nodesnap/nodesnap/internal/owndesc"
 	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/redact"
 	"github.com/nodesnap/nodesnap/supervisor"
@@ -48,12 +48,7 @@ func (f *redactFlags) settings() (*redact.Settings, error) {
 // file the user chose, reads it directly).
 func (f *redactFlags) isolatedSettings() (*redact.Settings, error) {
 	return f.settingsFrom(func(p string) (*redact.Config, error) {
-		if _, own := kubelet.KubeletDescriptor(p); own {
-			// <(...) or a pipe: one of this process's descriptors, which
-			// a worker does not have; the user's, not a host path.
-			return redact.LoadConfig(p)
-		}
-		data, err := readConfigIsolated(p, configReadTimeout)
+		data, err := readConfig(p)
 		if err != nil {
 			return nil, err
 		}
@@ -63,6 +58,31 @@ func (f *redactFlags) isolatedSettings() (*redact.Settings, error) {
 		}
 		return cfg, nil
 	})
+}
+
+// readConfig reads --redact-config under configReadTimeout: a host path
+// in a worker; one of this process's descriptors (<(...), a pipe), which
+// a worker does not have, here, with the same deadline.
+func readConfig(p string) ([]byte, error) {
+	fd, own := owndesc.Parse(p)
+	if !own {
+		return readConfigIsolated(p, configReadTimeout)
+	}
+	file, err := owndesc.FilePath(fd)
+	if err != nil {
+		return nil, fmt.Errorf("reading the redaction config %s: %w (sudo closes descriptors other than 0-2: use --redact-config /dev/stdin)", p, err)
+	}
+	if file != "" {
+		return readConfigIsolated(file, configReadTimeout)
+	}
+	data, err := owndesc.Read(context.Background(), fd, configReadTimeout, maxConfigBytes+1)
+	if err != nil {
+		return nil, fmt.Errorf("reading the redaction config %s: %w", p, err)
+	}
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("reading the redaction config %s: larger than %d MiB, which no rules file is: is it the right file?", p, maxConfigBytes>>20)
+	}
+	return data, nil
 }
 
 // readConfigIsolated reads a small file in a worker under a deadline.

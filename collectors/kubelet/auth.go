@@ -6,16 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path"
-	"strconv"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/internal/owndesc"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
@@ -316,26 +312,6 @@ func kubeletEvidenceName(endpoint string) string {
 	return endpoint
 }
 
-// KubeletDescriptor reports whether a --kubelet-token-file names one of
-// the reading process's own descriptors: /dev/stdin, /dev/fd/N,
-// /proc/self/fd/N (what a shell's <(...) and a pipe give).
-func KubeletDescriptor(p string) (int, bool) {
-	p = path.Clean(p)
-	if p == "/dev/stdin" {
-		return 0, true
-	}
-	for _, prefix := range []string{"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"} {
-		if n, ok := strings.CutPrefix(p, prefix); ok {
-			fd, err := strconv.Atoi(n)
-			if err != nil || fd < 0 || fd > 1<<20 || strconv.Itoa(fd) != n {
-				return 0, false
-			}
-			return fd, true
-		}
-	}
-	return 0, false
-}
-
 // PrepareKubeletToken reads --kubelet-token-file in the supervisor when it
 // names one of nodesnap's own descriptors. A collector's isolated worker
 // opening /dev/fd/63 would open its own descriptor 63 (whatever, if
@@ -349,7 +325,7 @@ func PrepareKubeletToken(ctx context.Context) {
 	if o.TokenFile == "" || o.Token != "" || os.Getenv(KubeletTokenEnv) != "" {
 		return
 	}
-	fd, ok := KubeletDescriptor(o.TokenFile)
+	fd, ok := owndesc.Parse(o.TokenFile)
 	if !ok {
 		return
 	}
@@ -358,20 +334,19 @@ func PrepareKubeletToken(ctx context.Context) {
 		timeout = 10 * time.Second
 	}
 	from := o.TokenFile
-	link := "/proc/self/fd/" + strconv.Itoa(fd)
-	target, err := os.Readlink(link)
+	target, err := owndesc.FilePath(fd)
 	if err != nil {
 		o.TokenFrom = from
 		o.TokenFileError = fmt.Sprintf("cannot read --kubelet-token-file %s: descriptor %d is not open in nodesnap (sudo closes descriptors other than 0-2: pipe the token into --kubelet-token-file /dev/stdin instead)", from, fd)
 		return
 	}
-	if strings.HasPrefix(target, "/") && !strings.HasPrefix(target, "/dev/") && !strings.HasSuffix(target, " (deleted)") {
+	if target != "" {
 		// A file: read where every path is read, in an isolated worker.
 		o.TokenFile = target
 		return
 	}
 	o.TokenFrom = from
-	data, err := readOwnDescriptor(ctx, link, fd, timeout)
+	data, err := owndesc.Read(ctx, fd, timeout, 64<<10)
 	if err != nil {
 		o.TokenFileError = fmt.Sprintf("cannot read --kubelet-token-file %s: %v", from, err)
 		return
@@ -383,41 +358,4 @@ func PrepareKubeletToken(ctx context.Context) {
 		return
 	}
 	o.Token = kubeletSecret(t)
-}
-
-// readOwnDescriptor reads up to 64 KiB from a pipe, socket or terminal
-// until EOF, within timeout. It opens the descriptor anew (a description
-// of its own, so the shell's terminal is not left non-blocking), or, for
-// a socket that cannot be reopened, reads a duplicate.
-func readOwnDescriptor(ctx context.Context, link string, fd int, timeout time.Duration) ([]byte, error) {
-	f, err := os.OpenFile(link, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
-	if err != nil {
-		nfd, derr := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-		if derr != nil {
-			return nil, err
-		}
-		if derr := unix.SetNonblock(nfd, true); derr != nil {
-			unix.Close(nfd)
-			return nil, err
-		}
-		f = os.NewFile(uintptr(nfd), link)
-	}
-	defer f.Close()
-	deadline := time.Now().Add(timeout)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	if err := f.SetReadDeadline(deadline); err != nil {
-		return nil, fmt.Errorf("it cannot be read with a deadline: %w", err)
-	}
-	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Now()) })
-	defer stop()
-	data, err := io.ReadAll(io.LimitReader(f, 64<<10))
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return nil, fmt.Errorf("nothing was written to it within %s (the command writing it may be waiting or failed)", timeout)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return data, nil
 }
