@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -251,7 +252,7 @@ type JournalResult struct {
 const journalMaxBytes = 4 << 20
 
 func readJournal(rq JournalRequest) (any, error) {
-	if !onPath("journalctl") {
+	if _, err := exec.LookPath("journalctl"); err != nil {
 		// No journalctl (the DaemonSet's image): the files themselves.
 		return readJournalNative(rq)
 	}
@@ -303,21 +304,6 @@ func readJournal(rq JournalRequest) (any, error) {
 		res.Entries = append(res.Entries, e)
 	}
 	return res, nil
-}
-
-// onPath tells whether an executable of that name is on the PATH.
-func onPath(name string) bool {
-	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
-		if d == "" {
-			d = "."
-		}
-		var st unix.Stat_t
-		p := filepath.Join(d, name)
-		if unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && unix.Access(p, unix.X_OK) == nil {
-			return true
-		}
-	}
-	return false
 }
 
 // limitedBuffer keeps the first max bytes written and discards the rest.
