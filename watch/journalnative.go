@@ -124,18 +124,7 @@ func openNative(p string, since uint64) (*os.File, *journalfile.File, error) {
 // first in the result, within rq.Timeout.
 func readJournalNative(rq JournalRequest) (JournalResult, error) {
 	res := JournalResult{Cursor: rq.After}
-	var matches []string
-	for _, u := range rq.Units {
-		matches = append(matches, "SYSLOG_IDENTIFIER="+u)
-	}
-	matches = append(matches, "+")
-	for _, u := range rq.Units {
-		matches = append(matches, "_SYSTEMD_UNIT="+u+".service")
-	}
-	if len(rq.Units) == 0 {
-		matches = nil
-	}
-	m, err := journalfile.ParseMatch(matches)
+	m, err := journalfile.ParseMatch(unitMatches(rq.Units))
 	if err != nil {
 		return res, fmt.Errorf("journal units %q: %w", rq.Units, err)
 	}
