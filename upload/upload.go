@@ -413,7 +413,7 @@ func (u *Uploader) attempt(ctx context.Context, path string, size int64, sum str
 // openBounded opens path, giving up when ctx ends (the upload's deadline,
 // its stall watchdog or an interrupt): see bounded.
 func openBounded(ctx context.Context, path string) (*os.File, error) {
-	return bounded(ctx, func() (*os.File, error) { return os.Open(path) }, func(f *os.File) { f.Close() })
+	return bounded(ctx, func() (*os.File, error) { return os.Open(path) }, func(f *os.File) { _ = f.Close() }) // read-only: nothing to lose
 }
 
 // request builds one attempt's request, its body read afresh from the file.
