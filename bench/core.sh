@@ -12,7 +12,7 @@ side_by_side "collect host,processes" \
   "rm -f $out/*.tar.gz; $bin collect -q --output-dir $out --only host,processes" \
   "ps -eLo pid,tid,stat,wchan,comm"
 b=$(ls "$out"/*.tar.gz | head -1)
-tar -xzOf "$b" manifest.json | python3 -c '
+bundle_file "$b" manifest.json | python3 -c '
 import json,sys
 m=json.load(sys.stdin); r=m.get("resources",{})
 print("peak RSS: supervisor %d KiB, largest child %d KiB" % (r.get("supervisor_max_rss_kib",0), r.get("largest_child_max_rss_kib",0)))

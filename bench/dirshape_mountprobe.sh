@@ -64,8 +64,8 @@ side_by_side "dirshape 1M entries (tmpfs)" "$collect" "find $tree -mindepth 1 | 
 rm -f "$out"/*.tar.gz
 /usr/bin/time -f '%M' -o "$work/rss" "$bin" collect -q --output-dir "$out" --only dirshape --dirshape-root "$tree" >/dev/null
 b=$(ls "$out"/*.tar.gz | head -1)
-tar -xzOf "$b" dirshape/shape.json >"$work/shape.json"
-tar -xzOf "$b" manifest.json >"$work/manifest.json"
+bundle_file "$b" dirshape/shape.json >"$work/shape.json"
+bundle_file "$b" manifest.json >"$work/manifest.json"
 python3 - "$work/shape.json" "$work/manifest.json" "$find_total" "$(cat "$work/rss")" "$RESULTS_DIR/results.jsonl" <<'EOF'
 import json, sys
 shape = json.load(open(sys.argv[1])); man = json.load(open(sys.argv[2]))

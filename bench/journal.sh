@@ -122,11 +122,11 @@ collect_round() {
   echo "$c" >> "$work/wc-$v"
   rss_kb "$work/rss" >> "$work/rss-$v"
   b=$(jq -r .path "$work/result.json")
-  tar -xzOf "$b" --wildcards --no-anchored manifest.json > "$work/manifest.json"  # the bundle has a top-level directory
+  bundle_file "$b" manifest.json > "$work/manifest.json"
   jq -r '.collectors[] | select(.name=="journal") | .duration_seconds * 1000 | floor' "$work/manifest.json" >> "$work/b-$v"
   jq -r '.collectors[] | select(.name=="journal") | .max_rss_kib // 0' "$work/manifest.json" >> "$work/crss-$v"
   st=$(jq -r '.collectors[] | select(.name=="journal") | .status' "$work/manifest.json")
-  tar -xzOf "$b" --wildcards --no-anchored journal/kubelet.log > "$work/kubelet-$v.log"
+  bundle_file "$b" journal/kubelet.log > "$work/kubelet-$v.log"
   if [ "$st" = partial ] && [ "$v" != "$reader" ] && jq -e '.collectors[] | select(.name=="journal") | .error | test("memory cap were left out")' "$work/manifest.json" >/dev/null; then
     [ "$(wc -c < "$work/kubelet-$v.log")" -le "$(cliflag_bytes "$MEMCAP")" ] || die "$v: kubelet.log exceeds the memory cap $MEMCAP"
     return

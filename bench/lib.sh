@@ -20,6 +20,12 @@ time_ms() {
   echo $(( (e - s) / 1000000 ))
 }
 
+# bundle_file BUNDLE PATH: the file PATH of a bundle (e.g. manifest.json,
+# mounts/mounts.json) to stdout. A bundle's files are under one top-level
+# directory named like the bundle; the pattern matches only there, so
+# host/…/manifest.json is never taken for the bundle's own.
+bundle_file() { tar -xzOf "$1" --wildcards --no-wildcards-match-slash "*/$2"; }
+
 # median of the numbers on stdin.
 median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) {print 0} else if (NR%2) {print a[(NR+1)/2]} else {print int((a[NR/2]+a[NR/2+1])/2)}}'; }
 

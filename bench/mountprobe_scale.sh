@@ -60,8 +60,8 @@ one() { # one LABEL [ENV=VALUE]: one collection, one result line
 	rm -rf "$work/out"; mkdir -p "$work/out"
 	env "$@" /usr/bin/time -f '%e' -o "$work/time" "$bin" collect -q --output-dir "$work/out" --only mountprobe --timeout 5m --collector-timeout 4m >/dev/null 2>&1 || true
 	b=$(ls "$work"/out/*.tar.gz | head -1)
-	tar -xzOf "$b" --wildcards --no-anchored manifest.json >"$work/manifest.json"  # the bundle has a top-level directory
-	tar -xzOf "$b" --wildcards --no-anchored mountprobe/probes.json >"$work/probes.json"
+	bundle_file "$b" manifest.json >"$work/manifest.json"
+	bundle_file "$b" mountprobe/probes.json >"$work/probes.json"
 	python3 - "$work/manifest.json" "$work/probes.json" "$label" <<'PY'
 import json, sys
 man = json.load(open(sys.argv[1])); rep = json.load(open(sys.argv[2]))

@@ -170,7 +170,7 @@ nodesnap_run() {
 	measure "$name" "$work/nodesnap" collect --only "$coll" --output-dir "$dir" -q --timeout 120s
 	local b
 	b=$(ls "$dir"/*.tar.gz)
-	tar -xzOf "$b" --wildcards --no-anchored manifest.json | jq -r --arg c "$coll" '.collectors[] | select(.name==$c) | "\(.duration_seconds * 1000 | floor) \(.status)"' >>"$work/$name.own"
+	bundle_file "$b" manifest.json | jq -r --arg c "$coll" '.collectors[] | select(.name==$c) | "\(.duration_seconds * 1000 | floor) \(.status)"' >>"$work/$name.own"
 	cp "$b" "$work/last-$coll.tar.gz"
 }
 catmi() { cat /proc/*/task/*/mountinfo >/dev/null 2>&1 || true; }
@@ -223,18 +223,18 @@ echo "collector statuses: mounts $(col mounts.own 2 | sort | uniq -c | xargs), o
 
 echo
 echo "== checks"
-found_ns=$(tar -xzOf "$work/last-mounts.tar.gz" --wildcards --no-anchored mounts/mounts.json | jq '.namespaces | length')
-found_tasks=$(tar -xzOf "$work/last-mounts.tar.gz" --wildcards --no-anchored mounts/mounts.json | jq '.tasks')
+found_ns=$(bundle_file "$work/last-mounts.tar.gz" mounts/mounts.json | jq '.namespaces | length')
+found_tasks=$(bundle_file "$work/last-mounts.tar.gz" mounts/mounts.json | jq '.tasks')
 # Every namespace's mounts: another process's namespace with thousands of
 # mounts on a shared machine changes the figures more than the load does.
-found_mounts=$(tar -xzOf "$work/last-mounts.tar.gz" --wildcards --no-anchored mounts/mounts.json | jq '[.namespaces[].mounts | length] | add')
-loop_ns=$(tar -xzOf "$work/last-mounts.tar.gz" --wildcards --no-anchored mounts/mounts.json | jq --arg d "$majmin" '[.devices[] | select(.dev==$d) | .namespaces[]] | length')
+found_mounts=$(bundle_file "$work/last-mounts.tar.gz" mounts/mounts.json | jq '[.namespaces[].mounts | length] | add')
+loop_ns=$(bundle_file "$work/last-mounts.tar.gz" mounts/mounts.json | jq --arg d "$majmin" '[.devices[] | select(.dev==$d) | .namespaces[]] | length')
 echo "mounts: $found_ns namespaces, $found_tasks tasks, $found_mounts mounts in all; $loopdev mounted in $loop_ns namespaces"
 maj=${majmin%%:*}
 min=${majmin##*:}
 hexdev=$(printf '0x%x' $(((maj << 8) | min)))
 { lsof -n -P -w -F pD 2>/dev/null || true; } | awk -v d="$hexdev" '/^p/ {p=substr($0,2)} /^D/ && substr($0,2)==d {print p}' | sort -un >"$work/lsof.holders"
-tar -xzOf "$work/last-openfiles.tar.gz" --wildcards --no-anchored openfiles/holders.json | jq -r --arg d "$majmin" '.devices[] | select(.dev==$d) | .holders[].pid' | sort -un >"$work/nodesnap.holders"
+bundle_file "$work/last-openfiles.tar.gz" openfiles/holders.json | jq -r --arg d "$majmin" '.devices[] | select(.dev==$d) | .holders[].pid' | sort -un >"$work/nodesnap.holders"
 if cmp -s "$work/lsof.holders" "$work/nodesnap.holders"; then
 	echo "holders of $majmin: same set from lsof and openfiles ($(wc -l <"$work/lsof.holders") pids)"
 else

@@ -113,7 +113,7 @@ for _ in $(seq 1800); do ls "$work"/out/nodesnap-*.tar.gz >/dev/null 2>&1 && bre
 f1=$(date +%s%N)
 b=$(ls "$work"/out/nodesnap-*.tar.gz 2>/dev/null | head -1)
 [ -n "$b" ] || die "no bundle within 180 s of the fault: $(cat "$work/log")"
-tar -xzOf "$b" manifest.json >"$work/manifest.json"
+bundle_file "$b" manifest.json >"$work/manifest.json"
 python3 - "$work/manifest.json" "$f0" "$f1" "$cpu" "$rss" "$MOUNTS" "$RESULTS_DIR/results.jsonl" <<'PY'
 import json, sys, datetime
 m = json.load(open(sys.argv[1]))

@@ -2,11 +2,11 @@ package deploy_test
 
 import (
 	"bytes"
-	"html/template"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"text/template"
 
 	"sigs.k8s.io/yaml"
 )

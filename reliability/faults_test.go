@@ -2,7 +2,6 @@ package reliability
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,36 +62,6 @@ func (n *node) args(out string, extra ...string) []string {
 		"--kubelet-url", "https://127.0.0.1:1", "--kubelet-readonly-url", "http://127.0.0.1:1",
 		"--journal-timeout", "5s", "--runtime-command-timeout", "5s", "--runtime-request-timeout", "5s", "--kubelet-request-timeout", "5s"}
 	return append(a, extra...)
-}
-
-// silentListener accepts connections and never answers, like a kubelet or
-// a runtime stuck on a lock.
-func silentListener(t *testing.T, network, addr string) net.Listener {
-	t.Helper()
-	l, err := net.Listen(network, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l
 }
 
 // hangingPrograms puts journalctl, crictl, ctr and docker that never
@@ -177,7 +146,7 @@ var faults = []fault{
 		for _, s := range []string{"run/containerd/containerd.sock", "run/crio/crio.sock"} {
 			p := filepath.Join(n.root, s)
 			os.MkdirAll(filepath.Dir(p), 0o755)
-			silentListener(t, "unix", p)
+			testkit.SilentListener(t, "unix", p)
 		}
 		// A journal file, so that journalctl is run at all (asked for:
 		// the default reader reads the files itself).
@@ -190,8 +159,8 @@ var faults = []fault{
 		}
 	}},
 	{"kubelet accepts and never answers", func(t *testing.T, n *node) ([]string, []string, func(*testing.T, *bundle.Manifest, map[string][]byte)) {
-		l := silentListener(t, "tcp", "127.0.0.1:0")
-		r := silentListener(t, "tcp", "127.0.0.1:0")
+		l := testkit.SilentListener(t, "tcp", "127.0.0.1:0")
+		r := testkit.SilentListener(t, "tcp", "127.0.0.1:0")
 		return nil, []string{"--kubelet-url", "https://" + l.Addr().String(), "--kubelet-readonly-url", "http://" + r.Addr().String()},
 			func(t *testing.T, m *bundle.Manifest, files map[string][]byte) {
 				c := m.Collector("kubelet")

@@ -123,7 +123,7 @@ func TestNoProcessOutlivesTheSupervisor(t *testing.T) {
 		for _, s := range []string{"run/containerd/containerd.sock", "run/crio/crio.sock"} {
 			p := filepath.Join(n.root, s)
 			os.MkdirAll(filepath.Dir(p), 0o755)
-			silentListener(t, "unix", p)
+			testkit.SilentListener(t, "unix", p)
 		}
 		jdir := filepath.Join(n.root, "var/log/journal/0123456789abcdef0123456789abcdef")
 		os.MkdirAll(jdir, 0o755)

@@ -168,28 +168,51 @@ var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 // headersFileTimeout bounds the read of --upload-headers-file.
 const headersFileTimeout = 30 * time.Second
 
-// readHeadersFileBounded is readHeadersFile given up after timeout. collect
-// reads the file in the collecting process, which never waits on a path that
-// may stop answering: a read stuck on a dead network filesystem is left to
-// its goroutine and the command fails with that error instead of hanging.
+// readHeadersFileBounded is readHeadersFile given up after timeout: collect
+// reads the file in the collecting process (see bounded).
 func readHeadersFileBounded(p string, timeout time.Duration) (http.Header, []string, error) {
 	type read struct {
 		h    http.Header
 		vals []string
-		err  error
 	}
-	ch := make(chan read, 1)
-	go func() {
+	ctx, cancel := context.WithTimeoutCause(context.Background(), timeout, fmt.Errorf("%s could not be read within %s", p, timeout))
+	defer cancel()
+	r, err := bounded(ctx, func() (read, error) {
 		h, vals, err := readHeadersFile(p)
-		ch <- read{h, vals, err}
+		return read{h, vals}, err
+	}, nil)
+	return r.h, r.vals, err
+}
+
+// bounded returns what fn returns, or the cause of ctx's end if that comes
+// first. The upload runs in the collecting process, which never waits on
+// a path that may stop answering (a headers file, or an output directory,
+// on a filesystem that hung after the bundle was written): a call stuck
+// there is left to its goroutine, and release, if given, frees what it
+// returns should the kernel ever let it go.
+func bounded[T any](ctx context.Context, fn func() (T, error), release func(T)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		ch <- result{v, err}
 	}()
-	t := time.NewTimer(timeout)
-	defer t.Stop()
 	select {
 	case r := <-ch:
-		return r.h, r.vals, r.err
-	case <-t.C:
-		return nil, nil, fmt.Errorf("%s could not be read within %s", p, timeout)
+		return r.v, r.err
+	case <-ctx.Done():
+		if release != nil {
+			go func() {
+				if r := <-ch; r.err == nil {
+					release(r.v)
+				}
+			}()
+		}
+		var zero T
+		return zero, context.Cause(ctx)
 	}
 }
 
@@ -388,32 +411,9 @@ func (u *Uploader) attempt(ctx context.Context, path string, size int64, sum str
 }
 
 // openBounded opens path, giving up when ctx ends (the upload's deadline,
-// its stall watchdog or an interrupt). The upload runs in the collecting
-// process, and the output directory may be on a filesystem that stops
-// answering after the bundle was written: an open stuck there is left to
-// its goroutine, which closes the file if the kernel ever lets it go,
-// instead of freezing the run.
+// its stall watchdog or an interrupt): see bounded.
 func openBounded(ctx context.Context, path string) (*os.File, error) {
-	type opened struct {
-		f   *os.File
-		err error
-	}
-	ch := make(chan opened, 1)
-	go func() {
-		f, err := os.Open(path)
-		ch <- opened{f, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.f, r.err
-	case <-ctx.Done():
-		go func() {
-			if r := <-ch; r.f != nil {
-				r.f.Close()
-			}
-		}()
-		return nil, context.Cause(ctx)
-	}
+	return bounded(ctx, func() (*os.File, error) { return os.Open(path) }, func(f *os.File) { _ = f.Close() }) // read-only: nothing to lose
 }
 
 // request builds one attempt's request, its body read afresh from the file.

@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/nodesnap/nodesnap/collectors/journalfile"
 )
 
@@ -96,53 +94,12 @@ func nativeJournalDirs(rq JournalRequest) []string {
 	return []string{filepath.Join(root, "run/log/journal"), filepath.Join(root, "var/log/journal")}
 }
 
-// listNativeJournal lists the journal files of dirs and of their
-// machine-id subdirectories, without stat()ing them.
-func listNativeJournal(dirs []string) (files []string, problems []string) {
-	var walk func(dir string, depth int)
-	walk = func(dir string, depth int) {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			if !errors.Is(err, syscall.ENOENT) {
-				problems = append(problems, err.Error())
-			}
-			return
-		}
-		for _, e := range ents {
-			n := e.Name()
-			switch {
-			case e.IsDir() && depth == 0 && len(n) == 32 && isHex(n):
-				walk(filepath.Join(dir, n), 1)
-			case !e.IsDir() && (strings.HasSuffix(n, ".journal") || strings.HasSuffix(n, ".journal~")):
-				if len(files) < maxNativeFiles {
-					files = append(files, filepath.Join(dir, n))
-				}
-			}
-		}
-	}
-	for _, d := range dirs {
-		walk(d, 0)
-	}
-	return files, problems
-}
-
-func isHex(s string) bool {
-	_, err := hex.DecodeString(s)
-	return err == nil
-}
-
 // openNative opens one journal file if it may hold entries at or after
 // since: the header's newest entry time says so without reading the rest.
 func openNative(p string, since uint64) (*os.File, *journalfile.File, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	fh, size, err := journalfile.OpenFile(p)
 	if err != nil {
-		return nil, nil, &os.PathError{Op: "open", Path: p, Err: err}
-	}
-	fh := os.NewFile(uintptr(fd), p)
-	st, err := fh.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		_ = fh.Close() // read-only: nothing to lose
-		return nil, nil, fmt.Errorf("%s is not a regular file", p)
+		return nil, nil, err
 	}
 	hb := make([]byte, 256)
 	n, err := fh.ReadAt(hb, 0)
@@ -154,7 +111,7 @@ func openNative(p string, since uint64) (*os.File, *journalfile.File, error) {
 		_ = fh.Close()
 		return nil, nil, nil // older than the cursor: nothing new in it
 	}
-	f, err := journalfile.Open(fh, st.Size())
+	f, err := journalfile.Open(fh, size)
 	if err != nil {
 		_ = fh.Close()
 		return nil, nil, fmt.Errorf("%s: %w", p, err)
@@ -167,18 +124,7 @@ func openNative(p string, since uint64) (*os.File, *journalfile.File, error) {
 // first in the result, within rq.Timeout.
 func readJournalNative(rq JournalRequest) (JournalResult, error) {
 	res := JournalResult{Cursor: rq.After}
-	var matches []string
-	for _, u := range rq.Units {
-		matches = append(matches, "SYSLOG_IDENTIFIER="+u)
-	}
-	matches = append(matches, "+")
-	for _, u := range rq.Units {
-		matches = append(matches, "_SYSTEMD_UNIT="+u+".service")
-	}
-	if len(rq.Units) == 0 {
-		matches = nil
-	}
-	m, err := journalfile.ParseMatch(matches)
+	m, err := journalfile.ParseMatch(unitMatches(rq.Units))
 	if err != nil {
 		return res, fmt.Errorf("journal units %q: %w", rq.Units, err)
 	}
@@ -195,7 +141,7 @@ func readJournalNative(rq JournalRequest) (JournalResult, error) {
 	}
 	deadline := time.Now().Add(max(rq.Timeout, time.Second))
 	dirs := nativeJournalDirs(rq)
-	paths, problems := listNativeJournal(dirs)
+	paths, problems := journalfile.ListFiles(dirs, maxNativeFiles)
 	if len(paths) == 0 {
 		if len(problems) > 0 {
 			return res, fmt.Errorf("no journal file could be listed: %s", strings.Join(problems, "; "))

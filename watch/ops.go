@@ -267,14 +267,7 @@ func readJournal(rq JournalRequest) (any, error) {
 	} else {
 		args = append(args, "--since", "@"+strconv.FormatInt(rq.Since.Unix(), 10))
 	}
-	// Identifiers OR units: two groups joined by "+".
-	for _, u := range rq.Units {
-		args = append(args, "SYSLOG_IDENTIFIER="+u)
-	}
-	args = append(args, "+")
-	for _, u := range rq.Units {
-		args = append(args, "_SYSTEMD_UNIT="+u+".service")
-	}
+	args = append(args, unitMatches(rq.Units)...)
 	var out limitedBuffer
 	out.max = journalMaxBytes
 	var errb limitedBuffer
@@ -303,6 +296,24 @@ func readJournal(rq JournalRequest) (any, error) {
 		res.Entries = append(res.Entries, e)
 	}
 	return res, nil
+}
+
+// unitMatches are the journal matches of units, as journalctl takes them
+// and journalfile.ParseMatch reads them: identifiers OR units, two groups
+// joined by "+"; none (every entry) without units.
+func unitMatches(units []string) []string {
+	if len(units) == 0 {
+		return nil
+	}
+	var m []string
+	for _, u := range units {
+		m = append(m, "SYSLOG_IDENTIFIER="+u)
+	}
+	m = append(m, "+")
+	for _, u := range units {
+		m = append(m, "_SYSTEMD_UNIT="+u+".service")
+	}
+	return m
 }
 
 // onPath tells whether an executable of that name is on the PATH.

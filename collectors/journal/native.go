@@ -6,16 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/klauspost/compress/s2"
-	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/collectors/journalfile"
 	"github.com/nodesnap/nodesnap/isolate"
 )
@@ -92,71 +89,6 @@ type journalNativeResult struct {
 	TimedOut bool     `json:"timed_out,omitempty"`
 }
 
-func isJournalFileName(n string) bool {
-	return strings.HasSuffix(n, ".journal") || strings.HasSuffix(n, ".journal~")
-}
-
-// isMachineID: journald's per-machine directories are named by the
-// 128-bit machine id in hex (namespaces, "<id>.<name>", are not read, as
-// journalctl does not without --namespace).
-func isMachineID(n string) bool {
-	if len(n) != 32 {
-		return false
-	}
-	_, err := hex.DecodeString(n)
-	return err == nil
-}
-
-// listJournalFiles lists journal files in dirs and their machine-id
-// subdirectories, names only.
-func listJournalFiles(dirs []string) ([]string, []string) {
-	var files, problems []string
-	var walk func(dir string, depth int)
-	walk = func(dir string, depth int) {
-		l, err := hostfs.ListDir(dir, 4096)
-		if err != nil {
-			if !errors.Is(err, syscall.ENOENT) {
-				problems = append(problems, err.Error())
-			}
-			return
-		}
-		for _, e := range l.Entries { // sorted by the listing
-			n := e.Name
-			switch {
-			case e.MaybeFile() && isJournalFileName(n):
-				if len(files) < maxJournalFiles {
-					files = append(files, path.Join(dir, n))
-				}
-			case e.IsDir() && depth == 0 && isMachineID(n):
-				walk(path.Join(dir, n), 1)
-			}
-		}
-	}
-	for _, d := range dirs {
-		walk(d, 0)
-	}
-	return files, problems
-}
-
-// openJournalFile opens a regular file without blocking on a FIFO.
-func openJournalFile(p string) (*os.File, int64, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
-	if err != nil {
-		return nil, 0, &os.PathError{Op: "open", Path: p, Err: err}
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		_ = unix.Close(fd)
-		return nil, 0, &os.PathError{Op: "stat", Path: p, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		_ = unix.Close(fd)
-		return nil, 0, fmt.Errorf("%s is not a regular file", p)
-	}
-	_ = unix.SetNonblock(fd, false)
-	return os.NewFile(uintptr(fd), p), st.Size, nil
-}
-
 // journalNativeOp reads the newest matching entries of a set of journal
 // files, merged by time, as journalctl -o short-iso-precise prints them,
 // newest first, until Max bytes or the soft deadline; the cursors say
@@ -170,7 +102,7 @@ func journalNativeOp(rq journalNativeRequest) (any, error) {
 	r := journalNativeResult{Files: []nativeFileCursor{}}
 	cursors := rq.Files
 	if len(cursors) == 0 {
-		paths, problems := listJournalFiles(rq.Dirs)
+		paths, problems := journalfile.ListFiles(rq.Dirs, maxJournalFiles)
 		r.Problems = problems
 		for _, p := range paths {
 			cursors = append(cursors, nativeFileCursor{Path: p, Next: -2})
@@ -199,7 +131,7 @@ func journalNativeOp(rq journalNativeRequest) (any, error) {
 			r.Files = append(r.Files, c)
 			continue
 		}
-		fh, size, err := openJournalFile(c.Path)
+		fh, size, err := journalfile.OpenFile(c.Path)
 		if err != nil {
 			if !errors.Is(err, syscall.ENOENT) || c.FileID == "" {
 				problem("%v", err)

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/nodesnap/nodesnap/collectors/journalfile"
 )
 
 // An empty /var/log/journal (journald with volatile storage keeps one) is
@@ -22,7 +24,7 @@ func TestListJournalFilesEmptyDirIsNoProblem(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(run, "system.journal"), []byte("LPKSHHRH"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	files, problems := listJournalFiles([]string{empty, filepath.Join(root, "run/log/journal")})
+	files, problems := journalfile.ListFiles([]string{empty, filepath.Join(root, "run/log/journal")}, maxJournalFiles)
 	if len(problems) != 0 {
 		t.Errorf("problems %v, want none", problems)
 	}

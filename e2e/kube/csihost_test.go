@@ -70,47 +70,12 @@ func TestIncident004HostProcessDriverLog(t *testing.T) {
 	}
 	waitLog("registered with the kubelet", time.Minute)
 
-	objects := strings.NewReplacer("NODE_NAME", c.node, "DRIVER", name, "HANDLE", handle).Replace(`apiVersion: storage.k8s.io/v1
+	objects := strings.Replace(`apiVersion: storage.k8s.io/v1
 kind: CSIDriver
 metadata: {name: DRIVER}
 spec: {attachRequired: false, volumeLifecycleModes: [Persistent]}
 ---
-apiVersion: v1
-kind: PersistentVolume
-metadata: {name: e2e-vol-hostproc}
-spec:
-  capacity: {storage: 64Mi}
-  accessModes: [ReadWriteOnce]
-  persistentVolumeReclaimPolicy: Retain
-  storageClassName: ""
-  claimRef: {namespace: e2e, name: data-hostproc}
-  csi: {driver: DRIVER, volumeHandle: HANDLE}
----
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: data-hostproc, namespace: e2e}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: ""
-  volumeName: e2e-vol-hostproc
-  resources: {requests: {storage: 64Mi}}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: hostproc-user, namespace: e2e}
-spec:
-  nodeName: NODE_NAME
-  tolerations: [{operator: Exists}]
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: pause
-      image: registry.k8s.io/pause:3.10
-      imagePullPolicy: Never
-      volumeMounts: [{name: data, mountPath: /data}]
-  volumes:
-    - name: data
-      persistentVolumeClaim: {claimName: data-hostproc}
-`)
+`, "DRIVER", name, 1) + c.csiVolumeUser(name, handle, "e2e-vol-hostproc", "data-hostproc", "hostproc-user")
 	t.Cleanup(func() {
 		c.k(t, "", "-n", "e2e", "delete", "pod", "hostproc-user", "--ignore-not-found", "--wait=true", "--timeout=2m")
 		c.k(t, "", "-n", "e2e", "delete", "pvc", "data-hostproc", "--ignore-not-found", "--wait=true", "--timeout=1m")

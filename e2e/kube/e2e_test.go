@@ -327,6 +327,49 @@ func (c *cluster) image(t *testing.T) string {
 
 // manifest reads a deploy/kubernetes manifest with the node and image filled
 // in, as docs/kubernetes.md tells a user to.
+// csiVolumeUser is the manifest of a PersistentVolume pv of the CSI driver
+// with volume handle handle, its claim in the e2e namespace, and a pause
+// pod on the node that mounts the claim at /data.
+func (c *cluster) csiVolumeUser(driver, handle, pv, claim, pod string) string {
+	return strings.NewReplacer("NODE_NAME", c.node, "DRIVER", driver, "HANDLE", handle,
+		"PV_NAME", pv, "CLAIM", claim, "POD_NAME", pod).Replace(`apiVersion: v1
+kind: PersistentVolume
+metadata: {name: PV_NAME}
+spec:
+  capacity: {storage: 64Mi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  claimRef: {namespace: e2e, name: CLAIM}
+  csi: {driver: DRIVER, volumeHandle: HANDLE}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: CLAIM, namespace: e2e}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  volumeName: PV_NAME
+  resources: {requests: {storage: 64Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: POD_NAME, namespace: e2e}
+spec:
+  nodeName: NODE_NAME
+  tolerations: [{operator: Exists}]
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: pause
+      image: registry.k8s.io/pause:3.10
+      imagePullPolicy: Never
+      volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+    - name: data
+      persistentVolumeClaim: {claimName: CLAIM}
+`)
+}
+
 func (c *cluster) manifest(t *testing.T, name string) string {
 	t.Helper()
 	root, err := testkit.ModuleRoot()
@@ -708,42 +751,7 @@ func TestIncident002LoopHeldByAnotherPodsNamespace(t *testing.T) {
 	if out, err := exec.Command("mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	volume := strings.NewReplacer("NODE_NAME", c.node).Replace(`apiVersion: v1
-kind: PersistentVolume
-metadata: {name: e2e-vol-002}
-spec:
-  capacity: {storage: 64Mi}
-  accessModes: [ReadWriteOnce]
-  persistentVolumeReclaimPolicy: Retain
-  storageClassName: ""
-  claimRef: {namespace: e2e, name: data-002}
-  csi: {driver: hostpath.csi.k8s.io, volumeHandle: vol-002}
----
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: data-002, namespace: e2e}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: ""
-  volumeName: e2e-vol-002
-  resources: {requests: {storage: 64Mi}}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: loop-user, namespace: e2e}
-spec:
-  nodeName: NODE_NAME
-  tolerations: [{operator: Exists}]
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: pause
-      image: registry.k8s.io/pause:3.10
-      imagePullPolicy: Never
-      volumeMounts: [{name: data, mountPath: /data}]
-  volumes:
-    - name: data
-      persistentVolumeClaim: {claimName: data-002}
-`)
+	volume := c.csiVolumeUser("hostpath.csi.k8s.io", "vol-002", "e2e-vol-002", "data-002", "loop-user")
 	agent := strings.NewReplacer("NODE_NAME", c.node, "IMAGE", c.image(t)).Replace(`apiVersion: v1
 kind: Pod
 metadata: {name: host-root-agent, namespace: e2e}

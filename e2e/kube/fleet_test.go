@@ -6,12 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -235,31 +233,7 @@ func TestFleetPartialResults(t *testing.T) {
 		// machine's speed: the kubelet collector is pointed at a port on
 		// the node's loopback (the pod has the host's network) that
 		// accepts and never answers, and waits 30 s for each request.
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var held []net.Conn
-		var mu sync.Mutex
-		go func() {
-			for {
-				conn, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				held = append(held, conn)
-				mu.Unlock()
-			}
-		}()
-		t.Cleanup(func() {
-			ln.Close()
-			mu.Lock()
-			for _, conn := range held {
-				conn.Close()
-			}
-			mu.Unlock()
-		})
+		ln := testkit.SilentListener(t, "tcp", "127.0.0.1:0")
 		slow := func(_ string, p *corev1.Pod) {
 			p.Spec.InitContainers[0].Args = append(p.Spec.InitContainers[0].Args,
 				"--kubelet-url=https://"+ln.Addr().String(), "--kubelet-request-timeout=30s")

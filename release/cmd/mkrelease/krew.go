@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -174,7 +175,7 @@ func writeKrew(dir string, spec pkgSpec, baseURL string) ([]string, error) {
 			return nil, err
 		}
 		name := krewArchiveName(spec.Version, arch)
-		p, err := writeFileAtomic(dir, name, b)
+		p, err := writeAtomic(dir, name, writeBytes(name, b))
 		if err != nil {
 			return nil, err
 		}
@@ -186,34 +187,19 @@ func writeKrew(dir string, spec pkgSpec, baseURL string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := writeFileAtomic(dir, krewManifestName, m)
+	p, err := writeAtomic(dir, krewManifestName, writeBytes(krewManifestName, m))
 	if err != nil {
 		return nil, err
 	}
 	return append(paths, p), nil
 }
 
-// writeFileAtomic writes b as dir/name (0644) through a temporary file.
-func writeFileAtomic(dir, name string, b []byte) (string, error) {
-	f, err := os.CreateTemp(dir, ".krew-*")
-	if err != nil {
-		return "", fmt.Errorf("writing %s: %w", name, err)
+// writeBytes is a writeAtomic body that writes b.
+func writeBytes(name string, b []byte) func(io.Writer) error {
+	return func(w io.Writer) error {
+		if _, err := w.Write(b); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+		return nil
 	}
-	defer os.Remove(f.Name()) // a no-op once renamed
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return "", fmt.Errorf("writing %s: %w", name, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return "", fmt.Errorf("writing %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("writing %s: %w", name, err)
-	}
-	out := filepath.Join(dir, name)
-	if err := os.Rename(f.Name(), out); err != nil {
-		return "", fmt.Errorf("putting %s in place: %w", name, err)
-	}
-	return out, nil
 }

@@ -143,7 +143,7 @@ func TestKrewReleaseFiles(t *testing.T) {
 		}
 		files[n] = fa
 	}
-	if left, _ := filepath.Glob(filepath.Join(a, ".krew-*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(a, ".mkrelease-*")); len(left) > 0 {
 		t.Errorf("temporary files left: %v", left)
 	}
 

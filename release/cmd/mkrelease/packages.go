@@ -141,25 +141,37 @@ func writePackage(dir, format string, spec pkgSpec, arch string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	out := filepath.Join(dir, p.ConventionalFileName(info))
-	f, err := os.CreateTemp(dir, ".pkg-*")
+	return writeAtomic(dir, p.ConventionalFileName(info), func(w io.Writer) error {
+		if err := p.Package(info, w); err != nil {
+			return fmt.Errorf("building the %s %s package: %w", arch, format, err)
+		}
+		return nil
+	})
+}
+
+// writeAtomic writes dir/name (0644) through a temporary file beside it,
+// renamed into place once whole, so no output is ever half-written, and
+// returns its path.
+func writeAtomic(dir, name string, write func(io.Writer) error) (string, error) {
+	f, err := os.CreateTemp(dir, ".mkrelease-*")
 	if err != nil {
-		return "", fmt.Errorf("creating the %s package: %w", format, err)
+		return "", fmt.Errorf("creating %s: %w", name, err)
 	}
 	defer os.Remove(f.Name()) // a no-op once renamed
-	if err := p.Package(info, f); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
-		return "", fmt.Errorf("building the %s %s package: %w", arch, format, err)
+		return "", err
 	}
 	if err := f.Chmod(0o644); err != nil {
 		f.Close()
-		return "", fmt.Errorf("writing the %s package: %w", format, err)
+		return "", fmt.Errorf("writing %s: %w", name, err)
 	}
 	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("writing the %s package: %w", format, err)
+		return "", fmt.Errorf("writing %s: %w", name, err)
 	}
+	out := filepath.Join(dir, name)
 	if err := os.Rename(f.Name(), out); err != nil {
-		return "", fmt.Errorf("putting the %s package in place: %w", format, err)
+		return "", fmt.Errorf("putting %s in place: %w", name, err)
 	}
 	return out, nil
 }
