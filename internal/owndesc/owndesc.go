@@ -71,12 +71,12 @@ func Read(ctx context.Context, fd int, timeout time.Duration, max int64) ([]byte
 			return nil, err
 		}
 		if derr := unix.SetNonblock(nfd, true); derr != nil {
-			unix.Close(nfd)
+			_ = unix.Close(nfd)
 			return nil, err
 		}
 		f = os.NewFile(uintptr(nfd), link)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: nothing to lose
 	deadline := time.Now().Add(timeout)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl

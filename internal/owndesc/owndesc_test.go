@@ -67,7 +67,7 @@ func TestReadPipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	fd := int(r.Fd())
 	if p, err := owndesc.FilePath(fd); err != nil || p != "" {
 		t.Errorf("FilePath of a pipe = %q, %v; want \"\" (not a host file)", p, err)
@@ -75,7 +75,9 @@ func TestReadPipe(t *testing.T) {
 	if _, err := w.WriteString("rules: []\n"); err != nil {
 		t.Fatal(err)
 	}
-	w.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	data, err := owndesc.Read(context.Background(), fd, 2*time.Second, 1<<20)
 	if err != nil || string(data) != "rules: []\n" {
 		t.Errorf("Read = %q, %v; want the pipe's contents", data, err)
@@ -85,8 +87,8 @@ func TestReadPipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r2.Close()
-	defer w2.Close() // open and silent: a writer that never writes
+	defer func() { _ = r2.Close() }()
+	defer func() { _ = w2.Close() }() // open and silent: a writer that never writes
 	start := time.Now()
 	_, err = owndesc.Read(context.Background(), int(r2.Fd()), 200*time.Millisecond, 1<<20)
 	if err == nil || !strings.Contains(err.Error(), "nothing was written to it within") {
@@ -104,7 +106,7 @@ func TestFilePath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if p, err := owndesc.FilePath(int(f.Fd())); err != nil || p != f.Name() {
 		t.Errorf("FilePath = %q, %v; want %q", p, err, f.Name())
 	}
