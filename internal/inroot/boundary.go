@@ -98,6 +98,15 @@ func (b Boundary) Open(seen string, flags int) (int, error) {
 			fd, err := Open(path.Join(proc, dir), within, flags)
 			return fd, named(seen, err)
 		}
+		if openFileLink(rest) {
+			// The kernel's link to a file a process holds open (a
+			// driver's stdout): followed, as only the kernel made it.
+			fd, err := unix.Open(proc+rest, flags|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return -1, &os.PathError{Op: "open", Path: seen, Err: err}
+			}
+			return fd, nil
+		}
 		fd, err := Open(proc, rest, flags)
 		return fd, named(seen, err)
 	}
@@ -138,6 +147,18 @@ func processRoot(rest string) (dir, within string, ok bool) {
 		return "", "", false // the link itself: readlink of the kernel's own link
 	}
 	return strings.Join(parts[:n+1], "/"), strings.Join(parts[n+1:], "/"), true
+}
+
+// openFileLink reports whether rest is "/<pid>/fd/<n>" (or under
+// task/<tid>): a process's open file, reached through the kernel's own
+// link.
+func openFileLink(rest string) bool {
+	parts := strings.Split(strings.TrimPrefix(rest, "/"), "/")
+	if len(parts) == 5 && parts[1] == "task" {
+		parts = append(parts[:1], parts[3:]...)
+	}
+	return len(parts) == 3 && parts[1] == "fd" && parts[0] != "" && parts[2] != "" &&
+		strings.Trim(parts[2], "0123456789") == ""
 }
 
 // named makes an error name the path as nodesnap reaches it.
