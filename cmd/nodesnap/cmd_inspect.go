@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/internal/human"
+	"github.com/nodesnap/nodesnap/internal/termsafe"
 	"github.com/nodesnap/nodesnap/internal/textfit"
 )
 
@@ -83,7 +84,10 @@ manifest itself, with the validation's outcome.
 }
 
 func runInspect(cmd *cobra.Command, o inspectOptions, p string) error {
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	// Text from the bundle reaches the terminal escaped; JSON is
+	// written as encoding/json escapes it.
+	rawOut := cmd.OutOrStdout()
+	stdout, stderr := termsafe.NewWriter(rawOut), termsafe.NewWriter(cmd.ErrOrStderr())
 	rep, err := bundle.Validate(cmd.Context(), p)
 	if rep == nil || rep.Manifest == nil {
 		// Nothing to show: the archive is unsafe or no bundle.
@@ -106,7 +110,7 @@ func runInspect(cmd *cobra.Command, o inspectOptions, p string) error {
 		for _, c := range rep.Manifest.Collectors {
 			res.Collectors = append(res.Collectors, inspectCollector{Name: c.Name, Status: c.Status, Files: len(c.Files), Bytes: sizes[c.Name]})
 		}
-		enc := json.NewEncoder(stdout)
+		enc := json.NewEncoder(rawOut)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		if werr := enc.Encode(res); werr != nil {
