@@ -114,6 +114,13 @@ func (w *Watcher) Run(ctx context.Context) error {
 	sctx, stopSignals := context.WithCancel(ctx)
 	defer stopSignals()
 	w.sigs.start(sctx)
+	w.mu.Lock()
+	err := w.rate.seed(cfg.OutputDir, time.Now())
+	w.mu.Unlock()
+	if err != nil {
+		// Counted from now only: said, not fatal.
+		w.logf("nodesnap watch: %v; the hour's count starts at 0\n", err)
+	}
 	w.logf("nodesnap watch: watching (triggers: %s; at most %d collections an hour, into %s)\n",
 		strings.Join(w.enabled(), ", "), cfg.MaxPerHour, cfg.OutputDir)
 	beat := time.NewTicker(time.Second)
