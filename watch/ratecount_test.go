@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -40,5 +41,53 @@ func TestRateSeededFromBundles(t *testing.T) {
 	var empty rateLimit
 	if err := empty.seed(filepath.Join(dir, "missing"), now); err != nil || len(empty.starts) != 0 {
 		t.Errorf("a missing directory: %v, %v", err, empty.starts)
+	}
+}
+
+// The /metrics listener holds at most its limit of connections: one
+// more is closed at once, and a slot freed is taken again.
+func TestLimitListener(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &limitListener{Listener: inner, sem: make(chan struct{}, 2)}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := dial(), dial()
+	defer a.Close()
+	defer b.Close()
+	first := <-accepted
+	<-accepted
+	over := dial()
+	defer over.Close()
+	over.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := over.Read(make([]byte, 1)); err == nil || n != 0 {
+		t.Fatalf("a connection over the limit was kept (read %d, %v)", n, err)
+	}
+	first.Close()
+	c := dial()
+	defer c.Close()
+	select {
+	case got := <-accepted:
+		got.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("a freed slot was not taken again")
 	}
 }
