@@ -6,9 +6,11 @@ import (
 )
 
 // MaxToken bounds one string, number or literal in a document read
-// through Compact: nodesnap writes none longer (a mount table kept raw is
-// at most 16 MiB), and a hostile one would be held whole by the decoder.
-const MaxToken = 64 << 20
+// through Compact: nodesnap writes none near it (the longest are command
+// line arguments, at most 128 KiB each by the kernel's MAX_ARG_STRLEN),
+// and a hostile one would be held whole, and copied as it grows, by the
+// decoder.
+const MaxToken = 8 << 20
 
 // Compact returns a reader of r's JSON with every run of white space
 // between tokens cut to one space, and an error for a token longer than
