@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/internal/termsafe"
 	"github.com/nodesnap/nodesnap/isolate"
 )
 
@@ -276,8 +277,11 @@ func (w *Watcher) States() []string {
 
 // logf writes one line of the watcher's log (stderr: the journal, the
 // pod's log); a log that cannot be written is nothing to stop for.
+// logf writes one log message; what it quotes (a kernel or journal line,
+// a mount point) is the node's, so it is shown escaped, never obeyed by a
+// terminal or a log viewer.
 func (w *Watcher) logf(format string, args ...any) {
-	_, _ = fmt.Fprintf(w.log, format, args...)
+	_, _ = io.WriteString(w.log, termsafe.Text(fmt.Sprintf(format, args...)))
 }
 
 func b2f(b bool) float64 {
