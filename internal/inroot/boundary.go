@@ -114,15 +114,19 @@ func (b Boundary) Open(seen string, flags int) (int, error) {
 		fd, err := Open(sys, rest, flags)
 		return fd, named(seen, err)
 	}
-	rest, ok := cut(s, root)
-	if !ok {
-		// Outside every root: nodesnap's own namespace (a mountpoint
-		// of its own); resolved inside "/".
-		root, rest = "/", s
-	}
-	fd, err := Open(root, rest, flags)
-	if err != nil {
-		return -1, named(seen, err)
+	var fd int
+	if rest, ok := cut(s, root); ok {
+		var err error
+		if fd, err = Open(root, rest, flags); err != nil {
+			return -1, named(seen, err)
+		}
+	} else {
+		// Outside every root: a file of nodesnap's own (a program on
+		// its PATH, a token file of its pod), opened as it names it.
+		var err error
+		if fd, err = unix.Open(s, flags|unix.O_CLOEXEC, 0); err != nil {
+			return -1, &os.PathError{Op: "open", Path: seen, Err: err}
+		}
 	}
 	var st unix.Statfs_t
 	if err := unix.Fstatfs(fd, &st); err == nil && st.Type == unix.PROC_SUPER_MAGIC {
