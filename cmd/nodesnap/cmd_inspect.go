@@ -221,7 +221,9 @@ func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose 
 		}
 		// The table's line is cut at the width by w; the whole text
 		// follows the table with -v.
-		fmt.Fprintf(tw, "%s\t%s\t%.2fs\t%d\t%s\t%s\n", c.Name, c.Status, c.DurationSeconds, len(c.Files), human.Bytes(sizes[c.Name]), human.FirstLine(detail))
+		// Cells escaped before the table is laid out: a hostile name
+		// is shown, aligned, never obeyed.
+		fmt.Fprintf(tw, "%s\t%s\t%.2fs\t%d\t%s\t%s\n", termsafe.Field(c.Name), termsafe.Field(c.Status), c.DurationSeconds, len(c.Files), human.Bytes(sizes[c.Name]), termsafe.Field(human.FirstLine(detail)))
 		if verbose && detail != "" {
 			details = append(details, c.Name+": "+detail)
 		}
@@ -278,7 +280,7 @@ func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose 
 			if n := sumCounts(f.Redactions); n > 0 {
 				flags = append(flags, fmt.Sprintf("redacted:%d", n))
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", f.Path, f.Size, f.Kind, strings.Join(flags, ","))
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", termsafe.Field(f.Path), f.Size, termsafe.Field(f.Kind), strings.Join(flags, ","))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
