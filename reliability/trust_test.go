@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodesnap/nodesnap/internal/inroot"
 	"github.com/nodesnap/nodesnap/internal/testkit"
 )
 
@@ -303,6 +304,18 @@ func TestRedactRefusesInvalid(t *testing.T) {
 // The root is a boundary: links under --root resolve as the host they
 // belong to would resolve them, never on nodesnap's own filesystem.
 func TestRootIsABoundary(t *testing.T) {
+	// openat2 where the kernel has it, and the walk kernels before 5.6
+	// take, forced.
+	for _, walk := range []bool{false, true} {
+		name := "openat2"
+		if walk {
+			name = "walk"
+		}
+		t.Run(name, func(t *testing.T) { rootIsABoundary(t, walk) })
+	}
+}
+
+func rootIsABoundary(t *testing.T, walk bool) {
 	testkit.RequireRoot(t)
 	realShadow, err := os.ReadFile("/etc/shadow")
 	if err != nil || len(realShadow) < 8 {
@@ -334,8 +347,12 @@ func TestRootIsABoundary(t *testing.T) {
 	link("etc/kubernetes/kubelet.conf", "/proc/self/environ")
 	link("var/lib/kubelet/pki/kubelet-client-current.pem", "/var/lib/kubelet/pki/kubelet-client-2024.pem")
 	link("etc/escape.conf", "../../../../../../../../../../etc/shadow")
+	env := []string{canary}
+	if walk {
+		env = append(env, inroot.WalkEnv+"=1")
+	}
 	out := t.TempDir()
-	r := nodesnap(t, runTimeout+30*time.Second, []string{canary}, n.args(out, "--only", "nodeconfig",
+	r := nodesnap(t, runTimeout+30*time.Second, env, n.args(out, "--only", "nodeconfig",
 		"--config-file", "/var/lib/kubelet/pki/kubelet-client-current.pem", "--config-file", "/etc/escape.conf")...)
 	c, o := checkOutput(t, out, false, []string{"envleak-5f1c9b"})
 	o.fault = "symlinks leading out of --root"
@@ -362,7 +379,7 @@ func TestRootIsABoundary(t *testing.T) {
 		t.Fatal(err)
 	}
 	out2 := t.TempDir()
-	r = nodesnap(t, runTimeout+30*time.Second, []string{canary}, "collect", "-q", "--output-dir", out2, "--only", "nodeconfig",
+	r = nodesnap(t, runTimeout+30*time.Second, env, "collect", "-q", "--output-dir", out2, "--only", "nodeconfig",
 		"--timeout", runTimeout.String(), "--config-file", filepath.Join(dir, "environ.conf"))
 	c2, _ := checkOutput(t, out2, false, []string{"envleak-5f1c9b"})
 	if c2 == nil {
