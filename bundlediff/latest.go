@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/nodesnap/nodesnap/outputdir"
+	"github.com/nodesnap/nodesnap/engine/outputdir"
 )
 
 // Latest returns the two newest bundles, older first, in dir (a --keep

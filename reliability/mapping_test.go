@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodesnap/nodesnap/engine/outputdir"
 	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/outputdir"
 )
 
 // setSysctl sets a /proc/sys file for the test and restores it after.

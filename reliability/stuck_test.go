@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/isolate"
 )
 
 // Three runs over hung FUSE mounts whose daemon has read the request (the

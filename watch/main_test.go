@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/isolate"
 )
 
 // TestMain lets this test binary serve the watcher's worker processes (the

@@ -19,9 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/nodesnap/nodesnap/engine/outputdir"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/fleet"
-	"github.com/nodesnap/nodesnap/outputdir"
-	"github.com/nodesnap/nodesnap/supervisor"
 )
 
 type fleetCollectOptions struct {

@@ -12,10 +12,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/engine/outputdir"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/internal/human"
-	"github.com/nodesnap/nodesnap/outputdir"
 	"github.com/nodesnap/nodesnap/redact"
-	"github.com/nodesnap/nodesnap/supervisor"
 )
 
 // redactOptions are the flags of nodesnap redact.

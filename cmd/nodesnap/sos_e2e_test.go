@@ -21,8 +21,8 @@ import (
 	"filippo.io/age"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/engine/outputdir"
 	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/outputdir"
 )
 
 // The habits a support desk brings from sos report, through the real

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodesnap/nodesnap/engine/outputdir"
 	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/outputdir"
 )
 
 // fastRun is the cheapest real collection: one fault-injection collector

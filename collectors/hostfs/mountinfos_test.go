@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/procfs"
 )
 

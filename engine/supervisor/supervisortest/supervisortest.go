@@ -1,8 +1,8 @@
-// Package collectortest holds what the collectors' tests share: running
+// Package supervisortest holds what the collectors' tests share: running
 // collectors through the real supervisor and reading the bundle back.
 // Test binaries that use it serve the hidden child modes from TestMain and
 // link every collector (collectors/all).
-package collectortest
+package supervisortest
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/supervisor"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/spf13/pflag"
 )
 

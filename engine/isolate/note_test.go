@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/engine/isolate"
 )
 
 type noteRequest struct {

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/isolate"
 )
 
 // One worker serves several items at once: how they share it.
