@@ -7,9 +7,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/internal/human"
+	"github.com/nodesnap/nodesnap/read/analyze"
 )
 
 // chart is an inline SVG drawing: plain shapes the template writes out

@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/bundlediff"
 	"github.com/nodesnap/nodesnap/internal/human"
+	"github.com/nodesnap/nodesnap/read/diff"
 )
 
 // maxDiffRows bounds each section of a diff page; nodesnap diff --json
@@ -55,7 +55,7 @@ type diffRow struct {
 // WriteDiff renders what nodesnap diff found as one HTML document, in the
 // report's style and under its rules: no script, nothing fetched, every
 // text from the bundles escaped, long lists cut.
-func WriteDiff(w io.Writer, d *bundlediff.Diff) error {
+func WriteDiff(w io.Writer, d *diff.Diff) error {
 	if d == nil {
 		return fmt.Errorf("no diff to render")
 	}
@@ -69,7 +69,7 @@ func WriteDiff(w io.Writer, d *bundlediff.Diff) error {
 	return nil
 }
 
-func buildDiffPage(d *bundlediff.Diff) *diffPage {
+func buildDiffPage(d *diff.Diff) *diffPage {
 	p := &diffPage{Changed: d.Changed(), Worse: d.Worse, Notes: cutAll(d.Notes, 50, 1000)}
 	// As the report's: at most about 1 MiB of the bundles' text.
 	bud := &budget{left: maxBundleText}
@@ -187,7 +187,7 @@ func listSection(bud *budget, id, title, what string, added, removed []string) d
 
 // countSection lists counts before and after; with chart, the largest
 // changes are drawn as pairs of bars (old grey, new coloured).
-func countSection(bud *budget, id, title, what string, cs []bundlediff.CountChange, withChart bool) diffSection {
+func countSection(bud *budget, id, title, what string, cs []diff.CountChange, withChart bool) diffSection {
 	s := diffSection{bud: bud, ID: id, Title: title, Head: []string{what, "old", "new", "change"}}
 	for _, c := range cs {
 		mark := "~"
@@ -207,8 +207,8 @@ func countSection(bud *budget, id, title, what string, cs []bundlediff.CountChan
 
 // pairChart draws, for the largest changes, the old count (grey) over the
 // new one (blue, red when it grew).
-func pairChart(title string, cs []bundlediff.CountChange, bud *budget) *chart {
-	cs = append([]bundlediff.CountChange(nil), cs...)
+func pairChart(title string, cs []diff.CountChange, bud *budget) *chart {
+	cs = append([]diff.CountChange(nil), cs...)
 	sort.SliceStable(cs, func(i, j int) bool {
 		return math.Abs(float64(cs[i].New)-float64(cs[i].Old)) > math.Abs(float64(cs[j].New)-float64(cs[j].Old))
 	})
@@ -237,7 +237,7 @@ func pairChart(title string, cs []bundlediff.CountChange, bud *budget) *chart {
 	return c
 }
 
-func diffSideOf(which string, s bundlediff.Side) diffSide {
+func diffSideOf(which string, s diff.Side) diffSide {
 	var counts []string
 	for _, sev := range []string{"critical", "warning", "info"} {
 		if n := s.Findings[sev]; n > 0 {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/bundlediff"
+	"github.com/nodesnap/nodesnap/read/analyze"
+	"github.com/nodesnap/nodesnap/read/diff"
 )
 
 func diffPageOf(t *testing.T, oldName, newName string) []byte {
@@ -24,16 +24,16 @@ func diffPageOf(t *testing.T, oldName, newName string) []byte {
 			}
 		}
 	}
-	a, err := bundlediff.Load(context.Background(), writeBundle(t, fixtureFiles(t, oldName), valid))
+	a, err := diff.Load(context.Background(), writeBundle(t, fixtureFiles(t, oldName), valid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bundlediff.Load(context.Background(), writeBundle(t, fixtureFiles(t, newName), valid))
+	b, err := diff.Load(context.Background(), writeBundle(t, fixtureFiles(t, newName), valid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := WriteDiff(&buf, bundlediff.Compare(a, b)); err != nil {
+	if err := WriteDiff(&buf, diff.Compare(a, b)); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -79,19 +79,19 @@ func TestDiffPages(t *testing.T) {
 // Hostile text in either bundle stays text, and long lists are cut.
 func TestDiffPageHostileAndBounded(t *testing.T) {
 	s := `"><script>alert(1)</script><svg onload=x>` + strings.Repeat("x", 2000)
-	d := &bundlediff.Diff{Old: bundlediff.Side{Bundle: s, Hostname: s, Kernel: s, Status: s, CollectedAt: time.Now()}, New: bundlediff.Side{Bundle: s, Hostname: s + "2", Runtimes: map[string]string{s: s}},
+	d := &diff.Diff{Old: diff.Side{Bundle: s, Hostname: s, Kernel: s, Status: s, CollectedAt: time.Now()}, New: diff.Side{Bundle: s, Hostname: s + "2", Runtimes: map[string]string{s: s}},
 		HostsDiffer: true, ObfuscationDiffers: true, Notes: []string{s},
-		FindingsNew:     []bundlediff.FindingRef{{ID: s, Subject: s, Severity: analyze.Critical, Summary: s}},
-		PodPhaseChanges: []bundlediff.ValueChange{{Name: s, Old: s, New: s}}, Worse: true}
+		FindingsNew:     []diff.FindingRef{{ID: s, Subject: s, Severity: analyze.Critical, Summary: s}},
+		PodPhaseChanges: []diff.ValueChange{{Name: s, Old: s, New: s}}, Worse: true}
 	for i := range maxDiffRows + 50 {
 		n := s + strings.Repeat("x", i)
 		d.HungNew = append(d.HungNew, n)
 		for _, l := range []*[]string{&d.HungGone, &d.DStateNew, &d.DStateGone, &d.PodsAdded, &d.PodsRemoved, &d.ForeignDevicesNew, &d.ForeignDevicesGone} {
 			*l = append(*l, n)
 		}
-		d.HostMountsAdded = append(d.HostMountsAdded, bundlediff.Mount{Mountpoint: n, FSType: n})
-		for _, l := range []*[]bundlediff.CountChange{&d.Goroutines, &d.Signatures, &d.DirGrowth} {
-			*l = append(*l, bundlediff.CountChange{Name: n, Old: uint64(i), New: uint64(2 * i)})
+		d.HostMountsAdded = append(d.HostMountsAdded, diff.Mount{Mountpoint: n, FSType: n})
+		for _, l := range []*[]diff.CountChange{&d.Goroutines, &d.Signatures, &d.DirGrowth} {
+			*l = append(*l, diff.CountChange{Name: n, Old: uint64(i), New: uint64(2 * i)})
 		}
 	}
 	var buf bytes.Buffer

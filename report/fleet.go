@@ -9,10 +9,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/fleetview"
 	"github.com/nodesnap/nodesnap/internal/human"
+	"github.com/nodesnap/nodesnap/read/analyze"
+	"github.com/nodesnap/nodesnap/read/fleetview"
 )
 
 // A fleet directory holds one bundle per node (nodesnap fleet writes

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/fleetview"
+	"github.com/nodesnap/nodesnap/read/analyze"
+	"github.com/nodesnap/nodesnap/read/fleetview"
 	"golang.org/x/net/html"
 )
 

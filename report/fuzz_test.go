@@ -8,9 +8,9 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/read/analyze"
 )
 
 // FuzzWrite: whatever text a bundle holds (in a hostname, a finding's

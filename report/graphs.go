@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/goroutinedump"
 	"github.com/nodesnap/nodesnap/internal/human"
+	"github.com/nodesnap/nodesnap/read/analyze"
+	"github.com/nodesnap/nodesnap/read/goroutinedump"
 )
 
 // The pictures of analyze's Facts: the held-device graph, the directory

@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/read/analyze"
 )
 
 // graphFiles is incident 002 (an rbd device held in node_exporter's

@@ -21,10 +21,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/internal/human"
+	"github.com/nodesnap/nodesnap/read/analyze"
 )
 
 // Caps keep a report of a large bundle readable and small (a few hundred

@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/read/analyze"
 )
 
 // signals samples the node. Each signal runs in its own goroutine on its

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/read/analyze"
 	"github.com/nodesnap/nodesnap/report"
 )
 

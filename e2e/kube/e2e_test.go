@@ -26,10 +26,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/read/analyze"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }

@@ -9,7 +9,7 @@ import (
 
 // ReadTree reads every file under dir into slash-separated relative paths
 // → contents: a fixture directory as the files of a bundle (analyze's
-// incident scenarios, used by analyze, report and bundlediff tests).
+// incident scenarios, used by analyze, report and diff tests).
 func ReadTree(t testing.TB, dir string) map[string][]byte {
 	t.Helper()
 	files := map[string][]byte{}
