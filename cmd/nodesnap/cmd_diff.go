@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/features/report"
 	"github.com/nodesnap/nodesnap/read/diff"
-	"github.com/nodesnap/nodesnap/report"
 )
 
 type diffOptions struct {

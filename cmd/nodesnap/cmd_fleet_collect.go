@@ -21,7 +21,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/engine/outputdir"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
-	"github.com/nodesnap/nodesnap/fleet"
+	"github.com/nodesnap/nodesnap/features/fleet"
 )
 
 type fleetCollectOptions struct {

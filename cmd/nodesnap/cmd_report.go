@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/features/report"
 	"github.com/nodesnap/nodesnap/read/analyze"
-	"github.com/nodesnap/nodesnap/report"
 )
 
 func newReportCommand() *cobra.Command {

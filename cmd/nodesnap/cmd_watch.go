@@ -14,7 +14,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
-	"github.com/nodesnap/nodesnap/watch"
+	"github.com/nodesnap/nodesnap/features/watch"
 )
 
 type watchOptions struct {

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/nodesnap/nodesnap/fleet"
+	"github.com/nodesnap/nodesnap/features/fleet"
 	"github.com/nodesnap/nodesnap/internal/testkit"
 )
 

@@ -22,7 +22,7 @@ func TestSamplePages(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dirs, err := os.ReadDir(filepath.Join("..", "read", "analyze", "testdata"))
+	dirs, err := os.ReadDir(filepath.Join("..", "..", "read", "analyze", "testdata"))
 	if err != nil {
 		t.Fatal(err)
 	}

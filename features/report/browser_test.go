@@ -112,7 +112,7 @@ func artifactsDir(t *testing.T) string {
 		return filepath.Join(d, "report")
 	}
 	if os.Getenv("CI") == "true" {
-		abs, err := filepath.Abs(filepath.Join("..", "test-artifacts", "report"))
+		abs, err := filepath.Abs(filepath.Join("..", "..", "test-artifacts", "report"))
 		if err != nil {
 			t.Fatal(err)
 		}

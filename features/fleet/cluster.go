@@ -12,7 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodesnap/nodesnap/fleet/podspec"
+	"github.com/nodesnap/nodesnap/features/fleet/podspec"
 )
 
 // Labels on everything a run creates: the recommended ones, the run's id

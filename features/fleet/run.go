@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/fleet/podspec"
+	"github.com/nodesnap/nodesnap/features/fleet/podspec"
 )
 
 var errGlobalDeadline = errors.New("the run's deadline passed")

@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/nodesnap/nodesnap/fleet/podspec"
+	"github.com/nodesnap/nodesnap/features/fleet/podspec"
 )
 
 // CollectResult is what `nodesnap collect --output json` prints: the

@@ -26,12 +26,12 @@ import (
 // maxReportBytes is the size a report of a typical bundle must stay under.
 const maxReportBytes = 2 << 20
 
-// fixtureFiles reads ../read/analyze/testdata/<name> (the analyze package's
+// fixtureFiles reads ../../read/analyze/testdata/<name> (the analyze package's
 // incident scenarios) into bundle paths → contents, as analyze's own
 // tests do.
 func fixtureFiles(t *testing.T, name string) map[string][]byte {
 	t.Helper()
-	return testkit.ReadTree(t, filepath.Join("..", "read", "analyze", "testdata", name))
+	return testkit.ReadTree(t, filepath.Join("..", "..", "read", "analyze", "testdata", name))
 }
 
 // writeBundle writes files into a real bundle with bundle.Write, with a
@@ -227,7 +227,7 @@ func textOf(n *html.Node) string {
 // the collector chart, and a timeline where the findings quote dated log
 // lines.
 func TestIncidentReports(t *testing.T) {
-	dirs, err := os.ReadDir(filepath.Join("..", "read", "analyze", "testdata"))
+	dirs, err := os.ReadDir(filepath.Join("..", "..", "read", "analyze", "testdata"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/nodesnap/nodesnap/fleet/podspec"
+	"github.com/nodesnap/nodesnap/features/fleet/podspec"
 )
 
 // behaviour is how a simulated node's kubelet treats the run's pod.
