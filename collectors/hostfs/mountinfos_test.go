@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/engine/isolate"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 // fakeRunner runs the mountinfo ops in this process, through the wire

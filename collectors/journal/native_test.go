@@ -14,7 +14,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/journal"
-	"github.com/nodesnap/nodesnap/collectors/journalfile"
+	"github.com/nodesnap/nodesnap/internal/journalfile"
 	"github.com/nodesnap/nodesnap/internal/testkit"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/collectors/internal/shared"
 	"github.com/nodesnap/nodesnap/engine/isolate"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 // opMountProbe is the worker operation that stats and statfs()es one

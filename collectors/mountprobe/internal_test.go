@@ -15,7 +15,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/engine/isolate"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 func TestMountprobeFirstPath(t *testing.T) {

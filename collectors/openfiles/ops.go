@@ -4,7 +4,7 @@ package openfiles
 
 import (
 	"github.com/nodesnap/nodesnap/engine/isolate"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 const (

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nodesnap/nodesnap/collectors/journalfile"
+	"github.com/nodesnap/nodesnap/internal/journalfile"
 )
 
 // The native journal reader of the journal-signature signal: the journal

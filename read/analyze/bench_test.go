@@ -20,7 +20,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	mountscollector "github.com/nodesnap/nodesnap/collectors/mounts"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 	"github.com/nodesnap/nodesnap/read/analyze"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/internal/jsonstream"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 // Readers of the mounts collector's files: mounts.json's namespaces and devices, and the raw mount tables.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/internal/jsonstream"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 // Readers of the openfiles collector's files: holders of devices and mounts, and who writes into the kubelet's, runtime's and CSI data trees.

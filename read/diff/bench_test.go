@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 	"github.com/nodesnap/nodesnap/read/diff"
 )
 
