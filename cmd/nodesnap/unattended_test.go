@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/engine/outputdir"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // fastRun is the cheapest real collection: one fault-injection collector

@@ -17,7 +17,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/csi"
 	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // Pods of the fixture kubelet tree.

@@ -14,7 +14,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors/dirshape"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 func TestParseDeletingName(t *testing.T) {

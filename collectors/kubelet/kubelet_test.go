@@ -23,7 +23,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/kubelet"
 	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // Helpers shared by the kubelet, runtime and csi tests ("agent" tests:

@@ -212,7 +212,7 @@ type mpProber struct {
 // turned into items, the lines of the table being read count as mounts
 // and the tables still to read by their bytes (see buildItems). At 30,000
 // mounts that is 37 MiB and costs at most 1.5x the time of the collection's
-// general limit (bench/mountprobe_scale.sh measures both; 1.1-1.5 here).
+// general limit (test/bench/mountprobe_scale.sh measures both; 1.1-1.5 here).
 const (
 	mpMemoryFloor    = 32 << 20
 	mpMemoryBase     = 8 << 20

@@ -18,7 +18,7 @@ import (
 	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // A stuck FUSE daemon, a dead one, a healthy tmpfs, and a bind mount of
@@ -159,7 +159,7 @@ func TestMountprobeUnderAndSameAsHung(t *testing.T) {
 
 // BenchmarkMountprobe200 probes 200 extra mounts of which 20 hang (each
 // its own stuck FUSE daemon) and reports the collector's time against the
-// probe deadline. Run by bench/dirshape_mountprobe.sh.
+// probe deadline. Run by test/bench/dirshape_mountprobe.sh.
 func BenchmarkMountprobe200(b *testing.B) {
 	testkit.RequireFUSE(b)
 	dir := b.TempDir()
@@ -349,7 +349,7 @@ func TestMountprobeKubeletMountNotStarvedByHungNamespace(t *testing.T) {
 // BenchmarkMountprobeKubeletBehind200 measures when the kubelet's hung
 // mount is reported hung while 200 hung FUSE mounts of another namespace
 // wait too (probe deadline 3s, the default). Run by
-// bench/dirshape_mountprobe.sh.
+// test/bench/dirshape_mountprobe.sh.
 func BenchmarkMountprobeKubeletBehind200(b *testing.B) {
 	s := mpSetUpKubeletScene(b, 200)
 	var worst float64
@@ -375,7 +375,7 @@ func BenchmarkMountprobeKubeletBehind200(b *testing.B) {
 // filesystem") beside 50 healthy tmpfs mounts, at the default probe
 // deadline of 3 s. Every healthy mount must be probed, and the collector
 // should take about one probe deadline whatever the number of hung mounts.
-// Run by bench/dirshape_mountprobe.sh.
+// Run by test/bench/dirshape_mountprobe.sh.
 func BenchmarkMountprobeHung200(b *testing.B) {
 	testkit.RequireFUSE(b)
 	dir := b.TempDir()

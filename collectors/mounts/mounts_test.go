@@ -23,7 +23,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors/mounts"
 	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
 	"github.com/nodesnap/nodesnap/internal/procfs"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 func mountsDevice(rep *layout.MountsReport, major, minor uint32) *layout.MountDevice {

@@ -20,7 +20,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors/openfiles"
 	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
 	"github.com/nodesnap/nodesnap/internal/procfs"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 func openFilesProcesses(t *testing.T, c *bundle.Contents) map[int]layout.OpenFilesProcess {

@@ -21,7 +21,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/runtime"
 	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 const registryPassword = "registry-password-0b1c2d3e"

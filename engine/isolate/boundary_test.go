@@ -19,7 +19,7 @@ func TestOnlyIsolateStartsProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allowed := []string{"engine/isolate/", "internal/testkit/"}
+	allowed := []string{"engine/isolate/", "test/testkit/"}
 	checked := 0
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

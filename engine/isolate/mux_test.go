@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/engine/isolate"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // One worker serves several items at once: how they share it.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // In-process: an attempt that stalls (the server reads nothing and answers

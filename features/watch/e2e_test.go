@@ -22,7 +22,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	bundleschema "github.com/nodesnap/nodesnap/bundle-schema"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // End-to-end tests: the real binary watching real faults (a FUSE mount

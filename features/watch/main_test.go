@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/nodesnap/nodesnap/engine/isolate"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // TestMain lets this test binary serve the watcher's worker processes (the

@@ -402,7 +402,7 @@ func (f *File) Data(off uint64) ([]byte, error) {
 // as blocks are first used). Reading newest first jumps between an entry,
 // its own data objects and the shared ones (host, unit, transport) written
 // long before: with 1 MiB of 32 KiB blocks those evicted each other and
-// preads were most of the time (bench/journal.sh: 16 KiB × 256 read twice
+// preads were most of the time (test/bench/journal.sh: 16 KiB × 256 read twice
 // as fast).
 type blockReader struct {
 	r       io.ReaderAt

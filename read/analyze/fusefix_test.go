@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/internal/testkit"
 	"github.com/nodesnap/nodesnap/read/analyze"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // fusectlMounted reports whether fusectl is mounted at its standard

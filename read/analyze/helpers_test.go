@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/internal/testkit/bundletest"
+	"github.com/nodesnap/nodesnap/test/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit/bundletest"
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"

@@ -13,8 +13,8 @@ import (
 
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
-	"github.com/nodesnap/nodesnap/internal/testkit"
 	"github.com/nodesnap/nodesnap/read/analyze"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // A pod volume hangs and mountprobe runs out of time before its probe

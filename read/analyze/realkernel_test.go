@@ -18,8 +18,8 @@ import (
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/dirshape"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
-	"github.com/nodesnap/nodesnap/internal/testkit"
 	"github.com/nodesnap/nodesnap/read/analyze"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // Bundles written by the real collectors on the real kernel, for the

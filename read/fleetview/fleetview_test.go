@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/internal/testkit/bundletest"
 	"github.com/nodesnap/nodesnap/read/fleetview"
+	"github.com/nodesnap/nodesnap/test/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit/bundletest"
 )
 
 // makeBundle writes analyze's fixture scenario into a real bundle at out,

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // TestDaemonSetWatch runs deploy/kubernetes/daemonset.yaml, whose watch

@@ -16,7 +16,7 @@
 # loop device. Everything it created is removed on exit; it kills only the
 # pids it started.
 #
-# Usage: sudo bench/mounts_openfiles.sh
+# Usage: sudo test/bench/mounts_openfiles.sh
 #   env: ROUNDS=7 NS=100 THREADS=20 HOLDERS=5 EXTRA_MOUNTS=0
 #        OUTDIR=<dir for the bundles>
 set -eu
@@ -37,7 +37,7 @@ for t in go unshare losetup mkfs.ext4 mount umount lsof jq tar; do
 done
 [ -x /usr/bin/time ] || die "missing /usr/bin/time (GNU time)"
 
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d /tmp/nodesnap-bench.XXXXXX)
 pids=()
 loopdev=""

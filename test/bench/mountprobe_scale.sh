@@ -7,7 +7,7 @@
 # the collection twice, with mountprobe's memory limit and without it, to
 # show what the limit costs in time.
 #
-# Usage: sudo bench/mountprobe_scale.sh   (env: MOUNTS=30000 PAIRS=3 NODESNAP=path/to/binary)
+# Usage: sudo test/bench/mountprobe_scale.sh   (env: MOUNTS=30000 PAIRS=3 NODESNAP=path/to/binary)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

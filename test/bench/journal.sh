@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/journal.sh — the journal collector against plain journalctl on the
+# test/bench/journal.sh — the journal collector against plain journalctl on the
 # same journal lines.
 #
 # Starts a systemd-journald of its own in a private mount namespace (tmpfs
@@ -26,12 +26,12 @@
 # Needs root, util-linux (unshare, nsenter), systemd (systemd-journald,
 # systemd-cat, journalctl), GNU time (/usr/bin/time), jq, awk, and go unless
 # NODESNAP names a binary.
-# Usage: sudo bench/journal.sh   (env: LINES=200000 ROUNDS=7 MAXB=1GiB MEMCAP=64MiB NODESNAP=bin/nodesnap)
+# Usage: sudo test/bench/journal.sh   (env: LINES=200000 ROUNDS=7 MAXB=1GiB MEMCAP=64MiB NODESNAP=bin/nodesnap)
 set -euo pipefail
 LINES=${LINES:-200000}
 . "$(dirname "$0")/lib.sh"
 
-die() { echo "bench/journal.sh: $*" >&2; exit 1; }
+die() { echo "test/bench/journal.sh: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (journald in a private mount namespace)"
 for t in unshare nsenter systemd-cat journalctl jq awk tar /usr/bin/time; do
   command -v "$t" >/dev/null || die "needs $t"

@@ -1,5 +1,5 @@
 // Package kube_test runs nodesnap against a real single-node Kubernetes
-// (e2e/kube/cluster.sh: kubelet with webhook authentication, containerd,
+// (test/kube/cluster.sh: kubelet with webhook authentication, containerd,
 // a CSI driver registered through the plugin watcher), as its users run
 // it: by hand on the node with and without a token, and as the Job of
 // deploy/kubernetes with the image `make image` builds.
@@ -28,8 +28,8 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/internal/testkit"
 	"github.com/nodesnap/nodesnap/read/analyze"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }

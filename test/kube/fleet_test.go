@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nodesnap/nodesnap/features/fleet"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // clients are the e2e cluster's: fleet's own (what the binary uses) and

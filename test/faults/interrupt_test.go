@@ -1,4 +1,4 @@
-package reliability
+package faults
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // SIGINT or SIGTERM at random moments of a full default collection: always

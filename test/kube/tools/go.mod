@@ -3,7 +3,7 @@
 // the module's own replace directives (they point into its staging tree), so this
 // module requires k8s.io/kubernetes and pins every staging module to the
 // matching published v0 version instead.
-module github.com/nodesnap/nodesnap/e2e/kube/tools
+module github.com/nodesnap/nodesnap/test/kube/tools
 
 go 1.26.8
 

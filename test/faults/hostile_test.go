@@ -1,4 +1,4 @@
-package reliability
+package faults
 
 import (
 	"archive/tar"
@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 type entry struct {

@@ -11,7 +11,7 @@
 # Default intervals (docs/watch.md): mounts every 30 s, tasks 15 s, kernel
 # log 5 s, journal 15 s, kubelet 10 s; kubelet-down with for: 0s.
 #
-# Usage: sudo bench/watch.sh   (env: MOUNTS=200 IDLE=120 NODESNAP=path/to/binary)
+# Usage: sudo test/bench/watch.sh   (env: MOUNTS=200 IDLE=120 NODESNAP=path/to/binary)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

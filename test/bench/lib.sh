@@ -1,13 +1,13 @@
 # Shared helpers for the side-by-side benchmarks. Source it.
 # Timing is wall-clock in milliseconds; every figure is a median of ROUNDS.
 ROUNDS=${ROUNDS:-7}
-RESULTS_DIR=${RESULTS_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bench-results}
+RESULTS_DIR=${RESULTS_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/bench-results}
 mkdir -p "$RESULTS_DIR"
 
 # nodesnap_bin builds the binary unless NODESNAP points at one.
 nodesnap_bin() {
   if [ -n "${NODESNAP:-}" ] && [ -x "$NODESNAP" ]; then echo "$NODESNAP"; return; fi
-  local root; root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  local root; root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
   (cd "$root" && CGO_ENABLED=0 go build -o bin/nodesnap ./cmd/nodesnap) >&2 && echo "$root/bin/nodesnap"
 }
 

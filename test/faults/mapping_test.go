@@ -1,4 +1,4 @@
-package reliability
+package faults
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/engine/outputdir"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // setSysctl sets a /proc/sys file for the test and restores it after.

@@ -6,9 +6,9 @@
 # and runc, bridge CNI, a CSI driver registered through the kubelet's
 # plugin watcher, journald receiving the kubelet's and containerd's logs.
 #
-#   e2e/kube/cluster.sh build   # compile (cached) and package the images
-#   e2e/kube/cluster.sh up      # start it; prints the kubeconfig path
-#   e2e/kube/cluster.sh down    # stop what up started, by pid; undo mounts,
+#   test/kube/cluster.sh build   # compile (cached) and package the images
+#   test/kube/cluster.sh up      # start it; prints the kubeconfig path
+#   test/kube/cluster.sh down    # stop what up started, by pid; undo mounts,
 #                               # cgroups, links and sysctls; remove state
 #
 # Everything listens on loopback only; the kubelet cannot report a loopback

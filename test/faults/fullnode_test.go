@@ -1,4 +1,4 @@
-package reliability
+package faults
 
 import (
 	"encoding/json"
@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // TestBenchFullNode is `make bench`'s whole-node comparison (issue 10): it
@@ -32,7 +32,7 @@ import (
 // NODESNAP_BENCH_FULL=1, and writes its figures as JSON.
 func TestBenchFullNode(t *testing.T) {
 	if os.Getenv("NODESNAP_BENCH_FULL") != "1" {
-		t.Skip("a benchmark: run with NODESNAP_BENCH_FULL=1 (bench/full_node.sh, make bench)")
+		t.Skip("a benchmark: run with NODESNAP_BENCH_FULL=1 (test/bench/full_node.sh, make bench)")
 	}
 	testkit.RequireRoot(t)
 	testkit.RequireFUSE(t)

@@ -1,4 +1,4 @@
-package reliability
+package faults
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/engine/outputdir"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // The stated bound of a run whatever its output directory does: --timeout

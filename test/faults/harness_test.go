@@ -1,4 +1,4 @@
-package reliability
+package faults
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 func TestMain(m *testing.M) { testkit.MainThen(m, printSummary) }

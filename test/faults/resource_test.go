@@ -1,4 +1,4 @@
-package reliability
+package faults
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // An output filesystem that fills up: exit 1 with a clear message, and

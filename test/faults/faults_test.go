@@ -1,4 +1,4 @@
-package reliability
+package faults
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // node is a fixture host root: a kubelet tree with a pod volume, a CSI

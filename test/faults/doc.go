@@ -1,4 +1,4 @@
-// Package reliability holds nodesnap's fault suite: it runs the real
+// Package faults holds nodesnap's fault suite: it runs the real
 // binary against hung mounts, hung programs, a kubelet that never answers,
 // interrupts at random moments, full and read-only output filesystems, an
 // unprivileged user and hostile bundles, and checks every time that the run
@@ -8,4 +8,4 @@
 // `make test` runs a fast subset; `make reliability` runs every fault for
 // several rounds (NODESNAP_RELIABILITY=full) and prints the summary table
 // that docs/reliability.md records.
-package reliability
+package faults

@@ -17,7 +17,7 @@
 # root. Everything is removed on exit (the tmpfs is unmounted; the Go
 # benchmark cleans up its own mounts).
 #
-# Usage: sudo bench/dirshape_mountprobe.sh   (env: ROUNDS=7 PROBE_TIMEOUT=2s MP_ROUNDS=3)
+# Usage: sudo test/bench/dirshape_mountprobe.sh   (env: ROUNDS=7 PROBE_TIMEOUT=2s MP_ROUNDS=3)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -28,7 +28,7 @@ for t in go python3 tar find mount umount; do command -v "$t" >/dev/null || die 
 
 PROBE_TIMEOUT=${PROBE_TIMEOUT:-2s}
 MP_ROUNDS=${MP_ROUNDS:-3}
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$(nodesnap_bin)
 work=$(mktemp -d /tmp/nodesnap-bench-dirshape.XXXXXX)
 tree=$work/tree
