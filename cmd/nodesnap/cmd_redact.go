@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"io"
 	"os"
 	"path/filepath"
@@ -127,9 +128,9 @@ func redactedName(in, format, host string, red *redact.Redactor) string {
 	base = strings.TrimSuffix(strings.TrimSuffix(base, ".tar.gz"), ".tar.zst")
 	if host != "" {
 		if tok, _ := red.String(host); tok != host {
-			// The name holds the host as outputdir.SafeHost wrote it;
+			// The name holds the host as naming.SafeHost wrote it;
 			// the token is made file-name safe the same way.
-			base = strings.ReplaceAll(base, outputdir.SafeHost(host), outputdir.SafeHost(tok))
+			base = strings.ReplaceAll(base, naming.SafeHost(host), naming.SafeHost(tok))
 		}
 	}
 	return dir + base + ".redacted" + ext

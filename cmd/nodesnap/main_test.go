@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,7 +112,7 @@ func bundleFiles(t *testing.T, dir string) []string {
 		if b, ok := strings.CutSuffix(n, outputdir.SumSuffix); ok && has[b] {
 			continue
 		}
-		if _, ok := outputdir.ParseName(n); ok && !has[n+outputdir.SumSuffix] {
+		if _, ok := naming.ParseName(n); ok && !has[n+outputdir.SumSuffix] {
 			t.Errorf("%s has no %s beside it", n, outputdir.SumSuffix)
 		}
 		out = append(out, n)

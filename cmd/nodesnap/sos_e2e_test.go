@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"encoding/json"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,7 +22,6 @@ import (
 	"filippo.io/age"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/engine/outputdir"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
@@ -104,7 +104,7 @@ func TestCollectCaseLabelLayoutSidecar(t *testing.T) {
 	if !regexp.MustCompile(`^nodesnap-fixture-node-[0-9]{8}T[0-9]{6}Z\.case-01234567\.db-upgrade\.tar\.gz$`).MatchString(base) {
 		t.Errorf("bundle name %q does not carry the case id and label", base)
 	}
-	if n, ok := outputdir.ParseName(base); !ok || n.CaseID != "01234567" || n.Label != "db-upgrade" {
+	if n, ok := naming.ParseName(base); !ok || n.CaseID != "01234567" || n.Label != "db-upgrade" {
 		t.Errorf("ParseName(%q) = %+v, %v", base, n, ok)
 	}
 	top := strings.TrimSuffix(base, ".tar.gz") + "/"

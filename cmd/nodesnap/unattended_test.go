@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"os"
 	"path/filepath"
 	"sort"
@@ -99,7 +100,7 @@ func TestCollectWaitsForRunningCollection(t *testing.T) {
 	}
 	var bundles int
 	for _, n := range bundleFiles(t, out) {
-		if _, ok := outputdir.ParseName(n); !ok {
+		if _, ok := naming.ParseName(n); !ok {
 			t.Errorf("left in the output directory: %s", n)
 			continue
 		}

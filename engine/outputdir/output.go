@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"os"
 	"path/filepath"
 	"sort"
@@ -275,7 +276,7 @@ type WriteRequest struct {
 	// empty, the bundle goes into the output directory under Name, made
 	// unique with -2, -3… (Name.Seq).
 	File string
-	Name Name
+	Name naming.Name
 	// Recipients, when set, encrypt the bundle to these keys
 	// (ParseRecipients): the file written is <name>.age, and the
 	// plaintext archive never reaches the disk.

@@ -1,7 +1,7 @@
 // Package outputdir owns the directory nodesnap writes bundles to: its
 // checks (made 0700 when missing), the lock so that two runs never collect
 // into it at once, the free-space check, the staging directory (there or
-// in --tmp-dir), the bundle's name (Name), writing the bundle and its
+// in --tmp-dir), the bundle's name (by bundle/naming), writing the bundle and its
 // .sha256 sidecar without ever replacing a file, encryption to
 // --encrypt-to keys, the obfuscation mapping, and retention of this host's
 // newest bundles.

@@ -145,58 +145,6 @@ func TestLockMissingDir(t *testing.T) {
 	}
 }
 
-func TestParseName(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		ok   bool
-		host string
-		seq  int
-	}{
-		{"nodesnap-node1-20261121T101500Z.tar.gz", true, "node1", 0},
-		{"nodesnap-node-1-20261121T101500Z.tar.zst", true, "node-1", 0},
-		{"nodesnap-node-1-20261121T101500Z-3.tar.gz", true, "node-1", 3},
-		{"nodesnap-a-20261121T101500Z-20261121T101501Z.tar.gz", true, "a-20261121T101500Z", 0},
-		{"nodesnap-node1-20261121T101500Z.tar.gz.tmp", false, "", 0},
-		{".nodesnap-123-abc-nodesnap-node1-20261121T101500Z.tar.gz.tmp", false, "", 0},
-		{"nodesnap-node1-20261121T101500Z.tar", false, "", 0},
-		{"nodesnap-node1-2026112T101500Z.tar.gz", false, "", 0},
-		{"nodesnap-node1-20261399T101500Z.tar.gz", false, "", 0},
-		{"nodesnap--20261121T101500Z.tar.gz", false, "", 0},
-		{"mynodesnap-node1-20261121T101500Z.tar.gz", false, "", 0},
-		{"nodesnap-node1-20261121T101500Z.tar.gz.sha256", false, "", 0},
-		{"nodesnap-node1-20261121T101500Z.case-01234.tar.gz", true, "node1", 0},
-		{"nodesnap-node1-20261121T101500Z-2.case-01234.db-up.tar.zst.age", true, "node1", 2},
-		{"nodesnap-node1-20261121T101500Z.db_up.tar.gz", true, "node1", 0},
-		{"nodesnap-node1-20261121T101500Z.tar.gz.age", true, "node1", 0},
-		{"nodesnap-node1-20261121T101500Z.a.b.tar.gz", false, "", 0},
-		{"nodesnap-node1-20261121T101500Z.case-.tar.gz", false, "", 0},
-		{"nodesnap-node1-20261121T101500Z-0.tar.gz", false, "", 0},
-		{"nodesnap-no de-20261121T101500Z.tar.gz", false, "", 0},
-	} {
-		n, ok := ParseName(c.name)
-		if ok != c.ok || (ok && (n.Host != c.host || n.Seq != c.seq)) {
-			t.Errorf("ParseName(%q) = %+v, %v; want host %q seq %d ok %v", c.name, n, ok, c.host, c.seq, c.ok)
-		}
-	}
-}
-
-func FuzzParseName(f *testing.F) {
-	f.Add("nodesnap-node1-20261121T101500Z.tar.gz")
-	f.Add("nodesnap-n-20261121T101500Z-99.tar.zst")
-	f.Add("nodesnap-n-20261121T101500Z-2.case-77.lbl.tar.gz.age")
-	f.Fuzz(func(t *testing.T, s string) {
-		n, ok := ParseName(s)
-		if !ok {
-			return
-		}
-		// Whatever parses is the name nodesnap gives a bundle of that
-		// host, time, case, label and format: one definition both ways.
-		if n.String() != s {
-			t.Errorf("ParseName(%q) = %+v, which names %q", s, n, n.String())
-		}
-	})
-}
-
 func TestRetain(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string) string {

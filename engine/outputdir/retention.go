@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"os"
 	"path/filepath"
 	"sort"
@@ -34,15 +35,15 @@ func Retain(dir, host string, keep int, current string) (removed []string, err e
 	if err != nil {
 		return nil, fmt.Errorf("listing %s for --keep: %w", dir, err)
 	}
-	want := SafeHost(host)
+	want := naming.SafeHost(host)
 	curBase := filepath.Base(current)
-	var old []Name
+	var old []naming.Name
 	for _, e := range ents {
 		name := e.Name()
 		if name == curBase {
 			continue
 		}
-		n, ok := ParseName(name)
+		n, ok := naming.ParseName(name)
 		if !ok || n.Host != want || !e.Type().IsRegular() {
 			continue
 		}
@@ -55,7 +56,7 @@ func Retain(dir, host string, keep int, current string) (removed []string, err e
 		}
 		old = append(old, n)
 	}
-	sort.Slice(old, func(i, j int) bool { return Newer(old[i], old[j]) })
+	sort.Slice(old, func(i, j int) bool { return naming.Newer(old[i], old[j]) })
 	kept := min(keep-1, len(old)) // current is the newest one kept
 	if isPartial(current) {
 		complete := -1

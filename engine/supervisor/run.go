@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -37,7 +38,7 @@ type Options struct {
 	OutputFile string
 	// Format is bundle.Gzip or bundle.Zstd.
 	Format string
-	// CaseID and Label go into the bundle's name (outputdir.Name).
+	// CaseID and Label go into the bundle's name (naming.Name).
 	CaseID, Label string
 	// EncryptTo, when set, encrypts the bundle to these recipients
 	// (outputdir.ParseRecipients).
@@ -246,7 +247,7 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 	m := r.manifest(specs, h)
 	w, err := out.Write(abortCtx, max(time.Until(writeBy), time.Second), outputdir.WriteRequest{
 		File:       opts.OutputFile,
-		Name:       outputdir.Name{Host: m.Host.Hostname, Time: r.start, CaseID: opts.CaseID, Label: opts.Label, Format: opts.Format},
+		Name:       naming.Name{Host: m.Host.Hostname, Time: r.start, CaseID: opts.CaseID, Label: opts.Label, Format: opts.Format},
 		Recipients: opts.EncryptTo,
 	}, m, r.staging)
 	if err != nil {
@@ -300,7 +301,7 @@ func (o *Options) Validate() error {
 		return &UsageError{Msg: "--timeout must be positive"}
 	}
 	for _, t := range []struct{ flag, v string }{{"case-id", o.CaseID}, {"label", o.Label}} {
-		if err := outputdir.CheckTag(t.flag, t.v); err != nil {
+		if err := naming.CheckTag(t.flag, t.v); err != nil {
 			return &UsageError{Msg: err.Error()}
 		}
 	}

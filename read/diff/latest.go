@@ -2,11 +2,10 @@ package diff
 
 import (
 	"fmt"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"os"
 	"path/filepath"
 	"sort"
-
-	"github.com/nodesnap/nodesnap/engine/outputdir"
 )
 
 // Latest returns the two newest bundles, older first, in dir (a --keep
@@ -20,18 +19,18 @@ func Latest(dir string) (older, newer string, err error) {
 	}
 	type found struct {
 		path string
-		name outputdir.Name
+		name naming.Name
 	}
 	var all []found
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		if n, ok := outputdir.ParseName(e.Name()); ok {
+		if n, ok := naming.ParseName(e.Name()); ok {
 			all = append(all, found{filepath.Join(dir, e.Name()), n})
 		}
 	}
-	before := func(a, b outputdir.Name) bool {
+	before := func(a, b naming.Name) bool {
 		if !a.Time.Equal(b.Time) {
 			return a.Time.Before(b.Time)
 		}

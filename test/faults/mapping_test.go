@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,7 +63,7 @@ func TestObfuscationMappingAgainstPlants(t *testing.T) {
 		now := time.Now()
 		for s := -2; s < 60; s++ {
 			for _, h := range []string{host, "reliability-node"} {
-				base := strings.TrimSuffix(filepath.Join(out, outputdir.Name{Host: h, Time: now.Add(time.Duration(s) * time.Second)}.String()), ".tar.gz")
+				base := strings.TrimSuffix(filepath.Join(out, naming.Name{Host: h, Time: now.Add(time.Duration(s) * time.Second)}.String()), ".tar.gz")
 				final, tmp := base+outputdir.MappingSuffix, base+outputdir.MappingSuffix+".tmp"
 				fmt.Fprintf(&script, "ln -s %s %s\n", victim, final)
 				if s%2 == 0 {

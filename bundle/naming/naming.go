@@ -1,4 +1,9 @@
-package outputdir
+// Package naming is a bundle's file name, defined once for every writer
+// and reader: collect and retention write and prune by it, bundle-cat,
+// pod and diff --latest find bundles by it. It is a leaf (standard library
+// only) so that readers of bundles need not link the output directory's
+// engine to know what a bundle is called.
+package naming
 
 import (
 	"fmt"
@@ -10,8 +15,7 @@ import (
 	"time"
 )
 
-// A bundle's file name, defined here once for every writer and reader
-// (collect, retention, bundle-cat, diff --latest):
+// A bundle's file name (collect, retention, bundle-cat, diff --latest):
 //
 //	nodesnap-<host>-<UTC time>[-<N>][.case-<case id>][.<label>].<tar.gz|tar.zst>[.age]
 //

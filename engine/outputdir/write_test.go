@@ -3,6 +3,7 @@ package outputdir
 import (
 	"context"
 	"errors"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"io"
 	"os"
 	"os/exec"
@@ -17,45 +18,8 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 )
 
-func TestNameString(t *testing.T) {
-	at := time.Date(2026, 11, 21, 10, 15, 0, 0, time.FixedZone("CET", 3600))
-	for _, c := range []struct {
-		n    Name
-		want string
-	}{
-		{Name{Host: "node1", Time: at}, "nodesnap-node1-20261121T091500Z.tar.gz"},
-		{Name{Host: "we/ird host", Time: at, Format: bundle.Zstd}, "nodesnap-we_ird_host-20261121T091500Z.tar.zst"},
-		{Name{Host: "", Time: at, Seq: 3, CaseID: "01234", Label: "db-up", Encrypted: true}, "nodesnap-unknown-20261121T091500Z-3.case-01234.db-up.tar.gz.age"},
-	} {
-		if got := c.n.String(); got != c.want {
-			t.Errorf("%+v: %q, want %q", c.n, got, c.want)
-		}
-	}
-}
-
-func TestCheckTag(t *testing.T) {
-	for _, ok := range []string{"", "01234567", "db_upgrade-2", strings.Repeat("a", 64)} {
-		if err := CheckTag("label", ok); err != nil {
-			t.Errorf("%q: %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"a b", "../x", "a.b", "é", strings.Repeat("a", 65), "x\n"} {
-		if err := CheckTag("case-id", bad); err == nil || !strings.Contains(err.Error(), "--case-id") {
-			t.Errorf("%q: %v, want an error naming --case-id", bad, err)
-		}
-	}
-	if err := CheckTag("label", "case-9"); err == nil {
-		t.Errorf("a label starting with case- was accepted: it would read as a case id")
-	}
-	// Every accepted tag gives a name that parses back to it.
-	n := Name{Host: "h", Time: time.Unix(0, 0), CaseID: "01234", Label: "db_upgrade-2"}
-	if back, ok := ParseName(n.String()); !ok || back.CaseID != n.CaseID || back.Label != n.Label {
-		t.Errorf("%q parses as %+v, %v", n.String(), back, ok)
-	}
-}
-
 // writeTestBundle writes a real bundle of status st named n in dir.
-func writeTestBundle(t *testing.T, dir string, n Name, st string) string {
+func writeTestBundle(t *testing.T, dir string, n naming.Name, st string) string {
 	t.Helper()
 	staging := t.TempDir()
 	m := &bundle.Manifest{SchemaVersion: bundle.SchemaVersion, Status: st, Collectors: []bundle.CollectorResult{}, Files: []bundle.FileEntry{},
@@ -72,7 +36,9 @@ func writeTestBundle(t *testing.T, dir string, n Name, st string) string {
 // evidence, one more than asked.
 func TestRetainKeepsNewestComplete(t *testing.T) {
 	dir := t.TempDir()
-	at := func(d int) Name { return Name{Host: "h", Time: time.Date(2026, 1, d, 0, 0, 0, 0, time.UTC)} }
+	at := func(d int) naming.Name {
+		return naming.Name{Host: "h", Time: time.Date(2026, 1, d, 0, 0, 0, 0, time.UTC)}
+	}
 	oldComplete := writeTestBundle(t, dir, at(1), "complete")
 	complete := writeTestBundle(t, dir, at(2), "complete")
 	p1 := writeTestBundle(t, dir, at(3), "partial")
@@ -112,7 +78,7 @@ func TestRetainKeepsNewestComplete(t *testing.T) {
 // The sidecar is in sha256sum's format, so sha256sum -c checks the copy.
 func TestWriteSum(t *testing.T) {
 	dir := t.TempDir()
-	p := writeTestBundle(t, dir, Name{Host: "h", Time: time.Unix(0, 0)}, "complete")
+	p := writeTestBundle(t, dir, naming.Name{Host: "h", Time: time.Unix(0, 0)}, "complete")
 	size, sum, err := bundle.HashFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +128,7 @@ func TestWriteEncrypted(t *testing.T) {
 	m := &bundle.Manifest{SchemaVersion: bundle.SchemaVersion, Status: "complete", Collectors: []bundle.CollectorResult{{Name: "host", Status: "ok", Files: []string{"host/f.txt"}}},
 		Files:   []bundle.FileEntry{{Path: "host/f.txt", Collector: "host", Size: size, SHA256: sum, Kind: bundle.KindText}},
 		Omitted: []bundle.Omitted{}, HungMounts: []bundle.HungItem{}, CommandLine: []string{}, Redaction: bundle.RedactionSummary{Rules: map[string]int{}}}
-	w, err := writeBundle(writeReq{WriteRequest: WriteRequest{Name: Name{Host: "h", Time: time.Unix(0, 0)}, Recipients: []string{id.Recipient().String()}},
+	w, err := writeBundle(writeReq{WriteRequest: WriteRequest{Name: naming.Name{Host: "h", Time: time.Unix(0, 0)}, Recipients: []string{id.Recipient().String()}},
 		Dir: dir, Staging: staging, Mtime: time.Unix(0, 0)}, m)
 	if err != nil {
 		t.Fatal(err)
