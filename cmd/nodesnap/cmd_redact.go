@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/nodesnap/nodesnap/bundle/naming"
+	"github.com/nodesnap/nodesnap/redact/rebundle"
 	"io"
 	"os"
 	"path/filepath"
@@ -100,7 +101,7 @@ func runRedact(ctx context.Context, o *redactOptions, in string, stdout, stderr 
 	if err := unix.Access(filepath.Dir(out), unix.W_OK); err != nil {
 		return fmt.Errorf("cannot write to %s: %w", filepath.Dir(out), err)
 	}
-	w, m, err := bundle.Reredact(ctx, in, out, red, bundle.RedactOptions{NoBinary: o.noBinary, Obfuscated: s.Options.Obfuscate, Format: o.format})
+	w, m, err := rebundle.Reredact(ctx, in, out, red, rebundle.Options{NoBinary: o.noBinary, Obfuscated: s.Options.Obfuscate, Format: o.format})
 	if err != nil {
 		return err
 	}

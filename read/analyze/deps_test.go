@@ -16,6 +16,7 @@ const module = "github.com/nodesnap/nodesnap/"
 var forbiddenDeps = []string{
 	module + "collectors",
 	module + "engine",
+	module + "redact",
 	"github.com/shirou/gopsutil",
 	"github.com/spf13/pflag",
 	"github.com/spf13/cobra",
@@ -26,10 +27,9 @@ var forbiddenDeps = []string{
 // bundle (reading archives, the manifest), bundle/layout (the records and
 // file names), goroutinedump (counting goroutines by frame, standard
 // library only), procfs (the parsers of the raw /proc copies in a bundle),
-// and what bundle itself needs (the manifest's schema, the redactor used
-// by Reredact), internal/textfit (fitting text to the terminal) and
+// and what bundle itself needs (the manifest's schema), internal/textfit (fitting text to the terminal) and
 // internal/jsonstream (walking big JSON files a record at a time).
-var allowedOwn = []string{"read/analyze", "bundle", "bundle/layout", "bundle-schema", "read/goroutinedump", "internal/procfs", "redact", "internal/textfit", "internal/jsonstream"}
+var allowedOwn = []string{"read/analyze", "bundle", "bundle/layout", "bundle-schema", "read/goroutinedump", "internal/procfs", "internal/textfit", "internal/jsonstream"}
 
 // TestDependencies keeps analyze a reader of bundles: a new import that
 // pulls in the collection engine or an HTTP stack fails here, naming the

@@ -1,21 +1,29 @@
-package bundle
+// Package rebundle re-redacts a finished bundle (nodesnap redact): every
+// text file passed through a redactor again, a new manifest, a new
+// archive. It sits beside the redaction engine, not in bundle, so that
+// readers of bundles (analyze, diff, report) link neither the redactor
+// nor its rule tables.
+package rebundle
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/redact"
 )
 
-// RedactOptions control Reredact.
-type RedactOptions struct {
+// Options control Reredact.
+type Options struct {
 	// NoBinary drops binary artifacts (which cannot be redacted).
 	NoBinary bool
 	// Obfuscated names the classes the redactor obfuscates, for the
@@ -31,28 +39,28 @@ type RedactOptions struct {
 // redaction counts describe the new content. The input is read once and
 // never extracted; the new content is staged in a 0700 directory beside
 // out and the bundle is written atomically.
-func Reredact(ctx context.Context, in, out string, red *redact.Redactor, opts RedactOptions) (Written, *Manifest, error) {
-	var w Written
-	staging, err := os.MkdirTemp(filepath.Dir(out), fmt.Sprintf("%s%d-staging-", TempPrefix, os.Getpid()))
+func Reredact(ctx context.Context, in, out string, red *redact.Redactor, opts Options) (bundle.Written, *bundle.Manifest, error) {
+	var w bundle.Written
+	staging, err := os.MkdirTemp(filepath.Dir(out), fmt.Sprintf("%s%d-staging-", bundle.TempPrefix, os.Getpid()))
 	if err != nil {
 		return w, nil, wrapSpace(fmt.Errorf("creating a staging directory beside %s: %w", out, err))
 	}
 	defer os.RemoveAll(staging)
 
-	var m *Manifest
-	byPath := map[string]*FileEntry{}
+	var m *bundle.Manifest
+	byPath := map[string]*bundle.FileEntry{}
 	seen := map[string]bool{}
-	err = Walk(ctx, in, DefaultLimits, func(e Entry) error {
+	err = bundle.Walk(ctx, in, bundle.DefaultLimits, func(e bundle.Entry) error {
 		if m == nil {
-			if e.Name != ManifestName {
-				return Stop(fmt.Errorf("%w: the first entry is %q, not %s", ErrUnsafe, e.Name, ManifestName))
+			if e.Name != bundle.ManifestName {
+				return bundle.Stop(fmt.Errorf("%w: the first entry is %q, not %s", bundle.ErrUnsafe, e.Name, bundle.ManifestName))
 			}
-			raw, err := io.ReadAll(io.LimitReader(e.Reader, MaxManifestBytes+1))
+			raw, err := io.ReadAll(io.LimitReader(e.Reader, bundle.MaxManifestBytes+1))
 			if err != nil {
 				return err
 			}
-			if m, err = ParseManifest(raw); err != nil {
-				return Stop(err)
+			if m, err = bundle.ParseManifest(raw); err != nil {
+				return bundle.Stop(err)
 			}
 			for i := range m.Files {
 				byPath[m.Files[i].Path] = &m.Files[i]
@@ -61,10 +69,10 @@ func Reredact(ctx context.Context, in, out string, red *redact.Redactor, opts Re
 		}
 		fe := byPath[e.Name]
 		if fe == nil {
-			return Stop(fmt.Errorf("%w: %s is in the archive but not in the manifest (run nodesnap validate)", ErrInvalid, e.Name))
+			return bundle.Stop(fmt.Errorf("%w: %s is in the archive but not in the manifest (run nodesnap validate)", bundle.ErrInvalid, e.Name))
 		}
 		seen[e.Name] = true
-		if fe.Kind == KindBinary && opts.NoBinary {
+		if fe.Kind == bundle.KindBinary && opts.NoBinary {
 			return nil
 		}
 		dst := filepath.Join(staging, filepath.FromSlash(e.Name))
@@ -77,7 +85,7 @@ func Reredact(ctx context.Context, in, out string, red *redact.Redactor, opts Re
 		}
 		h := sha256.New()
 		cw := &countWriter{w: io.MultiWriter(f, h)}
-		if fe.Kind == KindBinary {
+		if fe.Kind == bundle.KindBinary {
 			_, err = io.Copy(cw, e.Reader)
 		} else {
 			rw := red.NewWriter(cw)
@@ -105,16 +113,16 @@ func Reredact(ctx context.Context, in, out string, red *redact.Redactor, opts Re
 		return w, nil, err
 	}
 	if m == nil {
-		return w, nil, fmt.Errorf("%w: the archive is empty", ErrUnsafe)
+		return w, nil, fmt.Errorf("%w: the archive is empty", bundle.ErrUnsafe)
 	}
 	// Keep the files that were present; drop binaries when asked.
 	kept := m.Files[:0]
 	for _, fe := range m.Files {
 		switch {
 		case !seen[fe.Path]:
-			return w, nil, fmt.Errorf("%w: %s is in the manifest but missing from the archive (run nodesnap validate)", ErrInvalid, fe.Path)
-		case fe.Kind == KindBinary && opts.NoBinary:
-			m.Omitted = append(m.Omitted, Omitted{Path: fe.Path, Reason: "binary artifact dropped by nodesnap redact --no-binary (" + fe.BinaryReason + ")"})
+			return w, nil, fmt.Errorf("%w: %s is in the manifest but missing from the archive (run nodesnap validate)", bundle.ErrInvalid, fe.Path)
+		case fe.Kind == bundle.KindBinary && opts.NoBinary:
+			m.Omitted = append(m.Omitted, bundle.Omitted{Path: fe.Path, Reason: "binary artifact dropped by nodesnap redact --no-binary (" + fe.BinaryReason + ")"})
 			for i := range m.Collectors {
 				m.Collectors[i].Files = slices.DeleteFunc(m.Collectors[i].Files, func(p string) bool { return p == fe.Path })
 			}
@@ -145,7 +153,7 @@ func Reredact(ctx context.Context, in, out string, red *redact.Redactor, opts Re
 		format = m.Settings.Compression
 	}
 	m.Settings.Compression = format
-	w, err = Write(ctx, out, format, m, staging, m.FinishedAt)
+	w, err = bundle.Write(ctx, out, format, m, staging, m.FinishedAt)
 	if err != nil {
 		return w, nil, err
 	}
@@ -161,4 +169,13 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// wrapSpace marks a full output filesystem as bundle.Write does, so the
+// command says "no space" the same way for both.
+func wrapSpace(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%w: %w", bundle.ErrNoSpace, err)
+	}
+	return err
 }
