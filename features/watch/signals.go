@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nodesnap/nodesnap/signatures"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -15,7 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/engine/isolate"
-	"github.com/nodesnap/nodesnap/read/analyze"
 )
 
 // signals samples the node. Each signal runs in its own goroutine on its
@@ -382,7 +382,7 @@ func (s *signals) kernelLog(ctx context.Context, cfg Config) error {
 	s.kmsgLast = r.Last
 	now := time.Now()
 	for _, l := range r.Lines {
-		for _, m := range analyze.MatchLine([]byte(l)) {
+		for _, m := range signatures.MatchLine([]byte(l)) {
 			if kernelSigs[m.ID] {
 				s.w.counter("nodesnap_watch_log_lines_total", 1, "source", "kernel", "signature", m.ID)
 				s.kernel.add(now, l)
@@ -404,7 +404,7 @@ func (s *signals) kernelLog(ctx context.Context, cfg Config) error {
 }
 
 // journalLog reads the kubelet's and the runtime's journal on from where
-// it stopped, and counts analyze's signatures.
+// it stopped, and counts the catalogue's signatures.
 func (s *signals) journalLog(ctx context.Context, cfg Config) error {
 	var r JournalResult
 	rq := JournalRequest{Dir: cfg.Journal.Dir, Root: cfg.Root, Units: cfg.Journal.Units, After: s.journalCursor, Since: s.started, Max: 5000, Timeout: scanTimeout - 5*time.Second}
@@ -415,7 +415,7 @@ func (s *signals) journalLog(ctx context.Context, cfg Config) error {
 	now := time.Now()
 	for _, e := range r.Entries {
 		for _, line := range strings.Split(e.Message, "\n") {
-			for _, m := range analyze.MatchLine([]byte(line)) {
+			for _, m := range signatures.MatchLine([]byte(line)) {
 				if kernelSigs[m.ID] || m.ID == "nfs-ok" || m.ID == "byte-array-output" {
 					continue
 				}
