@@ -449,7 +449,7 @@ func TestBuildCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "internal", "testkit", "binary.go")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, "test", "testkit", "binary.go")); err != nil {
 		t.Fatalf("ModuleRoot %q: %v", root, err)
 	}
 	goTool, err := findGo()
