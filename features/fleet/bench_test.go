@@ -15,7 +15,7 @@ import (
 // stay a few MiB, whatever the bundles' total (800 MiB), because no bundle
 // is ever held in memory.
 //
-//	go test -run '^$' -bench Run100Nodes -benchtime 1x ./fleet/
+//	go test -run '^$' -bench Run100Nodes -benchtime 1x ./features/fleet/
 func BenchmarkRun100Nodes(b *testing.B) {
 	const nodes, size = 100, 8 << 20
 	behaviours := map[string]behaviour{}

@@ -13,7 +13,7 @@ import (
 // screenshots in docs/report.md come from incident003-cephfs-hung,
 // signatures and pictures:
 //
-//	NODESNAP_REPORT_SAMPLES=$PWD/samples go test -run TestSamplePages ./report/
+//	NODESNAP_REPORT_SAMPLES=$PWD/samples go test -run TestSamplePages ./features/report/
 func TestSamplePages(t *testing.T) {
 	dir := os.Getenv("NODESNAP_REPORT_SAMPLES")
 	if dir == "" {

@@ -61,8 +61,8 @@ func WriteFindingsDoc(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString(`# Findings of nodesnap analyze
 
-<!-- Generated from analyze's catalogue (analyze/rules_*.go) by
-     go test ./analyze -run TestFindingsDocUpToDate -update; do not edit by hand. -->
+<!-- Generated from analyze's catalogue (read/analyze/rules_*.go) by
+     go test ./read/analyze -run TestFindingsDocUpToDate -update; do not edit by hand. -->
 
 ` + "`nodesnap analyze BUNDLE`" + ` reports findings; each has an ID (below), a severity, a one-line
 summary, the explanation, the evidence (bundle paths with the exact lines or records) and

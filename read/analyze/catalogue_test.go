@@ -88,7 +88,7 @@ func TestCatalogueDocumentsEveryFinding(t *testing.T) {
 }
 
 // docs/findings.md is what the catalogue writes: regenerate it with
-// go test ./analyze -run TestFindingsDocUpToDate -update.
+// go test ./read/analyze -run TestFindingsDocUpToDate -update.
 func TestFindingsDocUpToDate(t *testing.T) {
 	var b bytes.Buffer
 	if err := analyze.WriteFindingsDoc(&b); err != nil {
@@ -102,10 +102,10 @@ func TestFindingsDocUpToDate(t *testing.T) {
 	}
 	got, err := os.ReadFile(p)
 	if err != nil {
-		t.Fatalf("%v (go test ./analyze -run TestFindingsDocUpToDate -update writes it)", err)
+		t.Fatalf("%v (go test ./read/analyze -run TestFindingsDocUpToDate -update writes it)", err)
 	}
 	if !bytes.Equal(got, b.Bytes()) {
-		t.Errorf("docs/findings.md is out of date: go test ./analyze -run TestFindingsDocUpToDate -update")
+		t.Errorf("docs/findings.md is out of date: go test ./read/analyze -run TestFindingsDocUpToDate -update")
 	}
 	for _, id := range findingIDs(t) {
 		if !bytes.Contains(got, []byte("\n## "+id+"\n")) {
