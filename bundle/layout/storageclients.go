@@ -37,7 +37,7 @@ type StorageClients struct {
 	ISCSISessions []ISCSISession  `json:"iscsi_sessions,omitempty"`
 	SCSIDevices   []SCSIDevice    `json:"scsi_devices,omitempty"`
 	DM            []DMDevice      `json:"dm,omitempty"`
-	Block         []BlockQueue   `json:"block,omitempty"`
+	Block         []BlockQueue    `json:"block,omitempty"`
 	FUSE          []FUSEConn      `json:"fuse,omitempty"`
 	CIFS          []string        `json:"cifs_files,omitempty"`
 	Tasks         []StorageTask   `json:"tasks,omitempty"`
