@@ -261,9 +261,17 @@ func ParseRPCTasks(b []byte) []layout.RPCTask {
 			continue
 		}
 		timeout, _ := strconv.ParseInt(f[5], 10, 64)
-		t := layout.RPCTask{PID: pid, Flags: f[1], Status: status, ClientID: f[3], XID: f[4], TimeoutJ: timeout,
-			Ops: f[6], Program: f[7], Procedure: f[8]}
-		for _, x := range f[9:] {
+		t := layout.RPCTask{PID: pid, Flags: f[1], Status: status, ClientID: f[3], XID: f[4], TimeoutJ: timeout, Ops: f[6]}
+		// %ps of a module's symbol ends with " [module]".
+		i := 7
+		if i < len(f) && strings.HasPrefix(f[i], "[") {
+			i++
+		}
+		if i+1 >= len(f) {
+			continue
+		}
+		t.Program, t.Procedure = f[i], f[i+1]
+		for _, x := range f[i+2:] {
 			switch {
 			case strings.HasPrefix(x, "a:"):
 				t.Action = x[2:]
