@@ -67,6 +67,9 @@ type state struct {
 	probes      []layout.MountProbe // every probe not ok
 	probeCounts map[string]int
 
+	// storageclients: the kernel's live storage-client state
+	storage *layout.StorageClients
+
 	// dirshape, csi
 	shape *layout.DirShapeReport
 	csi   *layout.CSIInventory
@@ -442,6 +445,7 @@ var rules = []rule{
 	{"mount-held-in-foreign-namespace", ruleHeldMounts},
 	{"csi", ruleCSI},
 	{"hung-mounts", ruleHungMounts},
+	{"storage-clients", ruleStorageClients},
 	{"kubelet", ruleKubelet},
 	{"directories", ruleDirectories},
 	{"runtime", ruleRuntimeLock},
