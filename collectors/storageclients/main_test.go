@@ -1,17 +1,17 @@
 package storageclients_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/nodesnap/nodesnap/collectors"
 	_ "github.com/nodesnap/nodesnap/collectors/all"
+	"github.com/nodesnap/nodesnap/internal/testkit"
 )
 
-// TestMain lets this test binary serve the hidden child modes: the
+// TestMain lets this test binary serve the hidden child modes (the
 // isolation layer re-executes the running binary for collectors and
-// workers.
+// workers), and removes the nodesnap binary the end-to-end tests build.
 func TestMain(m *testing.M) {
 	collectors.MaybeRunHidden()
-	os.Exit(m.Run())
+	testkit.Main(m)
 }
