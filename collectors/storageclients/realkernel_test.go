@@ -132,6 +132,11 @@ func TestRealStuckLoopOnFUSE(t *testing.T) {
 // through the descriptor: its blocked read names the file it waits on.
 func startReader(t *testing.T, path string, hang func()) int {
 	t.Helper()
+	return startReaderTB(t, path, hang)
+}
+
+func startReaderTB(t testing.TB, path string, hang func()) int {
+	t.Helper()
 	return startBlocked(t, hang, "sh", "-c", `exec 3<"$0" && echo ready && read x && exec cat <&3 >/dev/null`, path)
 }
 
@@ -145,7 +150,7 @@ func startWriter(t *testing.T, path string, hang func()) int {
 // startBlocked starts the command, waits for its "ready", calls hang and
 // lets it go on into the hung filesystem. It is killed on cleanup
 // (before the filesystem is torn down: cleanups run in reverse).
-func startBlocked(t *testing.T, hang func(), name string, args ...string) int {
+func startBlocked(t testing.TB, hang func(), name string, args ...string) int {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = "/"
@@ -186,6 +191,11 @@ func startBlocked(t *testing.T, hang func(), name string, args ...string) int {
 }
 
 func waitWchan(t *testing.T, pid int, want string) {
+	t.Helper()
+	waitWchanTB(t, pid, want)
+}
+
+func waitWchanTB(t testing.TB, pid int, want string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
