@@ -92,8 +92,13 @@ type sample struct {
 	inflight map[string][2]int64
 	stat     map[string][]uint64
 	tasks    TasksResult
+	tasksOK  bool
 	at       time.Time
 }
+
+// tasksTimeout bounds one task list: it reads a few files of every task,
+// which takes longer than one probe on a node with tens of thousands.
+const tasksTimeout = 10 * time.Second
 
 func collect(ctx context.Context, env *collectors.Env) error {
 	o := Options{SampleInterval: 300 * time.Millisecond}
@@ -113,7 +118,7 @@ func collect(ctx context.Context, env *collectors.Env) error {
 		c.errorf("the host's mount table: %v", err)
 	}
 	conns, blocks := c.discover(ctx)
-	first := c.sample(ctx, conns, blocks, true)
+	first := c.sample(ctx, conns, blocks, true, true)
 	// The slower reads of state fill the interval between the samples.
 	c.static(ctx, blocks)
 	if wait := o.SampleInterval - time.Since(first.at); wait > 0 {
@@ -123,7 +128,9 @@ func collect(ctx context.Context, env *collectors.Env) error {
 			return ctx.Err()
 		}
 	}
-	second := c.sample(ctx, conns, blocks, false)
+	// A task list that hung once (a mount table held by a stuck unmount)
+	// would hang again: the second sample goes without it.
+	second := c.sample(ctx, conns, blocks, false, first.tasksOK)
 	c.fill(first, second, mounts)
 	c.rep.Stuck = Verdicts(&c.rep, first.tasks.Tasks, second.tasks.Tasks)
 	for _, s := range c.rep.Stuck {
@@ -167,7 +174,7 @@ func (c *collector) discover(ctx context.Context) ([]string, []string) {
 
 // sample reads the FUSE waiting counts, the block devices' in-flight
 // requests and counters, and the tasks waiting in storage code.
-func (c *collector) sample(ctx context.Context, conns, blocks []string, holders bool) sample {
+func (c *collector) sample(ctx context.Context, conns, blocks []string, holders, withTasks bool) sample {
 	s := sample{fuse: map[uint32]int{}, limits: map[uint32][2]int{}, inflight: map[string][2]int64{}, stat: map[string][]uint64{}}
 	var wg sync.WaitGroup
 	wg.Add(3)
@@ -218,9 +225,15 @@ func (c *collector) sample(ctx context.Context, conns, blocks []string, holders 
 	}()
 	go func() {
 		defer wg.Done()
-		if err := c.env.Do(ctx, opTasks, c.env.ProcPath(), TasksRequest{Proc: c.env.ProcPath(), Holders: holders}, &s.tasks); err != nil {
-			c.errorf("listing the tasks waiting in storage code: %v", err)
+		if !withTasks {
+			return
 		}
+		err := c.env.DoTimeout(ctx, max(tasksTimeout, c.env.ProbeTimeout), opTasks, c.env.ProcPath(), TasksRequest{Proc: c.env.ProcPath(), Holders: holders}, &s.tasks)
+		if err != nil {
+			c.errorf("listing the tasks waiting in storage code: %v", err)
+			return
+		}
+		s.tasksOK = true
 	}()
 	wg.Wait()
 	s.at = time.Now()
