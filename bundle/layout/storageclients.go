@@ -19,7 +19,8 @@ type StorageClients struct {
 	StartedAt  time.Time `json:"started_at"`
 	DurationMS float64   `json:"duration_ms"`
 	// SampleIntervalMS separates the two samples of the counters that
-	// tell stuck from busy (FUSE waiting, block inflight, task run counts).
+	// tell stuck from busy (FUSE waiting, block inflight, task run counts);
+	// 0 when one sample showed nothing waiting, and no second was taken.
 	SampleIntervalMS int64 `json:"sample_interval_ms"`
 	// Debugfs says how debugfs was reached: "mounted" (at its usual
 	// place), "private" (mounted by the reading worker in its own mount

@@ -96,6 +96,22 @@ type sample struct {
 	at       time.Time
 }
 
+// pending reports whether anything waits on a FUSE daemon or a block
+// device: only then can a second sample find it stuck.
+func (s sample) pending() bool {
+	for _, w := range s.fuse {
+		if w > 0 {
+			return true
+		}
+	}
+	for _, v := range s.inflight {
+		if v[0]+v[1] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // tasksTimeout bounds one task list: it reads a few files of every task,
 // which takes longer than one probe on a node with tens of thousands.
 const tasksTimeout = 10 * time.Second
@@ -121,16 +137,25 @@ func collect(ctx context.Context, env *collectors.Env) error {
 	first := c.sample(ctx, conns, blocks, true, true)
 	// The slower reads of state fill the interval between the samples.
 	c.static(ctx, blocks)
-	if wait := o.SampleInterval - time.Since(first.at); wait > 0 {
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return ctx.Err()
+	second := first
+	if first.pending() {
+		if wait := o.SampleInterval - time.Since(first.at); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
+		// A task list that hung once (a mount table held by a stuck
+		// unmount) would hang again: the second sample goes without it.
+		second = c.sample(ctx, conns, blocks, false, first.tasksOK)
+	} else {
+		// Nothing waits on a FUSE daemon or a block device: nothing can
+		// be stuck there, and a healthy node does not wait for a second
+		// sample (mountprobe, and every collector after it, waits for
+		// this one).
+		c.rep.SampleIntervalMS = 0
 	}
-	// A task list that hung once (a mount table held by a stuck unmount)
-	// would hang again: the second sample goes without it.
-	second := c.sample(ctx, conns, blocks, false, first.tasksOK)
 	c.fill(first, second, mounts)
 	c.rep.Stuck = Verdicts(&c.rep, first.tasks.Tasks, second.tasks.Tasks)
 	for _, s := range c.rep.Stuck {

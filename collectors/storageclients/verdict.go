@@ -54,6 +54,13 @@ func waitsIn(t *layout.StorageTask, markers []string) bool {
 // waiting in both samples, each tied to its device where the evidence
 // says which.
 func Verdicts(rep *layout.StorageClients, first, second []SampledTask) []layout.KernelStuck {
+	if rep.SampleIntervalMS <= 0 {
+		// One sample: what waits is listed, nothing is judged stuck.
+		for _, t := range second {
+			rep.Tasks = append(rep.Tasks, t.StorageTask)
+		}
+		return nil
+	}
 	prev := make(map[int]SampledTask, len(first))
 	for _, t := range first {
 		prev[t.TID] = t
