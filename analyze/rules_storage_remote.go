@@ -47,8 +47,24 @@ func (st *state) nfsServers() {
 			}
 		}
 	}
+	// The sunrpc clients name the server by address; a mount may name it
+	// by host name, with its address in the addr= (or mountaddr=) option.
+	byAddr := map[string]*server{}
+	for _, name := range order {
+		s := servers[name]
+		byAddr[name] = s
+		for _, m := range s.mounts {
+			for _, k := range []string{"addr", "mountaddr"} {
+				if a := m.Opts[k]; a != "" && byAddr[a] == nil {
+					byAddr[a] = s
+				}
+			}
+		}
+	}
+	counted := map[string]bool{}
 	for _, c := range st.storage.RPCClients {
-		if s := servers[c.Addr]; s != nil {
+		if s := byAddr[c.Addr]; s != nil && !counted[c.ID] {
+			counted[c.ID] = true
 			s.rpcTasks += len(c.Tasks)
 		}
 	}
@@ -83,7 +99,7 @@ func (st *state) nfsServers() {
 			plural(int(inFlight), "RPC", "RPCs"), s.name, s.rpcTasks, s.inflight, plural(int(s.timeouts), "major timeout", "major timeouts"), s.retrans, listOf(s.mps, 4))
 		f.Evidence = append(f.Evidence, Evidence{Path: layout.StorageClientsPath, What: "mountstats of its mounts (transport counters, per-op timeouts)", Record: trimNFS(s.mounts)})
 		for _, c := range st.storage.RPCClients {
-			if c.Addr == s.name && len(c.Tasks) > 0 {
+			if byAddr[c.Addr] == s && len(c.Tasks) > 0 {
 				f.Evidence = append(f.Evidence, Evidence{Path: layout.StorageClientsPath, What: "sunrpc tasks in flight to it", Record: c})
 			}
 		}

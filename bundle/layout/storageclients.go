@@ -215,6 +215,8 @@ type ISCSISession struct {
 	ConnState string `json:"conn_state,omitempty"`
 	Host      string `json:"host,omitempty"`
 	HostState string `json:"host_state,omitempty"`
+	// InitiatorAddr is the initiator's address on the session's host.
+	InitiatorAddr string `json:"initiator_addr,omitempty"`
 	// Devices are the SCSI disks behind the session (sdX).
 	Devices []string `json:"devices,omitempty"`
 }

@@ -208,7 +208,6 @@ func (c *collector) iscsi(ctx context.Context) {
 	rq := ReadRequest{Base: class}
 	for _, s := range sessions {
 		rq.Files = append(rq.Files, "iscsi_session/"+s+"/state", "iscsi_session/"+s+"/targetname", "iscsi_session/"+s+"/recovery_tmo")
-		rq.Links = append(rq.Links, "iscsi_session/"+s)
 	}
 	for _, cn := range conns {
 		rq.Files = append(rq.Files, "iscsi_connection/"+cn+"/persistent_address", "iscsi_connection/"+cn+"/persistent_port", "iscsi_connection/"+cn+"/state")
@@ -218,7 +217,31 @@ func (c *collector) iscsi(ctx context.Context) {
 		rq.Links = append(rq.Links, "scsi_device/"+d)
 		rq.Lists = append(rq.Lists, "scsi_device/"+d+"/device/block")
 	}
+	// The sessions' hosts: their state (scsi_host) and the initiator's
+	// address on them (iscsi_host).
+	hosts := map[string]bool{}
+	for _, s := range sessions {
+		rq.Links = append(rq.Links, "iscsi_session/"+s)
+	}
 	r := c.read(ctx, "reading the iSCSI and SCSI devices", rq)
+	for _, s := range sessions {
+		if h := pathElem(r.Links["iscsi_session/"+s], "host"); h != "" {
+			hosts[h] = true
+		}
+	}
+	if len(hosts) > 0 {
+		hrq := ReadRequest{Base: class}
+		for h := range hosts {
+			hrq.Files = append(hrq.Files, "scsi_host/"+h+"/state", "iscsi_host/"+h+"/ipaddress")
+		}
+		hr := c.read(ctx, "reading the iSCSI hosts", hrq)
+		if r.Files == nil {
+			r.Files = map[string][]byte{}
+		}
+		for k, b := range hr.Files {
+			r.Files[k] = b
+		}
+	}
 	v := func(k string) string { return strings.TrimSpace(string(r.Files[k])) }
 	for _, d := range sdevs {
 		sd := layout.SCSIDevice{HCTL: d, State: v("scsi_device/" + d + "/device/state")}
@@ -231,6 +254,10 @@ func (c *collector) iscsi(ctx context.Context) {
 	for _, s := range sessions {
 		is := layout.ISCSISession{Name: s, State: v("iscsi_session/" + s + "/state"), TargetName: v("iscsi_session/" + s + "/targetname"),
 			RecoveryTMO: v("iscsi_session/" + s + "/recovery_tmo"), Host: pathElem(r.Links["iscsi_session/"+s], "host")}
+		if is.Host != "" {
+			is.HostState = v("scsi_host/" + is.Host + "/state")
+			is.InitiatorAddr = v("iscsi_host/" + is.Host + "/ipaddress")
+		}
 		id := strings.TrimPrefix(s, "session")
 		for _, cn := range conns {
 			if strings.HasPrefix(cn, "connection"+id+":") {
