@@ -146,6 +146,10 @@ func kernelFSOp(rq KernelFSRequest) (any, error) {
 			return nil, fmt.Errorf("making the private mount namespace private: %w", err)
 		}
 		if err := unix.Mount(rq.FSType, rq.Dir, rq.FSType, unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			if errors.Is(err, unix.ENODEV) {
+				// Not built into this kernel: nothing is missed.
+				return ReadResult{Mounted: "absent: this kernel has no " + rq.FSType}, nil
+			}
 			return nil, fmt.Errorf("%s is not mounted and mounting it privately at %s failed: %w", rq.FSType, rq.Dir, err)
 		}
 		mounted = "private"
