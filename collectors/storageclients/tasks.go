@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/procfs"
 )
 
@@ -174,8 +175,8 @@ func attributeFD(t *SampledTask, pdir, tdir string, mounts map[uint64]map[int]pr
 	table, ok := mounts[ns]
 	if !ok {
 		table = map[int]procfs.Mount{}
-		if r, err := os.ReadFile(filepath.Join(pdir, "mountinfo")); err == nil {
-			ms, _ := procfs.ParseMountInfo(r)
+		if r, err := isolate.ReadFileLimited(filepath.Join(pdir, "mountinfo"), 32<<20); err == nil {
+			ms, _ := procfs.ParseMountInfo(r.Data)
 			for _, m := range ms {
 				table[m.ID] = m
 			}
