@@ -137,10 +137,16 @@ func (st *state) podsClause(mps []string) string {
 // connection; the one holder, or the holders whose command line names the
 // mountpoint, or else every holder as a candidate.
 func (st *state) fuseDaemon(mps []string) string {
-	if st.storage == nil || len(st.storage.FUSEHolders) == 0 {
+	var hs []layout.FUSEDevHolder
+	if st.storage != nil {
+		hs = st.storage.FUSEHolders
+	}
+	if len(hs) == 0 {
+		hs = st.fuseHolders
+	}
+	if len(hs) == 0 {
 		return ""
 	}
-	hs := st.storage.FUSEHolders
 	name := func(h layout.FUSEDevHolder) string { return fmt.Sprintf("%s[%d]", h.Comm, h.PID) }
 	if len(hs) == 1 {
 		return "its daemon " + name(hs[0]) + " (the only process holding /dev/fuse)"
@@ -233,9 +239,6 @@ func (st *state) backingClause(dev string) string {
 // state says: the verdict that made it hung without a probe, the FUSE
 // daemon, the device and what backs it.
 func (st *state) storageHungContext(f *Finding, g *hungFS, mps []string) {
-	if st.storage == nil {
-		return
-	}
 	var extra []string
 	fuse := strings.HasPrefix(g.fstype, "fuse") || g.class == "fuse"
 	if fuse {
@@ -250,7 +253,7 @@ func (st *state) storageHungContext(f *Finding, g *hungFS, mps []string) {
 		f.Summary += "; " + strings.Join(extra, "; ")
 		f.Explanation += " " + upperFirst(strings.Join(extra, "; ")) + "."
 	}
-	if ks := st.stuckOf(g.dev); ks != nil {
+	if ks := st.stuckOf(g.dev); ks != nil && st.storage != nil {
 		f.Evidence = append(f.Evidence, Evidence{Path: layout.StorageClientsPath, What: "the kernel's own state: requests waiting and tasks blocked on it in two samples", Record: ks})
 		st.blockedFor(f, ks.TIDs)
 	}

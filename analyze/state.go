@@ -69,6 +69,9 @@ type state struct {
 
 	// storageclients: the kernel's live storage-client state
 	storage *layout.StorageClients
+	// fuseHolders are the processes with /dev/fuse open, from openfiles
+	// (storageclients lists its own).
+	fuseHolders []layout.FUSEDevHolder
 
 	// dirshape, csi
 	shape *layout.DirShapeReport

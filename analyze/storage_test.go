@@ -79,3 +79,18 @@ func TestStorageClientHealthy(t *testing.T) {
 		}
 	}
 }
+
+// Without storageclients (an older bundle, or the collector skipped),
+// the FUSE daemon of a hung mount is found among openfiles' /dev/fuse
+// holders.
+func TestHungFUSEDaemonFromOpenFiles(t *testing.T) {
+	const mp = "/var/lib/kubelet/pods/5e1f0c2a-7b3d-4e8f-9a6b-1c2d3e4f5a6b/volumes/kubernetes.io~csi/pvc-1/mount"
+	probes := `{"probes":[{"mountpoint":"` + mp + `","probe_path":"` + mp + `","namespaces":[4026531840],"probe_namespace":4026531840,` +
+		`"mount_id":700,"fstype":"fuse.ceph-fuse","source":"ceph-fuse","dev":"0:61","root":"/","class":"fuse","result":"hung","probed":true,` +
+		`"latency_ms":3000,"fuse":{"conn":61,"waiting_before":3}}],"counts":{"hung":1}}`
+	procs := `{"pid":812,"comm":"ceph-fuse","mnt_ns":4026531840,"fds":[{"fd":3,"path":"/dev/fuse","kind":"device","dev":"0:5"}]}` + "\n" +
+		`{"pid":900,"comm":"bash","mnt_ns":4026531840,"fds":[{"fd":0,"path":"/dev/pts/0","kind":"device","dev":"0:24"}]}` + "\n"
+	r := analyzeFiles(t, map[string][]byte{"mountprobe/probes.json": []byte(probes), "openfiles/processes.jsonl": []byte(procs)})
+	f := only(t, r, "hung-mount")
+	wantIn(t, "summary", f.Summary, "its daemon ceph-fuse[812] (the only process holding /dev/fuse) does not answer", "5e1f0c2a-7b3d-4e8f-9a6b-1c2d3e4f5a6b")
+}
