@@ -114,7 +114,9 @@ func (s sample) pending() bool {
 
 // tasksTimeout bounds one task list: it reads a few files of every task,
 // which takes longer than one probe on a node with tens of thousands.
-const tasksTimeout = 10 * time.Second
+// mountprobe, and every collector after it, waits for this collector, so
+// it stays a couple of probe deadlines.
+const tasksTimeout = 6 * time.Second
 
 func collect(ctx context.Context, env *collectors.Env) error {
 	o := Options{SampleInterval: 300 * time.Millisecond}
