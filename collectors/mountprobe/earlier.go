@@ -315,10 +315,17 @@ func (p *mpProber) markKernelStuck(items []*mpItem) int {
 	n := 0
 	for _, it := range items {
 		ks := byDev[it.rec.Dev]
-		if ks == nil || it.hidden || it.autofs || it.earlier {
+		if ks == nil || it.hidden || it.autofs {
 			continue
 		}
 		n++
+		if it.earlier {
+			// Already hung without a probe (an earlier run's probe is
+			// stuck on it); the kernel's own evidence says more.
+			it.rec.KernelStuck = &layout.MountProbeKernel{Kind: ks.Kind, Name: ks.Name, Requests: ks.Requests, TIDs: ks.TIDs, Reason: ks.Reason}
+			it.rec.Diagnosis = "already stuck in the kernel: " + ks.Reason + "; " + it.rec.Diagnosis
+			continue
+		}
 		it.kernel = true
 		it.rec.Result = layout.ProbeHung
 		it.rec.KernelStuck = &layout.MountProbeKernel{Kind: ks.Kind, Name: ks.Name, Requests: ks.Requests, TIDs: ks.TIDs, Reason: ks.Reason}

@@ -21,8 +21,12 @@ func TestMarkKernelStuck(t *testing.T) {
 	bind := &mpItem{rec: layout.MountProbe{Dev: "0:52", Mountpoint: "/mnt/b"}}
 	hidden := &mpItem{rec: layout.MountProbe{Dev: "0:52", Mountpoint: "/mnt/a"}, hidden: true}
 	other := &mpItem{rec: layout.MountProbe{Dev: "0:53", Mountpoint: "/mnt/c"}}
-	if n := p.markKernelStuck([]*mpItem{stuck, bind, hidden, other}); n != 2 {
-		t.Errorf("marked %d, want 2", n)
+	earlier := &mpItem{rec: layout.MountProbe{Dev: "0:52", Mountpoint: "/mnt/d", Result: layout.ProbeHung, Diagnosis: "a probe from an earlier run is still stuck on it"}, earlier: true}
+	if n := p.markKernelStuck([]*mpItem{stuck, bind, hidden, other, earlier}); n != 3 {
+		t.Errorf("marked %d, want 3", n)
+	}
+	if r := earlier.rec; earlier.kernel || r.KernelStuck == nil || r.Result != layout.ProbeHung || !strings.Contains(r.Diagnosis, "already stuck in the kernel") || !strings.Contains(r.Diagnosis, "earlier run") {
+		t.Errorf("a mount an earlier probe is stuck on keeps that, with the kernel's evidence added: %+v", r)
 	}
 	for _, it := range []*mpItem{stuck, bind} {
 		r := it.rec
