@@ -33,7 +33,7 @@ test-kernel: vet
 	$(GO) -C release test -count=1 -timeout 20m ./...
 
 ## e2e-k8s: a real single-node Kubernetes built from upstream source (cached in
-## /var/cache/nodesnap-e2e; ~12 min cold on 2 cores), nodesnap's e2e tests on it,
+## /var/cache/nodesnap-e2e; about 12 minutes cold on 2 cores), nodesnap's e2e tests on it,
 ## then the cluster taken down: its own pids, mounts, links, cgroups, sysctls.
 E2E_STATE ?= /var/lib/nodesnap-e2e
 E2E_K8S   ?= v1.34.4
