@@ -162,3 +162,11 @@ func collectorByName(t *testing.T, m *bundle.Manifest, name string) *bundle.Coll
 func readManifestRaw(p string) (*bundle.Manifest, []byte, error) {
 	return bundle.ReadManifest(context.Background(), p)
 }
+
+// truncate shortens s to n bytes for a test's failure message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
