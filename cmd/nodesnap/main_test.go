@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -169,4 +170,34 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// Every section of collect --help puts the flags' texts in one column, so
+// that the sections read as one list (they used to start at four
+// different columns, one section's at the third).
+func TestHelpSectionsOneColumn(t *testing.T) {
+	r := runNodesnap(t, time.Minute, []string{"COLUMNS="}, "collect", "--help")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	flagLine := regexp.MustCompile(`^ +(-\w, )?--\S+( \S+)? {2,}\S`)
+	cont := regexp.MustCompile(`^ {20,}\S`)
+	cols := map[int]string{}
+	inFlags := false
+	for _, l := range strings.Split(r.stdout, "\n") {
+		switch {
+		case l == "General:":
+			inFlags = true
+		case !inFlags:
+		case flagLine.MatchString(l), cont.MatchString(l):
+			i := len(flagLine.FindString(l)) - 1
+			if cont.MatchString(l) {
+				i = len(l) - len(strings.TrimLeft(l, " "))
+			}
+			cols[i] = l
+		}
+	}
+	if len(cols) != 1 {
+		t.Errorf("collect --help puts flag texts at %d columns, want 1: %v", len(cols), cols)
+	}
 }
