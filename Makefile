@@ -5,7 +5,10 @@ GO      ?= go
 BIN     ?= bin/nodesnap
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BUILD_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
-LDFLAGS := -s -w -X main.version=$(VERSION) -X main.buildDate=$(BUILD_DATE)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The commit is stamped too: the go command's own VCS stamp is off whenever the
+# builder sets -buildvcs=false (GOFLAGS) or builds outside a checkout.
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.buildDate=$(BUILD_DATE) -X main.revision=$(REVISION)
 
 .PHONY: all build test test-kernel test-short e2e-k8s bench lint fmt vet fuzz reliability clean
 
@@ -30,27 +33,27 @@ test-kernel: vet
 	$(GO) -C release test -count=1 -timeout 20m ./...
 
 ## e2e-k8s: a real single-node Kubernetes built from upstream source (cached in
-## /var/cache/nodesnap-e2e; ~12 min cold on 2 cores), nodesnap's e2e tests on it,
+## /var/cache/nodesnap-e2e; about 12 minutes cold on 2 cores), nodesnap's e2e tests on it,
 ## then the cluster taken down: its own pids, mounts, links, cgroups, sysctls.
 E2E_STATE ?= /var/lib/nodesnap-e2e
 E2E_K8S   ?= v1.34.4
 e2e-k8s: build image
-	@e2e/kube/cluster.sh down
-	NODESNAP_E2E_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) e2e/kube/cluster.sh up
+	@test/kube/cluster.sh down
+	NODESNAP_E2E_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) test/kube/cluster.sh up
 	@status=0; \
 	NODESNAP_E2E_KUBECONFIG=$(E2E_STATE)/admin.kubeconfig NODESNAP_E2E_IMAGE=$(IMAGE) \
 	NODESNAP_E2E_KUBECTL=/var/cache/nodesnap-e2e/$(E2E_K8S)/bin/kubectl \
-	  $(GO) test -count=1 -timeout 30m -v ./e2e/kube/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)' || status=$$?; \
-	e2e/kube/cluster.sh down; exit $$status
+	  $(GO) test -count=1 -timeout 30m -v ./test/kube/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)' || status=$$?; \
+	test/kube/cluster.sh down; exit $$status
 
 ## test-short: the tests that need neither root nor long runs
 test-short:
 	$(GO) test -short -count=1 ./...
 
-## bench: Go micro-benchmarks, then the side-by-side comparisons in bench/ (root)
+## bench: Go micro-benchmarks, then the side-by-side comparisons in test/bench/ (root)
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
-	@for s in bench/*.sh; do [ -x "$$s" ] || continue; echo "== $$s"; NODESNAP=$(CURDIR)/$(BIN) "$$s" || exit 1; done
+	@for s in test/bench/*.sh; do [ -x "$$s" ] || continue; echo "== $$s"; NODESNAP=$(CURDIR)/$(BIN) "$$s" || exit 1; done
 
 ## fuzz: each fuzz target for FUZZTIME (default 20s). A target fails only when it
 ## writes a failing input to testdata/fuzz/<target>: Go 1.26's coordinator can end a
@@ -95,7 +98,7 @@ lint: vet
 reliability:
 	@mkdir -p bench-results
 	NODESNAP_RELIABILITY=full NODESNAP_RELIABILITY_OUT=$(CURDIR)/bench-results/reliability.md \
-	  $(GO) test -count=1 -timeout 60m -v ./reliability/ | grep -E '^(---|ok|FAIL|PASS)|\|' 
+	  $(GO) test -count=1 -timeout 60m -v ./test/faults/ | grep -E '^(---|ok|FAIL|PASS)|\|' 
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 	@echo; cat bench-results/reliability.md
 
@@ -105,7 +108,6 @@ reliability:
 DIST     ?= dist
 IMAGE    ?= ghcr.io/nodesnap/nodesnap:$(VERSION)
 ARCHES   ?= amd64 arm64
-REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 MKRELEASE := bin/mkrelease
 # Where the krew manifest (dist/nodesnap.yaml) downloads the plugin's archives from.

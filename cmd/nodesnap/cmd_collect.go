@@ -19,12 +19,12 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/kubelet"
+	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/engine/outputdir"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
+	"github.com/nodesnap/nodesnap/features/upload"
 	"github.com/nodesnap/nodesnap/internal/cliflag"
 	"github.com/nodesnap/nodesnap/internal/human"
-	"github.com/nodesnap/nodesnap/isolate"
-	"github.com/nodesnap/nodesnap/outputdir"
-	"github.com/nodesnap/nodesnap/supervisor"
-	"github.com/nodesnap/nodesnap/upload"
 )
 
 type collectOptions struct {
@@ -610,18 +610,12 @@ func plainProgress(w io.Writer) func(supervisor.Progress) {
 		case "done":
 			line := fmt.Sprintf("%-12s %-11s %6.1fs", p.Collector, p.Status, p.Elapsed.Seconds())
 			if p.Error != "" && p.Status != bundle.StatusOK {
-				line += "  " + truncate(p.Error, 100)
+				// Whole: this is what a cron mail or a ticket shows.
+				line += "  " + strings.Join(strings.Fields(p.Error), " ")
 			}
 			fmt.Fprintln(w, line)
 		case "writing":
 			fmt.Fprintln(w, "writing the bundle…")
 		}
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -17,10 +18,10 @@ import (
 // What a support desk does all day, through the real binary: half-bundles,
 // extracted bundles, several bundles, 80 columns.
 
-// fixtureNames lists analyze's fixture scenarios (analyze/testdata).
+// fixtureNames lists analyze's fixture scenarios (read/analyze/testdata).
 func fixtureNames(t *testing.T) []string {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join("..", "..", "analyze", "testdata"))
+	ents, err := os.ReadDir(filepath.Join("..", "..", "read", "analyze", "testdata"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,6 +377,13 @@ func TestOutputFlagAndChecks(t *testing.T) {
 		t.Errorf("redact -o FILE: exit %d\n%s", r.code, r.stderr)
 	} else if _, err := os.Stat(clean); err != nil {
 		t.Errorf("redact -o FILE wrote nothing: %v", err)
+	} else {
+		// The copy has its checksum file, which sha256sum checks where the pair lies.
+		cmd := exec.Command("sha256sum", "-c", filepath.Base(clean)+".sha256")
+		cmd.Dir = filepath.Dir(clean)
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), ": OK") {
+			t.Errorf("sha256sum -c of redact's checksum file: %v\n%s", err, out)
+		}
 	}
 	if r = runNodesnap(t, time.Minute, nil, "collect", "-o", "yaml"); r.code != exitUsage || !strings.Contains(r.stderr, "--output-dir") {
 		t.Errorf("collect -o yaml: exit %d\n%s", r.code, r.stderr)

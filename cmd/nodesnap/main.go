@@ -16,8 +16,8 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
 	_ "github.com/nodesnap/nodesnap/collectors/all"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/internal/termsafe"
-	"github.com/nodesnap/nodesnap/supervisor"
 )
 
 // Exit statuses, in one place. Every command's help refers to these.

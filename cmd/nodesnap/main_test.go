@@ -3,17 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/outputdir"
+	"github.com/nodesnap/nodesnap/engine/outputdir"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // TestMain lets the tests run this test binary as nodesnap itself: with
@@ -111,7 +113,7 @@ func bundleFiles(t *testing.T, dir string) []string {
 		if b, ok := strings.CutSuffix(n, outputdir.SumSuffix); ok && has[b] {
 			continue
 		}
-		if _, ok := outputdir.ParseName(n); ok && !has[n+outputdir.SumSuffix] {
+		if _, ok := naming.ParseName(n); ok && !has[n+outputdir.SumSuffix] {
 			t.Errorf("%s has no %s beside it", n, outputdir.SumSuffix)
 		}
 		out = append(out, n)
@@ -161,4 +163,42 @@ func collectorByName(t *testing.T, m *bundle.Manifest, name string) *bundle.Coll
 // readManifestRaw returns a bundle's manifest bytes as stored.
 func readManifestRaw(p string) (*bundle.Manifest, []byte, error) {
 	return bundle.ReadManifest(context.Background(), p)
+}
+
+// truncate shortens s to n bytes for a test's failure message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// Every section of collect --help puts the flags' texts in one column, so
+// that the sections read as one list (they used to start at four
+// different columns, one section's at the third).
+func TestHelpSectionsOneColumn(t *testing.T) {
+	r := runNodesnap(t, time.Minute, []string{"COLUMNS="}, "collect", "--help")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	flagLine := regexp.MustCompile(`^ +(-\w, )?--\S+( \S+)? {2,}\S`)
+	cont := regexp.MustCompile(`^ {20,}\S`)
+	cols := map[int]string{}
+	inFlags := false
+	for _, l := range strings.Split(r.stdout, "\n") {
+		switch {
+		case l == "General:":
+			inFlags = true
+		case !inFlags:
+		case flagLine.MatchString(l), cont.MatchString(l):
+			i := len(flagLine.FindString(l)) - 1
+			if cont.MatchString(l) {
+				i = len(l) - len(strings.TrimLeft(l, " "))
+			}
+			cols[i] = l
+		}
+	}
+	if len(cols) != 1 {
+		t.Errorf("collect --help puts flag texts at %d columns, want 1: %v", len(cols), cols)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"encoding/json"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,8 +22,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/outputdir"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // The habits a support desk brings from sos report, through the real
@@ -104,7 +104,7 @@ func TestCollectCaseLabelLayoutSidecar(t *testing.T) {
 	if !regexp.MustCompile(`^nodesnap-fixture-node-[0-9]{8}T[0-9]{6}Z\.case-01234567\.db-upgrade\.tar\.gz$`).MatchString(base) {
 		t.Errorf("bundle name %q does not carry the case id and label", base)
 	}
-	if n, ok := outputdir.ParseName(base); !ok || n.CaseID != "01234567" || n.Label != "db-upgrade" {
+	if n, ok := naming.ParseName(base); !ok || n.CaseID != "01234567" || n.Label != "db-upgrade" {
 		t.Errorf("ParseName(%q) = %+v, %v", base, n, ok)
 	}
 	top := strings.TrimSuffix(base, ".tar.gz") + "/"
@@ -475,5 +475,35 @@ func TestCollectJSONNamesSidecar(t *testing.T) {
 	}
 	if res.SHA256File != res.Path+".sha256" {
 		t.Errorf("sha256_file %q for %q", res.SHA256File, res.Path)
+	}
+}
+
+// make build stamps the commit itself: a builder whose Go settings turn
+// off the go command's VCS stamp (GOFLAGS=-buildvcs=false, as some CI
+// images set) still gets a binary that says which commit it is.
+func TestMakeBuildStampsCommit(t *testing.T) {
+	root, err := testkit.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.RequireTool(t, "make")
+	testkit.RequireTool(t, "git")
+	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout, nothing to stamp: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "nodesnap")
+	cmd := exec.Command("make", "--no-print-directory", "build", "BIN="+bin)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "commit " + strings.TrimSpace(string(head))[:12]; !strings.Contains(string(out), want) {
+		t.Errorf("make build with -buildvcs=false: %q, want %q", out, want)
 	}
 }

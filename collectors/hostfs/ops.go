@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/inroot"
-	"github.com/nodesnap/nodesnap/isolate"
 )
 
 // The worker side: operations that run in an isolated worker process.

@@ -1,0 +1,174 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/nodesnap/nodesnap/bundle/naming"
+)
+
+// Observation is what a signal saw in one round, for one trigger.
+type Observation struct {
+	Trigger string
+	At      time.Time
+	// Active says the trigger's condition holds now.
+	Active bool
+	// Key identifies what is wrong (the hung mounts, say): a different
+	// key while active is a new episode, which may fire again once the
+	// cooldown is over.
+	Key      string
+	Summary  string
+	Evidence []string
+}
+
+// trigger is one trigger's state: an episode starts when its condition
+// becomes true, fires once it has held For (and the cooldown since the
+// last firing is over), and ends when the condition clears. A condition
+// that flaps starts many short episodes, but the cooldown lets at most
+// one of them fire in each cooldown period: no storm.
+type trigger struct {
+	name string
+	cfg  TriggerConfig
+
+	active bool
+	since  time.Time
+	key    string
+	// fired says the current episode already fired.
+	fired bool
+	// suppressed says the current episode was already counted as
+	// suppressed (by reason), so that the count is per episode.
+	suppressed map[string]bool
+	lastFired  time.Time
+	last       Observation
+}
+
+// decision is what observe concluded.
+type decision int
+
+const (
+	idle decision = iota
+	pending
+	fire
+	coolingDown
+)
+
+func (t *trigger) observe(o Observation) decision {
+	t.last = o
+	if !o.Active {
+		t.active, t.fired, t.key, t.suppressed = false, false, "", nil
+		return idle
+	}
+	if !t.active {
+		t.active, t.since, t.fired, t.key, t.suppressed = true, o.At, false, o.Key, nil
+	} else if o.Key != t.key {
+		// Something else went wrong meanwhile: a new episode, whose
+		// For counts from the start of the old one (the node has been
+		// sick that long).
+		t.key, t.fired, t.suppressed = o.Key, false, nil
+	}
+	if t.fired {
+		return idle
+	}
+	if o.At.Sub(t.since) < t.cfg.For {
+		return pending
+	}
+	if !t.lastFired.IsZero() && o.At.Sub(t.lastFired) < t.cfg.Cooldown {
+		return coolingDown
+	}
+	return fire
+}
+
+// markFired records that the current episode started a collection.
+func (t *trigger) markFired(at time.Time) {
+	t.fired, t.lastFired = true, at
+}
+
+// markSuppressed reports whether this episode is suppressed for reason
+// for the first time.
+func (t *trigger) markSuppressed(reason string) bool {
+	if t.suppressed == nil {
+		t.suppressed = map[string]bool{}
+	}
+	if t.suppressed[reason] {
+		return false
+	}
+	t.suppressed[reason] = true
+	return true
+}
+
+// rateLimit allows at most max collections in any hour.
+type rateLimit struct {
+	starts []time.Time
+}
+
+func (r *rateLimit) allow(now time.Time, max int) bool {
+	cut := now.Add(-time.Hour)
+	i := sort.Search(len(r.starts), func(i int) bool { return r.starts[i].After(cut) })
+	r.starts = r.starts[i:]
+	return len(r.starts) < max
+}
+
+func (r *rateLimit) add(now time.Time) { r.starts = append(r.starts, now) }
+
+// seed counts the collections of the last hour from the bundles already
+// in dir (their names say when each started), so that a restart (systemd,
+// a crash-looping container, an init collection before the watch) does
+// not reset the hour's count. A name dated in the future counts as now.
+// Names only: nothing is opened or stat()ed.
+func (r *rateLimit) seed(dir string, now time.Time) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("reading %s for the collections of the last hour: %w", dir, err)
+	}
+	cut := now.Add(-time.Hour)
+	for _, e := range ents {
+		n, ok := naming.ParseName(e.Name())
+		if !ok || !n.Time.After(cut) {
+			continue
+		}
+		t := n.Time
+		if t.After(now) {
+			t = now
+		}
+		r.starts = append(r.starts, t)
+	}
+	sort.Slice(r.starts, func(i, j int) bool { return r.starts[i].Before(r.starts[j]) })
+	return nil
+}
+
+// window counts events in the last d, for the log triggers.
+type window struct {
+	at []time.Time
+	// lines are the newest lines (evidence), at most keepLines.
+	lines []string
+}
+
+const keepLines = 10
+
+func (w *window) add(at time.Time, line string) {
+	w.at = append(w.at, at)
+	if len(w.at) > 10000 {
+		w.at = w.at[len(w.at)-10000:]
+	}
+	w.lines = append(w.lines, line)
+	if len(w.lines) > keepLines {
+		w.lines = w.lines[len(w.lines)-keepLines:]
+	}
+}
+
+func (w *window) count(now time.Time, d time.Duration) int {
+	cut := now.Add(-d)
+	i := sort.Search(len(w.at), func(i int) bool { return w.at[i].After(cut) })
+	w.at = w.at[i:]
+	if len(w.at) == 0 {
+		w.lines = nil
+	}
+	return len(w.at)
+}
