@@ -160,7 +160,7 @@ var (
 	reRFC3339Start = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d`)
 	// reKubeletIdent is the journal prefix of a kubelet or of a
 	// distribution's process that runs one.
-	reKubeletIdent = regexp.MustCompile(`\s(kubelet|k3s|k3s-server|k3s-agent|rke2|kubelite|k0s|k0sworker|hyperkube|atomic-openshift-node|origin-node)\[(\d+)\]:`)
+	reKubeletIdent = regexp.MustCompile(`\s(kubelet|kubelet-wrapper|k3s|k3s-server|k3s-agent|rke2|kubelite|microk8s\.daemon-kubelite|microk8s\.daemon-kubelet|k0s|k0sworker|hyperkube|atomic-openshift-node|origin-node)\[(\d+)\]:`)
 )
 
 // placeSection returns the bundle path and content of a section placed
@@ -227,6 +227,40 @@ func corpusBundle(t *testing.T, c *corpusCase) string {
 		files[p] = text
 		for _, m := range reKubeletIdent.FindAllSubmatch(text, -1) {
 			kubeletPID, _ = strconv.Atoi(string(m[2]))
+		}
+	}
+	// What the excerpt says of the node beyond its lines: a mount it
+	// names (an NFS export the kernel complains about is mounted), a
+	// collector that did not run (logs alone).
+	for i, m := range c.header["mount"] {
+		f := strings.Fields(m)
+		if len(f) != 3 {
+			t.Fatalf("%s: mount wants \"source mountpoint fstype\", got %q", c.file, m)
+		}
+		const ns = "mounts/ns/4026531840.mountinfo"
+		files[ns] = append(files[ns], fmt.Sprintf("%d 22 0:%d / %s rw,relatime shared:%d - %s %s rw\n", 900+i, 90+i, f[1], 90+i, f[2], f[0])...)
+		var mj map[string]any
+		if err := json.Unmarshal(files["mounts/mounts.json"], &mj); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range mj["namespaces"].([]any) {
+			if nsm := n.(map[string]any); nsm["host"] == true {
+				nsm["mounts"] = append(nsm["mounts"].([]any), map[string]any{"mount_id": 900 + i, "parent_id": 22, "major": 0, "minor": 90 + i,
+					"root": "/", "mount_point": f[1], "options": []string{"rw", "relatime"}, "fs_type": f[2], "source": f[0], "super_options": "rw",
+					"propagation_type": "shared", "propagation": map[string]int{"shared": 90 + i}, "class": "network"})
+			}
+		}
+		b, err := json.Marshal(mj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files["mounts/mounts.json"] = b
+	}
+	for _, w := range c.header["without"] {
+		for p := range files {
+			if strings.HasPrefix(p, w+"/") {
+				delete(files, p)
+			}
 		}
 	}
 	// The node's kubelet process: the one that wrote the lines, and what

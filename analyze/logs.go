@@ -186,12 +186,17 @@ type logIndex struct {
 	versions []loggedVersion
 	// budget is how many more hits may be kept.
 	budget int
-	files  []string
-	lines  int
+	// dumps are the goroutine dumps found in logs; dumpBytes their size.
+	dumps     []*loggedDump
+	dumpBytes int
+	// recoveries are the lines that end a transient event, by kind.
+	recoveries map[string][]recoveryMark
+	files      []string
+	lines      int
 }
 
 func newLogIndex() *logIndex {
-	return &logIndex{sigs: map[string]*sigHits{}, devices: map[string]time.Time{}, budget: maxKeptHits}
+	return &logIndex{sigs: map[string]*sigHits{}, devices: map[string]time.Time{}, budget: maxKeptHits, recoveries: map[string][]recoveryMark{}}
 }
 
 // get returns a signature's hits (never nil).
@@ -299,25 +304,55 @@ func (k *keyHits) evidence(what string) []Evidence {
 
 func matchNeedle(line []byte, needle string) bool {
 	if !strings.Contains(needle, "|") {
-		return bytes.Contains(line, []byte(needle))
+		return containsFold1(line, needle)
 	}
 	for _, alt := range strings.Split(needle, "|") {
-		if bytes.Contains(line, []byte(alt)) {
+		if containsFold1(line, alt) {
 			return true
 		}
 	}
 	return false
 }
 
-// scanLog reads one log file into the index.
+// containsFold1 is bytes.Contains that also accepts the needle with its
+// first letter in the other case: kubelets before structured logging
+// (<= 1.19) capitalised their messages ("Orphaned pod"), later ones do not.
+func containsFold1(line []byte, needle string) bool {
+	if bytes.Contains(line, []byte(needle)) {
+		return true
+	}
+	if needle == "" {
+		return false
+	}
+	c := needle[0] | 0x20
+	if c < 'a' || c > 'z' {
+		return false
+	}
+	rest := []byte(needle[1:])
+	for i := 1; i < len(line); {
+		j := bytes.Index(line[i:], rest)
+		if j < 0 {
+			return false
+		}
+		if line[i+j-1]|0x20 == c {
+			return true
+		}
+		i += j + 1
+	}
+	return false
+}
+
+// scanLog reads one log file into the index, one record at a time (a
+// message continued over several lines is one record; a structured one is
+// read as klog's text format).
 func (x *logIndex) scanLog(path string, r io.Reader) error {
 	x.files = append(x.files, path)
-	lr := newLineReader(r)
+	rr := newRecordReader(r)
 	// tracing: the hit whose call trace is being collected.
 	var tracing *keyHits
 	var traceHit int
 	for {
-		b, n, cut, err := lr.next()
+		raw, n, cut, err := rr.next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -325,14 +360,22 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 			return err
 		}
 		x.lines++
+		b := logRecordText(raw)
 		if tracing != nil {
 			if isTraceLine(b) && len(tracing.First[traceHit].Trace) < maxTraceLen {
-				tracing.First[traceHit].Trace = append(tracing.First[traceHit].Trace, keepLine(n, b, cut))
+				tracing.First[traceHit].Trace = append(tracing.First[traceHit].Trace, keepLine(n, raw, cut))
 				continue
 			}
 			tracing = nil
 		}
+		if x.mayBeDump(b) {
+			m := parseLogMeta(b, x.ref)
+			if x.noteDumpText(path, &m, b) {
+				continue
+			}
+		}
 		x.noteDevice(b)
+		x.noteRecovery(path, n, b)
 		if bytes.Contains(b, []byte("kubeletVersion=")) {
 			x.noteKubeletVersion(b)
 		}
@@ -364,7 +407,7 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 				m := parseLogMeta(b, x.ref)
 				meta = &m
 			}
-			h := logHit{Path: path, Line: keepLine(n, b, cut), Meta: *meta}
+			h := logHit{Path: path, Line: keepLine(n, raw, cut), Meta: *meta}
 			if len(decoded) > 0 {
 				h.Line.Decoded = strings.Join(decoded, "\n")
 			}
@@ -385,11 +428,17 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 			}
 		}
 		if !matched && len(decoded) > 0 {
-			h := logHit{Path: path, Line: keepLine(n, b, cut), Meta: parseLogMeta(b, x.ref)}
+			h := logHit{Path: path, Line: keepLine(n, raw, cut), Meta: parseLogMeta(b, x.ref)}
 			h.Line.Decoded = strings.Join(decoded, "\n")
 			x.get(sigByteOutput).add(strings.Join(decoded, "\n"), h, decoded)
 		}
 	}
+}
+
+// mayBeDump is a cheap test for a record that may belong to a goroutine
+// dump: a dump is open, or the record names a goroutine.
+func (x *logIndex) mayBeDump(b []byte) bool {
+	return x.openDump() != nil || bytes.Contains(b, []byte("goroutine "))
 }
 
 // isTraceLine tells the lines that continue a kernel hung-task report:
