@@ -179,6 +179,8 @@ func placeSection(s corpusSection) (string, []byte, error) {
 		return "journal/dmesg.log", s.text, nil
 	case "kubelet-goroutine":
 		return "kubelet/goroutine-debug2.txt", s.text, nil
+	case "kubelet-healthz":
+		return "kubelet/healthz.txt", s.text, nil
 	case "kubelet-goroutine1":
 		return "kubelet/goroutine-debug1.txt", s.text, nil
 	case "runtime-goroutine":

@@ -142,8 +142,10 @@ func (st *state) adoptLoggedDumps() {
 		if err != nil || dump == nil || dump.Total == 0 {
 			continue
 		}
+		_, ident, _ := strings.Cut(d.Origin, "\x00")
+		ident, _, _ = strings.Cut(ident, "\x00")
 		switch {
-		case bytes.Contains(text, []byte("k8s.io/kubernetes/pkg/kubelet")):
+		case bytes.Contains(text, []byte("k8s.io/kubernetes/pkg/kubelet")) || kubeletIdents[ident]:
 			st.kubeDumps = append(st.kubeDumps, dump)
 		case bytes.Contains(text, []byte("github.com/docker/")) || bytes.Contains(text, []byte("github.com/containerd/")) ||
 			bytes.Contains(text, []byte("github.com/cri-o/")) || bytes.Contains(text, []byte("/moby/")):

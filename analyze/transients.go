@@ -125,6 +125,11 @@ func (st *state) settleTransients() {
 		var out settled
 		out.sig = sig
 		for _, k := range s.unclaimed() {
+			if sig == sigNFSNotResponding && st.mountsSeen && k.Key != "" && !st.mountsServer(k.Key) {
+				// Nothing of that server is mounted now: the NFS rule
+				// files it as history.
+				continue
+			}
 			kd := kind(k)
 			r := st.logs.recoveredAfter(kd, k)
 			if r == nil {
