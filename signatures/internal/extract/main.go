@@ -47,7 +47,7 @@ var selected = map[string][]string{
 		"mount/", "core/mount/", "snapshots/overlay/", "plugins/snapshots/overlay/", "pkg/cri/server/helpers_linux.go",
 		"internal/cri/server/podsandbox/", "pkg/cri/server/podsandbox/",
 	},
-	"cri-o": {"server/container_remove.go", "server/sandbox_remove.go", "internal/storage/", "internal/lib/", "server/sandbox_stop_linux.go"},
+	"cri-o":   {"server/container_remove.go", "server/sandbox_remove.go", "internal/storage/", "internal/lib/", "server/sandbox_stop_linux.go"},
 	"dockerd": {"daemon/delete.go", "daemon/graphdriver/overlay2/", "daemon/container_operations_unix.go", "pkg/mount/", "layer/"},
 	// CSI drivers: their node service (stage, publish, unpublish,
 	// unstage) and the mount helpers it calls.
