@@ -446,6 +446,7 @@ var rules = []rule{
 	{"directories", ruleDirectories},
 	{"runtime", ruleRuntimeLock},
 	{"volume-logs", ruleVolumeLogs},
+	{"catalogue-logs", ruleCatalogueLogs},
 	{"kernel-logs", ruleKernelLogs},
 	{"bundle", ruleBundle},
 	{"earlier-log-lines", ruleEarlierLogs},
