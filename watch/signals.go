@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nodesnap/nodesnap/signatures"
 	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/signatures"
 )
 
 // signals samples the node. Each signal runs in its own goroutine on its
