@@ -326,7 +326,7 @@ func (st *state) cephRecovered(f *Finding, lost []*keyHits) {
 		return
 	}
 	f.Severity = Info
-	f.Summary += "; it established a session again afterwards (" + ks[len(ks)-1].Key + ")"
+	f.Summary += "; it established a session again afterwards (with " + st.subject(ks[len(ks)-1], signatures.KeyServer) + ")"
 	for _, k := range ks {
 		k.claimed = true
 		f.Evidence = append(f.Evidence, k.evidence(sigWhat[sigCephEstablished])...)

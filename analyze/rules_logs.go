@@ -442,7 +442,7 @@ func ruleKernelLogs(st *state) {
 			var mons []string
 			for _, k := range ks {
 				k.claimed = true
-				mons = append(mons, k.Key)
+				mons = append(mons, st.subject(k, signatures.KeyServer))
 				f.Evidence = append(f.Evidence, k.evidence(sigWhat[sigCephSessionLost])...)
 			}
 			f.Summary = "the kernel ceph client lost its session with " + listOf(mons, 3)
