@@ -29,8 +29,9 @@ var forbiddenDeps = []string{
 // library only), procfs (the parsers of the raw /proc copies in a bundle),
 // and what bundle itself needs (the manifest's schema, the redactor used
 // by Reredact), internal/textfit (fitting text to the terminal) and
-// internal/jsonstream (walking big JSON files a record at a time).
-var allowedOwn = []string{"analyze", "bundle", "bundle/layout", "bundle-schema", "goroutinedump", "procfs", "redact", "internal/textfit", "internal/jsonstream"}
+// internal/jsonstream (walking big JSON files a record at a time),
+// signatures (the log-signature catalogue, a leaf shared with watch).
+var allowedOwn = []string{"analyze", "bundle", "bundle/layout", "bundle-schema", "goroutinedump", "procfs", "redact", "internal/textfit", "internal/jsonstream", "signatures"}
 
 // TestDependencies keeps analyze a reader of bundles: a new import that
 // pulls in the collection engine or an HTTP stack fails here, naming the

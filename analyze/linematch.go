@@ -1,51 +1,81 @@
 package analyze
 
-import "bytes"
+import (
+	"strings"
 
-// LineSignature is a signature of the log catalogue that one line matches:
-// its ID (e.g. "teardown-busy", "nfs-not-responding") and its key (the
-// volume, server or task the line names; "" when the signature has none).
-type LineSignature struct {
-	ID  string
-	Key string
-}
+	"github.com/nodesnap/nodesnap/signatures"
+)
 
-// MatchLine tests one log line against the catalogue `nodesnap analyze`
-// reads logs with, and keeps nothing: for `nodesnap watch`, which tests
-// lines as the kubelet, the runtime and the kernel write them. The line
-// is a single line without its newline, of any length (the caller bounds
-// it).
-func MatchLine(line []byte) []LineSignature {
-	var out []LineSignature
-	for i := range logSigs {
-		sig := &logSigs[i]
-		ok := true
-		for _, nd := range sig.needles {
-			if !matchNeedle(line, nd) {
-				ok = false
-				break
-			}
+// Lines are matched with the signature catalogue (package signatures),
+// the one `nodesnap watch` uses too: a line is tested against the
+// classes' words (plain byte search) and only a line that matched is read
+// for its objects (pod, volume, device, path, server).
+
+// evidenceOnlySigs match ordinary lines that are evidence only beside a
+// finding: they make none alone and are not counted in the report's
+// signatures (nodesnap diff would show every pod deletion).
+var evidenceOnlySigs = func() map[string]bool {
+	out := map[string]bool{}
+	for _, c := range signatures.Classes {
+		if c.EvidenceOnly {
+			out[c.ID] = true
 		}
-		for _, u := range sig.unless {
-			if ok && bytes.Contains(line, []byte(u)) {
-				ok = false
-			}
-		}
-		if !ok {
-			continue
-		}
-		ls := LineSignature{ID: sig.id}
-		if sig.re != nil {
-			if m := sig.re.FindSubmatch(line); m != nil {
-				for _, g := range m[1:] {
-					if len(g) > 0 {
-						ls.Key = string(g)
-						break
-					}
-				}
-			}
-		}
-		out = append(out, ls)
 	}
 	return out
+}()
+
+// lineHit says where the first hit of a line whose class keeps a trace
+// (a kernel call trace follows) was kept.
+type lineHit struct {
+	trace bool
+	kh    *keyHits
+	at    int
+}
+
+// matchLine files one log line under every signature it matches; nil when
+// it matches none. meta is parsed once, on the first match.
+func (x *logIndex) matchLine(path string, n int, b []byte, cut bool, decoded []string, meta **logMeta) *lineHit {
+	var buf [4]*signatures.Class
+	cs := signatures.MatchIDs(buf[:0], b)
+	if len(cs) == 0 {
+		return nil
+	}
+	if *meta == nil {
+		m := parseLogMeta(b, x.ref)
+		*meta = &m
+	}
+	obj := signatures.Extract(b)
+	out := &lineHit{}
+	for _, c := range cs {
+		h := logHit{Path: path, Line: keepLine(n, b, cut), Meta: **meta}
+		if len(decoded) > 0 {
+			h.Line.Decoded = strings.Join(decoded, "\n")
+		}
+		kh := x.get(c.ID).add(c.KeyOf(b, obj), h, decoded)
+		if kh == nil {
+			continue
+		}
+		kh.Objects = mergeObjects(kh.Objects, obj)
+		if c.Trace && len(kh.First) > 0 && kh.First[len(kh.First)-1].Line.N == n && kh.First[len(kh.First)-1].Path == path {
+			out.trace, out.kh, out.at = true, kh, len(kh.First)-1
+		}
+	}
+	return out
+}
+
+// mergeObjects fills what a has not from b.
+func mergeObjects(a, b signatures.Objects) signatures.Objects {
+	fill := func(x *string, y string) {
+		if *x == "" {
+			*x = y
+		}
+	}
+	fill(&a.PodUID, b.PodUID)
+	fill(&a.Pod, b.Pod)
+	fill(&a.Volume, b.Volume)
+	fill(&a.Device, b.Device)
+	fill(&a.Path, b.Path)
+	fill(&a.Server, b.Server)
+	fill(&a.Task, b.Task)
+	return a
 }

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/nodesnap/nodesnap/signatures"
 )
 
 // Log signatures: lines of the kubelet's, the runtime's and the kernel's
@@ -15,23 +16,6 @@ import (
 // and only then against its regular expression. What is kept per
 // signature is bounded: a count and a few lines per key (volume, pod,
 // device, server), however long the log.
-
-// logSig is one signature.
-type logSig struct {
-	id string
-	// needles: the line must contain all of them (each may list
-	// alternatives separated by "|").
-	needles []string
-	// re extracts the key from the line (the first group that matched);
-	// nil or no match keys the hit by "".
-	re *regexp.Regexp
-	// unless: a line containing any of these belongs to a more specific
-	// signature.
-	unless []string
-	// trace keeps the lines after a hit that continue it (a kernel call
-	// trace).
-	trace bool
-}
 
 // Signature IDs.
 const (
@@ -56,68 +40,9 @@ const (
 	sigNodeUnpublish    = "csi-node-unpublish"
 	sigDeleting         = "deleting-dir"
 	sigByteOutput       = "byte-array-output"
+	// Signatures of the catalogue with no constant of their own above are
+	// used by their IDs in rules_logs.go.
 )
-
-// One regular expression per signature: the key is the first group that
-// matched. Quotes may be escaped (klog prints `\"` inside quoted errors).
-var logSigs = []logSig{
-	{id: sigTeardownBusy, needles: []string{"TearDown", "resource busy"},
-		re: regexp.MustCompile(`UniqueName: \\*"([^"\\]+)`)},
-	{id: sigUnmountDevice, needles: []string{"UnmountDevice failed|unmap failed|failed to unmap"}, unless: []string{"still mounted by other references"},
-		re: regexp.MustCompile(`UniqueName: \\*"([^"\\]+)|failed to unmap device (/dev/[A-Za-z0-9]+)`)},
-	{id: sigPodNotCleaned, needles: []string{"some volumes have not been cleaned up"},
-		re: regexp.MustCompile(`podUID=\\*"?([0-9a-fA-F-]{36})|pod \\*"?([0-9a-fA-F-]{36})|pod=\\*"([^"\\]+)`)},
-	{id: sigOrphanedPod, needles: []string{"orphaned pod", "volume paths are still present"},
-		re: regexp.MustCompile(`orphaned pod \\*"([^"\\]+)`)},
-	// kubelet ≥ 1.26 after a CSI target was unmounted by hand, its
-	// vol_data.json left: `orphaned pod "<uid>" found, but error occurred
-	// when trying to remove the volumes dir: not a directory`, every 2 s.
-	{id: sigOrphanedRemove, needles: []string{"orphaned pod", "trying to remove the volumes dir"},
-		re: regexp.MustCompile(`orphaned pod \\*"([^"\\]+)`)},
-	// Evidence only (a normal line): kubelet ≥ 1.26 logs it for a CSI
-	// volume whose target is still a mount, removing nothing.
-	{id: sigTeardownOK, needles: []string{"UnmountVolume.TearDown succeeded"},
-		re: regexp.MustCompile(`for volume \\*"([^"\\]+)`)},
-	{id: sigRmdirBusy, needles: []string{"failed to rmdir() volume at path", "busy"},
-		re: regexp.MustCompile(`(/\S*?/pods/[0-9a-fA-F-]{36})/volumes`)},
-	// A kubelet logs "PLEG is not healthy: pleg has yet to be successful"
-	// in the first seconds of every start, before its first relist: not a
-	// stuck PLEG (seen on a real v1.34 kubelet at each start).
-	{id: sigPLEG, needles: []string{"PLEG is not healthy"}, unless: []string{"pleg has yet to be successful"}},
-	{id: sigSyncLoop, needles: []string{"sync Loop took longer than expected|syncloop failed|syncLoop is not healthy"}},
-	{id: sigOperationExists, needles: []string{"operation with the given Volume ID"},
-		re: regexp.MustCompile(`Volume ID ([^\s"\\]+) already exists`)},
-	{id: sigOtherReferences, needles: []string{"is still mounted by other references"},
-		re: regexp.MustCompile(`device mount path \\*"([^"\\]+)`)},
-	{id: sigUnlinkatBusy, needles: []string{"unlinkat ", "resource busy"},
-		re: regexp.MustCompile(`unlinkat (/[^\s:"\\]+)`)},
-	{id: sigHungTask, needles: []string{"blocked for more than"}, trace: true,
-		re: regexp.MustCompile(`task (\S+?:\d+) blocked for more than`)},
-	{id: sigCephSessionLost, needles: []string{"libceph", "session lost"},
-		re: regexp.MustCompile(`libceph: (mon\d+ \S+)`)},
-	{id: sigNFSNotResponding, needles: []string{"nfs: server", "not responding"},
-		re: regexp.MustCompile(`nfs: server (\S+) not responding`)},
-	{id: sigNFSOK, needles: []string{"nfs: server", " OK"},
-		re: regexp.MustCompile(`nfs: server (\S+) OK`)},
-	{id: sigTransportNotConn, needles: []string{"ransport endpoint is not connected"},
-		re: regexp.MustCompile(`(/[^\s:"'\\]+)[\s"'\\]*:\s*[Tt]ransport endpoint is not connected`)},
-	// csi-driver-host-path logs `Volume %q is not published at %q,
-	// nothing to do.` (some versions "volume"), from its own container.
-	{id: sigNotPublished, needles: []string{"is not published at", "nothing to do"},
-		re: regexp.MustCompile(`[Vv]olume \\*"([^"\\]+)\\*" is not published`)},
-	// A driver's line about an unpublish call, keyed by the volume when
-	// the line names it: `NodeUnpublishVolume: called with args
-	// {VolumeId:vol-0a1b ...}`, `"volume_id":"..."`, ceph-csi's `Req-ID:`.
-	{id: sigNodeUnpublish, needles: []string{"NodeUnpublishVolume"},
-		re: regexp.MustCompile(`(?:volume_id|[Vv]olume[Ii][Dd]|Req-ID)\\*"?\s*[:=]\s*\\*"?([^\s"\\,}\]]+)`)},
-	{id: sigDeleting, needles: []string{".deleting~"},
-		re: regexp.MustCompile(`(/[^\s"\\]*?)\.deleting~`)},
-}
-
-// evidenceOnlySigs match ordinary lines that are evidence only beside a
-// finding: they make none alone and are not counted in the report's
-// signatures (nodesnap diff would show every pod deletion).
-var evidenceOnlySigs = map[string]bool{sigTeardownOK: true}
 
 // logHit is one line that matched, where it is.
 type logHit struct {
@@ -145,6 +70,9 @@ type keyHits struct {
 	Last  *logHit
 	// Decoded are distinct byte-array outputs carried by the hits.
 	Decoded []string
+	// Objects are what the hits name beside the key (the first of each
+	// kind): the subject of a finding whose key the lines do not carry.
+	Objects signatures.Objects
 	// claimed is set when a finding used these hits as its evidence.
 	claimed bool
 }
@@ -302,18 +230,6 @@ func (k *keyHits) evidence(what string) []Evidence {
 	return out
 }
 
-func matchNeedle(line []byte, needle string) bool {
-	if !strings.Contains(needle, "|") {
-		return containsFold1(line, needle)
-	}
-	for _, alt := range strings.Split(needle, "|") {
-		if containsFold1(line, alt) {
-			return true
-		}
-	}
-	return false
-}
-
 // containsFold1 is bytes.Contains that also accepts the needle with its
 // first letter in the other case: kubelets before structured logging
 // (<= 1.19) capitalised their messages ("Orphaned pod"), later ones do not.
@@ -385,47 +301,14 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 		if bytes.Contains(b, []byte("utput")) {
 			decoded = decodeByteArrays(b)
 		}
-		for i := range logSigs {
-			sig := &logSigs[i]
-			ok := true
-			for _, nd := range sig.needles {
-				if !matchNeedle(b, nd) {
-					ok = false
-					break
-				}
-			}
-			for _, u := range sig.unless {
-				if ok && bytes.Contains(b, []byte(u)) {
-					ok = false
-				}
-			}
-			if !ok {
-				continue
-			}
+		if hit := x.matchLine(path, n, b, cut, decoded, &meta); hit != nil {
 			matched = true
-			if meta == nil {
-				m := parseLogMeta(b, x.ref)
-				meta = &m
+			if hit.trace {
+				tracing, traceHit = hit.kh, hit.at
 			}
-			h := logHit{Path: path, Line: keepLine(n, raw, cut), Meta: *meta}
-			if len(decoded) > 0 {
-				h.Line.Decoded = strings.Join(decoded, "\n")
-			}
-			key := ""
-			if sig.re != nil {
-				if m := sig.re.FindSubmatch(b); m != nil {
-					for _, g := range m[1:] {
-						h.Groups = append(h.Groups, string(g))
-						if key == "" && len(g) > 0 {
-							key = string(g)
-						}
-					}
-				}
-			}
-			kh := x.get(sig.id).add(key, h, decoded)
-			if sig.trace && kh != nil && len(kh.First) > 0 && kh.First[len(kh.First)-1].Line.N == n && kh.First[len(kh.First)-1].Path == path {
-				tracing, traceHit = kh, len(kh.First)-1
-			}
+		}
+		if x.matchKernel(path, n, b, cut, &meta) {
+			matched = true
 		}
 		if !matched && len(decoded) > 0 {
 			h := logHit{Path: path, Line: keepLine(n, raw, cut), Meta: parseLogMeta(b, x.ref)}

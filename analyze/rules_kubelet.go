@@ -208,6 +208,7 @@ func ruleKubelet(st *state) {
 		}
 		st.add(Finding{
 			ID:          idHealthz,
+			Subject:     "kubelet",
 			Severity:    Warning,
 			Title:       "Kubelet health checks failing",
 			Summary:     "the kubelet's healthz reports " + listOf(names, 3),
@@ -223,6 +224,7 @@ func (st *state) syncloopFinding(syncBad []Line, stuck []goroutine) {
 		ID:       idSyncloop,
 		Severity: Critical,
 		Title:    "Kubelet sync loop unhealthy",
+		Subject:  "kubelet",
 	}
 	if len(syncBad) == 0 {
 		f.Severity = Warning

@@ -414,6 +414,7 @@ func (k *keyHits) merge(o *keyHits) {
 			k.Decoded = append(k.Decoded, d)
 		}
 	}
+	k.Objects = mergeObjects(k.Objects, o.Objects)
 }
 
 // deviceSince is when a device's current instance began, as far as the

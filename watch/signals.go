@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/signatures"
 )
 
 // signals samples the node. Each signal runs in its own goroutine on its
@@ -382,7 +382,7 @@ func (s *signals) kernelLog(ctx context.Context, cfg Config) error {
 	s.kmsgLast = r.Last
 	now := time.Now()
 	for _, l := range r.Lines {
-		for _, m := range analyze.MatchLine([]byte(l)) {
+		for _, m := range signatures.MatchLine([]byte(l)) {
 			if kernelSigs[m.ID] {
 				s.w.counter("nodesnap_watch_log_lines_total", 1, "source", "kernel", "signature", m.ID)
 				s.kernel.add(now, l)
@@ -415,7 +415,7 @@ func (s *signals) journalLog(ctx context.Context, cfg Config) error {
 	now := time.Now()
 	for _, e := range r.Entries {
 		for _, line := range strings.Split(e.Message, "\n") {
-			for _, m := range analyze.MatchLine([]byte(line)) {
+			for _, m := range signatures.MatchLine([]byte(line)) {
 				if kernelSigs[m.ID] || m.ID == "nfs-ok" || m.ID == "byte-array-output" {
 					continue
 				}
