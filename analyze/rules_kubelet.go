@@ -56,7 +56,7 @@ func (st *state) stuckCleanup() []goroutine {
 	var withState, without []goroutine
 	for _, d := range st.kubeDumps {
 		for _, g := range d.Kept {
-			hit := false
+			hit := g.stuckInMountCheck()
 			for _, fn := range cleanupFuncs {
 				hit = hit || g.has(fn)
 			}
@@ -117,6 +117,9 @@ func describeGoroutines(gs []goroutine) string {
 					where = fn
 				}
 			}
+		}
+		if where == "" {
+			where = "a stat or mount-point check"
 		}
 		parts = append(parts, fmt.Sprintf("%s in %s (in %s)", g.describe(), where, innermostCall(frames)))
 	}

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 )
@@ -38,7 +39,12 @@ func ruleRuntimeLock(st *state) {
 		if len(removers) == 0 {
 			continue
 		}
-		sort.SliceStable(removers, func(i, j int) bool { return removers[i].Minutes > removers[j].Minutes })
+		sort.SliceStable(removers, func(i, j int) bool {
+			if removers[i].Minutes != removers[j].Minutes {
+				return removers[i].Minutes > removers[j].Minutes
+			}
+			return removalDepth(removers[i]) > removalDepth(removers[j])
+		})
 		longest := removers[0].Minutes
 		// Who waits for a lock in the same code: keys mentioning volume
 		// management, or any lock wait when the remover is in it.
@@ -51,24 +57,31 @@ func ruleRuntimeLock(st *state) {
 			}
 		}
 		sort.Strings(waitKeys)
-		if longest < 1 && waiting == 0 {
+		// A dump taken early, or by a runtime whose dump prints no wait
+		// times, shows the remover in [syscall] without minutes: a deep
+		// recursive removal in unlinkat is still the incident, named with
+		// less confidence.
+		deep := removers[0].State == "syscall" && removalDepth(removers[0]) >= minRemovalDepth
+		if longest < 1 && waiting == 0 && !deep {
 			continue
 		}
 		sev := Warning
 		if waiting > 0 && longest >= 1 {
 			sev = Critical
 		}
-		runtimeName := "the container runtime"
-		if parts := strings.Split(d.Path, "/"); len(parts) >= 2 {
-			runtimeName = parts[1]
+		runtimeName := runtimeOfPath(d.Path)
+		summary := fmt.Sprintf("%s has been removing a directory for %d minutes (%s); %s waiting for a lock in its volume code",
+			runtimeName, longest, removers[0].describe(), plural(waiting, "goroutine is", "goroutines are"))
+		if longest < 1 {
+			summary = fmt.Sprintf("%s is removing a directory tree %d levels deep in unlinkat (%s; the dump gives no duration); %s waiting for a lock in its volume code",
+				runtimeName, removalDepth(removers[0]), removers[0].describe(), plural(waiting, "goroutine is", "goroutines are"))
 		}
 		f := Finding{
 			ID:       idRuntimeLock,
 			Severity: sev,
 			Title:    "Container runtime stuck removing a volume, blocking others",
 			Subject:  d.Path,
-			Summary: fmt.Sprintf("%s has been removing a directory for %d minutes (%s); %s waiting for a lock in its volume code",
-				runtimeName, longest, removers[0].describe(), plural(waiting, "goroutine is", "goroutines are")),
+			Summary:  summary,
 			Explanation: "The runtime's goroutine dump shows a recursive removal (os.RemoveAll → unlinkat) running for a long time, and other goroutines blocked on a lock in the " +
 				"runtime's volume code (" + listOf(waitKeys, 3) + "). When the removal holds the volume driver's lock, every container create and delete on the node waits behind it: " +
 				"pods stay Terminating and new containers stay Created (incident 001, where a Docker volume held 5 million empty directories). " +
@@ -92,4 +105,92 @@ func ruleRuntimeLock(st *state) {
 		}
 		st.add(f)
 	}
+}
+
+// minRemovalDepth is how many nested os.RemoveAll frames make a removal
+// worth naming without a wait time: a tree, not a file.
+const minRemovalDepth = 4
+
+// removalDepth counts a goroutine's recursive removal frames.
+func removalDepth(g goroutine) int {
+	n := 0
+	for _, f := range g.Frames {
+		if strings.HasPrefix(f, "os.RemoveAll") || strings.HasPrefix(f, "os.removeAllFrom") || strings.HasSuffix(f, ".removeAllFrom") {
+			n++
+		}
+	}
+	return n
+}
+
+// runtimeOfPath names the runtime of a dump by its bundle path
+// (runtime/docker/goroutine-debug2.txt, or a log: journal/containerd.log).
+func runtimeOfPath(p string) string {
+	parts := strings.Split(p, "/")
+	if len(parts) < 2 {
+		return "the container runtime"
+	}
+	name := strings.TrimSuffix(parts[1], ".log")
+	if strings.Contains(name, ".") {
+		return "the container runtime"
+	}
+	return name
+}
+
+// Runtime errors logged by the kubelet or the runtime itself.
+const (
+	sigShmBusy         = "runtime-shm-busy"
+	sigRuntimeDeadline = "runtime-call-deadline"
+	sigRootfsNotEmpty  = "runtime-rootfs-not-empty"
+
+	idShmBusy         = "container-shm-busy"
+	idRuntimeDeadline = "runtime-call-deadline-exceeded"
+)
+
+var _ = document(
+	RuleDoc{
+		ID: idShmBusy, Severity: "warning",
+		Title:    "A container's /dev/shm mount cannot be removed: busy",
+		Meaning:  "The runtime cannot remove a container's shm mount (`.../containers/<id>/shm` for dockerd, `.../userdata/shm` for CRI-O): it is still mounted in another mount namespace (a container or service that mounted the runtime's directory with private propagation), so the container cannot be removed and its pod stays Terminating.",
+		Evidence: "The runtime's log (or the kubelet's) with the shm path.",
+		Fix:      "Find the namespace holding it (grep the container ID in /proc/*/task/*/mountinfo) and unmount it there (nsenter -t <pid> -m umount <path>), or restart that process; mount the runtime's directories with rslave propagation in containers that need them.",
+	},
+	RuleDoc{
+		ID: idRuntimeDeadline, Severity: "warning",
+		Title:    "Calls to the container runtime time out",
+		Meaning:  "CRI calls end in DeadlineExceeded (StopPodSandbox, KillContainer, ListPodSandbox, ...): the runtime does not answer within the kubelet's timeout, usually because it is stuck on a hung mount, a slow disk or a lock (see the runtime's goroutine dump). Pods stay Terminating or ContainerCreating, and a PLEG that cannot list the pods makes the node NotReady.",
+		Evidence: "The kubelet's or the runtime's log lines naming the call and the sandbox, container or pod.",
+		Fix:      "Read the runtime's goroutine dump (runtime/) or take one (kill -USR1 dockerd; ctr pprof goroutines) to see what the calls wait on; fix that (a hung mount, a stuck shim), then restart the runtime if it does not recover.",
+	},
+)
+
+// The signatures are the catalogue's (package signatures).
+func init() {
+	sigWhat[sigShmBusy] = "the runtime failing to remove a container's shm mount: busy"
+	sigWhat[sigRuntimeDeadline] = "runtime calls ending in DeadlineExceeded"
+	sigWhat[sigRootfsNotEmpty] = "the runtime failing to remove a container's rootfs mountpoint"
+}
+
+// ruleRuntimeLogs reports the runtime's logged storage errors: a
+// container's shm or rootfs that cannot be removed, runtime calls that
+// time out.
+func ruleRuntimeLogs(st *state) {
+	st.simpleLogFindings(sigShmBusy, idShmBusy, Warning, "A container's /dev/shm mount cannot be removed: busy",
+		func(k *keyHits) (string, string, []string) {
+			return fmt.Sprintf("the runtime cannot remove %s: device or resource busy (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
+				"The container's shm mount is still mounted in another mount namespace (a container or service that mounted the runtime's directory with private propagation), so the container cannot be removed; its pod stays Terminating.",
+				[]string{"Find who holds it: grep " + shellQuote(path.Base(path.Dir(orUnknown(k.Key)))) + " /proc/*/task/*/mountinfo; unmount it in that namespace (nsenter -t <pid> -m umount <path>) or restart that process."}
+		})
+	st.simpleLogFindings(sigRootfsNotEmpty, idRootfsBusy, Warning, "A container's rootfs cannot be removed",
+		func(k *keyHits) (string, string, []string) {
+			return fmt.Sprintf("the runtime cannot remove the rootfs mountpoint %s: directory not empty (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
+				"The container's overlay mountpoint is not empty when the runtime removes it: it is still mounted somewhere (another mount namespace) or something wrote into it after the unmount. The runtime retries; the container's name stays reserved and new containers of the pod fail.",
+				[]string{"Check whether it is still mounted in any namespace (grep " + shellQuote(path.Base(path.Dir(orUnknown(k.Key)))) + " /proc/*/task/*/mountinfo) and unmount it there; then restart the runtime's cleanup (crictl rm / rmp)."}
+		})
+	st.simpleLogFindings(sigRuntimeDeadline, idRuntimeDeadline, Warning, "Calls to the container runtime time out",
+		func(k *keyHits) (string, string, []string) {
+			return fmt.Sprintf("runtime calls for %s end in DeadlineExceeded (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
+				"The container runtime did not answer the kubelet's call within its timeout. It is stuck on something: a hung mount, a slow disk, a lock held by another call (its goroutine dump shows which). " +
+					"Until it answers, pods stay Terminating or ContainerCreating; when the kubelet cannot list pods, its PLEG goes unhealthy and the node NotReady.",
+				[]string{"Take the runtime's goroutine dump (kill -USR1 $(pidof dockerd); ctr pprof goroutines for containerd) and see what the calls wait on.", "Fix that (unmount a hung mount, kill a stuck shim), then restart the runtime if it does not recover."}
+		})
 }

@@ -365,7 +365,9 @@ func (st *state) add(f Finding) {
 
 // report runs the rules and builds the report.
 func (st *state) report() *Report {
+	st.adoptLoggedDumps()
 	st.scopeLogs()
+	st.settleTransients()
 	for _, rule := range rules {
 		st.runRule(rule)
 	}
@@ -445,9 +447,11 @@ var rules = []rule{
 	{"kubelet", ruleKubelet},
 	{"directories", ruleDirectories},
 	{"runtime", ruleRuntimeLock},
+	{"runtime-logs", ruleRuntimeLogs},
 	{"volume-logs", ruleVolumeLogs},
 	{"catalogue-logs", ruleCatalogueLogs},
 	{"kernel-logs", ruleKernelLogs},
+	{"kernel-storage", ruleKernelStorage},
 	{"bundle", ruleBundle},
 	{"earlier-log-lines", ruleEarlierLogs},
 }
