@@ -22,17 +22,23 @@ const (
 	idPodNotMounted     = "pod-volumes-not-mounted"
 	idCSINodeOpFailed   = "csi-node-operation-failed"
 	idUnmountFailed     = "unmount-failed"
+	idRuntimeTimeout    = "runtime-call-timeout"
+	idShmBusy           = "runtime-shm-busy"
 	idContainerRemove   = "container-remove-failed"
 	sigTeardownFailed   = "teardown-failed"
+	sigTeardownNotEmpty = "teardown-not-empty"
 	sigUnmapVolume      = "unmap-volume-failed"
 	sigMountFailed      = "mount-failed"
 	sigAttachTimeout    = "volume-attach-mount-timeout"
 	sigOrphanRemoveFail = "orphaned-pod-remove-failed"
 	sigOrphansCleanup   = "orphaned-pods-cleanup-failed"
+	sigRuntimeDeadline  = "runtime-deadline-exceeded"
 	sigCSIUnstage       = "csi-unstage-failed"
 	sigCSIUnpublish     = "csi-unpublish-failed"
 	sigUnmountFailed    = "unmount-failed"
+	sigShmBusy          = "runtime-shm-busy"
 	sigRuntimeRemove    = "runtime-remove-failed"
+	sigRootfsNotEmpty   = "runtime-rootfs-not-empty"
 	sigCephEstablished  = "libceph-session-established"
 	// persistentFor is how long a mount failure must go on (first to last
 	// line) to be a warning rather than the retries of a pod starting.
@@ -75,6 +81,20 @@ var _ = document(
 		Meaning:  "An unmount by the kubelet's mount helper, a runtime or a CSI driver fails (its own error: busy, not mounted, the mount hangs).",
 		Evidence: "The log lines, per path.",
 		Fix:      "Check the path on the node (findmnt PATH); find what holds it and release it, or unmount it lazily (umount -l) once nothing needs it.",
+	},
+	RuleDoc{
+		ID: idRuntimeTimeout, Severity: "warning",
+		Title:    "Container runtime calls time out",
+		Meaning:  "The kubelet's calls to the container runtime end in DeadlineExceeded: the runtime does not answer in time, often stuck on a container's mount or a dead storage server.",
+		Evidence: "The kubelet log: the runtime calls that timed out.",
+		Fix:      "Read the runtime's goroutine dump (`runtime/`) or its log for the call it is stuck in; a hung mount under it must be unmounted (umount -f / -l).",
+	},
+	RuleDoc{
+		ID: idShmBusy, Severity: "warning",
+		Title:    "Pod sandbox's shm mount busy",
+		Meaning:  "The runtime cannot unmount or remove a pod sandbox's /dev/shm mount: it is busy, usually held by a copy of the mount in another process's mount namespace. The sandbox cannot be removed.",
+		Evidence: "The runtime's log, per path; the mount table of every namespace.",
+		Fix:      "Find the namespace holding the shm mount (grep the sandbox ID in /proc/*/mountinfo) and unmount it there, or restart that process.",
 	},
 	RuleDoc{
 		ID: idContainerRemove, Severity: "info or warning",
@@ -200,6 +220,7 @@ func ruleCatalogueLogs(st *state) {
 		}
 		return fmt.Sprintf("TearDown of volume %s fails%s (%s)", subj, st.ofPod(k), plural(k.Count, "time", "times")), expl, rem
 	}
+	st.catalogueFinding(sigTeardownNotEmpty, idTeardownFailed, signatures.KeyVolume, always(Warning), "Volume teardown failing", teardown)
 	st.catalogueFinding(sigTeardownFailed, idTeardownFailed, signatures.KeyVolume, always(Warning), "Volume teardown failing", teardown)
 	st.catalogueFinding(sigUnmapVolume, idUnmountDevice, signatures.KeyVolume, always(Warning), "Kubelet cannot unmap a block volume",
 		func(k *keyHits, subj string) (string, string, []string) {
@@ -234,6 +255,21 @@ func ruleCatalogueLogs(st *state) {
 				"An unmount fails with the error the lines quote: the mount is busy, already gone, or hangs on its server.",
 				[]string{"Check the path on the node: findmnt " + shellQuote(subj) + "; if it is busy find the holder, if it hangs unmount it with umount -f then umount -l."}
 		})
+	st.catalogueFinding(sigShmBusy, idShmBusy, signatures.KeyPath, always(Warning), "Pod sandbox's shm mount busy",
+		func(k *keyHits, subj string) (string, string, []string) {
+			expl := "The runtime cannot unmount or remove the sandbox's shm mount: it is busy, usually held by a copy of the mount in another process's mount namespace."
+			if ms := st.mountsAt(subj); len(ms) > 0 {
+				expl += " Still mounted: " + listOf(mountPoints(ms), 4) + "."
+			}
+			return fmt.Sprintf("the runtime cannot release %s: device or resource busy (%s)", subj, plural(k.Count, "time", "times")), expl,
+				[]string{"Find the namespace that still mounts it (grep the sandbox ID in /proc/*/task/*/mountinfo) and unmount it there (nsenter -t <pid> -m umount <path>), or restart that process."}
+		})
+	st.catalogueFinding(sigRootfsNotEmpty, idRootfsBusy, signatures.KeyPath, always(Warning), "A container's rootfs cannot be removed",
+		func(k *keyHits, subj string) (string, string, []string) {
+			return fmt.Sprintf("the runtime cannot remove the rootfs mountpoint %s: directory not empty (%s)", subj, plural(k.Count, "time", "times")),
+				"The container's overlay mountpoint is not empty when the runtime removes it: it is still mounted somewhere (another mount namespace) or something wrote into it after the unmount. The runtime retries; the container's name stays reserved and new containers of the pod fail.",
+				[]string{"Check whether it is still mounted in any namespace (grep the container ID in /proc/*/task/*/mountinfo) and unmount it there; then let the runtime retry its cleanup (crictl rm / rmp)."}
+		})
 	st.catalogueFinding(sigRuntimeRemove, idContainerRemove, signatures.KeyPath,
 		func(k *keyHits) Severity {
 			if k.anyLine("busy") {
@@ -246,6 +282,30 @@ func ruleCatalogueLogs(st *state) {
 				"The runtime could not remove a container, a sandbox or their directories; the error in the lines says why (busy: a mount still holds it).",
 				[]string{"Read the error; for busy, find the mount holding the directory (grep it in /proc/*/task/*/mountinfo) and unmount it."}
 		})
+	// The runtime's timeouts, as one finding: the calls are many, the
+	// cause (a runtime stuck) one.
+	if s := st.logs.sigs[sigRuntimeDeadline]; s != nil {
+		if ks := s.unclaimed(); len(ks) > 0 {
+			f := Finding{ID: idRuntimeTimeout, Severity: Warning, Title: "Container runtime calls time out", Subject: "container runtime"}
+			n := 0
+			var objs []string
+			for _, k := range ks {
+				k.claimed = true
+				n += k.Count
+				if o := st.subject(k, signatures.KeyPod); o != "(not named in the log lines)" && len(objs) < 4 && !contains(objs, o) {
+					objs = append(objs, o)
+				}
+				f.Evidence = append(f.Evidence, k.evidence(sigWhat[sigRuntimeDeadline])...)
+			}
+			f.Summary = fmt.Sprintf("the kubelet's calls to the container runtime time out (DeadlineExceeded, %s)", plural(n, "time", "times"))
+			if len(objs) > 0 {
+				f.Summary += "; for " + strings.Join(objs, ", ")
+			}
+			f.Explanation = "The runtime did not answer the kubelet in time: it is stuck (often inside a call on a container whose mount hangs) or overloaded. Pods on the node neither start nor stop while it lasts."
+			f.Remediation = []string{"Read the runtime's goroutine dump or log for the call it is stuck in (crictl ps with a timeout shows if it answers at all); unmount a hung mount under it (umount -f, then -l), or restart the runtime."}
+			st.add(f)
+		}
+	}
 }
 
 // cephRecovered turns a lost ceph monitor session into info when the

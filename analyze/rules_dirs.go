@@ -26,17 +26,7 @@ const (
 	idDeleting      = "volume-dir-deleting-leftovers"
 	idHugeDir       = "huge-directory"
 	idNlinkOverflow = "ext4-nlink-overflow"
-	// idTeardownNotEmpty: a volume directory the kubelet cannot remove
-	// because files are left in it.
-	idTeardownNotEmpty  = "volume-teardown-not-empty"
-	sigTeardownNotEmpty = "teardown-not-empty"
 )
-
-// The signature is the catalogue's (package signatures): the kubelet's
-// words of a removal, and "directory not empty".
-func init() {
-	sigWhat[sigTeardownNotEmpty] = "the kubelet failing to remove a volume directory that is not empty"
-}
 
 // What each finding of this file means, for docs/findings.md.
 var _ = document(
@@ -47,13 +37,6 @@ var _ = document(
 		Evidence: "`dirshape/shape.json`: the leftovers per parent directory; the mount table and holders for the original.",
 		Fix:      "Find what keeps the original mounted and unmount it there; then remove the empty leftovers (`find PARENT -maxdepth 1 -name 'NAME.deleting~*' -type d -empty -delete`). Newer kubelets remove volume directories in place.",
 		Incident: "incident 000",
-	},
-	RuleDoc{
-		ID: idTeardownNotEmpty, Severity: "warning",
-		Title:    "Volume directory not removed: directory not empty",
-		Meaning:  "The kubelet unmounted (or thought it unmounted) a pod's volume and cannot remove its directory because files are in it: a process wrote there after the unmount, so the data went to the node's disk, or the unmount never happened. The pod stays Terminating or its directory stays behind as an orphan.",
-		Evidence: "The kubelet's log lines (`remove .../volumes/<plugin>/<volume>: directory not empty`).",
-		Fix:      "Check the directory is no mountpoint (findmnt), see what was written into it, remove it; find the writer (an init process still running after deletion, a hostPath).",
 	},
 	RuleDoc{
 		ID: "huge-directory", Severity: "warning or critical",
@@ -85,7 +68,6 @@ const (
 func ruleDirectories(st *state) {
 	st.deletingLeftovers()
 	st.deletingFromLogs()
-	st.teardownNotEmpty()
 	st.hugeDirectories()
 }
 
@@ -381,11 +363,11 @@ func (st *state) writersIn(r layout.DirShapeRoot, dir string) []writerRec {
 	return out
 }
 
+// reAnyUID finds a pod UID anywhere in a line.
+var reAnyUID = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
+
 // rePodVolumes finds a pod's directory in a path a log line names.
 var rePodVolumes = regexp.MustCompile(`(/\S*?/pods/([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}))/volumes?`)
-
-// reUIDIn finds a pod UID anywhere in a line.
-var reUIDIn = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
 
 // deletingFromLogs names incident 000 from the kubelet's log alone, when
 // no directory count says how many leftovers there are: lines naming
@@ -414,7 +396,7 @@ func (st *state) deletingFromLogs() {
 				dir, uid = m[1], m[2]
 			}
 			if uid == "" {
-				uid = reUIDIn.FindString(t)
+				uid = reAnyUID.FindString(t)
 			}
 			depth = max(depth, strings.Count(t[:min(len(t), 2048)], ".deleting~"))
 		}
@@ -476,36 +458,4 @@ func (st *state) shapeCovers(dir string) bool {
 		}
 	}
 	return false
-}
-
-// teardownNotEmpty: a volume's directory that cannot be removed because it
-// is not empty ("remove .../volumes/<plugin>/<vol>: directory not empty"):
-// something wrote into it after the unmount, or the unmount did not
-// happen and the plugin left the mountpoint's content behind. The kubelet
-// retries forever and the pod stays Terminating, or its directory stays
-// behind as an orphan.
-func (st *state) teardownNotEmpty() {
-	st.eachUnclaimed(sigTeardownNotEmpty, idTeardownNotEmpty, func(k *keyHits) {
-		id, title := idTeardownNotEmpty, "Volume directory not removed: directory not empty"
-		uid := ""
-		for _, h := range k.hits() {
-			if m := rePodVolumes.FindStringSubmatch(h.Line.Text); m != nil && uid == "" {
-				uid = m[2]
-			}
-			if strings.Contains(strings.ToLower(h.Line.Text), "orphaned pod") {
-				id, title = idOrphanedPod, "Orphaned pod's volume directory not removed: directory not empty"
-			}
-		}
-		f := Finding{ID: id, Severity: Warning, Title: title, Subject: k.Key,
-			Summary: fmt.Sprintf("the kubelet cannot remove %s of pod %s: directory not empty (%s)", orUnknown(k.Key), orUnknown(uid), plural(k.Count, "time", "times")),
-			Explanation: "Removing a volume's directory after its unmount failed because files are left in it: a process wrote into the directory after the volume was unmounted " +
-				"(the data is on the node's disk, not on the volume), or the unmount did not really happen. The kubelet retries and the pod's directory stays behind.",
-			Evidence:    k.evidence(sigWhat[sigTeardownNotEmpty]),
-			Remediation: []string{"Check the directory is not a mountpoint (findmnt " + shellQuote(orUnknown(k.Key)) + "), look at what was written into it, then remove it (rm -r) so the kubelet finishes the teardown."},
-		}
-		if uid != "" {
-			st.claimLogs(&f, []string{uid}, sigTeardownBusy, sigOrphanedPod, sigRmdirBusy, sigPodNotCleaned)
-		}
-		st.add(f)
-	})
 }

@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"fmt"
-	"path"
 	"sort"
 	"strings"
 )
@@ -134,63 +133,4 @@ func runtimeOfPath(p string) string {
 		return "the container runtime"
 	}
 	return name
-}
-
-// Runtime errors logged by the kubelet or the runtime itself.
-const (
-	sigShmBusy         = "runtime-shm-busy"
-	sigRuntimeDeadline = "runtime-call-deadline"
-	sigRootfsNotEmpty  = "runtime-rootfs-not-empty"
-
-	idShmBusy         = "container-shm-busy"
-	idRuntimeDeadline = "runtime-call-deadline-exceeded"
-)
-
-var _ = document(
-	RuleDoc{
-		ID: idShmBusy, Severity: "warning",
-		Title:    "A container's /dev/shm mount cannot be removed: busy",
-		Meaning:  "The runtime cannot remove a container's shm mount (`.../containers/<id>/shm` for dockerd, `.../userdata/shm` for CRI-O): it is still mounted in another mount namespace (a container or service that mounted the runtime's directory with private propagation), so the container cannot be removed and its pod stays Terminating.",
-		Evidence: "The runtime's log (or the kubelet's) with the shm path.",
-		Fix:      "Find the namespace holding it (grep the container ID in /proc/*/task/*/mountinfo) and unmount it there (nsenter -t <pid> -m umount <path>), or restart that process; mount the runtime's directories with rslave propagation in containers that need them.",
-	},
-	RuleDoc{
-		ID: idRuntimeDeadline, Severity: "warning",
-		Title:    "Calls to the container runtime time out",
-		Meaning:  "CRI calls end in DeadlineExceeded (StopPodSandbox, KillContainer, ListPodSandbox, ...): the runtime does not answer within the kubelet's timeout, usually because it is stuck on a hung mount, a slow disk or a lock (see the runtime's goroutine dump). Pods stay Terminating or ContainerCreating, and a PLEG that cannot list the pods makes the node NotReady.",
-		Evidence: "The kubelet's or the runtime's log lines naming the call and the sandbox, container or pod.",
-		Fix:      "Read the runtime's goroutine dump (runtime/) or take one (kill -USR1 dockerd; ctr pprof goroutines) to see what the calls wait on; fix that (a hung mount, a stuck shim), then restart the runtime if it does not recover.",
-	},
-)
-
-// The signatures are the catalogue's (package signatures).
-func init() {
-	sigWhat[sigShmBusy] = "the runtime failing to remove a container's shm mount: busy"
-	sigWhat[sigRuntimeDeadline] = "runtime calls ending in DeadlineExceeded"
-	sigWhat[sigRootfsNotEmpty] = "the runtime failing to remove a container's rootfs mountpoint"
-}
-
-// ruleRuntimeLogs reports the runtime's logged storage errors: a
-// container's shm or rootfs that cannot be removed, runtime calls that
-// time out.
-func ruleRuntimeLogs(st *state) {
-	st.simpleLogFindings(sigShmBusy, idShmBusy, Warning, "A container's /dev/shm mount cannot be removed: busy",
-		func(k *keyHits) (string, string, []string) {
-			return fmt.Sprintf("the runtime cannot remove %s: device or resource busy (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
-				"The container's shm mount is still mounted in another mount namespace (a container or service that mounted the runtime's directory with private propagation), so the container cannot be removed; its pod stays Terminating.",
-				[]string{"Find who holds it: grep " + shellQuote(path.Base(path.Dir(orUnknown(k.Key)))) + " /proc/*/task/*/mountinfo; unmount it in that namespace (nsenter -t <pid> -m umount <path>) or restart that process."}
-		})
-	st.simpleLogFindings(sigRootfsNotEmpty, idRootfsBusy, Warning, "A container's rootfs cannot be removed",
-		func(k *keyHits) (string, string, []string) {
-			return fmt.Sprintf("the runtime cannot remove the rootfs mountpoint %s: directory not empty (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
-				"The container's overlay mountpoint is not empty when the runtime removes it: it is still mounted somewhere (another mount namespace) or something wrote into it after the unmount. The runtime retries; the container's name stays reserved and new containers of the pod fail.",
-				[]string{"Check whether it is still mounted in any namespace (grep " + shellQuote(path.Base(path.Dir(orUnknown(k.Key)))) + " /proc/*/task/*/mountinfo) and unmount it there; then restart the runtime's cleanup (crictl rm / rmp)."}
-		})
-	st.simpleLogFindings(sigRuntimeDeadline, idRuntimeDeadline, Warning, "Calls to the container runtime time out",
-		func(k *keyHits) (string, string, []string) {
-			return fmt.Sprintf("runtime calls for %s end in DeadlineExceeded (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
-				"The container runtime did not answer the kubelet's call within its timeout. It is stuck on something: a hung mount, a slow disk, a lock held by another call (its goroutine dump shows which). " +
-					"Until it answers, pods stay Terminating or ContainerCreating; when the kubelet cannot list pods, its PLEG goes unhealthy and the node NotReady.",
-				[]string{"Take the runtime's goroutine dump (kill -USR1 $(pidof dockerd); ctr pprof goroutines for containerd) and see what the calls wait on.", "Fix that (unmount a hung mount, kill a stuck shim), then restart the runtime if it does not recover."}
-		})
 }

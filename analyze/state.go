@@ -447,7 +447,6 @@ var rules = []rule{
 	{"kubelet", ruleKubelet},
 	{"directories", ruleDirectories},
 	{"runtime", ruleRuntimeLock},
-	{"runtime-logs", ruleRuntimeLogs},
 	{"volume-logs", ruleVolumeLogs},
 	{"catalogue-logs", ruleCatalogueLogs},
 	{"kernel-logs", ruleKernelLogs},

@@ -121,7 +121,7 @@ var Classes = []Class{
 	{ID: "syncloop-slow", Sources: []string{"kubelet"},
 		Meaning: "the kubelet's sync loop is not running on time",
 		Words:   []string{"sync Loop took longer than expected|syncloop failed|syncLoop is not healthy|ousekeeping took longer than expected"}},
-	{ID: "runtime-call-deadline", Sources: []string{"kubelet", "containerd", "cri-o"}, Key: KeyText,
+	{ID: "runtime-deadline-exceeded", Sources: []string{"kubelet", "containerd", "cri-o"}, Key: KeyText,
 		KeyRe:   regexp.MustCompile(`^(?:.*?(?:podSandboxID|sandboxID)=\\*"?([0-9a-f]{64})|.*?podUID=\\*"?([0-9a-fA-F-]{36})|.*?(?:StopPodSandbox|RemovePodSandbox|StopContainer|RemoveContainer) for \\*"([0-9a-f]{64})|.*?containerID=\\*"?([0-9a-f]{64})|.*?(ListPodSandbox|ListContainers|PodSandboxStatus|ContainerStatus|RunPodSandbox|CreateContainer|StartContainer|ExecSync|Version))`),
 		Meaning: "a call of the kubelet to the container runtime timed out (DeadlineExceeded): the runtime is stuck, often on a container's mount",
 		Words:   []string{"DeadlineExceeded"},

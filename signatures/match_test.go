@@ -50,7 +50,7 @@ func TestMatchLine(t *testing.T) {
 			[]idKey{{"orphaned-pod-remove-failed", uid}}},
 		{`runc: unmount /run/containerd/io.containerd.grpc.v1.cri/sandboxes/abc/shm: device or resource busy`, []idKey{{"runtime-shm-busy", "/run/containerd/io.containerd.grpc.v1.cri/sandboxes/abc/shm"}}},
 		{`E0101 remote_runtime.go:222] "StopPodSandbox from runtime service failed" err="rpc error: code = DeadlineExceeded desc = context deadline exceeded" podSandboxID="abc"`,
-			[]idKey{{"runtime-call-deadline", ""}}},
+			[]idKey{{"runtime-deadline-exceeded", ""}}},
 		// The kubelet's first seconds: not a stuck PLEG.
 		{`PLEG is not healthy: pleg has yet to be successful`, nil},
 		{`an ordinary line`, nil},
