@@ -32,9 +32,11 @@ type lineHit struct {
 	at    int
 }
 
-// matchLine files one log line under every signature it matches; nil when
-// it matches none. meta is parsed once, on the first match.
-func (x *logIndex) matchLine(path string, n int, b []byte, cut bool, decoded []string, meta **logMeta) *lineHit {
+// matchLine files one log record under every signature it matches; nil
+// when it matches none. b is the record's text (a structured record as
+// klog text), raw the record as written, which is what is kept. meta is
+// parsed once, on the first match.
+func (x *logIndex) matchLine(path string, n int, b, raw []byte, cut bool, decoded []string, meta **logMeta) *lineHit {
 	var buf [4]*signatures.Class
 	cs := signatures.MatchIDs(buf[:0], b)
 	if len(cs) == 0 {
@@ -47,7 +49,7 @@ func (x *logIndex) matchLine(path string, n int, b []byte, cut bool, decoded []s
 	obj := signatures.Extract(b)
 	out := &lineHit{}
 	for _, c := range cs {
-		h := logHit{Path: path, Line: keepLine(n, b, cut), Meta: **meta}
+		h := logHit{Path: path, Line: keepLine(n, raw, cut), Meta: **meta}
 		if len(decoded) > 0 {
 			h.Line.Decoded = strings.Join(decoded, "\n")
 		}

@@ -230,34 +230,6 @@ func (k *keyHits) evidence(what string) []Evidence {
 	return out
 }
 
-// containsFold1 is bytes.Contains that also accepts the needle with its
-// first letter in the other case: kubelets before structured logging
-// (<= 1.19) capitalised their messages ("Orphaned pod"), later ones do not.
-func containsFold1(line []byte, needle string) bool {
-	if bytes.Contains(line, []byte(needle)) {
-		return true
-	}
-	if needle == "" {
-		return false
-	}
-	c := needle[0] | 0x20
-	if c < 'a' || c > 'z' {
-		return false
-	}
-	rest := []byte(needle[1:])
-	for i := 1; i < len(line); {
-		j := bytes.Index(line[i:], rest)
-		if j < 0 {
-			return false
-		}
-		if line[i+j-1]|0x20 == c {
-			return true
-		}
-		i += j + 1
-	}
-	return false
-}
-
 // scanLog reads one log file into the index, one record at a time (a
 // message continued over several lines is one record; a structured one is
 // read as klog's text format).
@@ -301,14 +273,11 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 		if bytes.Contains(b, []byte("utput")) {
 			decoded = decodeByteArrays(b)
 		}
-		if hit := x.matchLine(path, n, b, cut, decoded, &meta); hit != nil {
+		if hit := x.matchLine(path, n, b, raw, cut, decoded, &meta); hit != nil {
 			matched = true
 			if hit.trace {
 				tracing, traceHit = hit.kh, hit.at
 			}
-		}
-		if x.matchKernel(path, n, b, cut, &meta) {
-			matched = true
 		}
 		if !matched && len(decoded) > 0 {
 			h := logHit{Path: path, Line: keepLine(n, raw, cut), Meta: parseLogMeta(b, x.ref)}

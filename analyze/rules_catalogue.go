@@ -38,6 +38,7 @@ const (
 	sigUnmountFailed    = "unmount-failed"
 	sigShmBusy          = "runtime-shm-busy"
 	sigRuntimeRemove    = "runtime-remove-failed"
+	sigRootfsNotEmpty   = "runtime-rootfs-not-empty"
 	sigCephEstablished  = "libceph-session-established"
 	// persistentFor is how long a mount failure must go on (first to last
 	// line) to be a warning rather than the retries of a pod starting.
@@ -262,6 +263,12 @@ func ruleCatalogueLogs(st *state) {
 			}
 			return fmt.Sprintf("the runtime cannot release %s: device or resource busy (%s)", subj, plural(k.Count, "time", "times")), expl,
 				[]string{"Find the namespace that still mounts it (grep the sandbox ID in /proc/*/task/*/mountinfo) and unmount it there (nsenter -t <pid> -m umount <path>), or restart that process."}
+		})
+	st.catalogueFinding(sigRootfsNotEmpty, idRootfsBusy, signatures.KeyPath, always(Warning), "A container's rootfs cannot be removed",
+		func(k *keyHits, subj string) (string, string, []string) {
+			return fmt.Sprintf("the runtime cannot remove the rootfs mountpoint %s: directory not empty (%s)", subj, plural(k.Count, "time", "times")),
+				"The container's overlay mountpoint is not empty when the runtime removes it: it is still mounted somewhere (another mount namespace) or something wrote into it after the unmount. The runtime retries; the container's name stays reserved and new containers of the pod fail.",
+				[]string{"Check whether it is still mounted in any namespace (grep the container ID in /proc/*/task/*/mountinfo) and unmount it there; then let the runtime retry its cleanup (crictl rm / rmp)."}
 		})
 	st.catalogueFinding(sigRuntimeRemove, idContainerRemove, signatures.KeyPath,
 		func(k *keyHits) Severity {

@@ -1,11 +1,6 @@
 package analyze
 
-import (
-	"bytes"
-	"fmt"
-	"regexp"
-	"strings"
-)
+import "fmt"
 
 // Kernel storage errors that leave mounts hung or read-only: an iSCSI
 // connection that fails (its LUNs' I/O waits, then errors) and a
@@ -38,82 +33,10 @@ var _ = document(
 	},
 )
 
-// kernelSig is a kernel storage signature the catalogue (package
-// signatures, extracted from Kubernetes, runtime and CSI driver sources)
-// does not hold: the kernel's own messages are matched here.
-type kernelSig struct {
-	id string
-	// words: the line holds all of them (each may list alternatives
-	// separated by "|"); unless: none of these.
-	words, unless []string
-	// key is the first group that matched.
-	key *regexp.Regexp
-}
-
-var kernelSigs = []kernelSig{
-	{id: sigISCSIConnError, words: []string{"detected conn error|ping timeout of"},
-		key: regexp.MustCompile(`(connection\d+:\d+)`)},
-	{id: sigFSError, words: []string{"EXT4-fs error|Remounting filesystem read-only|Detected aborted journal|XFS (|Buffer I/O error on dev|I/O error, dev "},
-		unless: []string{"Mounting V", "Ending clean mount", "Unmounting Filesystem", "Quotacheck", "EXT4-fs warning"},
-		key:    regexp.MustCompile(`\(device ([^)\s]+)\)|EXT4-fs \(([^)\s]+)\): Remounting|XFS \(([^)\s]+)\): .*(?:[Cc]orrupt|shut ?down|I/O [Ee]rror|metadata)|I/O error on dev(?:ice)? ([A-Za-z0-9_-]+)|I/O error, dev ([A-Za-z0-9_-]+)`)},
-}
-
+// The signatures are the catalogue's (package signatures).
 func init() {
 	sigWhat[sigISCSIConnError] = "the kernel's iSCSI connection errors"
 	sigWhat[sigFSError] = "the kernel's filesystem errors"
-}
-
-// matchKernel files a line under the kernel signatures it matches and
-// says whether it matched any.
-func (x *logIndex) matchKernel(path string, n int, b []byte, cut bool, meta **logMeta) bool {
-	matched := false
-	for i := range kernelSigs {
-		ks := &kernelSigs[i]
-		if !hasWords(b, ks.words) || hasAny(b, ks.unless) {
-			continue
-		}
-		if *meta == nil {
-			m := parseLogMeta(b, x.ref)
-			*meta = &m
-		}
-		key := ""
-		if m := ks.key.FindSubmatch(b); m != nil {
-			for _, g := range m[1:] {
-				if len(g) > 0 {
-					key = string(g)
-					break
-				}
-			}
-		}
-		x.get(ks.id).add(key, logHit{Path: path, Line: keepLine(n, b, cut), Meta: **meta}, nil)
-		matched = true
-	}
-	return matched
-}
-
-func hasWords(b []byte, words []string) bool {
-	for _, w := range words {
-		ok := false
-		for _, alt := range strings.Split(w, "|") {
-			if bytes.Contains(b, []byte(alt)) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
-func hasAny(b []byte, words []string) bool {
-	for _, w := range words {
-		if bytes.Contains(b, []byte(w)) {
-			return true
-		}
-	}
-	return false
 }
 
 // ruleKernelStorage reports iSCSI connection errors and filesystem errors

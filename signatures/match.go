@@ -133,20 +133,34 @@ func Classify(format string) string {
 }
 
 // MatchIDs appends to dst the classes a line matches, without extracting
-// keys: the first class it matches, and every Independent one.
+// keys: every class it matches, but a Fallback class only when no other
+// did (then the first Fallback that matches).
 func MatchIDs(dst []*Class, line []byte) []*Class {
-	first := true
+	n := len(dst)
+	specific := false
+	var fallback *Class
 	for i := range compiledClasses {
 		cc := &compiledClasses[i]
-		if !first && !cc.c.Independent {
+		if cc.c.Fallback && (specific || fallback != nil) {
 			continue
 		}
-		if cc.matches(line, true) {
-			dst = append(dst, cc.c)
-			if !cc.c.Independent {
-				first = false
-			}
+		if !cc.matches(line, true) {
+			continue
 		}
+		switch {
+		case cc.c.Fallback:
+			fallback = cc.c
+		case cc.c.Independent:
+			dst = append(dst, cc.c)
+		default:
+			specific = true
+			dst = append(dst, cc.c)
+		}
+	}
+	if !specific && fallback != nil {
+		dst = append(dst, nil)
+		copy(dst[n+1:], dst[n:])
+		dst[n] = fallback
 	}
 	return dst
 }

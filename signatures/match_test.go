@@ -26,12 +26,16 @@ func TestMatchLine(t *testing.T) {
 		{`libceph: mon0 (1)10.0.0.1:6789 session lost, hunting for new mon`, []idKey{{"libceph-session-lost", "mon0 (1)10.0.0.1:6789"}}},
 		{`libceph: mon1 (1)10.0.0.2:6789 session established`, []idKey{{"libceph-session-established", "mon1 (1)10.0.0.2:6789"}}},
 		{`INFO: task kworker/1:2:123 blocked for more than 120 seconds.`, []idKey{{"kernel-hung-task", "kworker/1:2:123"}}},
-		// The kubelet's own signature wins over the errno text it wraps.
+		// The kubelet's signature, and the errno text it wraps.
 		{`E1121 operation_generator.go: UnmountVolume.TearDown failed for volume "v" (UniqueName: "kubernetes.io/csi/drv^vol-1") : unlinkat /var/lib/kubelet/pods/x: device or resource busy`,
-			[]idKey{{"teardown-busy", "kubernetes.io/csi/drv^vol-1"}}},
+			[]idKey{{"teardown-busy", "kubernetes.io/csi/drv^vol-1"}, {"unlinkat-busy", "/var/lib/kubelet/pods/x"}}},
+		// A generic failure wording gives way to the error it wraps.
+		{`E0102 nestedpendingoperations.go:348] Operation for "{volumeName:kubernetes.io/csi/rbd.csi.ceph.com^0001-x podName: nodeName:}" failed. Error: MountVolume.MountDevice failed for volume "pvc-1" (UniqueName: "kubernetes.io/csi/rbd.csi.ceph.com^0001-x") pod "web-0" (UID: "` + uid + `") : rpc error: code = Aborted desc = an operation with the given Volume ID 0001-x already exists`,
+			[]idKey{{"csi-operation-exists", "0001-x"}}},
+		{`E0102 nestedpendingoperations.go:348] MountVolume.SetUp failed for volume "pvc-1" : secret "x" not found`, []idKey{{"mount-failed", "pvc-1"}}},
 		// Case variants and an older wording without UniqueName.
 		{`E0412 reconciler.go:237] operationExecutor.UnmountVolume failed: UnmountVolume.Teardown failed for volume "pvc-1" : remove /var/lib/kubelet/pods/` + uid + `/volumes/kubernetes.io~csi/pvc-1/mount: directory not empty`,
-			[]idKey{{"teardown-not-empty", "pvc-1"}}},
+			[]idKey{{"teardown-not-empty", "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~csi/pvc-1/mount"}}},
 		{`rpc error: code = Aborted desc = an operation with the given Volume ID vol-9 already exists`, []idKey{{"csi-operation-exists", "vol-9"}}},
 		// Before 1.21: format.Pod's name_namespace(uid).
 		{`I0101 kubelet_pods.go:915] Pod "web-0_default(` + uid + `)" is terminated, but some volumes have not been cleaned up`,

@@ -187,6 +187,9 @@ func Render(f Format, as *Class, form string) (string, bool) {
 				}
 				m[kv[0]] = kv[1]
 			}
+			if structuredCall {
+				m["err"] = errText
+			}
 		} else {
 			m["msg"] = "Error syncing pod, skipping"
 			m["err"] = msg
