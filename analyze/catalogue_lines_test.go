@@ -38,6 +38,7 @@ var findingOf = map[string]string{
 	"csi-unstage-failed":                   "csi-node-operation-failed",
 	"csi-unpublish-failed":                 "csi-node-operation-failed",
 	"unmount-failed":                       "unmount-failed",
+	"umount-target-busy":                   "unmount-failed",
 	"runtime-shm-busy":                     "runtime-shm-busy",
 	"runtime-rootfs-not-empty":             "container-rootfs-busy",
 	"iscsi-connection-error":               "iscsi-connection-failed",

@@ -422,6 +422,13 @@ func (st *state) deletingFromLogs() {
 		if g.dir != "" {
 			subject = g.dir + "/volumes"
 		}
+		if uid == "" {
+			// Lines that name neither the pod nor a path.
+			uid = "(not named in the log lines)"
+			if subject == "" {
+				subject = uid
+			}
+		}
 		f := Finding{ID: idDeleting, Severity: Warning, Title: "Leaked .deleting~ directories named in the kubelet's log", Subject: subject,
 			Summary: fmt.Sprintf("the kubelet's log names .deleting~ leftovers of pod %s (%s, names up to %d .deleting~ deep); counted from the logs alone, no directory count in this bundle",
 				uid, plural(g.lines, "line", "lines"), g.depth),

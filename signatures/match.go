@@ -283,6 +283,15 @@ func Extract(line []byte) Objects {
 		o.Task = string(m[1])
 	}
 	if o.Volume == "" && o.Path != "" {
+		// A block volume's publish path, a PV's staging path:
+		// .../volumeDevices/publish/<pv>, .../csi/pv/<pv>/globalmount.
+		for _, marker := range []string{"/volumeDevices/publish/", "/volumeDevices/staging/", "/csi/pv/"} {
+			if i := strings.Index(o.Path, marker); i >= 0 {
+				o.Volume, _, _ = strings.Cut(o.Path[i+len(marker):], "/")
+			}
+		}
+	}
+	if o.Volume == "" && o.Path != "" {
 		// A pod volume's directory names it:
 		// .../pods/<uid>/volumes/<plugin>/<name>[/mount].
 		if i := strings.Index(o.Path, "/volumes/"); i >= 0 {
