@@ -18,6 +18,7 @@ type compiled struct {
 var (
 	compiledClasses []compiled
 	byID            = map[string]*Class{}
+	grams           *gramIndex
 )
 
 func init() {
@@ -33,6 +34,7 @@ func init() {
 		}
 		compiledClasses = append(compiledClasses, cc)
 	}
+	grams = buildGrams(compiledClasses)
 }
 
 func split(ws []string) [][][]byte {
@@ -136,10 +138,22 @@ func Classify(format string) string {
 // keys: every class it matches, but a Fallback class only when no other
 // did (then the first Fallback that matches).
 func MatchIDs(dst []*Class, line []byte) []*Class {
+	var buf [2]uint64
+	set := classSet(buf[:len(grams.always)])
+	if len(grams.always) > len(buf) {
+		set = newClassSet(len(compiledClasses))
+	}
+	grams.candidates(line, set)
+	if set.empty() {
+		return dst
+	}
 	n := len(dst)
 	specific := false
 	var fallback *Class
 	for i := range compiledClasses {
+		if !set.has(i) {
+			continue
+		}
 		cc := &compiledClasses[i]
 		if cc.c.Fallback && (specific || fallback != nil) {
 			continue
