@@ -4,43 +4,36 @@ import "strings"
 
 // The prefilter: one pass over a line tells which classes may match it.
 // Each alternative of a class's first word is represented by one 4-byte
-// window of it (lower-cased; the rarest-looking one); a line is folded to
-// lower case as it is read, and a window of the line found in the table
-// makes its classes candidates. Only candidates are tested word by word.
-// A line of ordinary noise costs one pass and a bitmap lookup per byte.
+// window of it (lower-cased; one that looks rare in log text and is
+// shared by few other alternatives); a line is folded to lower case as it
+// is read, and a window of the line found in the table makes its
+// alternatives candidates. Only candidates are tested word by word. A
+// line of ordinary noise costs one pass and a bitmap lookup per byte.
 
 const gramBits = 1 << 16
+
+// altRef names one alternative of the first word of a class.
+type altRef struct{ class, alt int }
 
 type gramIndex struct {
 	// bitmap of hash(gram), to skip the map for almost every window.
 	bitmap [gramBits / 64]uint64
-	// classes of each gram, as a set of class indexes.
-	classes map[uint32]classSet
-	// always are the classes with an alternative shorter than a gram.
-	always classSet
+	// alts are the alternatives each gram stands for, by global index.
+	alts map[uint32][]int
+	// refs maps a global alternative index to its class and position.
+	refs []altRef
+	// always are the alternatives shorter than a gram, alwaysClasses
+	// their classes.
+	always, alwaysClasses bitSet
 }
 
-// classSet is a set of class indexes.
-type classSet []uint64
+// bitSet is a set of small integers.
+type bitSet []uint64
 
-func newClassSet(n int) classSet { return make(classSet, (n+63)/64) }
-
-func (s classSet) add(i int)      { s[i/64] |= 1 << (i % 64) }
-func (s classSet) has(i int) bool { return s[i/64]&(1<<(i%64)) != 0 }
-func (s classSet) union(o classSet) {
-	for i := range s {
-		s[i] |= o[i]
-	}
-}
-func (s classSet) reset(o classSet) { copy(s, o) }
-func (s classSet) empty() bool {
-	for _, w := range s {
-		if w != 0 {
-			return false
-		}
-	}
-	return true
-}
+func newBitSet(n int) bitSet    { return make(bitSet, (n+63)/64) }
+func (s bitSet) add(i int)      { s[i/64] |= 1 << (i % 64) }
+func (s bitSet) has(i int) bool { return s[i/64]&(1<<(i%64)) != 0 }
+func (s bitSet) reset(o bitSet) { copy(s, o) }
 
 func gramHash(g uint32) uint32 { return (g * 2654435761) >> 16 }
 
@@ -63,37 +56,58 @@ func rarity(w string) int {
 }
 
 func buildGrams(cs []compiled) *gramIndex {
-	gi := &gramIndex{classes: map[uint32]classSet{}, always: newClassSet(len(cs))}
+	gi := &gramIndex{alts: map[uint32][]int{}}
+	var lowered []string
 	for ci := range cs {
-		for _, alt := range cs[ci].words[0] {
-			a := strings.ToLower(string(alt))
-			if len(a) < 4 {
-				gi.always.add(ci)
-				continue
-			}
-			best := a[:4]
-			for i := 1; i+4 <= len(a); i++ {
-				if w := a[i : i+4]; rarity(w) < rarity(best) {
-					best = w
-				}
-			}
-			g := uint32(best[0])<<24 | uint32(best[1])<<16 | uint32(best[2])<<8 | uint32(best[3])
-			s := gi.classes[g]
-			if s == nil {
-				s = newClassSet(len(cs))
-				gi.classes[g] = s
-			}
-			s.add(ci)
-			h := gramHash(g)
-			gi.bitmap[h/64] |= 1 << (h % 64)
+		for ai, alt := range cs[ci].words[0] {
+			gi.refs = append(gi.refs, altRef{ci, ai})
+			lowered = append(lowered, strings.ToLower(string(alt)))
 		}
+	}
+	gi.always = newBitSet(len(gi.refs))
+	gi.alwaysClasses = newBitSet(len(cs))
+	// shared counts the alternatives holding each window: a window of
+	// many is a poor filter.
+	shared := map[string]int{}
+	for _, a := range lowered {
+		seen := map[string]bool{}
+		for i := 0; i+4 <= len(a); i++ {
+			if w := a[i : i+4]; !seen[w] {
+				seen[w] = true
+				shared[w]++
+			}
+		}
+	}
+	for ai, a := range lowered {
+		if len(a) < 4 {
+			gi.always.add(ai)
+			gi.alwaysClasses.add(gi.refs[ai].class)
+			continue
+		}
+		best, bestScore := "", 0
+		for i := 0; i+4 <= len(a); i++ {
+			w := a[i : i+4]
+			if score := rarity(w) + 4*(shared[w]-1); best == "" || score < bestScore {
+				best, bestScore = w, score
+			}
+		}
+		g := uint32(best[0])<<24 | uint32(best[1])<<16 | uint32(best[2])<<8 | uint32(best[3])
+		gi.alts[g] = append(gi.alts[g], ai)
+		h := gramHash(g)
+		gi.bitmap[h/64] |= 1 << (h % 64)
 	}
 	return gi
 }
 
-// candidates fills set with the classes a line may match.
-func (gi *gramIndex) candidates(line []byte, set classSet) {
-	set.reset(gi.always)
+// candidates fills alts with the alternatives a line may hold and
+// classes with their classes, and reports whether there is any.
+func (gi *gramIndex) candidates(line []byte, alts, classes bitSet) bool {
+	alts.reset(gi.always)
+	classes.reset(gi.alwaysClasses)
+	found := false
+	for _, w := range gi.always {
+		found = found || w != 0
+	}
 	var g uint32
 	for i, b := range line {
 		if 'A' <= b && b <= 'Z' {
@@ -107,8 +121,11 @@ func (gi *gramIndex) candidates(line []byte, set classSet) {
 		if gi.bitmap[h/64]&(1<<(h%64)) == 0 {
 			continue
 		}
-		if s, ok := gi.classes[g]; ok {
-			set.union(s)
+		for _, ai := range gi.alts[g] {
+			alts.add(ai)
+			classes.add(gi.refs[ai].class)
+			found = true
 		}
 	}
+	return found
 }
