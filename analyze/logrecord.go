@@ -336,9 +336,13 @@ func jsonStamp(raw json.RawMessage) []byte {
 	if json.Unmarshal(raw, &f) != nil || f <= 0 || f > 1e17 || math.IsNaN(f) {
 		return nil
 	}
-	if f > 1e12 {
+	switch {
+	case f > 1e15:
 		// The journal's microseconds.
 		f /= 1e6
+	case f > 1e12:
+		// Milliseconds (klog's JSON logger in some releases).
+		f /= 1e3
 	}
 	sec, frac := math.Modf(f)
 	return []byte(time.Unix(int64(sec), int64(frac*1e9)).UTC().Format(time.RFC3339Nano))

@@ -366,6 +366,9 @@ func (st *state) writersIn(r layout.DirShapeRoot, dir string) []writerRec {
 // reAnyUID finds a pod UID anywhere in a line.
 var reAnyUID = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
 
+// reDeletingName finds a leftover's name in a line.
+var reDeletingName = regexp.MustCompile(`[^\s/"\\]+\.deleting~[0-9]+`)
+
 // rePodVolumes finds a pod's directory in a path a log line names.
 var rePodVolumes = regexp.MustCompile(`(/\S*?/pods/([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}))/volumes?`)
 
@@ -403,6 +406,13 @@ func (st *state) deletingFromLogs() {
 		if uid == "" {
 			uid = k.Key
 		}
+		if uid == "" && len(k.First) > 0 {
+			// No pod and no path: the leftover's own name.
+			uid = reDeletingName.FindString(k.First[0].Line.Text)
+		}
+		if uid == "" {
+			uid = "(not named in the log lines)"
+		}
 		g := groups[uid]
 		if g == nil {
 			g = &podGroup{uid: uid, dir: dir}
@@ -418,27 +428,30 @@ func (st *state) deletingFromLogs() {
 	}
 	for _, uid := range order {
 		g := groups[uid]
-		subject := uid
+		subject, whose := uid, "pod "+uid
 		if g.dir != "" {
 			subject = g.dir + "/volumes"
 		}
+		if !reAnyUID.MatchString(uid) {
+			whose = uid
+		}
 		if uid == "" {
 			// Lines that name neither the pod nor a path.
-			uid = "(not named in the log lines)"
+			whose = "(not named in the log lines)"
 			if subject == "" {
-				subject = uid
+				subject = whose
 			}
 		}
 		f := Finding{ID: idDeleting, Severity: Warning, Title: "Leaked .deleting~ directories named in the kubelet's log", Subject: subject,
-			Summary: fmt.Sprintf("the kubelet's log names .deleting~ leftovers of pod %s (%s, names up to %d .deleting~ deep); counted from the logs alone, no directory count in this bundle",
-				uid, plural(g.lines, "line", "lines"), g.depth),
+			Summary: fmt.Sprintf("the kubelet's log names .deleting~ leftovers of %s (%s, names up to %d .deleting~ deep); counted from the logs alone, no directory count in this bundle",
+				whose, plural(g.lines, "line", "lines"), g.depth),
 			Explanation: "Each failed removal of a volume directory leaves a <name>.deleting~NNN directory, and the kubelet then tries to tear that one down too, renaming it again: " +
 				"names nested several .deleting~ deep mean the removals fail over and over (incident 000; kubernetes#43534, #45935). This finding comes from log lines only: " +
 				"how many leftovers are on disk now is unknown (collect with the dirshape collector for the count).",
 		}
 		if st.shapeCovers(g.dir) {
 			f.Severity = Info
-			f.Summary = fmt.Sprintf("earlier: the kubelet's log names .deleting~ leftovers of pod %s (%s), but the complete directory count of this bundle finds none there now", uid, plural(g.lines, "line", "lines"))
+			f.Summary = fmt.Sprintf("earlier: the kubelet's log names .deleting~ leftovers of %s (%s), but the complete directory count of this bundle finds none there now", whose, plural(g.lines, "line", "lines"))
 		}
 		for _, k := range g.keys {
 			k.claimed = true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 )
 
 // Transient events and their recovery. A libceph session lost and
@@ -144,6 +145,7 @@ func (st *state) settleTransients() {
 			all = append(all, out)
 		}
 	}
+	st.dropPLEGStartup()
 	check(sigCephSessionLost, func(*keyHits) string { return recoverCeph })
 	check(sigNFSNotResponding, func(k *keyHits) string { return recoverNFS + k.Key })
 	check(sigPLEG, func(*keyHits) string { return recoverPLEG })
@@ -177,6 +179,31 @@ func (st *state) dropStaleNFSOK() {
 		rl, kl := r.lastHit(), k.lastHit()
 		if rl != nil && kl != nil && rl.Path == kl.Path && rl.Line.N < kl.Line.N {
 			delete(ok.keys, k.Key)
+		}
+	}
+}
+
+// plegNever is the age an old kubelet (<= 1.1x) prints for a PLEG that
+// has not relisted yet, in the first second of every start: the largest
+// time.Duration. Newer kubelets say "pleg has yet to be successful".
+const plegNever = "2562047h47m16"
+
+// dropPLEGStartup claims PLEG lines that only say the PLEG has not run
+// yet at the kubelet's start: no event at all.
+func (st *state) dropPLEGStartup() {
+	s := st.logs.sigs[sigPLEG]
+	if s == nil {
+		return
+	}
+	for _, k := range s.unclaimed() {
+		hs := k.hits()
+		startup := len(hs) > 0 && len(hs) == k.Count
+		for _, h := range hs {
+			startup = startup && strings.Contains(h.Line.Text, plegNever)
+		}
+		if startup {
+			k.claimed = true
+			s.Count -= k.Count
 		}
 	}
 }
