@@ -38,6 +38,7 @@ var findingOf = map[string]string{
 	"csi-unstage-failed":                   "csi-node-operation-failed",
 	"csi-unpublish-failed":                 "csi-node-operation-failed",
 	"unmount-failed":                       "unmount-failed",
+	"umount-target-busy":                   "unmount-failed",
 	"runtime-shm-busy":                     "runtime-shm-busy",
 	"runtime-rootfs-not-empty":             "container-rootfs-busy",
 	"iscsi-connection-error":               "iscsi-connection-failed",
@@ -163,6 +164,42 @@ func TestNoEmptySubject(t *testing.T) {
 		for _, hole := range []string{"  ", " unknown", "pod  ", "of  ", "()"} {
 			if strings.Contains(s, hole) {
 				t.Errorf("%s: summary has a hole %q: %s", f.ID, hole, s)
+			}
+		}
+	}
+}
+
+// TestSubjectsInEveryWording: the same pod or volume is named the same way
+// whichever kubelet wording carries it.
+func TestSubjectsInEveryWording(t *testing.T) {
+	const uid = signatures.SamplePodUID
+	for _, tc := range []struct {
+		line, id string
+		want []string
+	}{
+		{`I0101 10:00:00.000000    1234 kubelet_pods.go:915] Pod "web-0_shop(` + uid + `)" is terminated, but some volumes have not been cleaned up`,
+			"pod-volumes-not-cleaned-up", []string{"shop/web-0", uid}},
+		{`I0101 10:00:00.000000    1234 kubelet.go:2296] "Pod is terminated, but some volumes have not been cleaned up" pod="shop/web-0" podUID="` + uid + `"`,
+			"pod-volumes-not-cleaned-up", []string{"shop/web-0", uid}},
+		{`{"ts":1704103200.0,"caller":"kubelet/kubelet.go:2296","msg":"Pod is terminated, but some volumes have not been cleaned up","v":3,"pod":{"name":"web-0","namespace":"shop"},"podUID":"` + uid + `"}`,
+			"pod-volumes-not-cleaned-up", []string{"shop/web-0", uid}},
+		{`E0101 10:00:00.000000    1234 kubelet_volumes.go:128] Orphaned pod "` + uid + `" found, but volume paths are still present on disk.`,
+			"orphaned-pod-volume-paths", []string{uid}},
+		{`E0101 10:00:00.000000    1234 kubelet_volumes.go:147] Failed to remove orphaned pod "` + uid + `" dir; err: remove /var/lib/kubelet/pods/` + uid + `/volumes/kubernetes.io~secret: device or resource busy`,
+			"orphaned-pod-volume-paths", []string{uid}},
+		// A TearDown line of a kubelet without UniqueName in its wording.
+		{`E0101 10:00:00.000000    1234 reconciler.go:233] operationExecutor.UnmountVolume failed for volume "pvc-9" (spec.Name: "data") pod "` + uid + `" (UID: "` + uid + `") : UnmountVolume.TearDown failed for volume "pvc-9": unmount failed: exit status 32`,
+			"volume-teardown-failed", []string{"pvc-9"}},
+	} {
+		rep := analyzeLines(t, tc.line)
+		fs := findings(rep, tc.id)
+		if len(fs) != 1 {
+			t.Errorf("%s: %d %s findings; all: %v", tc.line, len(fs), tc.id, ids(rep))
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(fs[0].Subject+" "+fs[0].Summary, w) {
+				t.Errorf("%s: finding does not name %q: %s / %s", tc.id, w, fs[0].Subject, fs[0].Summary)
 			}
 		}
 	}

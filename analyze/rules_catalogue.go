@@ -39,6 +39,7 @@ const (
 	sigShmBusy          = "runtime-shm-busy"
 	sigRuntimeRemove    = "runtime-remove-failed"
 	sigRootfsNotEmpty   = "runtime-rootfs-not-empty"
+	sigUmountBusy       = "umount-target-busy"
 	sigCephEstablished  = "libceph-session-established"
 	// persistentFor is how long a mount failure must go on (first to last
 	// line) to be a warning rather than the retries of a pod starting.
@@ -249,6 +250,12 @@ func ruleCatalogueLogs(st *state) {
 	}
 	st.catalogueFinding(sigCSIUnstage, idCSINodeOpFailed, signatures.KeyVolume, always(Warning), "CSI driver fails to unstage a volume", csiOp("unstage"))
 	st.catalogueFinding(sigCSIUnpublish, idCSINodeOpFailed, signatures.KeyVolume, always(Warning), "CSI driver fails to unpublish a volume", csiOp("unpublish"))
+	unmount := func(k *keyHits, subj string) (string, string, []string) {
+		return fmt.Sprintf("unmounting %s fails (%s)", subj, plural(k.Count, "time", "times")),
+			"An unmount fails with the error the lines quote: the mount is busy, already gone, or hangs on its server.",
+			[]string{"Check the path on the node: findmnt " + shellQuote(subj) + "; if it is busy find the holder, if it hangs unmount it with umount -f then umount -l."}
+	}
+	st.catalogueFinding(sigUmountBusy, idUnmountFailed, signatures.KeyPath, always(Warning), "Unmount failing", unmount)
 	st.catalogueFinding(sigUnmountFailed, idUnmountFailed, signatures.KeyPath, always(Warning), "Unmount failing",
 		func(k *keyHits, subj string) (string, string, []string) {
 			return fmt.Sprintf("unmounting %s fails (%s)", subj, plural(k.Count, "time", "times")),

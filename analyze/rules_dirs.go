@@ -435,6 +435,13 @@ func (st *state) deletingFromLogs() {
 		if !reAnyUID.MatchString(uid) {
 			whose = uid
 		}
+		if uid == "" {
+			// Lines that name neither the pod nor a path.
+			whose = "(not named in the log lines)"
+			if subject == "" {
+				subject = whose
+			}
+		}
 		f := Finding{ID: idDeleting, Severity: Warning, Title: "Leaked .deleting~ directories named in the kubelet's log", Subject: subject,
 			Summary: fmt.Sprintf("the kubelet's log names .deleting~ leftovers of %s (%s, names up to %d .deleting~ deep); counted from the logs alone, no directory count in this bundle",
 				whose, plural(g.lines, "line", "lines"), g.depth),

@@ -1,6 +1,10 @@
 package analyze
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/nodesnap/nodesnap/signatures"
+)
 
 // Kernel storage errors that leave mounts hung or read-only: an iSCSI
 // connection that fails (its LUNs' I/O waits, then errors) and a
@@ -44,7 +48,7 @@ func init() {
 func ruleKernelStorage(st *state) {
 	st.simpleLogFindings(sigISCSIConnError, idISCSIConn, Warning, "iSCSI connection failed",
 		func(k *keyHits) (string, string, []string) {
-			return fmt.Sprintf("iSCSI %s failed and did not recover in the log (%s)", orUnknown(k.Key), plural(k.Count, "error", "errors")),
+			return fmt.Sprintf("iSCSI %s failed and did not recover in the log (%s)", st.subject(k, signatures.KeyServer), plural(k.Count, "error", "errors")),
 				"The kernel's iSCSI initiator lost the connection to its target; I/O to the LUNs behind it waits (up to replacement_timeout), then fails, and filesystems on them may go read-only. " +
 					"No \"is operational after recovery\" line follows it in the log.",
 				[]string{"Check the target and the network path: iscsiadm -m session -P 3; ping the portal.", "Once the session is back, restart the pods whose volumes went read-only."}

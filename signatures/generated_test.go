@@ -35,7 +35,11 @@ func wantObject(c *Class, line string) (kind KeyKind, want []string) {
 			return KeyVolume, []string{SampleVolume}
 		}
 	case KeyDevice:
-		return KeyDevice, []string{SampleDevice, SampleUniqueName, SampleVolume}
+		for _, o := range []string{SampleDevice, SampleUniqueName, SampleVolume} {
+			if strings.Contains(line, o) {
+				return KeyDevice, []string{SampleDevice, SampleUniqueName, SampleVolume}
+			}
+		}
 	case KeyPath:
 		if strings.Contains(line, SamplePodPath) || strings.Contains(line, SampleStaging) {
 			return KeyPath, []string{SamplePodPath, SampleStaging}

@@ -18,6 +18,10 @@ type compiled struct {
 var (
 	compiledClasses []compiled
 	byID            = map[string]*Class{}
+	grams           *gramIndex
+	// firstAlt[i] is the index of class i's first alternative among the
+	// prefilter's alternatives.
+	firstAlt []int
 )
 
 func init() {
@@ -32,6 +36,12 @@ func init() {
 			cc.unless = append(cc.unless, []byte(u))
 		}
 		compiledClasses = append(compiledClasses, cc)
+	}
+	grams = buildGrams(compiledClasses)
+	n := 0
+	for _, cc := range compiledClasses {
+		firstAlt = append(firstAlt, n)
+		n += len(cc.words[0])
 	}
 }
 
@@ -95,7 +105,12 @@ func anyOf(s []byte, alts [][]byte) bool {
 // words reports whether s holds every word (one alternative of each) and
 // none of unless.
 func (cc *compiled) matches(s []byte, withNeeds bool) bool {
-	for _, alts := range cc.words {
+	return cc.matchesFrom(s, 0, withNeeds)
+}
+
+// matchesFrom is matches from the word at index from on.
+func (cc *compiled) matchesFrom(s []byte, from int, withNeeds bool) bool {
+	for _, alts := range cc.words[from:] {
 		if !anyOf(s, alts) {
 			return false
 		}
@@ -136,15 +151,35 @@ func Classify(format string) string {
 // keys: every class it matches, but a Fallback class only when no other
 // did (then the first Fallback that matches).
 func MatchIDs(dst []*Class, line []byte) []*Class {
+	var buf [4]uint64
+	var cbuf [2]uint64
+	set, classes := bitSet(buf[:len(grams.always)]), bitSet(cbuf[:len(grams.alwaysClasses)])
+	if len(grams.always) > len(buf) || len(grams.alwaysClasses) > len(cbuf) {
+		set, classes = newBitSet(len(grams.refs)), newBitSet(len(compiledClasses))
+	}
+	if !grams.candidates(line, set, classes) {
+		return dst
+	}
 	n := len(dst)
 	specific := false
 	var fallback *Class
 	for i := range compiledClasses {
+		if !classes.has(i) {
+			continue
+		}
 		cc := &compiledClasses[i]
 		if cc.c.Fallback && (specific || fallback != nil) {
 			continue
 		}
-		if !cc.matches(line, true) {
+		// The first word: only the alternatives the prefilter saw.
+		hit := false
+		for k := range cc.words[0] {
+			if set.has(firstAlt[i]+k) && contains(line, cc.words[0][k]) {
+				hit = true
+				break
+			}
+		}
+		if !hit || !cc.matchesFrom(line, 1, true) {
 			continue
 		}
 		switch {
@@ -281,6 +316,15 @@ func Extract(line []byte) Objects {
 	}
 	if m := reTask.FindSubmatch(line); m != nil {
 		o.Task = string(m[1])
+	}
+	if o.Volume == "" && o.Path != "" {
+		// A block volume's publish path, a PV's staging path:
+		// .../volumeDevices/publish/<pv>, .../csi/pv/<pv>/globalmount.
+		for _, marker := range []string{"/volumeDevices/publish/", "/volumeDevices/staging/", "/csi/pv/"} {
+			if i := strings.Index(o.Path, marker); i >= 0 {
+				o.Volume, _, _ = strings.Cut(o.Path[i+len(marker):], "/")
+			}
+		}
 	}
 	if o.Volume == "" && o.Path != "" {
 		// A pod volume's directory names it:
