@@ -175,7 +175,7 @@ func TestSubjectsInEveryWording(t *testing.T) {
 	const uid = signatures.SamplePodUID
 	for _, tc := range []struct {
 		line, id string
-		want []string
+		want     []string
 	}{
 		{`I0101 10:00:00.000000    1234 kubelet_pods.go:915] Pod "web-0_shop(` + uid + `)" is terminated, but some volumes have not been cleaned up`,
 			"pod-volumes-not-cleaned-up", []string{"shop/web-0", uid}},

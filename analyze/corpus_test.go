@@ -29,13 +29,14 @@ import (
 
 // Thresholds the corpus must hold: the share of evidence cases whose
 // expected finding names its object, and the benign cases allowed to warn.
-// The issue's target is 95 % and no benign warning. The named share is set
-// to what the corpus reaches today (102 of 114, 89.5 %), not to the
-// target: the 12 cases missed are listed by the test, and all but one
-// (a dump without minutes, by design) wait for catalogue wording. Raise it
-// as they are closed; the lead decides whether to hold 95.
+// They are the issue's targets (95 %, none). The corpus reaches 95.6 %
+// (109 of 114) with the catalogue of branch sigs: of the 5 cases missed,
+// 4 wait for catalogue wording (iscsid's own "Kernel reported iSCSI
+// connection" lines, GetDeviceMountPath, a zfs-localpv unpublish error)
+// and one is missed by design (a kubelet dump without minutes). One more
+// case missed puts it under: add evidence or wording, not a lower bar.
 const (
-	corpusMinNamedPercent = 89.0
+	corpusMinNamedPercent = 95.0
 	corpusMaxBenignWarn   = 0
 )
 
