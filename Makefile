@@ -159,3 +159,14 @@ mkrelease:
 
 clean:
 	rm -rf bin dist
+
+## signatures: regenerate the log-signature table (signatures/table_gen.go) and the report of
+## upstream formats no class took (signatures/unclassified.tsv) from upstream source: every
+## kubelet minor from 1.10, the runtimes and the CSI drivers of signatures/internal/extract/modules.txt,
+## downloaded through the Go module proxy into the module cache. Not part of CI; commit the result.
+.PHONY: signatures
+signatures:
+	@mods=$$(mktemp); trap 'rm -f $$mods' EXIT; \
+	  sh signatures/internal/extract/download.sh signatures/internal/extract/modules.txt > $$mods && \
+	  $(GO) run ./signatures/internal/extract -mods $$mods -table signatures/table_gen.go -report signatures/unclassified.tsv && \
+	  gofmt -w signatures/table_gen.go
