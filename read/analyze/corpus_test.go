@@ -29,6 +29,12 @@ import (
 
 // Thresholds the corpus must hold: the share of evidence cases whose
 // expected finding names its object, and the benign cases allowed to warn.
+// They are the issue's targets (95 %, none). The corpus reaches 95.6 %
+// (109 of 114) with the catalogue of branch sigs: of the 5 cases missed,
+// 4 wait for catalogue wording (iscsid's own "Kernel reported iSCSI
+// connection" lines, GetDeviceMountPath, a zfs-localpv unpublish error)
+// and one is missed by design (a kubelet dump without minutes). One more
+// case missed puts it under: add evidence or wording, not a lower bar.
 const (
 	corpusMinNamedPercent = 95.0
 	corpusMaxBenignWarn   = 0
@@ -431,7 +437,7 @@ func TestCorpusEvidence(t *testing.T) {
 		t.Log("false alarm: " + a)
 	}
 	if pct < corpusMinNamedPercent {
-		t.Errorf("%.1f %% of the evidence cases named, want at least %.0f %%", pct, corpusMinNamedPercent)
+		t.Errorf("%.1f %% of the evidence cases named, want at least %.1f %%", pct, corpusMinNamedPercent)
 	}
 	if warned > corpusMaxBenignWarn {
 		t.Errorf("%d benign cases warned, want at most %d", warned, corpusMaxBenignWarn)

@@ -173,7 +173,25 @@ func headerAt(b []byte) bool {
 	if len(b) >= 16 && b[3] == ' ' && b[6] == ' ' && b[9] == ':' && months[string(b[:3])] != 0 {
 		return true
 	}
-	return bytes.HasPrefix(b, []byte("time=")) || bytes.HasPrefix(b, []byte("level=")) || bytes.HasPrefix(b, []byte("goroutine "))
+	return bytes.HasPrefix(b, []byte("time=")) || bytes.HasPrefix(b, []byte("level=")) || bytes.HasPrefix(b, []byte("goroutine ")) ||
+		klogLocation(b)
+}
+
+// klogLocation tells a klog line whose stamp was left off where it was
+// copied: "kubelet_volumes.go:154] Orphaned pod ...".
+func klogLocation(b []byte) bool {
+	i := 0
+	for i < len(b) && i < 48 && (b[i] >= 'a' && b[i] <= 'z' || b[i] >= '0' && b[i] <= '9' || b[i] == '_') {
+		i++
+	}
+	if i == 0 || !bytes.HasPrefix(b[i:], []byte(".go:")) {
+		return false
+	}
+	j := i + 4
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	return j > i+4 && j+1 < len(b) && b[j] == ']' && b[j+1] == ' '
 }
 
 // looksLikeStack tells a line of a goroutine dump or panic (a frame, its

@@ -54,6 +54,13 @@ func TestRecordReader(t *testing.T) {
 			want: []string{"E0416 19:44:35.803861    2391 kubelet_volumes.go:154] Orphaned pod \"017aa18b-44cb-11e9-84a1-eeeeeeeeeeee\" found, but volume paths are still present on disk : There were a total of 155 errors similar to this. Turn up verbosity to see them."},
 		},
 		{
+			name: "a klog line pasted without its stamp, wrapped after a comma",
+			in: "kubelet_volumes.go:154] Orphaned pod \"2b363d17-e69d-11ea-bda2-44a842186bcd\" found,\n" +
+				"but volume subpaths are still present on disk\nutils.go:1] next\n",
+			want: []string{"kubelet_volumes.go:154] Orphaned pod \"2b363d17-e69d-11ea-bda2-44a842186bcd\" found, but volume subpaths are still present on disk",
+				"utils.go:1] next"},
+		},
+		{
 			name: "journalctl's indented continuation",
 			in:   "2026-11-21T09:10:01+0000 node1 kubelet[812]: Unmounting arguments: /x\n    Output: umount: /x: target is busy.\n",
 			want: []string{"2026-11-21T09:10:01+0000 node1 kubelet[812]: Unmounting arguments: /x Output: umount: /x: target is busy."},
