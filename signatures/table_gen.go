@@ -40,8 +40,8 @@ var Sources = []string{
 	"dockerd github.com/docker/docker@v24.0.9+incompatible",
 	"longhorn github.com/longhorn/longhorn-manager@v1.8.1",
 	"azuredisk sigs.k8s.io/azuredisk-csi-driver@v1.30.0",
-	"vsphere sigs.k8s.io/vsphere-csi-driver/v3@v3.3.1",
 	"gcp-pd sigs.k8s.io/gcp-compute-persistent-disk-csi-driver@v1.28.1",
+	"vsphere sigs.k8s.io/vsphere-csi-driver/v3@v3.3.1",
 }
 
 // Formats are the upstream format strings of every classified log,
