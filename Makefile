@@ -167,6 +167,6 @@ clean:
 .PHONY: signatures
 signatures:
 	@mods=$$(mktemp); trap 'rm -f $$mods' EXIT; \
-	  sh signatures/internal/extract/download.sh signatures/internal/extract/modules.txt > $$mods && \
+	  GO=$(GO) sh signatures/internal/extract/download.sh signatures/internal/extract/modules.txt > $$mods && \
 	  $(GO) run ./signatures/internal/extract -mods $$mods -table signatures/table_gen.go -report signatures/unclassified.tsv && \
 	  gofmt -w signatures/table_gen.go

@@ -37,6 +37,7 @@ var findingOf = map[string]string{
 	"csi-not-published":                    "csi-driver-not-published",
 	"csi-unstage-failed":                   "csi-node-operation-failed",
 	"csi-unpublish-failed":                 "csi-node-operation-failed",
+	"csi-unmount-error":                    "csi-node-operation-failed",
 	"unmount-failed":                       "unmount-failed",
 	"umount-target-busy":                   "unmount-failed",
 	"runtime-shm-busy":                     "runtime-shm-busy",

@@ -35,6 +35,7 @@ const (
 	sigRuntimeDeadline  = "runtime-deadline-exceeded"
 	sigCSIUnstage       = "csi-unstage-failed"
 	sigCSIUnpublish     = "csi-unpublish-failed"
+	sigCSIUnmountErr    = "csi-unmount-error"
 	sigUnmountFailed    = "unmount-failed"
 	sigShmBusy          = "runtime-shm-busy"
 	sigRuntimeRemove    = "runtime-remove-failed"
@@ -250,6 +251,7 @@ func ruleCatalogueLogs(st *state) {
 	}
 	st.catalogueFinding(sigCSIUnstage, idCSINodeOpFailed, signatures.KeyVolume, always(Warning), "CSI driver fails to unstage a volume", csiOp("unstage"))
 	st.catalogueFinding(sigCSIUnpublish, idCSINodeOpFailed, signatures.KeyVolume, always(Warning), "CSI driver fails to unpublish a volume", csiOp("unpublish"))
+	st.catalogueFinding(sigCSIUnmountErr, idCSINodeOpFailed, signatures.KeyVolume, always(Warning), "CSI driver fails to unmount a volume", csiOp("unmount"))
 	unmount := func(k *keyHits, subj string) (string, string, []string) {
 		return fmt.Sprintf("unmounting %s fails (%s)", subj, plural(k.Count, "time", "times")),
 			"An unmount fails with the error the lines quote: the mount is busy, already gone, or hangs on its server.",

@@ -149,7 +149,14 @@ func (st *state) settleTransients() {
 	check(sigCephSessionLost, func(*keyHits) string { return recoverCeph })
 	check(sigNFSNotResponding, func(k *keyHits) string { return recoverNFS + k.Key })
 	check(sigPLEG, func(*keyHits) string { return recoverPLEG })
-	check(sigISCSIConnError, func(k *keyHits) string { return recoverISCSI + k.Key })
+	// iscsid names a connection "10:0" where the kernel says
+	// "connection10:0".
+	check(sigISCSIConnError, func(k *keyHits) string {
+		if strings.Contains(k.Key, ":") && !strings.HasPrefix(k.Key, "connection") && !strings.Contains(k.Key, ".") {
+			return recoverISCSI + "connection" + k.Key
+		}
+		return recoverISCSI + k.Key
+	})
 	st.dropStaleNFSOK()
 	for _, s := range all {
 		sort.Strings(s.keys)

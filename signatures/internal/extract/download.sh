@@ -7,7 +7,7 @@ list="${1:-$(dirname "$0")/modules.txt}"
 grep -v '^#' "$list" | grep -v '^$' | while read -r source module versions; do
 	got=""
 	for v in $versions; do
-		dir=$(go mod download -json "$module@$v" 2>/dev/null | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
+		dir=$("${GO:-go}" mod download -json "$module@$v" 2>/dev/null | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
 		if [ -n "$dir" ]; then
 			echo "$source $module $v $dir"
 			got=1
