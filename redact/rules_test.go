@@ -334,6 +334,14 @@ func ruleCases() []ruleCase {
 		neg("authorization-header", "basic auth is enabled for realm Basic0123"),
 		neg("authorization-header", "Basic YWJjZGVmZ2hpams= decodes to no colon"),
 
+		// Formats of the generated scanner rule table.
+		pos("known-secret-format", "label printer shippo_live_0a1b2c3d4e5f60718293a4b5c6d7e8f901234567 rejected",
+			"label printer [REDACTED] rejected", 1),
+		pos("known-secret-format", "MAILGUN_DOMAIN=mg.example.com MAILGUN_SIGNING=key-3a06f1c2b9d84e57a1c0d2e3f4a5b6c7",
+			"MAILGUN_DOMAIN=mg.example.com MAILGUN_SIGNING=[REDACTED]", 1),
+		neg("known-secret-format", "MAILGUN_DOMAIN=mg.example.com MAILGUN_SIGNING=key-notavalueatall"),
+		neg("known-secret-format", "shippo_live_ is the prefix of a live token"),
+
 		// AWS key ids of every published prefix.
 		pos("aws-access-key-id", "accessKeyID=ABIA5X7ZQ2W4E6R8T0Y1", "accessKeyID=[REDACTED]", 1),
 		pos("aws-access-key-id", "context credential ACCAZ3X5C7V9B1N2M4Q6 rejected", "context credential [REDACTED] rejected", 1),
