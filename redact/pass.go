@@ -158,6 +158,8 @@ func (p *pass) run() {
 			}
 		case kwCookie:
 			p.cookies(s, ev.end)
+		case kwOwn:
+			p.ownSecret(k.arg, s)
 		case kwScanner:
 			if t := &scannerTriggers[k.arg]; len(t.kw) == int(k.n) || hasFoldPrefix(p.line, s, t.kw) {
 				p.runScanner(t.rule)

@@ -215,6 +215,7 @@ const (
 	kwUserFlag                 // "-u", "--user": user:password
 	kwPassFlag                 // "-p": a password beside a user flag
 	kwCookie                   // "cookie": a Cookie or Set-Cookie header
+	kwOwn                      // the start of one of nodesnap's own secrets (arg: index in own)
 	kwScanner                  // a keyword of a generated scanner rule (arg: index in scannerRules)
 )
 
@@ -244,6 +245,8 @@ type Redactor struct {
 	regexes []regexRule
 	always  []int32          // regex rules with no literal to prefilter on
 	keys    map[string]int32 // normalised custom key → rule
+	own     []string         // nodesnap's own secrets (Options.Own)
+	ownRule int32
 
 	obf *obfuscator // nil unless obfuscation is on
 
