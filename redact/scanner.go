@@ -184,3 +184,50 @@ func shannon(b []byte) float64 {
 	}
 	return h
 }
+
+// ScannerRule describes one rule of the generated table, for tests that
+// make values in its format.
+type ScannerRule struct {
+	ID       string
+	Keywords []string // lower case; the scanner runs the rule only where one is
+	Regex    string
+	Group   int // as in the table: 0 first non-empty group or the match, -1 the match
+	Entropy float64
+}
+
+// ScannerRules lists the generated rules compiled in.
+func ScannerRules() []ScannerRule {
+	out := make([]ScannerRule, len(scannerRules))
+	for i, r := range scannerRules {
+		out[i] = ScannerRule{ID: r.id, Keywords: r.kw, Regex: r.re, Group: r.group, Entropy: r.entropy}
+	}
+	return out
+}
+
+// ScannerSource names the rule set and version the table was generated from.
+func ScannerSource() string { return scannerRulesSource }
+
+// scannerAllows reports whether a token that a hand-written rule found is
+// on the allowlist of a generated rule whose keyword starts it (Google's
+// published browser keys, say).
+func scannerAllows(tok []byte) bool {
+	low := bytes.ToLower(tok)
+	for i := range scannerRules {
+		r := &scannerRules[i]
+		c := &scannerCompiled[i]
+		if len(c.allow) == 0 {
+			continue
+		}
+		for _, k := range r.kw {
+			if bytes.HasPrefix(low, []byte(k)) {
+				for _, re := range c.allow {
+					if re.Match(tok) {
+						return true
+					}
+				}
+				break
+			}
+		}
+	}
+	return false
+}

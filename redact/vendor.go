@@ -199,6 +199,11 @@ func (p *pass) vendor(i int32, s, e int) {
 	if j-e < vt.min || vt.mixed && !(upper && digit) {
 		return
 	}
+	if placeholder(line[e:j]) || scannerAllows(line[s:j]) {
+		// A placeholder (ghp_xxxx..., glpat-XXXX-XXXX), or a value the
+		// scanner's rule for this prefix lists as public.
+		return
+	}
 	p.redact(e, j, ruleVendor, contStop)
 }
 
@@ -484,3 +489,23 @@ func (p *pass) cookies(s, e int) {
 		i = skipSpace(line, ve+1)
 	}
 }
+
+// placeholder reports whether a token's body is a stand-in rather than a
+// generated value: low entropy (xxxx, XXXX-XXXX) or the words people type
+// where the token goes (RANDOMSTRINGHERE, your-token).
+func placeholder(body []byte) bool {
+	if shannon(body) < 3 {
+		return true
+	}
+	low := bytes.ToLower(body)
+	for _, w := range placeholderWords {
+		if bytes.Contains(low, []byte(w)) {
+			return true
+		}
+	}
+	return false
+}
+
+// placeholderWords do not occur in a random body of the lengths vendors
+// issue (five letters or more of one word), but do in stand-ins.
+var placeholderWords = []string{"random", "your", "placeholder", "changeme", "dummy", "xxxx"}

@@ -77,7 +77,7 @@ type rule struct {
 
 func main() {
 	out := flag.String("out", "../rules_scanner.go", "the Go table to write")
-	examples := flag.String("examples", "../testdata/scanner_examples.json", "the scanner's own examples to write")
+	examples := flag.String("examples", "../corpusgen/scanner_examples.json", "the scanner's own examples to write")
 	flag.Parse()
 	if err := run(*out, *examples); err != nil {
 		fmt.Fprintln(os.Stderr, "rulegen:", err)
