@@ -30,7 +30,7 @@ var metaSuffixes = []string{
 	"uri", "endpoint", "audience", "audiences", "mode", "policy", "format",
 	"enabled", "enable", "disabled", "required", "source", "provider",
 	"stdin", "version", "generation", "selector", "store", "tokens",
-	"secrets", "cacerthash",
+	"secrets", "cacerthash", "verification",
 	// References to a secret by the variable or the configuration holding
 	// it: passwordVariable, --image-credential-provider-config.
 	"variable", "config", "configuration", "cfg",
@@ -191,6 +191,91 @@ func (r *Redactor) classifyKey(key []byte, form keyForm) int32 {
 				return ruleKubeconfig
 			}
 		}
+	}
+	return ruleField
+}
+
+// weakWords make a key secret only with a value that looks generated:
+// "key" beside another word (license_key, auth-key, client.key),
+// signature, sig, auth and private as words of their own.
+var weakWords = []string{"key", "signature", "sig", "auth", "private", "hmac", "cert"}
+
+// publicWords beside "key" say the key is no credential: topologyKey,
+// publicKey, the key of a label or a map.
+var publicWords = []string{
+	"public", "pub", "topology", "label", "labels", "sort", "cache", "partition",
+	"primary", "foreign", "node", "match", "lookup", "map", "host", "hash",
+	"routing", "shard", "idempotency", "dedup", "group", "object", "field",
+	"column", "index", "by", "annotation", "selector", "ssh", "gpg", "pgp",
+	"fingerprint", "kms", "verify", "verification", "ca", "trust", "root",
+}
+
+// keyWords splits a key at '_', '-', '.', blanks and lower-to-upper case
+// changes, lower-cased.
+func keyWords(key []byte) []string {
+	var words []string
+	cur := make([]byte, 0, len(key))
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, string(cur))
+			cur = cur[:0]
+		}
+	}
+	for i, c := range key {
+		switch {
+		case c == '_' || c == '-' || c == '.' || c == ' ':
+			flush()
+		case 'A' <= c && c <= 'Z' && i > 0 && ('a' <= key[i-1] && key[i-1] <= 'z' || isDigit(key[i-1])):
+			flush()
+			cur = append(cur, fold(c))
+		default:
+			cur = append(cur, fold(c))
+		}
+	}
+	flush()
+	return words
+}
+
+// weakKey returns the rule for a key holding a weak secret word (see
+// weakWords) and nothing that makes it public or metadata, or -1.
+func weakKey(key []byte, form keyForm) int32 {
+	words := keyWords(key)
+	if len(words) == 0 || len(words) > 8 || len(words) == 1 && words[0] == "sig" {
+		return -1 // a lone sig= is the SAS rule's
+	}
+	weak := false
+	for _, w := range words {
+		for _, p := range publicWords {
+			if w == p {
+				return -1
+			}
+		}
+		for _, ww := range weakWords {
+			if w == ww && (w != "key" && w != "cert" || len(words) > 1) {
+				weak = true
+			}
+		}
+	}
+	if !weak || words[len(words)-1] == "cert" {
+		return -1 // certificates are public
+	}
+	var buf [96]byte
+	n := normKey(key, &buf)
+	for _, s := range metaSuffixes {
+		if hasSuffixStr(n, s) {
+			return -1
+		}
+	}
+	for _, s := range metaWords {
+		if wordSuffix(key, s) {
+			return -1
+		}
+	}
+	switch form {
+	case formFlag:
+		return ruleCLIFlag
+	case formAssign:
+		return ruleAssignment
 	}
 	return ruleField
 }

@@ -45,6 +45,7 @@ type pass struct {
 	endFrm     int     // -1: not searched yet
 	ran        []int   // regex rules already run on this piece
 	ranScanner []int32 // generated scanner rules already run on this piece
+	bootDone   bool    // bootstrap tokens looked for in this piece
 	kindS      int8    // the line's JSON "kind": 0 not looked for yet, 1 Secret, 2 other, 3 none
 	ts         int     // where the text begins after a log prefix; -1 not worked out yet
 	segEnd     int     // >= 0: the value being read ends here (a closing quote)
@@ -59,6 +60,7 @@ func (p *pass) begin(line []byte, start bool) {
 	p.endFrm = -1
 	p.ran = p.ran[:0]
 	p.ranScanner = p.ranScanner[:0]
+	p.bootDone = false
 	p.kindS = 0
 	p.ts = -1
 	p.segEnd = -1
@@ -158,6 +160,14 @@ func (p *pass) run() {
 			}
 		case kwCookie:
 			p.cookies(s, ev.end)
+		case kwBootCtx:
+			p.bootstrapTokens()
+		case kwHash:
+			p.passwordHash(s, ev.end)
+		case kwAt:
+			p.oracleCreds(s)
+		case kwHook:
+			p.webhookPath(ev.end)
 		case kwOwn:
 			p.ownSecret(k.arg, s)
 		case kwScanner:

@@ -191,8 +191,8 @@ type ScannerRule struct {
 	ID       string
 	Keywords []string // lower case; the scanner runs the rule only where one is
 	Regex    string
-	Group   int // as in the table: 0 first non-empty group or the match, -1 the match
-	Entropy float64
+	Group    int // as in the table: 0 first non-empty group or the match, -1 the match
+	Entropy  float64
 }
 
 // ScannerRules lists the generated rules compiled in.

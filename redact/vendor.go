@@ -398,10 +398,11 @@ func (p *pass) userPassFlag(s, e int) {
 // port, a path or a profile.
 func (p *pass) passwordFlag(s, e int) {
 	line := p.line
-	if !argStart(line, s) || !hasUserFlag(line) && !bytes.Contains(line, []byte("sshpass")) {
+	mysql := bytes.Contains(line, []byte("mysql")) || bytes.Contains(line, []byte("mariadb"))
+	if !argStart(line, s) || !hasUserFlag(line) && !mysql && !bytes.Contains(line, []byte("sshpass")) {
 		return
 	}
-	if e < len(line) && isAlnum(line[e]) && hasUserFlag(line) {
+	if e < len(line) && !isSpace(line[e]) && line[e] != '=' && line[e] != 0 && (hasUserFlag(line) || mysql) {
 		// mysql -u root -pSECRET: the password right after the flag.
 		if ve := argEnd(line, e); ve > e {
 			p.valueSpan(e, ve, ruleCLIFlag, contStop)
@@ -430,6 +431,9 @@ func hasUserFlag(line []byte) bool {
 			if argStart(line, a) {
 				if _, ok := nextArg(line, b, true); ok {
 					return true
+				}
+				if f == "-u" && b < len(line) && isAlnum(line[b]) {
+					return true // mysql -uroot
 				}
 			}
 			i = b
