@@ -90,6 +90,10 @@ func hasSuffixStr(b []byte, s string) bool {
 	return len(b) >= len(s) && string(b[len(b)-len(s):]) == s
 }
 
+func hasPrefixStr(b []byte, s string) bool {
+	return len(b) >= len(s) && string(b[:len(s)]) == s
+}
+
 func containsStr(b []byte, s string) bool {
 	return bytes.Contains(b, []byte(s))
 }
@@ -144,6 +148,9 @@ func (r *Redactor) classifyKey(key []byte, form keyForm) int32 {
 	}
 	if !stem {
 		return -1
+	}
+	if hasPrefixStr(n, "public") && !containsStr(n, "pass") && !containsStr(n, "secret") {
+		return -1 // publicToken, public_key: published on purpose
 	}
 	switch {
 	case hasSuffixStr(n, "csrftoken"), hasSuffixStr(n, "xsrftoken"), string(n) == "oldpwd":

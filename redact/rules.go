@@ -81,12 +81,16 @@ func (p *pass) keyValue(ks, ke int) {
 	}
 	form := formField
 	vs := j + 1
-	if j+1 < len(line) && (line[j] == '=' && line[j+1] == '>' || line[j] == ':' && line[j+1] == '=') {
+	arrow := 2
+	if hasFoldPrefix(line, j, `=\u003e`) {
+		arrow = len(`=\u003e`) // "=>" as Go's JSON encoder escapes it
+	}
+	if j+1 < len(line) && (line[j] == '=' && (line[j+1] == '>' || arrow > 2) || line[j] == ':' && line[j+1] == '=') {
 		// "password" => "x" (Perl, PHP, Ruby), :password => "x",
 		// password := "x" (Go): a field, whatever the spacing.
 		if line[j] == ':' || quoted || qs > 0 && line[qs-1] == ':' || lineStart {
 			if rule := p.w.r.classifyKey(name, formField); rule >= 0 {
-				p.value(skipSpace(line, j+2), rule, false, qs)
+				p.value(skipSpace(line, j+arrow), rule, false, qs)
 			}
 		}
 		return

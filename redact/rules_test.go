@@ -206,7 +206,7 @@ func ruleCases() []ruleCase {
 		// vendor-token: the prefix says what it is; the prefix stays.
 		pos("vendor-token", "failed to authorize: token ghp_Zq8Lm3Nx0Pw5Rt7Yu2Io4As6Df9Gh1Jk3Lm5 lacks read:packages",
 			"failed to authorize: token ghp_[REDACTED] lacks read:packages", 1),
-		pos("vendor-token", "clone with github_pat_11ABCDEFG0abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH done",
+		pos("vendor-token", "clone with 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 done",
 			"clone with github_pat_[REDACTED] done", 1),
 		pos("vendor-token", "runner glrt-Xy7zQw3eRt5yUi8oPa2s registered", "runner glrt-[REDACTED] registered", 1),
 		pos("vendor-token", "notify bot=xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUv channel=#ops",

@@ -231,3 +231,57 @@ func scannerAllows(tok []byte) bool {
 	}
 	return false
 }
+
+// scannerRejects reports whether the generated rules for a token's prefix
+// say it is none, where a hand-written rule found it: its entropy is below
+// every such rule's floor (ntn_1234567890...), or no such rule's regex
+// takes it and its body was plainly typed by a person (an ascending run
+// such as abcde or 12345, or a word a placeholder says). A token no
+// generated rule knows the prefix of is the hand-written rule's alone.
+func scannerRejects(tok, body []byte) bool {
+	low := bytes.ToLower(tok)
+	known, matched, floor := false, false, 100.0
+	for i := range scannerRules {
+		r := &scannerRules[i]
+		for _, k := range r.kw {
+			if len(k) < 4 || !bytes.HasPrefix(low, []byte(k)) {
+				continue
+			}
+			known = true
+			floor = min(floor, r.entropy)
+			if c := &scannerCompiled[i]; c.re != nil && c.re.Match(tok) {
+				matched = true
+			}
+			break
+		}
+	}
+	if !known {
+		return false
+	}
+	if floor > 0 && shannon(tok) < floor {
+		return true
+	}
+	return !matched && typed(body)
+}
+
+// typed reports a body a person typed: an ascending run of five (abcde,
+// 12345) or a word placeholders use.
+func typed(body []byte) bool {
+	run := 1
+	for i := 1; i < len(body); i++ {
+		if body[i] == body[i-1]+1 && isAlnum(body[i]) {
+			if run++; run >= 5 {
+				return true
+			}
+		} else {
+			run = 1
+		}
+	}
+	low := bytes.ToLower(body)
+	for _, w := range []string{"token", "here", "example", "test"} {
+		if bytes.Contains(low, []byte(w)) {
+			return true
+		}
+	}
+	return false
+}

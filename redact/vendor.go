@@ -199,7 +199,7 @@ func (p *pass) vendor(i int32, s, e int) {
 	if j-e < vt.min || vt.mixed && !(upper && digit) {
 		return
 	}
-	if placeholder(line[e:j]) || scannerAllows(line[s:j]) {
+	if placeholder(line[e:j]) || scannerAllows(line[s:j]) || scannerRejects(line[s:j], line[e:j]) {
 		// A placeholder (ghp_xxxx..., glpat-XXXX-XXXX), or a value the
 		// scanner's rule for this prefix lists as public.
 		return
@@ -402,7 +402,7 @@ func (p *pass) passwordFlag(s, e int) {
 	if !argStart(line, s) || !hasUserFlag(line) && !mysql && !bytes.Contains(line, []byte("sshpass")) {
 		return
 	}
-	if e < len(line) && !isSpace(line[e]) && line[e] != '=' && line[e] != 0 && (hasUserFlag(line) || mysql) {
+	if e < len(line) && !isSpace(line[e]) && !isStop(line[e]) && line[e] != '=' && (hasUserFlag(line) || mysql) {
 		// mysql -u root -pSECRET: the password right after the flag.
 		if ve := argEnd(line, e); ve > e {
 			p.valueSpan(e, ve, ruleCLIFlag, contStop)

@@ -277,8 +277,10 @@ type Keep struct {
 }
 
 // Keeps returns the scanner's negative examples that are single values
-// (no blanks, no key of their own): placed after a neutral word they must
-// come through a collection unchanged.
+// (no blanks, no key of their own) and that no rule of the scanner reports
+// (an example negative for one rule can be another's true positive: an
+// admin key is no API key): placed after a neutral word they must come
+// through a collection unchanged.
 func Keeps() ([]Keep, string, error) {
 	var ex struct {
 		Source string              `json:"source"`
@@ -289,9 +291,27 @@ func Keeps() ([]Keep, string, error) {
 	}
 	var out []Keep
 	seen := map[string]bool{}
+	rules := redact.ScannerRules()
+	res := make([]*regexp.Regexp, len(rules))
+	for i, r := range rules {
+		res[i], _ = regexp.Compile(r.Regex)
+	}
+	reported := func(v string) bool {
+		for i, r := range rules {
+			if res[i] == nil || !hasKeyword(v, r.Keywords) {
+				continue
+			}
+			for _, m := range res[i].FindAllStringSubmatchIndex(v, -1) {
+				if s, ok := pick(m, r.Group, v); ok && (r.Entropy == 0 || shannon(s) >= r.Entropy) {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	for rule, vs := range ex.Keep {
 		for _, v := range vs {
-			if len(v) < 8 || strings.ContainsAny(v, " \t\n\r\"'`=:,;{}()[]<>\\") || seen[v] {
+			if len(v) < 8 || strings.ContainsAny(v, " \t\n\r\"'`=:,;{}()[]<>\\") || seen[v] || reported(v) {
 				continue
 			}
 			seen[v] = true

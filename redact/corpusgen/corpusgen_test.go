@@ -44,7 +44,7 @@ func TestGeneratedCorpusRedact(t *testing.T) {
 			line := c.Line("value "+k.Value+" kept", i)
 			if out, _ := r.String(line); !strings.Contains(out, k.Value) {
 				lost++
-				t.Logf("over-redaction of %s's negative example in %s: %s", k.Rule, c.Name, out)
+				t.Logf("over-redaction of %s's negative example %q in %s: %s", k.Rule, k.Value, c.Name, out)
 				break
 			}
 		}
