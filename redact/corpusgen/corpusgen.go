@@ -93,6 +93,12 @@ func Generate(seed int64) (out []Secret, skipped []string) {
 			skipped = append(skipped, r.ID+": no value generated that its own regex and entropy floor accept")
 			continue
 		}
+		if other := (&gen{rnd: rand.New(rand.NewSource(seed + 1))}).walk(t); other == s.Text || strings.HasSuffix(s.Text, other) {
+			// A fixed string (a service's constant prefix): nothing of it
+			// is secret.
+			skipped = append(skipped, r.ID+": its format has no variable part")
+			continue
+		}
 		out = append(out, s)
 	}
 	return out, skipped
