@@ -133,7 +133,7 @@ func writeGeneratedCorpus(t *testing.T, dir string) {
 	}
 	pods := map[string]any{"kind": "PodList", "apiVersion": "v1", "metadata": map[string]any{}, "items": []any{map[string]any{
 		"metadata": map[string]any{"name": "agent-corpusgen", "namespace": "default", "uid": "6f1d3b2a-8e4c-4a7b-9c0d-2e3f4a5b6c7d"},
-		"spec": map[string]any{"containers": []any{map[string]any{"name": "agent", "image": "agent:1", "args": args, "env": env}}},
+		"spec":     map[string]any{"containers": []any{map[string]any{"name": "agent", "image": "agent:1", "args": args, "env": env}}},
 	}}}
 	pb, _ := json.Marshal(pods)
 	write("kubelet/pods.json", string(pb))
