@@ -42,6 +42,9 @@
 //	azure-sas-signature   sig= of a shared access signature URL
 //	vendor-token          tokens known by their prefix (ghp_, glpat-, xoxb-,
 //	                      sk-, SG., hvs., AIza, dckr_pat_, ...), which stays
+//	node-credential       bootstrap tokens on kubeadm lines, crypt/htpasswd
+//	                      hashes, user/password@db, iscsiadm -v, webhook paths
+//	known-secret-format   the generated rules of a secret scanner (rules_scanner.go)
 //	high-entropy-value    NAME=<random base64> opening a config line
 //
 // A key names a secret when it contains password, passwd, passphrase,
