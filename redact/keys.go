@@ -218,58 +218,72 @@ var publicWords = []string{
 }
 
 // keyWords splits a key at '_', '-', '.', blanks and lower-to-upper case
-// changes, lower-cased.
-func keyWords(key []byte) []string {
-	var words []string
-	cur := make([]byte, 0, len(key))
-	flush := func() {
-		if len(cur) > 0 {
-			words = append(words, string(cur))
-			cur = cur[:0]
+// changes into ws (without allocating); it returns how many words there
+// are, or -1 when there are more than len(ws).
+func keyWords(key []byte, ws *[8][]byte) int {
+	n, start := 0, -1
+	flush := func(end int) bool {
+		if start >= 0 && end > start {
+			if n == len(ws) {
+				return false
+			}
+			ws[n] = key[start:end]
+			n++
 		}
+		start = -1
+		return true
 	}
 	for i, c := range key {
 		switch {
 		case c == '_' || c == '-' || c == '.' || c == ' ':
-			flush()
+			if !flush(i) {
+				return -1
+			}
 		case 'A' <= c && c <= 'Z' && i > 0 && ('a' <= key[i-1] && key[i-1] <= 'z' || isDigit(key[i-1])):
-			flush()
-			cur = append(cur, fold(c))
+			if !flush(i) {
+				return -1
+			}
+			start = i
 		default:
-			cur = append(cur, fold(c))
+			if start < 0 {
+				start = i
+			}
 		}
 	}
-	flush()
-	return words
+	if !flush(len(key)) {
+		return -1
+	}
+	return n
 }
 
 // weakKey returns the rule for a key holding a weak secret word (see
 // weakWords) and nothing that makes it public or metadata, or -1.
 func weakKey(key []byte, form keyForm) int32 {
-	words := keyWords(key)
-	if len(words) == 0 || len(words) > 8 || len(words) == 1 && words[0] == "sig" {
+	var ws [8][]byte
+	n := keyWords(key, &ws)
+	if n <= 0 || n == 1 && foldEq(ws[0], "sig") {
 		return -1 // a lone sig= is the SAS rule's
 	}
 	weak := false
-	for _, w := range words {
+	for _, w := range ws[:n] {
 		for _, p := range publicWords {
-			if w == p {
+			if foldEq(w, p) {
 				return -1
 			}
 		}
 		for _, ww := range weakWords {
-			if w == ww && (w != "key" && w != "cert" || len(words) > 1) {
+			if foldEq(w, ww) && (ww != "key" && ww != "cert" || n > 1) {
 				weak = true
 			}
 		}
 	}
-	if !weak || words[len(words)-1] == "cert" {
+	if !weak || foldEq(ws[n-1], "cert") {
 		return -1 // certificates are public
 	}
 	var buf [96]byte
-	n := normKey(key, &buf)
+	nk := normKey(key, &buf)
 	for _, s := range metaSuffixes {
-		if hasSuffixStr(n, s) {
+		if hasSuffixStr(nk, s) {
 			return -1
 		}
 	}
@@ -285,4 +299,20 @@ func weakKey(key []byte, form keyForm) int32 {
 		return ruleAssignment
 	}
 	return ruleField
+}
+
+// credentialHeaders are HTTP headers whose value is a credential whatever
+// it looks like (normalised as normKey does): given to curl or wget in
+// quotes, any value goes.
+var credentialHeaders = map[string]bool{
+	"xauthtoken": true, "xapikey": true, "apikey": true, "privatetoken": true,
+	"xvaulttoken": true, "xconsultoken": true, "xaccesstoken": true, "xgoogapikey": true,
+	"xamzsecuritytoken": true, "xregistryauth": true, "ocpapimsubscriptionkey": true,
+	"xfunctionskey": true, "xapitoken": true, "xauthkey": true, "xsessiontoken": true,
+	"xnomadtoken": true, "jobtoken": true, "deploytoken": true, "xapisecret": true,
+}
+
+func credentialHeader(key []byte) bool {
+	var buf [96]byte
+	return credentialHeaders[string(normKey(key, &buf))]
 }

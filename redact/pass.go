@@ -160,8 +160,6 @@ func (p *pass) run() {
 			}
 		case kwCookie:
 			p.cookies(s, ev.end)
-		case kwBootCtx:
-			p.bootstrapTokens()
 		case kwHash:
 			p.passwordHash(s, ev.end)
 		case kwAt:
@@ -179,6 +177,7 @@ func (p *pass) run() {
 	if p.start {
 		p.entropyAssignment()
 	}
+	p.bootstrapTokens()
 	for _, i := range r.always {
 		p.runRegex(i)
 	}

@@ -102,7 +102,10 @@ func (p *pass) keyValue(ks, ke int) {
 		}
 		spaced := spacedBefore || vs < len(line) && isSpace(line[vs])
 		if spaced && !lineStart {
-			return // "token = x" in prose; INI files have the key first
+			// "token = x" in prose; INI files have the key first. But a
+			// value that looks generated is a secret all the same
+			// ("loaded config alibaba_secret = Kx8a...").
+			strict = true
 		}
 		switch {
 		case dashes > 0:
@@ -242,7 +245,7 @@ func (p *pass) keyValue(ks, ke int) {
 		if segEnd < 0 {
 			n = 16 // prose: only what is long and random
 		}
-		if end || !secretShaped(line[vs:ve], n) {
+		if end || !secretShaped(line[vs:ve], n) && !(segEnd >= 0 && credentialHeader(name)) {
 			return
 		}
 		p.valueSpan(vs, ve, rule, contStop)

@@ -60,17 +60,25 @@ func (p *pass) nodeKeyValue(name []byte, i, j int) bool {
 	return false
 }
 
-// bootstrapTokens: kubeadm bootstrap tokens ([a-z0-9]{6}.[a-z0-9]{16})
-// anywhere on a line that talks of kubeadm, joining or bootstrapping (a
-// cloud-init runcmd, a join script, a kubelet log). Once per line.
+// bootstrapTokens: kubeadm bootstrap tokens ([a-z0-9]{6}.[a-z0-9]{16},
+// with a digit) anywhere (a cloud-init runcmd or write_files, a join
+// script, a kubelet log). Once per piece; the pattern has no literal for
+// the automaton, so every '.' is looked at, most rejected at the byte
+// after it.
 func (p *pass) bootstrapTokens() {
 	if p.bootDone {
 		return
 	}
 	p.bootDone = true
 	line := p.line
-	for i := 6; i+17 <= len(line); i++ {
-		if line[i] != '.' {
+	for off := 6; off+17 <= len(line); {
+		k := bytes.IndexByte(line[off:len(line)-16], '.')
+		if k < 0 {
+			return
+		}
+		i := off + k
+		off = i + 1
+		if c := line[i+1]; !isDigit(c) && (c < 'a' || c > 'z') {
 			continue
 		}
 		s, e := i-6, i+17
