@@ -46,9 +46,10 @@ type pass struct {
 	ran        []int   // regex rules already run on this piece
 	ranScanner []int32 // generated scanner rules already run on this piece
 	bootDone   bool    // bootstrap tokens looked for in this piece
-	kindS      int8    // the line's JSON "kind": 0 not looked for yet, 1 Secret, 2 other, 3 none
-	ts         int     // where the text begins after a log prefix; -1 not worked out yet
-	segEnd     int     // >= 0: the value being read ends here (a closing quote)
+	pending    []scannerHit
+	kindS      int8 // the line's JSON "kind": 0 not looked for yet, 1 Secret, 2 other, 3 none
+	ts         int  // where the text begins after a log prefix; -1 not worked out yet
+	segEnd     int  // >= 0: the value being read ends here (a closing quote)
 }
 
 func (p *pass) begin(line []byte, start bool) {
@@ -61,6 +62,7 @@ func (p *pass) begin(line []byte, start bool) {
 	p.ran = p.ran[:0]
 	p.ranScanner = p.ranScanner[:0]
 	p.bootDone = false
+	p.pending = p.pending[:0]
 	p.kindS = 0
 	p.ts = -1
 	p.segEnd = -1
@@ -170,10 +172,11 @@ func (p *pass) run() {
 			p.ownSecret(k.arg, s)
 		case kwScanner:
 			if t := &scannerTriggers[k.arg]; len(t.kw) == int(k.n) || hasFoldPrefix(p.line, s, t.kw) {
-				p.runScanner(t.rule)
+				p.pending = append(p.pending, scannerHit{rule: t.rule, s: s, e: s + len(t.kw)})
 			}
 		}
 	}
+	p.runPendingScanners()
 	if p.start {
 		p.entropyAssignment()
 	}

@@ -97,6 +97,36 @@ func (b *builder) addScannerWords() {
 	}
 }
 
+// scannerHit is a generated rule's keyword at line[s:e].
+type scannerHit struct {
+	rule int32
+	s, e int
+}
+
+// runPendingScanners runs the generated rules whose keywords the piece
+// holds, after the hand-written rules: a keyword a hand-written rule has
+// already claimed a token at (a vendor prefix whose body is masked, a key
+// whose value is) needs no regex, which keeps secret-dense text fast.
+func (p *pass) runPendingScanners() {
+	for _, h := range p.pending {
+		claimed := false
+		for i := range p.cands {
+			c := &p.cands[i]
+			if c.rule == ruleScanner || c.s > h.e+1 || c.e <= h.s {
+				continue
+			}
+			// Claimed to its end: nothing of a token's alphabet follows.
+			if end := c.e; end >= len(p.line) || !isB64(p.line[end]) && !isB64URL(p.line[end]) && p.line[end] != '.' && p.line[end] != '=' {
+				claimed = true
+				break
+			}
+		}
+		if !claimed {
+			p.runScanner(h.rule)
+		}
+	}
+}
+
 // runScanner runs generated rule i over the piece, once.
 func (p *pass) runScanner(i int32) {
 	for _, j := range p.ranScanner {
