@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 )
@@ -171,7 +172,8 @@ func (p *pass) run() {
 		case kwOwn:
 			p.ownSecret(k.arg, s)
 		case kwScanner:
-			if t := &scannerTriggers[k.arg]; len(t.kw) == int(k.n) || hasFoldPrefix(p.line, s, t.kw) {
+			if t := &scannerTriggers[k.arg]; t.exact && bytes.HasPrefix(p.line[s:], []byte(t.kw)) ||
+				!t.exact && (len(t.kw) == int(k.n) || hasFoldPrefix(p.line, s, t.kw)) {
 				p.pending = append(p.pending, scannerHit{rule: t.rule, s: s, e: s + len(t.kw)})
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"regexp"
+	"strings"
 	"sync"
 )
 
@@ -19,7 +20,7 @@ import (
 // scannerRule is one generated rule.
 type scannerRule struct {
 	id         string
-	kw         []string // lower case; any one of them must be in the line
+	kw         []string // any one must be in the line; lower case unless the regex's case counts
 	re         string   // Go RE2
 	group      int      // the secret's group; 0: the first non-empty group, or the match; -1: the match
 	entropy    float64  // the secret's Shannon entropy must reach this
@@ -66,7 +67,7 @@ func compiledScannerRules() []compiledScanner {
 				c.stop = append(c.stop, bytes.ToLower([]byte(s)))
 			}
 			for _, k := range r.kw {
-				scannerTriggers = append(scannerTriggers, scannerTrigger{rule: int32(i), kw: k})
+				scannerTriggers = append(scannerTriggers, scannerTrigger{rule: int32(i), kw: k, exact: strings.ToLower(k) != k})
 			}
 		}
 	})
@@ -75,8 +76,9 @@ func compiledScannerRules() []compiledScanner {
 
 // scannerTrigger is one keyword of a generated rule.
 type scannerTrigger struct {
-	rule int32
-	kw   string
+	rule  int32
+	kw    string
+	exact bool // the keyword's case counts (the rule's regex is case-sensitive)
 }
 
 var scannerTriggers []scannerTrigger
@@ -249,7 +251,7 @@ func scannerAllows(tok []byte) bool {
 			continue
 		}
 		for _, k := range r.kw {
-			if bytes.HasPrefix(low, []byte(k)) {
+			if bytes.HasPrefix(low, []byte(strings.ToLower(k))) {
 				for _, re := range c.allow {
 					if re.Match(tok) {
 						return true
@@ -274,7 +276,7 @@ func scannerRejects(tok, body []byte) bool {
 	for i := range scannerRules {
 		r := &scannerRules[i]
 		for _, k := range r.kw {
-			if len(k) < 4 || !bytes.HasPrefix(low, []byte(k)) {
+			if len(k) < 4 || !bytes.HasPrefix(low, []byte(strings.ToLower(k))) {
 				continue
 			}
 			known = true

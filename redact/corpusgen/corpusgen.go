@@ -35,7 +35,7 @@ type Secret struct {
 func hasKeyword(text string, kws []string) bool {
 	low := strings.ToLower(text)
 	for _, k := range kws {
-		if strings.Contains(low, k) {
+		if strings.Contains(low, strings.ToLower(k)) {
 			return true
 		}
 	}
@@ -46,7 +46,7 @@ func prefixLen(secret string, kws []string) int {
 	n := 0
 	low := strings.ToLower(secret)
 	for _, k := range kws {
-		if strings.HasPrefix(low, k) && len(k) > n {
+		if strings.HasPrefix(low, strings.ToLower(k)) && len(k) > n {
 			n = len(k)
 		}
 	}

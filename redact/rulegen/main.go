@@ -129,6 +129,15 @@ func run(out, examples string) error {
 			skipped = append(skipped, id+": "+why)
 			continue
 		}
+		if !strings.Contains(src, "(?i") {
+			// A case-sensitive regex: the keyword as the regex spells it
+			// (A3-, not a3-, which every UUID holds), compared exactly.
+			for i, k := range kws {
+				if j := strings.Index(strings.ToLower(src), k); j >= 0 && src[j:j+len(k)] != k {
+					kws[i] = src[j : j+len(k)]
+				}
+			}
+		}
 		nr := rule{ID: id, Regex: src, Keywords: kws, Group: r.SecretGroup, Entropy: r.Entropy}
 		if names := r.Regex.SubexpNames(); nr.Group == 0 && len(names) > 1 && names[1] != "" {
 			// Named groups are parts of the token (a JWT's claims), not
