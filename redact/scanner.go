@@ -57,6 +57,19 @@ func compiledScannerRules() []compiledScanner {
 			return out
 		}
 		scannerAllowRe = comp(scannerAllow)
+		defer func() {
+			scannerByStart = map[[2]byte][]int32{}
+			scannerAllowStart = map[[2]byte]bool{}
+			for i, t := range scannerTriggers {
+				if len(t.low) >= 2 {
+					k := [2]byte{t.low[0], t.low[1]}
+					scannerByStart[k] = append(scannerByStart[k], int32(i))
+					if len(scannerCompiled[t.rule].allow) > 0 {
+						scannerAllowStart[k] = true
+					}
+				}
+			}
+		}()
 		scannerCompiled = make([]compiledScanner, len(scannerRules))
 		for i, r := range scannerRules {
 			c := &scannerCompiled[i]
@@ -67,7 +80,7 @@ func compiledScannerRules() []compiledScanner {
 				c.stop = append(c.stop, bytes.ToLower([]byte(s)))
 			}
 			for _, k := range r.kw {
-				scannerTriggers = append(scannerTriggers, scannerTrigger{rule: int32(i), kw: k, exact: strings.ToLower(k) != k})
+				scannerTriggers = append(scannerTriggers, scannerTrigger{rule: int32(i), kw: k, low: []byte(strings.ToLower(k)), exact: strings.ToLower(k) != k})
 			}
 		}
 	})
@@ -78,7 +91,8 @@ func compiledScannerRules() []compiledScanner {
 type scannerTrigger struct {
 	rule  int32
 	kw    string
-	exact bool // the keyword's case counts (the rule's regex is case-sensitive)
+	low   []byte // kw in lower case
+	exact bool   // the keyword's case counts (the rule's regex is case-sensitive)
 }
 
 var scannerTriggers []scannerTrigger
@@ -203,16 +217,20 @@ func scannerKeeps(c *compiledScanner, r *scannerRule, match, secret []byte) bool
 
 // shannon is the Shannon entropy of b in bits a byte.
 func shannon(b []byte) float64 {
-	var n [256]int
+	var n [256]uint32
+	var seen [256]byte
+	d := 0
 	for _, c := range b {
+		if n[c] == 0 {
+			seen[d] = c
+			d++
+		}
 		n[c]++
 	}
 	h, l := 0.0, float64(len(b))
-	for _, c := range n {
-		if c > 0 {
-			f := float64(c) / l
-			h -= f * math.Log2(f)
-		}
+	for _, c := range seen[:d] {
+		f := float64(n[c]) / l
+		h -= f * math.Log2(f)
 	}
 	return h
 }
@@ -243,21 +261,20 @@ func ScannerSource() string { return scannerRulesSource }
 // on the allowlist of a generated rule whose keyword starts it (Google's
 // published browser keys, say).
 func scannerAllows(tok []byte) bool {
-	low := bytes.ToLower(tok)
-	for i := range scannerRules {
-		r := &scannerRules[i]
-		c := &scannerCompiled[i]
-		if len(c.allow) == 0 {
+	var buf [48]byte
+	low := lowerHead(tok, &buf)
+	if len(low) < 2 || !scannerAllowStart[[2]byte{low[0], low[1]}] {
+		return false
+	}
+	for _, ti := range triggersFor(low) {
+		t := &scannerTriggers[ti]
+		c := &scannerCompiled[t.rule]
+		if len(c.allow) == 0 || !bytes.HasPrefix(low, t.low) {
 			continue
 		}
-		for _, k := range r.kw {
-			if bytes.HasPrefix(low, []byte(strings.ToLower(k))) {
-				for _, re := range c.allow {
-					if re.Match(tok) {
-						return true
-					}
-				}
-				break
+		for _, re := range c.allow {
+			if re.Match(tok) {
+				return true
 			}
 		}
 	}
@@ -271,20 +288,21 @@ func scannerAllows(tok []byte) bool {
 // such as abcde or 12345, or a word a placeholder says). A token no
 // generated rule knows the prefix of is the hand-written rule's alone.
 func scannerRejects(tok, body []byte) bool {
-	low := bytes.ToLower(tok)
-	known, matched, floor := false, false, 100.0
-	for i := range scannerRules {
-		r := &scannerRules[i]
-		for _, k := range r.kw {
-			if len(k) < 4 || !bytes.HasPrefix(low, []byte(strings.ToLower(k))) {
-				continue
-			}
-			known = true
-			floor = min(floor, r.entropy)
-			if c := &scannerCompiled[i]; c.re != nil && c.re.Match(tok) {
-				matched = true
-			}
-			break
+	var buf [48]byte
+	low := lowerHead(tok, &buf)
+	known, floor := false, 100.0
+	var cand [8]int32
+	nc := 0
+	for _, ti := range triggersFor(low) {
+		t := &scannerTriggers[ti]
+		if len(t.low) < 4 || !bytes.HasPrefix(low, t.low) {
+			continue
+		}
+		known = true
+		floor = min(floor, scannerRules[t.rule].entropy)
+		if nc < len(cand) {
+			cand[nc] = t.rule
+			nc++
 		}
 	}
 	if !known {
@@ -293,8 +311,32 @@ func scannerRejects(tok, body []byte) bool {
 	if floor > 0 && shannon(tok) < floor {
 		return true
 	}
-	return !matched && typed(body)
+	if !typed(body) {
+		return false
+	}
+	for _, r := range cand[:nc] {
+		if c := &scannerCompiled[r]; c.re != nil && c.re.Match(tok) {
+			return false
+		}
+	}
+	return true
 }
+
+// triggersFor returns the triggers whose keyword may start tok (lower
+// case), by the keyword's first two bytes.
+func triggersFor(low []byte) []int32 {
+	if len(low) < 2 {
+		return nil
+	}
+	return scannerByStart[[2]byte{low[0], low[1]}]
+}
+
+// scannerByStart indexes scannerTriggers by the first two bytes of their
+// lower-cased keyword (built with the compiled rules).
+var scannerByStart map[[2]byte][]int32
+
+// scannerAllowStart: the keyword starts of rules with allowlists.
+var scannerAllowStart map[[2]byte]bool
 
 // typed reports a body a person typed: an ascending run of five (abcde,
 // 12345) or a word placeholders use.
@@ -309,11 +351,20 @@ func typed(body []byte) bool {
 			run = 1
 		}
 	}
-	low := bytes.ToLower(body)
 	for _, w := range []string{"token", "here", "example", "test"} {
-		if bytes.Contains(low, []byte(w)) {
+		if containsFold(body, w) {
 			return true
 		}
 	}
 	return false
+}
+
+// lowerHead is the start of b (as much as buf holds, more than any keyword)
+// in lower case, without allocating.
+func lowerHead(b []byte, buf *[48]byte) []byte {
+	n := copy(buf[:], b)
+	for i := range buf[:n] {
+		buf[i] = fold(buf[i])
+	}
+	return buf[:n]
 }

@@ -501,9 +501,19 @@ func placeholder(body []byte) bool {
 	if shannon(body) < 3 {
 		return true
 	}
-	low := bytes.ToLower(body)
 	for _, w := range placeholderWords {
-		if bytes.Contains(low, []byte(w)) {
+		if containsFold(body, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold reports whether b holds the lower-case ASCII word w,
+// ignoring case, without allocating.
+func containsFold(b []byte, w string) bool {
+	for i := 0; i+len(w) <= len(b); i++ {
+		if fold(b[i]) == w[0] && foldEq(b[i:i+len(w)], w) {
 			return true
 		}
 	}
