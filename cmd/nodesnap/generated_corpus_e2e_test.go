@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodesnap/nodesnap/internal/testkit"
 	"github.com/nodesnap/nodesnap/redact/corpusgen"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // TestCollectGeneratedCorpus is TestCollectSecretsCorpus on a corpus made
