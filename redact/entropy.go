@@ -91,9 +91,6 @@ func notSecretName(key []byte) bool {
 	if hasSuffixStr(n, "csrftoken") || hasSuffixStr(n, "xsrftoken") {
 		return true
 	}
-	if hasPrefixStr(n, "public") && !containsStr(n, "pass") && !containsStr(n, "secret") {
-		return true // publicToken, PUBLIC_KEY: published on purpose
-	}
 	for _, s := range metaSuffixes {
 		if hasSuffixStr(n, s) {
 			return true
