@@ -1,0 +1,30 @@
+package analyze_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/nodesnap/nodesnap/read/analyze"
+)
+
+func TestCorpusDebugOne(t *testing.T) {
+	f := os.Getenv("CORPUS_ONE")
+	if f == "" {
+		t.Skip("CORPUS_ONE not set")
+	}
+	b, err := os.ReadFile(filepath.Join(corpusDir(t), f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseCorpusCase(f, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analyze.AnalyzeFile(context.Background(), corpusBundle(t, c), analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(dump(rep))
+}
