@@ -90,8 +90,8 @@ func kubeletFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TokenFile, "kubelet-token-file", "", "kubelet: file holding the bearer token (a path as nodesnap sees it, not under --root); /dev/stdin and /dev/fd/N, as <(kubectl create token ...) gives, are read before collection starts")
 	fs.StringVar(&o.ClientCert, "kubelet-client-cert", "", "kubelet: client certificate (PEM) to authenticate with, beside or instead of a token (a path as nodesnap sees it); with neither, a kubeadm control-plane node's <root>"+KubeadmKubeletClientCert+" is used")
 	fs.StringVar(&o.ClientKey, "kubelet-client-key", "", "kubelet: the private key (PEM) of --kubelet-client-cert; it is never written anywhere")
-	fs.StringVar(&o.CAFile, "kubelet-ca-file", "", "kubelet: CA bundle that signed the kubelet's serving certificate (a path as nodesnap sees it); without it a loopback kubelet's certificate is not verified and a non-loopback kubelet is refused unless --kubelet-insecure")
-	fs.BoolVar(&o.Insecure, "kubelet-insecure", false, "kubelet: skip TLS verification of a non-loopback kubelet (the token is then sent to whoever answers)")
+	fs.StringVar(&o.CAFile, "kubelet-ca-file", "", "kubelet: CA bundle that signed the kubelet's serving certificate, or that certificate itself (a path as nodesnap sees it); without it the peer must present the serving certificate the kubelet's configuration names under --root (tlsCertFile, <cert-dir>/kubelet.crt, kubelet-server-current.pem) or a kubelet certificate the cluster CA signed, else it is sent no credential")
+	fs.BoolVar(&o.Insecure, "kubelet-insecure", false, "kubelet: skip TLS verification of the kubelet (the credential is then sent to whoever answers, on loopback too: port 10250 needs no privilege)")
 	fs.IntVar(&o.ProfileSeconds, "kubelet-profile-seconds", 0, "kubelet: also take a CPU profile for this many seconds (0: off)")
 	fs.DurationVar(&o.RequestTimeout, "kubelet-request-timeout", 10*time.Second, "kubelet: deadline of each request")
 }
@@ -293,12 +293,27 @@ func collectKubelet(ctx context.Context, env *collectors.Env) error {
 		}
 	}
 
-	tlsCfg, verified, how, refusal, err := kubeletTLSConfig(ctx, env, base, o)
+	tlsCfg, verified, how, refusal, trustNotes, err := kubeletTLSConfig(ctx, env, base, o, !cred.none())
 	if err != nil {
 		return err
 	}
+	for _, n := range trustNotes {
+		env.Notef("%s", k.scrub(n))
+	}
 	report.TLS = how
 	k.verified = verified
+	if refusal == "" && verified {
+		// One handshake first: a peer that is not the kubelet is found
+		// before any request, and never tried again.
+		switch perr := kubeletPreflight(ctx, tlsCfg, base.Host, o.RequestTimeout); {
+		case perr == nil:
+		case kubeletCertFailure(perr):
+			refusal = fmt.Sprintf("no credential was sent to %s: the peer there is not the kubelet (%v); it was not asked again", base.Host, perr)
+			report.TLS = "refused: " + perr.Error()
+		default:
+			refusal = kubeletDescribeError(perr, base.Host, o.RequestTimeout) + " (a TLS handshake, before any request)"
+		}
+	}
 	if refusal != "" {
 		// Said once per endpoint in the notes, and in the error if nothing
 		// else could be read.
@@ -511,7 +526,9 @@ func (k *kubeletRun) attempt(ctx context.Context, ep kubeletEndpoint, port strin
 	resp, err := client.Do(req)
 	if err != nil {
 		rec.Error = k.scrub(kubeletDescribeError(err, base.Host, timeout))
-		return rec, kubeletConnRefused(err)
+		// A peer whose certificate is refused is not asked again here;
+		// the ports without a credential may still answer.
+		return rec, kubeletConnRefused(err) || kubeletCertFailure(err)
 	}
 	defer resp.Body.Close()
 	rec.StatusCode = resp.StatusCode
