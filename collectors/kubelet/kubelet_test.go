@@ -34,6 +34,7 @@ import (
 
 const (
 	goodToken      = "kubelet-test-token-7f3a9c1e5b2d4086a1e9"
+	leastToken     = "least-privilege-token-3e9d1c7b5a2f4860"
 	forbiddenToken = "weak-identity-token-0c5e8b7a6d4f3e2a1b"
 	podSecretValue = "hunter2-database-password-value"
 )
@@ -43,11 +44,14 @@ const (
 	nodesnapSA = "system:serviceaccount:nodesnap:nodesnap"
 	kubeadmCN  = "kube-apiserver-kubelet-client"
 	operatorCN = "nodesnap-operator"
+	// leastSA has deploy/kubernetes/rbac.yaml's least-privilege role.
+	leastSA = "system:serviceaccount:nodesnap:least"
 )
 
 type fakeKubelet struct {
 	srv      *httptest.Server
 	ca       *testkit.CA // the kubelet's client CA
+	auth     *testkit.KubeletAuth
 	requests map[string]int
 	mu       sync.Mutex
 }
@@ -78,13 +82,18 @@ func newFakeKubelet(t *testing.T) *fakeKubelet {
 	// authorization, anonymous access off.
 	fk.ca = testkit.NewCA(t)
 	auth := &testkit.KubeletAuth{
-		Tokens:   map[string]string{goodToken: nodesnapSA, forbiddenToken: "system:serviceaccount:monitoring:nodesnap"},
+		Tokens:   map[string]string{goodToken: nodesnapSA, forbiddenToken: "system:serviceaccount:monitoring:nodesnap", leastToken: leastSA},
 		ClientCA: fk.ca,
-		Allowed: func(user, _ string) bool {
+		Allowed: func(user, sub string) bool {
+			if user == leastSA {
+				// deploy/kubernetes/rbac.yaml's role: no nodes/proxy.
+				return sub == "pods" || sub == "healthz" || sub == "configz" || sub == "metrics" || sub == "stats"
+			}
 			return user == nodesnapSA || user == kubeadmCN || user == operatorCN
 		},
 	}
 	guarded := auth.Wrap(mux)
+	fk.auth = auth
 	fk.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fk.mu.Lock()
 		fk.requests[r.URL.Path]++
@@ -298,7 +307,7 @@ func TestKubeletWrongToken(t *testing.T) {
 		t.Fatalf("status %q (%s), want partial", b.Res.Status, b.Res.Error)
 	}
 	notes := b.Notes()
-	for _, want := range []string{"the token was rejected (401)", "get on nodes/proxy"} {
+	for _, want := range []string{"the token was rejected (401)", "get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics and nodes/stats"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("manifest notes lack %q:\n%s", want, notes)
 		}
@@ -344,12 +353,13 @@ func TestKubeletForbidden(t *testing.T) {
 	if b.Res.Status != bundle.StatusError {
 		t.Fatalf("status %q, want error", b.Res.Status)
 	}
-	want := "the token's identity lacks permission: needs get on nodes/proxy (and nodes/metrics, nodes/stats) (403)"
+	want := "the token's identity lacks permission (403): it needs get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics and nodes/stats"
 	if !strings.Contains(b.Res.Error, want) {
 		t.Errorf("error %q lacks %q", b.Res.Error, want)
 	}
 	notes := b.Notes()
-	for _, want := range []string{"subresource=proxy", "/metrics is authorized as get nodes/metrics"} {
+	for _, want := range []string{"subresource(s)=[pods proxy]", "/metrics is authorized as get nodes/metrics", "/pods is authorized as get nodes/pods (or nodes/proxy)",
+		"exec into every pod"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
@@ -763,12 +773,12 @@ func TestKubeletCredentialRefusals(t *testing.T) {
 	}{
 		{"service account without binding", []string{"--kubelet-token", forbiddenToken},
 			"the token's identity lacks permission",
-			[]string{"system:serviceaccount:monitoring:nodesnap may not get nodes/proxy (403)"},
+			[]string{"system:serviceaccount:monitoring:nodesnap may not get the kubelet's subresources (403)"},
 			[]string{"kubectl apply -f deploy/kubernetes/rbac.yaml && kubectl create clusterrolebinding nodesnap-monitoring-nodesnap --clusterrole=nodesnap --serviceaccount=monitoring:nodesnap"}},
 		{"the node's own certificate", []string{"--kubelet-client-cert", nodeCrt, "--kubelet-client-key", nodeKey},
 			"the client certificate's identity lacks permission",
-			[]string{"system:node:node-1 may not get nodes/proxy (403)"},
-			[]string{"not granted nodes/proxy", "NODESNAP_KUBELET_TOKEN=$(kubectl -n nodesnap create token nodesnap --duration=10m) nodesnap collect"}},
+			[]string{"system:node:node-1 may not get the kubelet's subresources (403)"},
+			[]string{"not granted the kubelet's subresources", "NODESNAP_KUBELET_TOKEN=$(kubectl -n nodesnap create token nodesnap --duration=10m) nodesnap collect"}},
 		{"certificate of another CA", []string{"--kubelet-client-cert", strangerCrt, "--kubelet-client-key", strangerKey},
 			"the client certificate was rejected (401)",
 			[]string{"the kubelet rejected the client certificate " + strangerCrt + " (CN=" + operatorCN},

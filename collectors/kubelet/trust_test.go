@@ -298,3 +298,52 @@ func FuzzParseKubeletServing(f *testing.F) {
 		}
 	})
 }
+
+// The least-privilege role (no nodes/proxy): with --kubelet-pprof=false
+// the run is complete and says what it left out; with the dumps asked for,
+// everything else comes and the one remedy is the pprof opt-in, its risk
+// beside it; on a kubelet without fine-grained authorization the
+// refusals say so.
+func TestKubeletLeastPrivilege(t *testing.T) {
+	fk := newFakeKubelet(t)
+	root := fk.root(t)
+	args := []string{"--kubelet-url", fk.srv.URL, "--kubelet-token", leastToken, "--kubelet-readonly-url", "", "--kubelet-healthz-url", ""}
+
+	collectortest.Flags(t, "kubelet", append(args, "--kubelet-pprof=false")...)
+	b := collectortest.Collect(t, "kubelet", collectors.Common{Root: root})
+	if b.Res.Status != bundle.StatusOK {
+		t.Errorf("pprof off: status %q (%s), want ok", b.Res.Status, b.Res.Error)
+	}
+	if !strings.Contains(b.Notes(), "goroutine dumps and heap profile not asked (--kubelet-pprof=false)") {
+		t.Errorf("the notes do not say the dumps were left out:\n%s", b.Notes())
+	}
+	fk.mu.Lock()
+	pprofAsked := fk.requests["/debug/pprof/goroutine"] + fk.requests["/debug/pprof/heap"]
+	fk.mu.Unlock()
+	if pprofAsked != 0 {
+		t.Errorf("%d pprof requests with --kubelet-pprof=false", pprofAsked)
+	}
+
+	collectortest.Flags(t, "kubelet", args...)
+	b = collectortest.Collect(t, "kubelet", collectors.Common{Root: root, NoBinary: true})
+	if b.Res.Status != bundle.StatusPartial {
+		t.Errorf("pprof asked: status %q, want partial", b.Res.Status)
+	}
+	for _, f := range []string{"kubelet/healthz.txt", "kubelet/pods.json", "kubelet/configz.json", "kubelet/metrics.txt"} {
+		b.File(t, f)
+	}
+	rs := remedies(t, b)
+	if len(rs) != 1 || !strings.Contains(rs[0].Reason, "exec into every pod") ||
+		!strings.Contains(strings.Join(rs[0].Fix, "\n"), "rbac-pprof.yaml") || !strings.Contains(strings.Join(rs[0].Fix, "\n"), "--kubelet-pprof=false") {
+		t.Errorf("remedies %+v, want the pprof opt-in with its risk", rs)
+	}
+
+	fk.auth.NoFineGrained = true
+	b = collectortest.Collect(t, "kubelet", collectors.Common{Root: root, NoBinary: true})
+	if !strings.Contains(b.Notes(), "no fine-grained authorization (before Kubernetes 1.33, or the KubeletFineGrainedAuthz feature gate off)") {
+		t.Errorf("a kubelet without fine-grained authorization is not named:\n%s", b.Notes())
+	}
+	if _, ok := b.Files["kubelet/metrics.txt"]; !ok {
+		t.Error("metrics (nodes/metrics) missing on a kubelet without fine-grained authorization")
+	}
+}
