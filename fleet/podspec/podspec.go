@@ -203,7 +203,9 @@ func PodSpec(o Options) corev1.PodSpec {
 						Path: "token", ExpirationSeconds: ptr(int64(TokenExpiration / time.Second))}},
 					{ConfigMap: &corev1.ConfigMapProjection{
 						LocalObjectReference: corev1.LocalObjectReference{Name: RootCAConfigMap},
-						Items:                []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+						Items:                []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}},
+						// A cluster that does not publish it still runs the pod.
+						Optional: ptr(true)}},
 				},
 			}}},
 		},
