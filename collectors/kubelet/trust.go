@@ -177,7 +177,7 @@ func parseKubeletServing(data []byte, configPath string) (kubeletServing, error)
 	return s, nil
 }
 
-// kubeletFlagsOf are the kubelet's command-line flags that say where its
+// kubeletTrustFlags are the kubelet's command-line flags that say where its
 // serving certificate is.
 var kubeletTrustFlags = []string{"--config", "--tls-cert-file", "--cert-dir", "--client-ca-file"}
 
