@@ -47,6 +47,13 @@ const (
 	ServiceAccountCAPath = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 )
 
+// embeddedKubeletCerts are the serving certificates of kubelets that run
+// inside another binary (k3s, RKE2), whose flags no command line shows.
+var embeddedKubeletCerts = []string{
+	"/var/lib/rancher/k3s/agent/serving-kubelet.crt",
+	"/var/lib/rancher/rke2/agent/serving-kubelet.crt",
+}
+
 // kubeletTrust is what the local kubelet is known to serve with.
 type kubeletTrust struct {
 	// pins are serving certificates found where the kubelet keeps them: a
@@ -289,6 +296,13 @@ func findKubeletTrust(ctx context.Context, env *collectors.Env) (t kubeletTrust,
 	default:
 		pin(path.Join(certDir, kubeletSelfSignedCert))
 		pin(path.Join(certDir, kubeletServerCurrentCert))
+		if who == "" {
+			// No process called kubelet: k3s and RKE2 run it inside
+			// their own binary, with its serving certificate here.
+			for _, p := range embeddedKubeletCerts {
+				pin(p)
+			}
+		}
 	}
 
 	t.roots = x509.NewCertPool()

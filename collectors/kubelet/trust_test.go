@@ -347,3 +347,28 @@ func TestKubeletLeastPrivilege(t *testing.T) {
 		t.Error("metrics (nodes/metrics) missing on a kubelet without fine-grained authorization")
 	}
 }
+
+// A kubelet inside k3s (no process called kubelet) is known by the
+// serving certificate k3s keeps for it.
+func TestKubeletEmbeddedInK3s(t *testing.T) {
+	noServiceAccountToken(t)
+	cert := selfSigned(t, "node-1")
+	peer := newStandIn(t, cert)
+	root := t.TempDir()
+	p := filepath.Join(root, "var/lib/rancher/k3s/agent/serving-kubelet.crt")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, pemCert(cert.Leaf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	collectortest.Flags(t, "kubelet", "--kubelet-url", peer.url, "--kubelet-token", goodToken,
+		"--kubelet-readonly-url", "", "--kubelet-healthz-url", "")
+	b := collectortest.Collect(t, "kubelet", collectors.Common{Root: root, NoBinary: true})
+	peer.mu.Lock()
+	auth := peer.auth
+	peer.mu.Unlock()
+	if len(auth) == 0 || auth[0] != "Bearer "+goodToken {
+		t.Errorf("the k3s kubelet got no token; requests.json tls %q", kubeletRequests(t, b).TLS)
+	}
+}
