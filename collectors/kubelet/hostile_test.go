@@ -35,7 +35,7 @@ func TestKubeletTrickleIsPartial(t *testing.T) {
 		case <-time.After(30 * time.Second):
 		}
 	})
-	collectortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", url, "--kubelet-token", goodToken,
+	collectortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", url, "--kubelet-token", goodToken, "--kubelet-insecure",
 		"--kubelet-readonly-url", "", "--kubelet-request-timeout", "1s", "--kubelet-profile-seconds", "0")
 	b := collectortest.Collect(t, "kubelet", collectors.Common{})
 	if b.Res.Status != bundle.StatusPartial {
@@ -63,7 +63,7 @@ func TestKubeletFloodKeepsItsRecord(t *testing.T) {
 			}
 		}
 	})
-	collectortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", url, "--kubelet-token", goodToken,
+	collectortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", url, "--kubelet-token", goodToken, "--kubelet-insecure",
 		"--kubelet-readonly-url", "", "--kubelet-profile-seconds", "0")
 	b := collectortest.Collect(t, "kubelet", collectors.Common{MaxFileBytes: 2 << 20, MaxCollectorBytes: 6 << 20})
 	if b.Res.Status != bundle.StatusPartial {

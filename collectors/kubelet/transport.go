@@ -37,16 +37,6 @@ func parseKubeletURL(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// kubeletIsLoopback reports whether a URL's host is this machine.
-func kubeletIsLoopback(u *url.URL) bool {
-	h := u.Hostname()
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
-
 // kubeletTLSConfig decides how the secure port's certificate is checked.
 // A credential goes only to a peer known to be the kubelet: one verified
 // against --kubelet-ca-file, or, without it, one whose certificate is the
@@ -57,10 +47,10 @@ func kubeletIsLoopback(u *url.URL) bool {
 // used at all; notes are what the search for the kubelet's certificate
 // could not use.
 func kubeletTLSConfig(ctx context.Context, env *collectors.Env, u *url.URL, o KubeletOptions, hasCred bool) (cfg *tls.Config, verified bool, how, refusal string, notes []string, err error) {
-	loop := kubeletIsLoopback(u)
 	if u.Scheme == "http" {
-		if !loop && !o.Insecure {
-			return nil, false, "plain HTTP", fmt.Sprintf("refusing to send the kubelet token over plain HTTP to %s: use https:// or --kubelet-insecure", u.Host), nil, nil
+		// Plain HTTP proves nothing about the peer, on loopback neither.
+		if hasCred && !o.Insecure {
+			return nil, false, "plain HTTP", fmt.Sprintf("no credential was sent to %s: plain HTTP cannot tell the kubelet from whoever listens there; use https:// or --kubelet-insecure", u.Host), nil, nil
 		}
 		return nil, false, "plain HTTP (no TLS)", "", nil, nil
 	}

@@ -372,3 +372,29 @@ func TestKubeletEmbeddedInK3s(t *testing.T) {
 		t.Errorf("the k3s kubelet got no token; requests.json tls %q", kubeletRequests(t, b).TLS)
 	}
 }
+
+// Plain HTTP proves nothing about the peer, on loopback neither: without
+// --kubelet-insecure the token is not sent there.
+func TestKubeletPlainHTTPGetsNoToken(t *testing.T) {
+	var mu sync.Mutex
+	var auth []string
+	url := hostileKubelet(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		io.WriteString(w, "ok\n")
+	})
+	collectortest.Flags(t, "kubelet", "--kubelet-url", url, "--kubelet-token", goodToken,
+		"--kubelet-readonly-url", "", "--kubelet-healthz-url", "")
+	b := collectortest.Collect(t, "kubelet", collectors.Common{Root: t.TempDir(), NoBinary: true})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, a := range auth {
+		if a != "" {
+			t.Errorf("a plain-HTTP listener received Authorization %q", a)
+		}
+	}
+	if !strings.Contains(b.Notes()+b.Res.Error, "plain HTTP cannot tell the kubelet from whoever listens there") {
+		t.Errorf("the manifest does not say why no credential was sent:\n%s\n%s", b.Res.Error, b.Notes())
+	}
+}
