@@ -16,8 +16,8 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/human"
-	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/redact"
 )
 
@@ -170,6 +170,14 @@ func (e *Env) Remedy(missing []string, reason string, fix []string) {
 		r.Fix = []string{}
 	}
 	e.events.send(Event{Type: EventRemedy, Remedy: &r})
+}
+
+// ReportStuck tells the run that a filesystem or device is already stuck
+// in the kernel (stuck requests, and tasks stuck on them): collectors
+// that run after this one get it in Common.Stuck, and mountprobe reports
+// its mounts hung without sending them a probe.
+func (e *Env) ReportStuck(s layout.KernelStuck) {
+	e.events.send(Event{Type: EventStuck, Stuck: &s})
 }
 
 // Fact reports a value the supervisor uses (such as the host's name).

@@ -21,8 +21,8 @@ import (
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/collectors/nodeconfig"
-	"github.com/nodesnap/nodesnap/isolate"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 // Knowing the kubelet before giving it anything. Port 10250 needs no

@@ -13,9 +13,9 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/internal/collectortest"
 	"github.com/nodesnap/nodesnap/collectors/kubelet"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
+	"github.com/nodesnap/nodesnap/test/testkit"
 
 	"crypto/elliptic"
 	"crypto/rand"
@@ -119,9 +119,9 @@ func TestKubeletImpostorGetsNoCredential(t *testing.T) {
 	root := kubeletRootWith(t, selfSigned(t, "kubelet").Leaf)
 	ca := testkit.NewCA(t)
 	_, key := ca.WriteClientCert(t, filepath.Join(root, "etc/kubernetes/pki"), "apiserver-kubelet-client", kubeadmCN, "kubeadm:cluster-admins")
-	collectortest.Flags(t, "kubelet", "--kubelet-url", impostor.url, "--kubelet-token", goodToken,
+	supervisortest.Flags(t, "kubelet", "--kubelet-url", impostor.url, "--kubelet-token", goodToken,
 		"--kubelet-readonly-url", "", "--kubelet-healthz-url", hz.URL)
-	b := collectortest.Collect(t, "kubelet", collectors.Common{Root: root})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: root})
 
 	impostor.mu.Lock()
 	conns, certs, auth := impostor.conns, impostor.clientCerts, impostor.auth
@@ -150,7 +150,7 @@ func TestKubeletImpostorGetsNoCredential(t *testing.T) {
 			t.Errorf("notes lack %q:\n%s", want, b.Notes())
 		}
 	}
-	collectortest.AssertAbsent(t, b, goodToken)
+	supervisortest.AssertAbsent(t, b, goodToken)
 	assertNoKey(t, b, key)
 }
 
@@ -194,9 +194,9 @@ func TestKubeletKnownPeers(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			collectortest.Flags(t, "kubelet", "--kubelet-url", peer.url, "--kubelet-token", goodToken,
+			supervisortest.Flags(t, "kubelet", "--kubelet-url", peer.url, "--kubelet-token", goodToken,
 				"--kubelet-readonly-url", "", "--kubelet-healthz-url", "")
-			b := collectortest.Collect(t, "kubelet", collectors.Common{Root: root, NoBinary: true})
+			b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: root, NoBinary: true})
 			peer.mu.Lock()
 			auth := peer.auth
 			peer.mu.Unlock()
@@ -309,8 +309,8 @@ func TestKubeletLeastPrivilege(t *testing.T) {
 	root := fk.root(t)
 	args := []string{"--kubelet-url", fk.srv.URL, "--kubelet-token", leastToken, "--kubelet-readonly-url", "", "--kubelet-healthz-url", ""}
 
-	collectortest.Flags(t, "kubelet", append(args, "--kubelet-pprof=false")...)
-	b := collectortest.Collect(t, "kubelet", collectors.Common{Root: root})
+	supervisortest.Flags(t, "kubelet", append(args, "--kubelet-pprof=false")...)
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: root})
 	if b.Res.Status != bundle.StatusOK {
 		t.Errorf("pprof off: status %q (%s), want ok", b.Res.Status, b.Res.Error)
 	}
@@ -324,8 +324,8 @@ func TestKubeletLeastPrivilege(t *testing.T) {
 		t.Errorf("%d pprof requests with --kubelet-pprof=false", pprofAsked)
 	}
 
-	collectortest.Flags(t, "kubelet", args...)
-	b = collectortest.Collect(t, "kubelet", collectors.Common{Root: root, NoBinary: true})
+	supervisortest.Flags(t, "kubelet", args...)
+	b = supervisortest.Collect(t, "kubelet", collectors.Common{Root: root, NoBinary: true})
 	if b.Res.Status != bundle.StatusPartial {
 		t.Errorf("pprof asked: status %q, want partial", b.Res.Status)
 	}
@@ -339,7 +339,7 @@ func TestKubeletLeastPrivilege(t *testing.T) {
 	}
 
 	fk.auth.NoFineGrained = true
-	b = collectortest.Collect(t, "kubelet", collectors.Common{Root: root, NoBinary: true})
+	b = supervisortest.Collect(t, "kubelet", collectors.Common{Root: root, NoBinary: true})
 	if !strings.Contains(b.Notes(), "no fine-grained authorization (before Kubernetes 1.33, or the KubeletFineGrainedAuthz feature gate off)") {
 		t.Errorf("a kubelet without fine-grained authorization is not named:\n%s", b.Notes())
 	}
@@ -362,9 +362,9 @@ func TestKubeletEmbeddedInK3s(t *testing.T) {
 	if err := os.WriteFile(p, pemCert(cert.Leaf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	collectortest.Flags(t, "kubelet", "--kubelet-url", peer.url, "--kubelet-token", goodToken,
+	supervisortest.Flags(t, "kubelet", "--kubelet-url", peer.url, "--kubelet-token", goodToken,
 		"--kubelet-readonly-url", "", "--kubelet-healthz-url", "")
-	b := collectortest.Collect(t, "kubelet", collectors.Common{Root: root, NoBinary: true})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: root, NoBinary: true})
 	peer.mu.Lock()
 	auth := peer.auth
 	peer.mu.Unlock()
@@ -384,9 +384,9 @@ func TestKubeletPlainHTTPGetsNoToken(t *testing.T) {
 		mu.Unlock()
 		io.WriteString(w, "ok\n")
 	})
-	collectortest.Flags(t, "kubelet", "--kubelet-url", url, "--kubelet-token", goodToken,
+	supervisortest.Flags(t, "kubelet", "--kubelet-url", url, "--kubelet-token", goodToken,
 		"--kubelet-readonly-url", "", "--kubelet-healthz-url", "")
-	b := collectortest.Collect(t, "kubelet", collectors.Common{Root: t.TempDir(), NoBinary: true})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: t.TempDir(), NoBinary: true})
 	mu.Lock()
 	defer mu.Unlock()
 	for _, a := range auth {

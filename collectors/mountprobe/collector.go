@@ -16,8 +16,8 @@ import (
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/collectors/internal/shared"
-	"github.com/nodesnap/nodesnap/isolate"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 // opMountProbe is the worker operation that stats and statfs()es one
@@ -82,7 +82,10 @@ func init() {
 		// probes are replaced at once (up to --mountprobe-max-stuck),
 		// so even many hung mounts cost about one deadline.
 		DefaultTimeout: 20 * time.Second,
-		Options:        &mountprobeOpts,
+		// storageclients finds the filesystems already stuck in the
+		// kernel; their mounts are reported hung without a probe.
+		After:   []string{layout.DirStorageClients},
+		Options: &mountprobeOpts,
 		Flags: func(fs *pflag.FlagSet) {
 			fs.IntVar(&mountprobeOpts.MaxWorkers, "mountprobe-max-workers", mountprobeOpts.MaxWorkers,
 				"mountprobe: most probes at once, not counting probes stuck on hung mounts (at least --workers)")
@@ -164,6 +167,7 @@ type mpItem struct {
 	own, prio mpPrio
 	likely    bool // network or FUSE: likely to hang
 	earlier   bool // an earlier run's probe is still stuck on it
+	kernel    bool // the kernel's state shows it stuck (Common.Stuck)
 }
 
 // mpItem states.
@@ -212,7 +216,7 @@ type mpProber struct {
 // turned into items, the lines of the table being read count as mounts
 // and the tables still to read by their bytes (see buildItems). At 30,000
 // mounts that is 37 MiB and costs at most 1.5x the time of the collection's
-// general limit (bench/mountprobe_scale.sh measures both; 1.1-1.5 here).
+// general limit (test/bench/mountprobe_scale.sh measures both; 1.1-1.5 here).
 const (
 	mpMemoryFloor    = 32 << 20
 	mpMemoryBase     = 8 << 20
@@ -295,6 +299,7 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	}
 
 	earlier := p.findEarlier(pctx, items)
+	kernelStuck := p.markKernelStuck(items)
 	// MaxStuck bounds the stuck probes of every run together.
 	p.maxStuck = max(p.maxStuck-earlier, 0)
 
@@ -335,6 +340,9 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	}
 	if n := rep.Counts[layout.ProbeHung]; n > 0 {
 		env.Notef("%d mount(s) hung: stat/statfs did not answer within %s", n, p.probeTimeout)
+	}
+	if kernelStuck > 0 {
+		env.Notef("%d mount(s) already stuck in the kernel (requests waiting and tasks blocked on them, found by %s) were reported hung without a probe", kernelStuck, layout.DirStorageClients)
 	}
 	if earlier > 0 {
 		env.Notef("%d probe(s) of earlier runs are still stuck on hung mounts: those mounts were reported hung without a new probe, and --mountprobe-max-stuck allowed %d more", earlier, p.maxStuck)

@@ -1,0 +1,62 @@
+package analyze
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nodesnap/nodesnap/bundle"
+)
+
+// fuzzPaths are the bundle files the readers decode.
+var fuzzPaths = []string{
+	"processes/tasks.json", "mounts/mounts.json", "mounts/ns/4026531840.mountinfo", "openfiles/holders.json",
+	"openfiles/processes.jsonl", "mountprobe/probes.json", "dirshape/shape.json", "csi/inventory.json",
+	"kubelet/healthz.txt", "kubelet/pods.json", "kubelet/goroutine-debug2.txt", "runtime/docker/goroutine-debug2.txt",
+	"journal/kubelet.log", "runtime/containerd/cri-pods.json", "kubelet/metrics.txt", "storageclients/state.json", "mounts/mountinfo.txt",
+}
+
+// FuzzReaders feeds arbitrary bytes straight to each reader (no archive
+// in the way), then runs every rule over what it kept: no panic in a
+// reader or a rule.
+func FuzzReaders(f *testing.F) {
+	for _, scn := range []string{"incident002-rbd-held-in-namespace", "incident003-cephfs-hung", "incident004-csi-published-lost", "incident001-huge-volume", "signatures", "kubelet-v1.34-restarted",
+		"storage-nfs-server-stuck", "storage-ceph-osd-mds-stuck", "storage-iscsi-recovery", "storage-multipath-all-failed"} {
+		for i, p := range fuzzPaths {
+			b, err := os.ReadFile(filepath.Join("testdata", scn, filepath.FromSlash(p)))
+			if err == nil {
+				f.Add(uint8(i), b)
+			}
+		}
+	}
+	// The tables file of the newer layout, from incident 002's two tables.
+	if tables, err := tablesFromFixture("incident002-rbd-held-in-namespace"); err == nil {
+		f.Add(uint8(len(fuzzPaths)-1), tables)
+	}
+	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		st := newState()
+		st.manifest = &bundle.Manifest{SchemaVersion: bundle.SchemaVersion}
+		p := fuzzPaths[int(which)%len(fuzzPaths)]
+		// Twice, as two files of one bundle: a second copy exercises the
+		// merging of what the first left.
+		for _, name := range []string{p, strings.Replace(p, "4026531840", "4026532999", 1)} {
+			if err := st.consume(context.Background(), bundle.Entry{Name: name, Size: int64(len(data)), Reader: bytes.NewReader(data)}); err != nil {
+				t.Fatalf("consume: %v", err)
+			}
+		}
+		for _, u := range st.unreadable {
+			if strings.Contains(u.Err, "internal error") {
+				t.Fatalf("%s: %s", p, u.Err)
+			}
+		}
+		r := st.report()
+		for _, fd := range r.Findings {
+			if fd.ID == idInternalError {
+				t.Fatalf("%s: %s\n%s", p, fd.Summary, fd.Evidence[0].What)
+			}
+		}
+	})
+}
