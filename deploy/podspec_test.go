@@ -32,6 +32,17 @@ func TestManifestsEqualPodspec(t *testing.T) {
 	same("deploy/kubernetes/job.yaml", objs["Job"][0].(*batchv1.Job), podspec.Job(imagePlaceholder, nodeNamePlaceholder))
 	same("deploy/kubernetes/daemonset.yaml", objs["DaemonSet"][0].(*appsv1.DaemonSet), podspec.DaemonSet(imagePlaceholder))
 	same("the ClusterRole of deploy/kubernetes/rbac.yaml", objs["ClusterRole"][0].(*rbacv1.ClusterRole).Rules, podspec.KubeletRules())
+	var clusterRole *rbacv1.ClusterRole
+	for _, o := range objs["ClusterRole"] {
+		if r := o.(*rbacv1.ClusterRole); r.Name == "nodesnap-cluster" {
+			clusterRole = r
+		}
+	}
+	if clusterRole == nil {
+		t.Error("deploy/kubernetes/rbac.yaml has no ClusterRole nodesnap-cluster for the cluster collector")
+	} else {
+		same("the ClusterRole nodesnap-cluster of deploy/kubernetes/rbac.yaml", clusterRole.Rules, podspec.ClusterRules())
+	}
 	for k, v := range podspec.PodSecurityLabels() {
 		if got := objs["Namespace"][0].(interface{ GetLabels() map[string]string }).GetLabels()[k]; got != v {
 			t.Errorf("rbac.yaml's namespace has %s=%q, podspec says %q", k, got, v)

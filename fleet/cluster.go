@@ -88,7 +88,7 @@ func setup(ctx context.Context, o *Options, runID string, c *created) (string, e
 	c.mu.Lock()
 	c.sa = name
 	c.mu.Unlock()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Rules: podspec.KubeletRules()}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Rules: append(podspec.KubeletRules(), podspec.ClusterRules()...)}
 	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("creating the run's ClusterRole %s (get on nodes/proxy, nodes/metrics, nodes/stats; or use --no-rbac after kubectl apply -f deploy/kubernetes/rbac.yaml): %w", name, err)
 	}

@@ -150,6 +150,8 @@ func PodSpec(o Options) corev1.PodSpec {
 				fieldEnv("NODESNAP_POD_UID", "metadata.uid"),
 				fieldEnv("NODESNAP_POD_NAMESPACE", "metadata.namespace"),
 				fieldEnv("NODESNAP_POD_NAME", "metadata.name"),
+				// The cluster collector reads this Node's view from the API.
+				fieldEnv("NODESNAP_NODE_NAME", "spec.nodeName"),
 			},
 			SecurityContext: &corev1.SecurityContext{Privileged: ptr(true), RunAsUser: ptr(int64(0))},
 			Resources: corev1.ResourceRequirements{
@@ -182,7 +184,11 @@ func PodSpec(o Options) corev1.PodSpec {
 			{Name: "output", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: HostOutputDir, Type: ptr(corev1.HostPathDirectoryOrCreate)}}},
 			{Name: "kubelet-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
-					Path: "token", ExpirationSeconds: ptr(int64(TokenExpiration / time.Second))}}},
+					Path: "token", ExpirationSeconds: ptr(int64(TokenExpiration / time.Second))}},
+					// The cluster's CA, which every namespace has (1.20+):
+					// the cluster collector verifies the API server with it.
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+						Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}}},
 			}}},
 		},
 	}
@@ -280,6 +286,17 @@ func KubeletRules() []rbacv1.PolicyRule {
 		Resources: []string{"nodes/proxy", "nodes/metrics", "nodes/stats"},
 		Verbs:     []string{"get"},
 	}}
+}
+
+// ClusterRules are what the cluster collector needs: get and list on
+// exactly the objects it reads of the node's view (the Node, the pods bound
+// to it, their claims and volumes, events, VolumeAttachments, CSINodes,
+// CSIDrivers, StorageClasses). No Secret, no ConfigMap, no write.
+func ClusterRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "persistentvolumeclaims", "persistentvolumes", "events"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"volumeattachments", "csinodes", "csidrivers", "storageclasses"}, Verbs: []string{"get", "list"}},
+	}
 }
 
 // PodSecurityLabels let Pod Security Admission admit nodesnap's pods in a
