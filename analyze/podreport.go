@@ -156,8 +156,12 @@ func (st *state) checkedFor(v *podView) []string {
 		out = append(out, "the kubelet's healthz and goroutine dump (its sync loop)")
 	}
 	out = append(out, "log lines (kubelet, runtime, kernel, CSI drivers) naming the pod's UID or volumes")
-	if len(v.pvs) > 0 {
-		out = append(out, "the pod's volumes: "+listOf(v.pvs, 4))
+	var names []string
+	for _, pv := range st.pvsOf(v.pod) {
+		names = append(names, pv.Metadata.Name)
+	}
+	if len(names) > 0 {
+		out = append(out, "the pod's volumes: "+listOf(names, 4))
 	}
 	return out
 }
