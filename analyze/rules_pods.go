@@ -64,7 +64,7 @@ const (
 	// plus grace period) by more than this is stuck.
 	terminatingSlack = 30 * time.Second
 	// pendingLong: a pod not started this long after it was scheduled.
-	pendingLong = 5 * time.Minute
+	pendingLong = 2 * time.Minute
 )
 
 // podView is one pod of the cluster view and what the join found.
