@@ -32,6 +32,7 @@ var collectorNeeds = map[string]string{
 	"csi":        "root: /var/lib/kubelet/plugins, plugins_registry, pod volume directories and the CSI pods' logs under /var/log/pods",
 	"journal":    "root (or the systemd-journal group) for the journal files in /var/log/journal or /run/log/journal; journalctl only with --journal-reader=journalctl",
 	"nodeconfig": "root for configuration files readable only by root (kubelet and runtime configuration)",
+	"cluster":    "a credential for the API server with get/list on the node's view (deploy/kubernetes/rbac.yaml's nodesnap-cluster): the pod's ServiceAccount, --kubeconfig, $KUBECONFIG, or the kubelet's own kubeconfig (root: /etc/kubernetes/kubelet.conf); the server verified against its CA",
 }
 
 type collectorOption struct {
