@@ -187,8 +187,10 @@ func PodSpec(o Options) corev1.PodSpec {
 					Path: "token", ExpirationSeconds: ptr(int64(TokenExpiration / time.Second))}},
 					// The cluster's CA, which every namespace has (1.20+):
 					// the cluster collector verifies the API server with it.
+					// Optional: without it the pod still starts, and the
+					// collector says it cannot verify the server.
 					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
-						Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}}},
+						Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}, Optional: ptr(true)}}},
 			}}},
 		},
 	}
