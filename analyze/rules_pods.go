@@ -381,12 +381,17 @@ func rulePods(st *state) {
 		// Pods named by each finding.
 		byUID := map[string]*podView{}
 		byPV := map[string][]*podView{}
+		var tokens []string
 		for _, v := range views {
 			byUID[strings.ToLower(v.pod.Metadata.UID)] = v
 			for _, t := range v.pvs {
+				if byPV[t] == nil {
+					tokens = append(tokens, t)
+				}
 				byPV[t] = append(byPV[t], v)
 			}
 		}
+		sort.Strings(tokens)
 		for i := range st.findings {
 			f := &st.findings[i]
 			if f.Severity < Warning && f.Impact == "" {
@@ -399,18 +404,13 @@ func rulePods(st *state) {
 					hit[v] = "its own volume directory or process is in the evidence"
 				}
 			}
-			for t, vs := range byPV {
+			for _, t := range tokens {
 				if !tokenIn(text, t) {
 					continue
 				}
-				for _, v := range vs {
+				for _, v := range byPV[t] {
 					if _, ok := hit[v]; !ok {
-						hit[v] = "its volume " + v.pvs[0] + " is in the evidence"
-						for _, pt := range v.pvs {
-							if pt == t {
-								hit[v] = "its volume (" + t + ") is in the evidence"
-							}
-						}
+						hit[v] = "its volume (" + t + ") is in the evidence"
 					}
 				}
 			}
