@@ -213,3 +213,24 @@ func TestIncident003WithoutKubeletToken(t *testing.T) {
 	}
 	wantIn(t, "explanation", r.Findings[0].Explanation, "kernel stacks", "cleanupOrphanedPodDirs", "no new pod starts")
 }
+
+func TestExplainVerdicts(t *testing.T) {
+	r := withCluster(t, "incident004-csi-published-lost", "004-v1.34")
+	for _, tt := range []struct{ ns, name, verdict string }{
+		{"default", "hello-xxxxxx", analyze.VerdictExplained},
+		{"default", "not-here", analyze.VerdictNotOnNode},
+	} {
+		if e := analyze.Explain(r, tt.ns, tt.name); e.Verdict != tt.verdict {
+			t.Errorf("%s/%s: %s (%s), want %s", tt.ns, tt.name, e.Verdict, e.Message, tt.verdict)
+		}
+	}
+	var b strings.Builder
+	if err := analyze.WriteExplainText(&b, analyze.Explain(r, "default", "hello-xxxxxx"), 80); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if n := len([]rune(line)); n > 80 {
+			t.Errorf("line of %d runes: %q", n, line)
+		}
+	}
+}
