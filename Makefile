@@ -35,22 +35,22 @@ test-kernel: vet
 E2E_STATE ?= /var/lib/nodesnap-e2e
 E2E_K8S   ?= v1.34.4
 e2e-k8s: build image
-	@e2e/kube/cluster.sh down
-	NODESNAP_E2E_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) e2e/kube/cluster.sh up
+	@test/kube/cluster.sh down
+	NODESNAP_E2E_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) test/kube/cluster.sh up
 	@status=0; \
 	NODESNAP_E2E_KUBECONFIG=$(E2E_STATE)/admin.kubeconfig NODESNAP_E2E_IMAGE=$(IMAGE) \
 	NODESNAP_E2E_KUBECTL=/var/cache/nodesnap-e2e/$(E2E_K8S)/bin/kubectl \
-	  $(GO) test -count=1 -timeout 30m -v ./e2e/kube/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)' || status=$$?; \
-	e2e/kube/cluster.sh down; exit $$status
+	  $(GO) test -count=1 -timeout 30m -v ./test/kube/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)' || status=$$?; \
+	test/kube/cluster.sh down; exit $$status
 
 ## test-short: the tests that need neither root nor long runs
 test-short:
 	$(GO) test -short -count=1 ./...
 
-## bench: Go micro-benchmarks, then the side-by-side comparisons in bench/ (root)
+## bench: Go micro-benchmarks, then the side-by-side comparisons in test/bench/ (root)
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
-	@for s in bench/*.sh; do [ -x "$$s" ] || continue; echo "== $$s"; NODESNAP=$(CURDIR)/$(BIN) "$$s" || exit 1; done
+	@for s in test/bench/*.sh; do [ -x "$$s" ] || continue; echo "== $$s"; NODESNAP=$(CURDIR)/$(BIN) "$$s" || exit 1; done
 
 ## fuzz: each fuzz target for FUZZTIME (default 20s). A target fails only when it
 ## writes a failing input to testdata/fuzz/<target>: Go 1.26's coordinator can end a
@@ -92,7 +92,7 @@ lint: vet
 reliability:
 	@mkdir -p bench-results
 	NODESNAP_RELIABILITY=full NODESNAP_RELIABILITY_OUT=$(CURDIR)/bench-results/reliability.md \
-	  $(GO) test -count=1 -timeout 60m -v ./reliability/ | grep -E '^(---|ok|FAIL|PASS)|\|' 
+	  $(GO) test -count=1 -timeout 60m -v ./test/faults/ | grep -E '^(---|ok|FAIL|PASS)|\|' 
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 	@echo; cat bench-results/reliability.md
 

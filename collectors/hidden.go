@@ -3,7 +3,7 @@ package collectors
 import (
 	"os"
 
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/engine/isolate"
 )
 
 // MaybeRunHidden runs the hidden internal mode named by os.Args[1], if

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 const selfUID = "1b4e0c2a-7f3d-4a51-9c0e-2d5e8f6a7b90"

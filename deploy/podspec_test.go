@@ -9,7 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/nodesnap/nodesnap/fleet/podspec"
+	"github.com/nodesnap/nodesnap/features/fleet/podspec"
 )
 
 // The manifests are the pods `nodesnap fleet collect` creates, field for

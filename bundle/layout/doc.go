@@ -1,7 +1,7 @@
 // Package layout is the bundle's per-file format: the paths of the files a
 // bundle holds and the records written to them as JSON (one file
 // per collector). Collectors write with these types and names; analyze,
-// report and bundlediff read with them, so a renamed file or field is a
+// report and diff read with them, so a renamed file or field is a
 // compile error in every reader rather than a reader that silently finds
 // nothing.
 //

@@ -1,6 +1,6 @@
 package layout
 
-import "github.com/nodesnap/nodesnap/procfs"
+import "github.com/nodesnap/nodesnap/internal/procfs"
 
 // The mounts collector's record: mounts/mounts.json, its namespaces and device index.
 

@@ -3,7 +3,7 @@ package layout
 import (
 	"strings"
 
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 // The openfiles collector's records: openfiles/holders.json and openfiles/processes.jsonl.

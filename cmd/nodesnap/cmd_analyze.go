@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/internal/textfit"
+	"github.com/nodesnap/nodesnap/read/analyze"
 )
 
 type analyzeOptions struct {

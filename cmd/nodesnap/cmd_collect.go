@@ -19,12 +19,12 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/kubelet"
+	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/engine/outputdir"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
+	"github.com/nodesnap/nodesnap/features/upload"
 	"github.com/nodesnap/nodesnap/internal/cliflag"
 	"github.com/nodesnap/nodesnap/internal/human"
-	"github.com/nodesnap/nodesnap/isolate"
-	"github.com/nodesnap/nodesnap/outputdir"
-	"github.com/nodesnap/nodesnap/supervisor"
-	"github.com/nodesnap/nodesnap/upload"
 )
 
 type collectOptions struct {

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/bundlediff"
-	"github.com/nodesnap/nodesnap/report"
+	"github.com/nodesnap/nodesnap/features/report"
+	"github.com/nodesnap/nodesnap/read/diff"
 )
 
 type diffOptions struct {
@@ -63,7 +63,7 @@ finding rose to one; 0 that none did (other changes are printed either way).
 				return &flagError{errors.New("--output, --json and --html each choose the format: give one")}
 			}
 			if o.latest != "" {
-				older, newer, err := bundlediff.Latest(o.latest)
+				older, newer, err := diff.Latest(o.latest)
 				if err != nil {
 					return err
 				}
@@ -76,7 +76,7 @@ finding rose to one; 0 that none did (other changes are printed either way).
 	addOutputFlag(cmd, &o.output, "text", "json", "html")
 	addFormatAlias(cmd, &o.output, "json")
 	addFormatAlias(cmd, &o.output, "html")
-	cmd.Flags().IntVar(&o.width, "width", bundlediff.Width, "the text report's line width (at least 40)")
+	cmd.Flags().IntVar(&o.width, "width", diff.Width, "the text report's line width (at least 40)")
 	return cmd
 }
 
@@ -89,22 +89,22 @@ func runDiff(ctx context.Context, w io.Writer, o diffOptions, oldPath, newPath s
 	if o.width < 40 {
 		return &flagError{errWidth}
 	}
-	a, err := bundlediff.Load(ctx, oldPath)
+	a, err := diff.Load(ctx, oldPath)
 	if err != nil {
 		return fatalForDiff(err)
 	}
-	b, err := bundlediff.Load(ctx, newPath)
+	b, err := diff.Load(ctx, newPath)
 	if err != nil {
 		return fatalForDiff(err)
 	}
-	d := bundlediff.Compare(a, b)
+	d := diff.Compare(a, b)
 	switch o.output {
 	case "json":
-		err = bundlediff.WriteJSON(w, d)
+		err = diff.WriteJSON(w, d)
 	case "html":
 		err = report.WriteDiff(w, d)
 	default:
-		err = bundlediff.WriteText(w, d, o.width)
+		err = diff.WriteText(w, d, o.width)
 	}
 	if err != nil {
 		return err

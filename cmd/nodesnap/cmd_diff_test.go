@@ -21,7 +21,7 @@ import (
 // collector, the first element of its path.
 func fixtureBundle(t *testing.T, name string) string {
 	t.Helper()
-	root := filepath.Join("..", "..", "analyze", "testdata", name)
+	root := filepath.Join("..", "..", "read", "analyze", "testdata", name)
 	staging := t.TempDir()
 	now := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 	m := &bundle.Manifest{SchemaVersion: bundle.SchemaVersion, Tool: bundle.Tool{Name: "nodesnap", Version: "test", GoVersion: "go"},

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodesnap/nodesnap/analyze"
-	"github.com/nodesnap/nodesnap/fleetview"
+	"github.com/nodesnap/nodesnap/read/analyze"
+	"github.com/nodesnap/nodesnap/read/fleetview"
 )
 
 // DefaultImageRepo is where releases publish the image; the tag is this

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"io"
 	"os"
 	"os/signal"
@@ -19,9 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/nodesnap/nodesnap/fleet"
-	"github.com/nodesnap/nodesnap/outputdir"
-	"github.com/nodesnap/nodesnap/supervisor"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
+	"github.com/nodesnap/nodesnap/features/fleet"
 )
 
 type fleetCollectOptions struct {
@@ -135,7 +135,7 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 		o.image = DefaultImageRepo + ":" + toolVersion()
 	}
 	if o.outputDir == "" {
-		o.outputDir = "nodesnap-fleet-" + time.Now().UTC().Format(outputdir.TimeLayout)
+		o.outputDir = "nodesnap-fleet-" + time.Now().UTC().Format(naming.TimeLayout)
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.kubeconfig

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"io"
 	"os"
 	"os/signal"
@@ -21,8 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
-	"github.com/nodesnap/nodesnap/outputdir"
-	"github.com/nodesnap/nodesnap/supervisor"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
 )
 
 // OutputDirEnv names the bundle directory for hold and bundle-cat when
@@ -157,11 +157,11 @@ func listBundles(dir string) ([]string, error) {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		if _, ok := outputdir.ParseName(e.Name()); ok {
+		if _, ok := naming.ParseName(e.Name()); ok {
 			names = append(names, e.Name())
 		}
 	}
-	outputdir.SortNewest(names)
+	naming.SortNewest(names)
 	return names, nil
 }
 
@@ -191,7 +191,7 @@ func bundleName(dir, arg string) (string, error) {
 		}
 		name = filepath.Base(arg)
 	}
-	if _, ok := outputdir.ParseName(name); !ok {
+	if _, ok := naming.ParseName(name); !ok {
 		return "", &supervisor.UsageError{Msg: fmt.Sprintf("%q is not a bundle's name (nodesnap-<host>-<time>.tar.gz); 'nodesnap bundle-cat --list' lists them", name)}
 	}
 	return name, nil

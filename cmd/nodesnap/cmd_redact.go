@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/nodesnap/nodesnap/bundle/naming"
+	"github.com/nodesnap/nodesnap/redact/rebundle"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,10 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/engine/outputdir"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/internal/human"
-	"github.com/nodesnap/nodesnap/outputdir"
 	"github.com/nodesnap/nodesnap/redact"
-	"github.com/nodesnap/nodesnap/supervisor"
 )
 
 // redactOptions are the flags of nodesnap redact.
@@ -99,7 +101,7 @@ func runRedact(ctx context.Context, o *redactOptions, in string, stdout, stderr 
 	if err := unix.Access(filepath.Dir(out), unix.W_OK); err != nil {
 		return fmt.Errorf("cannot write to %s: %w", filepath.Dir(out), err)
 	}
-	w, m, err := bundle.Reredact(ctx, in, out, red, bundle.RedactOptions{NoBinary: o.noBinary, Obfuscated: s.Options.Obfuscate, Format: o.format})
+	w, m, err := rebundle.Reredact(ctx, in, out, red, rebundle.Options{NoBinary: o.noBinary, Obfuscated: s.Options.Obfuscate, Format: o.format})
 	if err != nil {
 		return err
 	}
@@ -127,9 +129,9 @@ func redactedName(in, format, host string, red *redact.Redactor) string {
 	base = strings.TrimSuffix(strings.TrimSuffix(base, ".tar.gz"), ".tar.zst")
 	if host != "" {
 		if tok, _ := red.String(host); tok != host {
-			// The name holds the host as outputdir.SafeHost wrote it;
+			// The name holds the host as naming.SafeHost wrote it;
 			// the token is made file-name safe the same way.
-			base = strings.ReplaceAll(base, outputdir.SafeHost(host), outputdir.SafeHost(tok))
+			base = strings.ReplaceAll(base, naming.SafeHost(host), naming.SafeHost(tok))
 		}
 	}
 	return dir + base + ".redacted" + ext

@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/report"
+	"github.com/nodesnap/nodesnap/features/report"
+	"github.com/nodesnap/nodesnap/read/analyze"
 )
 
 func newReportCommand() *cobra.Command {

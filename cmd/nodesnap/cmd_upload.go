@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/features/upload"
 	"github.com/nodesnap/nodesnap/internal/human"
-	"github.com/nodesnap/nodesnap/upload"
 )
 
 // UploadURLEnv names the environment variable read when no URL is given.

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/supervisor"
-	"github.com/nodesnap/nodesnap/watch"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
+	"github.com/nodesnap/nodesnap/features/watch"
 )
 
 type watchOptions struct {

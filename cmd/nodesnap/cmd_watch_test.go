@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/watch"
+	"github.com/nodesnap/nodesnap/features/watch"
 )
 
 // Flags given on the command line win over the configuration file, which

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // A collector that stat()s into a hung FUSE mount in-process (the

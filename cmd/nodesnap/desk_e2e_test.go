@@ -17,10 +17,10 @@ import (
 // What a support desk does all day, through the real binary: half-bundles,
 // extracted bundles, several bundles, 80 columns.
 
-// fixtureNames lists analyze's fixture scenarios (analyze/testdata).
+// fixtureNames lists analyze's fixture scenarios (read/analyze/testdata).
 func fixtureNames(t *testing.T) []string {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join("..", "..", "analyze", "testdata"))
+	ents, err := os.ReadDir(filepath.Join("..", "..", "read", "analyze", "testdata"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/nodesnap/nodesnap/fleet"
+	"github.com/nodesnap/nodesnap/features/fleet"
 )
 
 // fleetProgress shows a fleet run: on a terminal a live line per node

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/fleet"
+	"github.com/nodesnap/nodesnap/features/fleet"
 )
 
 // Every `nodesnap fleet collect|analyze` example in the README, the docs

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the end-to-end test")

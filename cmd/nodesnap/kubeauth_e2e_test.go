@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 const e2eKubeletToken = "e2e-kubelet-token-4f1c9a7d2b8e6035"

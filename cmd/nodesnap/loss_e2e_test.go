@@ -12,7 +12,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // analyzeFindings runs nodesnap analyze --json on a bundle and returns

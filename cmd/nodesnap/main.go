@@ -16,7 +16,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
 	_ "github.com/nodesnap/nodesnap/collectors/all"
-	"github.com/nodesnap/nodesnap/supervisor"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
 )
 
 // Exit statuses, in one place. Every command's help refers to these.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +13,8 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/outputdir"
+	"github.com/nodesnap/nodesnap/engine/outputdir"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // TestMain lets the tests run this test binary as nodesnap itself: with
@@ -111,7 +112,7 @@ func bundleFiles(t *testing.T, dir string) []string {
 		if b, ok := strings.CutSuffix(n, outputdir.SumSuffix); ok && has[b] {
 			continue
 		}
-		if _, ok := outputdir.ParseName(n); ok && !has[n+outputdir.SumSuffix] {
+		if _, ok := naming.ParseName(n); ok && !has[n+outputdir.SumSuffix] {
 			t.Errorf("%s has no %s beside it", n, outputdir.SumSuffix)
 		}
 		out = append(out, n)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/outputdir"
+	"github.com/nodesnap/nodesnap/engine/outputdir"
 )
 
 // With --obfuscate, one IP seen by two collectors (separate processes) gets

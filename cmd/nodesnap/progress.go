@@ -12,8 +12,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/internal/human"
-	"github.com/nodesnap/nodesnap/supervisor"
 )
 
 // progressDisplay shows a run's progress and is told the final result.

@@ -15,7 +15,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/supervisor"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
 )
 
 var ansi = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)

@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/internal/owndesc"
-	"github.com/nodesnap/nodesnap/isolate"
 	"github.com/nodesnap/nodesnap/redact"
-	"github.com/nodesnap/nodesnap/supervisor"
 )
 
 // configReadTimeout bounds the read of --redact-config: a file on a hung

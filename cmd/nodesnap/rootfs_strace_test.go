@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // knownOutsideRoot are the reads outside --root that nodesnap makes today

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/internal/testkit"
 	"github.com/nodesnap/nodesnap/redact"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // The secrets corpus (issue 18) lives beside the repository, in

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"encoding/json"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,8 +22,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/outputdir"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // The habits a support desk brings from sos report, through the real
@@ -104,7 +104,7 @@ func TestCollectCaseLabelLayoutSidecar(t *testing.T) {
 	if !regexp.MustCompile(`^nodesnap-fixture-node-[0-9]{8}T[0-9]{6}Z\.case-01234567\.db-upgrade\.tar\.gz$`).MatchString(base) {
 		t.Errorf("bundle name %q does not carry the case id and label", base)
 	}
-	if n, ok := outputdir.ParseName(base); !ok || n.CaseID != "01234567" || n.Label != "db-upgrade" {
+	if n, ok := naming.ParseName(base); !ok || n.CaseID != "01234567" || n.Label != "db-upgrade" {
 		t.Errorf("ParseName(%q) = %+v, %v", base, n, ok)
 	}
 	top := strings.TrimSuffix(base, ".tar.gz") + "/"

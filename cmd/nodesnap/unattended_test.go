@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/outputdir"
+	"github.com/nodesnap/nodesnap/engine/outputdir"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // fastRun is the cheapest real collection: one fault-injection collector
@@ -99,7 +100,7 @@ func TestCollectWaitsForRunningCollection(t *testing.T) {
 	}
 	var bundles int
 	for _, n := range bundleFiles(t, out) {
-		if _, ok := outputdir.ParseName(n); !ok {
+		if _, ok := naming.ParseName(n); !ok {
 			t.Errorf("left in the output directory: %s", n)
 			continue
 		}

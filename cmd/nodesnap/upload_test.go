@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 func fileSHA256(t *testing.T, p string) (string, []byte) {

@@ -16,8 +16,8 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/csi"
-	"github.com/nodesnap/nodesnap/collectors/internal/collectortest"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // Pods of the fixture kubelet tree.
@@ -95,7 +95,7 @@ func csiFixture(t *testing.T) (root, proc string) {
 	return root, proc
 }
 
-func csiInventory(t *testing.T, b *collectortest.Bundle) layout.CSIInventory {
+func csiInventory(t *testing.T, b *supervisortest.Bundle) layout.CSIInventory {
 	t.Helper()
 	var inv layout.CSIInventory
 	if err := json.Unmarshal(b.File(t, "csi/inventory.json"), &inv); err != nil {
@@ -125,8 +125,8 @@ const stateGlobs = "--csi-state-glob=/var/lib/csi-hostpath-data/state.json,/var/
 // truncated state file raw while saying it is broken.
 func TestCSIInventory(t *testing.T) {
 	root, proc := csiFixture(t)
-	collectortest.Flags(t, "csi", stateGlobs)
-	b := collectortest.Collect(t, "csi", collectors.Common{Root: root, Proc: proc})
+	supervisortest.Flags(t, "csi", stateGlobs)
+	b := supervisortest.Collect(t, "csi", collectors.Common{Root: root, Proc: proc})
 	if b.Res.Status != bundle.StatusOK {
 		t.Fatalf("status %q (%s), want ok", b.Res.Status, b.Res.Error)
 	}
@@ -257,8 +257,8 @@ func TestCSIInventory(t *testing.T) {
 
 // Nothing CSI on the node: unsupported.
 func TestCSIAbsent(t *testing.T) {
-	collectortest.Flags(t, "csi")
-	b := collectortest.Collect(t, "csi", collectors.Common{Root: t.TempDir()})
+	supervisortest.Flags(t, "csi")
+	b := supervisortest.Collect(t, "csi", collectors.Common{Root: t.TempDir()})
 	if b.Res.Status != bundle.StatusUnsupported {
 		t.Errorf("status %q (%s), want unsupported", b.Res.Status, b.Res.Error)
 	}
@@ -290,12 +290,12 @@ func TestCSIHungPluginDir(t *testing.T) {
 // at hostDir and checks what every such run must show: partial, exactly
 // that directory named hung, and about one probe's time spent on it (plus
 // the grace a killed worker stuck in FUSE gets).
-func csiHungRun(t *testing.T, root, proc, hostDir, subtype string) *collectortest.Bundle {
+func csiHungRun(t *testing.T, root, proc, hostDir, subtype string) *supervisortest.Bundle {
 	t.Helper()
 	testkit.HungFUSE(t, filepath.Join(root, filepath.FromSlash(hostDir)), testkit.FUSEStartHung(), testkit.FUSESubtype(subtype))
-	collectortest.Flags(t, "csi", stateGlobs)
+	supervisortest.Flags(t, "csi", stateGlobs)
 	const probe = time.Second
-	b := collectortest.Collect(t, "csi", collectors.Common{Root: root, Proc: proc, ProbeTimeout: probe})
+	b := supervisortest.Collect(t, "csi", collectors.Common{Root: root, Proc: proc, ProbeTimeout: probe})
 	if b.Res.Status != bundle.StatusPartial {
 		t.Errorf("status %q (%s), want partial", b.Res.Status, b.Res.Error)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/csi"
-	"github.com/nodesnap/nodesnap/collectors/internal/collectortest"
+	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
 )
 
 // startCSIListener starts a real process listening on sock with its
@@ -110,8 +110,8 @@ func TestCSIHostDriverLogFile(t *testing.T) {
 	logPath := filepath.Join(root, "driver.log")
 	cmd := startCSIListener(t, filepath.Join(plug, "csi.sock"), "file", logPath)
 
-	collectortest.Flags(t, "csi", "--csi-kubelet-dir=/k", "--csi-state-glob=/none/state.json")
-	b := collectortest.Collect(t, "csi", collectors.Common{Root: root, Proc: "/proc"})
+	supervisortest.Flags(t, "csi", "--csi-kubelet-dir=/k", "--csi-state-glob=/none/state.json")
+	b := supervisortest.Collect(t, "csi", collectors.Common{Root: root, Proc: "/proc"})
 	if b.Res.Status != bundle.StatusOK && b.Res.Status != bundle.StatusPartial {
 		t.Fatalf("status %q (%s)", b.Res.Status, b.Res.Error)
 	}
@@ -161,8 +161,8 @@ func TestCSIHostDriverNoFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd := startCSIListener(t, filepath.Join(reg, "pipe.csi.test-reg.sock"), tc.out, "")
-			collectortest.Flags(t, "csi", "--csi-kubelet-dir=/k", "--csi-state-glob=/none/state.json")
-			b := collectortest.Collect(t, "csi", collectors.Common{Root: root, Proc: "/proc"})
+			supervisortest.Flags(t, "csi", "--csi-kubelet-dir=/k", "--csi-state-glob=/none/state.json")
+			b := supervisortest.Collect(t, "csi", collectors.Common{Root: root, Proc: "/proc"})
 			inv := csiInventory(t, b)
 			if len(inv.HostDrivers) != 1 || inv.HostDrivers[0].PID != cmd.Process.Pid {
 				t.Fatalf("host drivers %+v, want pid %d (errors %v)", inv.HostDrivers, cmd.Process.Pid, inv.Errors)

@@ -13,8 +13,8 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/csi"
-	"github.com/nodesnap/nodesnap/collectors/internal/collectortest"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // Pods of the fixture's /var/log/pods.
@@ -129,8 +129,8 @@ func fileNamed(t *testing.T, pl layout.CSIPodLog, name string) layout.CSIPodLogF
 func TestCSIPodLogs(t *testing.T) {
 	root, proc := csiFixture(t)
 	src := podLogFixture(t, root)
-	collectortest.Flags(t, "csi", stateGlobs, fmt.Sprintf("--csi-pod-log-bytes=%d", podLogBudget))
-	b := collectortest.Collect(t, "csi", collectors.Common{Root: root, Proc: proc})
+	supervisortest.Flags(t, "csi", stateGlobs, fmt.Sprintf("--csi-pod-log-bytes=%d", podLogBudget))
+	b := supervisortest.Collect(t, "csi", collectors.Common{Root: root, Proc: proc})
 	if b.Res.Status != bundle.StatusOK {
 		t.Fatalf("status %q (%s), want ok", b.Res.Status, b.Res.Error)
 	}
@@ -277,8 +277,8 @@ func TestCSIPodLogsHungDir(t *testing.T) {
 func TestCSIPodLogsAbsent(t *testing.T) {
 	root, proc := csiFixture(t)
 	podLogFixture(t, root)
-	collectortest.Flags(t, "csi", stateGlobs, "--csi-pod-log-dir=/var/log/elsewhere")
-	b := collectortest.Collect(t, "csi", collectors.Common{Root: root, Proc: proc})
+	supervisortest.Flags(t, "csi", stateGlobs, "--csi-pod-log-dir=/var/log/elsewhere")
+	b := supervisortest.Collect(t, "csi", collectors.Common{Root: root, Proc: proc})
 	if b.Res.Status != bundle.StatusOK {
 		t.Fatalf("status %q (%s), want ok", b.Res.Status, b.Res.Error)
 	}

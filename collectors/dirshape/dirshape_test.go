@@ -12,9 +12,9 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/dirshape"
-	"github.com/nodesnap/nodesnap/collectors/internal/collectortest"
-	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/supervisor"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
+	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 func TestParseDeletingName(t *testing.T) {
@@ -205,9 +205,9 @@ func TestDirShapeExt4NlinkAnomaly(t *testing.T) {
 	t.Logf("made %d directories in %v", n+1000, time.Since(start))
 
 	dsOptions(t, func(o *dirshape.DirShapeOptions) { o.Roots = []string{l.Mountpoint} })
-	c, elapsed := collectortest.Run(t, supervisor.Options{Only: []string{"dirshape"}, Timeout: time.Minute})
+	c, elapsed := supervisortest.Run(t, supervisor.Options{Only: []string{"dirshape"}, Timeout: time.Minute})
 	var rep layout.DirShapeReport
-	collectortest.Decode(t, c, "dirshape/shape.json", &rep)
+	supervisortest.Decode(t, c, "dirshape/shape.json", &rep)
 	r := dsRoot(t, &rep, l.Mountpoint)
 	t.Logf("collection %v; scan %.0fms, %.0f entries/s", elapsed, r.DurationMS, r.EntriesPerSecond)
 	// volumes, leak, _data, ok, _data, metadata.db, lost+found, and the subdirectories.
@@ -267,13 +267,13 @@ func TestDirShapeDeletingLeftovers(t *testing.T) {
 	dsTree(t, mnt, "a", "b", "c/")
 
 	dsOptions(t, func(o *dirshape.DirShapeOptions) { o.Roots = nil })
-	c, _ := collectortest.Run(t, supervisor.Options{Only: []string{"dirshape"}, Timeout: time.Minute,
+	c, _ := supervisortest.Run(t, supervisor.Options{Only: []string{"dirshape"}, Timeout: time.Minute,
 		Common: collectors.Common{Root: root, Proc: "/proc", Sys: "/sys"}})
 	if st := c.Manifest.Collector("dirshape").Status; st != "ok" {
 		t.Errorf("dirshape status %s: %s", st, c.Manifest.Collector("dirshape").Error)
 	}
 	var rep layout.DirShapeReport
-	collectortest.Decode(t, c, "dirshape/shape.json", &rep)
+	supervisortest.Decode(t, c, "dirshape/shape.json", &rep)
 	pods := dsRoot(t, &rep, "/var/lib/kubelet/pods")
 	parent := "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~csi"
 	if !pods.Complete || pods.DeletingCount != 40 || len(pods.Deleting) != 1 {
@@ -338,7 +338,7 @@ func TestDirShapeSkipsHungMountInRun(t *testing.T) {
 
 	const timeout, probe = 20 * time.Second, time.Second
 	dsOptions(t, func(o *dirshape.DirShapeOptions) { o.Roots = nil })
-	c, elapsed := collectortest.Run(t, supervisor.Options{Only: []string{"mountprobe", "dirshape"}, Timeout: timeout,
+	c, elapsed := supervisortest.Run(t, supervisor.Options{Only: []string{"mountprobe", "dirshape"}, Timeout: timeout,
 		Common: collectors.Common{Root: root, Proc: "/proc", Sys: "/sys", ProbeTimeout: probe}})
 	t.Logf("run took %v", elapsed)
 	if elapsed > timeout {
@@ -346,8 +346,8 @@ func TestDirShapeSkipsHungMountInRun(t *testing.T) {
 	}
 
 	var mp layout.MountProbeReport
-	collectortest.Decode(t, c, "mountprobe/probes.json", &mp)
-	h := collectortest.FindProbe(&mp, hung.Mountpoint())
+	supervisortest.Decode(t, c, "mountprobe/probes.json", &mp)
+	h := supervisortest.FindProbe(&mp, hung.Mountpoint())
 	if h == nil || h.Result != layout.ProbeHung {
 		t.Fatalf("mountprobe did not find %s hung: %+v", hung.Mountpoint(), h)
 	}
@@ -355,7 +355,7 @@ func TestDirShapeSkipsHungMountInRun(t *testing.T) {
 	if d := time.Duration(mres.DurationSeconds * float64(time.Second)); d > probe+8*time.Second {
 		t.Errorf("mountprobe took %v with a %v probe deadline", d, probe)
 	}
-	if !collectortest.HungTargets(c.Manifest)[hung.Mountpoint()] {
+	if !supervisortest.HungTargets(c.Manifest)[hung.Mountpoint()] {
 		t.Errorf("manifest hung_mounts %v lack %s", c.Manifest.HungMounts, hung.Mountpoint())
 	}
 
@@ -364,7 +364,7 @@ func TestDirShapeSkipsHungMountInRun(t *testing.T) {
 		t.Errorf("dirshape: status %s, hung items %v, evidence %v: it must never have touched the hung mount", dres.Status, dres.HungItems, dres.HangEvidence)
 	}
 	var rep layout.DirShapeReport
-	collectortest.Decode(t, c, "dirshape/shape.json", &rep)
+	supervisortest.Decode(t, c, "dirshape/shape.json", &rep)
 	hungDisplay := "/var/lib/kubelet/pods/" + uidA + "/volumes/kubernetes.io~csi/pvc-h/mount"
 	if r := dsRoot(t, &rep, hungDisplay); r.Status != layout.DirShapeSkippedHung || r.Kind != "volume_mount" || !r.CountsAreLowerBounds {
 		t.Errorf("hung volume: %+v", *r)
@@ -401,9 +401,9 @@ func TestDirShapeBudget(t *testing.T) {
 		o.Roots = []string{dir}
 		o.MaxEntries = 1000
 	})
-	c, _ := collectortest.Run(t, supervisor.Options{Only: []string{"dirshape"}, Timeout: time.Minute})
+	c, _ := supervisortest.Run(t, supervisor.Options{Only: []string{"dirshape"}, Timeout: time.Minute})
 	var rep layout.DirShapeReport
-	collectortest.Decode(t, c, "dirshape/shape.json", &rep)
+	supervisortest.Decode(t, c, "dirshape/shape.json", &rep)
 	r := dsRoot(t, &rep, dir)
 	if r.Status != layout.DirShapeBudget || r.Complete || !r.CountsAreLowerBounds || r.Entries != 1000 ||
 		!strings.Contains(r.StopReason, "entry budget of 1000") || rep.LowerBounds != 1 {

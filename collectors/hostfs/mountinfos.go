@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/engine/isolate"
 )
 
 // Reading the mount tables of many namespaces in few worker round trips.

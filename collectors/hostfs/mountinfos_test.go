@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/isolate"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 // fakeRunner runs the mountinfo ops in this process, through the wire

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/engine/isolate"
 )
 
 func TestRootsSeenAndHost(t *testing.T) {

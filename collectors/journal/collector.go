@@ -17,9 +17,9 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/cliflag"
 	"github.com/nodesnap/nodesnap/internal/human"
-	"github.com/nodesnap/nodesnap/isolate"
 )
 
 // The journal collector gathers the logs incidents 003 and 004 were solved

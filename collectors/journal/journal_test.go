@@ -23,8 +23,8 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/journal"
-	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/supervisor"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // journalFlags sets the journal collector's options as the command line

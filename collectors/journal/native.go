@@ -13,8 +13,8 @@ import (
 	"github.com/klauspost/compress/s2"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/collectors/journalfile"
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/journalfile"
 )
 
 // The native journal reader: the node's journal files read by nodesnap

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nodesnap/nodesnap/collectors/journalfile"
+	"github.com/nodesnap/nodesnap/internal/journalfile"
 )
 
 // An empty /var/log/journal (journald with volatile storage keeps one) is

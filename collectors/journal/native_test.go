@@ -14,8 +14,8 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/journal"
-	"github.com/nodesnap/nodesnap/collectors/journalfile"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/internal/journalfile"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // snapshotJournal copies a journald's files (journald keeps writing; both

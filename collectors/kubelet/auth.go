@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/owndesc"
-	"github.com/nodesnap/nodesnap/isolate"
 )
 
 // How the kubelet collector authenticates, and what it tells an operator

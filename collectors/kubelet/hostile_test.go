@@ -11,7 +11,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/internal/collectortest"
+	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
 )
 
 // hostileKubelet is a kubelet stand-in on loopback (plain HTTP, no
@@ -35,9 +35,9 @@ func TestKubeletTrickleIsPartial(t *testing.T) {
 		case <-time.After(30 * time.Second):
 		}
 	})
-	collectortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", url, "--kubelet-token", goodToken,
+	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", url, "--kubelet-token", goodToken,
 		"--kubelet-readonly-url", "", "--kubelet-request-timeout", "1s", "--kubelet-profile-seconds", "0")
-	b := collectortest.Collect(t, "kubelet", collectors.Common{})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{})
 	if b.Res.Status != bundle.StatusPartial {
 		t.Fatalf("status %q, want partial", b.Res.Status)
 	}
@@ -63,9 +63,9 @@ func TestKubeletFloodKeepsItsRecord(t *testing.T) {
 			}
 		}
 	})
-	collectortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", url, "--kubelet-token", goodToken,
+	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", url, "--kubelet-token", goodToken,
 		"--kubelet-readonly-url", "", "--kubelet-profile-seconds", "0")
-	b := collectortest.Collect(t, "kubelet", collectors.Common{MaxFileBytes: 2 << 20, MaxCollectorBytes: 6 << 20})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{MaxFileBytes: 2 << 20, MaxCollectorBytes: 6 << 20})
 	if b.Res.Status != bundle.StatusPartial {
 		t.Errorf("status %q, want partial", b.Res.Status)
 	}

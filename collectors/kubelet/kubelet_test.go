@@ -21,9 +21,9 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/internal/collectortest"
 	"github.com/nodesnap/nodesnap/collectors/kubelet"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // Helpers shared by the kubelet, runtime and csi tests ("agent" tests:
@@ -140,7 +140,7 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
-func kubeletRequests(t *testing.T, b *collectortest.Bundle) kubelet.KubeletRequests {
+func kubeletRequests(t *testing.T, b *supervisortest.Bundle) kubelet.KubeletRequests {
 	t.Helper()
 	var r kubelet.KubeletRequests
 	if err := json.Unmarshal(b.File(t, "kubelet/requests.json"), &r); err != nil {
@@ -155,9 +155,9 @@ func kubeletRequests(t *testing.T, b *collectortest.Bundle) kubelet.KubeletReque
 // and the token is nowhere in the bundle.
 func TestKubeletCollectsEverything(t *testing.T) {
 	fk := newFakeKubelet(t)
-	collectortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token", goodToken,
+	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token", goodToken,
 		"--kubelet-readonly-url", "http://"+closedPort(t), "--kubelet-profile-seconds", "1")
-	b := collectortest.Collect(t, "kubelet", collectors.Common{})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{})
 	if b.Res.Status != bundle.StatusOK {
 		t.Fatalf("status %q (%s), want ok", b.Res.Status, b.Res.Error)
 	}
@@ -220,8 +220,8 @@ func TestKubeletCollectsEverything(t *testing.T) {
 	if !strings.Contains(notes, "[-]syncloop failed") {
 		t.Errorf("the manifest does not surface healthz's failing check:\n%s", notes)
 	}
-	collectortest.AssertAbsent(t, b, goodToken)
-	collectortest.AssertAbsent(t, b, podSecretValue)
+	supervisortest.AssertAbsent(t, b, goodToken)
+	supervisortest.AssertAbsent(t, b, podSecretValue)
 }
 
 // With the kubelet's CA the certificate is verified, and the token may
@@ -229,8 +229,8 @@ func TestKubeletCollectsEverything(t *testing.T) {
 func TestKubeletVerifiesWithCA(t *testing.T) {
 	fk := newFakeKubelet(t)
 	t.Setenv(kubelet.KubeletTokenEnv, goodToken)
-	collectortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-ca-file", fk.caFile(t), "--kubelet-readonly-url", "")
-	b := collectortest.Collect(t, "kubelet", collectors.Common{NoBinary: true})
+	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-ca-file", fk.caFile(t), "--kubelet-readonly-url", "")
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{NoBinary: true})
 	if b.Res.Status != bundle.StatusOK {
 		t.Fatalf("status %q (%s), want ok", b.Res.Status, b.Res.Error)
 	}
@@ -255,7 +255,7 @@ func TestKubeletVerifiesWithCA(t *testing.T) {
 	if strings.Contains(b.Notes(), "not verified") {
 		t.Errorf("notes say unverified although a CA was given:\n%s", b.Notes())
 	}
-	collectortest.AssertAbsent(t, b, goodToken)
+	supervisortest.AssertAbsent(t, b, goodToken)
 }
 
 // A rejected token is reported as such, with the permission needed; the
@@ -269,8 +269,8 @@ func TestKubeletWrongToken(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(wrong+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	collectortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token-file", tokenFile, "--kubelet-readonly-url", ro.URL)
-	b := collectortest.Collect(t, "kubelet", collectors.Common{})
+	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token-file", tokenFile, "--kubelet-readonly-url", ro.URL)
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{})
 	if b.Res.Status != bundle.StatusPartial {
 		t.Fatalf("status %q (%s), want partial", b.Res.Status, b.Res.Error)
 	}
@@ -309,15 +309,15 @@ func TestKubeletWrongToken(t *testing.T) {
 	if n401 != 7 || nro != 3 {
 		t.Errorf("%d secure 401s and %d read-only answers, want 7 and 3: %+v", n401, nro, rq.Requests)
 	}
-	collectortest.AssertAbsent(t, b, wrong)
+	supervisortest.AssertAbsent(t, b, wrong)
 }
 
 // A token whose identity lacks permission is told apart from a rejected
 // one, with the kubelet's own explanation.
 func TestKubeletForbidden(t *testing.T) {
 	fk := newFakeKubelet(t)
-	collectortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token", forbiddenToken, "--kubelet-readonly-url", "")
-	b := collectortest.Collect(t, "kubelet", collectors.Common{})
+	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token", forbiddenToken, "--kubelet-readonly-url", "")
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{})
 	if b.Res.Status != bundle.StatusError {
 		t.Fatalf("status %q, want error", b.Res.Status)
 	}
@@ -331,15 +331,15 @@ func TestKubeletForbidden(t *testing.T) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
 	}
-	collectortest.AssertAbsent(t, b, forbiddenToken)
+	supervisortest.AssertAbsent(t, b, forbiddenToken)
 }
 
 // Where the secure port refuses connections, the read-only port serves
 // what it can.
 func TestKubeletReadOnlyFallback(t *testing.T) {
 	ro := newFakeReadOnly(t)
-	collectortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", "https://"+closedPort(t), "--kubelet-token", goodToken, "--kubelet-readonly-url", ro.URL)
-	b := collectortest.Collect(t, "kubelet", collectors.Common{})
+	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", "https://"+closedPort(t), "--kubelet-token", goodToken, "--kubelet-readonly-url", ro.URL)
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{})
 	if b.Res.Status != bundle.StatusPartial {
 		t.Fatalf("status %q (%s), want partial", b.Res.Status, b.Res.Error)
 	}
@@ -349,7 +349,7 @@ func TestKubeletReadOnlyFallback(t *testing.T) {
 	if !strings.Contains(b.Notes(), "connection refused") {
 		t.Errorf("notes do not say the secure port refused:\n%s", b.Notes())
 	}
-	collectortest.AssertAbsent(t, b, goodToken)
+	supervisortest.AssertAbsent(t, b, goodToken)
 }
 
 // A kubelet that accepts connections and never answers costs one request
@@ -381,10 +381,10 @@ func TestKubeletUnresponsive(t *testing.T) {
 		mu.Unlock()
 	})
 	const deadline = 2 * time.Second
-	collectortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", "https://"+l.Addr().String(), "--kubelet-token", goodToken,
+	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", "https://"+l.Addr().String(), "--kubelet-token", goodToken,
 		"--kubelet-readonly-url", "", "--kubelet-request-timeout", deadline.String())
 	start := time.Now()
-	b := collectortest.Collect(t, "kubelet", collectors.Common{})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{})
 	elapsed := time.Since(start)
 	if b.Res.Status != bundle.StatusError {
 		t.Errorf("status %q, want error", b.Res.Status)
@@ -400,13 +400,13 @@ func TestKubeletUnresponsive(t *testing.T) {
 		}
 	}
 	t.Logf("whole run %s", elapsed)
-	collectortest.AssertAbsent(t, b, goodToken)
+	supervisortest.AssertAbsent(t, b, goodToken)
 }
 
 // The token is never sent, unverified, to a kubelet that is not this host.
 func TestKubeletRefusesUnverifiedRemote(t *testing.T) {
-	collectortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", "https://192.0.2.10:10250", "--kubelet-token", goodToken, "--kubelet-readonly-url", "")
-	b := collectortest.Collect(t, "kubelet", collectors.Common{})
+	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", "https://192.0.2.10:10250", "--kubelet-token", goodToken, "--kubelet-readonly-url", "")
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{})
 	if b.Res.Status != bundle.StatusError {
 		t.Errorf("status %q, want error", b.Res.Status)
 	}
@@ -419,7 +419,7 @@ func TestKubeletRefusesUnverifiedRemote(t *testing.T) {
 	if b.Res.DurationSeconds > 5 {
 		t.Errorf("took %.1fs: it must refuse before connecting", b.Res.DurationSeconds)
 	}
-	collectortest.AssertAbsent(t, b, goodToken)
+	supervisortest.AssertAbsent(t, b, goodToken)
 }
 
 // The token does not leak through fmt or pflag's usage text either.
@@ -581,7 +581,7 @@ func noServiceAccountToken(t *testing.T) {
 	}
 }
 
-func remedies(t *testing.T, b *collectortest.Bundle) []bundle.Remedy {
+func remedies(t *testing.T, b *supervisortest.Bundle) []bundle.Remedy {
 	t.Helper()
 	if len(b.Res.Remedies) == 0 {
 		t.Fatalf("the manifest records no remedy for %s; notes:\n%s", b.Res.Name, b.Notes())
@@ -597,9 +597,9 @@ func TestKubeletNoCredential(t *testing.T) {
 	noServiceAccountToken(t)
 	fk := newFakeKubelet(t)
 	hz := newFakeHealthzPort(t)
-	collectortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "http://"+closedPort(t), "--kubelet-healthz-url", hz.URL)
+	supervisortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "http://"+closedPort(t), "--kubelet-healthz-url", hz.URL)
 	// An empty --root: no kubeadm certificate to fall back on.
-	b := collectortest.Collect(t, "kubelet", collectors.Common{Root: t.TempDir()})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: t.TempDir()})
 	if b.Res.Status != bundle.StatusPartial {
 		t.Fatalf("status %q (%s), want partial", b.Res.Status, b.Res.Error)
 	}
@@ -656,9 +656,9 @@ func TestKubeletClientCertFlags(t *testing.T) {
 	fk := newFakeKubelet(t)
 	dir := t.TempDir()
 	crt, key := fk.ca.WriteClientCert(t, dir, "operator", operatorCN, "ops")
-	collectortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "",
+	supervisortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "",
 		"--kubelet-client-cert", crt, "--kubelet-client-key", key)
-	b := collectortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: t.TempDir()})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: t.TempDir()})
 	if b.Res.Status != bundle.StatusOK {
 		t.Fatalf("status %q (%s), want ok", b.Res.Status, b.Res.Error)
 	}
@@ -676,7 +676,7 @@ func TestKubeletClientCertFlags(t *testing.T) {
 }
 
 // assertNoKey fails if any line of a PEM key's body is in the bundle.
-func assertNoKey(t *testing.T, b *collectortest.Bundle, keyPath string) {
+func assertNoKey(t *testing.T, b *supervisortest.Bundle, keyPath string) {
 	t.Helper()
 	data, err := os.ReadFile(keyPath)
 	if err != nil {
@@ -688,7 +688,7 @@ func assertNoKey(t *testing.T, b *collectortest.Bundle, keyPath string) {
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		if len(line) >= 16 && !strings.HasPrefix(line, "-----") {
-			collectortest.AssertAbsent(t, b, line)
+			supervisortest.AssertAbsent(t, b, line)
 		}
 	}
 }
@@ -701,8 +701,8 @@ func TestKubeletKubeadmCertUnderRoot(t *testing.T) {
 	fk := newFakeKubelet(t)
 	root := t.TempDir()
 	_, key := fk.ca.WriteClientCert(t, filepath.Join(root, "etc/kubernetes/pki"), "apiserver-kubelet-client", kubeadmCN, "kubeadm:cluster-admins")
-	collectortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "")
-	b := collectortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: root})
+	supervisortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "")
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: root})
 	if b.Res.Status != bundle.StatusOK {
 		t.Fatalf("status %q (%s), want ok", b.Res.Status, b.Res.Error)
 	}
@@ -716,8 +716,8 @@ func TestKubeletKubeadmCertUnderRoot(t *testing.T) {
 	assertNoKey(t, b, key)
 
 	// A token given is what the operator chose: the certificate stays.
-	collectortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "", "--kubelet-token", goodToken)
-	b = collectortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: root})
+	supervisortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "", "--kubelet-token", goodToken)
+	b = supervisortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: root})
 	if rq := kubeletRequests(t, b); b.Res.Status != bundle.StatusOK || rq.CredentialSource != "bearer token (flag --kubelet-token)" {
 		t.Errorf("with a token: status %q, credential %q", b.Res.Status, rq.CredentialSource)
 	}
@@ -751,8 +751,8 @@ func TestKubeletCredentialRefusals(t *testing.T) {
 			[]string{"NODESNAP_KUBELET_TOKEN=$(kubectl -n nodesnap create token nodesnap --duration=10m) nodesnap collect"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			collectortest.Flags(t, "kubelet", append([]string{"--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", ""}, tc.args...)...)
-			b := collectortest.Collect(t, "kubelet", collectors.Common{Root: t.TempDir()})
+			supervisortest.Flags(t, "kubelet", append([]string{"--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", ""}, tc.args...)...)
+			b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: t.TempDir()})
 			if b.Res.Status != bundle.StatusError || !strings.Contains(b.Res.Error, tc.errWant) {
 				t.Errorf("status %q error %q, want error with %q", b.Res.Status, b.Res.Error, tc.errWant)
 			}
@@ -771,7 +771,7 @@ func TestKubeletCredentialRefusals(t *testing.T) {
 					t.Errorf("fix lacks %q:\n%s", w, fix)
 				}
 			}
-			collectortest.AssertAbsent(t, b, forbiddenToken)
+			supervisortest.AssertAbsent(t, b, forbiddenToken)
 		})
 	}
 }
@@ -790,16 +790,16 @@ func TestKubeletTokenFromDescriptor(t *testing.T) {
 		w.Close()
 	}()
 	fdPath := fmt.Sprintf("/dev/fd/%d", r.Fd())
-	collectortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "", "--kubelet-token-file", fdPath)
+	supervisortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "", "--kubelet-token-file", fdPath)
 	kubelet.PrepareKubeletToken(context.Background())
-	b := collectortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: t.TempDir()})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: t.TempDir()})
 	if b.Res.Status != bundle.StatusOK {
 		t.Fatalf("status %q (%s), want ok", b.Res.Status, b.Res.Error)
 	}
 	if rq := kubeletRequests(t, b); rq.TokenSource != "file "+fdPath {
 		t.Errorf("token source %q", rq.TokenSource)
 	}
-	collectortest.AssertAbsent(t, b, goodToken)
+	supervisortest.AssertAbsent(t, b, goodToken)
 
 	// Nothing ever written: the read ends at its deadline, and says so.
 	r2, w2, err := os.Pipe()
@@ -808,14 +808,14 @@ func TestKubeletTokenFromDescriptor(t *testing.T) {
 	}
 	t.Cleanup(func() { r2.Close(); w2.Close() })
 	fdPath = fmt.Sprintf("/dev/fd/%d", r2.Fd())
-	collectortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "",
+	supervisortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "",
 		"--kubelet-token-file", fdPath, "--kubelet-request-timeout", "300ms")
 	start := time.Now()
 	kubelet.PrepareKubeletToken(context.Background())
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("reading a silent pipe took %s, want about 300ms", d)
 	}
-	b = collectortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: t.TempDir()})
+	b = supervisortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: t.TempDir()})
 	if !strings.Contains(b.Notes(), "nothing was written to it within 300ms") {
 		t.Errorf("notes do not say the pipe stayed silent:\n%s", b.Notes())
 	}
@@ -837,8 +837,8 @@ func TestKubeletExpiredKubeadmCert(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(pki, "apiserver-kubelet-client.key"), key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	collectortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "")
-	b := collectortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: root})
+	supervisortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "")
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: root})
 	if !strings.Contains(b.Notes(), "kubeadm's client certificate "+filepath.Join(pki, "apiserver-kubelet-client.crt")+" expired on ") {
 		t.Errorf("notes do not say the certificate expired:\n%s", b.Notes())
 	}
@@ -855,9 +855,9 @@ func TestKubeletExpiredKubeadmCert(t *testing.T) {
 // the redactor's.
 func TestKubeletOwnRedactionsCounted(t *testing.T) {
 	fk := newFakeKubelet(t)
-	collectortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token", goodToken,
+	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token", goodToken,
 		"--kubelet-readonly-url", "http://"+closedPort(t), "--kubelet-profile-seconds", "1")
-	b := collectortest.Collect(t, "kubelet", collectors.Common{})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{})
 	if n := b.FileEntry(t, "kubelet/pods.json").Redactions[kubelet.RedactionPodEnv]; n < 1 {
 		t.Errorf("pods.json records %d %s redactions, want the environment values counted", n, kubelet.RedactionPodEnv)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/redact"
 )
 

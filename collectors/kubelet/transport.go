@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/engine/isolate"
 )
 
 // How nodesnap reaches the kubelet: its URLs, TLS, HTTP client and the words for a failed request.

@@ -16,8 +16,8 @@ import (
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/collectors/internal/shared"
-	"github.com/nodesnap/nodesnap/isolate"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 // opMountProbe is the worker operation that stats and statfs()es one
@@ -212,7 +212,7 @@ type mpProber struct {
 // turned into items, the lines of the table being read count as mounts
 // and the tables still to read by their bytes (see buildItems). At 30,000
 // mounts that is 37 MiB and costs at most 1.5x the time of the collection's
-// general limit (bench/mountprobe_scale.sh measures both; 1.1-1.5 here).
+// general limit (test/bench/mountprobe_scale.sh measures both; 1.1-1.5 here).
 const (
 	mpMemoryFloor    = 32 << 20
 	mpMemoryBase     = 8 << 20

@@ -14,11 +14,11 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/internal/collectortest"
 	"github.com/nodesnap/nodesnap/collectors/mountprobe"
-	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/isolate"
-	"github.com/nodesnap/nodesnap/supervisor"
+	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
+	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // A stuck FUSE daemon, a dead one, a healthy tmpfs, and a bind mount of
@@ -34,17 +34,17 @@ func TestMountprobeHungAndDeadFUSE(t *testing.T) {
 	tmp := testkit.MountTmpfs(t, filepath.Join(dir, "tmp"))
 
 	const probe = time.Second
-	c, elapsed := collectortest.Run(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: 30 * time.Second,
+	c, elapsed := supervisortest.Run(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: 30 * time.Second,
 		Common: collectors.Common{ProbeTimeout: probe}})
 	res := c.Manifest.Collector("mountprobe")
 	if res == nil {
 		t.Fatal("no mountprobe result in the manifest")
 	}
 	var rep layout.MountProbeReport
-	collectortest.Decode(t, c, "mountprobe/probes.json", &rep)
+	supervisortest.Decode(t, c, "mountprobe/probes.json", &rep)
 	t.Logf("run %v; mountprobe %.2fs (its own measure %.2fs), status %s; counts %v", elapsed, res.DurationSeconds, rep.DurationMS/1000, res.Status, rep.Counts)
 
-	h := collectortest.FindProbe(&rep, hung.Mountpoint())
+	h := supervisortest.FindProbe(&rep, hung.Mountpoint())
 	if h == nil {
 		t.Fatalf("hung mount %s not in probes.json", hung.Mountpoint())
 	}
@@ -64,18 +64,18 @@ func TestMountprobeHungAndDeadFUSE(t *testing.T) {
 	if !strings.Contains(h.BlockedIn, "request_wait_answer") {
 		t.Errorf("hung mount's evidence %q does not show the wait for the FUSE daemon", h.BlockedIn)
 	}
-	if !collectortest.HungTargets(c.Manifest)[hung.Mountpoint()] {
+	if !supervisortest.HungTargets(c.Manifest)[hung.Mountpoint()] {
 		t.Errorf("manifest hung_mounts %v lacks %s", c.Manifest.HungMounts, hung.Mountpoint())
 	}
 
-	d := collectortest.FindProbe(&rep, dead.Mountpoint())
+	d := supervisortest.FindProbe(&rep, dead.Mountpoint())
 	if d == nil || d.Result != layout.ProbeError || d.Errno != "ENOTCONN" || !strings.Contains(d.Diagnosis, "FUSE daemon gone") {
 		t.Errorf("dead FUSE record: %+v", d)
 	}
-	if collectortest.HungTargets(c.Manifest)[dead.Mountpoint()] {
+	if supervisortest.HungTargets(c.Manifest)[dead.Mountpoint()] {
 		t.Errorf("a dead FUSE mount fails at once; it must not be reported hung")
 	}
-	ok := collectortest.FindProbe(&rep, tmp)
+	ok := supervisortest.FindProbe(&rep, tmp)
 	if ok == nil || ok.Result != layout.ProbeOK || ok.Class != "local" || ok.Statfs == nil || !strings.Contains(ok.Statfs.TypeMagic, "tmpfs") {
 		t.Errorf("tmpfs record: %+v", ok)
 	}
@@ -131,13 +131,13 @@ func TestMountprobeUnderAndSameAsHung(t *testing.T) {
 	t.Cleanup(func() { _ = unix.Unmount(bind, unix.MNT_DETACH) })
 	f.Hang()
 
-	c, _ := collectortest.Run(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: 30 * time.Second,
+	c, _ := supervisortest.Run(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: 30 * time.Second,
 		Common: collectors.Common{ProbeTimeout: time.Second}})
 	var rep layout.MountProbeReport
-	collectortest.Decode(t, c, "mountprobe/probes.json", &rep)
-	top := collectortest.FindProbe(&rep, f.Mountpoint())
-	under := collectortest.FindProbe(&rep, inner)
-	same := collectortest.FindProbe(&rep, bind)
+	supervisortest.Decode(t, c, "mountprobe/probes.json", &rep)
+	top := supervisortest.FindProbe(&rep, f.Mountpoint())
+	under := supervisortest.FindProbe(&rep, inner)
+	same := supervisortest.FindProbe(&rep, bind)
 	if top == nil || under == nil || same == nil {
 		t.Fatalf("records missing: fuse %v, tmpfs under it %v, bind %v", top, under, same)
 	}
@@ -150,7 +150,7 @@ func TestMountprobeUnderAndSameAsHung(t *testing.T) {
 	if same.Result != layout.ProbeHung || same.Probed || same.HungVia != f.Mountpoint() {
 		t.Errorf("bind mount of the hung filesystem: %+v", *same)
 	}
-	hung := collectortest.HungTargets(c.Manifest)
+	hung := supervisortest.HungTargets(c.Manifest)
 	if !hung[f.Mountpoint()] || !hung[bind] {
 		t.Errorf("manifest hung_mounts %v: want %s and %s", c.Manifest.HungMounts, f.Mountpoint(), bind)
 	}
@@ -159,7 +159,7 @@ func TestMountprobeUnderAndSameAsHung(t *testing.T) {
 
 // BenchmarkMountprobe200 probes 200 extra mounts of which 20 hang (each
 // its own stuck FUSE daemon) and reports the collector's time against the
-// probe deadline. Run by bench/dirshape_mountprobe.sh.
+// probe deadline. Run by test/bench/dirshape_mountprobe.sh.
 func BenchmarkMountprobe200(b *testing.B) {
 	testkit.RequireFUSE(b)
 	dir := b.TempDir()
@@ -180,12 +180,12 @@ func BenchmarkMountprobe200(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		workers := mpWatchWorkers()
-		c, elapsed := collectortest.Run(b, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
+		c, elapsed := supervisortest.Run(b, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 			Common: collectors.Common{ProbeTimeout: probe}})
 		b.Logf("round %d: %d worker processes seen", i, workers())
 		res := c.Manifest.Collector("mountprobe")
 		var rep layout.MountProbeReport
-		collectortest.Decode(b, c, "mountprobe/probes.json", &rep)
+		supervisortest.Decode(b, c, "mountprobe/probes.json", &rep)
 		d := time.Duration(res.DurationSeconds * float64(time.Second))
 		worst = max(worst, d)
 		b.Logf("round %d: %d mounts, counts %v; mountprobe %.3fs (probe deadline %v, over by %.3fs); whole run %.3fs",
@@ -271,11 +271,11 @@ func mpSetUpKubeletScene(t testing.TB, n int) *mpKubeletScene {
 // record.
 func mpKubeletRun(t testing.TB, s *mpKubeletScene) (*bundle.Contents, *layout.MountProbeReport, *layout.MountProbe) {
 	t.Helper()
-	c, elapsed := collectortest.Run(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
+	c, elapsed := supervisortest.Run(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 		Common: collectors.Common{ProbeTimeout: 3 * time.Second}})
 	var rep layout.MountProbeReport
-	collectortest.Decode(t, c, "mountprobe/probes.json", &rep)
-	k := collectortest.FindProbe(&rep, s.kubelet.Mountpoint())
+	supervisortest.Decode(t, c, "mountprobe/probes.json", &rep)
+	k := supervisortest.FindProbe(&rep, s.kubelet.Mountpoint())
 	if k == nil {
 		t.Fatalf("the kubelet's mount %s is not in probes.json", s.kubelet.Mountpoint())
 	}
@@ -295,7 +295,7 @@ func TestMountprobeKubeletMountNotStarvedByHungNamespace(t *testing.T) {
 	if self, _ := testkit.MountNamespace(0); k.Result != layout.ProbeHung || !k.Probed || !k.First || k.ProbeNamespace != self {
 		t.Errorf("kubelet mount record: %+v (namespaces %+v)", *k, rep.Namespaces)
 	}
-	if !collectortest.HungTargets(c.Manifest)[s.kubelet.Mountpoint()] {
+	if !supervisortest.HungTargets(c.Manifest)[s.kubelet.Mountpoint()] {
 		t.Errorf("the manifest's hung_mounts lack the kubelet's mount %s", s.kubelet.Mountpoint())
 	}
 	// Probed in the first round: its probe started before one probe
@@ -303,18 +303,18 @@ func TestMountprobeKubeletMountNotStarvedByHungNamespace(t *testing.T) {
 	if k.StartedMS > float64(rep.ProbeTimeoutMS) {
 		t.Errorf("the kubelet mount's probe started %.2fs into the run, after other probes' deadlines", k.StartedMS/1000)
 	}
-	if r := collectortest.FindProbe(rep, s.kroot); r == nil || r.Result != layout.ProbeOK {
+	if r := supervisortest.FindProbe(rep, s.kroot); r == nil || r.Result != layout.ProbeOK {
 		t.Errorf("kubelet root %s: %+v", s.kroot, r)
 	}
 	for _, mp := range s.nsOK {
-		r := collectortest.FindProbe(rep, mp)
+		r := supervisortest.FindProbe(rep, mp)
 		if r == nil || r.Result != layout.ProbeOK || r.ProbeNamespace != s.holder.NSInode {
 			t.Errorf("healthy mount %s of the other namespace: %+v", mp, r)
 		}
 	}
 	// One probe for the filesystem in both namespaces, made through the
 	// host's mount; the other namespace's is known hung from it.
-	sh, sn := collectortest.FindProbe(rep, s.sharedHost), collectortest.FindProbe(rep, s.sharedNS)
+	sh, sn := supervisortest.FindProbe(rep, s.sharedHost), supervisortest.FindProbe(rep, s.sharedNS)
 	if sh == nil || sn == nil {
 		t.Fatalf("shared filesystem records missing: host %v, other namespace %v", sh, sn)
 	}
@@ -326,7 +326,7 @@ func TestMountprobeKubeletMountNotStarvedByHungNamespace(t *testing.T) {
 	}
 	var hung, unfinished int
 	for _, mp := range s.hung {
-		r := collectortest.FindProbe(rep, mp)
+		r := supervisortest.FindProbe(rep, mp)
 		switch {
 		case r == nil:
 			t.Errorf("%s (other namespace) not in probes.json", mp)
@@ -349,7 +349,7 @@ func TestMountprobeKubeletMountNotStarvedByHungNamespace(t *testing.T) {
 // BenchmarkMountprobeKubeletBehind200 measures when the kubelet's hung
 // mount is reported hung while 200 hung FUSE mounts of another namespace
 // wait too (probe deadline 3s, the default). Run by
-// bench/dirshape_mountprobe.sh.
+// test/bench/dirshape_mountprobe.sh.
 func BenchmarkMountprobeKubeletBehind200(b *testing.B) {
 	s := mpSetUpKubeletScene(b, 200)
 	var worst float64
@@ -375,7 +375,7 @@ func BenchmarkMountprobeKubeletBehind200(b *testing.B) {
 // filesystem") beside 50 healthy tmpfs mounts, at the default probe
 // deadline of 3 s. Every healthy mount must be probed, and the collector
 // should take about one probe deadline whatever the number of hung mounts.
-// Run by bench/dirshape_mountprobe.sh.
+// Run by test/bench/dirshape_mountprobe.sh.
 func BenchmarkMountprobeHung200(b *testing.B) {
 	testkit.RequireFUSE(b)
 	dir := b.TempDir()
@@ -392,12 +392,12 @@ func BenchmarkMountprobeHung200(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		workers := mpWatchWorkers()
-		c, elapsed := collectortest.Run(b, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
+		c, elapsed := supervisortest.Run(b, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 			Common: collectors.Common{ProbeTimeout: probe}})
 		b.Logf("round %d: %d worker processes seen", i, workers())
 		res := c.Manifest.Collector("mountprobe")
 		var rep layout.MountProbeReport
-		collectortest.Decode(b, c, "mountprobe/probes.json", &rep)
+		supervisortest.Decode(b, c, "mountprobe/probes.json", &rep)
 		d := time.Duration(res.DurationSeconds * float64(time.Second))
 		worst = max(worst, d)
 		nh := 0
@@ -411,7 +411,7 @@ func BenchmarkMountprobeHung200(b *testing.B) {
 		b.Logf("round %d: last hung probe started at %.2fs, its result at %.2fs; at most %d stuck at once", i, lastStart/1000, lastDone/1000, rep.PeakStuck)
 		unprobed := 0
 		for _, mp := range ok {
-			if r := collectortest.FindProbe(&rep, mp); r == nil || r.Result != layout.ProbeOK {
+			if r := supervisortest.FindProbe(&rep, mp); r == nil || r.Result != layout.ProbeOK {
 				unprobed++
 			}
 		}
@@ -509,7 +509,7 @@ func mpCountHung(rep *layout.MountProbeReport, dir string, ok []string) (hung, n
 		}
 	}
 	for _, mp := range ok {
-		if r := collectortest.FindProbe(rep, mp); r == nil || r.Result != layout.ProbeOK {
+		if r := supervisortest.FindProbe(rep, mp); r == nil || r.Result != layout.ProbeOK {
 			notOK++
 		}
 	}
@@ -524,11 +524,11 @@ func mpCountHung(rep *layout.MountProbeReport, dir string, ok []string) (hung, n
 func TestMountprobeManyHungCostOneDeadline(t *testing.T) {
 	dir, ok := mpHungScene(t, 96, 10)
 	const probe = 3 * time.Second
-	c, elapsed := collectortest.Run(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
+	c, elapsed := supervisortest.Run(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 		Common: collectors.Common{ProbeTimeout: probe}})
 	res := c.Manifest.Collector("mountprobe")
 	var rep layout.MountProbeReport
-	collectortest.Decode(t, c, "mountprobe/probes.json", &rep)
+	supervisortest.Decode(t, c, "mountprobe/probes.json", &rep)
 	d := time.Duration(res.DurationSeconds * float64(time.Second))
 	hung, notOK := mpCountHung(&rep, dir, ok)
 	t.Logf("run %.2fs, mountprobe %.2fs, status %s, counts %v, at most %d stuck at once", elapsed.Seconds(), d.Seconds(), res.Status, rep.Counts, rep.PeakStuck)
@@ -554,10 +554,10 @@ func TestMountprobeMaxStuckBound(t *testing.T) {
 	defer mountprobe.SetMountprobeMaxStuckForTest(8)()
 	dir, ok := mpHungScene(t, 60, 5)
 	const probe = time.Second
-	c, _ := collectortest.Run(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
+	c, _ := supervisortest.Run(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 		Common: collectors.Common{ProbeTimeout: probe}})
 	var rep layout.MountProbeReport
-	collectortest.Decode(t, c, "mountprobe/probes.json", &rep)
+	supervisortest.Decode(t, c, "mountprobe/probes.json", &rep)
 	hung, notOK := mpCountHung(&rep, dir, ok)
 	t.Logf("mountprobe %.2fs, counts %v, max stuck %d, at most %d stuck at once", rep.DurationMS/1000, rep.Counts, rep.MaxStuck, rep.PeakStuck)
 	if rep.MaxStuck != 8 {
@@ -605,10 +605,10 @@ func TestMountprobeEarlierStuckProbesReused(t *testing.T) {
 		// A worker killed before the daemon read its request ends; only
 		// those still stuck are reused.
 		before, _ := countStuck()
-		c, _ := collectortest.Run(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
+		c, _ := supervisortest.Run(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 			Common: collectors.Common{ProbeTimeout: time.Second}})
 		rep = layout.MountProbeReport{}
-		collectortest.Decode(t, c, "mountprobe/probes.json", &rep)
+		supervisortest.Decode(t, c, "mountprobe/probes.json", &rep)
 		hung, notOK := mpCountHung(&rep, dir, ok)
 		if hung != n || notOK != 0 {
 			t.Fatalf("run %d: %d of %d hung mounts found hung, %d healthy mounts not ok", run, hung, n, notOK)

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 // From mount tables to probe items, one table and a part of it at a time.

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 // The device index: which namespaces and processes hold each filesystem, and what block device it is.

@@ -20,10 +20,10 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/internal/collectortest"
 	"github.com/nodesnap/nodesnap/collectors/mounts"
-	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
+	"github.com/nodesnap/nodesnap/internal/procfs"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 func mountsDevice(rep *layout.MountsReport, major, minor uint32) *layout.MountDevice {
@@ -86,12 +86,12 @@ func TestMountsDeviceHeldOnlyInPrivateNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c, _ := collectortest.MountsCollect(t, 60*time.Second, "mounts", "openfiles")
+	c, _ := supervisortest.MountsCollect(t, 60*time.Second, "mounts", "openfiles")
 	for _, name := range []string{"mounts", "openfiles"} {
-		collectortest.MountsRequireOK(t, c, name, h.Pid)
+		supervisortest.MountsRequireOK(t, c, name, h.Pid)
 	}
 	var rep layout.MountsReport
-	collectortest.MountsDecode(t, c, "mounts/mounts.json", &rep)
+	supervisortest.MountsDecode(t, c, "mounts/mounts.json", &rep)
 	if rep.HostNamespace != self {
 		t.Errorf("host namespace %d, want the test's own %d (pid 1's)", rep.HostNamespace, self)
 	}
@@ -151,7 +151,7 @@ func TestMountsDeviceHeldOnlyInPrivateNamespace(t *testing.T) {
 	// openfiles names the kernel thread that keeps the journal of the
 	// device the host no longer sees: all lsof showed in incident 002.
 	var sum layout.OpenFilesSummary
-	collectortest.MountsDecode(t, c, "openfiles/holders.json", &sum)
+	supervisortest.MountsDecode(t, c, "openfiles/holders.json", &sum)
 	want := "jbd2/" + filepath.Base(loop.Device) + "-8"
 	var kts []string
 	for _, od := range sum.Devices {
@@ -185,9 +185,9 @@ func TestMountsThreadLevelNamespace(t *testing.T) {
 		t.Fatal("helper thread is still in the test's namespace")
 	}
 
-	c, _ := collectortest.MountsCollect(t, 60*time.Second, "mounts", "openfiles")
+	c, _ := supervisortest.MountsCollect(t, 60*time.Second, "mounts", "openfiles")
 	var rep layout.MountsReport
-	collectortest.MountsDecode(t, c, "mounts/mounts.json", &rep)
+	supervisortest.MountsDecode(t, c, "mounts/mounts.json", &rep)
 	ns := mountsNamespace(&rep, taskNS)
 	if ns == nil {
 		t.Fatalf("thread's namespace %d not found", taskNS)
@@ -209,7 +209,7 @@ func TestMountsThreadLevelNamespace(t *testing.T) {
 		t.Fatalf("thread's tmpfs at %s: %+v, want tmpfs nodesnap-threadns %s", dir, tm, dev)
 	}
 	// The process's other threads are in the test's namespace.
-	if host := mountsNamespace(&rep, self); host == nil || !collectortest.HasPID(host.Processes, pid) {
+	if host := mountsNamespace(&rep, self); host == nil || !supervisortest.HasPID(host.Processes, pid) {
 		t.Errorf("helper's main thread not listed in the host namespace")
 	}
 	maj, mnr, _ := strings.Cut(dev, ":")
@@ -530,7 +530,7 @@ func FuzzBuildMountDeviceIndex(f *testing.F) {
 // the collector says so and is partial, not ok with a note.
 func TestMountsTableCutIsPartial(t *testing.T) {
 	testkit.RequireRoot(t)
-	b := collectortest.Collect(t, "mounts", collectors.Common{MaxFileBytes: 1024})
+	b := supervisortest.Collect(t, "mounts", collectors.Common{MaxFileBytes: 1024})
 	if b.Res.Status != bundle.StatusPartial {
 		t.Errorf("status %s with every table cut at 1 KiB, want partial", b.Res.Status)
 	}

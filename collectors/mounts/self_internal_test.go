@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 func TestSelfProcesses(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/internal/collectortest"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // Every namespace's raw table is in the tables file mounts.json names,
@@ -24,12 +24,12 @@ func TestMountsTablesFile(t *testing.T) {
 	for range 8 {
 		holders = append(holders, testkit.HoldInPrivateNamespace(t, ""))
 	}
-	b := collectortest.Collect(t, "mounts", collectors.Common{ProbeTimeout: 3 * time.Second})
+	b := supervisortest.Collect(t, "mounts", collectors.Common{ProbeTimeout: 3 * time.Second})
 	if b.Res.Status != "ok" {
 		t.Fatalf("status %s: %s %v", b.Res.Status, b.Res.Error, b.Res.Notes)
 	}
 	var rep layout.MountsReport
-	collectortest.Decode(t, b.Contents, layout.MountsPath, &rep)
+	supervisortest.Decode(t, b.Contents, layout.MountsPath, &rep)
 	if len(rep.Namespaces) == 0 || !rep.Namespaces[0].Host {
 		t.Fatalf("first namespace is not the host's")
 	}

@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 // ofAggregate builds the holder summaries.

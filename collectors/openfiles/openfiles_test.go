@@ -17,10 +17,10 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/collectors/internal/collectortest"
 	"github.com/nodesnap/nodesnap/collectors/openfiles"
-	"github.com/nodesnap/nodesnap/internal/testkit"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
+	"github.com/nodesnap/nodesnap/internal/procfs"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 func openFilesProcesses(t *testing.T, c *bundle.Contents) map[int]layout.OpenFilesProcess {
@@ -94,10 +94,10 @@ func TestOpenFilesHolders(t *testing.T) {
 	exeH := openFilesStart(t, exe, "infinity")
 	openFilesWaitExec(t, exeH.Process.Pid, exe)
 
-	c, _ := collectortest.MountsCollect(t, 60*time.Second, "openfiles")
-	collectortest.MountsRequireOK(t, c, "openfiles", fdH.Pid, cwdH.Pid, devH.Pid, exeH.Process.Pid)
+	c, _ := supervisortest.MountsCollect(t, 60*time.Second, "openfiles")
+	supervisortest.MountsRequireOK(t, c, "openfiles", fdH.Pid, cwdH.Pid, devH.Pid, exeH.Process.Pid)
 	var sum layout.OpenFilesSummary
-	collectortest.MountsDecode(t, c, "openfiles/holders.json", &sum)
+	supervisortest.MountsDecode(t, c, "openfiles/holders.json", &sum)
 	dev := fmt.Sprintf("%d:%d", loop.Major, loop.Minor)
 	var d *layout.DeviceHolders
 	for i := range sum.Devices {
@@ -274,7 +274,7 @@ func TestOpenFilesAndMountsWithHungFUSE(t *testing.T) {
 	}
 	fuse.WaitBlocked(1, 10*time.Second)
 
-	c, elapsed := collectortest.MountsCollect(t, 45*time.Second, "mounts", "openfiles")
+	c, elapsed := supervisortest.MountsCollect(t, 45*time.Second, "mounts", "openfiles")
 	if elapsed > 40*time.Second {
 		t.Errorf("collection took %v", elapsed)
 	}
@@ -284,7 +284,7 @@ func TestOpenFilesAndMountsWithHungFUSE(t *testing.T) {
 	// blocked in the FUSE server would say the same, but tests of other
 	// packages running at the same time may probe this mount too.)
 	for _, name := range []string{"mounts", "openfiles"} {
-		collectortest.MountsRequireOK(t, c, name, cwdH.Pid, fdH.Pid, tmpH.Pid, blocked.Process.Pid)
+		supervisortest.MountsRequireOK(t, c, name, cwdH.Pid, fdH.Pid, tmpH.Pid, blocked.Process.Pid)
 	}
 	t.Logf("%d requests blocked in the FUSE server after the run (1: the stat)", fuse.Blocked())
 
@@ -302,7 +302,7 @@ func TestOpenFilesAndMountsWithHungFUSE(t *testing.T) {
 		t.Errorf("process blocked in the hung mount: %+v (listed %v)", p, ok)
 	}
 	var sum layout.OpenFilesSummary
-	collectortest.MountsDecode(t, c, "openfiles/holders.json", &sum)
+	supervisortest.MountsDecode(t, c, "openfiles/holders.json", &sum)
 	held := map[string][]int{}
 	for _, m := range sum.Mounts {
 		for _, h := range m.Holders {
@@ -320,7 +320,7 @@ func TestOpenFilesAndMountsWithHungFUSE(t *testing.T) {
 	}
 
 	var rep layout.MountsReport
-	collectortest.MountsDecode(t, c, "mounts/mounts.json", &rep)
+	supervisortest.MountsDecode(t, c, "mounts/mounts.json", &rep)
 	host := rep.Namespaces[0]
 	var fuseM, tmpM bool
 	for _, m := range host.Mounts {
@@ -330,7 +330,7 @@ func TestOpenFilesAndMountsWithHungFUSE(t *testing.T) {
 	if !host.Host || !fuseM || !tmpM || len(host.Mounts) < 5 {
 		t.Errorf("host namespace (host %v): FUSE mount listed %v, tmpfs listed %v, %d mounts", host.Host, fuseM, tmpM, len(host.Mounts))
 	}
-	if !collectortest.HasPID(host.Processes, cwdH.Pid) || !collectortest.HasPID(host.Processes, blocked.Process.Pid) {
+	if !supervisortest.HasPID(host.Processes, cwdH.Pid) || !supervisortest.HasPID(host.Processes, blocked.Process.Pid) {
 		t.Errorf("host namespace processes lack the holders")
 	}
 }
@@ -363,9 +363,9 @@ func TestOpenFilesLazilyUnmountedHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c, _ := collectortest.MountsCollect(t, 60*time.Second, "openfiles")
+	c, _ := supervisortest.MountsCollect(t, 60*time.Second, "openfiles")
 	var sum layout.OpenFilesSummary
-	collectortest.MountsDecode(t, c, "openfiles/holders.json", &sum)
+	supervisortest.MountsDecode(t, c, "openfiles/holders.json", &sum)
 	var found *layout.UnknownMountHolders
 	for i := range sum.UnknownMounts {
 		if sum.UnknownMounts[i].MountID == id {

@@ -3,8 +3,8 @@ package openfiles
 // The worker side: reading one process's maps, condensed to each mapped file once.
 
 import (
-	"github.com/nodesnap/nodesnap/isolate"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 const (

@@ -14,8 +14,8 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/collectors/internal/shared"
-	"github.com/nodesnap/nodesnap/isolate"
-	"github.com/nodesnap/nodesnap/procfs"
+	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 // ofPidNS is the mount namespace of each task of one process.

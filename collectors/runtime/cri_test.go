@@ -18,7 +18,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/internal/collectortest"
+	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
 )
 
 // criItem is the summary's item of one CRI method (by its last part).
@@ -42,9 +42,9 @@ func TestRuntimeCRIContainerd(t *testing.T) {
 	pod := runTestPod(t, c)
 	none := t.TempDir()
 	t.Setenv("PATH", t.TempDir())
-	collectortest.Flags(t, "runtime", "--containerd-config", c.config,
+	supervisortest.Flags(t, "runtime", "--containerd-config", c.config,
 		"--crio-socket", filepath.Join(none, "crio.sock"), "--docker-socket", filepath.Join(none, "docker.sock"))
-	b := collectortest.Collect(t, "runtime", collectors.Common{})
+	b := supervisortest.Collect(t, "runtime", collectors.Common{})
 	if b.Res.Status != bundle.StatusOK {
 		t.Fatalf("status %q (%s), want ok", b.Res.Status, b.Res.Error)
 	}
@@ -156,7 +156,7 @@ func TestRuntimeCRIContainerd(t *testing.T) {
 	if a := cfg.Registry.Configs["registry.example.com"].Auth; a["username"] != "robot" || a["password"] != "[REDACTED]" {
 		t.Errorf("registry auth in cri-status.json = %v, want the user kept and the password redacted", a)
 	}
-	collectortest.AssertAbsent(t, b, registryPassword)
+	supervisortest.AssertAbsent(t, b, registryPassword)
 
 	ctd := runtimeSummary(t, b)["containerd"]
 	if !ctd.Listed || ctd.CRIRuntimeName != "containerd" || ctd.CRIAPIVersion != "v1" {
@@ -207,11 +207,11 @@ func TestRuntimeCRIHung(t *testing.T) {
 	})
 	t.Setenv("PATH", t.TempDir())
 	const timeout = 3 * time.Second
-	collectortest.Flags(t, "runtime", "--containerd-config", filepath.Join(dir, "none.toml"), "--containerd-socket", sock,
+	supervisortest.Flags(t, "runtime", "--containerd-config", filepath.Join(dir, "none.toml"), "--containerd-socket", sock,
 		"--containerd-debug-socket", filepath.Join(dir, "none.sock"), "--runtime-request-timeout", timeout.String(),
 		"--crio-socket", filepath.Join(dir, "none"), "--docker-socket", filepath.Join(dir, "none"))
 	start := time.Now()
-	b := collectortest.Collect(t, "runtime", collectors.Common{})
+	b := supervisortest.Collect(t, "runtime", collectors.Common{})
 	took := time.Since(start)
 	if b.Res.Status != bundle.StatusPartial || !strings.Contains(b.Res.Error, "containerd's socket") ||
 		!strings.Contains(b.Res.Error, "no answer within 3s") {
@@ -258,10 +258,10 @@ func TestRuntimeCRIRefused(t *testing.T) {
 		t.Fatalf("the socket file should stay: %v", err)
 	}
 	t.Setenv("PATH", t.TempDir())
-	collectortest.Flags(t, "runtime", "--containerd-config", filepath.Join(dir, "none.toml"), "--containerd-socket", sock,
+	supervisortest.Flags(t, "runtime", "--containerd-config", filepath.Join(dir, "none.toml"), "--containerd-socket", sock,
 		"--containerd-debug-socket", filepath.Join(dir, "none.sock"),
 		"--crio-socket", filepath.Join(dir, "none"), "--docker-socket", filepath.Join(dir, "none"))
-	b := collectortest.Collect(t, "runtime", collectors.Common{})
+	b := supervisortest.Collect(t, "runtime", collectors.Common{})
 	if b.Res.Status != bundle.StatusPartial || !strings.Contains(b.Res.Error, "connection refused") {
 		t.Fatalf("status %q (%s), want partial: refused", b.Res.Status, b.Res.Error)
 	}
@@ -338,8 +338,8 @@ func TestRuntimeCRIFake(t *testing.T) {
 	t.Cleanup(func() { close(fake.hang); srv.Stop() })
 
 	t.Setenv("PATH", t.TempDir())
-	collectortest.Flags(t, "runtime", "--runtime-request-timeout", "1s")
-	b := collectortest.Collect(t, "runtime", collectors.Common{Root: dir})
+	supervisortest.Flags(t, "runtime", "--runtime-request-timeout", "1s")
+	b := supervisortest.Collect(t, "runtime", collectors.Common{Root: dir})
 	if b.Res.Status != bundle.StatusPartial || !strings.Contains(b.Res.Error, "cri-o's CRI container statuses failed") {
 		t.Fatalf("status %q (%s), want partial for the one status", b.Res.Status, b.Res.Error)
 	}

@@ -19,9 +19,9 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/internal/collectortest"
 	"github.com/nodesnap/nodesnap/collectors/runtime"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 const registryPassword = "registry-password-0b1c2d3e"
@@ -164,7 +164,7 @@ func (c *testContainerd) ctr(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-func runtimeSummary(t *testing.T, b *collectortest.Bundle) map[string]layout.RuntimeStatus {
+func runtimeSummary(t *testing.T, b *supervisortest.Bundle) map[string]layout.RuntimeStatus {
 	t.Helper()
 	var s layout.RuntimeSummary
 	if err := json.Unmarshal(b.File(t, "runtime/summary.json"), &s); err != nil {
@@ -185,9 +185,9 @@ func TestRuntimeContainerd(t *testing.T) {
 	c.ctr(t, "namespaces", "create", "k8s.io")
 	c.ctr(t, "namespaces", "create", "nodesnap-test", "incident=001")
 	none := t.TempDir()
-	collectortest.Flags(t, "runtime", "--containerd-config", c.config,
+	supervisortest.Flags(t, "runtime", "--containerd-config", c.config,
 		"--crio-socket", filepath.Join(none, "crio.sock"), "--docker-socket", filepath.Join(none, "docker.sock"))
-	b := collectortest.Collect(t, "runtime", collectors.Common{})
+	b := supervisortest.Collect(t, "runtime", collectors.Common{})
 	if b.Res.Status != bundle.StatusOK {
 		t.Fatalf("status %q (%s), want ok", b.Res.Status, b.Res.Error)
 	}
@@ -208,7 +208,7 @@ func TestRuntimeContainerd(t *testing.T) {
 	if !bytes.Contains(cfg, []byte(c.debugSock)) || !bytes.Contains(cfg, []byte(`username = "robot"`)) {
 		t.Errorf("config.toml copy is not the config: %s", cfg)
 	}
-	collectortest.AssertAbsent(t, b, registryPassword)
+	supervisortest.AssertAbsent(t, b, registryPassword)
 
 	rs := runtimeSummary(t, b)
 	ctd := rs["containerd"]
@@ -236,7 +236,7 @@ func TestRuntimeContainerd(t *testing.T) {
 	// back and the manifest says what was skipped; with no CRI plugin
 	// either, nothing listed the containers, and the run says so.
 	t.Setenv("PATH", t.TempDir())
-	b = collectortest.Collect(t, "runtime", collectors.Common{})
+	b = supervisortest.Collect(t, "runtime", collectors.Common{})
 	if b.Res.Status != bundle.StatusPartial || !strings.Contains(b.Res.Error, "containerd's socket") ||
 		!strings.Contains(b.Res.Error, "its containers could not be listed") || !strings.Contains(b.Res.Error, "ctr not installed") {
 		t.Fatalf("without ctr or CRI: status %q (%s), want partial saying why", b.Res.Status, b.Res.Error)
@@ -254,8 +254,8 @@ func TestRuntimeContainerd(t *testing.T) {
 func TestRuntimeAbsent(t *testing.T) {
 	root := t.TempDir()
 	t.Setenv("PATH", t.TempDir())
-	collectortest.Flags(t, "runtime")
-	b := collectortest.Collect(t, "runtime", collectors.Common{Root: root})
+	supervisortest.Flags(t, "runtime")
+	b := supervisortest.Collect(t, "runtime", collectors.Common{Root: root})
 	if b.Res.Status != bundle.StatusUnsupported {
 		t.Fatalf("status %q (%s), want unsupported", b.Res.Status, b.Res.Error)
 	}
@@ -308,8 +308,8 @@ func TestRuntimeDockerSocket(t *testing.T) {
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 
-	collectortest.Flags(t, "runtime", "--docker-socket", "/var/run/docker.sock")
-	b := collectortest.Collect(t, "runtime", collectors.Common{Root: root})
+	supervisortest.Flags(t, "runtime", "--docker-socket", "/var/run/docker.sock")
+	b := supervisortest.Collect(t, "runtime", collectors.Common{Root: root})
 	if dump := b.File(t, "runtime/docker/goroutine-debug2.txt"); !bytes.Contains(dump, []byte("goroutine ")) {
 		t.Errorf("docker goroutine dump %.200s", dump)
 	}
@@ -332,7 +332,7 @@ func TestRuntimeDockerSocket(t *testing.T) {
 	// Without the docker client, as in nodesnap's image: dockerd's API
 	// lists the containers, and the run is complete.
 	t.Setenv("PATH", t.TempDir())
-	b = collectortest.Collect(t, "runtime", collectors.Common{Root: root})
+	b = supervisortest.Collect(t, "runtime", collectors.Common{Root: root})
 	if b.Res.Status != bundle.StatusOK {
 		t.Errorf("without the docker client: status %q (%s), want ok", b.Res.Status, b.Res.Error)
 	}
@@ -352,14 +352,14 @@ func TestRuntimeDockerSocket(t *testing.T) {
 	}
 	stale.SetUnlinkOnClose(false)
 	stale.Close()
-	b = collectortest.Collect(t, "runtime", collectors.Common{Root: root})
+	b = supervisortest.Collect(t, "runtime", collectors.Common{Root: root})
 	if b.Res.Status != bundle.StatusPartial || !strings.Contains(b.Res.Error, "docker's socket") || !strings.Contains(b.Res.Error, "dockerd's API: connection refused") {
 		t.Errorf("dockerd down: status %q (%s), want partial saying why", b.Res.Status, b.Res.Error)
 	}
 }
 
 // assertDockerAPI checks the listing and info taken from dockerd's API.
-func assertDockerAPI(t *testing.T, b *collectortest.Bundle) {
+func assertDockerAPI(t *testing.T, b *supervisortest.Bundle) {
 	t.Helper()
 	var cs []struct {
 		Id    string

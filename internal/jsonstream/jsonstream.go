@@ -1,7 +1,7 @@
 // Package jsonstream walks big JSON documents with json.Decoder's token
 // API, one element at a time: json.Decoder.Decode buffers a whole value, so
 // decoding a bundle's mount table or task list at once would hold all of
-// it. analyze and bundlediff read the collectors' files through it.
+// it. analyze and diff read the collectors' files through it.
 package jsonstream
 
 import (

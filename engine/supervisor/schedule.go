@@ -1,0 +1,316 @@
+package supervisor
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/human"
+)
+
+// The collectors' side of a run: scheduling them (After, --concurrency,
+// the global deadline), running each in its child process under its own
+// deadline, and turning what the child reports into its result.
+
+// schedule runs the collectors, honouring After and the concurrency limit.
+func (r *run) schedule(specs []*collectors.Spec) {
+	selected := map[string]*collectorRun{}
+	for _, s := range specs {
+		cr := &collectorRun{spec: s, records: map[string]*collectors.FileRecord{}, done: make(chan struct{})}
+		cr.res = bundle.CollectorResult{Name: s.Name, Status: bundle.StatusSkipped, Files: []string{}}
+		selected[s.Name] = cr
+	}
+	r.results = selected
+	sem := make(chan struct{}, r.opts.Concurrency)
+	var wg sync.WaitGroup
+	for _, s := range specs {
+		cr := selected[s.Name]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(cr.done)
+			for _, dep := range s.After {
+				if d := selected[dep]; d != nil {
+					select {
+					case <-d.done:
+					case <-r.stopCtx.Done():
+					}
+				}
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-r.stopCtx.Done():
+			}
+			if r.stopCtx.Err() != nil {
+				cr.res.Status = bundle.StatusSkipped
+				cr.res.Error = r.stopReason("before it could start")
+				return
+			}
+			defer func() { <-sem }()
+			if time.Until(r.collectD) <= 0 {
+				cr.res.Status = bundle.StatusSkipped
+				cr.res.Error = fmt.Sprintf("cut by --timeout %s: the run's deadline was reached before it could start", r.opts.Timeout)
+				cr.cut = true
+				return
+			}
+			r.runOne(cr)
+		}()
+	}
+	wg.Wait()
+}
+
+func (r *run) stopReason(when string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.interrupt != nil {
+		return fmt.Sprintf("collection was interrupted by %s %s", r.interrupt.Signal, when)
+	}
+	return "collection was stopped " + when
+}
+
+// childGrace is how long after its own deadline a child gets to report
+// before it is killed: enough to flush and say "timeout" itself.
+const childGrace = time.Second
+
+func (r *run) runOne(cr *collectorRun) {
+	s := cr.spec
+	timeout := s.DefaultTimeout
+	if r.opts.CollectorTimeout > 0 {
+		timeout = r.opts.CollectorTimeout
+	}
+	started := time.Now()
+	deadline := started.Add(timeout)
+	hardStop := deadline.Add(childGrace)
+	// clamped: the run's global deadline comes before the collector's
+	// own; what ends it then is --timeout, whatever the collector says.
+	clamped := false
+	if hardStop.After(r.collectD) {
+		clamped = true
+		hardStop = r.collectD
+		deadline = r.collectD.Add(-childGrace)
+	}
+	st := started.UTC()
+	cr.res.StartedAt = &st
+	cr.res.TimeoutSeconds = timeout.Seconds()
+	r.progress(Progress{Collector: s.Name, Phase: "start", Deadline: hardStop})
+	defer func() {
+		cr.res.DurationSeconds = time.Since(started).Seconds()
+		r.progress(Progress{Collector: s.Name, Phase: "done", Status: cr.res.Status, Elapsed: time.Since(started), Error: human.FirstLine(cr.res.Error)})
+	}()
+
+	// Made with the staging directory, in the output worker.
+	dir := filepath.Join(r.staging.Path, s.Name)
+	common := r.opts.Common
+	r.mu.Lock()
+	for m := range r.hungSet {
+		common.HungMounts = append(common.HungMounts, m)
+	}
+	r.mu.Unlock()
+	sort.Strings(common.HungMounts)
+	cfg := collectors.ChildConfig{Collector: s.Name, Dir: dir, Deadline: deadline, Common: common}
+	if s.Options != nil {
+		raw, err := json.Marshal(s.Options)
+		if err != nil {
+			cr.res.Status, cr.res.Error = bundle.StatusError, "encoding its options: "+err.Error()
+			return
+		}
+		cfg.Options = raw
+	}
+	in, err := json.Marshal(cfg)
+	if err != nil {
+		cr.res.Status, cr.res.Error = bundle.StatusError, "encoding its configuration: "+err.Error()
+		return
+	}
+	stderr := &isolate.HeadBuffer{Max: 16 << 10}
+	child, err := isolate.Start(isolate.Spec{Args: []string{isolate.ModeCollector, s.Name}, Stdin: bytes.NewReader(in), Stderr: stderr, Events: true})
+	if err != nil {
+		cr.res.Status, cr.res.Error = bundle.StatusError, err.Error()
+		return
+	}
+	r.mu.Lock()
+	r.children[child] = struct{}{}
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.children, child)
+		r.mu.Unlock()
+	}()
+
+	var done *collectors.Event
+	eventsDone := make(chan struct{})
+	go func() {
+		defer close(eventsDone)
+		sc := bufio.NewScanner(child.Events)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			var ev collectors.Event
+			if json.Unmarshal(sc.Bytes(), &ev) != nil {
+				continue
+			}
+			switch ev.Type {
+			case collectors.EventDone:
+				e := ev
+				r.mu.Lock()
+				done = &e
+				r.mu.Unlock()
+			default:
+				r.handleEvent(cr, ev)
+			}
+		}
+	}()
+
+	timer := time.NewTimer(time.Until(hardStop))
+	defer timer.Stop()
+	var killed *layout.HangEvidence
+	reason := ""
+	select {
+	case <-child.Done():
+	case <-timer.C:
+		killed = child.Kill(true)
+		reason = "timeout"
+	case <-r.stopCtx.Done():
+		killed = child.Kill(true)
+		reason = "stopped"
+	}
+	// The pipe closes when the child is gone; an unreaped child keeps it
+	// open, so do not wait forever for the reader.
+	select {
+	case <-eventsDone:
+	case <-time.After(500 * time.Millisecond):
+	}
+	child.Events.Close()
+
+	r.mu.Lock()
+	d := done
+	r.mu.Unlock()
+	if tail := stderr.String(); tail != "" {
+		cr.res.Stderr = r.redactString(tail)
+	}
+	switch {
+	case reason == "timeout":
+		cr.res.Status = bundle.StatusTimeout
+		cr.res.HangEvidence = killed
+		cr.res.Error = fmt.Sprintf("did not finish within %s; killed (%s)", hardStop.Sub(started).Round(time.Millisecond), killed.String())
+		if killed != nil {
+			killed.Phase = "collector"
+		}
+	case reason == "stopped":
+		cr.res.Status = bundle.StatusError
+		// Where it was when the signal came: not a hang, and marked so.
+		if killed != nil {
+			killed.Phase = "interrupted"
+		}
+		cr.res.HangEvidence = killed
+		cr.res.Error = r.stopReason("while it was running; what it wrote so far is kept")
+	case d != nil:
+		cr.res.Status = d.Status
+		cr.res.Error = d.Error
+		if code := child.ExitCode(); code != 0 {
+			cr.res.ExitCode = &code
+		}
+	default:
+		code := child.ExitCode()
+		cr.res.ExitCode = &code
+		cr.res.Status = bundle.StatusError
+		if sig, ok := child.Signaled(); ok {
+			cr.res.Error = fmt.Sprintf("collector process was killed by signal %s without reporting", sig)
+		} else if strings.Contains(stderr.String(), "panic:") {
+			cr.res.Error = "collector process panicked: " + human.FirstLine(cr.res.Stderr[strings.Index(cr.res.Stderr, "panic:"):])
+		} else {
+			cr.res.Error = fmt.Sprintf("collector process exited with status %d without reporting", code)
+		}
+	}
+	if cr.res.Status == "" {
+		cr.res.Status = bundle.StatusError
+	}
+	if clamped && reason != "stopped" && (cr.res.Status != bundle.StatusOK || len(cr.res.HungItems) > 0) && cutShort(started, deadline, time.Now()) {
+		// The global deadline left it too little time, or ended it: what
+		// it said about itself ("no journald", "no answer", an item
+		// "hung") is a symptom of the cut, not the cause. Its words are
+		// kept as a note.
+		if cr.res.Error != "" {
+			cr.res.Notes = append(cr.res.Notes, "its own report after the cut: "+r.redactString(cr.res.Error))
+		}
+		cr.res.Status = bundle.StatusTimeout
+		cr.res.Error = fmt.Sprintf("cut by --timeout %s: the run's deadline left it %s of its own %s; what it wrote so far is kept",
+			r.opts.Timeout, max(deadline.Sub(started), 0).Round(time.Millisecond), timeout)
+		cr.cut = true
+		if killed != nil {
+			killed.Phase = "cut"
+		}
+	}
+	cr.res.MaxRSSKiB = child.MaxRSSKiB()
+	if d != nil && d.PeakRSSKiB > 0 {
+		cr.res.MaxRSSKiB = d.PeakRSSKiB
+	}
+}
+
+func (r *run) handleEvent(cr *collectorRun, ev collectors.Event) {
+	switch ev.Type {
+	case collectors.EventFile:
+		if ev.File != nil {
+			cr.records[ev.File.Path] = ev.File
+		}
+	case collectors.EventNote:
+		if len(cr.res.Notes) < 1000 {
+			cr.res.Notes = append(cr.res.Notes, ev.Text)
+		}
+	case collectors.EventHungItem:
+		if ev.Item != nil && len(cr.res.HungItems) < 1000 {
+			cr.res.HungItems = append(cr.res.HungItems, bundle.HungItem{Op: ev.Item.Op, Target: r.redactString(ev.Item.Target), Evidence: ev.Item.Evidence})
+		}
+	case collectors.EventHungMount:
+		if ev.Item != nil {
+			r.mu.Lock()
+			if !r.hungSet[ev.Item.Target] {
+				r.hungSet[ev.Item.Target] = true
+				r.hung = append(r.hung, bundle.HungItem{Op: ev.Item.Op, Target: r.redactString(ev.Item.Target), Collector: cr.spec.Name, Evidence: ev.Item.Evidence})
+			}
+			r.mu.Unlock()
+		}
+	case collectors.EventMappings:
+		r.mu.Lock()
+		for k, v := range ev.Mappings {
+			r.mappings[k] = v
+		}
+		r.mu.Unlock()
+	case collectors.EventRemedy:
+		if ev.Remedy != nil && len(cr.res.Remedies) < 20 {
+			cr.res.Remedies = append(cr.res.Remedies, *ev.Remedy)
+		}
+	case collectors.EventFact:
+		r.mu.Lock()
+		r.facts[ev.Key] = ev.Value
+		r.mu.Unlock()
+	}
+}
+
+// killAll kills every running child (an abort).
+func (r *run) killAll() {
+	r.mu.Lock()
+	cs := make([]*isolate.Child, 0, len(r.children))
+	for c := range r.children {
+		cs = append(cs, c)
+	}
+	r.mu.Unlock()
+	for _, c := range cs {
+		c.Kill(false)
+	}
+}
+
+// cutShort tells whether a collector whose deadline the run's global
+// deadline clamped was cut by it: it was given less than a second, or it
+// ended at (or near) that deadline.
+func cutShort(started, deadline, ended time.Time) bool {
+	return deadline.Sub(started) < time.Second || !ended.Before(deadline.Add(-200*time.Millisecond))
+}

@@ -1,0 +1,223 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodesnap/nodesnap/features/fleet/podspec"
+)
+
+// Labels on everything a run creates: the recommended ones, the run's id
+// in instance, so that one selector finds all of a run's objects.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "nodesnap-fleet"
+	RunLabel       = "app.kubernetes.io/instance"
+	// NodeAnnotation on a pod names its node (a node's name can be longer
+	// than a label value may be).
+	NodeAnnotation = "nodesnap/node"
+)
+
+// runLabels are the labels of every object of a run.
+func runLabels(runID string) map[string]string {
+	l := podspec.Labels()
+	l[ManagedByLabel] = ManagedBy
+	l[RunLabel] = runID
+	return l
+}
+
+// RunSelector selects every object of a run.
+func RunSelector(runID string) string {
+	return ManagedByLabel + "=" + ManagedBy + "," + RunLabel + "=" + runID
+}
+
+// created records what a run created, for its clean-up.
+type created struct {
+	mu        sync.Mutex
+	client    Client
+	ns        string
+	namespace bool // the namespace itself
+	sa        string
+	role      string // ClusterRole and ClusterRoleBinding
+	pods      map[string]bool
+	// forcePods are pods no kubelet took on: a graceful delete would wait
+	// for a kubelet that may never answer.
+	forcePods map[string]bool
+}
+
+// setup makes the namespace (when missing) and the run's ServiceAccount,
+// ClusterRole and ClusterRoleBinding, and returns the ServiceAccount's
+// name for the pods.
+func setup(ctx context.Context, o *Options, runID string, c *created) (string, error) {
+	cs := o.Client
+	labels := runLabels(runID)
+	_, err := cs.CoreV1().Namespaces().Get(ctx, o.Namespace, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) && o.NoRBAC:
+		return "", fmt.Errorf("namespace %s does not exist: with --no-rbac it must be created first (kubectl apply -f deploy/kubernetes/rbac.yaml), or use another -n", o.Namespace)
+	case apierrors.IsNotFound(err):
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: merge(labels, podspec.PodSecurityLabels())}}
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			return "", fmt.Errorf("creating namespace %s: %w", o.Namespace, err)
+		}
+		c.mu.Lock()
+		c.namespace = true
+		c.mu.Unlock()
+	case err != nil:
+		return "", fmt.Errorf("reading namespace %s: %w", o.Namespace, err)
+	}
+	if o.NoRBAC {
+		if _, err := cs.CoreV1().ServiceAccounts(o.Namespace).Get(ctx, podspec.ServiceAccount, metav1.GetOptions{}); err != nil {
+			return "", fmt.Errorf("--no-rbac: the service account %s/%s of deploy/kubernetes/rbac.yaml: %w", o.Namespace, podspec.ServiceAccount, err)
+		}
+		return podspec.ServiceAccount, nil
+	}
+	name := runID
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: labels}}
+	if _, err := cs.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("creating the run's service account %s/%s: %w", o.Namespace, name, err)
+	}
+	c.mu.Lock()
+	c.sa = name
+	c.mu.Unlock()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Rules: append(podspec.KubeletRules(), podspec.ClusterRules()...)}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("creating the run's ClusterRole %s (get on nodes/proxy, nodes/metrics, nodes/stats; or use --no-rbac after kubectl apply -f deploy/kubernetes/rbac.yaml): %w", name, err)
+	}
+	c.mu.Lock()
+	c.role = name
+	c.mu.Unlock()
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: o.Namespace}},
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("creating the run's ClusterRoleBinding %s: %w", name, err)
+	}
+	return name, nil
+}
+
+func merge(a, b map[string]string) map[string]string {
+	m := map[string]string{}
+	for k, v := range a {
+		m[k] = v
+	}
+	for k, v := range b {
+		m[k] = v
+	}
+	return m
+}
+
+func (c *created) addPod(name string) {
+	c.mu.Lock()
+	c.pods[name] = true
+	c.mu.Unlock()
+}
+
+// setForce records whether a pod is one no kubelet has taken on.
+func (c *created) setForce(name string, force bool) {
+	c.mu.Lock()
+	if force {
+		c.forcePods[name] = true
+	} else {
+		delete(c.forcePods, name)
+	}
+	c.mu.Unlock()
+}
+
+// deletePod deletes one pod of the run now (its node is done). A pod no
+// kubelet took on is removed at once (grace 0); the others get a second
+// (nodesnap hold ends on SIGTERM).
+func (c *created) deletePod(ctx context.Context, name string) {
+	c.mu.Lock()
+	force := c.forcePods[name]
+	c.mu.Unlock()
+	grace := int64(1)
+	if force {
+		grace = 0
+	}
+	err := c.client.CoreV1().Pods(c.ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	if err == nil || apierrors.IsNotFound(err) {
+		c.mu.Lock()
+		delete(c.pods, name)
+		c.mu.Unlock()
+	}
+}
+
+// cleanup deletes everything the run created and waits for its pods to be
+// gone, until ctx ends; it returns what is still there.
+func (c *created) cleanup(ctx context.Context, runID string) []string {
+	cs := c.client
+	c.mu.Lock()
+	pods := make([]string, 0, len(c.pods))
+	for p := range c.pods {
+		pods = append(pods, p)
+	}
+	c.mu.Unlock()
+	for _, p := range pods {
+		c.deletePod(ctx, p)
+	}
+	// Pods of the run this process lost track of (a create whose answer
+	// never came): the label finds them.
+	if list, err := cs.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: RunSelector(runID)}); err == nil {
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil {
+				c.deletePod(ctx, p.Name)
+			}
+		}
+	}
+	// The pods first, then the service account and the namespace: a pod
+	// being deleted still uses its token.
+	left := c.waitPodsGone(ctx, runID)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gone := func(err error) bool { return err == nil || apierrors.IsNotFound(err) }
+	if c.role != "" {
+		if !gone(cs.RbacV1().ClusterRoleBindings().Delete(ctx, c.role, metav1.DeleteOptions{})) {
+			left = append(left, "clusterrolebinding "+c.role)
+		}
+		if !gone(cs.RbacV1().ClusterRoles().Delete(ctx, c.role, metav1.DeleteOptions{})) {
+			left = append(left, "clusterrole "+c.role)
+		}
+	}
+	if c.sa != "" && !gone(cs.CoreV1().ServiceAccounts(c.ns).Delete(ctx, c.sa, metav1.DeleteOptions{})) {
+		left = append(left, "serviceaccount "+c.ns+"/"+c.sa)
+	}
+	if c.namespace && !gone(cs.CoreV1().Namespaces().Delete(ctx, c.ns, metav1.DeleteOptions{})) {
+		left = append(left, "namespace "+c.ns)
+	}
+	sort.Strings(left)
+	return left
+}
+
+// waitPodsGone waits until no pod of the run is left, or ctx ends; it
+// returns the pods still there.
+func (c *created) waitPodsGone(ctx context.Context, runID string) []string {
+	for {
+		list, err := c.client.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: RunSelector(runID)})
+		if err == nil && len(list.Items) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return []string{"pods labelled " + RunSelector(runID) + " in " + c.ns + " (listing them failed: " + err.Error() + ")"}
+			}
+			var left []string
+			for _, p := range list.Items {
+				left = append(left, "pod "+c.ns+"/"+p.Name)
+			}
+			return left
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,298 @@
+package analyze
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/internal/jsonstream"
+	"github.com/nodesnap/nodesnap/internal/procfs"
+)
+
+// Readers of the mounts collector's files: mounts.json's namespaces and devices, and the raw mount tables.
+
+// readMounts reads mounts/mounts.json (layout.MountsReport), one
+// mount and one device at a time.
+func (st *state) readMounts(_ string, r io.Reader) error {
+	st.mountsSeen = true
+	dec := jsonstream.NewDecoder(r)
+	err := jsonstream.WalkObject(dec, func(key string) error {
+		switch key {
+		case "host_namespace":
+			return dec.Decode(&st.hostNS)
+		case "nodesnap":
+			var ms layout.MountsSelf
+			if err := dec.Decode(&ms); err != nil {
+				return err
+			}
+			if len(ms.Namespaces) > maxDeviceNS {
+				ms.Namespaces = ms.Namespaces[:maxDeviceNS]
+			}
+			if len(ms.PIDs) > maxSelfPIDs {
+				ms.PIDs = ms.PIDs[:maxSelfPIDs]
+			}
+			if len(ms.ExcludedDevices) > layout.MaxExcludedDevices {
+				ms.ExcludedDevices = ms.ExcludedDevices[:layout.MaxExcludedDevices]
+			}
+			st.selfMounts = &ms
+			return nil
+		case "namespaces":
+			return jsonstream.WalkArray(dec, func() error { return st.readMountNamespace(dec) })
+		case "devices":
+			return jsonstream.WalkArray(dec, func() error { return st.readDevice(dec) })
+		}
+		return jsonstream.SkipValue(dec)
+	})
+	if err != nil {
+		return err
+	}
+	for i := range st.mounts {
+		if st.hostNS != 0 && st.mounts[i].NS == st.hostNS {
+			st.mounts[i].Host = true
+		}
+	}
+	return jsonstream.EndOfInput(dec)
+}
+
+func (st *state) readMountNamespace(dec *json.Decoder) error {
+	ni := &nsInfo{}
+	var mounts []mountRec
+	err := jsonstream.WalkObject(dec, func(key string) error {
+		switch key {
+		case "inode":
+			return dec.Decode(&ni.Inode)
+		case "host":
+			return dec.Decode(&ni.Host)
+		case "mountinfo":
+			return dec.Decode(&ni.Mountinfo)
+		case "process_count":
+			return dec.Decode(&ni.ProcessCount)
+		case "nodesnap":
+			return dec.Decode(&ni.Nodesnap)
+		case "processes":
+			return jsonstream.WalkArray(dec, func() error {
+				if len(ni.Processes) >= maxNSProcesses {
+					return jsonstream.SkipValue(dec)
+				}
+				var p layout.NamespaceProcess
+				if err := dec.Decode(&p); err != nil {
+					return err
+				}
+				ni.Processes = append(ni.Processes, p)
+				return nil
+			})
+		case "mounts":
+			return jsonstream.WalkArray(dec, func() error {
+				var m layout.NamespaceMount
+				if err := dec.Decode(&m); err != nil {
+					return err
+				}
+				if len(st.mounts)+len(mounts) >= maxMounts {
+					return nil
+				}
+				mounts = append(mounts, mountRec{ID: m.ID, ParentID: m.ParentID, Dev: m.Dev(), Major: m.Major,
+					Root: m.Root, MountPoint: m.MountPoint, FSType: m.FSType, Source: m.Source,
+					Propagation: m.Propagation.String(), Class: m.Class})
+				return nil
+			})
+		}
+		return jsonstream.SkipValue(dec)
+	})
+	if err != nil {
+		return err
+	}
+	if ni.Host && st.hostNS == 0 {
+		st.hostNS = ni.Inode
+	}
+	if ni.Nodesnap != "" && !ni.Host && len(st.selfNS) < maxDeviceNS {
+		st.selfNS[ni.Inode] = ni.Nodesnap
+	}
+	for i := range mounts {
+		mounts[i].NS, mounts[i].Host = ni.Inode, ni.Host
+	}
+	if room := maxMounts - len(st.mounts); len(mounts) > room {
+		mounts = mounts[:max(room, 0)]
+	}
+	st.mounts = append(st.mounts, mounts...)
+	if ni.Mountinfo != "" {
+		st.mountinfoPath[ni.Inode] = layout.DirMounts + "/" + ni.Mountinfo
+	}
+	st.nsInfo[ni.Inode] = ni
+	return nil
+}
+
+// deviceLite is a device of the index with its namespaces left raw: only
+// devices mounted nowhere but outside the host's namespace are looked at
+// namespace by namespace, and the rest (tens of thousands of tmpfs and
+// overlay devices on a busy node) are never decoded further.
+type deviceLite struct {
+	Dev                      string              `json:"dev"`
+	Major                    uint32              `json:"major"`
+	Minor                    uint32              `json:"minor"`
+	Sources                  []string            `json:"sources"`
+	FSTypes                  []string            `json:"fs_types"`
+	Class                    string              `json:"class"`
+	Block                    *layout.BlockDevice `json:"block"`
+	InHostNamespace          bool                `json:"in_host_namespace"`
+	OnlyOutsideHostNamespace bool                `json:"only_outside_host_namespace"`
+	Namespaces               json.RawMessage     `json:"namespaces"`
+}
+
+func (st *state) readDevice(dec *json.Decoder) error {
+	// Most devices are mounted in the host's namespace: their raw bytes
+	// say so, and decoding them (each carries its namespaces' process
+	// lists) would cost more than the rest of the analysis.
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	if v, ok := rawBool(raw, "only_outside_host_namespace"); ok && !v {
+		if bytes.Contains(raw, []byte("only_in_nodesnap")) {
+			if v, ok := rawBool(raw, "only_in_nodesnap_namespaces"); ok && v {
+				st.selfOnlyN++
+				var l struct {
+					Dev string `json:"dev"`
+				}
+				if json.Unmarshal(raw, &l) == nil && len(st.selfOnlyDevs) < layout.MaxExcludedDevices {
+					st.selfOnlyDevs = append(st.selfOnlyDevs, l.Dev)
+				}
+			}
+		}
+		return nil
+	}
+	// Of the rest, a container's own tmpfs and overlay mounts are most:
+	// not a block device, and no kubelet or runtime path in sight.
+	if rawHas(raw, `"major": 0,`, `"major":0,`) && !containsAny(raw, dataPathMarkers) {
+		return nil
+	}
+	var l deviceLite
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return err
+	}
+	if !l.OnlyOutsideHostNamespace {
+		return nil
+	}
+	d := layout.MountDevice{Dev: l.Dev, Major: l.Major, Minor: l.Minor, Sources: l.Sources, FSTypes: l.FSTypes, Class: l.Class,
+		Block: l.Block, InHostNamespace: l.InHostNamespace, OnlyOutsideHostNamespace: true}
+	if len(l.Namespaces) > 0 {
+		if err := json.Unmarshal(l.Namespaces, &d.Namespaces); err != nil {
+			return fmt.Errorf("device %s: %w", l.Dev, err)
+		}
+	}
+	if !heldCandidate(&d) {
+		return nil
+	}
+	if _, ok := st.devices[d.Dev]; !ok {
+		st.deviceOrder = append(st.deviceOrder, d.Dev)
+	}
+	st.devices[d.Dev] = &deviceRec{MountDevice: d}
+	return nil
+}
+
+// rawBool finds `"key": true|false` in a JSON object's bytes, at any depth
+// (ok is false when absent or ambiguous: then the caller decodes). Only for
+// keys that appear once per object.
+func rawBool(raw []byte, key string) (v, ok bool) {
+	k := []byte(`"` + key + `"`)
+	i := bytes.Index(raw, k)
+	if i < 0 || bytes.Contains(raw[i+len(k):], k) {
+		return false, false
+	}
+	rest := bytes.TrimLeft(raw[i+len(k):], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return false, false
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	switch {
+	case bytes.HasPrefix(rest, []byte("true")):
+		return true, true
+	case bytes.HasPrefix(rest, []byte("false")):
+		return false, true
+	}
+	return false, false
+}
+
+// readMountinfo reads a raw mounts/ns/<inode>.mountinfo (bundles written
+// before 2026-11-24; development builds before 2026-11 have
+// mounts/ns/<inode>/mountinfo), keeping the lines evidence may quote (see
+// keepMountinfoLine).
+func (st *state) readMountinfo(name string, r io.Reader) error {
+	id, ok := strings.CutSuffix(path.Base(name), ".mountinfo")
+	if !ok {
+		id = path.Base(path.Dir(name))
+	}
+	ns, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		return nil // not one of the collector's
+	}
+	if _, ok := st.mountinfoPath[ns]; !ok {
+		st.mountinfoPath[ns] = name
+	}
+	return eachLine(r, func(b []byte, n int, cut bool) error {
+		st.keepMountinfoLine(ns, st.hostNS != 0 && ns == st.hostNS, b, n, cut)
+		return nil
+	})
+}
+
+// readMountinfoTables reads mounts/mountinfo.txt (and its further parts):
+// every namespace's raw table after its header line
+// (layout.FormatMountinfoHeader). The header says which namespace the
+// lines that follow belong to, and whether it is the host's, so the file
+// reads the same before or after mounts.json.
+func (st *state) readMountinfoTables(name string, r io.Reader) error {
+	var ns uint64
+	var host bool
+	return eachLine(r, func(b []byte, n int, cut bool) error {
+		if layout.IsMountinfoHeader(b) {
+			h, ok := layout.ParseMountinfoHeader(b)
+			if !ok || cut {
+				ns = 0 // lines of a table nobody can name are not quoted
+				return nil
+			}
+			ns, host = h.Inode, h.Host || (st.hostNS != 0 && h.Inode == st.hostNS)
+			if _, ok := st.mountinfoPath[ns]; !ok {
+				st.mountinfoPath[ns] = name
+			}
+			return nil
+		}
+		if ns != 0 {
+			st.keepMountinfoLine(ns, host, b, n, cut)
+		}
+		return nil
+	})
+}
+
+// keepMountinfoLine keeps line n of namespace ns's raw table when evidence
+// may quote it: mounts outside the host's namespace of a block device, a
+// network or FUSE filesystem, or under a kubelet or runtime directory; in
+// the host's namespace only the last two.
+func (st *state) keepMountinfoLine(ns uint64, host bool, b []byte, n int, cut bool) {
+	ms, _ := procfs.ParseMountInfo(b)
+	if len(ms) != 1 {
+		return
+	}
+	m := ms[0]
+	class := procfs.Classify(m)
+	if class == procfs.ClassPseudo {
+		return
+	}
+	keep := class == procfs.ClassNetwork || class == procfs.ClassFUSE || dataPath(m.MountPoint)
+	if !host && m.Major != 0 {
+		keep = true
+	}
+	if !keep {
+		return
+	}
+	if len(st.mountinfoLines) >= maxMountinfoLines || st.mountinfoBytes >= maxMountinfoBytes {
+		st.mountinfoSpare++
+		return
+	}
+	l := keepLine(n, b, cut)
+	st.mountinfoBytes += len(l.Text)
+	st.mountinfoLines[nsMount{ns, m.ID}] = l
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The whole-node comparison of issue 10: a full `nodesnap collect` against
+# `sos report --batch` on a sick node built on this machine (see
+# test/faults/fullnode_test.go for the scenario). Needs root, FUSE, loop
+# devices and Debian's sosreport package. ROUNDS=3 by default.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || { echo "test/bench/full_node.sh: needs root" >&2; exit 1; }
+command -v sos >/dev/null || echo "test/bench/full_node.sh: sos not installed (apt-get install sosreport); nodesnap alone is measured" >&2
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+NODESNAP_BENCH_FULL=1 RESULTS_JSONL="$RESULTS_DIR/results.jsonl" ROUNDS="${ROUNDS:-3}" \
+  go test -count=1 -timeout 60m -run '^TestBenchFullNode$' -v ./test/faults/ | grep -E 'fullnode_test|^(ok|FAIL|---)'
