@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodesnap/nodesnap/analyze"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/internal/textfit"
-	"github.com/nodesnap/nodesnap/supervisor"
+	"github.com/nodesnap/nodesnap/read/analyze"
 )
 
 // explainOptions are explain's flags; the ones after bundle are for a

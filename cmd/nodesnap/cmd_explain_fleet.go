@@ -16,9 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/nodesnap/nodesnap/analyze"
-	"github.com/nodesnap/nodesnap/fleet"
-	"github.com/nodesnap/nodesnap/outputdir"
+	"github.com/nodesnap/nodesnap/bundle/naming"
+	"github.com/nodesnap/nodesnap/features/fleet"
+	"github.com/nodesnap/nodesnap/read/analyze"
 )
 
 // collectPodNode finds the pod's node through the API and collects it as
@@ -61,7 +61,7 @@ func collectPodNode(ctx context.Context, o *explainOptions, name string, stderr 
 		o.image = DefaultImageRepo + ":" + toolVersion()
 	}
 	if o.outputDir == "" {
-		o.outputDir = "nodesnap-explain-" + time.Now().UTC().Format(outputdir.TimeLayout)
+		o.outputDir = "nodesnap-explain-" + time.Now().UTC().Format(naming.TimeLayout)
 	}
 	if o.output == "text" {
 		fmt.Fprintf(stderr, "nodesnap: pod %s/%s is on node %s: collecting it (image %s, into %s)\n", o.namespace, name, node, o.image, o.outputDir)

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"io"
 
-	"github.com/nodesnap/nodesnap/analyze"
+	"github.com/nodesnap/nodesnap/read/analyze"
 )
 
 // The node image's build has no Kubernetes client: explain reads bundles.

@@ -13,20 +13,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // explainBundle is an analyze fixture with the API's view of its node.
 func explainBundle(t *testing.T, incident, view string) string {
 	t.Helper()
 	files := map[string]string{}
-	for name, b := range testkit.ReadTree(t, filepath.Join("..", "..", "analyze", "testdata", incident)) {
+	for name, b := range testkit.ReadTree(t, filepath.Join("..", "..", "read", "analyze", "testdata", incident)) {
 		if name != "_manifest.json" {
 			files[name] = string(b)
 		}
 	}
 	if view != "" {
-		b, err := os.ReadFile(filepath.Join("..", "..", "analyze", "testdata", "cluster", view+".json"))
+		b, err := os.ReadFile(filepath.Join("..", "..", "read", "analyze", "testdata", "cluster", view+".json"))
 		if err != nil {
 			t.Fatal(err)
 		}

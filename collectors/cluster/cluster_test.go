@@ -24,7 +24,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/cluster"
-	"github.com/nodesnap/nodesnap/collectors/internal/collectortest"
+	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
 )
 
 const (
@@ -200,7 +200,7 @@ func common(t *testing.T) collectors.Common {
 	return collectors.Common{Root: t.TempDir(), Since: 24 * time.Hour}
 }
 
-func objects(t *testing.T, b *collectortest.Bundle) layout.ClusterObjects {
+func objects(t *testing.T, b *supervisortest.Bundle) layout.ClusterObjects {
 	t.Helper()
 	var o layout.ClusterObjects
 	if err := json.Unmarshal(b.File(t, layout.ClusterObjectsPath), &o); err != nil {
@@ -211,8 +211,8 @@ func objects(t *testing.T, b *collectortest.Bundle) layout.ClusterObjects {
 
 func TestClusterCollectsTheNodesView(t *testing.T) {
 	f := newFakeAPI(t)
-	collectortest.Flags(t, layout.DirCluster, "--kubeconfig", f.kubeconfig(t, apiToken), "--node-name", node, "--cluster-page-size", "2")
-	b := collectortest.Collect(t, layout.DirCluster, common(t))
+	supervisortest.Flags(t, layout.DirCluster, "--kubeconfig", f.kubeconfig(t, apiToken), "--node-name", node, "--cluster-page-size", "2")
+	b := supervisortest.Collect(t, layout.DirCluster, common(t))
 	if b.Res.Status != "ok" {
 		t.Fatalf("status %s (%s), notes %s", b.Res.Status, b.Res.Error, b.Notes())
 	}
@@ -254,7 +254,7 @@ func TestClusterCollectsTheNodesView(t *testing.T) {
 		}
 	}
 	for _, s := range []string{apiToken, envSecret, annotSecret, "very-secret-param", "nodePublishSecretRef", "stage"} {
-		collectortest.AssertAbsent(t, b, s)
+		supervisortest.AssertAbsent(t, b, s)
 	}
 }
 
@@ -264,7 +264,7 @@ func TestClusterWithoutCredentialIsUnsupported(t *testing.T) {
 	if _, err := os.Stat(cluster.ServiceAccountDir); err == nil {
 		t.Skip("this machine is a pod with a service account")
 	}
-	b := collectortest.Collect(t, layout.DirCluster, common(t))
+	b := supervisortest.Collect(t, layout.DirCluster, common(t))
 	if b.Res.Status != "unsupported" || !strings.Contains(b.Res.Error, "no credential") {
 		t.Errorf("status %s, error %q", b.Res.Status, b.Res.Error)
 	}
@@ -275,8 +275,8 @@ func TestClusterWithoutCredentialIsUnsupported(t *testing.T) {
 
 func TestClusterRejectedToken(t *testing.T) {
 	f := newFakeAPI(t)
-	collectortest.Flags(t, layout.DirCluster, "--kubeconfig", f.kubeconfig(t, "wrong-token-value-123456"), "--node-name", node)
-	b := collectortest.Collect(t, layout.DirCluster, common(t))
+	supervisortest.Flags(t, layout.DirCluster, "--kubeconfig", f.kubeconfig(t, "wrong-token-value-123456"), "--node-name", node)
+	b := supervisortest.Collect(t, layout.DirCluster, common(t))
 	if b.Res.Status == "ok" || !strings.Contains(b.Res.Error+b.Notes(), "401") {
 		t.Errorf("status %s, error %q, notes %s", b.Res.Status, b.Res.Error, b.Notes())
 	}
@@ -289,8 +289,8 @@ func TestClusterUnverifiedServerGetsNoToken(t *testing.T) {
 	ca := base64.StdEncoding.EncodeToString(otherCA(t))
 	fixed := strings.Replace(string(raw), "certificate-authority-data: ", "certificate-authority-data: "+ca+"\n    x: ", 1)
 	_ = os.WriteFile(kc, []byte(fixed), 0o600)
-	collectortest.Flags(t, layout.DirCluster, "--kubeconfig", kc, "--node-name", node)
-	b := collectortest.Collect(t, layout.DirCluster, common(t))
+	supervisortest.Flags(t, layout.DirCluster, "--kubeconfig", kc, "--node-name", node)
+	b := supervisortest.Collect(t, layout.DirCluster, common(t))
 	if b.Res.Status == "ok" || !strings.Contains(b.Res.Error+b.Notes(), "certificate") {
 		t.Errorf("status %s, error %q, notes %s", b.Res.Status, b.Res.Error, b.Notes())
 	}
@@ -304,9 +304,9 @@ func TestClusterUnverifiedServerGetsNoToken(t *testing.T) {
 func TestClusterSlowAPIServerIsPartial(t *testing.T) {
 	f := newFakeAPI(t)
 	f.delay = 3 * time.Second
-	collectortest.Flags(t, layout.DirCluster, "--kubeconfig", f.kubeconfig(t, apiToken), "--node-name", node, "--cluster-request-timeout", "500ms")
+	supervisortest.Flags(t, layout.DirCluster, "--kubeconfig", f.kubeconfig(t, apiToken), "--node-name", node, "--cluster-request-timeout", "500ms")
 	start := time.Now()
-	b := collectortest.Collect(t, layout.DirCluster, common(t))
+	b := supervisortest.Collect(t, layout.DirCluster, common(t))
 	if b.Res.Status == "ok" || !strings.Contains(b.Res.Error+b.Notes(), "did not answer within") {
 		t.Errorf("status %s, error %q, notes %s", b.Res.Status, b.Res.Error, b.Notes())
 	}

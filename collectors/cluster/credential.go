@@ -17,7 +17,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
-	"github.com/nodesnap/nodesnap/isolate"
+	"github.com/nodesnap/nodesnap/engine/isolate"
 )
 
 // How the cluster collector finds a credential for the API server, most

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodesnap/nodesnap/analyze"
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/read/analyze"
 )
 
 // withCluster is an incident fixture with the API's view of its node

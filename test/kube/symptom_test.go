@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/analyze"
-	"github.com/nodesnap/nodesnap/internal/testkit"
+	"github.com/nodesnap/nodesnap/read/analyze"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // The cluster collector's view on a real cluster: it reads the node's view
