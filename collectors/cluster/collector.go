@@ -41,7 +41,7 @@ func init() {
 
 // NodeNameEnv names the node when nodesnap runs in a pod (the manifests
 // set it from spec.nodeName).
-const NodeNameEnv = "NODESNAP_NODE_NAME"
+const NodeNameEnv = "NODESNAP_NODE"
 
 // Options are the cluster collector's flags.
 type Options struct {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 // How the cluster collector finds a credential for the API server, most
@@ -62,6 +64,7 @@ type credential struct {
 	source   string // said in requests.json and the manifest; never the secret
 	tlsHow   string
 	identity string // the client certificate's user, when known
+	rootsPEM []byte // the CA certificates of a kubeconfig
 }
 
 // errNoCredential: nothing to authenticate with; the collector is
@@ -99,7 +102,19 @@ func resolveCredential(ctx context.Context, env *collectors.Env, o Options) (*cr
 		c, err := loadKubeconfig(rd.own, o.Kubeconfig, o.Context, "--kubeconfig "+o.Kubeconfig)
 		return c, nil, err
 	}
+	kubelets := kubeletKubeconfigs(ctx, env, rd)
 	if c, err := serviceAccount(rd); err == nil {
+		// The pod runs in the node's network: reach the API server as the
+		// node's kubelet does, not through the Service address, which
+		// needs the node's service proxy (itself maybe what is sick).
+		for _, k := range kubelets {
+			if kc, err := loadKubeconfigFor(k.read, k.path, "", k.what, false); err == nil {
+				c.server, c.tlsName = kc.server, kc.tlsName
+				c.roots = mergePools(c.roots, kc.rootsPEM)
+				c.source += "; the API server at the address " + k.what + " names"
+				break
+			}
+		}
 		return c, notes, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		notes = append(notes, err.Error())
@@ -112,8 +127,8 @@ func resolveCredential(ctx context.Context, env *collectors.Env, o Options) (*cr
 		}
 		notes = append(notes, err.Error())
 	}
-	for _, p := range KubeletKubeconfigs {
-		c, err := loadKubeconfig(rd.host, p, "", "the kubelet's kubeconfig "+p)
+	for _, k := range kubelets {
+		c, err := loadKubeconfig(k.read, k.path, "", k.what)
 		switch {
 		case err == nil:
 			return c, notes, nil
@@ -201,6 +216,12 @@ type kubeconfig struct {
 // loadKubeconfig reads a kubeconfig with read (own or host files: the
 // files it names are read the same way, relative to its directory).
 func loadKubeconfig(read func(string, int64) ([]byte, error), p, ctxName, what string) (*credential, error) {
+	return loadKubeconfigFor(read, p, ctxName, what, true)
+}
+
+// loadKubeconfigFor reads a kubeconfig; without needUser, only its server
+// and CA (the user's credential is neither read nor required).
+func loadKubeconfigFor(read func(string, int64) ([]byte, error), p, ctxName, what string, needUser bool) (*credential, error) {
 	raw, err := read(p, 1<<20)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -273,12 +294,17 @@ func loadKubeconfig(read func(string, int64) ([]byte, error), p, ctxName, what s
 			return nil, fmt.Errorf("%s names no certificate authority for %s: the server cannot be verified, so no credential is sent", what, u.Host)
 		}
 		c.roots = x509.NewCertPool()
+		c.rootsPEM = ca
 		if !c.roots.AppendCertsFromPEM(ca) {
 			return nil, fmt.Errorf("%s: its certificate authority holds no PEM certificate", what)
 		}
 	}
 	if !found {
 		return nil, fmt.Errorf("%s has no cluster %q", what, clusterName)
+	}
+	if !needUser {
+		c.source = what
+		return c, nil
 	}
 	for _, us := range kc.Users {
 		if us.Name != userName {
@@ -344,4 +370,81 @@ func loadKubeconfig(read func(string, int64) ([]byte, error), p, ctxName, what s
 		c.source += " (bearer token)"
 	}
 	return c, nil
+}
+
+// mergePools adds PEM certificates to a pool (both the service account's
+// CA and the kubelet's kubeconfig's are the cluster's).
+func mergePools(p *x509.CertPool, pem []byte) *x509.CertPool {
+	if len(pem) > 0 {
+		p.AppendCertsFromPEM(pem)
+	}
+	return p
+}
+
+// kubeletConfig is a kubelet kubeconfig to try: the running kubelet's
+// (its --kubeconfig, read in its own mount namespace through
+// /proc/<pid>/root), then the usual paths under --root.
+type kubeletConfig struct {
+	path, what string
+	read       func(string, int64) ([]byte, error)
+}
+
+func kubeletKubeconfigs(ctx context.Context, env *collectors.Env, rd reader) []kubeletConfig {
+	var out []kubeletConfig
+	seen := map[string]bool{}
+	for _, rk := range runningKubeletKubeconfigs(ctx, env) {
+		root := "/proc/" + rk.pid + "/root"
+		out = append(out, kubeletConfig{path: rk.path, what: "the running kubelet's --kubeconfig " + rk.path + " (pid " + rk.pid + ")",
+			read: func(p string, max int64) ([]byte, error) { return rd.host(root+p, max) }})
+		seen[rk.path] = true
+	}
+	for _, p := range KubeletKubeconfigs {
+		if !seen[p] {
+			out = append(out, kubeletConfig{path: p, what: "the kubelet's kubeconfig " + p, read: rd.host})
+		}
+	}
+	return out
+}
+
+type runningKubelet struct{ pid, path string }
+
+// runningKubeletKubeconfigs reads the --kubeconfig of every running
+// kubelet: its command line through an isolated worker (reading
+// /proc/<pid>/cmdline takes the process's mmap lock), its comm and stat
+// directly, as the processes collector does.
+func runningKubeletKubeconfigs(ctx context.Context, env *collectors.Env) []runningKubelet {
+	pids, err := hostfs.ListPIDs(env.ProcPath())
+	if err != nil {
+		return nil
+	}
+	var out []runningKubelet
+	for _, pid := range pids {
+		if ctx.Err() != nil || len(out) >= 2 {
+			break
+		}
+		ps := strconv.Itoa(pid)
+		b, err := os.ReadFile(env.ProcPath(ps, "stat"))
+		if err != nil {
+			continue
+		}
+		st, err := procfs.ParseStat(b)
+		if err != nil || st.IsKernelThread() || st.Comm != "kubelet" {
+			continue
+		}
+		res, err := env.Host().Read(ctx, hostfs.Path("/proc/"+ps+"/cmdline"), 128<<10)
+		if err != nil {
+			continue
+		}
+		args := procfs.ParseCmdline(res.Data)
+		for i := 1; i < len(args); i++ {
+			v, ok := strings.CutPrefix(args[i], "--kubeconfig=")
+			if !ok && args[i] == "--kubeconfig" && i+1 < len(args) {
+				v, ok = args[i+1], true
+			}
+			if ok && path.IsAbs(v) {
+				out = append(out, runningKubelet{pid: ps, path: path.Clean(v)})
+			}
+		}
+	}
+	return out
 }

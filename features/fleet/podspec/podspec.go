@@ -151,7 +151,7 @@ func PodSpec(o Options) corev1.PodSpec {
 				fieldEnv("NODESNAP_POD_NAMESPACE", "metadata.namespace"),
 				fieldEnv("NODESNAP_POD_NAME", "metadata.name"),
 				// The cluster collector reads this Node's view from the API.
-				fieldEnv("NODESNAP_NODE_NAME", "spec.nodeName"),
+				fieldEnv("NODESNAP_NODE", "spec.nodeName"),
 			},
 			SecurityContext: &corev1.SecurityContext{Privileged: ptr(true), RunAsUser: ptr(int64(0))},
 			Resources: corev1.ResourceRequirements{
