@@ -619,8 +619,24 @@ func (st *state) groupFindings() {
 			len(mps), what, orUnknown(k.fstype), orUnknown(k.source), where)
 		g.Explanation = fmt.Sprintf("These mounts share their filesystem type, their source and their mount namespace, so they are one cause (one server or one FUSE daemon), not %d. The first one's details: %s Mountpoints: %s.",
 			len(mps), first.Explanation, listOf(mps, 10))
-		if len(first.Evidence) > 4 {
-			g.Evidence = append([]Evidence{}, first.Evidence[:4]...)
+		// The first mount's evidence, and each member's probe (the
+		// record that shows how it failed) for the first few.
+		g.Evidence = append([]Evidence{}, first.Evidence[:min(len(first.Evidence), 4)]...)
+		for n, i := range idx[1:] {
+			if n == 10 {
+				break
+			}
+			for _, e := range st.findings[i].Evidence {
+				if _, ok := e.Record.(layout.MountProbe); ok {
+					g.Evidence = append(g.Evidence, e)
+					break
+				}
+			}
+		}
+		for _, e := range first.Evidence[min(len(first.Evidence), 4):] {
+			if _, ok := e.Record.(layout.MountProbe); ok {
+				g.Evidence = append(g.Evidence, e)
+			}
 		}
 		g.Evidence = append(g.Evidence, Evidence{Path: layout.ProbesPath, What: "every mount of this group", Record: mps})
 		g.Members = members
