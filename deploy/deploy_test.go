@@ -116,6 +116,15 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Fatalf("%d %s objects, want 1", len(objs[kind]), kind)
 		}
 	}
+	// The kubelet collector's role and binding, its pprof opt-in's, and
+	// the cluster collector's (nodesnap-cluster, checked in
+	// TestManifestsEqualPodspec).
+	// rbac-pprof.yaml binds its account to the read role and to nodes/proxy.
+	for kind, want := range map[string]int{"ClusterRole": 3, "ClusterRoleBinding": 4} {
+		if len(objs[kind]) != want {
+			t.Fatalf("%d %s objects, want %d (nodesnap, nodesnap-pprof and nodesnap-cluster)", len(objs[kind]), kind, want)
+		}
+	}
 	ns := objs["Namespace"][0].(*corev1.Namespace)
 	if ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
 		t.Errorf("namespace %s does not let Pod Security Admission admit privileged pods", ns.Name)
