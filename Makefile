@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BUILD_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.buildDate=$(BUILD_DATE)
 
-.PHONY: all build test test-kernel test-short e2e-k8s bench lint fmt vet fuzz reliability clean
+.PHONY: all build test test-kernel test-short e2e-k8s bench bench-smoke lint fmt vet fuzz reliability clean
 
 all: build
 
@@ -28,6 +28,7 @@ test: test-kernel
 test-kernel: vet
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
 	$(GO) -C release test -count=1 -timeout 20m ./...
+	$(MAKE) --no-print-directory bench-smoke
 
 ## e2e-k8s: a real single-node Kubernetes built from upstream source (cached in
 ## /var/cache/nodesnap-e2e; ~12 min cold on 2 cores), nodesnap's e2e tests on it,
@@ -51,6 +52,11 @@ test-short:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	@for s in test/bench/*.sh; do [ -x "$$s" ] || continue; echo "== $$s"; NODESNAP=$(CURDIR)/$(BIN) "$$s" || exit 1; done
+
+## bench-smoke: every test/bench/*.sh once at its smallest size (root): it runs,
+## its own checks hold, it prints its figures; no timing is asserted.
+bench-smoke: build
+	NODESNAP=$(CURDIR)/$(BIN) test/bench/smoke
 
 ## fuzz: each fuzz target for FUZZTIME (default 20s). A target fails only when it
 ## writes a failing input to testdata/fuzz/<target>: Go 1.26's coordinator can end a
