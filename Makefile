@@ -48,10 +48,14 @@ e2e-k8s: build image
 test-short:
 	$(GO) test -short -count=1 ./...
 
-## bench: Go micro-benchmarks, then the side-by-side comparisons in test/bench/ (root)
+## bench: Go micro-benchmarks, then the side-by-side comparisons in test/bench/ (root),
+## each one's output kept in bench-results/ and copied into docs/performance.md
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
-	@for s in test/bench/*.sh; do [ -x "$$s" ] || continue; echo "== $$s"; NODESNAP=$(CURDIR)/$(BIN) "$$s" || exit 1; done
+	@mkdir -p bench-results
+	@for s in test/bench/*.sh; do [ -x "$$s" ] || continue; echo "== $$s"; \
+	  { echo "# command: $$s"; NODESNAP=$(CURDIR)/$(BIN) "$$s"; } 2>&1 | tee bench-results/$$(basename $$s .sh).txt || exit 1; done
+	test/bench/perfdoc
 
 ## bench-smoke: every test/bench/*.sh once at its smallest size (root): it runs,
 ## its own checks hold, it prints its figures; no timing is asserted.
