@@ -21,17 +21,18 @@ import (
 // collector still runs and its status (and analyze) says what is missing.
 // A test keeps it complete: every collector of the registry has its line.
 var collectorNeeds = map[string]string{
-	"host":       "nothing beyond reading /proc and /etc; root for a few /proc files",
-	"processes":  "root: other users' /proc/<pid> files and every kernel stack (/proc/<pid>/stack)",
-	"mounts":     "root: /proc/<pid>/mountinfo of every mount namespace",
-	"openfiles":  "root: /proc/<pid>/fd, cwd, root, exe and maps of other users' processes",
-	"mountprobe": "root: a stat and statfs of every mount, pod volumes included",
-	"dirshape":   "root: the kubelet's, runtime's and CSI trees (/var/lib/kubelet, /var/lib/containerd, ...)",
-	"kubelet":    "a credential for the kubelet's port 10250: a ServiceAccount token (--kubelet-token-file, $NODESNAP_KUBELET_TOKEN, the pod's own) or a client certificate (--kubelet-client-cert); healthz needs none",
-	"runtime":    "root and the runtime's sockets: containerd (/run/containerd/containerd.sock, and its debug socket), CRI-O (/var/run/crio/crio.sock), dockerd (/var/run/docker.sock)",
-	"csi":        "root: /var/lib/kubelet/plugins, plugins_registry, pod volume directories and the CSI pods' logs under /var/log/pods",
-	"journal":    "root (or the systemd-journal group) for the journal files in /var/log/journal or /run/log/journal; journalctl only with --journal-reader=journalctl",
-	"nodeconfig": "root for configuration files readable only by root (kubelet and runtime configuration)",
+	"host":           "nothing beyond reading /proc and /etc; root for a few /proc files",
+	"processes":      "root: other users' /proc/<pid> files and every kernel stack (/proc/<pid>/stack)",
+	"mounts":         "root: /proc/<pid>/mountinfo of every mount namespace",
+	"openfiles":      "root: /proc/<pid>/fd, cwd, root, exe and maps of other users' processes",
+	"mountprobe":     "root: a stat and statfs of every mount, pod volumes included",
+	"dirshape":       "root: the kubelet's, runtime's and CSI trees (/var/lib/kubelet, /var/lib/containerd, ...)",
+	"kubelet":        "a credential for the kubelet's port 10250: a ServiceAccount token (--kubelet-token-file, $NODESNAP_KUBELET_TOKEN, the pod's own) or a client certificate (--kubelet-client-cert); healthz needs none",
+	"runtime":        "root and the runtime's sockets: containerd (/run/containerd/containerd.sock, and its debug socket), CRI-O (/var/run/crio/crio.sock), dockerd (/var/run/docker.sock)",
+	"csi":            "root: /var/lib/kubelet/plugins, plugins_registry, pod volume directories and the CSI pods' logs under /var/log/pods",
+	"journal":        "root (or the systemd-journal group) for the journal files in /var/log/journal or /run/log/journal; journalctl only with --journal-reader=journalctl",
+	"nodeconfig":     "root for configuration files readable only by root (kubelet and runtime configuration)",
+	"storageclients": "root: /proc/1/mountstats, other processes' stacks and descriptors, debugfs (mounted in a private mount namespace when it is not: CAP_SYS_ADMIN) and fusectl",
 }
 
 type collectorOption struct {
@@ -105,11 +106,11 @@ same for machines.
 				enc.SetIndent("", "  ")
 				return enc.Encode(infos)
 			}
-			return writeCollectors(w, textfit.Width(w), infos, verbose)
+			return writeCollectors(w, textfit.Width(w), infos, verbose || !textfit.IsTerminal(w))
 		},
 	}
 	addOutputFlag(cmd, &output, "text", "json")
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every text whole, wrapped, instead of cut at the width")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every text whole, wrapped, instead of cut at the terminal's width (always so off a terminal)")
 	return cmd
 }
 
