@@ -240,7 +240,7 @@ if [ -n "$BASELINE" ]; then
 	printf '%-36s %9s %8s %8s %12s\n' "baseline: collect --only openfiles" "$(col base_openfiles 1 | median)" "$(col base_openfiles.own 1 | median)" "$(col base_openfiles 3 | median)" "$(col base_openfiles 2 | median)"
 fi
 echo
-echo "floor = a run of the smallest collector: two processes started, a bundle written and fsynced"
+echo "floor = a run of the smallest collector: six processes started (the supervisor, three workers of its own, the collector and its worker), a bundle written and fsynced"
 echo "mounts/cat     wall $(ratio "$m_mounts" "$m_cat")x, collector alone $(ratio "$m_mounts_own" "$m_cat")x, CPU $(ratio "$c_mounts" "$c_cat")x (target <= 0.3)"
 echo "mounts/cat, bundle on tmpfs: wall $(ratio "$(col mounts_ram 1 | median)" "$m_cat")x, collector alone $(ratio "$(col mounts_ram.own 1 | median)" "$m_cat")x, CPU $(ratio "$(col mounts_ram 3 | median)" "$c_cat")x"
 echo "openfiles/lsof wall $(ratio "$m_of" "$m_lsof")x, collector alone $(ratio "$m_of_own" "$m_lsof")x, CPU $(ratio "$c_of" "$c_lsof")x (target <= 0.25)"
