@@ -85,7 +85,7 @@ func TestBenchFullNode(t *testing.T) {
 	}
 	// A hung FUSE mount as a pod volume.
 	testkit.HungFUSE(t, filepath.Join(pods, podUID, "volumes/kubernetes.io~csi/pvc-hung/mount"), testkit.FUSEStartHung(), testkit.FUSESubtype("ceph-fuse"))
-	// The kubelet stand-in and lines (200,000) log lines.
+	// The kubelet stand-in and the log lines (200,000 unless FULL_LINES says).
 	kurl, token := kubeletStandIn(t, n.root)
 	var logb strings.Builder
 	for i := 0; i < lines; i++ {
