@@ -34,6 +34,7 @@ var collectorNeeds = map[string]string{
 	"journal":        "root (or the systemd-journal group) for the journal files in /var/log/journal or /run/log/journal; journalctl only with --journal-reader=journalctl",
 	"nodeconfig":     "root for configuration files readable only by root (kubelet and runtime configuration)",
 	"storageclients": "root: /proc/1/mountstats, other processes' stacks and descriptors, debugfs (mounted in a private mount namespace when it is not: CAP_SYS_ADMIN) and fusectl",
+	"cluster":        "a credential for the API server with get/list on the node's view (deploy/kubernetes/rbac.yaml's nodesnap-cluster): the pod's ServiceAccount, --kubeconfig, $KUBECONFIG, or the kubelet's own kubeconfig (root: /etc/kubernetes/kubelet.conf); the server verified against its CA",
 }
 
 type collectorOption struct {

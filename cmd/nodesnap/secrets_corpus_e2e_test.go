@@ -324,6 +324,15 @@ func collectCorpus(t *testing.T, dir string) {
 		mux.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
+	// The stand-in is this root's kubelet: its certificate is where a
+	// self-signed kubelet keeps its own.
+	kroot := kubeletRoot(t, srv.Certificate())
+	if err := os.MkdirAll(filepath.Join(root, "var/lib/kubelet/pki"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(kroot, "var/lib/kubelet/pki/kubelet.crt"), filepath.Join(root, "var/lib/kubelet/pki/kubelet.crt")); err != nil {
+		t.Fatal(err)
+	}
 
 	collect := func(extra ...string) (string, runResult) {
 		out := t.TempDir()

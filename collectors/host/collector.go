@@ -23,6 +23,7 @@ func init() {
 		Name:           layout.DirHost,
 		Description:    "hostname, kernel, os-release, uptime, load, cpu and memory, cgroup version, boot id",
 		DefaultEnabled: true,
+		PrestartWorker: true, // every run reads through a worker
 		DefaultTimeout: 15 * time.Second,
 		Needs:          []string{collectors.MountprobeName},
 		Run:            collectHost,

@@ -34,6 +34,7 @@ func init() {
 		Name:           layout.DirMounts,
 		Description:    "mountinfo of every mount namespace (read once per namespace, found through every task), namespace → processes, device → every namespace/process/mountpoint that mounts it",
 		DefaultEnabled: true,
+		PrestartWorker: true, // every run reads through a worker
 		DefaultTimeout: 30 * time.Second,
 		Run:            collectMounts,
 	})

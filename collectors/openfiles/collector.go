@@ -53,6 +53,7 @@ func init() {
 		Name:           layout.DirOpenFiles,
 		Description:    "lsof from /proc by readlink only (fds with fdinfo, cwd, root, exe, mapped files); holders per device and per mountpoint; kernel threads per device",
 		DefaultEnabled: true,
+		PrestartWorker: true, // every run reads through a worker
 		DefaultTimeout: 60 * time.Second,
 		Options:        &openFilesOptions,
 		Flags: func(fs *pflag.FlagSet) {

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -37,12 +39,14 @@ func TestBenchFullNode(t *testing.T) {
 	testkit.RequireRoot(t)
 	testkit.RequireFUSE(t)
 	testkit.RequireLoop(t)
+	// The node's size; the smoke run (test/bench/smoke) makes it small.
+	nss, entries, lines := envInt("FULL_NS", 100), envInt("FULL_ENTRIES", 1_000_000), envInt("FULL_LINES", 200_000)
 	n := newNode(t)
 	kubelet := filepath.Join(n.root, "var/lib/kubelet")
 
-	// 100 mount namespaces of 20 tasks each.
+	// nss (100) mount namespaces of 20 tasks each.
 	var holders []*exec.Cmd
-	for i := 0; i < 100; i++ {
+	for i := 0; i < nss; i++ {
 		c := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", "for i in $(seq 19); do sleep 3600 & done; wait")
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		if err := c.Start(); err != nil {
@@ -62,7 +66,8 @@ func TestBenchFullNode(t *testing.T) {
 	if err := unix.Unmount(loop.Mountpoint, 0); err != nil {
 		t.Fatal(err)
 	}
-	// The pods tree on a tmpfs: .deleting~ leaks and a 1,000,000-entry directory.
+	// The pods tree on a tmpfs: .deleting~ leaks and an entries-entry
+	// (1,000,000) directory.
 	pods := testkit.MountTmpfs(t, filepath.Join(kubelet, "pods"), "size=2g,nr_inodes=3m,mode=0755")
 	vol := filepath.Join(pods, podUID, "volumes/kubernetes.io~csi")
 	for i := 0; i < 40; i++ {
@@ -70,8 +75,8 @@ func TestBenchFullNode(t *testing.T) {
 	}
 	big := filepath.Join(pods, podUID, "volumes/kubernetes.io~empty-dir/cache")
 	os.MkdirAll(big, 0o755)
-	t.Logf("creating 1,000,000 entries in %s", big)
-	for i := 0; i < 1_000_000; i++ {
+	t.Logf("creating %d entries in %s", entries, big)
+	for i := 0; i < entries; i++ {
 		fd, err := unix.Open(fmt.Sprintf("%s/f%07d", big, i), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
 		if err != nil {
 			t.Fatal(err)
@@ -80,10 +85,10 @@ func TestBenchFullNode(t *testing.T) {
 	}
 	// A hung FUSE mount as a pod volume.
 	testkit.HungFUSE(t, filepath.Join(pods, podUID, "volumes/kubernetes.io~csi/pvc-hung/mount"), testkit.FUSEStartHung(), testkit.FUSESubtype("ceph-fuse"))
-	// The kubelet stand-in and 200,000 log lines.
-	kurl, token := kubeletStandIn(t)
+	// The kubelet stand-in and the log lines (200,000 unless FULL_LINES says).
+	kurl, token := kubeletStandIn(t, n.root)
 	var logb strings.Builder
-	for i := 0; i < 200_000; i++ {
+	for i := 0; i < lines; i++ {
 		fmt.Fprintf(&logb, "2026-11-21T08:%02d:%02d.%06d+00:00 node kubelet[4242]: I1121 08:00:00.000000    4242 reconciler.go:%d] \"operationExecutor.UnmountVolume started\" volumeName=\"kubernetes.io/csi/hostpath.csi.k8s.io^vol-%d\" podUID=\"%s\"\n", (i/60)%60, i%60, i, 100+i%50, i%400, podUID)
 	}
 	os.WriteFile(filepath.Join(n.root, "var/log/kubelet.log"), []byte(logb.String()), 0o600)
@@ -109,7 +114,13 @@ func TestBenchFullNode(t *testing.T) {
 		ours = append(ours, time.Since(start))
 		last = cmd.ProcessState.String()
 	}
-	bundles := mustReadDir(out)
+	// The bundle, without its .sha256 beside it.
+	var bundles []string
+	for _, e := range mustReadDir(out) {
+		if !strings.HasSuffix(e, ".sha256") {
+			bundles = append(bundles, e)
+		}
+	}
 	if len(bundles) != 1 {
 		t.Fatalf("nodesnap wrote %v (%s)", bundles, last)
 	}
@@ -188,6 +199,20 @@ func TestBenchFullNode(t *testing.T) {
 			f.Close()
 		}
 	}
+	// The figures mean nothing if the bundle misses what the node shows.
+	for what, found := range evidence {
+		if !found {
+			t.Errorf("nodesnap's bundle lacks the evidence: %s", what)
+		}
+	}
+}
+
+// envInt is the integer in the environment variable name, or def.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v >= 0 {
+		return v
+	}
+	return def
 }
 
 func mustReadDir(d string) []string {
@@ -207,7 +232,7 @@ func countTasks() int {
 // kubeletStandIn serves, over TLS with bearer auth, this process's real
 // pprof handlers (with a goroutine parked in cleanupOrphanedPodDirs), an
 // unhealthy healthz, metrics, configz and pods.
-func kubeletStandIn(t *testing.T) (url, token string) {
+func kubeletStandIn(t *testing.T, root string) (url, token string) {
 	token = "bench-kubelet-token-5d4c3b2a"
 	mux := testkit.KubeletMux(t)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -225,5 +250,14 @@ func kubeletStandIn(t *testing.T) (url, token string) {
 		mux.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
+	// It is the root's kubelet: its certificate is where a self-signed
+	// kubelet keeps its own, so the token goes to it.
+	pki := filepath.Join(root, "var/lib/kubelet/pki")
+	if err := os.MkdirAll(pki, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pki, "kubelet.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return srv.URL, token
 }
