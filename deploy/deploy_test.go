@@ -640,13 +640,16 @@ func TestDocsExamplesParse(t *testing.T) {
 	n := 0
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
-		inCode := false
+		inCode, shell := false, false
 		for i, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			if l := strings.TrimSpace(line); strings.HasPrefix(l, "```") {
 				inCode = !inCode
+				// A command's printed output (```text) is not an example.
+				lang := strings.TrimPrefix(l, "```")
+				shell = lang == "" || lang == "sh" || lang == "bash" || lang == "shell" || lang == "console"
 				continue
 			}
-			if !inCode {
+			if !inCode || !shell {
 				continue
 			}
 			_, rest, ok := strings.Cut(line, "nodesnap collect")
@@ -690,13 +693,16 @@ func checkPodCommandExamples(t *testing.T, files []string) int {
 	n := 0
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
-		inCode := false
+		inCode, shell := false, false
 		for i, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			if l := strings.TrimSpace(line); strings.HasPrefix(l, "```") {
 				inCode = !inCode
+				// A command's printed output (```text) is not an example.
+				lang := strings.TrimPrefix(l, "```")
+				shell = lang == "" || lang == "sh" || lang == "bash" || lang == "shell" || lang == "console"
 				continue
 			}
-			if !inCode {
+			if !inCode || !shell {
 				continue
 			}
 			for _, m := range podCommand.FindAllStringSubmatch(line, -1) {
