@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/inroot"
 	"github.com/nodesnap/nodesnap/redact"
 )
 
@@ -100,6 +101,11 @@ func ChildMain() int {
 	}
 	if env.Sys == "" {
 		env.Sys = roots.Seen("/sys")
+	}
+	// This process's own reads of host paths resolve inside the roots too.
+	if err := os.Setenv(inroot.EnvVar, strings.TrimPrefix(env.boundary().Env(), inroot.EnvVar+"=")); err != nil {
+		sink.send(Event{Type: EventDone, Status: StatusError, Error: "setting the root boundary: " + err.Error()})
+		return 1
 	}
 	ctx := context.Background()
 	if !cfg.Deadline.IsZero() {

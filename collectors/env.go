@@ -18,6 +18,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/human"
+	"github.com/nodesnap/nodesnap/internal/inroot"
 	"github.com/nodesnap/nodesnap/redact"
 )
 
@@ -94,13 +95,19 @@ func (e *Env) SysPath(elem ...string) string {
 	return filepath.Join(append([]string{e.Sys}, elem...)...)
 }
 
+// boundary is where host paths resolve: --root, with the live kernel's
+// /proc and /sys.
+func (e *Env) boundary() inroot.Boundary {
+	return inroot.Boundary{Root: e.Root, Proc: e.Proc, Sys: e.Sys}
+}
+
 // pool is the collector's pool of isolated workers. It is not handed out:
 // every item goes through DoTimeout, which records the ones that hang.
 func (e *Env) pool() *isolate.Pool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.workers == nil {
-		e.workers = isolate.NewPool(e.Workers, e.ProbeTimeout)
+		e.workers = isolate.NewPool(e.Workers, e.ProbeTimeout).Confine(e.boundary())
 	}
 	return e.workers
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/journal"
+	"github.com/nodesnap/nodesnap/internal/termsafe"
 	"github.com/nodesnap/nodesnap/internal/textfit"
 )
 
@@ -107,7 +108,7 @@ same for machines.
 				enc.SetIndent("", "  ")
 				return enc.Encode(infos)
 			}
-			return writeCollectors(w, textfit.Width(w), infos, verbose || !textfit.IsTerminal(w))
+			return writeCollectors(termsafe.NewWriter(w), textfit.Width(w), infos, verbose || !textfit.IsTerminal(w))
 		},
 	}
 	addOutputFlag(cmd, &output, "text", "json")

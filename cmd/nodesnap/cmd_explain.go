@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodesnap/nodesnap/engine/supervisor"
+	"github.com/nodesnap/nodesnap/internal/termsafe"
 	"github.com/nodesnap/nodesnap/internal/textfit"
 	"github.com/nodesnap/nodesnap/read/analyze"
 )
@@ -132,7 +133,12 @@ func writeExplanation(w io.Writer, output string, e *analyze.Explanation) error 
 	if output == "json" {
 		return writeJSONValue(w, e)
 	}
-	return analyze.WriteExplainText(w, e, textfit.Width(w))
+	// What the bundle and the API say reaches the terminal escaped.
+	tw := termsafe.NewWriter(w)
+	if err := analyze.WriteExplainText(tw, e, textfit.Width(w)); err != nil {
+		return err
+	}
+	return tw.Flush()
 }
 
 func writeJSONValue(w io.Writer, v any) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/internal/human"
+	"github.com/nodesnap/nodesnap/internal/termsafe"
 	"github.com/nodesnap/nodesnap/internal/textfit"
 )
 
@@ -83,7 +84,10 @@ manifest itself, with the validation's outcome.
 }
 
 func runInspect(cmd *cobra.Command, o inspectOptions, p string) error {
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	// Text from the bundle reaches the terminal escaped; JSON is
+	// written as encoding/json escapes it.
+	rawOut := cmd.OutOrStdout()
+	stdout, stderr := termsafe.NewWriter(rawOut), termsafe.NewWriter(cmd.ErrOrStderr())
 	rep, err := bundle.Validate(cmd.Context(), p)
 	if rep == nil || rep.Manifest == nil {
 		// Nothing to show: the archive is unsafe or no bundle.
@@ -106,7 +110,7 @@ func runInspect(cmd *cobra.Command, o inspectOptions, p string) error {
 		for _, c := range rep.Manifest.Collectors {
 			res.Collectors = append(res.Collectors, inspectCollector{Name: c.Name, Status: c.Status, Files: len(c.Files), Bytes: sizes[c.Name]})
 		}
-		enc := json.NewEncoder(stdout)
+		enc := json.NewEncoder(rawOut)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		if werr := enc.Encode(res); werr != nil {
@@ -219,7 +223,9 @@ func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose 
 		}
 		// The table's line is cut at the width by w; the whole text
 		// follows the table with -v.
-		fmt.Fprintf(tw, "%s\t%s\t%.2fs\t%d\t%s\t%s\n", c.Name, c.Status, c.DurationSeconds, len(c.Files), human.Bytes(sizes[c.Name]), human.FirstLine(detail))
+		// Cells escaped before the table is laid out: a hostile name
+		// is shown, aligned, never obeyed.
+		fmt.Fprintf(tw, "%s\t%s\t%.2fs\t%d\t%s\t%s\n", termsafe.Field(c.Name), termsafe.Field(c.Status), c.DurationSeconds, len(c.Files), human.Bytes(sizes[c.Name]), termsafe.Field(human.FirstLine(detail)))
 		if verbose && detail != "" {
 			details = append(details, c.Name+": "+detail)
 		}
@@ -276,7 +282,7 @@ func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose 
 			if n := sumCounts(f.Redactions); n > 0 {
 				flags = append(flags, fmt.Sprintf("redacted:%d", n))
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", f.Path, f.Size, f.Kind, strings.Join(flags, ","))
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", termsafe.Field(f.Path), f.Size, termsafe.Field(f.Kind), strings.Join(flags, ","))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

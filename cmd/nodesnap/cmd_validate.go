@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/internal/termsafe"
 )
 
 type validateOptions struct {
@@ -64,7 +65,10 @@ each.
 // runValidate checks every bundle, then returns the worst outcome: an
 // unreadable bundle (exit 1) before an invalid one (exit 3).
 func runValidate(cmd *cobra.Command, o validateOptions, paths []string) error {
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	// Text from the bundle (its problems name its entries) reaches the
+	// terminal escaped; JSON is written as encoding/json escapes it.
+	rawOut := cmd.OutOrStdout()
+	stdout, stderr := termsafe.NewWriter(rawOut), termsafe.NewWriter(cmd.ErrOrStderr())
 	var fatal, invalid error
 	failed := 0
 	for _, p := range paths {
@@ -88,7 +92,7 @@ func runValidate(cmd *cobra.Command, o validateOptions, paths []string) error {
 			}
 		}
 		if o.output == "json" {
-			if err := json.NewEncoder(stdout).Encode(res); err != nil {
+			if err := json.NewEncoder(rawOut).Encode(res); err != nil {
 				return err
 			}
 			continue

@@ -17,6 +17,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors"
 	_ "github.com/nodesnap/nodesnap/collectors/all"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
+	"github.com/nodesnap/nodesnap/internal/termsafe"
 )
 
 // Exit statuses, in one place. Every command's help refers to these.
@@ -154,11 +155,12 @@ func exitCode(w interface{ Write([]byte) (int, error) }, err error) int {
 	var pe *partialError
 	if errors.As(err, &pe) {
 		if pe.msg != "" {
-			fmt.Fprintln(w, "nodesnap: "+pe.msg)
+			fmt.Fprintln(w, "nodesnap: "+termsafe.Text(pe.msg))
 		}
 		return exitPartial
 	}
-	fmt.Fprintln(w, "nodesnap: "+err.Error())
+	// An error may quote a bundle, a node or a peer: shown, never obeyed.
+	fmt.Fprintln(w, "nodesnap: "+termsafe.Text(err.Error()))
 	var ue *supervisor.UsageError
 	var fe *flagError
 	var le *lockedError

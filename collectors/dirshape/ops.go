@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors/internal/shared"
+	"github.com/nodesnap/nodesnap/internal/inroot"
 	"golang.org/x/sys/unix"
 )
 
@@ -121,7 +122,7 @@ func ScanDirShape(req DirShapeScanRequest) layout.DirShapeRoot {
 
 	// The root itself may be a symlink (a relocated /var/lib/docker, say)
 	// and is followed; nothing below it is.
-	fd, err := unix.Open(req.Path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := inroot.Process().Open(req.Path, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		switch {
 		case errors.Is(err, unix.ENOENT):

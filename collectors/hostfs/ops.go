@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/inroot"
 )
 
 // The worker side: operations that run in an isolated worker process.
@@ -66,9 +68,9 @@ func ListDir(dir string, max int) (Listing, error) {
 	if max <= 0 {
 		max = 10000
 	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := inroot.Process().Open(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
-		return Listing{}, fmt.Errorf("open %s: %w", dir, err)
+		return Listing{}, err
 	}
 	defer func() { _ = unix.Close(fd) }() // read-only: nothing to lose
 	res := Listing{Entries: []Dirent{}}
@@ -135,7 +137,7 @@ type GlobResult struct {
 }
 
 func globOp(rq GlobRequest) (any, error) {
-	m, err := filepath.Glob(rq.Pattern)
+	m, err := globInRoot(rq.Pattern)
 	if err != nil {
 		return nil, fmt.Errorf("glob %s: %w", rq.Pattern, err)
 	}
@@ -145,3 +147,58 @@ func globOp(rq GlobRequest) (any, error) {
 	}
 	return r, nil
 }
+
+// globInRoot is filepath.Glob with every directory listed and every
+// name checked inside the worker's boundary: a link in the pattern's way
+// resolves as it would on the host, never outside the root.
+func globInRoot(pattern string) ([]string, error) {
+	pattern = filepath.Clean(pattern)
+	if _, err := filepath.Match(pattern, ""); err != nil {
+		return nil, err
+	}
+	parts := strings.Split(strings.TrimPrefix(pattern, "/"), "/")
+	fixed := "/"
+	i := 0
+	for ; i < len(parts) && !hasMeta(parts[i]); i++ {
+		fixed = filepath.Join(fixed, unescape(parts[i]))
+	}
+	b := inroot.Process()
+	matches := []string{fixed}
+	if i == len(parts) {
+		fd, err := b.Open(fixed, unix.O_PATH|unix.O_NOFOLLOW)
+		if err != nil {
+			return nil, nil
+		}
+		_ = unix.Close(fd)
+		return matches, nil
+	}
+	for ; i < len(parts); i++ {
+		var next []string
+		for _, dir := range matches {
+			if !hasMeta(parts[i]) {
+				p := filepath.Join(dir, unescape(parts[i]))
+				if fd, err := b.Open(p, unix.O_PATH|unix.O_NOFOLLOW); err == nil {
+					_ = unix.Close(fd)
+					next = append(next, p)
+				}
+				continue
+			}
+			l, err := ListDir(dir, 1<<20)
+			if err != nil {
+				continue // not a directory, or gone: as filepath.Glob
+			}
+			for _, e := range l.Entries {
+				if ok, _ := filepath.Match(parts[i], e.Name); ok {
+					next = append(next, filepath.Join(dir, e.Name))
+				}
+			}
+		}
+		matches = next
+	}
+	sort.Strings(matches)
+	return matches, nil
+}
+
+func hasMeta(s string) bool { return strings.ContainsAny(s, "*?[\\") }
+
+func unescape(s string) string { return strings.ReplaceAll(s, "\\", "") }

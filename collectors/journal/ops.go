@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/internal/inroot"
 	"golang.org/x/sys/unix"
 )
 
@@ -68,9 +69,9 @@ type journalReadResult struct {
 // journalReadAtOp reads one chunk of a regular file (never a FIFO or a
 // device, which could block or never end).
 func journalReadAtOp(rq journalReadRequest) (any, error) {
-	fd, err := unix.Open(rq.Path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	fd, err := inroot.Process().Open(rq.Path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: rq.Path, Err: err}
+		return nil, err
 	}
 	defer func() { _ = unix.Close(fd) }() // read-only: nothing to lose
 	var st unix.Stat_t
@@ -120,9 +121,9 @@ type journalKmsgResult struct {
 // journalKmsgOp reads every record in the kernel ring buffer without
 // blocking (each read(2) returns one record; EAGAIN means the end).
 func journalKmsgOp(rq journalKmsgRequest) (any, error) {
-	fd, err := unix.Open(rq.Path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	fd, err := inroot.Process().Open(rq.Path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: rq.Path, Err: err}
+		return nil, err
 	}
 	defer func() { _ = unix.Close(fd) }() // read-only: nothing to lose
 	w := newEntryWindow(max(rq.Max, 4096), false, true)

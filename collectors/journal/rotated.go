@@ -22,6 +22,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/human"
+	"github.com/nodesnap/nodesnap/internal/inroot"
 )
 
 // Rotated parts of the /var/log files the journal fallback reads. Right
@@ -374,9 +375,9 @@ type journalGzipTailResult struct {
 // only the last Max bytes in a ring: memory is bounded by Max, time by
 // MaxInflate and TimeoutMS, whatever the file holds.
 func journalGzipTailOp(rq journalGzipTailRequest) (any, error) {
-	fd, err := unix.Open(rq.Path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	fd, err := inroot.Process().Open(rq.Path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: rq.Path, Err: err}
+		return nil, err
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/nodesnap/nodesnap/internal/inroot"
 )
 
 // A worker's note: what it is working on, readable by a later run from
@@ -254,7 +256,7 @@ func workerEnv() []string {
 	env := make([]string, 0, len(os.Environ())+1)
 	env = append(env, WorkerNoteVar+"="+strings.Repeat(" ", NoteSize))
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, WorkerNoteVar+"=") {
+		if !strings.HasPrefix(kv, WorkerNoteVar+"=") && !strings.HasPrefix(kv, inroot.EnvVar+"=") {
 			env = append(env, kv)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nodesnap/nodesnap/internal/inroot"
 )
 
 // Built-in per-item operations. Each one touches exactly one path, so that
@@ -88,21 +90,29 @@ func StatFromUnix(st *unix.Stat_t) StatResult {
 
 func init() {
 	RegisterOp(OpStat, Typed(func(rq StatRequest) (any, error) {
-		var st unix.Stat_t
-		var err error
-		if rq.Follow {
-			err = unix.Stat(rq.Path, &st)
-		} else {
-			err = unix.Lstat(rq.Path, &st)
+		flags := unix.O_PATH
+		if !rq.Follow {
+			flags |= unix.O_NOFOLLOW
 		}
+		fd, err := inroot.Process().Open(rq.Path, flags)
 		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = unix.Close(fd) }() // an O_PATH descriptor: nothing to lose
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
 			return nil, &os.PathError{Op: "stat", Path: rq.Path, Err: err}
 		}
 		return StatFromUnix(&st), nil
 	}))
 	RegisterOp(OpStatfs, Typed(func(rq PathRequest) (any, error) {
+		fd, err := inroot.Process().Open(rq.Path, unix.O_PATH)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = unix.Close(fd) }() // an O_PATH descriptor: nothing to lose
 		var st unix.Statfs_t
-		if err := unix.Statfs(rq.Path, &st); err != nil {
+		if err := unix.Fstatfs(fd, &st); err != nil {
 			return nil, &os.PathError{Op: "statfs", Path: rq.Path, Err: err}
 		}
 		return StatfsResult{Type: st.Type, Bsize: st.Bsize, Blocks: st.Blocks, Bfree: st.Bfree,
@@ -115,7 +125,7 @@ func init() {
 		return ReadFileLimited(rq.Path, rq.Max)
 	}))
 	RegisterOp(OpReadlink, Typed(func(rq PathRequest) (any, error) {
-		return os.Readlink(rq.Path)
+		return inroot.Process().Readlink(rq.Path)
 	}))
 }
 
@@ -126,7 +136,7 @@ func ReadFileLimited(path string, max int64) (ReadFileResult, error) {
 	if max <= 0 {
 		max = 1 << 20
 	}
-	f, err := os.Open(path)
+	f, err := inroot.Process().File(path, unix.O_RDONLY|unix.O_NOCTTY)
 	if err != nil {
 		return ReadFileResult{}, err
 	}
@@ -154,9 +164,9 @@ func ReadFileTail(path string, max int64) (ReadFileResult, error) {
 	if max <= 0 {
 		max = 1 << 20
 	}
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	fd, err := inroot.Process().Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
-		return ReadFileResult{}, &os.PathError{Op: "open", Path: path, Err: err}
+		return ReadFileResult{}, err
 	}
 	defer func() { _ = unix.Close(fd) }() // read-only: nothing to lose
 	var st unix.Stat_t

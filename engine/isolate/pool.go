@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/internal/inroot"
 )
 
 // Pool runs per-item operations in long-lived worker processes. A worker
@@ -27,6 +28,8 @@ type Pool struct {
 	timeout time.Duration
 	sem     chan struct{}
 	stderr  io.Writer
+	// boundary is where the workers' ops resolve host paths.
+	boundary *inroot.Boundary
 
 	mu      sync.Mutex
 	workers []*worker // live ones taking items, oldest first
@@ -34,6 +37,16 @@ type Pool struct {
 	closed  bool
 	started int            // workers started, for tests and reports
 	ending  sync.WaitGroup // workers being killed
+}
+
+// Confine makes every worker started from now on resolve the host paths
+// of its ops inside b (see package inroot): --root is a boundary, not a
+// prefix.
+func (p *Pool) Confine(b inroot.Boundary) *Pool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.boundary = &b
+	return p
 }
 
 // Bounds per worker process (variables so that tests can lower them).
@@ -403,7 +416,11 @@ func (p *Pool) spawn() (*Child, *os.File, *os.File, error) {
 		outW.Close()
 		return nil, nil, nil, fmt.Errorf("creating a pipe for a worker: %w", err)
 	}
-	c, err := Start(Spec{Args: []string{ModeWorker}, Env: workerEnv(), Stdin: inR, Stdout: outW, Stderr: errW})
+	env := workerEnv()
+	if p.boundary != nil {
+		env = append(env, p.boundary.Env())
+	}
+	c, err := Start(Spec{Args: []string{ModeWorker}, Env: env, Stdin: inR, Stdout: outW, Stderr: errW})
 	inR.Close()
 	outW.Close()
 	errW.Close()

@@ -59,7 +59,10 @@ const lockPoll = 100 * time.Millisecond
 // always asked non-blocking, so a cancelled ctx or the end of wait ends
 // the attempt at once.
 func Acquire(ctx context.Context, dir string, wait time.Duration) (*Lock, error) {
-	p := filepath.Join(dir, LockName)
+	p, err := LockPath(dir)
+	if err != nil {
+		return nil, err
+	}
 	deadline := time.Now().Add(wait)
 	start := time.Now()
 	for {
@@ -81,6 +84,64 @@ func Acquire(ctx context.Context, dir string, wait time.Duration) (*Lock, error)
 		case <-t.C:
 		}
 	}
+}
+
+// LockPath is where the lock of the output directory dir lives: in dir
+// itself when only this user (or root) can create files there, else (a
+// shared directory such as the default /var/tmp, where any local user
+// could plant a lock file and stop every run) in a directory private to
+// this user, named after dir's device and inode so that every run into
+// dir finds the same one.
+func LockPath(dir string) (string, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return "", fmt.Errorf("creating the lock file in %s: %w", dir, &os.PathError{Op: "stat", Path: dir, Err: err})
+	}
+	euid := uint32(os.Geteuid())
+	if st.Mode&0o022 == 0 && (st.Uid == euid || st.Uid == 0) {
+		return filepath.Join(dir, LockName), nil
+	}
+	priv, err := privateDir()
+	if err != nil {
+		return "", fmt.Errorf("%s is writable by other users, so its lock goes in a directory of this user's own: %w", dir, err)
+	}
+	return filepath.Join(priv, fmt.Sprintf("out-%d-%d.lock", st.Dev, st.Ino)), nil
+}
+
+// privateLockDirs are tried in turn for the locks of shared output
+// directories (variables so that tests can point them elsewhere).
+var privateLockDirs = func() []string {
+	if os.Geteuid() == 0 {
+		return []string{"/run/nodesnap", "/var/run/nodesnap"}
+	}
+	var ds []string
+	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+		ds = append(ds, filepath.Join(x, "nodesnap"))
+	}
+	return append(ds, filepath.Join(os.TempDir(), fmt.Sprintf("nodesnap-%d", os.Geteuid())))
+}
+
+// privateDir returns the first of privateLockDirs that is, or can be made,
+// a directory of this user's own that no one else can write to.
+func privateDir() (string, error) {
+	var errs []error
+	for _, d := range privateLockDirs() {
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			errs = append(errs, err)
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(d, &st); err != nil {
+			errs = append(errs, &os.PathError{Op: "lstat", Path: d, Err: err})
+			continue
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uint32(os.Geteuid()) || st.Mode&0o022 != 0 {
+			errs = append(errs, fmt.Errorf("%s is not a directory of uid %d that only it can write to", d, os.Geteuid()))
+			continue
+		}
+		return d, nil
+	}
+	return "", errors.Join(errs...)
 }
 
 // tryLock makes one attempt. It returns the lock, or nil and the holder's

@@ -293,3 +293,48 @@ func BenchmarkRetainScan(b *testing.B) {
 		}
 	}
 }
+
+// In a directory any user can write to (the default /var/tmp), the lock
+// lives in a directory of this user's own: a lock file planted in the
+// shared directory stops no run, and two runs still exclude each other.
+func TestLockInSharedDirIsPrivate(t *testing.T) {
+	shared := t.TempDir()
+	if err := os.Chmod(shared, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	priv := filepath.Join(t.TempDir(), "locks")
+	old := privateLockDirs
+	privateLockDirs = func() []string { return []string{priv} }
+	defer func() { privateLockDirs = old }()
+	planted := filepath.Join(shared, LockName)
+	if err := os.WriteFile(planted, []byte("1\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chown(planted, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := LockPath(shared)
+	if err != nil || filepath.Dir(p) != priv {
+		t.Fatalf("LockPath(shared) = %q, %v; want a file in %s", p, err, priv)
+	}
+	l, err := Acquire(context.Background(), shared, 0)
+	if err != nil {
+		t.Fatalf("a planted lock file stopped the run: %v", err)
+	}
+	if _, err := Acquire(context.Background(), shared, 0); !errors.Is(err, ErrLocked) {
+		t.Errorf("a second run was not excluded: %v", err)
+	}
+	l.Release()
+	if st, err := os.Stat(priv); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("private lock directory: %v, %v", st, err)
+	}
+	// A private directory someone else could write to is refused.
+	if err := os.Chmod(priv, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LockPath(shared); err == nil {
+		t.Errorf("a world-writable lock directory was used")
+	}
+}

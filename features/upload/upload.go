@@ -143,6 +143,12 @@ func New(o *Options, prefix, agent string) (*Uploader, error) {
 		if len(via) >= 5 {
 			return errors.New("too many redirects")
 		}
+		// An https upload stays https: a redirect to http would send
+		// the bundle (and a pre-signed URL's signature) in clear, while
+		// the report said https.
+		if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+			return fmt.Errorf("the server redirected an https upload to %s://%s; not sending the bundle unencrypted", req.URL.Scheme, req.URL.Host)
+		}
 		// Headers from the file are the user's credentials for one
 		// host; Go would forward them to wherever a redirect points.
 		if len(u.headers) > 0 && req.URL.Host != via[0].URL.Host {

@@ -203,3 +203,33 @@ func BenchmarkUploaderPUT(b *testing.B) {
 		}
 	}
 }
+
+// In-process: an https upload redirected to plain http is refused, not
+// retried, and the http server never sees the bundle.
+func TestUploaderRefusesHTTPSDowngrade(t *testing.T) {
+	var plainHits int
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		plainHits++
+		io.Copy(io.Discard, r.Body)
+	}))
+	defer plain.Close()
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL+"/stolen", http.StatusTemporaryRedirect)
+	}))
+	defer tlsSrv.Close()
+	p := filepath.Join(t.TempDir(), "b.tar.gz")
+	os.WriteFile(p, []byte("bundle bytes"), 0o600)
+	up, err := New(&Options{URL: tlsSrv.URL + "/s", Method: "put", Retries: 2, Timeout: 20 * time.Second,
+		StallTimeout: time.Second, Backoff: 10 * time.Millisecond}, "", "nodesnap/test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up.client.Transport.(*http.Transport).TLSClientConfig = tlsSrv.Client().Transport.(*http.Transport).TLSClientConfig
+	res := up.Upload(context.Background(), p, 12, "abc")
+	if res.OK || res.Attempts != 1 || !strings.Contains(res.Error, "unencrypted") {
+		t.Errorf("result %+v, want a refusal on the first attempt", res)
+	}
+	if plainHits != 0 {
+		t.Errorf("the plain http server was sent the bundle %d time(s)", plainHits)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -149,10 +150,14 @@ func (w *Watcher) Serve(ctx context.Context, addr, version string) (net.Addr, <-
 	if err != nil {
 		return nil, nil, fmt.Errorf("listening on %s for /metrics and /healthz: %w", addr, err)
 	}
-	srv := &http.Server{Handler: w.Handler(version), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}
+	// Keep-alive connections left idle are closed, and at most
+	// maxMetricsConns are open at once: a scraper is one or two, and
+	// whatever opens more (any local user can) is answered by a close.
+	srv := &http.Server{Handler: w.Handler(version), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second,
+		IdleTimeout: metricsIdleTimeout}
 	done := make(chan error, 1)
 	go func() {
-		err := srv.Serve(ln)
+		err := srv.Serve(&limitListener{Listener: ln, sem: make(chan struct{}, maxMetricsConns)})
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
@@ -165,4 +170,45 @@ func (w *Watcher) Serve(ctx context.Context, addr, version string) (net.Addr, <-
 		_ = srv.Shutdown(sctx)
 	}()
 	return ln.Addr(), done, nil
+}
+
+// Bounds of the /metrics server.
+const (
+	metricsIdleTimeout = 30 * time.Second
+	maxMetricsConns    = 16
+)
+
+// limitListener closes a connection accepted past its limit at once,
+// rather than letting the server hold it: the watch's memory and file
+// descriptors do not grow with what connects.
+type limitListener struct {
+	net.Listener
+	sem chan struct{}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.sem <- struct{}{}:
+			return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+		default:
+			_ = c.Close() // over the limit: nothing was read or written
+		}
+	}
+}
+
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }

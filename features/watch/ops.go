@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/inroot"
 )
 
 // Worker operations of the watcher. They run in isolated worker processes
@@ -392,7 +393,7 @@ func scanDirs(rq DirsRequest) (any, error) {
 		if st.Nlink == 1 && isExt4(dir) {
 			res.OverLimit = append(res.OverLimit, dir)
 		}
-		f, err := os.Open(dir)
+		f, err := inroot.Process().File(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/inroot"
 	"github.com/nodesnap/nodesnap/signatures"
 )
 
@@ -65,8 +66,8 @@ type countAt struct {
 func newSignals(w *Watcher, cfg Config) *signals {
 	return &signals{
 		w:     w,
-		probe: isolate.NewPool(1, cfg.Mounts.ProbeTimeout),
-		scan:  isolate.NewPool(1, scanTimeout),
+		probe: isolate.NewPool(1, cfg.Mounts.ProbeTimeout).Confine(inroot.Boundary{Root: cfg.Root}),
+		scan:  isolate.NewPool(1, scanTimeout).Confine(inroot.Boundary{Root: cfg.Root}),
 		// The kubelet's healthz is on loopback: no host path, no
 		// other process's /proc, and a deadline on every request.
 		http:        &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}},

@@ -1,8 +1,14 @@
 package watch
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"sort"
 	"time"
+
+	"github.com/nodesnap/nodesnap/bundle/naming"
 )
 
 // Observation is what a signal saw in one round, for one trigger.
@@ -107,6 +113,35 @@ func (r *rateLimit) allow(now time.Time, max int) bool {
 }
 
 func (r *rateLimit) add(now time.Time) { r.starts = append(r.starts, now) }
+
+// seed counts the collections of the last hour from the bundles already
+// in dir (their names say when each started), so that a restart (systemd,
+// a crash-looping container, an init collection before the watch) does
+// not reset the hour's count. A name dated in the future counts as now.
+// Names only: nothing is opened or stat()ed.
+func (r *rateLimit) seed(dir string, now time.Time) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("reading %s for the collections of the last hour: %w", dir, err)
+	}
+	cut := now.Add(-time.Hour)
+	for _, e := range ents {
+		n, ok := naming.ParseName(e.Name())
+		if !ok || !n.Time.After(cut) {
+			continue
+		}
+		t := n.Time
+		if t.After(now) {
+			t = now
+		}
+		r.starts = append(r.starts, t)
+	}
+	sort.Slice(r.starts, func(i, j int) bool { return r.starts[i].Before(r.starts[j]) })
+	return nil
+}
 
 // window counts events in the last d, for the log triggers.
 type window struct {

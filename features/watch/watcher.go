@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/termsafe"
 )
 
 // Collection is the outcome of one collection.
@@ -114,6 +115,13 @@ func (w *Watcher) Run(ctx context.Context) error {
 	sctx, stopSignals := context.WithCancel(ctx)
 	defer stopSignals()
 	w.sigs.start(sctx)
+	w.mu.Lock()
+	err := w.rate.seed(cfg.OutputDir, time.Now())
+	w.mu.Unlock()
+	if err != nil {
+		// Counted from now only: said, not fatal.
+		w.logf("nodesnap watch: %v; the hour's count starts at 0\n", err)
+	}
 	w.logf("nodesnap watch: watching (triggers: %s; at most %d collections an hour, into %s)\n",
 		strings.Join(w.enabled(), ", "), cfg.MaxPerHour, cfg.OutputDir)
 	beat := time.NewTicker(time.Second)
@@ -269,8 +277,11 @@ func (w *Watcher) States() []string {
 
 // logf writes one line of the watcher's log (stderr: the journal, the
 // pod's log); a log that cannot be written is nothing to stop for.
+// logf writes one log message; what it quotes (a kernel or journal line,
+// a mount point) is the node's, so it is shown escaped, never obeyed by a
+// terminal or a log viewer.
 func (w *Watcher) logf(format string, args ...any) {
-	_, _ = fmt.Fprintf(w.log, format, args...)
+	_, _ = io.WriteString(w.log, termsafe.Text(fmt.Sprintf(format, args...)))
 }
 
 func b2f(b bool) float64 {

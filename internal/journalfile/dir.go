@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/internal/inroot"
 )
 
 // Finding and opening a host's journal files, shared by the journal
@@ -69,9 +70,9 @@ func ListFiles(dirs []string, max int) ([]string, []string) {
 // OpenFile opens a regular file without blocking on a FIFO, and says
 // its size. It opens a host path: call it only in a worker.
 func OpenFile(p string) (*os.File, int64, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	fd, err := inroot.Process().Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
-		return nil, 0, &os.PathError{Op: "open", Path: p, Err: err}
+		return nil, 0, err
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {

@@ -11,13 +11,23 @@ import (
 // readText reads every entry of a file matching matches, newest first as
 // the collector does, and returns the text oldest first.
 func readText(data []byte, matches []string) (string, *Iter, error) {
+	entries, it, err := readEntries(data, matches)
+	var out strings.Builder
+	for i := len(entries) - 1; i >= 0; i-- {
+		out.WriteString(entries[i])
+	}
+	return out.String(), it, err
+}
+
+// readEntries is each entry's text, newest first.
+func readEntries(data []byte, matches []string) ([]string, *Iter, error) {
 	f, err := Open(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	m, err := ParseMatch(matches)
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	it := NewIter(f, &m, 0, -1)
 	var entries []string
@@ -33,11 +43,7 @@ func readText(data []byte, matches []string) (string, *Iter, error) {
 		}
 		it.Next()
 	}
-	var out strings.Builder
-	for i := len(entries) - 1; i >= 0; i-- {
-		out.WriteString(entries[i])
-	}
-	return out.String(), it, nil
+	return entries, it, nil
 }
 
 var kubeletMatch = []string{"_SYSTEMD_UNIT=kubelet.service", "+", "SYSLOG_IDENTIFIER=kubelet"}

@@ -31,6 +31,16 @@ func FuzzJournalFile(f *testing.F) {
 			if text == "" {
 				continue
 			}
+			// One entry is one line plus indented continuations: no
+			// field can start a line of its own (a forged kubelet line).
+			entries, _, _ := readEntries(data, m)
+			for _, e := range entries {
+				for i, l := range bytes.Split(bytes.TrimSuffix([]byte(e), []byte("\n")), []byte("\n")) {
+					if i > 0 && (len(l) == 0 || l[0] != ' ') {
+						t.Fatalf("entry %q holds a line of its own: %q", e, l)
+					}
+				}
+			}
 			for _, l := range bytes.Split(bytes.TrimSuffix([]byte(text), []byte("\n")), []byte("\n")) {
 				if len(l) == 0 || (l[0] != ' ' && !bytes.HasPrefix(l, []byte("1")) && !bytes.HasPrefix(l, []byte("2")) && !bytes.HasPrefix(l, []byte("0"))) {
 					if len(l) > 0 && l[0] >= '0' && l[0] <= '9' {

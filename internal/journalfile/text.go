@@ -32,26 +32,26 @@ func AppendShortISOPrecise(dst []byte, realtime uint64, s *Short) ([]byte, bool)
 	dst = t.AppendFormat(dst, "2006-01-02T15:04:05.000000-0700")
 	if s.Hostname != nil {
 		dst = append(dst, ' ')
-		dst = append(dst, s.Hostname...)
+		dst = appendField(dst, s.Hostname)
 	}
 	switch {
 	case s.Identifier != nil:
 		dst = append(dst, ' ')
-		dst = append(dst, s.Identifier...)
+		dst = appendField(dst, s.Identifier)
 	case s.Comm != nil:
 		dst = append(dst, ' ')
-		dst = append(dst, s.Comm...)
+		dst = appendField(dst, s.Comm)
 	default:
 		dst = append(dst, " unknown"...)
 	}
 	switch {
 	case s.PID != nil:
 		dst = append(dst, '[')
-		dst = append(dst, s.PID...)
+		dst = appendField(dst, s.PID)
 		dst = append(dst, ']')
 	case s.SyslogPID != nil:
 		dst = append(dst, '[')
-		dst = append(dst, s.SyslogPID...)
+		dst = appendField(dst, s.SyslogPID)
 		dst = append(dst, ']')
 	}
 	dst = append(dst, ": "...)
@@ -78,4 +78,28 @@ func AppendShortISOPrecise(dst []byte, realtime uint64, s *Short) ([]byte, bool)
 		msg = msg[end+1:]
 	}
 	return dst, true
+}
+
+// appendField appends one field of the line's head (host, identifier,
+// pid) with its control characters escaped (\n, \t, \r, \xNN): any
+// program may log under any identifier, and a newline there would start a
+// line of its own choosing, a forged kubelet line say. The message keeps
+// its lines, each after the first indented, as journalctl prints them.
+func appendField(dst, f []byte) []byte {
+	for _, c := range f {
+		switch {
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+		case c < 0x20 || c == 0x7f:
+			const hex = "0123456789abcdef"
+			dst = append(dst, '\\', 'x', hex[c>>4], hex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }

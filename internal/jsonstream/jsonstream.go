@@ -18,9 +18,10 @@ var ErrMalformed = errors.New("malformed JSON")
 // MaxDepth bounds nesting while a value is skipped.
 const MaxDepth = 10_000
 
-// NewDecoder is a decoder that keeps numbers as json.Number.
+// NewDecoder is a decoder that keeps numbers as json.Number, reading r
+// through Compact: bounded in time and memory whatever the document holds.
 func NewDecoder(r io.Reader) *json.Decoder {
-	d := json.NewDecoder(r)
+	d := json.NewDecoder(Compact(r))
 	d.UseNumber()
 	return d
 }

@@ -2,6 +2,7 @@ package jsonstream
 
 import (
 	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -62,4 +63,52 @@ func FuzzWalk(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc string) {
 		_, _, _ = keysAndCount(doc) // must not panic or loop
 	})
+}
+
+// Compact changes no value: white space inside strings is kept, runs
+// outside are cut, and a token past MaxToken is an error.
+func TestCompact(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"[ 1 ,\n\n\t 2 ]", "[ 1 , 2 ]"},
+		{`{"a  b":  "c \"  \\"   }`, `{"a  b": "c \"  \\" }`},
+		{"   ", " "},
+		{"", ""},
+	} {
+		b, err := io.ReadAll(Compact(strings.NewReader(c.in)))
+		if err != nil || string(b) != c.want {
+			t.Errorf("Compact(%q) = %q, %v; want %q", c.in, b, err, c.want)
+		}
+	}
+	long := `["` + strings.Repeat("x", MaxToken+1) + `"]`
+	if _, err := io.ReadAll(Compact(strings.NewReader(long))); !errors.Is(err, ErrMalformed) {
+		t.Errorf("a token past MaxToken: %v", err)
+	}
+	num := "[" + strings.Repeat("1", MaxToken+1) + "]"
+	if _, err := io.ReadAll(Compact(strings.NewReader(num))); !errors.Is(err, ErrMalformed) {
+		t.Errorf("a number past MaxToken: %v", err)
+	}
+	// Spaces by the hundred MiB cost one pass, no memory.
+	dec := NewDecoder(io.MultiReader(strings.NewReader("["), io.LimitReader(spaces{}, 64<<20), strings.NewReader("1]")))
+	n := 0
+	if err := WalkArray(dec, func() error { n++; return SkipValue(dec) }); err != nil || n != 1 {
+		t.Errorf("64 MiB of spaces: %d elements, %v", n, err)
+	}
+}
+
+type spaces struct{}
+
+func (spaces) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
+}
+
+func BenchmarkWhitespaceRun(b *testing.B) {
+	for b.Loop() {
+		dec := NewDecoder(io.MultiReader(strings.NewReader("["), io.LimitReader(spaces{}, 32<<20), strings.NewReader("]")))
+		if err := WalkArray(dec, func() error { return SkipValue(dec) }); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
+	"github.com/nodesnap/nodesnap/internal/termsafe"
 	"github.com/nodesnap/nodesnap/internal/textfit"
 )
 
@@ -45,7 +46,8 @@ func WriteTextOptions(w io.Writer, r *Report, o TextOptions) error {
 		width = textfit.Default
 	}
 	fw := textfit.NewWriter(w, width, o.Full)
-	ew := &errWriter{w: fw}
+	// Everything from the bundle reaches the terminal escaped.
+	ew := &errWriter{w: termsafe.NewWriter(fw)}
 	// ew keeps the first write error; it is returned at the end.
 	p := func(format string, a ...any) { _, _ = fmt.Fprintf(ew, format, a...) }
 	p("bundle:    %s\n", r.Bundle)
@@ -64,7 +66,7 @@ func WriteTextOptions(w io.Writer, r *Report, o TextOptions) error {
 	tw := tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
 	_, _ = fmt.Fprintln(tw, "#\tSEVERITY\tID\tSUMMARY")
 	for i, f := range r.Findings {
-		_, _ = fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", i+1, f.Severity, f.ID, oneLine(f.Summary))
+		_, _ = fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", i+1, f.Severity, termsafe.Field(f.ID), termsafe.Field(oneLine(f.Summary)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/nodesnap/nodesnap/internal/termsafe"
 )
 
 // Width is the text report's default line width.
@@ -138,7 +140,9 @@ type textOut struct {
 // line writes one line; a longer one (a pod volume's mountpoint) is
 // wrapped, the rest indented, so that nothing is cut.
 func (t *textOut) line(format string, a ...any) {
-	r := []rune(strings.TrimRight(fmt.Sprintf(format, a...), " "))
+	// One line, whatever the bundles hold: a value from them cannot
+	// start another line or reach the terminal as a command.
+	r := []rune(termsafe.Field(strings.TrimRight(fmt.Sprintf(format, a...), " ")))
 	const indent = "      "
 	first := true
 	for {

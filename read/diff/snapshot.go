@@ -274,7 +274,7 @@ func (s *Snapshot) skip(why string) {
 // readMounts keeps the host namespace's mounts and the devices mounted
 // only outside it, one namespace and one device at a time.
 func (s *Snapshot) readMounts(r io.Reader) error {
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(jsonstream.Compact(r))
 	var hostNS uint64
 	err := jsonstream.WalkObject(dec, func(key string) error {
 		switch key {
@@ -344,7 +344,7 @@ func (s *Snapshot) readNamespace(dec *json.Decoder, hostNS uint64) error {
 
 // readTasks keeps the tasks in D state, one task at a time.
 func (s *Snapshot) readTasks(r io.Reader) error {
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(jsonstream.Compact(r))
 	err := jsonstream.WalkArray(dec, func() error {
 		var t struct {
 			TID   int    `json:"tid"`
@@ -370,7 +370,7 @@ func (s *Snapshot) readProbes(r io.Reader) error {
 	var p struct {
 		Probes []layout.MountProbe `json:"probes"`
 	}
-	if err := json.NewDecoder(r).Decode(&p); err != nil {
+	if err := json.NewDecoder(jsonstream.Compact(r)).Decode(&p); err != nil {
 		return err
 	}
 	for _, pr := range p.Probes {
@@ -383,7 +383,7 @@ func (s *Snapshot) readProbes(r io.Reader) error {
 
 func (s *Snapshot) readShape(r io.Reader) error {
 	var d layout.DirShapeReport
-	if err := json.NewDecoder(r).Decode(&d); err != nil {
+	if err := json.NewDecoder(jsonstream.Compact(r)).Decode(&d); err != nil {
 		return err
 	}
 	for _, root := range d.Roots {
@@ -410,7 +410,7 @@ func (s *Snapshot) readKubeletPods(r io.Reader) error {
 			} `json:"status"`
 		} `json:"items"`
 	}
-	if err := json.NewDecoder(r).Decode(&pl); err != nil {
+	if err := json.NewDecoder(jsonstream.Compact(r)).Decode(&pl); err != nil {
 		return err
 	}
 	for _, p := range pl.Items {
@@ -432,7 +432,7 @@ func readCRIPods(r io.Reader, into map[string]Pod) error {
 			State string `json:"state"`
 		} `json:"items"`
 	}
-	if err := json.NewDecoder(r).Decode(&pl); err != nil {
+	if err := json.NewDecoder(jsonstream.Compact(r)).Decode(&pl); err != nil {
 		return err
 	}
 	for _, p := range pl.Items {
@@ -459,7 +459,7 @@ func (s *Snapshot) readCRIContainers(r io.Reader) error {
 			Labels map[string]string `json:"labels"`
 		} `json:"containers"`
 	}
-	if err := json.NewDecoder(r).Decode(&cl); err != nil {
+	if err := json.NewDecoder(jsonstream.Compact(r)).Decode(&cl); err != nil {
 		return err
 	}
 	for _, c := range cl.Containers {
@@ -477,7 +477,7 @@ func (s *Snapshot) readCRIContainers(r io.Reader) error {
 
 func (s *Snapshot) readRuntimeSummary(r io.Reader) error {
 	var sum layout.RuntimeSummary
-	if err := json.NewDecoder(r).Decode(&sum); err != nil {
+	if err := json.NewDecoder(jsonstream.Compact(r)).Decode(&sum); err != nil {
 		return err
 	}
 	for _, rt := range sum.Runtimes {

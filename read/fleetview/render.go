@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/nodesnap/nodesnap/internal/termsafe"
 )
 
 // WriteJSON writes the view as one JSON object.
@@ -17,6 +19,7 @@ func WriteJSON(w io.Writer, v *View) error {
 // WriteText writes the view for a person: findings with their nodes, then
 // the nodes that differ, then the bundles that could not be read.
 func WriteText(w io.Writer, v *View) error {
+	w = termsafe.NewWriter(w) // node names and findings come from bundles
 	ok := 0
 	for _, n := range v.Nodes {
 		if n.Report != nil {

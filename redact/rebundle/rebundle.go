@@ -41,6 +41,15 @@ type Options struct {
 // out and the bundle is written atomically.
 func Reredact(ctx context.Context, in, out string, red *redact.Redactor, opts Options) (bundle.Written, *bundle.Manifest, error) {
 	var w bundle.Written
+	// What validate refuses is refused here too: a bundle whose sizes or
+	// digests do not match its manifest would come out with new, matching
+	// ones, laundered into one validate calls valid.
+	if rep, err := bundle.Validate(ctx, in); err != nil {
+		if rep != nil && len(rep.Problems) > 0 {
+			return w, nil, fmt.Errorf("%w (%d problem(s), first: %s; nodesnap validate lists them all)", err, len(rep.Problems), rep.Problems[0])
+		}
+		return w, nil, err
+	}
 	staging, err := os.MkdirTemp(filepath.Dir(out), fmt.Sprintf("%s%d-staging-", bundle.TempPrefix, os.Getpid()))
 	if err != nil {
 		return w, nil, wrapSpace(fmt.Errorf("creating a staging directory beside %s: %w", out, err))
@@ -71,7 +80,14 @@ func Reredact(ctx context.Context, in, out string, red *redact.Redactor, opts Op
 		if fe == nil {
 			return bundle.Stop(fmt.Errorf("%w: %s is in the archive but not in the manifest (run nodesnap validate)", bundle.ErrInvalid, e.Name))
 		}
+		if seen[e.Name] {
+			return bundle.Stop(fmt.Errorf("%w: %s is in the archive twice (run nodesnap validate)", bundle.ErrInvalid, e.Name))
+		}
 		seen[e.Name] = true
+		// The bytes read are checked against the manifest as they are
+		// read: the file may have changed since it was validated.
+		inHash := sha256.New()
+		src := &countReader{r: io.TeeReader(e.Reader, inHash)}
 		if fe.Kind == bundle.KindBinary && opts.NoBinary {
 			return nil
 		}
@@ -86,10 +102,10 @@ func Reredact(ctx context.Context, in, out string, red *redact.Redactor, opts Op
 		h := sha256.New()
 		cw := &countWriter{w: io.MultiWriter(f, h)}
 		if fe.Kind == bundle.KindBinary {
-			_, err = io.Copy(cw, e.Reader)
+			_, err = io.Copy(cw, src)
 		} else {
 			rw := red.NewWriter(cw)
-			_, err = io.Copy(rw, e.Reader)
+			_, err = io.Copy(rw, src)
 			if cerr := rw.Close(); err == nil {
 				err = cerr
 			}
@@ -105,6 +121,9 @@ func Reredact(ctx context.Context, in, out string, red *redact.Redactor, opts Op
 		}
 		if err != nil {
 			return wrapSpace(fmt.Errorf("re-redacting %s: %w", e.Name, err))
+		}
+		if src.n != fe.Size || hex.EncodeToString(inHash.Sum(nil)) != fe.SHA256 {
+			return bundle.Stop(fmt.Errorf("%w: %s does not match its size or sha256 in the manifest (run nodesnap validate)", bundle.ErrInvalid, e.Name))
 		}
 		fe.Size, fe.SHA256 = cw.n, hex.EncodeToString(h.Sum(nil))
 		return nil
@@ -178,4 +197,16 @@ func wrapSpace(err error) error {
 		return fmt.Errorf("%w: %w", bundle.ErrNoSpace, err)
 	}
 	return err
+}
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -487,6 +487,25 @@ func TestJobInPod(t *testing.T) {
 	c := requireCluster(t)
 	const hostDir = "/var/tmp/nodesnap"
 	before := hostBundles(t, hostDir)
+	// A node file reached through an absolute symlink, as the node's own
+	// are (kubelet-client-current.pem, resolv.conf, CNI and CSI paths):
+	// in the pod, --root /host must lead to the node's file under /host,
+	// not to the container's (which has none).
+	absLink, absTarget := "/etc/nfsmount.conf", "/var/tmp/nodesnap-e2e-abslink-target.conf"
+	const absContent = "# nodesnap e2e: reached through an absolute symlink\n"
+	madeLink := false
+	if _, err := os.Lstat(absLink); os.IsNotExist(err) {
+		if err := os.WriteFile(absTarget, []byte(absContent), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(absTarget, absLink); err != nil {
+			t.Fatal(err)
+		}
+		madeLink = true
+		t.Cleanup(func() { os.Remove(absLink); os.Remove(absTarget) })
+	} else {
+		t.Logf("%s exists on this machine: the absolute-link check is left out", absLink)
+	}
 	job := "nodesnap-" + c.node
 	c.k(t, c.manifest(t, "job.yaml"), "apply", "-f", "-")
 	t.Cleanup(func() {
@@ -535,6 +554,11 @@ func TestJobInPod(t *testing.T) {
 		t.Errorf("in the pod, cluster collector: %s %s %v", st.Status, st.Error, st.Notes)
 	}
 	checkNodeEvidence(t, inPod)
+	if madeLink {
+		if got := string(inPod.b.Files["nodeconfig/files"+absLink]); got != absContent {
+			t.Errorf("in the pod, %s (→ %s on the node) was read as %q, want the node's file", absLink, absTarget, got)
+		}
+	}
 	for _, f := range analyzeIDs(t, copied) {
 		if strings.HasPrefix(f, "mount-held-in-foreign-namespace") {
 			t.Errorf("the in-pod bundle holds evidence against the node from nodesnap's own pod: %s", f)

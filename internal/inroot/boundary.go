@@ -1,0 +1,201 @@
+package inroot
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Boundary is where a process sees the host: Root for every path, Proc and
+// Sys for the live kernel's /proc and /sys (each "" for Root's own).
+//
+// A path nodesnap reaches (the "seen" form, Root + host path) is resolved
+// inside the boundary it lies under:
+//   - under Proc: inside Proc (the kernel's own links such as /proc/self
+//     or /proc/mounts are relative and stay inside it), except a path
+//     through /proc/<pid>/root or cwd, which is resolved inside that
+//     process's own root, as that process would see it;
+//   - under Sys: inside Sys;
+//   - anything else: inside Root ("/" when none), and a result on procfs
+//     is refused: a user's link into /proc (to /proc/self/environ, say)
+//     would otherwise hand over nodesnap's own environment.
+type Boundary struct {
+	Root string `json:"root,omitempty"`
+	Proc string `json:"proc,omitempty"`
+	Sys  string `json:"sys,omitempty"`
+}
+
+// EnvVar carries a worker's Boundary, set by the pool that starts it.
+const EnvVar = "NODESNAP_BOUNDARY"
+
+// Env is the environment entry that gives a worker b.
+func (b Boundary) Env() string {
+	j, _ := json.Marshal(b) // three strings: cannot fail
+	return EnvVar + "=" + string(j)
+}
+
+var (
+	procOnce sync.Once
+	procB    Boundary
+)
+
+// Process is this process's Boundary, from its environment (the host's
+// own "/" when none was given).
+func Process() Boundary {
+	procOnce.Do(func() {
+		if v := os.Getenv(EnvVar); v != "" {
+			_ = json.Unmarshal([]byte(v), &procB) // a malformed value leaves "/"
+		}
+	})
+	return procB
+}
+
+func clean(p string) string {
+	if p == "" {
+		return ""
+	}
+	return path.Clean(p)
+}
+
+// cut returns what follows dir in s ("/" for dir itself).
+func cut(s, dir string) (string, bool) {
+	if dir == "" {
+		return "", false
+	}
+	if s == dir {
+		return "/", true
+	}
+	if dir == "/" {
+		return s, strings.HasPrefix(s, "/")
+	}
+	if rest, ok := strings.CutPrefix(s, dir); ok && strings.HasPrefix(rest, "/") {
+		return rest, true
+	}
+	return "", false
+}
+
+// Open opens seen inside the boundary it lies under (see Boundary).
+func (b Boundary) Open(seen string, flags int) (int, error) {
+	s := path.Clean(seen)
+	proc, sys := clean(b.Proc), clean(b.Sys)
+	root := clean(b.Root)
+	if root == "" {
+		root = "/"
+	}
+	if proc == "" {
+		proc = path.Join(root, "proc")
+	}
+	if sys == "" {
+		sys = path.Join(root, "sys")
+	}
+	if rest, ok := cut(s, proc); ok {
+		if dir, within, ok := processRoot(rest); ok {
+			fd, err := Open(path.Join(proc, dir), within, flags)
+			return fd, named(seen, err)
+		}
+		if openFileLink(rest) {
+			// The kernel's link to a file a process holds open (a
+			// driver's stdout): followed, as only the kernel made it.
+			fd, err := unix.Open(proc+rest, flags|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return -1, &os.PathError{Op: "open", Path: seen, Err: err}
+			}
+			return fd, nil
+		}
+		fd, err := Open(proc, rest, flags)
+		return fd, named(seen, err)
+	}
+	if rest, ok := cut(s, sys); ok {
+		fd, err := Open(sys, rest, flags)
+		return fd, named(seen, err)
+	}
+	var fd int
+	if rest, ok := cut(s, root); ok {
+		var err error
+		if fd, err = Open(root, rest, flags); err != nil {
+			return -1, named(seen, err)
+		}
+	} else {
+		// Outside every root: a file of nodesnap's own (a program on
+		// its PATH, a token file of its pod), opened as it names it.
+		var err error
+		if fd, err = unix.Open(s, flags|unix.O_CLOEXEC, 0); err != nil {
+			return -1, &os.PathError{Op: "open", Path: seen, Err: err}
+		}
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err == nil && st.Type == unix.PROC_SUPER_MAGIC {
+		_ = unix.Close(fd)
+		return -1, &os.PathError{Op: "open", Path: seen, Err: fmt.Errorf("%w: a link leads into /proc, which is not a file of the host's filesystem", unix.EXDEV)}
+	}
+	return fd, nil
+}
+
+// processRoot splits "/<pid>/root/x" (or task/<tid>/root, or cwd) into
+// the magic link's directory and the path within it.
+func processRoot(rest string) (dir, within string, ok bool) {
+	parts := strings.Split(strings.TrimPrefix(rest, "/"), "/")
+	n := 1
+	if len(parts) >= 3 && parts[1] == "task" {
+		n = 3
+	}
+	if len(parts) <= n || (parts[n] != "root" && parts[n] != "cwd") {
+		return "", "", false
+	}
+	if len(parts) == n+1 {
+		return "", "", false // the link itself: readlink of the kernel's own link
+	}
+	return strings.Join(parts[:n+1], "/"), strings.Join(parts[n+1:], "/"), true
+}
+
+// openFileLink reports whether rest is "/<pid>/fd/<n>" (or under
+// task/<tid>): a process's open file, reached through the kernel's own
+// link.
+func openFileLink(rest string) bool {
+	parts := strings.Split(strings.TrimPrefix(rest, "/"), "/")
+	if len(parts) == 5 && parts[1] == "task" {
+		parts = append(parts[:1], parts[3:]...)
+	}
+	return len(parts) == 3 && parts[1] == "fd" && parts[0] != "" && parts[2] != "" &&
+		strings.Trim(parts[2], "0123456789") == ""
+}
+
+// named makes an error name the path as nodesnap reaches it.
+func named(seen string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if pe, ok := err.(*os.PathError); ok {
+		return &os.PathError{Op: pe.Op, Path: seen, Err: pe.Err}
+	}
+	return err
+}
+
+// ReadlinkSeen reads the link seen names (its last component not
+// followed), its directories resolved inside the boundary.
+func (b Boundary) Readlink(seen string) (string, error) {
+	fd, err := b.Open(seen, unix.O_PATH|unix.O_NOFOLLOW)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = unix.Close(fd) }()
+	s, err := readlinkAt(fd, "")
+	if err != nil {
+		return "", &os.PathError{Op: "readlink", Path: seen, Err: err}
+	}
+	return s, nil
+}
+
+// File opens seen for reading inside the boundary, as an *os.File.
+func (b Boundary) File(seen string, flags int) (*os.File, error) {
+	fd, err := b.Open(seen, flags)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), seen), nil
+}
