@@ -479,13 +479,11 @@ func TestCollectorsListNeedsAndOptions(t *testing.T) {
 	for _, c := range infos {
 		seen[c.Name] = true
 		if c.Needs == "" {
-			t.Errorf("collector %s has no line in collectorNeeds", c.Name)
+			t.Errorf("collector %s says nothing of what it needs from the node (Spec.Requires)", c.Name)
 		}
 	}
-	for name := range collectorNeeds {
-		if !seen[name] {
-			t.Errorf("collectorNeeds names %s, which the registry does not have", name)
-		}
+	if len(seen) < 11 {
+		t.Errorf("the list has %d collectors; the registry has 11", len(seen))
 	}
 	r := runNodesnap(t, time.Minute, nil, "collectors")
 	for _, want := range []string{"kubelet\n  needs: a credential", "--kubelet-url=https://127.0.0.1:10250", "--journal-reader=auto", "--dirshape-top=20"} {
