@@ -1,12 +1,16 @@
 // Package collectors holds nodesnap's collectors and the small framework
 // they run in.
 //
-// A collector is one file that registers a Spec from init(). The supervisor
-// runs each enabled collector in its own child process (this binary in a
-// hidden mode) under a deadline; inside that child the collector gets an
-// Env, through which every byte it writes is redacted, capped and accounted
-// for, and through which it reaches the isolation layer for risky per-item
-// work. A collector only gathers.
+// A collector is its own package under collectors/ that registers a Spec
+// from init(), plus one line in collectors/all; the Spec says everything
+// the command layer needs (its flags and their completions, what it needs
+// from the node, a preparation step). CONTRIBUTING.md has an example.
+//
+// The supervisor runs each enabled collector in its own child process
+// (this binary in a hidden mode) under a deadline; inside that child the
+// collector gets an Env, through which every byte it writes is redacted,
+// capped and accounted for, and through which it reaches the isolation
+// layer for risky per-item work. A collector only gathers.
 package collectors
 
 import (

@@ -153,3 +153,13 @@ func prefixed(pkgs []string) []string {
 	}
 	return out
 }
+
+// TestPackageDocs: every package with code has a package doc (a collector's
+// says what it gathers and where its files are described).
+func TestPackageDocs(t *testing.T) {
+	for _, l := range goList(t, "-f", `{{if and .GoFiles (not .Doc)}}{{.ImportPath}}{{end}}`, "./...") {
+		if l != "" {
+			t.Errorf("%s has no package doc", l)
+		}
+	}
+}
