@@ -172,6 +172,14 @@ func (e *Env) Remedy(missing []string, reason string, fix []string) {
 	e.events.send(Event{Type: EventRemedy, Remedy: &r})
 }
 
+// ReportStuck tells the run that a filesystem or device is already stuck
+// in the kernel (stuck requests, and tasks stuck on them): collectors
+// that run after this one get it in Common.Stuck, and mountprobe reports
+// its mounts hung without sending them a probe.
+func (e *Env) ReportStuck(s layout.KernelStuck) {
+	e.events.send(Event{Type: EventStuck, Stuck: &s})
+}
+
 // Fact reports a value the supervisor uses (such as the host's name).
 func (e *Env) Fact(key, value string) {
 	e.events.send(Event{Type: EventFact, Key: key, Value: value})

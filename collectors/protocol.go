@@ -28,6 +28,10 @@ type Common struct {
 	// HungMounts are mountpoints found hung earlier in this run: no
 	// collector may enter them.
 	HungMounts []string `json:"hung_mounts,omitempty"`
+	// Stuck are filesystems and devices whose kernel state showed stuck
+	// requests and tasks earlier in this run (the storageclients
+	// collector): mountprobe reports their mounts hung without a probe.
+	Stuck []layout.KernelStuck `json:"stuck,omitempty"`
 	// NoBinary drops artifacts that cannot be redacted.
 	NoBinary bool `json:"no_binary,omitempty"`
 	// Redaction is the redaction configuration, as JSON, given to
@@ -58,6 +62,7 @@ const (
 	EventDone      = "done"
 	EventMappings  = "mappings"
 	EventRemedy    = "remedy"
+	EventStuck     = "stuck"
 )
 
 // FileRecord is what a child knows about a file it finished writing.
@@ -94,6 +99,8 @@ type Event struct {
 	Mappings map[string]string `json:"mappings,omitempty"`
 	// Remedy is sent with "remedy".
 	Remedy *bundle.Remedy `json:"remedy,omitempty"`
+	// Stuck is sent with "stuck".
+	Stuck *layout.KernelStuck `json:"stuck,omitempty"`
 }
 
 // Collector statuses, as in the manifest (defined there).

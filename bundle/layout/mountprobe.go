@@ -103,6 +103,20 @@ type MountProbe struct {
 	// EarlierProbe is a probe of an earlier run still stuck on this
 	// filesystem: the mount is reported hung without a new probe.
 	EarlierProbe *MountProbeEarlier `json:"earlier_probe,omitempty"`
+	// KernelStuck is the kernel's own evidence that the filesystem is
+	// stuck (requests waiting, tasks blocked on them), found by the
+	// storageclients collector: the mount is reported hung without a
+	// probe, which would only add one more stuck task.
+	KernelStuck *MountProbeKernel `json:"kernel_stuck,omitempty"`
+}
+
+// MountProbeKernel is what made a mount hung without a probe.
+type MountProbeKernel struct {
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+	Requests int    `json:"requests"`
+	TIDs     []int  `json:"tids"`
+	Reason   string `json:"reason"`
 }
 
 // MountProbeEarlier is a worker of an earlier run still stuck probing a

@@ -14,4 +14,5 @@ import (
 	_ "github.com/nodesnap/nodesnap/collectors/openfiles"
 	_ "github.com/nodesnap/nodesnap/collectors/processes"
 	_ "github.com/nodesnap/nodesnap/collectors/runtime"
+	_ "github.com/nodesnap/nodesnap/collectors/storageclients"
 )

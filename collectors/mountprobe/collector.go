@@ -83,7 +83,10 @@ func init() {
 		// probes are replaced at once (up to --mountprobe-max-stuck),
 		// so even many hung mounts cost about one deadline.
 		DefaultTimeout: 20 * time.Second,
-		Options:        &mountprobeOpts,
+		// storageclients finds the filesystems already stuck in the
+		// kernel; their mounts are reported hung without a probe.
+		After:   []string{layout.DirStorageClients},
+		Options: &mountprobeOpts,
 		Flags: func(fs *pflag.FlagSet) {
 			fs.IntVar(&mountprobeOpts.MaxWorkers, "mountprobe-max-workers", mountprobeOpts.MaxWorkers,
 				"mountprobe: most probes at once, not counting probes stuck on hung mounts (at least --workers)")
@@ -165,6 +168,7 @@ type mpItem struct {
 	own, prio mpPrio
 	likely    bool // network or FUSE: likely to hang
 	earlier   bool // an earlier run's probe is still stuck on it
+	kernel    bool // the kernel's state shows it stuck (Common.Stuck)
 }
 
 // mpItem states.
@@ -296,6 +300,7 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	}
 
 	earlier := p.findEarlier(pctx, items)
+	kernelStuck := p.markKernelStuck(items)
 	// MaxStuck bounds the stuck probes of every run together.
 	p.maxStuck = max(p.maxStuck-earlier, 0)
 
@@ -336,6 +341,9 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	}
 	if n := rep.Counts[layout.ProbeHung]; n > 0 {
 		env.Notef("%d mount(s) hung: stat/statfs did not answer within %s", n, p.probeTimeout)
+	}
+	if kernelStuck > 0 {
+		env.Notef("%d mount(s) already stuck in the kernel (requests waiting and tasks blocked on them, found by %s) were reported hung without a probe", kernelStuck, layout.DirStorageClients)
 	}
 	if earlier > 0 {
 		env.Notef("%d probe(s) of earlier runs are still stuck on hung mounts: those mounts were reported hung without a new probe, and --mountprobe-max-stuck allowed %d more", earlier, p.maxStuck)

@@ -299,3 +299,42 @@ func (p *mpProber) findEarlier(ctx context.Context, items []*mpItem) int {
 	}
 	return len(found)
 }
+
+// markKernelStuck marks hung, without a probe, the mounts of filesystems
+// the kernel already shows stuck (Common.Stuck, from storageclients,
+// which ran before): a probe would only add one more task stuck on them
+// and cost a whole probe deadline. It returns how many mounts it marked.
+func (p *mpProber) markKernelStuck(items []*mpItem) int {
+	if len(p.env.Stuck) == 0 {
+		return 0
+	}
+	byDev := make(map[string]*layout.KernelStuck, len(p.env.Stuck))
+	for i := range p.env.Stuck {
+		byDev[p.env.Stuck[i].Dev] = &p.env.Stuck[i]
+	}
+	n := 0
+	for _, it := range items {
+		ks := byDev[it.rec.Dev]
+		if ks == nil || it.hidden || it.autofs {
+			continue
+		}
+		n++
+		if it.earlier {
+			// Already hung without a probe (an earlier run's probe is
+			// stuck on it); the kernel's own evidence says more.
+			it.rec.KernelStuck = &layout.MountProbeKernel{Kind: ks.Kind, Name: ks.Name, Requests: ks.Requests, TIDs: ks.TIDs, Reason: ks.Reason}
+			it.rec.Diagnosis = "already stuck in the kernel: " + ks.Reason + "; " + it.rec.Diagnosis
+			continue
+		}
+		it.kernel = true
+		it.rec.Result = layout.ProbeHung
+		it.rec.KernelStuck = &layout.MountProbeKernel{Kind: ks.Kind, Name: ks.Name, Requests: ks.Requests, TIDs: ks.TIDs, Reason: ks.Reason}
+		it.rec.Diagnosis = "already stuck in the kernel: " + ks.Reason + "; not probed, so no task is added to those stuck on it"
+		it.rec.SkipReason = "reported hung from the kernel's own state (" + layout.DirStorageClients + "): a probe would block like the tasks already stuck on it"
+		it.hangEvidence = ks.Evidence
+		if ks.Evidence != nil {
+			it.rec.BlockedIn = mpBlockedIn(ks.Evidence)
+		}
+	}
+	return n
+}

@@ -123,7 +123,7 @@ func mpWriteSummary(w io.Writer, r *layout.MountProbeReport, probes []*layout.Mo
 	fmt.Fprintf(b, "  %-10s %9s  %-7s %-16s %-9s %s\n", "RESULT", "LATENCY", "CLASS", "FSTYPE", "DEV", "MOUNTPOINT")
 	for _, p := range probes {
 		lat := "-"
-		if p.Probed || p.Result == layout.ProbeHung {
+		if p.Probed || p.Result == layout.ProbeHung && p.KernelStuck == nil {
 			lat = fmt.Sprintf("%.2fms", p.LatencyMS)
 		}
 		res := p.Result

@@ -141,7 +141,7 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 			it.rec.Result = layout.ProbeSkipped
 			it.rec.SkipReason = "lies under hung mount " + it.underHung + ": not touched"
 			finish(it)
-		case it.devRep != nil && it.devRep.rec.Result == layout.ProbeHung && (it.devRep.rec.Probed || it.devRep.earlier):
+		case it.devRep != nil && it.devRep.rec.Result == layout.ProbeHung && (it.devRep.rec.Probed || it.devRep.earlier || it.devRep.kernel):
 			it.rec.Result = layout.ProbeHung
 			it.rec.HungVia = it.devRep.rec.ProbePath
 			it.rec.Diagnosis = "same filesystem (device " + it.rec.Dev + ") as " + it.devRep.rec.ProbePath + ", which hung; not probed again"
@@ -181,7 +181,7 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 		}
 	}
 	for _, it := range items {
-		if it.earlier && it.state == mpWaiting {
+		if (it.earlier || it.kernel) && it.state == mpWaiting {
 			it.rec.DoneMS = shared.Millis(time.Since(p.started))
 			p.reportHung(it)
 			finish(it)

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/engine/outputdir"
@@ -118,9 +119,12 @@ type run struct {
 	abortCtx context.Context
 	stopCtx  context.Context
 
-	mu        sync.Mutex
-	hung      []bundle.HungItem
-	hungSet   map[string]bool
+	mu      sync.Mutex
+	hung    []bundle.HungItem
+	hungSet map[string]bool
+	// stuck are filesystems and devices found stuck in the kernel (see
+	// collectors.EventStuck), passed on to later collectors.
+	stuck     []layout.KernelStuck
 	facts     map[string]string
 	results   map[string]*collectorRun
 	children  map[*isolate.Child]struct{}

@@ -117,6 +117,9 @@ func (r *run) runOne(cr *collectorRun) {
 	}
 	r.mu.Unlock()
 	sort.Strings(common.HungMounts)
+	r.mu.Lock()
+	common.Stuck = append([]layout.KernelStuck(nil), r.stuck...)
+	r.mu.Unlock()
 	cfg := collectors.ChildConfig{Collector: s.Name, Dir: dir, Deadline: deadline, Common: common}
 	if s.Options != nil {
 		raw, err := json.Marshal(s.Options)
@@ -275,6 +278,14 @@ func (r *run) handleEvent(cr *collectorRun, ev collectors.Event) {
 			if !r.hungSet[ev.Item.Target] {
 				r.hungSet[ev.Item.Target] = true
 				r.hung = append(r.hung, bundle.HungItem{Op: ev.Item.Op, Target: r.redactString(ev.Item.Target), Collector: cr.spec.Name, Evidence: ev.Item.Evidence})
+			}
+			r.mu.Unlock()
+		}
+	case collectors.EventStuck:
+		if ev.Stuck != nil {
+			r.mu.Lock()
+			if len(r.stuck) < 1000 {
+				r.stuck = append(r.stuck, *ev.Stuck)
 			}
 			r.mu.Unlock()
 		}

@@ -182,6 +182,8 @@ func (st *state) readerFor(name string) func(string, io.Reader) error {
 		return st.readOpenFiles
 	case name == layout.ProbesPath:
 		return st.readProbes
+	case name == layout.StorageClientsPath:
+		return st.readStorageClients
 	case name == layout.ShapePath:
 		return st.readShape
 	case name == layout.CSIInventoryPath:

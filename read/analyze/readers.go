@@ -109,6 +109,12 @@ func (st *state) readProbes(_ string, r io.Reader) error {
 	return jsonstream.EndOfInput(dec)
 }
 
+// readStorageClients reads storageclients/state.json (bounded by the
+// collector: its parsers keep at most maxRecords of each kind).
+func (st *state) readStorageClients(_ string, r io.Reader) error {
+	return decodeWhole(r, &st.storage)
+}
+
 // readShape reads dirshape/shape.json: bounded by the collector (top N
 // directories, bounded leftover lists).
 func (st *state) readShape(_ string, r io.Reader) error {

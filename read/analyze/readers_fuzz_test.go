@@ -16,14 +16,15 @@ var fuzzPaths = []string{
 	"processes/tasks.json", "mounts/mounts.json", "mounts/ns/4026531840.mountinfo", "openfiles/holders.json",
 	"openfiles/processes.jsonl", "mountprobe/probes.json", "dirshape/shape.json", "csi/inventory.json",
 	"kubelet/healthz.txt", "kubelet/pods.json", "kubelet/goroutine-debug2.txt", "runtime/docker/goroutine-debug2.txt",
-	"journal/kubelet.log", "runtime/containerd/cri-pods.json", "kubelet/metrics.txt", "mounts/mountinfo.txt",
+	"journal/kubelet.log", "runtime/containerd/cri-pods.json", "kubelet/metrics.txt", "storageclients/state.json", "mounts/mountinfo.txt",
 }
 
 // FuzzReaders feeds arbitrary bytes straight to each reader (no archive
 // in the way), then runs every rule over what it kept: no panic in a
 // reader or a rule.
 func FuzzReaders(f *testing.F) {
-	for _, scn := range []string{"incident002-rbd-held-in-namespace", "incident003-cephfs-hung", "incident004-csi-published-lost", "incident001-huge-volume", "signatures", "kubelet-v1.34-restarted"} {
+	for _, scn := range []string{"incident002-rbd-held-in-namespace", "incident003-cephfs-hung", "incident004-csi-published-lost", "incident001-huge-volume", "signatures", "kubelet-v1.34-restarted",
+		"storage-nfs-server-stuck", "storage-ceph-osd-mds-stuck", "storage-iscsi-recovery", "storage-multipath-all-failed"} {
 		for i, p := range fuzzPaths {
 			b, err := os.ReadFile(filepath.Join("testdata", scn, filepath.FromSlash(p)))
 			if err == nil {

@@ -126,11 +126,11 @@ var dataMarkers = [][]byte{[]byte("/var/lib/"), []byte("/volumes/"), []byte(".de
 // lines are decoded only when they can matter: see writerFilter.
 func (st *state) readOpenFiles(_ string, r io.Reader) error {
 	wf := st.writerFilter()
-	if wf.skip {
-		return nil // the walk drains the rest
-	}
 	return eachLine(r, func(b []byte, n int, cut bool) error {
-		if cut || len(bytes.TrimSpace(b)) == 0 || !wf.wants(b) {
+		if !cut && bytes.Contains(b, devFUSEPath) {
+			st.addFUSEHolder(b)
+		}
+		if wf.skip || cut || len(bytes.TrimSpace(b)) == 0 || !wf.wants(b) {
 			return nil
 		}
 		var p ofLine
@@ -291,4 +291,28 @@ func systemPath(p string) bool {
 		}
 	}
 	return false
+}
+
+// devFUSEPath marks a processes.jsonl line with /dev/fuse open: a FUSE
+// daemon (the kernel does not say which connection a descriptor serves).
+var devFUSEPath = []byte(`"path":"/dev/fuse"`)
+
+// addFUSEHolder keeps a process holding /dev/fuse (bounded).
+func (st *state) addFUSEHolder(b []byte) {
+	if len(st.fuseHolders) >= 256 {
+		return
+	}
+	var p ofLine
+	if json.Unmarshal(b, &p) != nil {
+		return
+	}
+	h := layout.FUSEDevHolder{PID: p.PID, Comm: p.Comm, MountNS: p.Namespace}
+	for _, fd := range p.FDs {
+		if fd.Path == "/dev/fuse" {
+			h.FDs++
+		}
+	}
+	if h.FDs > 0 {
+		st.fuseHolders = append(st.fuseHolders, h)
+	}
 }

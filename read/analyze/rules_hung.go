@@ -351,7 +351,18 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 	}
 	syncBad := st.syncloopBad()
 
-	f.Summary = fmt.Sprintf("%s mount %s (%s) did not answer stat/statfs within %s", kind, listOf(mps, 2), g.source, orUnknown(timeout))
+	var kernel *layout.MountProbeKernel
+	for _, p := range g.probes {
+		if p.KernelStuck != nil {
+			kernel = p.KernelStuck
+			break
+		}
+	}
+	if kernel != nil {
+		f.Summary = fmt.Sprintf("%s mount %s (%s) is stuck in the kernel (not probed): %s", kind, listOf(mps, 2), g.source, kernel.Reason)
+	} else {
+		f.Summary = fmt.Sprintf("%s mount %s (%s) did not answer stat/statfs within %s", kind, listOf(mps, 2), g.source, orUnknown(timeout))
+	}
 	podText := st.podsOfPaths(mps)
 	if podText != "" {
 		f.Summary += "; " + podText
@@ -366,8 +377,13 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 	}
 	fuse := strings.HasPrefix(g.fstype, "fuse") || g.class == "fuse"
 	var b strings.Builder
-	fmt.Fprintf(&b, "A stat/statfs of %s (device %s, %s from %s) in an isolated worker did not return within its deadline: any process that touches the mount blocks in the kernel, ",
-		listOf(mps, 6), orUnknown(g.dev), kind, orUnknown(g.source))
+	if kernel != nil {
+		fmt.Fprintf(&b, "The kernel's own state shows %s (device %s, %s from %s) stuck: %s. nodesnap did not probe it, which would only have added one more stuck task: any process that touches the mount blocks in the kernel, ",
+			listOf(mps, 6), orUnknown(g.dev), kind, orUnknown(g.source), kernel.Reason)
+	} else {
+		fmt.Fprintf(&b, "A stat/statfs of %s (device %s, %s from %s) in an isolated worker did not return within its deadline: any process that touches the mount blocks in the kernel, ",
+			listOf(mps, 6), orUnknown(g.dev), kind, orUnknown(g.source))
+	}
 	b.WriteString("often unkillably, and stays there until the mount answers or is force-unmounted. ")
 	switch {
 	case fuse:
@@ -394,6 +410,7 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 		b.WriteString("The kubelet's healthz says: " + syncBad[0].Text + ". ")
 	}
 	f.Explanation = strings.TrimSpace(b.String())
+	st.storageHungContext(&f, g, mps)
 
 	// Evidence.
 	for _, p := range g.probes {

@@ -67,6 +67,12 @@ type state struct {
 	probes      []layout.MountProbe // every probe not ok
 	probeCounts map[string]int
 
+	// storageclients: the kernel's live storage-client state
+	storage *layout.StorageClients
+	// fuseHolders are the processes with /dev/fuse open, from openfiles
+	// (storageclients lists its own).
+	fuseHolders []layout.FUSEDevHolder
+
 	// dirshape, csi
 	shape *layout.DirShapeReport
 	csi   *layout.CSIInventory
@@ -442,6 +448,7 @@ var rules = []rule{
 	{"mount-held-in-foreign-namespace", ruleHeldMounts},
 	{"csi", ruleCSI},
 	{"hung-mounts", ruleHungMounts},
+	{"storage-clients", ruleStorageClients},
 	{"kubelet", ruleKubelet},
 	{"directories", ruleDirectories},
 	{"runtime", ruleRuntimeLock},

@@ -162,6 +162,17 @@ func (f *FUSE) MountID() int { return f.mountID }
 // being answered complete normally. Hang is idempotent.
 func (f *FUSE) Hang() { f.gate.hung.Store(true) }
 
+// Resume makes the daemon answer again: the requests blocked by Hang
+// are served normally (not failed), and so is every later one. A test
+// that stacks a filesystem on a hung FUSE mount (a loop device backed by
+// a file on it) resumes it before tearing the stack down, so that the
+// upper layers see no I/O error. After Resume, Hang has no effect.
+func (f *FUSE) Resume() {
+	f.gate.resumed.Store(true)
+	f.gate.hung.Store(false)
+	f.gate.releaseAll()
+}
+
 // Blocked returns how many requests are blocked in the server right now.
 // Tests can poll it to know that a child process really is in the
 // kernel waiting on this mount.

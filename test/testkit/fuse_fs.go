@@ -22,6 +22,8 @@ type gate struct {
 	blocked     atomic.Int64
 	release     chan struct{}
 	releaseOnce sync.Once
+	// resumed: released requests are served, not failed.
+	resumed atomic.Bool
 }
 
 // wait blocks if the mount is hung and reports whether it did.
@@ -32,7 +34,7 @@ func (g *gate) wait() bool {
 	g.blocked.Add(1)
 	<-g.release
 	g.blocked.Add(-1)
-	return true
+	return !g.resumed.Load()
 }
 
 func (g *gate) releaseAll() { g.releaseOnce.Do(func() { close(g.release) }) }

@@ -20,8 +20,17 @@ import (
 type LoopOption func(*loopConfig)
 
 type loopConfig struct {
-	inodes  int
-	noMount bool
+	inodes   int
+	noMount  bool
+	imageDir string
+}
+
+// LoopImageDir puts the image in dir instead of under t.TempDir(): on a
+// FUSE mount, say, to make a block device whose I/O stops when its FUSE
+// daemon does (a hung block device in miniature). The image is removed
+// on cleanup, after the device is detached.
+func LoopImageDir(dir string) LoopOption {
+	return func(c *loopConfig) { c.imageDir = dir }
 }
 
 // LoopInodes sets the number of inodes (mkfs.ext4 -N n). A directory
@@ -80,6 +89,10 @@ func LoopExt4(t testing.TB, sizeMiB int, opts ...LoopOption) *Loop {
 		t.Fatalf("testkit: LoopExt4: size %d MiB", sizeMiB)
 	}
 	img := filepath.Join(t.TempDir(), "ext4.img")
+	if cfg.imageDir != "" {
+		img = filepath.Join(cfg.imageDir, "ext4.img")
+		t.Cleanup(func() { os.Remove(img) })
+	}
 	f, err := os.OpenFile(img, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		t.Fatalf("testkit: LoopExt4: %v", err)
