@@ -2,8 +2,12 @@ package arch
 
 import (
 	"errors"
+	"io/fs"
+	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -161,5 +165,47 @@ func TestPackageDocs(t *testing.T) {
 		if l != "" {
 			t.Errorf("%s has no package doc", l)
 		}
+	}
+}
+
+// TestNoBareSkip: a test skips only through package test/skip, which says
+// why and fails in CI when the machine lacks what CI provides. The nested
+// release module keeps its own (it does not import this one).
+func TestNoBareSkip(t *testing.T) {
+	bare := regexp.MustCompile(`\.(Skip|Skipf|SkipNow)\(`)
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || rel == "release" || rel == "test/skip") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		checked++
+		for i, line := range strings.Split(string(b), "\n") {
+			if bare.MatchString(line) && !strings.HasPrefix(strings.TrimSpace(line), "//") {
+				t.Errorf("%s:%d: skips without test/skip (Missing, Short, OptIn or Because): %s", rel, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 100 {
+		t.Fatalf("checked only %d files; is the walk rooted right?", checked)
 	}
 }

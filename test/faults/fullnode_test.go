@@ -3,6 +3,7 @@ package faults
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -32,7 +33,7 @@ import (
 // NODESNAP_BENCH_FULL=1, and writes its figures as JSON.
 func TestBenchFullNode(t *testing.T) {
 	if os.Getenv("NODESNAP_BENCH_FULL") != "1" {
-		t.Skip("a benchmark: run with NODESNAP_BENCH_FULL=1 (test/bench/full_node.sh, make bench)")
+		skip.Because(t, "a benchmark: run with NODESNAP_BENCH_FULL=1 (test/bench/full_node.sh, make bench)")
 	}
 	testkit.RequireRoot(t)
 	testkit.RequireFUSE(t)
