@@ -5,7 +5,10 @@ GO      ?= go
 BIN     ?= bin/nodesnap
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BUILD_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
-LDFLAGS := -s -w -X main.version=$(VERSION) -X main.buildDate=$(BUILD_DATE)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The commit is stamped too: the go command's own VCS stamp is off whenever the
+# builder sets -buildvcs=false (GOFLAGS) or builds outside a checkout.
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.buildDate=$(BUILD_DATE) -X main.revision=$(REVISION)
 
 .PHONY: all build test test-kernel test-short e2e-k8s bench lint fmt vet fuzz reliability clean
 
@@ -30,7 +33,7 @@ test-kernel: vet
 	$(GO) -C release test -count=1 -timeout 20m ./...
 
 ## e2e-k8s: a real single-node Kubernetes built from upstream source (cached in
-## /var/cache/nodesnap-e2e; ~12 min cold on 2 cores), nodesnap's e2e tests on it,
+## /var/cache/nodesnap-e2e; about 12 minutes cold on 2 cores), nodesnap's e2e tests on it,
 ## then the cluster taken down: its own pids, mounts, links, cgroups, sysctls.
 E2E_STATE ?= /var/lib/nodesnap-e2e
 E2E_K8S   ?= v1.34.4
@@ -102,7 +105,6 @@ reliability:
 DIST     ?= dist
 IMAGE    ?= ghcr.io/nodesnap/nodesnap:$(VERSION)
 ARCHES   ?= amd64 arm64
-REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 MKRELEASE := bin/mkrelease
 # Where the krew manifest (dist/nodesnap.yaml) downloads the plugin's archives from.

@@ -609,18 +609,12 @@ func plainProgress(w io.Writer) func(supervisor.Progress) {
 		case "done":
 			line := fmt.Sprintf("%-12s %-11s %6.1fs", p.Collector, p.Status, p.Elapsed.Seconds())
 			if p.Error != "" && p.Status != bundle.StatusOK {
-				line += "  " + truncate(p.Error, 100)
+				// Whole: this is what a cron mail or a ticket shows.
+				line += "  " + strings.Join(strings.Fields(p.Error), " ")
 			}
 			fmt.Fprintln(w, line)
 		case "writing":
 			fmt.Fprintln(w, "writing the bundle…")
 		}
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -86,11 +86,11 @@ same for machines.
 				enc.SetIndent("", "  ")
 				return enc.Encode(infos)
 			}
-			return writeCollectors(w, textfit.Width(w), infos, verbose)
+			return writeCollectors(w, textfit.Width(w), infos, verbose || !textfit.IsTerminal(w))
 		},
 	}
 	addOutputFlag(cmd, &output, "text", "json")
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every text whole, wrapped, instead of cut at the width")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every text whole, wrapped, instead of cut at the terminal's width (always so off a terminal)")
 	return cmd
 }
 

@@ -132,7 +132,11 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 		}
 	}
 	if o.image == "" {
-		o.image = DefaultImageRepo + ":" + toolVersion()
+		img, err := defaultImage(toolVersion())
+		if err != nil {
+			return err
+		}
+		o.image = img
 	}
 	if o.outputDir == "" {
 		o.outputDir = "nodesnap-fleet-" + time.Now().UTC().Format(naming.TimeLayout)
@@ -251,5 +255,21 @@ func writeFleetSummary(w io.Writer, rep *fleet.Report, dir string) {
 		}
 	}
 	fmt.Fprintf(w, "%d nodes: %s\n", len(rep.Nodes), strings.Join(counts, ", "))
+	if rep.Counts[fleet.StatusImagePull] > 0 {
+		fmt.Fprintf(w, "hint: the nodes could not get the image: import it on each node (ctr -n k8s.io images import nodesnap-<version>.oci.tar) or name one they can pull with --image\n")
+	}
 	fmt.Fprintf(w, "%s\n", filepath.Join(dir, fleet.ReportFile))
+}
+
+// defaultImage is the image fleet collect runs when --image is not given:
+// the release image of this binary's own version. A binary built without a
+// version (go build, go run: "devel…") names no image that exists — make
+// image tags its archive with git describe — so it asks for --image instead
+// of sending every node after a tag nobody built.
+func defaultImage(version string) (string, error) {
+	if version == "" || strings.HasPrefix(version, "devel") {
+		return "", &supervisor.UsageError{Msg: fmt.Sprintf("this nodesnap was built without a release version (%s), so it has no image of its own to run on the nodes: "+
+			"name one with --image (make image builds %s:<git describe> and prints its name), or build this binary with make build, whose default image is the one make image builds from the same commit", version, DefaultImageRepo)}
+	}
+	return DefaultImageRepo + ":" + version, nil
 }

@@ -157,7 +157,9 @@ func printProblems(w io.Writer, probs []string, all bool) {
 // width runes: the tables' rows are cut ("…"), every other text wrapped.
 func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose bool) error {
 	w := textfit.NewWriter(out, width, true)
-	rows := textfit.NewWriter(out, width, false)
+	// A table row is cut at the width on a terminal, and wrapped (whole)
+	// off one or with -v: a pipe or a ticket loses nothing.
+	rows := textfit.NewWriter(out, width, verbose || !textfit.IsTerminal(out))
 	fmt.Fprintf(w, "host:      %s (kernel %s)\n", m.Host.Hostname, m.Host.Kernel)
 	fmt.Fprintf(w, "collected: %s, %.1fs, by nodesnap %s\n", m.StartedAt.Format("2006-01-02 15:04:05Z07:00"), m.DurationSeconds, m.Tool.Version)
 	status := m.Status

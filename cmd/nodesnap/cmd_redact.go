@@ -112,7 +112,13 @@ func runRedact(ctx context.Context, o *redactOptions, in string, stdout, stderr 
 		}
 		fmt.Fprintf(stderr, "obfuscation mapping (keep it, do not attach it): %s\n", mf)
 	}
-	fmt.Fprintf(stdout, "%s\nsize: %s (%d bytes)\nsha256: %s\nredactions: %d\n", w.Path, human.Bytes(w.Size), w.Size, w.SHA256, m.Redaction.Total)
+	// The copy gets its checksum file too, as every bundle collect writes:
+	// it is what travels to the ticket.
+	sum, err := outputdir.WriteSum(w)
+	if err != nil {
+		return fmt.Errorf("the bundle was written to %s, but its checksum file was not: %w", w.Path, err)
+	}
+	fmt.Fprintf(stdout, "%s\nsize: %s (%d bytes)\nsha256: %s\nchecksum file: %s\nredactions: %d\n", w.Path, human.Bytes(w.Size), w.Size, w.SHA256, sum, m.Redaction.Total)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"github.com/nodesnap/nodesnap/collectors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -377,6 +378,13 @@ func TestOutputFlagAndChecks(t *testing.T) {
 		t.Errorf("redact -o FILE: exit %d\n%s", r.code, r.stderr)
 	} else if _, err := os.Stat(clean); err != nil {
 		t.Errorf("redact -o FILE wrote nothing: %v", err)
+	} else {
+		// The copy has its checksum file, which sha256sum checks where the pair lies.
+		cmd := exec.Command("sha256sum", "-c", filepath.Base(clean)+".sha256")
+		cmd.Dir = filepath.Dir(clean)
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), ": OK") {
+			t.Errorf("sha256sum -c of redact's checksum file: %v\n%s", err, out)
+		}
 	}
 	if r = runNodesnap(t, time.Minute, nil, "collect", "-o", "yaml"); r.code != exitUsage || !strings.Contains(r.stderr, "--output-dir") {
 		t.Errorf("collect -o yaml: exit %d\n%s", r.code, r.stderr)

@@ -5,12 +5,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/features/fleet"
 )
 
@@ -76,6 +78,7 @@ func TestFleetSummary(t *testing.T) {
 		"node-2  image-pull-failure     0.0s  the node cannot get the image: ImagePullBackOff",
 		"node-3  partial                0.0s  node-3.tar.gz (the bundle is partial: journal: timed out)",
 		"3 nodes: 1 ok, 1 partial, 1 image-pull-failure",
+		"or name one they can pull with --image",
 		"case-1/fleet.json",
 	} {
 		if !strings.Contains(b.String(), want) {
@@ -152,5 +155,33 @@ func TestFleetLiveProgress(t *testing.T) {
 	p.redraw()
 	if !strings.HasPrefix(b.String(), "\x1b[3A") {
 		t.Errorf("the redraw does not go back over the last one: %q", b.String())
+	}
+}
+
+// A binary built without a release version names no image that exists:
+// fleet collect asks for --image (and says how to build one) instead of
+// defaulting to a tag make image never produces.
+func TestDefaultImage(t *testing.T) {
+	for _, tc := range []struct {
+		version, want string
+		usage         bool
+	}{
+		{"v1.2.3", DefaultImageRepo + ":v1.2.3", false},
+		{"b427018", DefaultImageRepo + ":b427018", false}, // make build from an untagged commit, as make image tags it
+		{"devel", "", true},
+		{"devel-0123456789ab+dirty", "", true},
+		{"", "", true},
+	} {
+		got, err := defaultImage(tc.version)
+		if tc.usage {
+			var u *supervisor.UsageError
+			if !errors.As(err, &u) || !strings.Contains(err.Error(), "--image") || !strings.Contains(err.Error(), "make image") {
+				t.Errorf("%q: %q, %v; want a usage error naming --image and make image", tc.version, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%q: %q, %v; want %q", tc.version, got, err, tc.want)
+		}
 	}
 }

@@ -65,6 +65,13 @@ func flagSections(c *cobra.Command) string {
 		}
 		sets[sec].AddFlag(fl)
 	})
+	// One column for every section, so that the sections' texts line up.
+	col := 0
+	c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
+		if n := len(flagName(fl)); !fl.Hidden && n <= helpWidth/3 {
+			col = max(col, n)
+		}
+	})
 	var b strings.Builder
 	for _, sec := range append(append([]string{}, sectionOrder...), "Flags") {
 		fs := sets[sec]
@@ -75,27 +82,34 @@ func flagSections(c *cobra.Command) string {
 		if b.Len() > 0 {
 			b.WriteString("\n\n")
 		}
-		fmt.Fprintf(&b, "%s:\n%s", sec, flagUsages(fs))
+		fmt.Fprintf(&b, "%s:\n%s", sec, flagUsages(fs, col))
 	}
 	return b.String()
 }
 
+// flagName is a flag as the help's left column shows it: "-q, --quiet",
+// "--timeout duration".
+func flagName(fl *pflag.Flag) string {
+	name := "      --" + fl.Name
+	if fl.Shorthand != "" {
+		name = "  -" + fl.Shorthand + ", --" + fl.Name
+	}
+	if varname, _ := pflag.UnquoteUsage(fl); varname != "" {
+		name += " " + varname
+	}
+	return name
+}
+
 // flagUsages lists flags as pflag does, the texts wrapped to the help's
-// width under a column no wider than a third of it: a longer flag has its
-// text on the lines below.
-func flagUsages(fs *pflag.FlagSet) string {
+// width under the column col (0: the widest flag of fs no wider than a
+// third of the width): a longer flag has its text on the lines below.
+func flagUsages(fs *pflag.FlagSet, col int) string {
 	type row struct{ flag, usage string }
 	var rows []row
-	col := 0
+	widest := 0
 	fs.VisitAll(func(fl *pflag.Flag) {
-		name := "      --" + fl.Name
-		if fl.Shorthand != "" {
-			name = "  -" + fl.Shorthand + ", --" + fl.Name
-		}
-		varname, usage := pflag.UnquoteUsage(fl)
-		if varname != "" {
-			name += " " + varname
-		}
+		name := flagName(fl)
+		_, usage := pflag.UnquoteUsage(fl)
 		if !zeroDefault(fl) {
 			if fl.Value.Type() == "string" {
 				usage += fmt.Sprintf(" (default %q)", fl.DefValue)
@@ -104,10 +118,13 @@ func flagUsages(fs *pflag.FlagSet) string {
 			}
 		}
 		if len(name) <= helpWidth/3 {
-			col = max(col, len(name))
+			widest = max(widest, len(name))
 		}
 		rows = append(rows, row{name, usage})
 	})
+	if col == 0 {
+		col = widest
+	}
 	var b strings.Builder
 	pad := strings.Repeat(" ", col+3)
 	for i, r := range rows {

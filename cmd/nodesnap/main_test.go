@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -162,4 +163,42 @@ func collectorByName(t *testing.T, m *bundle.Manifest, name string) *bundle.Coll
 // readManifestRaw returns a bundle's manifest bytes as stored.
 func readManifestRaw(p string) (*bundle.Manifest, []byte, error) {
 	return bundle.ReadManifest(context.Background(), p)
+}
+
+// truncate shortens s to n bytes for a test's failure message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// Every section of collect --help puts the flags' texts in one column, so
+// that the sections read as one list (they used to start at four
+// different columns, one section's at the third).
+func TestHelpSectionsOneColumn(t *testing.T) {
+	r := runNodesnap(t, time.Minute, []string{"COLUMNS="}, "collect", "--help")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	flagLine := regexp.MustCompile(`^ +(-\w, )?--\S+( \S+)? {2,}\S`)
+	cont := regexp.MustCompile(`^ {20,}\S`)
+	cols := map[int]string{}
+	inFlags := false
+	for _, l := range strings.Split(r.stdout, "\n") {
+		switch {
+		case l == "General:":
+			inFlags = true
+		case !inFlags:
+		case flagLine.MatchString(l), cont.MatchString(l):
+			i := len(flagLine.FindString(l)) - 1
+			if cont.MatchString(l) {
+				i = len(l) - len(strings.TrimLeft(l, " "))
+			}
+			cols[i] = l
+		}
+	}
+	if len(cols) != 1 {
+		t.Errorf("collect --help puts flag texts at %d columns, want 1: %v", len(cols), cols)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/internal/human"
+	"github.com/nodesnap/nodesnap/internal/textfit"
 )
 
 // progressDisplay shows a run's progress and is told the final result.
@@ -163,8 +164,32 @@ func (p *liveProgress) finish(m *bundle.Manifest) {
 		p.footer = "no bundle was written"
 	}
 	p.redraw()
+	p.writeCutReasons()
 	p.mu.Unlock()
 	<-p.stopped
+}
+
+// writeCutReasons prints, below the last frame, the whole reason of every
+// collector whose line was cut at the terminal's width: a frame has to fit
+// one line per collector, the reason a user needs does not.
+func (p *liveProgress) writeCutReasons() {
+	width := p.width() - 1
+	var cut []*progressRow
+	now := time.Now()
+	for _, r := range p.rows {
+		if r.err != "" && r.status != bundle.StatusOK && utf8.RuneCountInString(r.line(now)) > width {
+			cut = append(cut, r)
+		}
+	}
+	if len(cut) == 0 {
+		return
+	}
+	fw := textfit.NewWriter(p.w, width, true)
+	fmt.Fprintln(fw, "why:")
+	for _, r := range cut {
+		fmt.Fprintf(fw, "  %s: %s\n", r.name, r.err)
+	}
+	_ = fw.Flush()
 }
 
 // redraw moves the cursor back over the last frame and rewrites every

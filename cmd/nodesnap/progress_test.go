@@ -218,8 +218,23 @@ func TestLiveProgressUnit(t *testing.T) {
 			t.Errorf("%s ends as %q, want %s", name, l, want)
 		}
 	}
-	if !strings.Contains(lines[len(lines)-2], "done in") || !strings.Contains(lines[len(lines)-2], "partial") {
-		t.Errorf("last line %q", lines[len(lines)-2])
+	footer := -1
+	for i, l := range lines {
+		if strings.Contains(l, "done in") {
+			footer = i
+		}
+	}
+	if footer < 0 || !strings.Contains(lines[footer], "partial") {
+		t.Fatalf("no footer saying done and partial:\n%s", strings.Join(lines, "\n"))
+	}
+	// The frame cut gamma's reason at 40 columns; below it, every cut
+	// reason is printed whole (wrapped), so nothing a user needs is lost.
+	below := strings.Join(strings.Fields(strings.Join(lines[footer+1:], " ")), " ")
+	if !strings.HasPrefix(below, "why:") || !strings.Contains(below, "gamma: the global deadline was reached before it could start") {
+		t.Errorf("the cut reasons are not printed whole below the frame: %q", below)
+	}
+	if strings.Contains(below, "beta") {
+		t.Errorf("an ok collector is listed among the reasons: %q", below)
 	}
 }
 
@@ -238,4 +253,28 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Off a terminal (a pipe, a file, a ticket), `nodesnap collectors` cuts
+// nothing: every collector's GATHERS text is there whole, wrapped within
+// 80 columns, where it used to end in "…" at the 80th.
+func TestCollectorsOffTerminalWhole(t *testing.T) {
+	r := runNodesnap(t, time.Minute, []string{"COLUMNS="}, "collectors")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout, "…") {
+		t.Errorf("off a terminal, text was cut:\n%s", r.stdout)
+	}
+	flat := strings.Join(strings.Fields(r.stdout), " ")
+	for _, c := range collectorInfos() {
+		if want := strings.Join(strings.Fields(c.Gathers), " "); !strings.Contains(flat, want) {
+			t.Errorf("%s: GATHERS %q is not whole in the output", c.Name, want)
+		}
+	}
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if n := len([]rune(l)); n > 80 {
+			t.Errorf("line of %d characters off a terminal: %q", n, l)
+		}
+	}
 }

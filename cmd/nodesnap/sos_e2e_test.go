@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"github.com/nodesnap/nodesnap/bundle/naming"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -475,5 +476,35 @@ func TestCollectJSONNamesSidecar(t *testing.T) {
 	}
 	if res.SHA256File != res.Path+".sha256" {
 		t.Errorf("sha256_file %q for %q", res.SHA256File, res.Path)
+	}
+}
+
+// make build stamps the commit itself: a builder whose Go settings turn
+// off the go command's VCS stamp (GOFLAGS=-buildvcs=false, as some CI
+// images set) still gets a binary that says which commit it is.
+func TestMakeBuildStampsCommit(t *testing.T) {
+	root, err := testkit.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.RequireTool(t, "make")
+	testkit.RequireTool(t, "git")
+	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		skip.Missing(t, "not a git checkout, nothing to stamp: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "nodesnap")
+	cmd := exec.Command("make", "--no-print-directory", "build", "BIN="+bin)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "commit " + strings.TrimSpace(string(head))[:12]; !strings.Contains(string(out), want) {
+		t.Errorf("make build with -buildvcs=false: %q, want %q", out, want)
 	}
 }

@@ -12,7 +12,9 @@ import (
 // version and buildDate are set at build time (make build):
 // -ldflags "-X main.version=v1.2.3 -X main.buildDate=2026-11-21T10:15:00Z".
 // The date is the commit's, so that the same commit builds the same bytes.
-var version, buildDate = "", ""
+// revision is the commit (-X main.revision=<sha>, as make stamps it), used
+// when the go command's own VCS stamp is missing (-buildvcs=false).
+var version, buildDate, revision = "", "", ""
 
 // buildInfo is what a binary can say about where it came from: the
 // release version (-ldflags, or the module version of go install), the Go
@@ -32,6 +34,9 @@ func readBuildInfo() buildInfo {
 	b.Time, _ = time.Parse(time.RFC3339, buildDate)
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
+		if revision != "unknown" {
+			b.Revision = revision
+		}
 		if b.Version == "" {
 			b.Version = "devel"
 		}
@@ -51,6 +56,9 @@ func readBuildInfo() buildInfo {
 				b.Time, _ = time.Parse(time.RFC3339, s.Value)
 			}
 		}
+	}
+	if b.Revision == "" && revision != "unknown" {
+		b.Revision = revision
 	}
 	if b.Version == "" {
 		b.Version = "devel"

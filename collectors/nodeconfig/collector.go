@@ -107,10 +107,22 @@ func collectNodeConfig(ctx context.Context, env *collectors.Env) error {
 			order = append(order, rc.Path)
 		}
 	}
+	// A file named twice (a --config-file that is also a file read by
+	// default, or listed in a directory read already, or given twice) is
+	// read once: the bundle holds one copy of each path.
+	seen := map[string]bool{}
+	for _, p := range order {
+		seen[p] = true
+	}
 	for _, p := range paths {
-		if _, dup := via[p]; !dup {
-			order = append(order, p)
+		if path.IsAbs(p) {
+			p = path.Clean(p)
 		}
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		order = append(order, p)
 	}
 	paths = order
 	var list []NodeConfigFile

@@ -5,7 +5,9 @@ import (
 	"math"
 	"path"
 	"sort"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/internal/human"
@@ -170,8 +172,14 @@ func timelineChart(rep *analyze.Report, fs []analyze.Finding) (*chart, string) {
 		c.Lines = append(c.Lines, seg{X1: xx, Y1: 4, X2: xx, Y2: axisY, Class: "mark"})
 		c.Texts = append(c.Texts, label{X: xx - 3, Y: axisY - 4, Anchor: "end", Class: "note", Text: "collected"})
 	}
-	note := fmt.Sprintf("%d dated log lines of %s, %s to %s (UTC; a year-less syslog time is taken in the collection's year).",
-		len(evs), plural(len(lanes), "lane", "lanes"), lo.Format("2006-01-02 15:04:05"), hi.Format("2006-01-02 15:04:05"))
+	note := fmt.Sprintf("%s of %s, %s to %s (UTC; a year-less syslog time is taken in the collection's year). A lane is one finding, by its id, and one log file.",
+		plural(len(evs), "dated log line", "dated log lines"), plural(len(lanes), "lane", "lanes"), lo.Format("2006-01-02 15:04:05"), hi.Format("2006-01-02 15:04:05"))
+	for _, l := range lanes {
+		if strings.HasPrefix(l, "earlier-") {
+			note += " Lanes whose id starts with earlier- hold history: lines written by a kubelet that no longer runs, before the running one started, or before the collection's window; they say what happened, not what is wrong now."
+			break
+		}
+	}
 	if skippedLanes > 0 || len(evs) >= maxTimelineDots {
 		note += fmt.Sprintf(" Cut to %d lanes and %d lines.", maxTimelineLanes, maxTimelineDots)
 	}
@@ -212,6 +220,12 @@ func collectorChart(m *bundle.Manifest) *chart {
 	if end <= 0 {
 		end = 1
 	}
+	// The axis ends on a round tick at or past the last collector's end,
+	// and every tick is labelled with the precision its step needs: a tick
+	// at 0.15 s reads +0.15s, never +0.1s.
+	step := niceStep(end / 4)
+	end = math.Ceil(end/step-1e-9) * step
+	decimals := max(0, int(-math.Floor(math.Log10(step)+1e-9)))
 	c := &chart{W: chartLeft + chartPlot + chartRight + 60, H: float64(len(bars))*laneH + axisH + 10, Label: "When each collector ran and how long it took"}
 	x := func(s float64) float64 { return chartLeft + chartPlot*s/end }
 	for i, b := range bars {
@@ -220,21 +234,42 @@ func collectorChart(m *bundle.Manifest) *chart {
 		c.Rects = append(c.Rects, rect{X: x(b.start), Y: y, W: w, H: laneH - 6, Class: "st-" + statusClass(b.status),
 			Title: fmt.Sprintf("%s: %s, started at +%.2fs, ran %.2fs, wrote %s", b.name, b.status, b.start, b.dur, human.Bytes(sizes[b.name]))})
 		c.Texts = append(c.Texts, label{X: chartLeft - 8, Y: y + laneH/2, Anchor: "end", Class: "lbl", Text: human.Cut(b.name, 40)})
-		c.Texts = append(c.Texts, label{X: x(b.start) + w + 6, Y: y + laneH/2, Anchor: "start", Class: "note",
-			Text: fmt.Sprintf("%.2fs · %s · %s", b.dur, human.Cut(b.status, 20), human.Bytes(sizes[b.name]))})
+		text := fmt.Sprintf("%.2fs · %s · %s", b.dur, human.Cut(b.status, 20), human.Bytes(sizes[b.name]))
+		c.Texts = append(c.Texts, label{X: x(b.start) + w + 6, Y: y + laneH/2, Anchor: "start", Class: "note", Text: text})
+		// The chart is as wide as its longest label: a label is never clipped.
+		c.W = math.Max(c.W, x(b.start)+w+6+noteCharW*float64(utf8.RuneCountInString(text))+4)
 	}
 	axisY := 10 + float64(len(bars))*laneH
 	c.Lines = append(c.Lines, seg{X1: chartLeft, Y1: axisY, X2: chartLeft + chartPlot, Y2: axisY, Class: "axis"})
-	for i := 0; i <= 4; i++ {
-		s := end * float64(i) / 4
+	for i := 0; float64(i)*step <= end+step/1e6; i++ {
+		s := float64(i) * step
 		anchor := "middle"
 		if i == 0 {
 			anchor = "start"
 		}
 		c.Lines = append(c.Lines, seg{X1: x(s), Y1: axisY, X2: x(s), Y2: axisY + 4, Class: "axis"})
-		c.Texts = append(c.Texts, label{X: x(s), Y: axisY + 17, Anchor: anchor, Class: "note", Text: fmt.Sprintf("+%.1fs", s)})
+		c.Texts = append(c.Texts, label{X: x(s), Y: axisY + 17, Anchor: anchor, Class: "note", Text: fmt.Sprintf("+%.*fs", decimals, s)})
 	}
 	return c
+}
+
+// noteCharW is the width of one character of the charts' note text, in the
+// SVG's units (its font is 11 px; digits and letters are at most this wide).
+const noteCharW = 6.6
+
+// niceStep is the round step (1, 2 or 5 times a power of ten) at or above
+// raw: the axis's ticks fall on numbers a reader can check by eye.
+func niceStep(raw float64) float64 {
+	if raw <= 0 || math.IsNaN(raw) || math.IsInf(raw, 0) {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= raw*(1-1e-9) {
+			return m * p
+		}
+	}
+	return 10 * p
 }
 
 func plural(n int, one, many string) string {

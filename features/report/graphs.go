@@ -247,7 +247,10 @@ func largestDirsChart(s *layout.DirShapeReport, bud *budget) (*chart, string) {
 		}
 	}
 	if len(dirs) == 0 {
-		return nil, fmt.Sprintf("dirshape scanned %s and found no directory worth drawing.", plural(len(s.Roots), "root", "roots"))
+		if scanned(s) == 0 {
+			return nil, fmt.Sprintf("None of the %s dirshape looked for exists on this node, so there is nothing to draw.", plural(len(s.Roots), "directory", "directories"))
+		}
+		return nil, fmt.Sprintf("dirshape scanned %s and found no directory worth drawing.", plural(scanned(s), "root", "roots"))
 	}
 	sort.SliceStable(dirs, func(i, j int) bool {
 		if dirs[i].Subdirs != dirs[j].Subdirs {
@@ -278,7 +281,7 @@ func largestDirsChart(s *layout.DirShapeReport, bud *budget) (*chart, string) {
 			Title: fmt.Sprintf("%s: %s%s subdirectories, %s%s entries, st_nlink %d, directory size %s", d.Path, atLeast, fmtCount(d.Subdirs), atLeast, fmtCount(d.Entries), d.Nlink, human.Bytes(d.InodeSize))})
 	}
 	note := fmt.Sprintf("The %s with the most subdirectories of the %s dirshape scanned; the dashed line is ext4's limit of 64,998 subdirectories, past which a directory's link count overflows (incident 001). ≥ marks counts of a scan that stopped early.",
-		plural(len(bars), "directory", "directories"), plural(len(s.Roots), "root", "roots"))
+		plural(len(bars), "directory", "directories"), plural(scanned(s), "root", "roots"))
 	if more > 0 {
 		note += fmt.Sprintf(" %d more directories are not drawn.", more)
 	}
@@ -297,7 +300,10 @@ func deletingChart(s *layout.DirShapeReport, bud *budget) (*chart, string) {
 		omitted += r.DeletingGroupsOmitted
 	}
 	if len(gs) == 0 {
-		return nil, fmt.Sprintf("No .deleting~ leftovers in the %s dirshape scanned.", plural(len(s.Roots), "root", "roots"))
+		if scanned(s) == 0 {
+			return nil, fmt.Sprintf("None of the %s dirshape looked for exists on this node.", plural(len(s.Roots), "directory", "directories"))
+		}
+		return nil, fmt.Sprintf("No .deleting~ leftovers in the %s dirshape scanned.", plural(scanned(s), "root", "roots"))
 	}
 	sort.SliceStable(gs, func(i, j int) bool { return gs[i].Count > gs[j].Count })
 	more := len(gs) - maxBars
@@ -405,4 +411,16 @@ func cutMiddle(s string, n int) string {
 	}
 	h := (n - 1) / 2
 	return string(r[:h]) + "…" + string(r[len(r)-(n-1-h):])
+}
+
+// scanned counts the roots dirshape really scanned: a root that does not
+// exist on the node (or is not a directory) was looked for, not scanned.
+func scanned(s *layout.DirShapeReport) int {
+	n := 0
+	for _, r := range s.Roots {
+		if r.Status != layout.DirShapeAbsent && r.Status != layout.DirShapeNotDir {
+			n++
+		}
+	}
+	return n
 }

@@ -23,12 +23,12 @@ const styleCSS = `{{define "style"}}:root { --bad:#b3261e; --warn:#b26a00; --inf
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color:#202124; margin:0; background:#fff; }
 header { background:#202124; color:#fff; padding:18px 28px; }
 header h1 { margin:0; font-size:22px; font-weight:600; }
-header .sub { color:#bdc1c6; margin-top:4px; word-break:break-all; }
+header .sub { color:#bdc1c6; margin-top:4px; overflow-wrap:anywhere; }
 main { padding:8px 28px 40px; max-width:1200px; }
 h2 { font-size:18px; margin:28px 0 10px; padding-bottom:4px; border-bottom:1px solid var(--line); }
 h3 { font-size:15px; margin:0; }
 code, pre, .mono { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size:12.5px; }
-pre { background:var(--bg); border:1px solid var(--line); padding:8px 10px; overflow-x:auto; white-space:pre-wrap; word-break:break-all; margin:6px 0; }
+pre { background:var(--bg); border:1px solid var(--line); padding:8px 10px; overflow-x:auto; white-space:pre-wrap; overflow-wrap:anywhere; margin:6px 0; }
 table { border-collapse:collapse; width:100%; margin:6px 0; }
 th, td { text-align:left; padding:4px 8px; border-bottom:1px solid var(--line); vertical-align:top; }
 th { background:var(--bg); font-weight:600; }
@@ -36,7 +36,7 @@ th.num { text-align:right; }
 td.num { text-align:right; white-space:nowrap; }
 .glance { display:grid; grid-template-columns: max-content 1fr; gap:2px 16px; margin:12px 0; }
 .glance dt { color:var(--muted); }
-.glance dd { margin:0; word-break:break-all; }
+.glance dd { margin:0; overflow-wrap:anywhere; }
 .counts span { display:inline-block; padding:2px 10px; border-radius:12px; margin-right:6px; font-weight:600; color:#fff; }
 .c-critical { background:var(--bad); } .c-warning { background:var(--warn); } .c-info { background:var(--info); } .c-none { background:var(--ok); }
 .finding { border:1px solid var(--line); border-left:6px solid var(--info); border-radius:4px; padding:10px 14px; margin:12px 0; }
@@ -44,13 +44,13 @@ td.num { text-align:right; white-space:nowrap; }
 .badge { display:inline-block; font-size:11px; font-weight:700; text-transform:uppercase; padding:1px 7px; border-radius:3px; color:#fff; background:var(--info); margin-right:6px; }
 .sev-critical .badge { background:var(--bad); } .sev-warning .badge { background:var(--warn); }
 .fid { color:var(--muted); }
-.subject { color:var(--muted); word-break:break-all; }
+.subject { color:var(--muted); overflow-wrap:anywhere; }
 .summary { font-weight:500; margin:6px 0; }
 .expl { white-space:pre-wrap; }
 .ev { margin:6px 0 6px 4px; }
-.ev .path { font-weight:600; word-break:break-all; }
+.ev .path { font-weight:600; overflow-wrap:anywhere; }
 .lines { background:var(--bg); border:1px solid var(--line); padding:4px 0; margin:4px 0; overflow-x:auto; }
-.lines div { white-space:pre-wrap; word-break:break-all; padding:0 10px; }
+.lines div { white-space:pre-wrap; overflow-wrap:anywhere; padding:0 10px; }
 .lines .n { color:var(--muted); display:inline-block; min-width:5em; text-align:right; padding-right:1em; user-select:none; }
 .lines .dec { color:#0b6e4f; padding-left:6em; }
 .fix li { margin:3px 0; white-space:pre-wrap; }
@@ -119,7 +119,7 @@ const pageHTML = styleCSS + headHTML + `{{template "head" .Title}}<body>
 <dt>collection</dt><dd>{{.Status}}{{if .Interrupted}} ({{.Interrupted}}){{end}}</dd>
 {{if .Self}}<dt>nodesnap itself</dt><dd>{{.Self}} (never counted as evidence)</dd>{{end}}
 {{if .Redactions}}<dt>redactions</dt><dd>{{.Redactions}}</dd>{{end}}
-<dt>read</dt><dd>{{.FilesRead}} files, {{.BytesRead}}</dd>
+<dt>read</dt><dd>{{.FilesRead}} archive entries (manifest.json included), {{.BytesRead}}</dd>
 </dl>
 {{range .Warnings}}<p class="st-warn">warning: {{.}}</p>{{end}}
 {{if .NoManifest}}<p class="muted">The manifest was not available: collectors, files and hung mounts are not shown.</p>{{end}}

@@ -45,6 +45,14 @@ func Width(w io.Writer) int {
 	return max(width, Min)
 }
 
+// IsTerminal reports whether w is a terminal. Off a terminal (a pipe, a
+// file, a ticket) nothing is cut: tables wrap their long cells at the
+// width instead of eliding them, so the reasons a reader needs survive.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 // Len is the width of s: its runes.
 func Len(s string) int { return utf8.RuneCountInString(s) }
 

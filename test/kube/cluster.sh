@@ -55,7 +55,7 @@ cmd_build() {
   local missing=()
   for b in "${want[@]}"; do [ -x "$BIN/$b" ] || missing+=("k8s.io/kubernetes/cmd/$b"); done
   if [ ${#missing[@]} -gt 0 ]; then
-    log "building ${missing[*]##*/} $K8S_VERSION from source (about 10 minutes cold on 2 cores)"
+    log "building ${missing[*]##*/} $K8S_VERSION from source (about 12 minutes cold on 2 cores)"
     (cd "$HERE/tools" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$BIN/" "${missing[@]}")
     echo "$ldflags" > "$BIN/.ldflags"
   fi

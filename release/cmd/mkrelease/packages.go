@@ -89,12 +89,26 @@ func pkgInfo(spec pkgSpec, arch string) (*nfpm.Info, error) {
 		file(spec.Binaries[arch], "/usr/bin/nodesnap", 0o755),
 		file(filepath.Join(spec.Root, "deploy/systemd/nodesnap.service"), "/lib/systemd/system/nodesnap.service", 0o644),
 		file(filepath.Join(spec.Root, "deploy/systemd/nodesnap.timer"), "/lib/systemd/system/nodesnap.timer", 0o644),
+		file(filepath.Join(spec.Root, "deploy/systemd/nodesnap-watch.service"), "/lib/systemd/system/nodesnap-watch.service", 0o644),
+		file(filepath.Join(spec.Root, "deploy/packaging/copyright"), "/usr/share/doc/nodesnap/copyright", 0o644),
 		file(filepath.Join(spec.Root, "README.md"), "/usr/share/doc/nodesnap/README.md", 0o644),
 	}
 	for _, lic := range []string{"LICENSE", "LICENSE.md", "COPYING"} {
 		if _, err := os.Stat(filepath.Join(spec.Root, lic)); err == nil {
 			contents = append(contents, file(filepath.Join(spec.Root, lic), "/usr/share/doc/nodesnap/"+lic, 0o644))
 			break
+		}
+	}
+	// Maintainer scripts: removing the package stops and disables the
+	// units it ships, so no enabled timer is left pointing at nothing.
+	scripts := nfpm.Scripts{
+		PostInstall: filepath.Join(spec.Root, "deploy/packaging/postinstall.sh"),
+		PreRemove:   filepath.Join(spec.Root, "deploy/packaging/preremove.sh"),
+		PostRemove:  filepath.Join(spec.Root, "deploy/packaging/postremove.sh"),
+	}
+	for _, src := range []string{scripts.PostInstall, scripts.PreRemove, scripts.PostRemove} {
+		if _, err := os.Stat(src); err != nil {
+			return nil, fmt.Errorf("a maintainer script for the package: %w", err)
 		}
 	}
 	for _, c := range contents {
@@ -120,6 +134,7 @@ func pkgInfo(spec pkgSpec, arch string) (*nfpm.Info, error) {
 		MTime:           spec.MTime,
 		Overridables: nfpm.Overridables{
 			Contents: contents,
+			Scripts:  scripts,
 			Umask:    0o022,
 			// rpm records the build host; a fixed one keeps the package
 			// the same wherever it is built.

@@ -159,7 +159,9 @@ func TestDebContents(t *testing.T) {
 		"-rwxr-xr-x root/root .* 2023-11-14 22:13 ./usr/bin/nodesnap\n",
 		"-rw-r--r-- root/root .* ./lib/systemd/system/nodesnap.service\n",
 		"-rw-r--r-- root/root .* ./lib/systemd/system/nodesnap.timer\n",
+		"-rw-r--r-- root/root .* ./lib/systemd/system/nodesnap-watch.service\n",
 		"-rw-r--r-- root/root .* ./usr/share/doc/nodesnap/README.md\n",
+		"-rw-r--r-- root/root .* ./usr/share/doc/nodesnap/copyright\n",
 	} {
 		if !regexp.MustCompile(want).Match(list) {
 			t.Errorf("dpkg-deb -c lacks %q:\n%s", want, list)
@@ -202,11 +204,70 @@ func TestRPMContents(t *testing.T) {
 		`-rwxr-xr-x .* root +root .* /usr/bin/nodesnap\n`,
 		`-rw-r--r-- .* root +root .* /lib/systemd/system/nodesnap.service\n`,
 		`-rw-r--r-- .* root +root .* /lib/systemd/system/nodesnap.timer\n`,
+		`-rw-r--r-- .* root +root .* /lib/systemd/system/nodesnap-watch.service\n`,
 		`/usr/share/doc/nodesnap/README.md\n`,
+		`/usr/share/doc/nodesnap/copyright\n`,
 	} {
 		if !regexp.MustCompile(want).Match(out) {
 			t.Errorf("rpm -qplv lacks %q:\n%s", want, out)
 		}
+	}
+	out, err = exec.Command(rpm, "-qp", "--scripts", deb).CombinedOutput()
+	if err != nil {
+		t.Fatalf("rpm -qp --scripts: %v\n%s", err, out)
+	}
+	for _, want := range []string{"postinstall scriptlet", "preuninstall scriptlet", "postuninstall scriptlet", "--no-reload disable"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("rpm -qp --scripts lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestDebRemoveDisablesUnits runs the .deb's own maintainer scripts with a
+// stand-in systemctl that records its arguments: removal disables every
+// unit the package ships (so `dpkg -r` after README's `systemctl enable
+// --now nodesnap.timer` leaves no enabled timer pointing at nothing), and an
+// upgrade leaves them as the admin set them.
+func TestDebRemoveDisablesUnits(t *testing.T) {
+	dpkgDeb := need(t, "dpkg-deb", "dpkg")
+	_, bins := fakeInputs(t, "amd64")
+	dir := t.TempDir()
+	deb, err := writePackage(dir, "deb", pkgSpec{Version: "v1.2.3", Root: repoRoot(t), Binaries: bins, MTime: testEpoch}, "amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	control := filepath.Join(dir, "control")
+	if out, err := exec.Command(dpkgDeb, "-e", deb, control).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb -e: %v\n%s", err, out)
+	}
+	for _, name := range []string{"postinst", "prerm", "postrm"} {
+		if fi, err := os.Stat(filepath.Join(control, name)); err != nil || fi.Mode()&0o111 == 0 {
+			t.Fatalf("the .deb has no executable %s: %v", name, err)
+		}
+	}
+	bin := filepath.Join(dir, "bin")
+	os.Mkdir(bin, 0o755)
+	log := filepath.Join(dir, "systemctl.log")
+	stub := "#!/bin/sh\necho \"$*\" >> " + log + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "systemctl"), []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(arg string) string {
+		os.Remove(log)
+		cmd := exec.Command("/bin/sh", filepath.Join(control, "prerm"), arg)
+		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("prerm %s: %v\n%s", arg, err, out)
+		}
+		b, _ := os.ReadFile(log)
+		return string(b)
+	}
+	got := run("remove")
+	if !strings.Contains(got, "--no-reload disable nodesnap.timer nodesnap.service nodesnap-watch.service") {
+		t.Errorf("prerm remove did not disable every unit; systemctl was called with:\n%s", got)
+	}
+	if got := run("upgrade"); got != "" {
+		t.Errorf("prerm upgrade touched the units: %s", got)
 	}
 }
 
