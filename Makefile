@@ -46,6 +46,14 @@ e2e-k8s: build image
 	  $(GO) test -count=1 -timeout 30m -v ./test/kube/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)' || status=$$?; \
 	test/kube/cluster.sh down; exit $$status
 
+## redact-rules: regenerate redact/rules_scanner.go (and the scanner's own negative examples
+## in redact/corpusgen) from the secret scanner's default rules at the version pinned in
+## redact/rulegen/go.mod; move the pin with `cd redact/rulegen && go get MODULE@VERSION`
+.PHONY: redact-rules
+redact-rules:
+	$(GO) -C redact/rulegen run . -out ../rules_scanner.go -examples ../corpusgen/scanner_examples.json
+	$(GO) test -count=1 -run 'TestRedactionDocUpToDate' ./redact -update
+
 ## test-short: the tests that need neither root nor long runs
 test-short:
 	$(GO) test -short -count=1 ./...
@@ -159,3 +167,14 @@ mkrelease:
 
 clean:
 	rm -rf bin dist
+
+## signatures: regenerate the log-signature table (signatures/table_gen.go) and the report of
+## upstream formats no class took (signatures/unclassified.tsv) from upstream source: every
+## kubelet minor from 1.10, the runtimes and the CSI drivers of signatures/internal/extract/modules.txt,
+## downloaded through the Go module proxy into the module cache. Not part of CI; commit the result.
+.PHONY: signatures
+signatures:
+	@mods=$$(mktemp); trap 'rm -f $$mods' EXIT; \
+	  GO=$(GO) sh signatures/internal/extract/download.sh signatures/internal/extract/modules.txt > $$mods && \
+	  $(GO) run ./signatures/internal/extract -mods $$mods -table signatures/table_gen.go -report signatures/unclassified.tsv && \
+	  gofmt -w signatures/table_gen.go

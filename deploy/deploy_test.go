@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -110,7 +111,7 @@ func k8sObjects(t *testing.T) map[string][]any {
 // the kubelet, and a nodesnap command line that the real flag parser takes.
 func TestKubernetesManifests(t *testing.T) {
 	objs := k8sObjects(t)
-	for _, kind := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet", "Job"} {
+	for _, kind := range []string{"Namespace", "DaemonSet", "Job"} {
 		if len(objs[kind]) != 1 {
 			t.Fatalf("%d %s objects, want 1", len(objs[kind]), kind)
 		}
@@ -119,26 +120,48 @@ func TestKubernetesManifests(t *testing.T) {
 	if ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
 		t.Errorf("namespace %s does not let Pod Security Admission admit privileged pods", ns.Name)
 	}
-	sa := objs["ServiceAccount"][0].(*corev1.ServiceAccount)
-	role := objs["ClusterRole"][0].(*rbacv1.ClusterRole)
-	binding := objs["ClusterRoleBinding"][0].(*rbacv1.ClusterRoleBinding)
-	if sa.Namespace != ns.Name || binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 ||
-		binding.Subjects[0].Name != sa.Name || binding.Subjects[0].Namespace != ns.Name {
-		t.Errorf("binding %+v does not tie role %s to service account %s/%s", binding, role.Name, ns.Name, sa.Name)
+	rb := rbacOf(t, objs)
+	sa := rb.sa["nodesnap"]
+	if sa == nil || sa.Namespace != ns.Name {
+		t.Fatalf("no service account nodesnap in namespace %s", ns.Name)
 	}
-	allowed := map[string]bool{}
-	for _, r := range role.Rules {
-		for _, res := range r.Resources {
-			for _, v := range r.Verbs {
-				allowed[res+" "+v] = true
-				if v != "get" {
-					t.Errorf("role grants %s %s: nodesnap only reads", v, res)
+	// The pods' identity has the least-privilege role: read endpoints of
+	// the kubelet, never nodes/proxy (exec into pods).
+	allowed := rb.allowed("nodesnap")
+	for _, want := range []string{"nodes/pods", "nodes/healthz", "nodes/configz", "nodes/metrics", "nodes/stats"} {
+		if !allowed[want+" get"] {
+			t.Errorf("service account nodesnap lacks get on %s (the kubelet collector): %v", want, allowed)
+		}
+	}
+	if allowed["nodes/proxy get"] {
+		t.Error("service account nodesnap may get nodes/proxy, which allows exec into every pod: that is rbac-pprof.yaml's opt-in")
+	}
+	// The opt-in has nodes/proxy and the least-privilege rest.
+	pp := rb.allowed("nodesnap-pprof")
+	if !pp["nodes/proxy get"] || !pp["nodes/pods get"] || !pp["nodes/metrics get"] {
+		t.Errorf("service account nodesnap-pprof (rbac-pprof.yaml) lacks nodes/proxy or the read subresources: %v", pp)
+	}
+	// Every role only reads; nodes/proxy only in a file whose name and
+	// comment say it is an opt-in with its risk.
+	for file, roles := range rb.rolesByFile {
+		for _, role := range roles {
+			for _, r := range role.Rules {
+				for _, v := range r.Verbs {
+					if v != "get" && v != "list" && v != "watch" {
+						t.Errorf("%s: role %s grants %s on %v: nodesnap only reads", file, role.Name, v, r.Resources)
+					}
+				}
+				if slices.Contains(r.Resources, "nodes/proxy") || slices.Contains(r.Resources, "*") {
+					raw, _ := os.ReadFile(file)
+					if !strings.Contains(file, "pprof") || !strings.Contains(string(raw), "RISK") || !strings.Contains(string(raw), "exec") {
+						t.Errorf("%s: role %s grants nodes/proxy outside the pprof opt-in, or without its risk written beside it", file, role.Name)
+					}
 				}
 			}
 		}
-	}
-	if !allowed["nodes/proxy get"] || !allowed["nodes/metrics get"] {
-		t.Errorf("role %v lacks get on nodes/proxy and nodes/metrics (the kubelet collector)", allowed)
+		if raw, _ := os.ReadFile(file); strings.Contains(strings.ToLower(string(raw)), "read-only: get only") {
+			t.Errorf("%s calls its role read-only", file)
+		}
 	}
 
 	ds := objs["DaemonSet"][0].(*appsv1.DaemonSet)
@@ -149,6 +172,7 @@ func TestKubernetesManifests(t *testing.T) {
 		spec *corev1.PodSpec
 	}{{"DaemonSet", ds.Namespace, &ds.Spec.Template.Spec}, {"Job", job.Namespace, &job.Spec.Template.Spec}} {
 		checkPodSpec(t, c.what, c.spec, sa.Name)
+		checkPprofOff(t, c.what, c.spec)
 		if c.what == "DaemonSet" {
 			checkWatchContainer(t, c.spec)
 		}
@@ -168,6 +192,90 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 	if !strings.Contains(job.Name, nodeNamePlaceholder) {
 		t.Errorf("Job name %q does not carry the node's name", job.Name)
+	}
+}
+
+// rbac is the RBAC objects of the manifests.
+type rbac struct {
+	sa          map[string]*corev1.ServiceAccount
+	roles       map[string]*rbacv1.ClusterRole
+	bindings    []*rbacv1.ClusterRoleBinding
+	rolesByFile map[string][]*rbacv1.ClusterRole
+}
+
+func rbacOf(t *testing.T, objs map[string][]any) *rbac {
+	t.Helper()
+	rb := &rbac{sa: map[string]*corev1.ServiceAccount{}, roles: map[string]*rbacv1.ClusterRole{}, rolesByFile: map[string][]*rbacv1.ClusterRole{}}
+	for _, o := range objs["ServiceAccount"] {
+		sa := o.(*corev1.ServiceAccount)
+		rb.sa[sa.Name] = sa
+	}
+	for _, o := range objs["ClusterRole"] {
+		r := o.(*rbacv1.ClusterRole)
+		rb.roles[r.Name] = r
+	}
+	for _, o := range objs["ClusterRoleBinding"] {
+		rb.bindings = append(rb.bindings, o.(*rbacv1.ClusterRoleBinding))
+	}
+	files, _ := filepath.Glob(filepath.Join(deployDir, "kubernetes", "*.yaml"))
+	for _, f := range files {
+		raw, _ := os.ReadFile(f)
+		for name, r := range rb.roles {
+			if regexp.MustCompile(`(?m)^kind: ClusterRole\nmetadata:\n  name: ` + regexp.QuoteMeta(name) + `\n`).Match(raw) {
+				rb.rolesByFile[f] = append(rb.rolesByFile[f], r)
+			}
+		}
+	}
+	found := 0
+	for _, rs := range rb.rolesByFile {
+		found += len(rs)
+	}
+	if found != len(rb.roles) {
+		t.Errorf("%d of %d ClusterRoles found in their files", found, len(rb.roles))
+	}
+	for _, b := range rb.bindings {
+		if rb.roles[b.RoleRef.Name] == nil {
+			t.Errorf("binding %s refers to role %s, which no manifest defines", b.Name, b.RoleRef.Name)
+		}
+	}
+	return rb
+}
+
+// allowed is what a service account of the nodesnap namespace may do,
+// through every binding: "resource verb".
+func (rb *rbac) allowed(sa string) map[string]bool {
+	out := map[string]bool{}
+	for _, b := range rb.bindings {
+		for _, s := range b.Subjects {
+			if s.Kind != "ServiceAccount" || s.Name != sa || s.Namespace != "nodesnap" {
+				continue
+			}
+			if role := rb.roles[b.RoleRef.Name]; role != nil {
+				for _, r := range role.Rules {
+					for _, res := range r.Resources {
+						for _, v := range r.Verbs {
+							out[res+" "+v] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// checkPprofOff: the pods of the manifests run with the least-privilege
+// role, so every collection in them leaves pprof out rather than asking
+// for what the role does not grant.
+func checkPprofOff(t *testing.T, what string, spec *corev1.PodSpec) {
+	t.Helper()
+	for _, c := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
+		if len(c.Args) == 0 || (c.Args[0] != "collect" && c.Args[0] != "watch") {
+			continue
+		}
+		if !slices.Contains(c.Args, "--kubelet-pprof=false") {
+			t.Errorf("%s container %s: no --kubelet-pprof=false, though its service account has no nodes/proxy", what, c.Name)
+		}
 	}
 }
 

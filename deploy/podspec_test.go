@@ -31,7 +31,15 @@ func TestManifestsEqualPodspec(t *testing.T) {
 	}
 	same("deploy/kubernetes/job.yaml", objs["Job"][0].(*batchv1.Job), podspec.Job(imagePlaceholder, nodeNamePlaceholder))
 	same("deploy/kubernetes/daemonset.yaml", objs["DaemonSet"][0].(*appsv1.DaemonSet), podspec.DaemonSet(imagePlaceholder))
-	same("the ClusterRole of deploy/kubernetes/rbac.yaml", objs["ClusterRole"][0].(*rbacv1.ClusterRole).Rules, podspec.KubeletRules())
+	roles := map[string]*rbacv1.ClusterRole{}
+	for _, o := range objs["ClusterRole"] {
+		roles[o.(*rbacv1.ClusterRole).Name] = o.(*rbacv1.ClusterRole)
+	}
+	if roles["nodesnap"] == nil || roles["nodesnap-pprof"] == nil {
+		t.Fatalf("no ClusterRole nodesnap or nodesnap-pprof in deploy/kubernetes")
+	}
+	same("the ClusterRole nodesnap of deploy/kubernetes/rbac.yaml", roles["nodesnap"].Rules, podspec.KubeletRules(""))
+	same("the ClusterRole nodesnap-pprof of deploy/kubernetes/rbac-pprof.yaml", roles["nodesnap-pprof"].Rules, podspec.PprofRules(""))
 	for k, v := range podspec.PodSecurityLabels() {
 		if got := objs["Namespace"][0].(interface{ GetLabels() map[string]string }).GetLabels()[k]; got != v {
 			t.Errorf("rbac.yaml's namespace has %s=%q, podspec says %q", k, got, v)

@@ -427,6 +427,7 @@ func Build(cfg *Config, opts Options) (*Redactor, error) {
 			b.word([]byte(keyWord(k)), keyword{kind: kwKey})
 		}
 	}
+	b.addOwn(opts.Own)
 	var hosts, users []string
 	var hostRes []*regexp.Regexp
 	var cats [numCats]bool

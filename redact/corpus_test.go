@@ -67,6 +67,10 @@ var planted = []string{
 	"Pl4ntVendorT0kenAbCdEfGhIjKlMnOpQrSt",
 	// /etc/default/kubelet: a random value under a name that says nothing
 	"Pl4ntEntr0pyVa1ueQw7Er9Ty2Ui4Op6As8Df0",
+	// containerd journal: a token in a format of the scanner rule table
+	"0badc0de1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c",
+	// kubelet journal: a bootstrap token in a join command line
+	"0badc0.de0123456789ab0c",
 }
 
 // wantCounts is what the manifest must report for the corpus: every rule,
@@ -92,6 +96,8 @@ var wantCounts = map[string]int{
 	"env-secret":           1,
 	"vendor-token":         1,
 	"high-entropy-value":   1,
+	"known-secret-format":  1,
+	"node-credential":      1,
 }
 
 // mustStay is context the redaction must not take with it.

@@ -34,6 +34,24 @@ counts them. The names are stable: the manifest counts under them and ` + "`disa
 		fmt.Fprintf(&b, "| `%s` | %s |\n", r.Name, strings.ReplaceAll(r.Description, "|", `\|`))
 	}
 	b.WriteString(`
+A key names a secret when, split into words at ` + "`_ - .`" + ` and case changes, it holds a secret
+stem (password, passwd, secret, token, credential, pwd, ...): its whole value goes, to its real
+end (quotes, brackets and parentheses inside it included). A key holding a weaker word (key
+beside another word, signature, sig, auth, private) masks a value that looks generated. Keys
+that describe a secret (secretName, tokenFile, passwordRef, ...) or are public (publicKey,
+topologyKey) stay, and so do placeholders and references: ` + "`${VAR}`, `$(cmd)`, `$VAR`, `<your-token>`, `{{ .Var }}`" + `,
+` + "`valueFrom`/`secretKeyRef`" + ` entries and ` + "`sha256:`" + ` pins.
+
+` + "`known-secret-format`" + ` compiles in the default rules of a maintained secret scanner (` + scannerRulesSource + `),
+generated into ` + "`redact/rules_scanner.go`" + ` by ` + "`make redact-rules`" + ` from the version pinned in
+` + "`redact/rulegen/go.mod`" + `; the generated file's header names the rules left out and why. Each rule
+runs only on lines holding one of the scanner's keywords for it.
+
+nodesnap never carries its own secrets: ` + "`collect`" + ` masks the values it was given as credentials
+(its ` + "`--upload`" + ` URL's query, fragment and password, ` + "`--kubelet-token`" + `) wherever a collector finds
+them, its own command line in the process list included; the manifest counts them as
+` + "`nodesnap-own-secret`" + `.
+
 ## Your own rules: ` + "`--redact-config FILE`" + `
 
 ` + "`nodesnap collect --redact-config FILE`" + ` (and ` + "`nodesnap redact --redact-config FILE`" + `) adds rules from a

@@ -21,7 +21,7 @@ var fuzzPlants = []struct{ line, secret string }{
 	{"aws_access_key_id AKIAPLANTEDKEY123456", "AKIAPLANTEDKEY123456"},
 	{"\tkey = AQPLANTEDCEPHKEY0123456789abcdefghijkl==", "AQPLANTEDCEPHKEY0123456789abcdefghijkl"},
 	{"--token PLANTEDFLAGTOKEN12345", "PLANTEDFLAGTOKEN12345"},
-	{"pull failed: token ghp_PLANTEDVENDORTOKEN0123456789abcdef lacks scope", "PLANTEDVENDORTOKEN0123456789"},
+	{"pull failed: token ghp_Pl4ntedV3ndorT0kQ7wZx2Rk9Lm5Nb8Vc3Hd6J lacks scope", "Pl4ntedV3ndorT0kQ7wZx2Rk9Lm5"},
 	{"2026-11-23T09:23:03.000003000Z stderr F   password: PLANTEDPREFIXEDPW12345", "PLANTEDPREFIXEDPW12345"},
 	{"curl -u admin:PLANTEDCURLPW12345 https://x", "PLANTEDCURLPW12345"},
 }

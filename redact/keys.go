@@ -30,7 +30,7 @@ var metaSuffixes = []string{
 	"uri", "endpoint", "audience", "audiences", "mode", "policy", "format",
 	"enabled", "enable", "disabled", "required", "source", "provider",
 	"stdin", "version", "generation", "selector", "store", "tokens",
-	"secrets", "cacerthash",
+	"secrets", "cacerthash", "verification",
 	// References to a secret by the variable or the configuration holding
 	// it: passwordVariable, --image-credential-provider-config.
 	"variable", "config", "configuration", "cfg",
@@ -90,6 +90,10 @@ func hasSuffixStr(b []byte, s string) bool {
 	return len(b) >= len(s) && string(b[len(b)-len(s):]) == s
 }
 
+func hasPrefixStr(b []byte, s string) bool {
+	return len(b) >= len(s) && string(b[:len(s)]) == s
+}
+
 func containsStr(b []byte, s string) bool {
 	return bytes.Contains(b, []byte(s))
 }
@@ -145,6 +149,9 @@ func (r *Redactor) classifyKey(key []byte, form keyForm) int32 {
 	if !stem {
 		return -1
 	}
+	if hasPrefixStr(n, "public") && !containsStr(n, "pass") && !containsStr(n, "secret") {
+		return -1 // publicToken, public_key: published on purpose
+	}
 	switch {
 	case hasSuffixStr(n, "csrftoken"), hasSuffixStr(n, "xsrftoken"), string(n) == "oldpwd":
 		// A CSRF token lives as long as a page; OLDPWD is a directory.
@@ -193,4 +200,119 @@ func (r *Redactor) classifyKey(key []byte, form keyForm) int32 {
 		}
 	}
 	return ruleField
+}
+
+// weakWords make a key secret only with a value that looks generated:
+// "key" beside another word (license_key, auth-key, client.key),
+// signature, sig, auth and private as words of their own.
+var weakWords = []string{"key", "signature", "sig", "auth", "private", "hmac", "cert"}
+
+// publicWords beside "key" say the key is no credential: topologyKey,
+// publicKey, the key of a label or a map.
+var publicWords = []string{
+	"public", "pub", "topology", "label", "labels", "sort", "cache", "partition",
+	"primary", "foreign", "node", "match", "lookup", "map", "host", "hash",
+	"routing", "shard", "idempotency", "dedup", "group", "object", "field",
+	"column", "index", "by", "annotation", "selector", "ssh", "gpg", "pgp",
+	"fingerprint", "kms", "verify", "verification", "ca", "trust", "root",
+}
+
+// keyWords splits a key at '_', '-', '.', blanks and lower-to-upper case
+// changes into ws (without allocating); it returns how many words there
+// are, or -1 when there are more than len(ws).
+func keyWords(key []byte, ws *[8][]byte) int {
+	n, start := 0, -1
+	flush := func(end int) bool {
+		if start >= 0 && end > start {
+			if n == len(ws) {
+				return false
+			}
+			ws[n] = key[start:end]
+			n++
+		}
+		start = -1
+		return true
+	}
+	for i, c := range key {
+		switch {
+		case c == '_' || c == '-' || c == '.' || c == ' ':
+			if !flush(i) {
+				return -1
+			}
+		case 'A' <= c && c <= 'Z' && i > 0 && ('a' <= key[i-1] && key[i-1] <= 'z' || isDigit(key[i-1])):
+			if !flush(i) {
+				return -1
+			}
+			start = i
+		default:
+			if start < 0 {
+				start = i
+			}
+		}
+	}
+	if !flush(len(key)) {
+		return -1
+	}
+	return n
+}
+
+// weakKey returns the rule for a key holding a weak secret word (see
+// weakWords) and nothing that makes it public or metadata, or -1.
+func weakKey(key []byte, form keyForm) int32 {
+	var ws [8][]byte
+	n := keyWords(key, &ws)
+	if n <= 0 || n == 1 && foldEq(ws[0], "sig") {
+		return -1 // a lone sig= is the SAS rule's
+	}
+	weak := false
+	for _, w := range ws[:n] {
+		for _, p := range publicWords {
+			if foldEq(w, p) {
+				return -1
+			}
+		}
+		for _, ww := range weakWords {
+			if foldEq(w, ww) && (ww != "key" && ww != "cert" || n > 1) {
+				weak = true
+			}
+		}
+	}
+	if !weak || foldEq(ws[n-1], "cert") {
+		return -1 // certificates are public
+	}
+	var buf [96]byte
+	nk := normKey(key, &buf)
+	for _, s := range metaSuffixes {
+		if hasSuffixStr(nk, s) {
+			return -1
+		}
+	}
+	for _, s := range metaWords {
+		if wordSuffix(key, s) {
+			return -1
+		}
+	}
+	switch form {
+	case formFlag:
+		return ruleCLIFlag
+	case formAssign:
+		return ruleAssignment
+	}
+	return ruleField
+}
+
+// credentialHeaders are HTTP headers whose value is a credential whatever
+// it looks like (normalised as normKey does): given to curl or wget in
+// quotes, any value goes.
+var credentialHeaders = map[string]bool{
+	"xauthtoken": true, "xapikey": true, "apikey": true, "privatetoken": true,
+	"xvaulttoken": true, "xconsultoken": true, "xaccesstoken": true, "xgoogapikey": true,
+	"xamzsecuritytoken": true, "xregistryauth": true, "ocpapimsubscriptionkey": true,
+	"xfunctionskey": true, "xapitoken": true, "xauthkey": true, "xsessiontoken": true,
+	"xnomadtoken": true, "jobtoken": true, "deploytoken": true, "xapisecret": true,
+}
+
+func credentialHeader(key []byte) bool {
+	var buf [96]byte
+	return credentialHeaders[string(normKey(key, &buf))]
 }

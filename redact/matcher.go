@@ -16,15 +16,17 @@ type matcher struct {
 	// keyword.
 	next []uint32
 	// next16 is next in half the memory, used when every entry fits in
-	// 15 bits (the built-in rule set does): the rows of the states plain
-	// text keeps visiting then stay in L1.
-	next16 []uint16
+	// 16 bits (the built-in rule set does): the rows of the states plain
+	// text keeps visiting then stay in L1. Its states are numbered so that
+	// those ending a keyword come last: an entry at or above hitMin16 is a
+	// hit, with no flag bit to spare.
+	next16   []uint16
+	hitMin16 uint32
+	hits16   [][]int32
 	// hits[state/nclass] lists the keywords (indexes into the words the
 	// matcher was built from) that end in that state.
 	hits [][]int32
 }
-
-const hitFlag16 = 1 << 15
 
 const hitFlag = 1 << 31
 
@@ -122,16 +124,39 @@ func newMatcher(words [][]byte) *matcher {
 			m.next[i] |= hitFlag
 		}
 	}
-	if len(m.next) < hitFlag16 {
-		m.next16 = make([]uint16, len(m.next))
-		for i, v := range m.next {
-			m.next16[i] = uint16(v &^ hitFlag)
-			if v&hitFlag != 0 {
-				m.next16[i] |= hitFlag16
-			}
-		}
+	if len(m.next) <= 1<<16 {
+		m.build16(len(nodes))
 	}
 	return m
+}
+
+// build16 fills next16 from next, renumbering the states so that those
+// with hits come last.
+func (m *matcher) build16(states int) {
+	nc := m.nclass
+	perm := make([]uint32, states)
+	n := uint32(0)
+	for pass := 0; pass < 2; pass++ {
+		for s := 0; s < states; s++ {
+			if (len(m.hits[s]) > 0) == (pass == 1) {
+				perm[s] = n
+				n++
+			}
+		}
+		if pass == 0 {
+			m.hitMin16 = n * nc
+		}
+	}
+	m.next16 = make([]uint16, len(m.next))
+	m.hits16 = make([][]int32, states)
+	for s := 0; s < states; s++ {
+		ns := perm[s]
+		m.hits16[ns] = m.hits[s]
+		for c := uint32(0); c < nc; c++ {
+			t := (m.next[uint32(s)*nc+c] &^ hitFlag) / nc
+			m.next16[ns*nc+c] = uint16(perm[t] * nc)
+		}
+	}
 }
 
 // scan appends every keyword occurrence in line to ev.
@@ -155,13 +180,12 @@ func (m *matcher) scan(line []byte, ev []event) []event {
 
 // scan16 is scan over next16.
 func (m *matcher) scan16(line []byte, ev []event) []event {
-	next, class := m.next16, &m.class
-	s := uint16(0)
+	next, class, hitMin := m.next16, &m.class, m.hitMin16
+	s := uint32(0)
 	for i, b := range line {
-		s = next[uint32(s)+uint32(class[b])]
-		if s&hitFlag16 != 0 {
-			s &^= hitFlag16
-			for _, k := range m.hits[uint32(s)/m.nclass] {
+		s = uint32(next[s+uint32(class[b])])
+		if s >= hitMin {
+			for _, k := range m.hits16[s/m.nclass] {
 				ev = append(ev, event{kw: k, end: i + 1})
 			}
 		}

@@ -33,6 +33,12 @@ type Options struct {
 	// User names in URLs (user@host) and home directories are found
 	// without being listed.
 	Users []string `json:"users,omitempty"`
+	// Own are nodesnap's own credentials for this run (its --upload URL's
+	// query and user info, the values of its secret flags): they are
+	// redacted wherever they appear, as "nodesnap-own-secret", whatever
+	// surrounds them (its own command line in the process list, an error
+	// quoting the URL). Values shorter than 6 bytes are ignored.
+	Own []string `json:"own,omitempty"`
 }
 
 // NewKey returns a fresh random obfuscation key for one run.

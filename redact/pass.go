@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 )
@@ -31,22 +32,25 @@ func prioOf(rule int32) int32 { return 10 + rule }
 // pass is the per-piece scratch of a Writer: the keyword events, the
 // candidate edits the rules proposed and the ones accepted.
 type pass struct {
-	w      *Writer
-	line   []byte
-	start  bool // the piece begins a line
-	events []event
-	cands  []edit
-	acc    []edit
-	lastKS int // the last key the key/value rule examined: [lastKS, lastKE)
-	lastKE int
-	coverS int // the proposed edit reaching furthest: [coverS, coverE)
-	coverE int
-	endAt  int   // where "-----END " is at or after endFrom, -1 if nowhere
-	endFrm int   // -1: not searched yet
-	ran    []int // regex rules already run on this piece
-	kindS  int8  // the line's JSON "kind": 0 not looked for yet, 1 Secret, 2 other, 3 none
-	ts     int   // where the text begins after a log prefix; -1 not worked out yet
-	segEnd int   // >= 0: the value being read ends here (a closing quote)
+	w          *Writer
+	line       []byte
+	start      bool // the piece begins a line
+	events     []event
+	cands      []edit
+	acc        []edit
+	lastKS     int // the last key the key/value rule examined: [lastKS, lastKE)
+	lastKE     int
+	coverS     int // the proposed edit reaching furthest: [coverS, coverE)
+	coverE     int
+	endAt      int     // where "-----END " is at or after endFrom, -1 if nowhere
+	endFrm     int     // -1: not searched yet
+	ran        []int   // regex rules already run on this piece
+	ranScanner []int32 // generated scanner rules already run on this piece
+	bootDone   bool    // bootstrap tokens looked for in this piece
+	pending    []scannerHit
+	kindS      int8 // the line's JSON "kind": 0 not looked for yet, 1 Secret, 2 other, 3 none
+	ts         int  // where the text begins after a log prefix; -1 not worked out yet
+	segEnd     int  // >= 0: the value being read ends here (a closing quote)
 }
 
 func (p *pass) begin(line []byte, start bool) {
@@ -57,6 +61,9 @@ func (p *pass) begin(line []byte, start bool) {
 	p.coverS, p.coverE = 0, 0
 	p.endFrm = -1
 	p.ran = p.ran[:0]
+	p.ranScanner = p.ranScanner[:0]
+	p.bootDone = false
+	p.pending = p.pending[:0]
 	p.kindS = 0
 	p.ts = -1
 	p.segEnd = -1
@@ -68,7 +75,9 @@ func (p *pass) add(s, e int, rule int32, prio int32, open contKind, repl string)
 		return
 	}
 	p.cands = append(p.cands, edit{s: s, e: e, rule: rule, prio: prio, open: open, repl: repl})
-	if e > p.coverE {
+	if e > p.coverE && rule != ruleScanner {
+		// A generated rule's match does not hide the keywords inside it
+		// from the hand-written rules, which know more about the bytes.
 		p.coverS, p.coverE = s, e
 	}
 }
@@ -154,11 +163,26 @@ func (p *pass) run() {
 			}
 		case kwCookie:
 			p.cookies(s, ev.end)
+		case kwHash:
+			p.passwordHash(s, ev.end)
+		case kwAt:
+			p.oracleCreds(s)
+		case kwHook:
+			p.webhookPath(ev.end)
+		case kwOwn:
+			p.ownSecret(k.arg, s)
+		case kwScanner:
+			if t := &scannerTriggers[k.arg]; t.exact && bytes.HasPrefix(p.line[s:], []byte(t.kw)) ||
+				!t.exact && (len(t.kw) == int(k.n) || hasFoldPrefix(p.line, s, t.kw)) {
+				p.pending = append(p.pending, scannerHit{rule: t.rule, s: s, e: s + len(t.kw)})
+			}
 		}
 	}
+	p.runPendingScanners()
 	if p.start {
 		p.entropyAssignment()
 	}
+	p.bootstrapTokens()
 	for _, i := range r.always {
 		p.runRegex(i)
 	}
@@ -253,6 +277,12 @@ func (w *Writer) acceptInto(acc []edit, base int, c edit) []edit {
 	}
 	merged := cur[lo]
 	if hi-lo == 1 && merged.s <= c.s && c.e <= merged.e {
+		return acc
+	}
+	if c.rule == ruleScanner && cur[hi-1].e >= c.e {
+		// A generated rule's match is the whole token, prefix and all;
+		// the rule that claimed its body first kept the prefix, which
+		// says what kind of credential was there.
 		return acc
 	}
 	merged.s = min(merged.s, c.s)

@@ -72,18 +72,25 @@ func (p *pass) keyValue(ks, ke int) {
 
 	j := skipSpace(line, i)
 	spacedBefore := j > i
+	if !quoted && p.nodeKeyValue(name, i, j) {
+		return
+	}
 	var sep byte
 	if j < len(line) && (line[j] == '=' || line[j] == ':') {
 		sep = line[j]
 	}
 	form := formField
 	vs := j + 1
-	if j+1 < len(line) && (line[j] == '=' && line[j+1] == '>' || line[j] == ':' && line[j+1] == '=') {
+	arrow := 2
+	if hasFoldPrefix(line, j, `=\u003e`) {
+		arrow = len(`=\u003e`) // "=>" as Go's JSON encoder escapes it
+	}
+	if j+1 < len(line) && (line[j] == '=' && (line[j+1] == '>' || arrow > 2) || line[j] == ':' && line[j+1] == '=') {
 		// "password" => "x" (Perl, PHP, Ruby), :password => "x",
 		// password := "x" (Go): a field, whatever the spacing.
 		if line[j] == ':' || quoted || qs > 0 && line[qs-1] == ':' || lineStart {
 			if rule := p.w.r.classifyKey(name, formField); rule >= 0 {
-				p.value(skipSpace(line, j+2), rule, false, qs)
+				p.value(skipSpace(line, j+arrow), rule, false, qs)
 			}
 		}
 		return
@@ -95,7 +102,10 @@ func (p *pass) keyValue(ks, ke int) {
 		}
 		spaced := spacedBefore || vs < len(line) && isSpace(line[vs])
 		if spaced && !lineStart {
-			return // "token = x" in prose; INI files have the key first
+			// "token = x" in prose; INI files have the key first. But a
+			// value that looks generated is a secret all the same
+			// ("loaded config alibaba_secret = Kx8a...").
+			strict = true
 		}
 		switch {
 		case dashes > 0:
@@ -203,7 +213,12 @@ func (p *pass) keyValue(ks, ke int) {
 	}
 	rule := p.w.r.classifyKey(name, form)
 	if rule < 0 {
-		return
+		// A key with a weaker secret word (license_key, X-Amz-Signature,
+		// auth-key): only a value that looks generated goes.
+		if rule = weakKey(name, form); rule < 0 {
+			return
+		}
+		strict = true
 	}
 	vs = skipSpace(line, vs)
 	if vs < len(line) && (line[vs] == '/' || line[vs] == '~') && foldEq(name, "pwd") {
@@ -216,7 +231,7 @@ func (p *pass) keyValue(ks, ke int) {
 			vs++
 		}
 		ve := vs
-		for ve < len(line) && (isB64(line[ve]) || isB64URL(line[ve]) || line[ve] == '=' || line[ve] == '.' || line[ve] == '~') {
+		for ve < len(line) && (isB64(line[ve]) || isB64URL(line[ve]) || line[ve] == '=' || line[ve] == '.' || line[ve] == '~' || line[ve] == '%') {
 			ve++
 		}
 		if segEnd >= 0 && ve > segEnd {
@@ -230,7 +245,7 @@ func (p *pass) keyValue(ks, ke int) {
 		if segEnd < 0 {
 			n = 16 // prose: only what is long and random
 		}
-		if end || !secretShaped(line[vs:ve], n) {
+		if end || !secretShaped(line[vs:ve], n) && !(segEnd >= 0 && credentialHeader(name)) {
 			return
 		}
 		p.valueSpan(vs, ve, rule, contStop)
@@ -394,8 +409,15 @@ func (p *pass) value(vs int, rule int32, toEOL bool, keyCol int) {
 		}
 		return
 	}
+	if placeholderValue(line, vs) {
+		return // ${NPM_TOKEN}, $(cat /run/secrets/pw), <your-token>: no secret here
+	}
 	c := line[vs]
 	switch {
+	case c == '[' && !toEOL || c == '[' && bytes.IndexByte(line[vs:], ']') > 0 && (vs+1 < len(line) && (line[vs+1] == '"' || line[vs+1] == '\'')):
+		// A list of strings under a secret key (an HTTP header's values,
+		// {"X-Api-Key": ["v"]}): every string in it.
+		p.stringList(vs, rule)
 	case c == '"' || c == '\'':
 		open := contDQuote
 		if c == '\'' {
@@ -448,12 +470,111 @@ func unquotedEnd(line []byte, vs int) int {
 			e += 2
 			continue
 		}
+		if (b == '(' || b == '[' || b == '{') && e > vs {
+			// "pa(ss)word": a bracket inside a value opens part of it; the
+			// value runs past its closing bracket.
+			if c := closeBracket(line, e); c > e {
+				e = c + 1
+				continue
+			}
+		}
 		if isStop(b) {
 			return e
 		}
 		e++
 	}
 	return min(e, len(line))
+}
+
+// closeBracket returns the index of the bracket closing the one at i on
+// the same line, before any blank; -1 if there is none.
+func closeBracket(line []byte, i int) int {
+	open := line[i]
+	closer := map[byte]byte{'(': ')', '[': ']', '{': '}'}[open]
+	depth := 0
+	for j := i; j < len(line) && j < i+256; j++ {
+		switch line[j] {
+		case open:
+			depth++
+		case closer:
+			depth--
+			if depth == 0 {
+				return j
+			}
+		case ' ', '\t', '"', '\'', 0:
+			return -1
+		}
+	}
+	return -1
+}
+
+// placeholderValue reports whether the value at vs is a reference or a
+// placeholder rather than a secret: ${VAR}, $(command), $VAR, {{ .Var }},
+// <your-token>, %VAR%.
+func placeholderValue(line []byte, vs int) bool {
+	v := line[vs:]
+	if len(v) > 0 && (v[0] == '"' || v[0] == '\'') {
+		q := v[0]
+		e := closeQuote(line, vs+1, q)
+		if e < 0 {
+			return false
+		}
+		v = line[vs+1 : e]
+	} else {
+		e := vs
+		for e < len(line) && !isSpace(line[e]) && line[e] != ',' && line[e] != ';' && line[e] != '"' && line[e] != '\'' {
+			e++
+		}
+		v = line[vs:e]
+	}
+	return isPlaceholder(v)
+}
+
+func isPlaceholder(v []byte) bool {
+	n := len(v)
+	switch {
+	case n < 2:
+		return false
+	case v[0] == '$' && (v[1] == '{' && v[n-1] == '}' || v[1] == '(' && v[n-1] == ')'):
+		return true
+	case v[0] == '$' && identOnly(v[1:]):
+		return true
+	case v[0] == '<' && v[n-1] == '>' && bytes.IndexByte(v[1:n-1], '<') < 0:
+		return true
+	case n >= 4 && v[0] == '{' && v[1] == '{' && v[n-1] == '}' && v[n-2] == '}':
+		return true
+	case v[0] == '%' && v[n-1] == '%' && n > 2 && identOnly(v[1:n-1]):
+		return true
+	}
+	return false
+}
+
+// stringList redacts every quoted string of the list opening at vs
+// (["a", "b"]), on this line.
+func (p *pass) stringList(vs int, rule int32) {
+	line := p.line
+	i := vs + 1
+	for i < len(line) {
+		i = skipSpace(line, i)
+		if i >= len(line) || line[i] == ']' {
+			return
+		}
+		q := line[i]
+		if q != '"' && q != '\'' {
+			return
+		}
+		e := closeQuote(line, i+1, q)
+		if e < 0 {
+			e = len(line)
+		}
+		if !isPlaceholder(line[i+1 : e]) {
+			p.valueSpan(i+1, e, rule, contNone)
+		}
+		i = skipSpace(line, e+1)
+		if i < len(line) && line[i] == ',' {
+			i++
+		}
+	}
 }
 
 // valueSpan redacts line[s:e] unless it is empty, already redacted or a

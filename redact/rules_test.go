@@ -206,7 +206,7 @@ func ruleCases() []ruleCase {
 		// vendor-token: the prefix says what it is; the prefix stays.
 		pos("vendor-token", "failed to authorize: token ghp_Zq8Lm3Nx0Pw5Rt7Yu2Io4As6Df9Gh1Jk3Lm5 lacks read:packages",
 			"failed to authorize: token ghp_[REDACTED] lacks read:packages", 1),
-		pos("vendor-token", "clone with github_pat_11ABCDEFG0abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH done",
+		pos("vendor-token", "clone with 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 done",
 			"clone with github_pat_[REDACTED] done", 1),
 		pos("vendor-token", "runner glrt-Xy7zQw3eRt5yUi8oPa2s registered", "runner glrt-[REDACTED] registered", 1),
 		pos("vendor-token", "notify bot=xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUv channel=#ops",
@@ -333,6 +333,36 @@ func ruleCases() []ruleCase {
 		pos("authorization-header", `      "Basic c3ZjOlpxOExtM054MFB3NQ=="`, `      "[REDACTED]"`[0:7]+`Basic [REDACTED]"`, 1),
 		neg("authorization-header", "basic auth is enabled for realm Basic0123"),
 		neg("authorization-header", "Basic YWJjZGVmZ2hpams= decodes to no colon"),
+
+		// Node formats by name.
+		pos("node-credential", "runcmd: [kubeadm join 10.0.0.1:6443 abcdef.0123456789abcdef]", "runcmd: [kubeadm join 10.0.0.1:6443 [REDACTED]]", 1),
+		pos("node-credential", "admin:$apr1$r31.....$HqJZimcKQFAMYayBlzkrA/", "admin:[REDACTED]", 1),
+		pos("node-credential", "sqlplus system/Oracle123@//db.example.com:1521/ORCLPDB1", "sqlplus system/[REDACTED]@//db.example.com:1521/ORCLPDB1", 1),
+		pos("node-credential", "https://discord.com/api/webhooks/1234567890/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 404",
+			"https://discord.com/api/webhooks/1234567890/[REDACTED] 404", 1),
+		neg("node-credential", "image docker.io/library/nginx@sha256:abc and getty@tty1.service /run/user/1000/systemd@x"),
+		neg("node-credential", "kubeadm join 10.0.0.1:6443 --discovery-token-ca-cert-hash sha256:7c2e4f8a9b1d3e5f7a9c"),
+		neg("node-credential", "POST /hooks/ready 200"),
+		pos("cli-secret-flag", "iscsiadm -m node -T iqn.2020-01.com.x:tgt --op=update -n node.session.auth.password -v ChapS3cret99",
+			"iscsiadm -m node -T iqn.2020-01.com.x:tgt --op=update -n node.session.auth.password -v [REDACTED]", 1),
+		pos("cli-secret-flag", "mysql -uroot -pS3cretPass -h db", "mysql -uroot -p[REDACTED] -h db", 1),
+		pos("secret-field", `staticPodURLHeader: {"X-Api-Key": ["Kx8aP2qL9mN3vB7cR5tY1wZ4"]}`, `staticPodURLHeader: {"X-Api-Key": ["[REDACTED]"]}`, 1),
+		pos("secret-field", `  "license_key": "Kx8aP2qL9mN3vB7cR5tY1wZ4",`, `  "license_key": "[REDACTED]",`, 1),
+		pos("secret-assignment", "DB_PASSWORD=abc(def)ghi rest", "DB_PASSWORD=[REDACTED] rest", 1),
+		pos("secret-assignment", "https://s3/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=9f2c4b7e1a0d5c3b8e6f4a2d",
+			"https://s3/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=[REDACTED]", 1),
+		neg("secret-assignment", "NPM_TOKEN=${NPM_TOKEN}"),
+		neg("secret-field", "token: <your-token>"),
+		neg("secret-field", "topologyKey: kubernetes.io/hostname"),
+		neg("secret-field", "publicKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGk"),
+
+		// Formats of the generated scanner rule table.
+		pos("known-secret-format", "label printer shippo_live_0a1b2c3d4e5f60718293a4b5c6d7e8f901234567 rejected",
+			"label printer [REDACTED] rejected", 1),
+		pos("known-secret-format", "MAILGUN_DOMAIN=mg.example.com MAILGUN_SIGNING=key-3a06f1c2b9d84e57a1c0d2e3f4a5b6c7",
+			"MAILGUN_DOMAIN=mg.example.com MAILGUN_SIGNING=[REDACTED]", 1),
+		neg("known-secret-format", "MAILGUN_DOMAIN=mg.example.com MAILGUN_SIGNING=key-notavalueatall"),
+		neg("known-secret-format", "shippo_live_ is the prefix of a live token"),
 
 		// AWS key ids of every published prefix.
 		pos("aws-access-key-id", "accessKeyID=ABIA5X7ZQ2W4E6R8T0Y1", "accessKeyID=[REDACTED]", 1),

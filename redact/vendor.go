@@ -199,6 +199,11 @@ func (p *pass) vendor(i int32, s, e int) {
 	if j-e < vt.min || vt.mixed && !(upper && digit) {
 		return
 	}
+	if placeholder(line[e:j]) || scannerAllows(line[s:j]) || scannerRejects(line[s:j], line[e:j]) {
+		// A placeholder (ghp_xxxx..., glpat-XXXX-XXXX), or a value the
+		// scanner's rule for this prefix lists as public.
+		return
+	}
 	p.redact(e, j, ruleVendor, contStop)
 }
 
@@ -393,10 +398,11 @@ func (p *pass) userPassFlag(s, e int) {
 // port, a path or a profile.
 func (p *pass) passwordFlag(s, e int) {
 	line := p.line
-	if !argStart(line, s) || !hasUserFlag(line) && !bytes.Contains(line, []byte("sshpass")) {
+	mysql := bytes.Contains(line, []byte("mysql")) || bytes.Contains(line, []byte("mariadb"))
+	if !argStart(line, s) || !hasUserFlag(line) && !mysql && !bytes.Contains(line, []byte("sshpass")) {
 		return
 	}
-	if e < len(line) && isAlnum(line[e]) && hasUserFlag(line) {
+	if e < len(line) && !isSpace(line[e]) && !isStop(line[e]) && line[e] != '=' && (hasUserFlag(line) || mysql) {
 		// mysql -u root -pSECRET: the password right after the flag.
 		if ve := argEnd(line, e); ve > e {
 			p.valueSpan(e, ve, ruleCLIFlag, contStop)
@@ -425,6 +431,9 @@ func hasUserFlag(line []byte) bool {
 			if argStart(line, a) {
 				if _, ok := nextArg(line, b, true); ok {
 					return true
+				}
+				if f == "-u" && b < len(line) && isAlnum(line[b]) {
+					return true // mysql -uroot
 				}
 			}
 			i = b
@@ -484,3 +493,33 @@ func (p *pass) cookies(s, e int) {
 		i = skipSpace(line, ve+1)
 	}
 }
+
+// placeholder reports whether a token's body is a stand-in rather than a
+// generated value: low entropy (xxxx, XXXX-XXXX) or the words people type
+// where the token goes (RANDOMSTRINGHERE, your-token).
+func placeholder(body []byte) bool {
+	if shannon(body) < 3 {
+		return true
+	}
+	for _, w := range placeholderWords {
+		if containsFold(body, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold reports whether b holds the lower-case ASCII word w,
+// ignoring case, without allocating.
+func containsFold(b []byte, w string) bool {
+	for i := 0; i+len(w) <= len(b); i++ {
+		if fold(b[i]) == w[0] && foldEq(b[i:i+len(w)], w) {
+			return true
+		}
+	}
+	return false
+}
+
+// placeholderWords do not occur in a random body of the lengths vendors
+// issue (five letters or more of one word), but do in stand-ins.
+var placeholderWords = []string{"random", "your", "placeholder", "changeme", "dummy", "xxxx"}

@@ -357,6 +357,10 @@ func runCollect(ctx context.Context, o *collectOptions, flags *pflag.FlagSet, ar
 	if err != nil {
 		return err
 	}
+	// nodesnap never carries its own secrets: what the command line (or
+	// the environment) gave it, the processes collector would find again
+	// in its own /proc/<pid>/cmdline, and an error might quote.
+	redaction = withOwnSecrets(redaction, append(cliflag.HiddenValues(flags, argv), cliflag.URLSecrets(o.upload.URL)...))
 	outDir := o.outputDir
 	if o.outputFile != "" {
 		outDir = filepath.Dir(o.outputFile)

@@ -27,7 +27,7 @@ import (
 type fleetCollectOptions struct {
 	kubeconfig, context, namespace string
 	selector                       string
-	all, noRBAC                    bool
+	all, noRBAC, pprof             bool
 	maxParallel                    int
 	timeout, nodeTimeout           time.Duration
 	collectTimeout                 time.Duration
@@ -60,12 +60,18 @@ failed, interrupted), the reason, the bundle, its sha256 and the durations. A no
 fails does not fail the others: partial results are the point.
 
 The run creates, in namespace -n (made, with Pod Security Admission's privileged level,
-if missing): a ServiceAccount, a ClusterRole with get on nodes/proxy, nodes/metrics and
-nodes/stats and its binding (for the kubelet collector; each pod gets a 10-minute token of
-its own), and a pod per node, all labelled with the run's id. Everything is deleted at the
-end, also after Ctrl-C; a second Ctrl-C abandons the clean-up and prints what was left.
-With --no-rbac nothing but pods is created: the nodesnap ServiceAccount of
-deploy/kubernetes/rbac.yaml, applied by an admin, is used.
+if missing), for each node: a pod, a ServiceAccount named as the pod, and a ClusterRole and
+ClusterRoleBinding of that name allowing get on that node's nodes/pods, nodes/healthz,
+nodes/configz, nodes/metrics and nodes/stats, and no other node's (for the kubelet
+collector; each pod gets a 10-minute token of its own). With --kubelet-pprof the role also
+has nodes/proxy on that node, for the goroutine dumps and heap profile: that permission
+also allows exec into every pod of the node, for as long as the run lasts. Everything is
+labelled with the run's id and deleted at the end, also after Ctrl-C; a second Ctrl-C
+abandons the clean-up and prints what was left. A run whose client dies leaves its objects
+behind with an expiry (annotation nodesnap/expires): its pods end by themselves, and the
+next fleet collect removes what is past its time. With --no-rbac nothing but pods is
+created: the nodesnap ServiceAccount of deploy/kubernetes/rbac.yaml (nodesnap-pprof of
+rbac-pprof.yaml with --kubelet-pprof), applied by an admin, is used.
 
 Deadlines: --node-timeout bounds one node from its pod's creation to its bundle saved;
 --timeout the whole run; --collect-timeout is collect's own deadline on the node. A pod
@@ -104,7 +110,8 @@ prints fleet.json's content instead of the summary.
 	f.DurationVar(&o.nodeTimeout, "node-timeout", fleet.DefaultNodeTimeout, "deadline of one node: its pod's start, the collection and the copy")
 	f.DurationVar(&o.collectTimeout, "collect-timeout", 2*time.Minute, "nodesnap collect's --timeout on each node")
 	f.StringVar(&o.image, "image", "", "nodesnap's image (default "+DefaultImageRepo+":<this version>)")
-	f.BoolVar(&o.noRBAC, "no-rbac", false, "create no RBAC: run as the nodesnap ServiceAccount of deploy/kubernetes/rbac.yaml in -n")
+	f.BoolVar(&o.noRBAC, "no-rbac", false, "create no RBAC: run as the nodesnap ServiceAccount of deploy/kubernetes/rbac.yaml in -n (nodesnap-pprof of rbac-pprof.yaml with --kubelet-pprof)")
+	f.BoolVar(&o.pprof, "kubelet-pprof", false, "also take each kubelet's goroutine dumps and heap profile: the node's role then has get on nodes/proxy for that node, which also allows exec into its pods while the run lasts")
 	f.StringVar(&o.outputDir, "output-dir", "", "directory for the bundles and fleet.json (default ./nodesnap-fleet-<UTC time>); must not hold a fleet.json")
 	addOutputFlag(cmd, &o.output, "text", "json")
 	return cmd
@@ -192,7 +199,7 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 	fo := fleet.Options{
 		Client: cs, PodIO: fleet.NewPodIO(cfg, cs), Context: ctxName,
 		Names: names, Selector: o.selector, All: o.all,
-		Namespace: o.namespace, Image: o.image, NoRBAC: o.noRBAC,
+		Namespace: o.namespace, Image: o.image, NoRBAC: o.noRBAC, Pprof: o.pprof,
 		MaxParallel: o.maxParallel, Timeout: o.timeout, NodeTimeout: o.nodeTimeout, CollectTimeout: o.collectTimeout,
 		OutputDir: o.outputDir, Version: toolVersion(), Progress: disp.update, Abandon: abandon,
 	}

@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,10 +47,28 @@ func newE2EKubelet(t *testing.T) *httptest.Server {
 	return srv
 }
 
-func kubeletOnlyArgs(t *testing.T, url string, extra ...string) []string {
-	// An empty --root: no kubeadm certificate of this machine's is used.
-	return append([]string{"collect", "--only", "kubelet", "--output-dir", t.TempDir(), "--root", t.TempDir(),
-		"--kubelet-url", url, "--kubelet-readonly-url", "", "--kubelet-healthz-url", os.Getenv("E2E_HEALTHZ_URL")}, extra...)
+func kubeletOnlyArgs(t *testing.T, srv *httptest.Server, extra ...string) []string {
+	// A --root holding nothing but the kubelet's serving certificate (the
+	// stand-in's, where a self-signed kubelet keeps it): no kubeadm
+	// certificate of this machine's is used, and the stand-in is known.
+	root := kubeletRoot(t, srv.Certificate())
+	return append([]string{"collect", "--only", "kubelet", "--output-dir", t.TempDir(), "--root", root,
+		"--kubelet-url", srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", os.Getenv("E2E_HEALTHZ_URL")}, extra...)
+}
+
+// kubeletRoot is a --root whose kubelet serves with cert
+// (/var/lib/kubelet/pki/kubelet.crt).
+func kubeletRoot(t *testing.T, cert *x509.Certificate) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "var/lib/kubelet/pki")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kubelet.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
 
 // By hand with no credential, even --quiet ends by naming the missing
@@ -57,7 +78,7 @@ func TestCollectKubeletNoCredentialSaysHowToFix(t *testing.T) {
 		skip.Because(t, "this machine has a pod service-account token, which the kubelet collector would use")
 	}
 	srv := newE2EKubelet(t)
-	r := runNodesnap(t, 60*time.Second, nil, kubeletOnlyArgs(t, srv.URL, "-q")...)
+	r := runNodesnap(t, 60*time.Second, nil, kubeletOnlyArgs(t, srv, "-q")...)
 	if r.code != 3 {
 		t.Fatalf("exit %d, want 3 (partial)\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -92,7 +113,7 @@ func TestCollectKubeletTokenOnDescriptors(t *testing.T) {
 	srv := newE2EKubelet(t)
 	for _, tc := range []struct{ name, file string }{{"stdin", "/dev/stdin"}, {"fd", "/dev/fd/3"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := nodesnapCmd(nil, kubeletOnlyArgs(t, srv.URL, "--output", "json", "--kubelet-token-file", tc.file)...)
+			cmd := nodesnapCmd(nil, kubeletOnlyArgs(t, srv, "--output", "json", "--kubelet-token-file", tc.file)...)
 			pr, pw, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
@@ -159,7 +180,7 @@ func TestCollectKubeletTokenOnDescriptors(t *testing.T) {
 // reported as such, with the way around it.
 func TestCollectKubeletTokenDescriptorNotPassed(t *testing.T) {
 	srv := newE2EKubelet(t)
-	r := runNodesnap(t, 60*time.Second, nil, kubeletOnlyArgs(t, srv.URL, "-q", "--kubelet-token-file", "/dev/fd/9")...)
+	r := runNodesnap(t, 60*time.Second, nil, kubeletOnlyArgs(t, srv, "-q", "--kubelet-token-file", "/dev/fd/9")...)
 	if r.code != 3 {
 		t.Fatalf("exit %d, want 3\nstderr:\n%s", r.code, r.stderr)
 	}
@@ -177,7 +198,7 @@ func TestCollectKubeletTokenProcessSubstitution(t *testing.T) {
 		skip.Missing(t, "bash is not installed: no process substitution")
 	}
 	srv := newE2EKubelet(t)
-	args := append([]string{"-c", `exec "$0" "$@" --kubelet-token-file <(sleep 0.2; printf '%s\n' "$E2E_TOKEN")`, os.Args[0]}, kubeletOnlyArgs(t, srv.URL, "-q")...)
+	args := append([]string{"-c", `exec "$0" "$@" --kubelet-token-file <(sleep 0.2; printf '%s\n' "$E2E_TOKEN")`, os.Args[0]}, kubeletOnlyArgs(t, srv, "-q")...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// bash execs nodesnap: the pid killed at the deadline is nodesnap's.

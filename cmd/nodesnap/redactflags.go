@@ -133,3 +133,17 @@ func (f *redactFlags) settingsFrom(load func(string) (*redact.Config, error)) (*
 	}
 	return s, nil
 }
+
+// withOwnSecrets adds nodesnap's own credentials to the settings, which
+// are created if there were none: every collector's redactor masks them
+// wherever they appear.
+func withOwnSecrets(s *redact.Settings, own []string) *redact.Settings {
+	if len(own) == 0 {
+		return s
+	}
+	if s == nil {
+		s = &redact.Settings{}
+	}
+	s.Options.Own = append(s.Options.Own, own...)
+	return s
+}

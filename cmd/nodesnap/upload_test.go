@@ -228,3 +228,46 @@ func TestCollectUploadInterrupted(t *testing.T) {
 		t.Errorf("lock file left behind")
 	}
 }
+
+// A collection that uploads to a pre-signed URL records nodesnap's own
+// process in processes/ps.txt like any other: its signature and security
+// token must appear nowhere in the bundle (nor its manifest, nor the
+// terminal), in any form, while the rest of nodesnap's command line does.
+func TestCollectUploadOwnSecretsNowhere(t *testing.T) {
+	testkit.RequireRoot(t)
+	srv := testkit.NewUploadServer(t, 200)
+	out := t.TempDir()
+	const sig = "9f2c4b7e1a0d5c3b8e6f4a2d1c0b9e8f7a6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b"
+	const tok = "IQoJb3JpZ2luX2VjEJr%2F%2F%2F%2F%2F%2F%2F%2F%2FwEaCXVzLWVhc3QtMSJHMEUCIQDx7tSecurityTok3n"
+	u := srv.URL + "/bucket/case-43/node.tar.gz?X-Amz-Algorithm=AWS4-HMAC-SHA256" +
+		"&X-Amz-Credential=ASIAQ3EXAMPLE7TOKENX%2F20261128%2Fus-east-1%2Fs3%2Faws4_request" +
+		"&X-Amz-Date=20261128T080000Z&X-Amz-Expires=3600&X-Amz-Security-Token=" + tok +
+		"&X-Amz-SignedHeaders=host&X-Amz-Signature=" + sig
+	r := runNodesnap(t, 120*time.Second, nil, "collect", "--output-dir", out, "--upload", u,
+		"--only", "processes", "--timeout", "60s")
+	if r.code != exitOK && r.code != exitPartial {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	p := bundlePath(t, out)
+	c := mustValidate(t, p)
+	_, mraw, err := readManifestRaw(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := string(c.Files["processes/ps.txt"])
+	if !strings.Contains(ps, "/bucket/case-43/node.tar.gz") {
+		t.Fatalf("processes/ps.txt does not show nodesnap's own command line, so this proves nothing:\n%.2000s", ps)
+	}
+	everything := map[string][]byte{"(stdout)": []byte(r.stdout), "(stderr)": []byte(r.stderr), "manifest.json": mraw}
+	for n, b := range c.Files {
+		everything[n] = b
+	}
+	tokDecoded := strings.ReplaceAll(tok, "%2F", "/")
+	for _, secret := range []string{sig, sig[:16], sig[32:], tok, tokDecoded, "SecurityTok3n"} {
+		for n, b := range everything {
+			if i := bytes.Index(b, []byte(secret)); i >= 0 {
+				t.Errorf("%q of the upload URL is in %s: …%s…", secret, n, b[max(0, i-80):min(len(b), i+len(secret)+20)])
+			}
+		}
+	}
+}

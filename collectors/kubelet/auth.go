@@ -18,7 +18,9 @@ import (
 // How the kubelet collector authenticates, and what it tells an operator
 // when it cannot: a kubelet with webhook authentication and anonymous
 // access off answers 401 to a request without a credential, and 403 to an
-// identity the API server does not allow get on nodes/proxy.
+// identity the API server does not allow get on the Node subresource the
+// kubelet checks (nodes/pods, nodes/healthz, nodes/configz, nodes/metrics,
+// nodes/stats; nodes/proxy for pprof and for kubelets before 1.33).
 
 // Where kubeadm keeps the API server's own client certificate for the
 // kubelet: its identity is allowed everything the kubelet serves, which is
@@ -194,10 +196,14 @@ func KubeletForbiddenUser(msg string) string {
 
 // Commands shown to an operator. deploy/kubernetes/rbac.yaml creates the
 // namespace nodesnap, its ServiceAccount nodesnap and the ClusterRole
-// nodesnap (get on nodes/proxy, nodes/metrics, nodes/stats) bound to it.
+// nodesnap (get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics,
+// nodes/stats) bound to it; rbac-pprof.yaml the ServiceAccount
+// nodesnap-pprof, bound to that role and to nodesnap-pprof (nodes/proxy).
 const (
-	kubeletTokenCmd = "kubectl -n nodesnap create token nodesnap --duration=10m"
-	kubeletRBACCmd  = "kubectl apply -f deploy/kubernetes/rbac.yaml"
+	kubeletTokenCmd      = "kubectl -n nodesnap create token nodesnap --duration=10m"
+	kubeletRBACCmd       = "kubectl apply -f deploy/kubernetes/rbac.yaml"
+	kubeletPprofTokenCmd = "kubectl -n nodesnap create token nodesnap-pprof --duration=10m"
+	kubeletPprofRBACCmd  = "kubectl apply -f deploy/kubernetes/rbac.yaml -f deploy/kubernetes/rbac-pprof.yaml"
 )
 
 // kubeletTokenFixes are the ways to give nodesnap a short-lived token
@@ -215,6 +221,7 @@ func (k *kubeletRun) remedy(eps []kubeletEndpoint, results [][]KubeletRequest) b
 	var missing []string
 	seen := map[string]bool{}
 	var n401, n403 int
+	pprofOnly := true
 	for i, rs := range results {
 		got, code := false, 0
 		for _, r := range rs {
@@ -230,6 +237,7 @@ func (k *kubeletRun) remedy(eps []kubeletEndpoint, results [][]KubeletRequest) b
 			n401++
 		} else {
 			n403++
+			pprofOnly = pprofOnly && eps[i].pprof
 		}
 		if name := kubeletEvidenceName(eps[i].name); !seen[name] {
 			seen[name] = true
@@ -260,11 +268,22 @@ func (k *kubeletRun) remedy(eps []kubeletEndpoint, results [][]KubeletRequest) b
 			user = "" // obfuscated or redacted: not something to paste
 		}
 	}
-	reason := who + " may not get nodes/proxy (403): the kubelet asks the API server, whose RBAC must allow get on nodes/proxy, nodes/metrics and nodes/stats"
+	if pprofOnly {
+		// Everything but the pprof dumps came: the identity has the
+		// least-privilege role and not the opt-in.
+		k.env.Remedy(missing, who+" may not get nodes/proxy (403), which the pprof dumps need and deploy/kubernetes/rbac.yaml's role leaves out on purpose: "+kubeletProxyRisk,
+			[]string{
+				kubeletPprofRBACCmd + "   # the opt-in: ServiceAccount nodesnap-pprof, with nodes/proxy",
+				"NODESNAP_KUBELET_TOKEN=$(" + kubeletPprofTokenCmd + ") nodesnap collect",
+				"nodesnap collect --kubelet-pprof=false   # or leave the dumps out and the bundle is complete",
+			})
+		return true
+	}
+	reason := who + " may not get the kubelet's subresources (403): the kubelet asks the API server, whose RBAC must allow get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics and nodes/stats (nodes/proxy instead of the first three on kubelets before 1.33)"
 	var fix []string
 	switch {
 	case strings.HasPrefix(user, "system:node:"):
-		fix = append(fix, "# a node's own credential is not granted nodes/proxy by the Node authorizer; use the nodesnap ServiceAccount's token:")
+		fix = append(fix, "# a node's own credential is not granted the kubelet's subresources by the Node authorizer; use the nodesnap ServiceAccount's token:")
 		fix = append(fix, kubeletTokenFixes...)
 	case user == "system:serviceaccount:nodesnap:nodesnap" || user == "":
 		fix = append(fix, kubeletRBACCmd+"   # the ClusterRole nodesnap and its binding to the ServiceAccount nodesnap/nodesnap")

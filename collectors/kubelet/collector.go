@@ -70,12 +70,15 @@ type KubeletOptions struct {
 	TokenFileError string `json:"token_file_error,omitempty"`
 	// ClientCert and ClientKey are a client certificate to authenticate
 	// with, as nodesnap sees them (not under --root).
-	ClientCert     string        `json:"client_cert,omitempty"`
-	ClientKey      string        `json:"client_key,omitempty"`
-	HealthzURL     string        `json:"healthz_url"`
-	CAFile         string        `json:"ca_file,omitempty"`
-	Insecure       bool          `json:"insecure,omitempty"`
-	ProfileSeconds int           `json:"profile_seconds,omitempty"`
+	ClientCert     string `json:"client_cert,omitempty"`
+	ClientKey      string `json:"client_key,omitempty"`
+	HealthzURL     string `json:"healthz_url"`
+	CAFile         string `json:"ca_file,omitempty"`
+	Insecure       bool   `json:"insecure,omitempty"`
+	ProfileSeconds int    `json:"profile_seconds,omitempty"`
+	// Pprof asks for the goroutine dumps and profiles, which the kubelet
+	// authorizes as get nodes/proxy.
+	Pprof          bool          `json:"pprof"`
 	RequestTimeout time.Duration `json:"request_timeout"`
 }
 
@@ -92,9 +95,10 @@ func kubeletFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TokenFile, "kubelet-token-file", "", "kubelet: file holding the bearer token (a path as nodesnap sees it, not under --root); /dev/stdin and /dev/fd/N, as <(kubectl create token ...) gives, are read before collection starts")
 	fs.StringVar(&o.ClientCert, "kubelet-client-cert", "", "kubelet: client certificate (PEM) to authenticate with, beside or instead of a token (a path as nodesnap sees it); with neither, a kubeadm control-plane node's <root>"+KubeadmKubeletClientCert+" is used")
 	fs.StringVar(&o.ClientKey, "kubelet-client-key", "", "kubelet: the private key (PEM) of --kubelet-client-cert; it is never written anywhere")
-	fs.StringVar(&o.CAFile, "kubelet-ca-file", "", "kubelet: CA bundle that signed the kubelet's serving certificate (a path as nodesnap sees it); without it a loopback kubelet's certificate is not verified and a non-loopback kubelet is refused unless --kubelet-insecure")
-	fs.BoolVar(&o.Insecure, "kubelet-insecure", false, "kubelet: skip TLS verification of a non-loopback kubelet (the token is then sent to whoever answers)")
+	fs.StringVar(&o.CAFile, "kubelet-ca-file", "", "kubelet: CA bundle that signed the kubelet's serving certificate, or that certificate itself (a path as nodesnap sees it); without it the peer must present the serving certificate the kubelet's configuration names under --root (tlsCertFile, <cert-dir>/kubelet.crt, kubelet-server-current.pem) or a kubelet certificate the cluster CA signed, else it is sent no credential")
+	fs.BoolVar(&o.Insecure, "kubelet-insecure", false, "kubelet: skip TLS verification of the kubelet, and allow a credential over a plain http:// URL (the credential is then sent to whoever answers, on loopback too: port 10250 needs no privilege)")
 	fs.IntVar(&o.ProfileSeconds, "kubelet-profile-seconds", 0, "kubelet: also take a CPU profile for this many seconds (0: off)")
+	fs.BoolVar(&o.Pprof, "kubelet-pprof", true, "kubelet: ask for its goroutine dumps and heap (and CPU) profile; the kubelet authorizes /debug/pprof as get nodes/proxy, which also allows exec in every pod of the node, so the deploy manifests' least-privilege role lacks it and their pods pass false (docs/kubernetes.md)")
 	fs.DurationVar(&o.RequestTimeout, "kubelet-request-timeout", 10*time.Second, "kubelet: deadline of each request")
 }
 
@@ -175,11 +179,14 @@ type kubeletEndpoint struct {
 	// with the failing checks: that body is the evidence).
 	anyStatus bool
 	binary    bool
+	// pprof endpoints need nodes/proxy whatever the kubelet's version.
+	pprof bool
 	// json bodies are re-indented (one value per line redacts better than
 	// a megabyte-long line) and pods have env values removed.
 	json, pods bool
-	// subresource is what the kubelet's authorizer checks for this path,
-	// besides nodes/proxy.
+	// subresource is what the kubelet's authorizer checks for this path:
+	// its own (KEP-2862's fine-grained ones from 1.33 on), then, for
+	// /healthz, /configz and /pods, nodes/proxy.
 	subresource string
 	extra       time.Duration
 }
@@ -188,32 +195,42 @@ const kubeletPprofReason = "pprof protobuf: cannot be redacted"
 
 func kubeletEndpoints(profileSeconds int) []kubeletEndpoint {
 	eps := []kubeletEndpoint{
-		{name: "healthz", path: "/healthz?verbose", file: layout.KubeletHealthzFile, readOnly: true, anyStatus: true},
-		{name: "goroutine-debug1", path: "/debug/pprof/goroutine?debug=1", file: layout.KubeletGoroutineDebug1File},
-		{name: "goroutine-debug2", path: "/debug/pprof/goroutine?debug=2", file: layout.KubeletGoroutineDebug2File},
-		{name: "heap", path: "/debug/pprof/heap", file: "heap.pb.gz", binary: true},
+		{name: "healthz", path: "/healthz?verbose", file: layout.KubeletHealthzFile, readOnly: true, anyStatus: true, subresource: "nodes/healthz"},
+		{name: "goroutine-debug1", path: "/debug/pprof/goroutine?debug=1", file: layout.KubeletGoroutineDebug1File, pprof: true, subresource: "nodes/proxy"},
+		{name: "goroutine-debug2", path: "/debug/pprof/goroutine?debug=2", file: layout.KubeletGoroutineDebug2File, pprof: true, subresource: "nodes/proxy"},
+		{name: "heap", path: "/debug/pprof/heap", file: "heap.pb.gz", binary: true, pprof: true, subresource: "nodes/proxy"},
 	}
 	if profileSeconds > 0 {
 		eps = append(eps, kubeletEndpoint{name: "cpu-profile", path: "/debug/pprof/profile?seconds=" + strconv.Itoa(profileSeconds),
-			file: "cpu.pb.gz", binary: true, extra: time.Duration(profileSeconds) * time.Second})
+			file: "cpu.pb.gz", binary: true, pprof: true, subresource: "nodes/proxy", extra: time.Duration(profileSeconds) * time.Second})
 	}
 	return append(eps,
 		kubeletEndpoint{name: "metrics", path: "/metrics", file: layout.KubeletMetricsFile, readOnly: true, subresource: "nodes/metrics"},
-		kubeletEndpoint{name: "configz", path: "/configz", file: "configz.json", json: true},
-		kubeletEndpoint{name: "pods", path: "/pods", file: layout.KubeletPodsFile, readOnly: true, json: true, pods: true},
+		kubeletEndpoint{name: "configz", path: "/configz", file: "configz.json", json: true, subresource: "nodes/configz"},
+		kubeletEndpoint{name: "pods", path: "/pods", file: layout.KubeletPodsFile, readOnly: true, json: true, pods: true, subresource: "nodes/pods"},
 	)
 }
 
 // Messages for refusals, worded for whoever has to fix the token.
 const (
-	kubeletPermission = "needs get on nodes/proxy (and nodes/metrics, nodes/stats)"
-	kubeletAllowed    = "allowed get on nodes/proxy (and nodes/metrics, nodes/stats)"
+	kubeletPermission = "needs get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics and nodes/stats (deploy/kubernetes/rbac.yaml's role), and nodes/proxy for the pprof dumps"
+	kubeletAllowed    = "allowed get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics and nodes/stats (and nodes/proxy for the pprof dumps)"
 	kubelet401        = "the token was rejected (401): give nodesnap a valid bearer token (--kubelet-token, $" + KubeletTokenEnv + " or --kubelet-token-file) of an identity " + kubeletAllowed
 	kubelet401NoToken = "the kubelet requires a credential (401) and none was given: pass a token with --kubelet-token, $" + KubeletTokenEnv + " or --kubelet-token-file, or a client certificate with --kubelet-client-cert and --kubelet-client-key, of an identity " + kubeletAllowed
 	kubelet401Cert    = "the client certificate was rejected (401): the kubelet does not trust its CA (its clientCAFile), or it has expired; give nodesnap a token or a certificate of an identity " + kubeletAllowed
-	kubelet403        = "the token's identity lacks permission: " + kubeletPermission + " (403)"
-	kubelet403Cert    = "the client certificate's identity lacks permission: " + kubeletPermission + " (403)"
+	kubelet403        = "the token's identity lacks permission (403): it " + kubeletPermission
+	kubelet403Cert    = "the client certificate's identity lacks permission (403): it " + kubeletPermission
+	// kubeletProxyRisk is what granting nodes/proxy means.
+	kubeletProxyRisk = "get on nodes/proxy also lets its holder exec into every pod of the node through the kubelet's WebSocket endpoints"
+	kubeletPprofOff  = "not asked (--kubelet-pprof=false): the pprof endpoints need get on nodes/proxy, and " + kubeletProxyRisk
 )
+
+// kubeletNoFineGrained reports a kubelet's 403 that checked nodes/proxy
+// alone for a path a fine-grained kubelet checks its own subresource for:
+// a kubelet before 1.33, or with KubeletFineGrainedAuthz off.
+func kubeletNoFineGrained(body string) bool {
+	return strings.Contains(body, "subresource=proxy)") || strings.Contains(body, "subresource(s)=[proxy])")
+}
 
 // kubeletRun holds one collection's state.
 type kubeletRun struct {
@@ -267,6 +284,9 @@ func collectKubelet(ctx context.Context, env *collectors.Env) error {
 	if cred.certSource != "" {
 		env.Notef("the kubelet is shown the %s", cred.certSource)
 	}
+	if !o.Pprof {
+		env.Notef("goroutine dumps and heap profile %s", kubeletPprofOff)
+	}
 
 	base, err := parseKubeletURL(o.URL)
 	if err != nil {
@@ -295,12 +315,27 @@ func collectKubelet(ctx context.Context, env *collectors.Env) error {
 		}
 	}
 
-	tlsCfg, verified, how, refusal, err := kubeletTLSConfig(ctx, env, base, o)
+	tlsCfg, verified, how, refusal, trustNotes, err := kubeletTLSConfig(ctx, env, base, o, !cred.none())
 	if err != nil {
 		return err
 	}
+	for _, n := range trustNotes {
+		env.Notef("%s", k.scrub(n))
+	}
 	report.TLS = how
 	k.verified = verified
+	if refusal == "" && verified {
+		// One handshake first: a peer that is not the kubelet is found
+		// before any request, and never tried again.
+		switch perr := kubeletPreflight(ctx, tlsCfg, base.Host, o.RequestTimeout); {
+		case perr == nil:
+		case kubeletCertFailure(perr):
+			refusal = fmt.Sprintf("no credential was sent to %s: the peer there is not the kubelet (%v); it was not asked again", base.Host, perr)
+			report.TLS = "refused: " + perr.Error()
+		default:
+			refusal = kubeletDescribeError(perr, base.Host, o.RequestTimeout) + " (a TLS handshake, before any request)"
+		}
+	}
 	if refusal != "" {
 		// Said once per endpoint in the notes, and in the error if nothing
 		// else could be read.
@@ -444,6 +479,9 @@ func kubeletDirExists(ctx context.Context, env *collectors.Env) bool {
 // fetch asks the secure port, then the read-only port where that serves
 // the endpoint and the secure port refused.
 func (k *kubeletRun) fetch(ctx context.Context, ep kubeletEndpoint) []KubeletRequest {
+	if ep.pprof && !k.opts.Pprof {
+		return []KubeletRequest{{Endpoint: ep.name, Port: "secure", URL: k.endpointURL(k.base, ep), Skipped: kubeletPprofOff}}
+	}
 	if ep.binary && k.env.NoBinary {
 		return []KubeletRequest{{Endpoint: ep.name, Port: "secure", URL: k.endpointURL(k.base, ep), Skipped: "--no-binary leaves out pprof protobufs"}}
 	}
@@ -513,7 +551,9 @@ func (k *kubeletRun) attempt(ctx context.Context, ep kubeletEndpoint, port strin
 	resp, err := client.Do(req)
 	if err != nil {
 		rec.Error = k.scrub(kubeletDescribeError(err, base.Host, timeout))
-		return rec, kubeletConnRefused(err)
+		// A peer whose certificate is refused is not asked again here;
+		// the ports without a credential may still answer.
+		return rec, kubeletConnRefused(err) || kubeletCertFailure(err)
 	}
 	defer resp.Body.Close()
 	rec.StatusCode = resp.StatusCode
@@ -533,10 +573,21 @@ func (k *kubeletRun) attempt(ctx context.Context, ep kubeletEndpoint, port strin
 		if k.token == "" {
 			msg = kubelet403Cert
 		}
-		if ep.subresource != "" {
-			msg += "; " + strings.SplitN(ep.path, "?", 2)[0] + " is authorized as get " + ep.subresource
+		ex := k.excerpt(resp.Body)
+		path := strings.SplitN(ep.path, "?", 2)[0]
+		switch {
+		case ep.pprof:
+			msg += "; " + path + " is authorized as get nodes/proxy only, and " + kubeletProxyRisk +
+				": grant it knowingly (deploy/kubernetes/rbac-pprof.yaml), or leave the dumps out with --kubelet-pprof=false"
+		case ep.subresource == "nodes/metrics":
+			msg += "; " + path + " is authorized as get " + ep.subresource
+		case kubeletNoFineGrained(ex):
+			msg += "; this kubelet authorizes " + path + " as get nodes/proxy only: it has no fine-grained authorization (before Kubernetes 1.33, or the KubeletFineGrainedAuthz feature gate off), so " +
+				ep.subresource + " does not do; enable the gate, or grant nodes/proxy knowingly (" + kubeletProxyRisk + ")"
+		default:
+			msg += "; " + path + " is authorized as get " + ep.subresource + " (or nodes/proxy)"
 		}
-		if ex := k.excerpt(resp.Body); ex != "" {
+		if ex != "" {
 			msg += "; the kubelet said: " + ex
 			if u := KubeletForbiddenUser(ex); u != "" {
 				k.mu.Lock()

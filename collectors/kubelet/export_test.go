@@ -4,3 +4,6 @@ package kubelet
 
 // NewKubeletScrubberForTest exposes the token scrubber.
 var NewKubeletScrubberForTest = newKubeletScrubber
+
+// ParseKubeletServingForTest exposes the kubelet configuration reader.
+var ParseKubeletServingForTest = parseKubeletServing

@@ -35,7 +35,7 @@ func TestKubeletTrickleIsPartial(t *testing.T) {
 		case <-time.After(30 * time.Second):
 		}
 	})
-	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", url, "--kubelet-token", goodToken,
+	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", url, "--kubelet-token", goodToken, "--kubelet-insecure",
 		"--kubelet-readonly-url", "", "--kubelet-request-timeout", "1s", "--kubelet-profile-seconds", "0")
 	b := supervisortest.Collect(t, "kubelet", collectors.Common{})
 	if b.Res.Status != bundle.StatusPartial {
@@ -63,7 +63,7 @@ func TestKubeletFloodKeepsItsRecord(t *testing.T) {
 			}
 		}
 	})
-	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", url, "--kubelet-token", goodToken,
+	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", url, "--kubelet-token", goodToken, "--kubelet-insecure",
 		"--kubelet-readonly-url", "", "--kubelet-profile-seconds", "0")
 	b := supervisortest.Collect(t, "kubelet", collectors.Common{MaxFileBytes: 2 << 20, MaxCollectorBytes: 6 << 20})
 	if b.Res.Status != bundle.StatusPartial {

@@ -3,6 +3,7 @@ package kubelet_test
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -34,6 +35,7 @@ import (
 
 const (
 	goodToken      = "kubelet-test-token-7f3a9c1e5b2d4086a1e9"
+	leastToken     = "least-privilege-token-3e9d1c7b5a2f4860"
 	forbiddenToken = "weak-identity-token-0c5e8b7a6d4f3e2a1b"
 	podSecretValue = "hunter2-database-password-value"
 )
@@ -43,11 +45,14 @@ const (
 	nodesnapSA = "system:serviceaccount:nodesnap:nodesnap"
 	kubeadmCN  = "kube-apiserver-kubelet-client"
 	operatorCN = "nodesnap-operator"
+	// leastSA has deploy/kubernetes/rbac.yaml's least-privilege role.
+	leastSA = "system:serviceaccount:nodesnap:least"
 )
 
 type fakeKubelet struct {
 	srv      *httptest.Server
 	ca       *testkit.CA // the kubelet's client CA
+	auth     *testkit.KubeletAuth
 	requests map[string]int
 	mu       sync.Mutex
 }
@@ -78,13 +83,18 @@ func newFakeKubelet(t *testing.T) *fakeKubelet {
 	// authorization, anonymous access off.
 	fk.ca = testkit.NewCA(t)
 	auth := &testkit.KubeletAuth{
-		Tokens:   map[string]string{goodToken: nodesnapSA, forbiddenToken: "system:serviceaccount:monitoring:nodesnap"},
+		Tokens:   map[string]string{goodToken: nodesnapSA, forbiddenToken: "system:serviceaccount:monitoring:nodesnap", leastToken: leastSA},
 		ClientCA: fk.ca,
-		Allowed: func(user, _ string) bool {
+		Allowed: func(user, sub string) bool {
+			if user == leastSA {
+				// deploy/kubernetes/rbac.yaml's role: no nodes/proxy.
+				return sub == "pods" || sub == "healthz" || sub == "configz" || sub == "metrics" || sub == "stats"
+			}
 			return user == nodesnapSA || user == kubeadmCN || user == operatorCN
 		},
 	}
 	guarded := auth.Wrap(mux)
+	fk.auth = auth
 	fk.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fk.mu.Lock()
 		fk.requests[r.URL.Path]++
@@ -108,6 +118,28 @@ func (fk *fakeKubelet) caFile(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// root returns a --root under which the kubelet serves with fk's
+// certificate, as a kubelet that made its own keeps it
+// (/var/lib/kubelet/pki/kubelet.crt): the collector knows the peer then.
+func (fk *fakeKubelet) root(t *testing.T) string {
+	return kubeletRootWith(t, fk.srv.Certificate())
+}
+
+// kubeletRootWith returns a --root whose kubelet serves with cert.
+func kubeletRootWith(t *testing.T, cert *x509.Certificate) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "var/lib/kubelet/pki")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
+	if err := os.WriteFile(filepath.Join(dir, "kubelet.crt"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
 
 // newFakeReadOnly serves what the kubelet's read-only port serves.
@@ -158,7 +190,7 @@ func TestKubeletCollectsEverything(t *testing.T) {
 	fk := newFakeKubelet(t)
 	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token", goodToken,
 		"--kubelet-readonly-url", "http://"+closedPort(t), "--kubelet-profile-seconds", "1")
-	b := supervisortest.Collect(t, "kubelet", collectors.Common{})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: fk.root(t)})
 	if b.Res.Status != bundle.StatusOK {
 		t.Fatalf("status %q (%s), want ok", b.Res.Status, b.Res.Error)
 	}
@@ -207,16 +239,16 @@ func TestKubeletCollectsEverything(t *testing.T) {
 		t.Errorf("%d requests, want 8 (7 endpoints and the CPU profile): %+v", len(rq.Requests), rq.Requests)
 	}
 	for _, r := range rq.Requests {
-		if r.Port != "secure" || r.TLSVerified || r.Bytes == 0 || r.File == "" || r.DurationSeconds <= 0 {
-			t.Errorf("request %+v: want secure, unverified, with bytes, file and duration", r)
+		if r.Port != "secure" || !r.TLSVerified || r.Bytes == 0 || r.File == "" || r.DurationSeconds <= 0 {
+			t.Errorf("request %+v: want secure, verified, with bytes, file and duration", r)
 		}
 		if r.Endpoint == "healthz" && r.StatusCode != 500 {
 			t.Errorf("healthz status %d, want 500 recorded", r.StatusCode)
 		}
 	}
 	notes := b.Notes()
-	if !strings.Contains(notes, "was not verified") || !strings.Contains(notes, "loopback") {
-		t.Errorf("the manifest does not say TLS was not verified on loopback:\n%s", notes)
+	if !strings.HasPrefix(rq.TLS, "verified: ") || !strings.Contains(rq.TLS, "/var/lib/kubelet/pki/kubelet.crt") {
+		t.Errorf("requests.json's tls %q does not say the peer was verified against the kubelet's own certificate", rq.TLS)
 	}
 	if !strings.Contains(notes, "[-]syncloop failed") {
 		t.Errorf("the manifest does not surface healthz's failing check:\n%s", notes)
@@ -271,12 +303,12 @@ func TestKubeletWrongToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token-file", tokenFile, "--kubelet-readonly-url", ro.URL)
-	b := supervisortest.Collect(t, "kubelet", collectors.Common{})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: fk.root(t)})
 	if b.Res.Status != bundle.StatusPartial {
 		t.Fatalf("status %q (%s), want partial", b.Res.Status, b.Res.Error)
 	}
 	notes := b.Notes()
-	for _, want := range []string{"the token was rejected (401)", "get on nodes/proxy"} {
+	for _, want := range []string{"the token was rejected (401)", "get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics and nodes/stats"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("manifest notes lack %q:\n%s", want, notes)
 		}
@@ -318,16 +350,17 @@ func TestKubeletWrongToken(t *testing.T) {
 func TestKubeletForbidden(t *testing.T) {
 	fk := newFakeKubelet(t)
 	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token", forbiddenToken, "--kubelet-readonly-url", "")
-	b := supervisortest.Collect(t, "kubelet", collectors.Common{})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: fk.root(t)})
 	if b.Res.Status != bundle.StatusError {
 		t.Fatalf("status %q, want error", b.Res.Status)
 	}
-	want := "the token's identity lacks permission: needs get on nodes/proxy (and nodes/metrics, nodes/stats) (403)"
+	want := "the token's identity lacks permission (403): it needs get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics and nodes/stats"
 	if !strings.Contains(b.Res.Error, want) {
 		t.Errorf("error %q lacks %q", b.Res.Error, want)
 	}
 	notes := b.Notes()
-	for _, want := range []string{"subresource=proxy", "/metrics is authorized as get nodes/metrics"} {
+	for _, want := range []string{"subresource(s)=[pods proxy]", "/metrics is authorized as get nodes/metrics", "/pods is authorized as get nodes/pods (or nodes/proxy)",
+		"exec into every pod"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
@@ -340,7 +373,7 @@ func TestKubeletForbidden(t *testing.T) {
 func TestKubeletReadOnlyFallback(t *testing.T) {
 	ro := newFakeReadOnly(t)
 	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", "https://"+closedPort(t), "--kubelet-token", goodToken, "--kubelet-readonly-url", ro.URL)
-	b := supervisortest.Collect(t, "kubelet", collectors.Common{})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: kubeletRootWith(t, selfSigned(t, "kubelet").Leaf)})
 	if b.Res.Status != bundle.StatusPartial {
 		t.Fatalf("status %q (%s), want partial", b.Res.Status, b.Res.Error)
 	}
@@ -385,7 +418,7 @@ func TestKubeletUnresponsive(t *testing.T) {
 	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", "https://"+l.Addr().String(), "--kubelet-token", goodToken,
 		"--kubelet-readonly-url", "", "--kubelet-request-timeout", deadline.String())
 	start := time.Now()
-	b := supervisortest.Collect(t, "kubelet", collectors.Common{})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: kubeletRootWith(t, selfSigned(t, "impostor").Leaf)})
 	elapsed := time.Since(start)
 	if b.Res.Status != bundle.StatusError {
 		t.Errorf("status %q, want error", b.Res.Status)
@@ -404,15 +437,16 @@ func TestKubeletUnresponsive(t *testing.T) {
 	supervisortest.AssertAbsent(t, b, goodToken)
 }
 
-// The token is never sent, unverified, to a kubelet that is not this host.
+// The token is never sent to a kubelet nothing under the root vouches for,
+// and a remote one is not even connected to.
 func TestKubeletRefusesUnverifiedRemote(t *testing.T) {
 	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", "https://192.0.2.10:10250", "--kubelet-token", goodToken, "--kubelet-readonly-url", "")
-	b := supervisortest.Collect(t, "kubelet", collectors.Common{})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: t.TempDir()})
 	if b.Res.Status != bundle.StatusError {
 		t.Errorf("status %q, want error", b.Res.Status)
 	}
 	all := b.Res.Error + "\n" + b.Notes()
-	for _, want := range []string{"refusing to send the kubelet token to 192.0.2.10:10250", "--kubelet-ca-file"} {
+	for _, want := range []string{"no credential was sent to 192.0.2.10:10250", "--kubelet-ca-file"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("manifest lacks %q:\n%s", want, all)
 		}
@@ -659,7 +693,7 @@ func TestKubeletClientCertFlags(t *testing.T) {
 	crt, key := fk.ca.WriteClientCert(t, dir, "operator", operatorCN, "ops")
 	supervisortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "",
 		"--kubelet-client-cert", crt, "--kubelet-client-key", key)
-	b := supervisortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: t.TempDir()})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: fk.root(t)})
 	if b.Res.Status != bundle.StatusOK {
 		t.Fatalf("status %q (%s), want ok", b.Res.Status, b.Res.Error)
 	}
@@ -700,7 +734,7 @@ func assertNoKey(t *testing.T, b *supervisortest.Bundle, keyPath string) {
 func TestKubeletKubeadmCertUnderRoot(t *testing.T) {
 	noServiceAccountToken(t)
 	fk := newFakeKubelet(t)
-	root := t.TempDir()
+	root := fk.root(t)
 	_, key := fk.ca.WriteClientCert(t, filepath.Join(root, "etc/kubernetes/pki"), "apiserver-kubelet-client", kubeadmCN, "kubeadm:cluster-admins")
 	supervisortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "")
 	b := supervisortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: root})
@@ -740,12 +774,12 @@ func TestKubeletCredentialRefusals(t *testing.T) {
 	}{
 		{"service account without binding", []string{"--kubelet-token", forbiddenToken},
 			"the token's identity lacks permission",
-			[]string{"system:serviceaccount:monitoring:nodesnap may not get nodes/proxy (403)"},
+			[]string{"system:serviceaccount:monitoring:nodesnap may not get the kubelet's subresources (403)"},
 			[]string{"kubectl apply -f deploy/kubernetes/rbac.yaml && kubectl create clusterrolebinding nodesnap-monitoring-nodesnap --clusterrole=nodesnap --serviceaccount=monitoring:nodesnap"}},
 		{"the node's own certificate", []string{"--kubelet-client-cert", nodeCrt, "--kubelet-client-key", nodeKey},
 			"the client certificate's identity lacks permission",
-			[]string{"system:node:node-1 may not get nodes/proxy (403)"},
-			[]string{"not granted nodes/proxy", "NODESNAP_KUBELET_TOKEN=$(kubectl -n nodesnap create token nodesnap --duration=10m) nodesnap collect"}},
+			[]string{"system:node:node-1 may not get the kubelet's subresources (403)"},
+			[]string{"not granted the kubelet's subresources", "NODESNAP_KUBELET_TOKEN=$(kubectl -n nodesnap create token nodesnap --duration=10m) nodesnap collect"}},
 		{"certificate of another CA", []string{"--kubelet-client-cert", strangerCrt, "--kubelet-client-key", strangerKey},
 			"the client certificate was rejected (401)",
 			[]string{"the kubelet rejected the client certificate " + strangerCrt + " (CN=" + operatorCN},
@@ -753,7 +787,7 @@ func TestKubeletCredentialRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			supervisortest.Flags(t, "kubelet", append([]string{"--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", ""}, tc.args...)...)
-			b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: t.TempDir()})
+			b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: fk.root(t)})
 			if b.Res.Status != bundle.StatusError || !strings.Contains(b.Res.Error, tc.errWant) {
 				t.Errorf("status %q error %q, want error with %q", b.Res.Status, b.Res.Error, tc.errWant)
 			}
@@ -793,7 +827,7 @@ func TestKubeletTokenFromDescriptor(t *testing.T) {
 	fdPath := fmt.Sprintf("/dev/fd/%d", r.Fd())
 	supervisortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "", "--kubelet-token-file", fdPath)
 	kubelet.PrepareKubeletToken(context.Background())
-	b := supervisortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: t.TempDir()})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: fk.root(t)})
 	if b.Res.Status != bundle.StatusOK {
 		t.Fatalf("status %q (%s), want ok", b.Res.Status, b.Res.Error)
 	}
@@ -816,7 +850,7 @@ func TestKubeletTokenFromDescriptor(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("reading a silent pipe took %s, want about 300ms", d)
 	}
-	b = supervisortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: t.TempDir()})
+	b = supervisortest.Collect(t, "kubelet", collectors.Common{NoBinary: true, Root: fk.root(t)})
 	if !strings.Contains(b.Notes(), "nothing was written to it within 300ms") {
 		t.Errorf("notes do not say the pipe stayed silent:\n%s", b.Notes())
 	}
@@ -826,7 +860,7 @@ func TestKubeletTokenFromDescriptor(t *testing.T) {
 func TestKubeletExpiredKubeadmCert(t *testing.T) {
 	noServiceAccountToken(t)
 	fk := newFakeKubelet(t)
-	root := t.TempDir()
+	root := fk.root(t)
 	pki := filepath.Join(root, "etc/kubernetes/pki")
 	crt, key := fk.ca.ClientCert(t, kubeadmCN, []string{"kubeadm:cluster-admins"}, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
 	if err := os.MkdirAll(pki, 0o755); err != nil {
@@ -858,7 +892,7 @@ func TestKubeletOwnRedactionsCounted(t *testing.T) {
 	fk := newFakeKubelet(t)
 	supervisortest.Flags(t, "kubelet", "--kubelet-healthz-url", "", "--kubelet-url", fk.srv.URL, "--kubelet-token", goodToken,
 		"--kubelet-readonly-url", "http://"+closedPort(t), "--kubelet-profile-seconds", "1")
-	b := supervisortest.Collect(t, "kubelet", collectors.Common{})
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: fk.root(t)})
 	if n := b.FileEntry(t, "kubelet/pods.json").Redactions[kubelet.RedactionPodEnv]; n < 1 {
 		t.Errorf("pods.json records %d %s redactions, want the environment values counted", n, kubelet.RedactionPodEnv)
 	}

@@ -24,6 +24,10 @@ const (
 	// NodeAnnotation on a pod names its node (a node's name can be longer
 	// than a label value may be).
 	NodeAnnotation = "nodesnap/node"
+	// ExpiresAnnotation on everything a run creates says (RFC 3339) when
+	// it is past any use: a run whose client died leaves its objects
+	// behind, and the next fleet call removes those past this time.
+	ExpiresAnnotation = "nodesnap/expires"
 )
 
 // runLabels are the labels of every object of a run.
@@ -45,17 +49,25 @@ type created struct {
 	client    Client
 	ns        string
 	namespace bool // the namespace itself
-	sa        string
-	role      string // ClusterRole and ClusterRoleBinding
-	pods      map[string]bool
+	// expires is the run's ExpiresAnnotation.
+	expires string
+	// identities are the per-node ServiceAccounts, each with its
+	// ClusterRole and ClusterRoleBinding of the same name.
+	identities map[string]identity
+	pods       map[string]bool
 	// forcePods are pods no kubelet took on: a graceful delete would wait
 	// for a kubelet that may never answer.
 	forcePods map[string]bool
 }
 
-// setup makes the namespace (when missing) and the run's ServiceAccount,
-// ClusterRole and ClusterRoleBinding, and returns the ServiceAccount's
-// name for the pods.
+// identity is what exists of one node's ServiceAccount, ClusterRole and
+// ClusterRoleBinding.
+type identity struct{ sa, role, binding bool }
+
+// setup makes the namespace when missing. With --no-rbac it returns the
+// ServiceAccount of deploy/kubernetes/rbac.yaml (rbac-pprof.yaml's with
+// --kubelet-pprof) for every pod; otherwise "" (each node gets its own,
+// see nodeIdentity).
 func setup(ctx context.Context, o *Options, runID string, c *created) (string, error) {
 	cs := o.Client
 	labels := runLabels(runID)
@@ -64,7 +76,8 @@ func setup(ctx context.Context, o *Options, runID string, c *created) (string, e
 	case apierrors.IsNotFound(err) && o.NoRBAC:
 		return "", fmt.Errorf("namespace %s does not exist: with --no-rbac it must be created first (kubectl apply -f deploy/kubernetes/rbac.yaml), or use another -n", o.Namespace)
 	case apierrors.IsNotFound(err):
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: merge(labels, podspec.PodSecurityLabels())}}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: merge(labels, podspec.PodSecurityLabels()),
+			Annotations: map[string]string{ExpiresAnnotation: c.expires}}}
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 			return "", fmt.Errorf("creating namespace %s: %w", o.Namespace, err)
 		}
@@ -74,36 +87,65 @@ func setup(ctx context.Context, o *Options, runID string, c *created) (string, e
 	case err != nil:
 		return "", fmt.Errorf("reading namespace %s: %w", o.Namespace, err)
 	}
-	if o.NoRBAC {
-		if _, err := cs.CoreV1().ServiceAccounts(o.Namespace).Get(ctx, podspec.ServiceAccount, metav1.GetOptions{}); err != nil {
-			return "", fmt.Errorf("--no-rbac: the service account %s/%s of deploy/kubernetes/rbac.yaml: %w", o.Namespace, podspec.ServiceAccount, err)
-		}
-		return podspec.ServiceAccount, nil
+	if !o.NoRBAC {
+		return "", nil
 	}
-	name := runID
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: labels}}
-	if _, err := cs.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		return "", fmt.Errorf("creating the run's service account %s/%s: %w", o.Namespace, name, err)
+	sa, file := podspec.ServiceAccount, "deploy/kubernetes/rbac.yaml"
+	if o.Pprof {
+		sa, file = podspec.PprofServiceAccount, "deploy/kubernetes/rbac-pprof.yaml"
 	}
+	if _, err := cs.CoreV1().ServiceAccounts(o.Namespace).Get(ctx, sa, metav1.GetOptions{}); err != nil {
+		return "", fmt.Errorf("--no-rbac: the service account %s/%s of %s: %w", o.Namespace, sa, file, err)
+	}
+	return sa, nil
+}
+
+// nodeIdentity makes one node's ServiceAccount (named name, as its pod),
+// and a ClusterRole and ClusterRoleBinding of the same name that let it
+// get that node's kubelet subresources and no other node's: a token taken
+// from one node's pod reaches no other kubelet. With --kubelet-pprof the
+// role also has nodes/proxy, for that node alone.
+func (c *created) nodeIdentity(ctx context.Context, o *Options, runID, node, name string) error {
+	cs := o.Client
+	meta := metav1.ObjectMeta{Name: name, Labels: runLabels(runID),
+		Annotations: map[string]string{NodeAnnotation: node, ExpiresAnnotation: c.expires}}
 	c.mu.Lock()
-	c.sa = name
+	done := c.identities[name]
 	c.mu.Unlock()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Rules: podspec.KubeletRules()}
-	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		return "", fmt.Errorf("creating the run's ClusterRole %s (get on nodes/proxy, nodes/metrics, nodes/stats; or use --no-rbac after kubectl apply -f deploy/kubernetes/rbac.yaml): %w", name, err)
+	if done.binding {
+		return nil
 	}
-	c.mu.Lock()
-	c.role = name
-	c.mu.Unlock()
+	record := func(f func(*identity)) {
+		c.mu.Lock()
+		id := c.identities[name]
+		f(&id)
+		c.identities[name] = id
+		c.mu.Unlock()
+	}
+	sameta := meta
+	sameta.Namespace = o.Namespace
+	if _, err := cs.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: sameta}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the node's service account %s/%s: %w", o.Namespace, name, err)
+	}
+	record(func(id *identity) { id.sa = true })
+	rules := podspec.KubeletRules(node)
+	if o.Pprof {
+		rules = append(rules, podspec.PprofRules(node)...)
+	}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: meta, Rules: rules}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the node's ClusterRole %s (get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics, nodes/stats of node %s; or use --no-rbac after kubectl apply -f deploy/kubernetes/rbac.yaml): %w", name, node, err)
+	}
+	record(func(id *identity) { id.role = true })
 	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		ObjectMeta: meta,
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: o.Namespace}},
 	}
 	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		return "", fmt.Errorf("creating the run's ClusterRoleBinding %s: %w", name, err)
+		return fmt.Errorf("creating the node's ClusterRoleBinding %s: %w", name, err)
 	}
-	return name, nil
+	record(func(id *identity) { id.binding = true })
+	return nil
 }
 
 func merge(a, b map[string]string) map[string]string {
@@ -181,16 +223,16 @@ func (c *created) cleanup(ctx context.Context, runID string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	gone := func(err error) bool { return err == nil || apierrors.IsNotFound(err) }
-	if c.role != "" {
-		if !gone(cs.RbacV1().ClusterRoleBindings().Delete(ctx, c.role, metav1.DeleteOptions{})) {
-			left = append(left, "clusterrolebinding "+c.role)
+	for name, id := range c.identities {
+		if id.binding && !gone(cs.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})) {
+			left = append(left, "clusterrolebinding "+name)
 		}
-		if !gone(cs.RbacV1().ClusterRoles().Delete(ctx, c.role, metav1.DeleteOptions{})) {
-			left = append(left, "clusterrole "+c.role)
+		if id.role && !gone(cs.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})) {
+			left = append(left, "clusterrole "+name)
 		}
-	}
-	if c.sa != "" && !gone(cs.CoreV1().ServiceAccounts(c.ns).Delete(ctx, c.sa, metav1.DeleteOptions{})) {
-		left = append(left, "serviceaccount "+c.ns+"/"+c.sa)
+		if id.sa && !gone(cs.CoreV1().ServiceAccounts(c.ns).Delete(ctx, name, metav1.DeleteOptions{})) {
+			left = append(left, "serviceaccount "+c.ns+"/"+name)
+		}
 	}
 	if c.namespace && !gone(cs.CoreV1().Namespaces().Delete(ctx, c.ns, metav1.DeleteOptions{})) {
 		left = append(left, "namespace "+c.ns)

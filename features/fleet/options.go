@@ -44,6 +44,10 @@ type Options struct {
 	// NoRBAC uses the nodesnap ServiceAccount of deploy/kubernetes/rbac.yaml
 	// in Namespace, which must exist, instead of creating one for the run.
 	NoRBAC bool
+	// Pprof asks each node's kubelet for its pprof dumps: the node's role
+	// then also has get on nodes/proxy for that node, which allows exec
+	// into its pods (with NoRBAC: rbac-pprof.yaml's ServiceAccount).
+	Pprof bool
 
 	MaxParallel int
 	// Timeout is the whole run's deadline; NodeTimeout one node's, from its

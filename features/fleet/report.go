@@ -78,8 +78,9 @@ type Report struct {
 	Context   string `json:"context,omitempty"`
 	Namespace string `json:"namespace"`
 	Image     string `json:"image"`
-	// ServiceAccount the pods ran as: the run's own (named after the run),
-	// or deploy/kubernetes/rbac.yaml's with --no-rbac.
+	// ServiceAccount the pods ran as: one per node, named as its pod and
+	// allowed that node's kubelet alone, or deploy/kubernetes/rbac.yaml's
+	// (rbac-pprof.yaml's) with --no-rbac.
 	ServiceAccount string    `json:"service_account,omitempty"`
 	Selection      string    `json:"selection"`
 	Started        time.Time `json:"started"`
@@ -91,7 +92,10 @@ type Report struct {
 	Counts map[Status]int `json:"counts"`
 	// Leftovers are the objects the run created that are still in the
 	// cluster (clean-up abandoned or failed): "kind namespace/name".
-	Leftovers  []string `json:"leftovers,omitempty"`
+	Leftovers []string `json:"leftovers,omitempty"`
+	// Swept are objects of earlier runs, past their expiry, that this
+	// run removed before it started (their client had died).
+	Swept      []string `json:"swept,omitempty"`
 	ExitStatus int      `json:"exit_status"`
 }
 

@@ -56,11 +56,23 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Nodes = rows
-	c := &created{client: o.Client, ns: o.Namespace, pods: map[string]bool{}, forcePods: map[string]bool{}}
+	// What earlier runs left behind (their client died) and is past its
+	// time goes first.
+	rep.Swept = sweepExpired(gctx, o.Client, o.Namespace, time.Now())
+	c := &created{client: o.Client, ns: o.Namespace, pods: map[string]bool{}, forcePods: map[string]bool{},
+		identities: map[string]identity{}, expires: time.Now().Add(o.Timeout + cleanupTimeout).UTC().Format(time.RFC3339)}
 	r := &runner{o: &o, runID: runID, rows: rows, c: c, board: newBoard()}
 	sa, err := setup(gctx, &o, runID, c)
+	if err == nil && sa == "" && len(rows) > 0 {
+		// The first node's identity now: a user who may not create RBAC
+		// learns it before any pod, not once per node.
+		err = c.nodeIdentity(gctx, &o, runID, rows[0].Node, podName(runID, rows[0].Node))
+	}
 	if err == nil {
 		r.sa, rep.ServiceAccount = sa, sa
+		if sa == "" {
+			rep.ServiceAccount = "one per node, named as its pod"
+		}
 		r.collectAll(ctx, gctx)
 	} else {
 		for i := range rows {
@@ -262,11 +274,23 @@ func (r *runner) collectNode(ictx, gctx context.Context, i int) {
 func (r *runner) drive(ictx, gctx, nctx context.Context, i int, name string, createdAt time.Time) (Status, string) {
 	o := r.o
 	node := r.rows[i].Node
+	sa := r.sa
+	if sa == "" {
+		// The node's own identity: its token reaches this node's kubelet
+		// and no other.
+		sa = name
+		if err := r.c.nodeIdentity(nctx, o, r.runID, node, name); err != nil {
+			if nctx.Err() != nil {
+				return r.expired(ictx, gctx, PhaseCreating, "")
+			}
+			return StatusFailed, err.Error()
+		}
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: runLabels(r.runID),
-			Annotations: map[string]string{NodeAnnotation: node}},
-		Spec: podspec.PodSpec(podspec.Options{Image: o.Image, NodeName: node, ServiceAccount: r.sa,
-			CollectTimeout: o.CollectTimeout, HoldFor: o.NodeTimeout + cleanupTimeout, JSONResult: true}),
+			Annotations: map[string]string{NodeAnnotation: node, ExpiresAnnotation: r.c.expires}},
+		Spec: podspec.PodSpec(podspec.Options{Image: o.Image, NodeName: node, ServiceAccount: sa,
+			CollectTimeout: o.CollectTimeout, HoldFor: o.NodeTimeout + cleanupTimeout, JSONResult: true, Pprof: o.Pprof}),
 	}
 	// The kubelet ends the pod by itself if this process dies.
 	pod.Spec.ActiveDeadlineSeconds = ptr(int64((o.NodeTimeout + cleanupTimeout) / time.Second))

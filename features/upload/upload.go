@@ -10,6 +10,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -335,6 +337,16 @@ func (u *Uploader) Upload(ctx context.Context, path string, size int64, sum stri
 	}
 }
 
+// tlsRefused reports an error that says the server's certificate was not
+// accepted.
+func tlsRefused(err error) bool {
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var ci x509.CertificateInvalidError
+	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci)
+}
+
 // permanentError is an answer a retry will not change (403, 404...).
 type permanentError struct{ msg string }
 
@@ -388,6 +400,12 @@ func (u *Uploader) attempt(ctx context.Context, path string, size int64, sum str
 		}
 		if strings.Contains(err.Error(), "redirect") {
 			return 0, 0, &permanentError{err.Error()}
+		}
+		if tlsRefused(err) {
+			// The server's certificate will not change between attempts:
+			// asking again only repeats the handshake with a peer already
+			// found untrustworthy.
+			return 0, 0, &permanentError{"the server's TLS certificate is not trusted: " + err.Error()}
 		}
 		return 0, 0, err
 	}

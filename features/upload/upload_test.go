@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,6 +59,38 @@ func TestUploaderGivesUp(t *testing.T) {
 	}
 	if strings.Contains(res.Error+res.URL, "topsecretvalue") {
 		t.Errorf("the URL's query leaked: %+v", res)
+	}
+}
+
+// In-process: a server whose certificate is not trusted is tried once:
+// a retry would only repeat the handshake with the same certificate.
+func TestUploaderTLSFailureNotRetried(t *testing.T) {
+	var mu sync.Mutex
+	conns := 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	p := filepath.Join(t.TempDir(), "b.tar.gz")
+	os.WriteFile(p, []byte("x"), 0o600)
+	up, err := New(&Options{URL: srv.URL + "/s", Method: "put", Retries: 3, Timeout: 20 * time.Second,
+		StallTimeout: time.Second, Backoff: 10 * time.Millisecond}, "", "nodesnap/test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := up.Upload(context.Background(), p, 1, "abc")
+	mu.Lock()
+	n := conns
+	mu.Unlock()
+	if res.OK || res.Attempts != 1 || n != 1 || !strings.Contains(res.Error, "certificate is not trusted") {
+		t.Errorf("result %+v after %d connections, want one refused attempt", res, n)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nodesnap/nodesnap/signatures"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/signatures"
 )
 
 // signals samples the node. Each signal runs in its own goroutine on its
@@ -371,7 +371,8 @@ func (s *signals) tasks(ctx context.Context, cfg Config) error {
 }
 
 // Kernel signatures of the kernel-log trigger.
-var kernelSigs = map[string]bool{"kernel-hung-task": true, "nfs-not-responding": true, "libceph-session-lost": true}
+var kernelSigs = map[string]bool{"kernel-hung-task": true, "nfs-not-responding": true, "libceph-session-lost": true,
+	"filesystem-error": true, "iscsi-connection-error": true}
 
 // kernelLog reads the kernel log on from where it stopped.
 func (s *signals) kernelLog(ctx context.Context, cfg Config) error {
@@ -396,7 +397,7 @@ func (s *signals) kernelLog(ctx context.Context, cfg Config) error {
 	n := s.kernel.count(now, tc.Window)
 	o := Observation{Trigger: TriggerKernelLog, At: now, Active: n > 0 && float64(n) >= tc.Threshold}
 	if o.Active {
-		o.Summary = fmt.Sprintf("%d kernel line(s) of hung tasks or lost storage servers in %s: %s", n, tc.Window, clip(s.kernel.lines[len(s.kernel.lines)-1], 200))
+		o.Summary = fmt.Sprintf("%d kernel line(s) of hung tasks, lost storage servers or filesystem errors in %s: %s", n, tc.Window, clip(s.kernel.lines[len(s.kernel.lines)-1], 200))
 		o.Evidence = append([]string(nil), s.kernel.lines...)
 	}
 	s.w.observe(ctx, o)
@@ -404,7 +405,8 @@ func (s *signals) kernelLog(ctx context.Context, cfg Config) error {
 }
 
 // journalLog reads the kubelet's and the runtime's journal on from where
-// it stopped, and counts the catalogue's signatures.
+// it stopped, and counts the catalogue's signatures (package signatures,
+// the one analyze reads logs with).
 func (s *signals) journalLog(ctx context.Context, cfg Config) error {
 	var r JournalResult
 	rq := JournalRequest{Dir: cfg.Journal.Dir, Root: cfg.Root, Units: cfg.Journal.Units, After: s.journalCursor, Since: s.started, Max: 5000, Timeout: scanTimeout - 5*time.Second}
@@ -416,7 +418,9 @@ func (s *signals) journalLog(ctx context.Context, cfg Config) error {
 	for _, e := range r.Entries {
 		for _, line := range strings.Split(e.Message, "\n") {
 			for _, m := range signatures.MatchLine([]byte(line)) {
-				if kernelSigs[m.ID] || m.ID == "nfs-ok" || m.ID == "byte-array-output" {
+				// Ordinary lines that are evidence only (a TearDown that
+				// succeeded, a server that answered again) trigger nothing.
+				if c := signatures.ByID(m.ID); kernelSigs[m.ID] || c == nil || c.EvidenceOnly || c.Independent {
 					continue
 				}
 				key := m.ID

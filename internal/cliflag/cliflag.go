@@ -152,6 +152,68 @@ func RecordArgs(fs *pflag.FlagSet, argv []string) []string {
 	return out
 }
 
+// HiddenValues are the values RecordArgs hides in argv: the values of
+// flags marked secret, and what URLSecrets finds in those marked URL. The
+// collection masks them wherever they appear (nodesnap's own command line
+// in the process list, an error quoting the URL).
+func HiddenValues(fs *pflag.FlagSet, argv []string) []string {
+	rec := RecordArgs(fs, argv)
+	var out []string
+	for i, a := range argv {
+		if i >= len(rec) || rec[i] == a {
+			continue
+		}
+		v := a
+		if name, val, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "-") && strings.HasPrefix(rec[i], name+"=") {
+			v = val
+		}
+		if strings.Contains(rec[i], "://") || strings.Contains(v, "://") {
+			out = append(out, URLSecrets(v)...)
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// URLSecrets are the parts of a URL that may be credentials: the user
+// info's password, the whole query and fragment, and each query value that
+// a credential-named parameter holds (X-Amz-Signature, X-Amz-Security-Token,
+// X-Goog-Signature, sig, token, ...) or that is long enough to be one.
+func URLSecrets(s string) []string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return []string{s}
+	}
+	var out []string
+	if u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			out = append(out, p, url.QueryEscape(p))
+		}
+	}
+	if u.RawQuery != "" {
+		out = append(out, u.RawQuery)
+		for _, kv := range strings.Split(u.RawQuery, "&") {
+			k, v, _ := strings.Cut(kv, "=")
+			lk := strings.ToLower(k)
+			named := false
+			for _, w := range []string{"sig", "token", "credential", "key", "secret", "pass", "auth", "code"} {
+				named = named || strings.Contains(lk, w)
+			}
+			if named || len(v) >= 32 {
+				out = append(out, v)
+				if d, err := url.QueryUnescape(v); err == nil && d != v {
+					out = append(out, d)
+				}
+			}
+		}
+	}
+	if u.Fragment != "" {
+		out = append(out, u.RawFragment, u.Fragment)
+	}
+	return out
+}
+
 func recordableURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {

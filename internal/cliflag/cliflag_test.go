@@ -103,3 +103,38 @@ func Marked(fs *pflag.FlagSet) (secret, urls []string) {
 	})
 	return secret, urls
 }
+
+// HiddenValues are what RecordArgs hides, as values the collection masks
+// wherever they appear.
+func TestHiddenValues(t *testing.T) {
+	fs := testFlags()
+	for _, c := range []struct {
+		in   string
+		want []string // each must be among the hidden values
+		not  []string // none may be
+	}{
+		{"nodesnap collect --upload https://u:pw1234@h.example/p/q?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=s3cr3tsig&X-Amz-Expires=3600 --label case-7",
+			[]string{"pw1234", "s3cr3tsig", "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=s3cr3tsig&X-Amz-Expires=3600"},
+			[]string{"AWS4-HMAC-SHA256", "3600", "case-7", "h.example", "/p/q"}},
+		{"nodesnap collect --kubelet-token=abcdef123 -k ghijkl456 --upload=https://h.example/x?sig=abc%2Bdef#frag",
+			[]string{"abcdef123", "ghijkl456", "abc%2Bdef", "abc+def", "frag"},
+			[]string{"https://h.example/x"}},
+		{"nodesnap collect --label x", nil, []string{"x", "--label"}},
+	} {
+		got := HiddenValues(fs, strings.Fields(c.in))
+		has := map[string]bool{}
+		for _, v := range got {
+			has[v] = true
+		}
+		for _, w := range c.want {
+			if !has[w] {
+				t.Errorf("HiddenValues(%q) = %q: %q missing", c.in, got, w)
+			}
+		}
+		for _, n := range c.not {
+			if has[n] {
+				t.Errorf("HiddenValues(%q) = %q: %q is no secret", c.in, got, n)
+			}
+		}
+	}
+}

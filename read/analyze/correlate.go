@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/signatures"
 )
 
 // Correlation: a finding names its subject by tokens (a device node, a
@@ -170,6 +171,15 @@ var sigWhat = map[string]string{
 	sigNodeUnpublish:    "the CSI driver's unpublish call for the volume",
 	sigDeleting:         "log lines about .deleting~ directories",
 	sigByteOutput:       "command output printed as a byte array, decoded",
+}
+
+// The catalogue's other classes say it in their own words.
+func init() {
+	for _, c := range signatures.Classes {
+		if _, ok := sigWhat[c.ID]; !ok {
+			sigWhat[c.ID] = c.Meaning
+		}
+	}
 }
 
 // processEvidence is the processes/tasks.json evidence for some pids.

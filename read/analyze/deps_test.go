@@ -27,8 +27,10 @@ var forbiddenDeps = []string{
 // bundle (reading archives, the manifest), bundle/layout (the records and
 // file names), goroutinedump (counting goroutines by frame, standard
 // library only), procfs (the parsers of the raw /proc copies in a bundle),
-// and what bundle itself needs (the manifest's schema), internal/textfit (fitting text to the terminal) and
-// internal/jsonstream (walking big JSON files a record at a time).
+// and what bundle itself needs (the manifest's schema), internal/textfit
+// (fitting text to the terminal), internal/jsonstream (walking big JSON
+// files a record at a time) and signatures (the log-signature catalogue,
+// a leaf shared with watch).
 var allowedOwn = []string{"read/analyze", "bundle", "bundle/layout", "bundle-schema", "read/goroutinedump", "internal/procfs", "signatures", "internal/textfit", "internal/jsonstream"}
 
 // TestDependencies keeps analyze a reader of bundles: a new import that

@@ -80,6 +80,10 @@ const (
 // recursive removal of a volume (incident 001).
 var goroutineInterest = []string{
 	"cleanupOrphanedPodDirs", "HandlePodCleanups", "getPodVolumePathListFromDisk",
+	// Mount-point and stat checks of any caller (reconciler, volume
+	// plugins, mount-utils): on a dead mount they never return.
+	"IsLikelyNotMountPoint", "IsNotMountPoint", "IsMountPoint", "PathExists", "IsCorruptedMnt",
+	"os.Stat", "os.Lstat", "os.statNolog", "syscall.Statfs", "unix.Statfs", "getVfsStats",
 	"os.RemoveAll", "removeAllFrom", "nlinkat", "unlinkat", "Unlinkat",
 	"(*Root).Remove", "(*Root).Get",
 	"syncLoopIteration",
@@ -265,4 +269,27 @@ func (g *goroutine) describe() string {
 		s += ", " + strconv.Itoa(g.Minutes) + " minutes"
 	}
 	return s + "]"
+}
+
+// mountCheckFuncs are the functions that touch a path's inode or its
+// filesystem: a goroutine waiting in one of them in a syscall waits on
+// that mount.
+var mountCheckFuncs = []string{"IsLikelyNotMountPoint", "IsNotMountPoint", "IsMountPoint", "PathExists", "IsCorruptedMnt",
+	"os.Stat", "os.Lstat", "os.statNolog", "os.lstatNolog", "syscall.Statfs", "unix.Statfs", "getVfsStats", "syscall.fstatat", "syscall.Stat"}
+
+// stuckInMountCheck says whether a goroutine of the kubelet waits in a
+// stat or mount-point check: in a syscall for at least a minute (a debug=2
+// dump says so), or, without a state (debug=1), under such a check.
+func (g *goroutine) stuckInMountCheck() bool {
+	hit := false
+	for _, fn := range mountCheckFuncs {
+		if g.has(fn) {
+			hit = true
+			break
+		}
+	}
+	if !hit {
+		return false
+	}
+	return g.State == "syscall" && g.Minutes >= 1
 }

@@ -40,12 +40,9 @@ const (
 	sigNodeUnpublish    = "csi-node-unpublish"
 	sigDeleting         = "deleting-dir"
 	sigByteOutput       = "byte-array-output"
+	// Signatures of the catalogue with no constant of their own above are
+	// used by their IDs in rules_logs.go.
 )
-
-// evidenceOnlySigs match ordinary lines that are evidence only beside a
-// finding: they make none alone and are not counted in the report's
-// signatures (nodesnap diff would show every pod deletion).
-var evidenceOnlySigs = map[string]bool{sigTeardownOK: true}
 
 // logHit is one line that matched, where it is.
 type logHit struct {
@@ -73,6 +70,9 @@ type keyHits struct {
 	Last  *logHit
 	// Decoded are distinct byte-array outputs carried by the hits.
 	Decoded []string
+	// Objects are what the hits name beside the key (the first of each
+	// kind): the subject of a finding whose key the lines do not carry.
+	Objects signatures.Objects
 	// claimed is set when a finding used these hits as its evidence.
 	claimed bool
 }
@@ -114,12 +114,17 @@ type logIndex struct {
 	versions []loggedVersion
 	// budget is how many more hits may be kept.
 	budget int
-	files  []string
-	lines  int
+	// dumps are the goroutine dumps found in logs; dumpBytes their size.
+	dumps     []*loggedDump
+	dumpBytes int
+	// recoveries are the lines that end a transient event, by kind.
+	recoveries map[string][]recoveryMark
+	files      []string
+	lines      int
 }
 
 func newLogIndex() *logIndex {
-	return &logIndex{sigs: map[string]*sigHits{}, devices: map[string]time.Time{}, budget: maxKeptHits}
+	return &logIndex{sigs: map[string]*sigHits{}, devices: map[string]time.Time{}, budget: maxKeptHits, recoveries: map[string][]recoveryMark{}}
 }
 
 // get returns a signature's hits (never nil).
@@ -225,15 +230,17 @@ func (k *keyHits) evidence(what string) []Evidence {
 	return out
 }
 
-// scanLog reads one log file into the index.
+// scanLog reads one log file into the index, one record at a time (a
+// message continued over several lines is one record; a structured one is
+// read as klog's text format).
 func (x *logIndex) scanLog(path string, r io.Reader) error {
 	x.files = append(x.files, path)
-	lr := newLineReader(r)
+	rr := newRecordReader(r)
 	// tracing: the hit whose call trace is being collected.
 	var tracing *keyHits
 	var traceHit int
 	for {
-		b, n, cut, err := lr.next()
+		raw, n, cut, err := rr.next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -241,14 +248,22 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 			return err
 		}
 		x.lines++
+		b := logRecordText(raw)
 		if tracing != nil {
 			if isTraceLine(b) && len(tracing.First[traceHit].Trace) < maxTraceLen {
-				tracing.First[traceHit].Trace = append(tracing.First[traceHit].Trace, keepLine(n, b, cut))
+				tracing.First[traceHit].Trace = append(tracing.First[traceHit].Trace, keepLine(n, raw, cut))
 				continue
 			}
 			tracing = nil
 		}
+		if x.mayBeDump(b) {
+			m := parseLogMeta(b, x.ref)
+			if x.noteDumpText(path, &m, b) {
+				continue
+			}
+		}
 		x.noteDevice(b)
+		x.noteRecovery(path, n, b)
 		if bytes.Contains(b, []byte("kubeletVersion=")) {
 			x.noteKubeletVersion(b)
 		}
@@ -258,42 +273,24 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 		if bytes.Contains(b, []byte("utput")) {
 			decoded = decodeByteArrays(b)
 		}
-		for i := range signatures.Catalogue {
-			sig := &signatures.Catalogue[i]
-			if !sig.Matches(b) {
-				continue
-			}
+		if hit := x.matchLine(path, n, b, raw, cut, decoded, &meta); hit != nil {
 			matched = true
-			if meta == nil {
-				m := parseLogMeta(b, x.ref)
-				meta = &m
-			}
-			h := logHit{Path: path, Line: keepLine(n, b, cut), Meta: *meta}
-			if len(decoded) > 0 {
-				h.Line.Decoded = strings.Join(decoded, "\n")
-			}
-			key := ""
-			if sig.Re != nil {
-				if m := sig.Re.FindSubmatch(b); m != nil {
-					for _, g := range m[1:] {
-						h.Groups = append(h.Groups, string(g))
-						if key == "" && len(g) > 0 {
-							key = string(g)
-						}
-					}
-				}
-			}
-			kh := x.get(sig.ID).add(key, h, decoded)
-			if sig.Trace && kh != nil && len(kh.First) > 0 && kh.First[len(kh.First)-1].Line.N == n && kh.First[len(kh.First)-1].Path == path {
-				tracing, traceHit = kh, len(kh.First)-1
+			if hit.trace {
+				tracing, traceHit = hit.kh, hit.at
 			}
 		}
 		if !matched && len(decoded) > 0 {
-			h := logHit{Path: path, Line: keepLine(n, b, cut), Meta: parseLogMeta(b, x.ref)}
+			h := logHit{Path: path, Line: keepLine(n, raw, cut), Meta: parseLogMeta(b, x.ref)}
 			h.Line.Decoded = strings.Join(decoded, "\n")
 			x.get(sigByteOutput).add(strings.Join(decoded, "\n"), h, decoded)
 		}
 	}
+}
+
+// mayBeDump is a cheap test for a record that may belong to a goroutine
+// dump: a dump is open, or the record names a goroutine.
+func (x *logIndex) mayBeDump(b []byte) bool {
+	return x.openDump() != nil || bytes.Contains(b, []byte("goroutine "))
 }
 
 // isTraceLine tells the lines that continue a kernel hung-task report:

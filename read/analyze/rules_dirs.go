@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
@@ -66,6 +67,7 @@ const (
 
 func ruleDirectories(st *state) {
 	st.deletingLeftovers()
+	st.deletingFromLogs()
 	st.hugeDirectories()
 }
 
@@ -359,4 +361,121 @@ func (st *state) writersIn(r layout.DirShapeRoot, dir string) []writerRec {
 		}
 	}
 	return out
+}
+
+// reAnyUID finds a pod UID anywhere in a line.
+var reAnyUID = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
+
+// reDeletingName finds a leftover's name in a line.
+var reDeletingName = regexp.MustCompile(`[^\s/"\\]+\.deleting~[0-9]+`)
+
+// rePodVolumes finds a pod's directory in a path a log line names.
+var rePodVolumes = regexp.MustCompile(`(/\S*?/pods/([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}))/volumes?`)
+
+// deletingFromLogs names incident 000 from the kubelet's log alone, when
+// no directory count says how many leftovers there are: lines naming
+// <volume>.deleting~NNN directories (the renames that failed, the
+// "orphaned volume" each became), grouped by pod. A complete directory
+// count of the tree that finds none makes them history (info).
+func (st *state) deletingFromLogs() {
+	s := st.logs.sigs[sigDeleting]
+	if s == nil {
+		return
+	}
+	type podGroup struct {
+		uid, dir string
+		depth    int
+		lines    int
+		keys     []*keyHits
+	}
+	groups := map[string]*podGroup{}
+	var order []string
+	for _, k := range s.unclaimed() {
+		uid, dir := "", ""
+		depth := 0
+		for _, h := range k.hits() {
+			t := h.Line.Text
+			if m := rePodVolumes.FindStringSubmatch(t); m != nil && uid == "" {
+				dir, uid = m[1], m[2]
+			}
+			if uid == "" {
+				uid = reAnyUID.FindString(t)
+			}
+			depth = max(depth, strings.Count(t[:min(len(t), 2048)], ".deleting~"))
+		}
+		if uid == "" {
+			uid = k.Key
+		}
+		if uid == "" && len(k.First) > 0 {
+			// No pod and no path: the leftover's own name.
+			uid = reDeletingName.FindString(k.First[0].Line.Text)
+		}
+		if uid == "" {
+			uid = "(not named in the log lines)"
+		}
+		g := groups[uid]
+		if g == nil {
+			g = &podGroup{uid: uid, dir: dir}
+			groups[uid] = g
+			order = append(order, uid)
+		}
+		if g.dir == "" {
+			g.dir = dir
+		}
+		g.depth = max(g.depth, depth)
+		g.lines += k.Count
+		g.keys = append(g.keys, k)
+	}
+	for _, uid := range order {
+		g := groups[uid]
+		subject, whose := uid, "pod "+uid
+		if g.dir != "" {
+			subject = g.dir + "/volumes"
+		}
+		if !reAnyUID.MatchString(uid) {
+			whose = uid
+		}
+		if uid == "" {
+			// Lines that name neither the pod nor a path.
+			whose = "(not named in the log lines)"
+			if subject == "" {
+				subject = whose
+			}
+		}
+		f := Finding{ID: idDeleting, Severity: Warning, Title: "Leaked .deleting~ directories named in the kubelet's log", Subject: subject,
+			Summary: fmt.Sprintf("the kubelet's log names .deleting~ leftovers of %s (%s, names up to %d .deleting~ deep); counted from the logs alone, no directory count in this bundle",
+				whose, plural(g.lines, "line", "lines"), g.depth),
+			Explanation: "Each failed removal of a volume directory leaves a <name>.deleting~NNN directory, and the kubelet then tries to tear that one down too, renaming it again: " +
+				"names nested several .deleting~ deep mean the removals fail over and over (incident 000; kubernetes#43534, #45935). This finding comes from log lines only: " +
+				"how many leftovers are on disk now is unknown (collect with the dirshape collector for the count).",
+		}
+		if st.shapeCovers(g.dir) {
+			f.Severity = Info
+			f.Summary = fmt.Sprintf("earlier: the kubelet's log names .deleting~ leftovers of %s (%s), but the complete directory count of this bundle finds none there now", whose, plural(g.lines, "line", "lines"))
+		}
+		for _, k := range g.keys {
+			k.claimed = true
+			f.addEvidence(k.evidence(sigWhat[sigDeleting])...)
+		}
+		st.claimLogs(&f, []string{uid}, sigTeardownBusy, sigOrphanedPod, sigRmdirBusy)
+		f.Remediation = []string{
+			"Count the leftovers: find " + shellQuote(orUnknown(g.dir)) + " -maxdepth 3 -name '*.deleting~*' | wc -l",
+			"Find what keeps the original volume mounted (grep " + shellQuote(uid) + " /proc/*/task/*/mountinfo) and unmount it there; then remove the empty leftovers (find ... -name '*.deleting~*' -type d -empty -delete).",
+		}
+		st.add(f)
+	}
+}
+
+// shapeCovers says whether dirshape counted, completely, the tree that
+// holds dir (a pod's directory): its leftovers would be in the count.
+func (st *state) shapeCovers(dir string) bool {
+	if st.shape == nil || dir == "" {
+		return false
+	}
+	for _, r := range st.shape.Roots {
+		if r.Complete && (dir == r.Path || strings.HasPrefix(dir, strings.TrimSuffix(r.Path, "/")+"/")) {
+			return true
+		}
+	}
+	return false
 }

@@ -56,7 +56,7 @@ func (st *state) stuckCleanup() []goroutine {
 	var withState, without []goroutine
 	for _, d := range st.kubeDumps {
 		for _, g := range d.Kept {
-			hit := false
+			hit := g.stuckInMountCheck()
 			for _, fn := range cleanupFuncs {
 				hit = hit || g.has(fn)
 			}
@@ -117,6 +117,9 @@ func describeGoroutines(gs []goroutine) string {
 					where = fn
 				}
 			}
+		}
+		if where == "" {
+			where = "a stat or mount-point check"
 		}
 		parts = append(parts, fmt.Sprintf("%s in %s (in %s)", g.describe(), where, innermostCall(frames)))
 	}
@@ -205,6 +208,7 @@ func ruleKubelet(st *state) {
 		}
 		st.add(Finding{
 			ID:          idHealthz,
+			Subject:     "kubelet",
 			Severity:    Warning,
 			Title:       "Kubelet health checks failing",
 			Summary:     "the kubelet's healthz reports " + listOf(names, 3),
@@ -220,6 +224,7 @@ func (st *state) syncloopFinding(syncBad []Line, stuck []goroutine) {
 		ID:       idSyncloop,
 		Severity: Critical,
 		Title:    "Kubelet sync loop unhealthy",
+		Subject:  "kubelet",
 	}
 	if len(syncBad) == 0 {
 		f.Severity = Warning

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/signatures"
 )
 
 // Log signatures that no joined cause explained: each is still worth a
@@ -118,7 +119,7 @@ func ruleVolumeLogs(st *state) {
 			if len(k.Decoded) > 0 {
 				out = " Command output (decoded from the log's byte array): " + strings.Join(k.Decoded, " / ") + "."
 			}
-			return fmt.Sprintf("UnmountDevice of %s failed %s", orUnknown(k.Key), plural(k.Count, "time", "times")),
+			return fmt.Sprintf("UnmountDevice of %s failed %s", st.subject(k, signatures.KeyDevice), plural(k.Count, "time", "times")),
 				"The kubelet's unmount (or rbd unmap) of the volume's device fails, typically \"device or resource busy\": something still uses the device. " +
 					"When lsof on the host shows only kernel threads (rbd3-task, jbd2/rbd3), the holder is a mount in another mount namespace (incident 002), which this bundle's " +
 					"mounts collector would have named; otherwise an open file or a leftover mount on the host." + out,
@@ -126,16 +127,16 @@ func ruleVolumeLogs(st *state) {
 		})
 	st.simpleLogFindings(sigPodNotCleaned, idPodNotCleaned, Warning, "Terminated pod waiting for its volumes",
 		func(k *keyHits) (string, string, []string) {
-			return fmt.Sprintf("pod %s is terminated but its volumes are not cleaned up (%s)", st.podName(k.Key), plural(k.Count, "log line", "log lines")),
+			return fmt.Sprintf("pod %s is terminated but its volumes are not cleaned up (%s)", st.subject(k, signatures.KeyPod), plural(k.Count, "log line", "log lines")),
 				"The kubelet keeps the pod Terminating until every volume is unmounted and removed; it logs this every 100 ms while a volume's teardown does not finish (incident 004), " +
 					"at --v=3 and above on a kubelet 1.26 or newer, which logs nothing else at --v=2 when a CSI target is still mounted. " +
 					"The cause is the volume still mounted or whose TearDown fails: see that volume's lines in the kubelet log and the mount table. " + st.kubeletVersionText() + ".",
-				[]string{"Find the pod's volume errors: grep " + k.Key + " in the kubelet log (UnmountVolume.TearDown failed ...); fix what keeps that volume mounted."}
+				[]string{"Find the pod's volume errors: grep " + shellQuote(st.podGrep(k)) + " in the kubelet log (UnmountVolume.TearDown failed ...); fix what keeps that volume mounted."}
 		})
 	st.orphanedPods()
 	st.simpleLogFindings(sigOperationExists, idOperationExists, Warning, "CSI operation already in progress for a volume",
 		func(k *keyHits) (string, string, []string) {
-			return fmt.Sprintf("the CSI driver refuses operations on volume %s: one is already in progress (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
+			return fmt.Sprintf("the CSI driver refuses operations on volume %s: one is already in progress (%s)", st.subject(k, signatures.KeyVolume), plural(k.Count, "time", "times")),
 				"ceph-csi (and other drivers) serialise operations per volume ID with a lock; \"an operation with the given Volume ID ... already exists\" means an earlier one " +
 					"never returned, usually a mount, map or fsck child process hung on the storage (ceph-csi#2289). Every retry fails until it ends.",
 				[]string{"Look for the driver's hung child processes (D state, stack in rbd/ceph/nfs) on the node; restart the CSI node plugin pod to release the lock once the storage answers again."}
@@ -144,7 +145,7 @@ func ruleVolumeLogs(st *state) {
 	st.rootfsBusy()
 	st.simpleLogFindings(sigNotPublished, idNotPublished, Info, "CSI driver says a volume is not published",
 		func(k *keyHits) (string, string, []string) {
-			return fmt.Sprintf("the CSI driver answered unpublish of volume %s with \"not published, nothing to do\"", orUnknown(k.Key)),
+			return fmt.Sprintf("the CSI driver answered unpublish of volume %s with \"not published, nothing to do\"", st.subject(k, signatures.KeyVolume)),
 				"Harmless when the volume is indeed unmounted; when its target is still mounted, the driver lost its state and the kubelet's teardown will fail with EBUSY (incident 004).",
 				[]string{"Check that the volume's target path is not in the mount table (findmnt <target>); if it is, unmount it by hand."}
 		})
@@ -175,7 +176,11 @@ func (st *state) notListed(id string, n, overflow int) {
 func (st *state) simpleLogFindings(sig, id string, sev Severity, title string, text func(*keyHits) (summary, explanation string, remediation []string)) {
 	st.eachUnclaimed(sig, id, func(k *keyHits) {
 		summary, expl, rem := text(k)
-		f := Finding{ID: id, Severity: sev, Title: title, Subject: k.Key, Summary: summary, Explanation: expl,
+		kind := signatures.KeyNone
+		if c := signatures.ByID(sig); c != nil {
+			kind = c.Key
+		}
+		f := Finding{ID: id, Severity: sev, Title: title, Subject: st.subject(k, kind), Summary: summary, Explanation: expl,
 			Evidence: k.evidence(sigWhat[sig]), Remediation: rem}
 		st.add(f)
 	})
@@ -186,7 +191,7 @@ func (st *state) simpleLogFindings(sig, id string, sev Severity, title string, t
 // still mounted and where.
 func (st *state) teardownBusy() {
 	st.eachUnclaimed(sigTeardownBusy, idTeardownBusy, func(k *keyHits) {
-		dir, backoff := "", ""
+		dir, backoff := k.Objects.Path, ""
 		for _, h := range k.hits() {
 			if m := reRemoveBusy.FindStringSubmatch(h.Line.Text); m != nil {
 				dir = m[1]
@@ -199,8 +204,8 @@ func (st *state) teardownBusy() {
 			ID:       idTeardownBusy,
 			Severity: Warning,
 			Title:    "Volume teardown fails with \"device or resource busy\"",
-			Subject:  k.Key,
-			Summary:  fmt.Sprintf("TearDown of %s fails with EBUSY (%s", orUnknown(k.Key), plural(k.Count, "time", "times")),
+			Subject:  st.subject(k, signatures.KeyVolume),
+			Summary:  fmt.Sprintf("TearDown of %s fails with EBUSY%s (%s", st.subject(k, signatures.KeyVolume), st.ofPod(k), plural(k.Count, "time", "times")),
 		}
 		if backoff != "" {
 			f.Summary += ", retry backoff now " + backoff
@@ -236,7 +241,7 @@ func (st *state) teardownBusy() {
 		}
 		f.Explanation = strings.TrimSpace(b.String())
 		f.Evidence = append(k.evidence(sigWhat[sigTeardownBusy]), f.Evidence...)
-		rem = append(rem, "Find what keeps it busy: findmnt "+shellQuote(orUnknown(dir))+"; grep the volume in /proc/*/task/*/mountinfo; lsof +D on the directory.")
+		rem = append(rem, "Find what keeps it busy: findmnt "+shellQuote(st.subject(k, signatures.KeyPath))+"; grep the volume in /proc/*/task/*/mountinfo; lsof +D on the directory.")
 		f.Remediation = rem
 		st.add(f)
 	})
@@ -248,7 +253,7 @@ func (st *state) orphanedPods() {
 	byUID := map[string][]*keyHits{}
 	overflow := 0
 	notRemoved := map[string]bool{}
-	for _, sig := range []string{sigOrphanedPod, sigRmdirBusy, sigOrphanedRemove} {
+	for _, sig := range []string{sigOrphanedPod, sigRmdirBusy, sigOrphanedRemove, sigOrphanRemoveFail, sigOrphansCleanup} {
 		s := st.logs.sigs[sig]
 		if s == nil {
 			continue
@@ -258,6 +263,9 @@ func (st *state) orphanedPods() {
 			uid := k.Key
 			if i := strings.LastIndex(uid, "/pods/"); i >= 0 {
 				uid = uid[i+len("/pods/"):]
+			}
+			if !reUID.MatchString(uid) && k.Objects.PodUID != "" {
+				uid = k.Objects.PodUID
 			}
 			byUID[uid] = append(byUID[uid], k)
 			if sig == sigOrphanedRemove {
@@ -271,11 +279,15 @@ func (st *state) orphanedPods() {
 			st.notListed(idOrphanedPod, len(uids)-i, overflow)
 			break
 		}
+		subj, ruid := st.podName(uid), uid
+		if uid == "" {
+			subj, ruid = "(pods not named in the log lines)", "<pod UID>"
+		}
 		f := Finding{
 			ID:       idOrphanedPod,
 			Severity: Warning,
 			Title:    "Orphaned pod directory whose volumes are still present",
-			Subject:  uid,
+			Subject:  subj,
 		}
 		count := 0
 		for _, k := range byUID[uid] {
@@ -287,7 +299,7 @@ func (st *state) orphanedPods() {
 		if uid != "" {
 			ms = st.mountsUnder("/pods/" + uid)
 		}
-		f.Summary = fmt.Sprintf("the kubelet cannot remove deleted pod %s's directory: volume paths are still there (%s)", orUnknown(uid), plural(count, "log line", "log lines"))
+		f.Summary = fmt.Sprintf("the kubelet cannot remove deleted pod %s's directory: volume paths are still there (%s)", subj, plural(count, "log line", "log lines"))
 		f.Explanation = "The pod is gone, but the kubelet's orphan cleanup finds volume directories under it and will not remove them while they may be mounted " +
 			"(kubernetes#60987). A volume still mounted somewhere (or on a mount that hangs) keeps the directory forever."
 		if len(ms) > 0 {
@@ -302,11 +314,11 @@ func (st *state) orphanedPods() {
 			f.Explanation += " Nothing under the pod's directory is mounted now, so the leftover directories can be removed."
 		}
 		f.Remediation = []string{
-			"Check nothing under /var/lib/kubelet/pods/" + uid + " is mounted in any namespace (grep " + uid + " /proc/*/task/*/mountinfo); unmount what is.",
-			"Then remove the leftover volume directories (rmdir the empty ones under /var/lib/kubelet/pods/" + uid + "/volumes/*/*); the kubelet removes the rest.",
+			"Check nothing under /var/lib/kubelet/pods/" + ruid + " is mounted in any namespace (grep " + ruid + " /proc/*/task/*/mountinfo); unmount what is.",
+			"Then remove the leftover volume directories (rmdir the empty ones under /var/lib/kubelet/pods/" + ruid + "/volumes/*/*); the kubelet removes the rest.",
 		}
 		if notRemoved[uid] {
-			f.Summary = fmt.Sprintf("the kubelet cannot remove deleted pod %s's volumes directory: a volume directory still holds a file (%s)", orUnknown(uid), plural(count, "log line", "log lines"))
+			f.Summary = fmt.Sprintf("the kubelet cannot remove deleted pod %s's volumes directory: a volume directory still holds a file (%s)", subj, plural(count, "log line", "log lines"))
 			f.Explanation = "\"orphaned pod ... found, but error occurred when trying to remove the volumes dir: not a directory\": the kubelet's orphan cleanup (kubelet 1.26 and newer) " +
 				"removes only empty volume directories and finds a file, usually the vol_data.json of a CSI volume whose target was unmounted by hand after the driver lost its state (incident 004); " +
 				"it logs this every 2 s and the pod directory stays. " + st.kubeletVersionText() + "."
@@ -314,8 +326,8 @@ func (st *state) orphanedPods() {
 				f.Explanation += " Still mounted under the pod: " + listOf(mountPoints(ms), 4) + "."
 			}
 			f.Remediation = []string{
-				"Check nothing under /var/lib/kubelet/pods/" + uid + " is mounted in any namespace (grep " + uid + " /proc/*/task/*/mountinfo); unmount what is.",
-				"Then remove the leftover volume directories with their vol_data.json: rm -r /var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~csi/*   (only what findmnt shows unmounted); the kubelet removes the pod directory on its next pass.",
+				"Check nothing under /var/lib/kubelet/pods/" + ruid + " is mounted in any namespace (grep " + ruid + " /proc/*/task/*/mountinfo); unmount what is.",
+				"Then remove the leftover volume directories with their vol_data.json: rm -r /var/lib/kubelet/pods/" + ruid + "/volumes/kubernetes.io~csi/*   (only what findmnt shows unmounted); the kubelet removes the pod directory on its next pass.",
 			}
 		}
 		st.add(f)
@@ -330,8 +342,8 @@ func (st *state) otherReferences() {
 			ID:       idOtherReferences,
 			Severity: Warning,
 			Title:    "Staging mount still referenced by other mounts",
-			Subject:  k.Key,
-			Summary:  fmt.Sprintf("the kubelet will not unstage %s: it is still mounted by other references (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
+			Subject:  st.subject(k, signatures.KeyPath),
+			Summary:  fmt.Sprintf("the kubelet will not unstage %s: it is still mounted by other references (%s)", st.subject(k, signatures.KeyPath), plural(k.Count, "time", "times")),
 			Explanation: "Before unmounting a volume's global (staging) mount, the kubelet checks that no other mount uses the same device; other references remain — " +
 				"a pod's bind mount that was not torn down, or a copy in another mount namespace (kubernetes#105323).",
 			Evidence: k.evidence(sigWhat[sigOtherReferences]),
@@ -369,8 +381,8 @@ func (st *state) rootfsBusy() {
 			ID:       idRootfsBusy,
 			Severity: Warning,
 			Title:    "Container filesystem cannot be removed (busy)",
-			Subject:  k.Key,
-			Summary:  fmt.Sprintf("removing %s fails with EBUSY (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
+			Subject:  st.subject(k, signatures.KeyPath),
+			Summary:  fmt.Sprintf("removing %s fails with EBUSY (%s)", st.subject(k, signatures.KeyPath), plural(k.Count, "time", "times")),
 			Explanation: "The runtime cannot remove a container's filesystem because it is still mounted: usually a copy of the container's rootfs mount in the private " +
 				"mount namespace of a service started while the container ran (moby#22260).",
 			Evidence: k.evidence(sigWhat[sigUnlinkatBusy]),
@@ -430,13 +442,14 @@ func ruleKernelLogs(st *state) {
 			var mons []string
 			for _, k := range ks {
 				k.claimed = true
-				mons = append(mons, k.Key)
+				mons = append(mons, st.subject(k, signatures.KeyServer))
 				f.Evidence = append(f.Evidence, k.evidence(sigWhat[sigCephSessionLost])...)
 			}
 			f.Summary = "the kernel ceph client lost its session with " + listOf(mons, 3)
 			f.Explanation = "\"libceph: monN ... session lost, hunting for new mon\": the node lost contact with the ceph monitors. Brief losses recover; if they do not, cephfs and rbd I/O " +
 				"hangs, and so does everything that touches those mounts (ceph-csi#5265)."
 			f.Remediation = []string{"Check the network path to the monitors and the cluster's health (ceph -s); mounts that stay hung need umount -f."}
+			st.cephRecovered(&f, ks)
 			st.add(f)
 		}
 	}
@@ -451,8 +464,8 @@ func ruleKernelLogs(st *state) {
 					why: "NFS server " + k.Key + " has no mount on the node now"})
 				continue
 			}
-			f := Finding{ID: idNFSNotReponding, Severity: Warning, Title: "NFS server not responding", Subject: k.Key,
-				Summary: fmt.Sprintf("NFS server %s did not respond (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
+			f := Finding{ID: idNFSNotReponding, Severity: Warning, Title: "NFS server not responding", Subject: st.subject(k, signatures.KeyServer),
+				Summary: fmt.Sprintf("NFS server %s did not respond (%s)", st.subject(k, signatures.KeyServer), plural(k.Count, "time", "times")),
 				Explanation: "\"nfs: server ... not responding, still trying\": on a hard mount every process touching it waits until the server answers. " +
 					st.nfsProbeContext(k.Key),
 				Evidence:    k.evidence(sigWhat[sigNFSNotResponding]),
@@ -470,7 +483,7 @@ func ruleKernelLogs(st *state) {
 	}
 	st.simpleLogFindings(sigTransportNotConn, idTransportLogs, Warning, "Transport endpoint is not connected (logged)",
 		func(k *keyHits) (string, string, []string) {
-			return fmt.Sprintf("%s: Transport endpoint is not connected (%s)", orUnknown(k.Key), plural(k.Count, "time", "times")),
+			return fmt.Sprintf("%s: Transport endpoint is not connected (%s)", st.subject(k, signatures.KeyPath), plural(k.Count, "time", "times")),
 				"A FUSE daemon behind this path (e.g. ceph-fuse) is gone: accesses fail with ENOTCONN. It happens when the CSI node plugin that ran the daemon restarts (ceph-csi#792). " +
 					"The mount probe did not find it dead, so it may have been unmounted since.",
 				[]string{"If the path is still mounted: umount -l <path>, then restart the pods using the volume so it is mounted again."}

@@ -38,7 +38,12 @@ func ruleRuntimeLock(st *state) {
 		if len(removers) == 0 {
 			continue
 		}
-		sort.SliceStable(removers, func(i, j int) bool { return removers[i].Minutes > removers[j].Minutes })
+		sort.SliceStable(removers, func(i, j int) bool {
+			if removers[i].Minutes != removers[j].Minutes {
+				return removers[i].Minutes > removers[j].Minutes
+			}
+			return removalDepth(removers[i]) > removalDepth(removers[j])
+		})
 		longest := removers[0].Minutes
 		// Who waits for a lock in the same code: keys mentioning volume
 		// management, or any lock wait when the remover is in it.
@@ -51,24 +56,31 @@ func ruleRuntimeLock(st *state) {
 			}
 		}
 		sort.Strings(waitKeys)
-		if longest < 1 && waiting == 0 {
+		// A dump taken early, or by a runtime whose dump prints no wait
+		// times, shows the remover in [syscall] without minutes: a deep
+		// recursive removal in unlinkat is still the incident, named with
+		// less confidence.
+		deep := removers[0].State == "syscall" && removalDepth(removers[0]) >= minRemovalDepth
+		if longest < 1 && waiting == 0 && !deep {
 			continue
 		}
 		sev := Warning
 		if waiting > 0 && longest >= 1 {
 			sev = Critical
 		}
-		runtimeName := "the container runtime"
-		if parts := strings.Split(d.Path, "/"); len(parts) >= 2 {
-			runtimeName = parts[1]
+		runtimeName := runtimeOfPath(d.Path)
+		summary := fmt.Sprintf("%s has been removing a directory for %d minutes (%s); %s waiting for a lock in its volume code",
+			runtimeName, longest, removers[0].describe(), plural(waiting, "goroutine is", "goroutines are"))
+		if longest < 1 {
+			summary = fmt.Sprintf("%s is removing a directory tree %d levels deep in unlinkat (%s; the dump gives no duration); %s waiting for a lock in its volume code",
+				runtimeName, removalDepth(removers[0]), removers[0].describe(), plural(waiting, "goroutine is", "goroutines are"))
 		}
 		f := Finding{
 			ID:       idRuntimeLock,
 			Severity: sev,
 			Title:    "Container runtime stuck removing a volume, blocking others",
 			Subject:  d.Path,
-			Summary: fmt.Sprintf("%s has been removing a directory for %d minutes (%s); %s waiting for a lock in its volume code",
-				runtimeName, longest, removers[0].describe(), plural(waiting, "goroutine is", "goroutines are")),
+			Summary:  summary,
 			Explanation: "The runtime's goroutine dump shows a recursive removal (os.RemoveAll → unlinkat) running for a long time, and other goroutines blocked on a lock in the " +
 				"runtime's volume code (" + listOf(waitKeys, 3) + "). When the removal holds the volume driver's lock, every container create and delete on the node waits behind it: " +
 				"pods stay Terminating and new containers stay Created (incident 001, where a Docker volume held 5 million empty directories). " +
@@ -92,4 +104,33 @@ func ruleRuntimeLock(st *state) {
 		}
 		st.add(f)
 	}
+}
+
+// minRemovalDepth is how many nested os.RemoveAll frames make a removal
+// worth naming without a wait time: a tree, not a file.
+const minRemovalDepth = 4
+
+// removalDepth counts a goroutine's recursive removal frames.
+func removalDepth(g goroutine) int {
+	n := 0
+	for _, f := range g.Frames {
+		if strings.HasPrefix(f, "os.RemoveAll") || strings.HasPrefix(f, "os.removeAllFrom") || strings.HasSuffix(f, ".removeAllFrom") {
+			n++
+		}
+	}
+	return n
+}
+
+// runtimeOfPath names the runtime of a dump by its bundle path
+// (runtime/docker/goroutine-debug2.txt, or a log: journal/containerd.log).
+func runtimeOfPath(p string) string {
+	parts := strings.Split(p, "/")
+	if len(parts) < 2 {
+		return "the container runtime"
+	}
+	name := strings.TrimSuffix(parts[1], ".log")
+	if strings.Contains(name, ".") {
+		return "the container runtime"
+	}
+	return name
 }

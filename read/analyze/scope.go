@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -192,13 +193,60 @@ func (st *state) kubelet() *kubeletProc {
 	return k
 }
 
+// isKubeletProc tells the process that runs the node's kubelet, by what
+// it is rather than its name alone: the kubelet binary; hyperkube run as
+// "hyperkube kubelet"; the kubelet inside k3s ("k3s server|agent", also
+// the process titles k3s-server/k3s-agent); MicroK8s' kubelite; the
+// all-in-one "openshift start [node]" of OpenShift 3; a process given the
+// kubelet's own flags (--kubeconfig with --root-dir or --container-runtime-
+// endpoint and a kubelet config), whatever its binary is named.
 func isKubeletProc(p *procInfo) bool {
-	if p.Comm == "kubelet" {
+	switch p.Comm {
+	case "kubelet", "kubelite", "k3s-server", "k3s-agent":
 		return true
 	}
-	bin, _, _ := strings.Cut(p.Cmdline, " ")
-	return bin != "" && (bin == "kubelet" || strings.HasSuffix(bin, "/kubelet"))
+	f := strings.Fields(p.Cmdline)
+	if len(f) == 0 {
+		return false
+	}
+	bin := path.Base(f[0])
+	arg := func(i int) string {
+		if i < len(f) {
+			return f[i]
+		}
+		return ""
+	}
+	switch bin {
+	case "kubelet", "kubelite":
+		return true
+	case "hyperkube":
+		return arg(1) == "kubelet" || arg(1) == "kubelite"
+	case "k3s", "k3s-server", "k3s-agent":
+		return arg(1) == "server" || arg(1) == "agent" || bin != "k3s"
+	case "openshift":
+		return arg(1) == "start" && (arg(2) == "" || arg(2) == "node" || strings.HasPrefix(arg(2), "--"))
+	}
+	if strings.HasPrefix(p.Cmdline, "k3s server") || strings.HasPrefix(p.Cmdline, "k3s agent") {
+		return true
+	}
+	kubeconfig, kubeletOnly := false, false
+	for _, a := range f[1:] {
+		switch {
+		case strings.HasPrefix(a, "--kubeconfig"):
+			kubeconfig = true
+		case strings.HasPrefix(a, "--root-dir"), strings.HasPrefix(a, "--container-runtime-endpoint"), strings.HasPrefix(a, "--pod-manifest-path"), strings.HasPrefix(a, "--bootstrap-kubeconfig"):
+			kubeletOnly = true
+		}
+	}
+	return kubeconfig && kubeletOnly
 }
+
+// kubeletIdents are the journal identifiers a kubelet's lines come with:
+// its own, a wrapper's (CoreOS kubelet-wrapper, a shell), a distribution's
+// process or unit (k3s, rke2, MicroK8s, hyperkube, OpenShift's node).
+var kubeletIdents = map[string]bool{"kubelet": true, "kubelet-wrapper": true, "hyperkube": true, "k3s": true, "k3s-server": true, "k3s-agent": true,
+	"kubelite": true, "microk8s.daemon-kubelite": true, "microk8s.daemon-kubelet": true, "origin-node": true, "atomic-openshift-node": true, "openshift": true,
+	"k0s": true, "k0sworker": true, "rke2": true}
 
 // flagValue is the value of --name=value or --name value in a command line.
 func flagValue(cmdline, name string) string {
@@ -316,7 +364,7 @@ func outOfScope(kh *keyHits, k *kubeletProc, names []string, winStart time.Time)
 	if len(kh.First) > 0 {
 		path = kh.First[0].Path
 	}
-	if k != nil && (k.PID != 0 || k.None) && (o.Ident == "kubelet" || (o.Ident == "" && strings.Contains(path, "kubelet"))) {
+	if k != nil && (k.PID != 0 || k.None) && (kubeletIdents[o.Ident] || (o.Ident == "" && strings.Contains(path, "kubelet"))) {
 		switch {
 		case k.None:
 			return "earlier", "written by a kubelet that no longer runs: the process list has none at collection time"
@@ -366,6 +414,7 @@ func (k *keyHits) merge(o *keyHits) {
 			k.Decoded = append(k.Decoded, d)
 		}
 	}
+	k.Objects = mergeObjects(k.Objects, o.Objects)
 }
 
 // deviceSince is when a device's current instance began, as far as the

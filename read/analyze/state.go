@@ -371,7 +371,9 @@ func (st *state) add(f Finding) {
 
 // report runs the rules and builds the report.
 func (st *state) report() *Report {
+	st.adoptLoggedDumps()
 	st.scopeLogs()
+	st.settleTransients()
 	for _, rule := range rules {
 		st.runRule(rule)
 	}
@@ -453,7 +455,9 @@ var rules = []rule{
 	{"directories", ruleDirectories},
 	{"runtime", ruleRuntimeLock},
 	{"volume-logs", ruleVolumeLogs},
+	{"catalogue-logs", ruleCatalogueLogs},
 	{"kernel-logs", ruleKernelLogs},
+	{"kernel-storage", ruleKernelStorage},
 	{"bundle", ruleBundle},
 	{"earlier-log-lines", ruleEarlierLogs},
 }

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
@@ -82,7 +83,7 @@ func TestBenchFullNode(t *testing.T) {
 	// A hung FUSE mount as a pod volume.
 	testkit.HungFUSE(t, filepath.Join(pods, podUID, "volumes/kubernetes.io~csi/pvc-hung/mount"), testkit.FUSEStartHung(), testkit.FUSESubtype("ceph-fuse"))
 	// The kubelet stand-in and 200,000 log lines.
-	kurl, token := kubeletStandIn(t)
+	kurl, token := kubeletStandIn(t, n.root)
 	var logb strings.Builder
 	for i := 0; i < 200_000; i++ {
 		fmt.Fprintf(&logb, "2026-11-21T08:%02d:%02d.%06d+00:00 node kubelet[4242]: I1121 08:00:00.000000    4242 reconciler.go:%d] \"operationExecutor.UnmountVolume started\" volumeName=\"kubernetes.io/csi/hostpath.csi.k8s.io^vol-%d\" podUID=\"%s\"\n", (i/60)%60, i%60, i, 100+i%50, i%400, podUID)
@@ -208,7 +209,7 @@ func countTasks() int {
 // kubeletStandIn serves, over TLS with bearer auth, this process's real
 // pprof handlers (with a goroutine parked in cleanupOrphanedPodDirs), an
 // unhealthy healthz, metrics, configz and pods.
-func kubeletStandIn(t *testing.T) (url, token string) {
+func kubeletStandIn(t *testing.T, root string) (url, token string) {
 	token = "bench-kubelet-token-5d4c3b2a"
 	mux := testkit.KubeletMux(t)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -226,5 +227,14 @@ func kubeletStandIn(t *testing.T) (url, token string) {
 		mux.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
+	// It is the root's kubelet: its certificate is where a self-signed
+	// kubelet keeps its own, so the token goes to it.
+	pki := filepath.Join(root, "var/lib/kubelet/pki")
+	if err := os.MkdirAll(pki, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pki, "kubelet.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return srv.URL, token
 }

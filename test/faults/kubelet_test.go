@@ -45,7 +45,7 @@ func kubeletFault(t *testing.T, name string, h http.HandlerFunc, check func(*tes
 	n.secrets = append(n.secrets, token)
 	url := hostileKubeletServer(t, h)
 	runFault(t, name, n, []string{kubelet.KubeletTokenEnv + "=" + token},
-		[]string{"--kubelet-url", url, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "",
+		[]string{"--kubelet-url", url, "--kubelet-insecure", "--kubelet-readonly-url", "", "--kubelet-healthz-url", "",
 			"--kubelet-profile-seconds", "0", "--kubelet-request-timeout", "2s",
 			"--max-file-size", fmt.Sprint(kubeletFileCap), "--max-collector-size", fmt.Sprint(kubeletCollectorCap)},
 		[]func(*testing.T, *bundle.Manifest, map[string][]byte){check})

@@ -78,10 +78,22 @@ func (c *cluster) k(t *testing.T, stdin string, args ...string) string {
 }
 
 // token is a short-lived token of the ServiceAccount deploy/kubernetes/rbac.yaml
-// creates, as docs/kubernetes.md tells a user to make one.
+// creates, as docs/kubernetes.md tells a user to make one: the
+// least-privilege role, no nodes/proxy.
 func (c *cluster) token(t *testing.T) string {
 	t.Helper()
 	return strings.TrimSpace(c.k(t, "", "-n", "nodesnap", "create", "token", "nodesnap", "--duration", "10m"))
+}
+
+// pprofToken applies the opt-in deploy/kubernetes/rbac-pprof.yaml (nodes/proxy,
+// for the pprof dumps) and returns a short-lived token of its ServiceAccount;
+// the opt-in is deleted when the test ends, as its comment tells a user to.
+func (c *cluster) pprofToken(t *testing.T) string {
+	t.Helper()
+	f := filepath.Join("..", "..", "deploy", "kubernetes", "rbac-pprof.yaml")
+	c.k(t, "", "apply", "-f", f)
+	t.Cleanup(func() { c.k(t, "", "delete", "-f", f, "--ignore-not-found") })
+	return strings.TrimSpace(c.k(t, "", "-n", "nodesnap", "create", "token", "nodesnap-pprof", "--duration", "10m"))
 }
 
 type run struct {
@@ -185,15 +197,37 @@ func contains(list []string, s string) bool {
 
 // TestHostRunWithToken is a support engineer's run on the node with a token
 // of deploy/kubernetes/rbac.yaml's ServiceAccount: every source answers.
+// The least-privilege role (no nodes/proxy) gets everything but the pprof
+// dumps from the real kubelet (v1.34: fine-grained authorization on), which
+// is verified by the serving certificate its running command line names.
 func TestHostRunWithToken(t *testing.T) {
 	c := requireCluster(t)
 	token := c.token(t)
-	r := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + token})
+	r := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + token}, "--kubelet-pprof=false")
 	if r.code != 0 && r.code != 3 {
 		t.Fatalf("collect exited %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if st := r.status(t, "kubelet"); st.Status != "ok" {
 		t.Errorf("kubelet collector: %s %s %v", st.Status, st.Error, st.Notes)
+	}
+	var rq struct {
+		TLS      string `json:"tls"`
+		Requests []struct {
+			Endpoint, Port string
+			StatusCode     int  `json:"status_code"`
+			TLSVerified    bool `json:"tls_verified"`
+		} `json:"requests"`
+	}
+	if err := json.Unmarshal(r.file(t, "kubelet/requests.json"), &rq); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(rq.TLS, "verified: ") || !strings.Contains(rq.TLS, "kubelet-serving.crt") || !strings.Contains(rq.TLS, "kubelet pid") {
+		t.Errorf("requests.json tls %q: want the peer verified against the tlsCertFile the running kubelet names", rq.TLS)
+	}
+	for _, q := range rq.Requests {
+		if q.Port == "secure" && (q.Endpoint == "pods" || q.Endpoint == "configz" || q.Endpoint == "healthz") && (q.StatusCode == 401 || q.StatusCode == 403 || !q.TLSVerified) {
+			t.Errorf("%s over the secure port: status %d, verified %v; want it allowed as nodes/%s (KubeletFineGrainedAuthz)", q.Endpoint, q.StatusCode, q.TLSVerified, q.Endpoint)
+		}
 	}
 	pods := podNames(t, r.file(t, "kubelet/pods.json"))
 	for _, want := range []string{"e2e/csi-hostpath-node", "e2e/volume-user"} {
@@ -220,6 +254,42 @@ func TestHostRunWithToken(t *testing.T) {
 		t.Errorf("analyze of a healthy real node: %v\n%s", err, out)
 	}
 	checkHealthy(t, r.path)
+}
+
+// TestHostRunPprofOptIn: the pprof dumps come only with the opt-in. The
+// least-privilege token is refused them by the real kubelet (they are
+// nodes/proxy), the run says what is missing and names the opt-in with its
+// risk; rbac-pprof.yaml's token gets them.
+func TestHostRunPprofOptIn(t *testing.T) {
+	c := requireCluster(t)
+	token := c.token(t)
+	r := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + token})
+	st := r.status(t, "kubelet")
+	if st.Status != "partial" || len(st.Remedies) != 1 {
+		t.Fatalf("least privilege with pprof asked: kubelet %s, remedies %+v; want partial with one remedy", st.Status, st.Remedies)
+	}
+	fix := strings.Join(st.Remedies[0].Fix, "\n")
+	if !strings.Contains(fix, "rbac-pprof.yaml") || !strings.Contains(st.Remedies[0].Reason, "exec into every pod") {
+		t.Errorf("the remedy does not name the opt-in and its risk: %+v", st.Remedies[0])
+	}
+	notes := strings.Join(st.Notes, "\n")
+	if !strings.Contains(notes, "subresource(s)=[proxy]") {
+		t.Errorf("the notes do not carry the kubelet's own refusal of /debug/pprof as nodes/proxy:\n%s", notes)
+	}
+	if _, ok := r.b.Files["kubelet/goroutine-debug2.txt"]; ok {
+		t.Error("goroutine dump present with the least-privilege token")
+	}
+	checkNoSecret(t, r, token)
+
+	ptoken := c.pprofToken(t)
+	r = collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + ptoken})
+	if st := r.status(t, "kubelet"); st.Status != "ok" {
+		t.Errorf("with the opt-in: kubelet %s %s %v", st.Status, st.Error, st.Notes)
+	}
+	if d := string(r.file(t, "kubelet/goroutine-debug2.txt")); !strings.Contains(d, "goroutine ") {
+		t.Errorf("with the opt-in, goroutine-debug2.txt holds no goroutine: %.200s", d)
+	}
+	checkNoSecret(t, r, ptoken)
 }
 
 // checkHealthy fails on any finding of severity warning or above, and
@@ -474,7 +544,7 @@ func TestJobInPod(t *testing.T) {
 
 	// Side by side with a run on the node by hand, made now, while the
 	// Job's pod is still there for both to see.
-	onHost := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + c.token(t)})
+	onHost := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + c.token(t)}, "--kubelet-pprof=false")
 	compareRuns(t, onHost, inPod)
 	t.Logf("collection wall time: %.2fs in the Job's pod, %.2fs on the node; bundle %d and %d bytes",
 		inPod.b.Manifest.DurationSeconds, onHost.b.Manifest.DurationSeconds, len(want), fileSize(t, onHost.path))
@@ -642,8 +712,11 @@ func TestHostRunNoToken(t *testing.T) {
 		t.Fatalf("the printed fix left %d bundles", len(matches))
 	}
 	fixed := &run{path: matches[0], b: readBundle(t, matches[0])}
-	if st := fixed.status(t, "kubelet"); st.Status != "ok" {
-		t.Errorf("with the printed fix, kubelet collector: %s %v", st.Status, st.Notes)
+	// The least-privilege token: everything but the pprof dumps, and the
+	// one remedy left is the pprof opt-in.
+	if st := fixed.status(t, "kubelet"); st.Status != "ok" &&
+		(st.Status != "partial" || len(st.Remedies) != 1 || !strings.Contains(strings.Join(st.Remedies[0].Fix, "\n"), "rbac-pprof.yaml")) {
+		t.Errorf("with the printed fix, kubelet collector: %s %v %+v", st.Status, st.Notes, st.Remedies)
 	}
 	if pods := podNames(t, fixed.file(t, "kubelet/pods.json")); !contains(pods, "e2e/volume-user") {
 		t.Errorf("with the printed fix, kubelet/pods.json lacks e2e/volume-user: %v", pods)
@@ -840,7 +913,7 @@ spec:
 // It runs last: until the mount is aborted the kubelet starts no pod.
 func TestIncident003StaleFUSEUnderOrphanedPodDir(t *testing.T) {
 	c := requireCluster(t)
-	token := c.token(t)
+	token := c.pprofToken(t)
 	uid := "3f0b6a2e-5c1d-4e8f-9a7b-0c3d2e1f0a03"
 	podDir := filepath.Join("/var/lib/kubelet/pods", uid)
 	mp := filepath.Join(podDir, "volumes/kubernetes.io~csi/pvc-0003/mount")
@@ -953,7 +1026,7 @@ func (c *cluster) podOf(t *testing.T, ns, selector string, within time.Duration)
 func TestIncident003BehindHungMountsElsewhere(t *testing.T) {
 	c := requireCluster(t)
 	const others = 200
-	token := c.token(t)
+	token := c.pprofToken(t)
 	// The 200: mounted here, copied into the holder's private namespace,
 	// then detached here, so that only the holder's namespace has them.
 	// Cleanup (LIFO): the holder is killed by pid first, then each FUSE

@@ -151,17 +151,17 @@ func TestFleetCollect(t *testing.T) {
 	if g.Status != fleet.StatusNotReady || !strings.Contains(g.Reason, "NotReady") {
 		t.Errorf("%s: %s %q; want node-not-ready", ghost, g.Status, g.Reason)
 	}
-	if !strings.HasPrefix(rep.ServiceAccount, "nodesnap-fleet-") || rep.ServiceAccount != rep.RunID {
-		t.Errorf("the pods ran as %q, not the run's own service account (%s)", rep.ServiceAccount, rep.RunID)
+	if rep.ServiceAccount != "one per node, named as its pod" {
+		t.Errorf("the pods ran as %q, not a service account of their own each", rep.ServiceAccount)
 	}
 	p := filepath.Join(dir, real.Bundle)
 	if out, err := exec.Command(testkit.Binary(t), "validate", p).CombinedOutput(); err != nil {
 		t.Fatalf("validate %s: %v\n%s", p, err, out)
 	}
 	inFleet := &run{path: p, b: readBundle(t, p)}
-	// The kubelet refuses anonymous requests: ok means the run's token
-	// (bound to nodes/proxy only through the run's ClusterRoleBinding) was
-	// accepted.
+	// The kubelet refuses anonymous requests: ok means the node's token
+	// (bound, through its own ClusterRoleBinding, to this node's read
+	// subresources alone, no nodes/proxy) was accepted, pprof left out.
 	if st := inFleet.status(t, "kubelet"); st.Status != "ok" {
 		t.Errorf("kubelet collector in the fleet's pod: %s %s %v", st.Status, st.Error, st.Notes)
 	}
@@ -172,7 +172,10 @@ func TestFleetCollect(t *testing.T) {
 		t.Errorf("kubelet/requests.json token_source %q (%v); want the pod's service-account token", req.TokenSource, err)
 	}
 	checkNodeEvidence(t, inFleet)
-	onHost := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + c.token(t)})
+	if _, ok := inFleet.b.Files["kubelet/goroutine-debug2.txt"]; ok {
+		t.Error("a goroutine dump without --kubelet-pprof: the node's role must not have nodes/proxy")
+	}
+	onHost := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + c.token(t)}, "--kubelet-pprof=false")
 	compareRuns(t, onHost, inFleet)
 	checkNothingLeft(t, c)
 	if real.Durations.Collect > 0 {
@@ -255,6 +258,20 @@ func TestFleetPartialResults(t *testing.T) {
 		if ents, _ := os.ReadDir(dir); len(ents) != 1 || ents[0].Name() != fleet.ReportFile {
 			t.Errorf("the output directory holds %v; want fleet.json alone", ents)
 		}
+	})
+	t.Run("pprof opted in", func(t *testing.T) {
+		// The node's role gets nodes/proxy on this node alone, for the
+		// run: the goroutine dumps come, and nothing is left afterwards.
+		rep, dir := fleetRun(t, c, fleet.Options{NodeTimeout: 4 * time.Minute, Pprof: true})
+		r := rowOf(t, rep, c.node)
+		if !r.Status.HasBundle() {
+			t.Fatalf("%s %q", r.Status, r.Reason)
+		}
+		b := &run{path: filepath.Join(dir, r.Bundle), b: readBundle(t, filepath.Join(dir, r.Bundle))}
+		if st := b.status(t, "kubelet"); st.Status != "ok" {
+			t.Errorf("kubelet in the fleet's pod with --kubelet-pprof: %s %s %v", st.Status, st.Error, st.Notes)
+		}
+		b.file(t, "kubelet/goroutine-debug2.txt")
 	})
 	t.Run("label selector matching no node", func(t *testing.T) {
 		out, err := exec.Command(testkit.Binary(t), "fleet", "collect", "-l", "nodesnap.test/no-such-label=x",

@@ -62,11 +62,15 @@ type KubeletAuth struct {
 	ClientCA *CA
 	// Allowed reports whether user may get nodes/<subresource>.
 	Allowed func(user, subresource string) bool
+	// NoFineGrained stands in for a kubelet that authorizes /pods,
+	// /healthz and /configz as nodes/proxy only.
+	NoFineGrained bool
 }
 
-// KubeletSubresource is what the kubelet authorizes a path as: /metrics
-// and /stats have their own subresources, everything else (pprof, configz,
-// pods, healthz) is nodes/proxy.
+// KubeletSubresource is what a kubelet without fine-grained authorization
+// (before 1.33, or KubeletFineGrainedAuthz off) authorizes a path as:
+// /metrics and /stats have their own subresources, everything else
+// (pprof, configz, pods, healthz) is nodes/proxy.
 func KubeletSubresource(path string) string {
 	for _, s := range []string{"metrics", "stats", "log", "spec"} {
 		if path == "/"+s || strings.HasPrefix(path, "/"+s+"/") {
@@ -79,6 +83,19 @@ func KubeletSubresource(path string) string {
 	return "proxy"
 }
 
+// KubeletSubresources is what a kubelet with fine-grained authorization
+// (KEP-2862: 1.33 on by default) checks for a path, in order, allowing the
+// request if any is allowed: /pods, /runningpods, /healthz and /configz
+// their own subresource first, then nodes/proxy.
+func KubeletSubresources(path string) []string {
+	for _, p := range []struct{ prefix, sub string }{{"/pods", "pods"}, {"/runningpods", "pods"}, {"/healthz", "healthz"}, {"/configz", "configz"}} {
+		if path == p.prefix || strings.HasPrefix(path, p.prefix+"/") {
+			return []string{p.sub, KubeletSubresource(path)}
+		}
+	}
+	return []string{KubeletSubresource(path)}
+}
+
 // Wrap puts authentication and authorization in front of h.
 func (a *KubeletAuth) Wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -87,12 +104,18 @@ func (a *KubeletAuth) Wrap(h http.Handler) http.Handler {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
-		sub := KubeletSubresource(r.URL.Path)
-		if a.Allowed == nil || !a.Allowed(user, sub) {
-			http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=get, resource=nodes, subresource=%s)", user, sub), http.StatusForbidden)
-			return
+		subs := KubeletSubresources(r.URL.Path)
+		if a.NoFineGrained {
+			subs = []string{KubeletSubresource(r.URL.Path)}
 		}
-		h.ServeHTTP(w, r)
+		for _, sub := range subs {
+			if a.Allowed != nil && a.Allowed(user, sub) {
+				h.ServeHTTP(w, r)
+				return
+			}
+		}
+		// The kubelet's own wording (pkg/kubelet/server, 1.32 onwards).
+		http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=get, resource=nodes, subresource(s)=%v)", user, subs), http.StatusForbidden)
 	})
 }
 

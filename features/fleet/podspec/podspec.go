@@ -25,6 +25,13 @@ const (
 	// Namespace and ServiceAccount are those of deploy/kubernetes/rbac.yaml.
 	Namespace      = "nodesnap"
 	ServiceAccount = "nodesnap"
+	// PprofServiceAccount is deploy/kubernetes/rbac-pprof.yaml's: the
+	// opt-in identity that may also get nodes/proxy (the pprof dumps).
+	PprofServiceAccount = "nodesnap-pprof"
+	// RootCAConfigMap is the cluster CA every namespace holds; projected
+	// beside the token, it lets the kubelet collector verify a kubelet
+	// whose serving certificate the cluster CA signed.
+	RootCAConfigMap = "kube-root-ca.crt"
 	// NameLabel is on every object nodesnap creates in a cluster.
 	NameLabel = "app.kubernetes.io/name"
 	AppName   = "nodesnap"
@@ -70,6 +77,9 @@ type Options struct {
 	JSONResult bool
 	// TerminationGrace, when set, is the pod's terminationGracePeriodSeconds.
 	TerminationGrace *int64
+	// Pprof asks the kubelet for its pprof dumps, which need get on
+	// nodes/proxy (PprofRules): only with an identity that has it.
+	Pprof bool
 }
 
 // CollectArgs is the collect container's command line after the binary.
@@ -88,11 +98,18 @@ func CollectArgs(o Options) []string {
 		"--lock-wait=30s",
 		"--exit-zero-if-written",
 	}
+	if !o.Pprof {
+		args = append(args, kubeletPprofOff)
+	}
 	if o.JSONResult {
 		args = append(args, "--output=json")
 	}
 	return args
 }
+
+// kubeletPprofOff is collect's flag that leaves out what nodes/proxy
+// gives (the least-privilege role's pods).
+const kubeletPprofOff = "--kubelet-pprof=false"
 
 // durationFlag writes d as a person would (2m, 90s, 1h), not 2m0s.
 func durationFlag(d time.Duration) string {
@@ -181,8 +198,15 @@ func PodSpec(o Options) corev1.PodSpec {
 			{Name: "kubelet-dir", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/kubelet", Type: ptr(corev1.HostPathDirectory)}}},
 			{Name: "output", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: HostOutputDir, Type: ptr(corev1.HostPathDirectoryOrCreate)}}},
 			{Name: "kubelet-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
-					Path: "token", ExpirationSeconds: ptr(int64(TokenExpiration / time.Second))}}},
+				Sources: []corev1.VolumeProjection{
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+						Path: "token", ExpirationSeconds: ptr(int64(TokenExpiration / time.Second))}},
+					{ConfigMap: &corev1.ConfigMapProjection{
+						LocalObjectReference: corev1.LocalObjectReference{Name: RootCAConfigMap},
+						Items:                []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}},
+						// A cluster that does not publish it still runs the pod.
+						Optional: ptr(true)}},
+				},
 			}}},
 		},
 	}
@@ -248,7 +272,7 @@ func daemonSetPodSpec(image string) corev1.PodSpec {
 		Command:         []string{Binary},
 		Args: []string{"watch", "--root=/host", "--output-dir=" + OutputDir, "--keep=3",
 			"--listen=127.0.0.1:" + strconv.Itoa(WatchPort), "--",
-			"--host-output-dir=" + HostOutputDir, "--timeout=2m", "--lock-wait=30s"},
+			"--host-output-dir=" + HostOutputDir, "--timeout=2m", "--lock-wait=30s", kubeletPprofOff},
 		// The collections it starts are collect's: the same environment.
 		Env:             collect.Env,
 		SecurityContext: collect.SecurityContext,
@@ -263,23 +287,49 @@ func daemonSetPodSpec(image string) corev1.PodSpec {
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 		},
 		// The kubelet token too: its collections read the kubelet's API
-		// as collect's do.
+		// as collect's do. It is the least-privilege role's (no
+		// nodes/proxy), and its collections leave pprof out: the one
+		// long-running container holds nothing it does not use.
 		VolumeMounts: collectMounts(),
 	}
 	spec.Containers = append([]corev1.Container{watch}, spec.Containers...)
 	return spec
 }
 
-// KubeletRules is what the kubelet collector needs: get on the Node
-// subresources the kubelet authorizes its endpoints as (/metrics is
-// nodes/metrics, /stats nodes/stats, pprof, configz, pods and healthz
-// nodes/proxy). Read-only.
-func KubeletRules() []rbacv1.PolicyRule {
+// KubeletRules is the least-privilege role of the kubelet collector: get
+// on the Node subresources the kubelet authorizes its read endpoints as
+// (KEP-2862, on by default from Kubernetes 1.33: /pods nodes/pods,
+// /healthz nodes/healthz, /configz nodes/configz; /metrics nodes/metrics,
+// /stats nodes/stats). No nodes/proxy: see PprofRules. node, when not
+// empty, limits the rules to that node's kubelet (a fleet run's pod).
+func KubeletRules(node string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{
-		APIGroups: []string{""},
-		Resources: []string{"nodes/proxy", "nodes/metrics", "nodes/stats"},
-		Verbs:     []string{"get"},
+		APIGroups:     []string{""},
+		Resources:     []string{"nodes/pods", "nodes/healthz", "nodes/configz", "nodes/metrics", "nodes/stats"},
+		ResourceNames: names(node),
+		Verbs:         []string{"get"},
 	}}
+}
+
+// PprofRules is the opt-in for the kubelet's pprof dumps (goroutines,
+// heap, CPU), which the kubelet authorizes as get nodes/proxy only. That
+// permission is not read-only: the kubelet authorizes its WebSocket
+// exec, attach and port-forward as get too, so its holder can run
+// commands in every pod of the node (every node, without a node name).
+func PprofRules(node string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{
+		APIGroups:     []string{""},
+		Resources:     []string{"nodes/proxy"},
+		ResourceNames: names(node),
+		Verbs:         []string{"get"},
+	}}
+}
+
+func names(node string) []string {
+	if node == "" {
+		return nil
+	}
+	return []string{node}
 }
 
 // PodSecurityLabels let Pod Security Admission admit nodesnap's pods in a

@@ -1,0 +1,137 @@
+package fleet
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// Each node's pod runs as a ServiceAccount of its own whose role names
+// that node alone: a token taken from one node's pod reaches no other
+// kubelet. nodes/proxy (exec into pods) only with Pprof, and then for the
+// one node too; the pods leave pprof out otherwise.
+func TestPerNodeRoles(t *testing.T) {
+	for _, pprof := range []bool{false, true} {
+		s := newSim(t, map[string]behaviour{"a": healthy, "b": healthy}, 512)
+		var mu sync.Mutex
+		roles := map[string]*rbacv1.ClusterRole{}
+		bindings := map[string]*rbacv1.ClusterRoleBinding{}
+		pods := map[string]*corev1.Pod{}
+		s.cs.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch o := a.(k8stesting.CreateAction).GetObject().(type) {
+			case *rbacv1.ClusterRole:
+				roles[o.Name] = o.DeepCopy()
+			case *rbacv1.ClusterRoleBinding:
+				bindings[o.Name] = o.DeepCopy()
+			case *corev1.Pod:
+				pods[o.Name] = o.DeepCopy()
+			}
+			return false, nil, nil
+		})
+		o := s.options(t.TempDir())
+		o.Pprof = pprof
+		rep, err := Run(context.Background(), o)
+		if err != nil || rep.ExitStatus != ExitAllOK {
+			t.Fatalf("pprof %v: %v %+v", pprof, err, rep)
+		}
+		if len(pods) != 2 || len(roles) != 2 || len(bindings) != 2 {
+			t.Fatalf("pprof %v: %d pods, %d roles, %d bindings; want one of each per node", pprof, len(pods), len(roles), len(bindings))
+		}
+		for name, p := range pods {
+			node := p.Spec.NodeName
+			if p.Spec.ServiceAccountName != name {
+				t.Errorf("pod %s runs as %q, want its own service account", name, p.Spec.ServiceAccountName)
+			}
+			b := bindings[name]
+			if b == nil || b.RoleRef.Name != name || len(b.Subjects) != 1 || b.Subjects[0].Name != name {
+				t.Errorf("binding %s %+v does not tie role %s to service account %s", name, b, name, name)
+			}
+			role := roles[name]
+			if role == nil {
+				t.Fatalf("no role %s", name)
+			}
+			proxy := false
+			for _, r := range role.Rules {
+				if !slices.Equal(r.ResourceNames, []string{node}) || !slices.Equal(r.Verbs, []string{"get"}) {
+					t.Errorf("role %s rule %+v: want get on node %s alone", name, r, node)
+				}
+				proxy = proxy || slices.Contains(r.Resources, "nodes/proxy")
+			}
+			if proxy != pprof {
+				t.Errorf("role %s: nodes/proxy %v with pprof %v", name, proxy, pprof)
+			}
+			args := strings.Join(p.Spec.InitContainers[0].Args, " ")
+			if strings.Contains(args, "--kubelet-pprof=false") == pprof {
+				t.Errorf("pod %s args %q with pprof %v", name, args, pprof)
+			}
+			if _, err := time.Parse(time.RFC3339, p.Annotations[ExpiresAnnotation]); err != nil {
+				t.Errorf("pod %s has no expiry: %v", name, p.Annotations)
+			}
+		}
+		checkClean(t, s, true)
+	}
+}
+
+// What a run whose client died left behind is removed by the next run
+// once past its expiry; what is not past it, or is not the fleet's, stays.
+func TestSweepExpired(t *testing.T) {
+	s := newSim(t, map[string]behaviour{"a": healthy}, 512)
+	ctx := context.Background()
+	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	meta := func(name, expires string, ours bool) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Name: name, Namespace: "nodesnap", Annotations: map[string]string{ExpiresAnnotation: expires}, Labels: map[string]string{}}
+		if ours {
+			m.Labels = runLabels("nodesnap-fleet-dead")
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name, expires string
+		ours          bool
+	}{{"old", past, true}, {"current", future, true}, {"foreign", past, false}} {
+		m := meta(c.name, c.expires, c.ours)
+		if _, err := s.cs.CoreV1().ServiceAccounts("nodesnap").Create(ctx, &corev1.ServiceAccount{ObjectMeta: m}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		m.Namespace = ""
+		if _, err := s.cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: m}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: m}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := Run(ctx, s.options(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"clusterrole old", "clusterrolebinding old", "serviceaccount nodesnap/old"}
+	got := slices.Clone(rep.Swept)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("swept %q, want %q", got, want)
+	}
+	for _, name := range []string{"current", "foreign"} {
+		if _, err := s.cs.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("clusterrole %s removed: %v", name, err)
+		}
+		if _, err := s.cs.CoreV1().ServiceAccounts("nodesnap").Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("serviceaccount %s removed: %v", name, err)
+		}
+	}
+	if _, err := s.cs.RbacV1().ClusterRoles().Get(ctx, "old", metav1.GetOptions{}); err == nil {
+		t.Error("the expired clusterrole is still there")
+	}
+}

@@ -1,0 +1,444 @@
+package analyze_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"github.com/nodesnap/nodesnap/test/skip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/read/analyze"
+)
+
+// The evidence corpus: real excerpts of kubelet, kernel, runtime and CSI
+// driver logs and goroutine dumps from public issue threads and forums
+// (test/corpus/evidence, each with its source in its header), and benign
+// lines of real nodes that must raise nothing (test/corpus/benign). Each is
+// placed in the healthy fixture bundle where a collection puts it, and
+// analysed; the test prints how many named their cause with its object,
+// per group, and fails under the thresholds below. The format is in
+// test/corpus/README.md.
+
+// Thresholds the corpus must hold: the share of evidence cases whose
+// expected finding names its object, and the benign cases allowed to warn.
+// They are the issue's targets (95 %, none). The corpus reaches 95.6 %
+// (109 of 114) with the catalogue of branch sigs: of the 5 cases missed,
+// 4 wait for catalogue wording (iscsid's own "Kernel reported iSCSI
+// connection" lines, GetDeviceMountPath, a zfs-localpv unpublish error)
+// and one is missed by design (a kubelet dump without minutes). One more
+// case missed puts it under: add evidence or wording, not a lower bar.
+const (
+	corpusMinNamedPercent = 95.0
+	corpusMaxBenignWarn   = 0
+)
+
+// corpusCase is one fixture file.
+type corpusCase struct {
+	file   string
+	header map[string][]string
+	// sections are the excerpt's parts, each placed in one bundle file.
+	sections []corpusSection
+	benign   bool
+	// expectIDs are the finding IDs any of which names the cause;
+	// object is what the finding must name (alternatives separated by
+	// "|": the pod and the volume of one failure are both its object).
+	expectIDs []string
+	object    string
+}
+
+type corpusSection struct {
+	place string
+	text  []byte
+}
+
+func (c *corpusCase) get(k string) string {
+	if v := c.header[k]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// corpusDir finds test/corpus from the package directory, however deep
+// the package sits in the module.
+func corpusDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "test", "corpus")
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no go.mod above the package directory")
+		}
+		dir = up
+	}
+}
+
+var reSection = regexp.MustCompile(`^--- (\S+)$`)
+
+// parseCorpusCase reads one fixture: "key: value" header lines, then
+// sections, each opened by "--- <place>" and holding the excerpt verbatim.
+func parseCorpusCase(file string, b []byte) (*corpusCase, error) {
+	c := &corpusCase{file: file, header: map[string][]string{}}
+	var cur *corpusSection
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		trimmed := strings.TrimRight(string(line), "\r\n")
+		if m := reSection.FindStringSubmatch(trimmed); m != nil {
+			c.sections = append(c.sections, corpusSection{place: m[1]})
+			cur = &c.sections[len(c.sections)-1]
+			continue
+		}
+		if cur != nil {
+			cur.text = append(cur.text, line...)
+			continue
+		}
+		if strings.TrimSpace(trimmed) == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(trimmed, ":")
+		if !ok {
+			return nil, fmt.Errorf("%s: header line without a key: %q", file, trimmed)
+		}
+		c.header[strings.TrimSpace(k)] = append(c.header[strings.TrimSpace(k)], strings.TrimSpace(v))
+	}
+	if len(c.sections) == 0 {
+		return nil, fmt.Errorf("%s: no excerpt (a line \"--- <place>\" opens one)", file)
+	}
+	if c.get("source") == "" {
+		return nil, fmt.Errorf("%s: no source", file)
+	}
+	exp := c.get("expect")
+	switch {
+	case exp == "benign":
+		c.benign = true
+	case exp == "":
+		return nil, fmt.Errorf("%s: no expect", file)
+	default:
+		id, obj, _ := strings.Cut(exp, " ")
+		c.expectIDs = strings.Split(id, "|")
+		c.object = strings.TrimSpace(obj)
+		if c.object == "" {
+			return nil, fmt.Errorf("%s: expect names no object", file)
+		}
+	}
+	return c, nil
+}
+
+func loadCorpus(t testing.TB) []*corpusCase {
+	t.Helper()
+	root := corpusDir(t)
+	var out []*corpusCase
+	for _, sub := range []string{"evidence", "benign"} {
+		files, err := filepath.Glob(filepath.Join(root, sub, "*.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := parseCorpusCase(sub+"/"+filepath.Base(f), b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (sub == "benign") != c.benign {
+				t.Fatalf("%s: in %s/ but expects %q", c.file, sub, c.get("expect"))
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+var (
+	reRFC3339Start = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d`)
+	// reKubeletIdent is the journal prefix of a kubelet or of a
+	// distribution's process that runs one.
+	reKubeletIdent = regexp.MustCompile(`\s(kubelet|kubelet-wrapper|k3s|k3s-server|k3s-agent|rke2|kubelite|microk8s\.daemon-kubelite|microk8s\.daemon-kubelet|k0s|k0sworker|hyperkube|atomic-openshift-node|origin-node)\[(\d+)\]:`)
+)
+
+// placeSection returns the bundle path and content of a section placed
+// where a collection puts it.
+func placeSection(s corpusSection) (string, []byte, error) {
+	kind, arg, _ := strings.Cut(s.place, ":")
+	switch kind {
+	case "journal":
+		// journalctl's text of one unit (or of the kernel).
+		return "journal/" + arg + ".log", s.text, nil
+	case "file":
+		// A /var/log file read when journald is absent: messages,
+		// syslog, kern.log, kubelet.log.
+		return "journal/" + arg, s.text, nil
+	case "dmesg":
+		return "journal/dmesg.log", s.text, nil
+	case "kubelet-goroutine":
+		return "kubelet/goroutine-debug2.txt", s.text, nil
+	case "kubelet-healthz":
+		return "kubelet/healthz.txt", s.text, nil
+	case "kubelet-goroutine1":
+		return "kubelet/goroutine-debug1.txt", s.text, nil
+	case "runtime-goroutine":
+		return "runtime/" + arg + "/goroutine-debug2.txt", s.text, nil
+	case "csi-hostlog":
+		return "csi/hostlogs/" + arg + ".4242.log", s.text, nil
+	case "csi-podlog", "csi-podlog-docker":
+		// A CSI driver pod's container log: CRI format, or docker's
+		// json-file behind dockershim; excerpts pasted from kubectl logs
+		// get the prefix the file has on the node.
+		var out bytes.Buffer
+		sc := bufio.NewScanner(bytes.NewReader(s.text))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for i := 0; sc.Scan(); i++ {
+			line := sc.Text()
+			stamp := fmt.Sprintf("2026-11-21T09:%02d:%02d.%09dZ", 10+i/60%8, i%60, i)
+			if kind == "csi-podlog-docker" {
+				j, _ := json.Marshal(map[string]string{"log": line + "\n", "stream": "stderr", "time": stamp})
+				out.Write(j)
+			} else if reRFC3339Start.MatchString(line) {
+				out.WriteString(line)
+			} else {
+				out.WriteString(stamp + " stderr F " + line)
+			}
+			out.WriteByte('\n')
+		}
+		return "csi/podlogs/kube-system_" + arg + "-node-x7k2p/" + arg + "/0.log", out.Bytes(), nil
+	}
+	return "", nil, fmt.Errorf("unknown place %q", s.place)
+}
+
+// corpusBundle is the healthy fixture with the case's excerpt placed in it,
+// its running kubelet the one that wrote the excerpt's lines.
+func corpusBundle(t *testing.T, c *corpusCase) string {
+	t.Helper()
+	files := fixture(t, "healthy")
+	kubeletPID := 0
+	for _, s := range c.sections {
+		p, text, err := placeSection(s)
+		if err != nil {
+			t.Fatalf("%s: %v", c.file, err)
+		}
+		if old, ok := files[p]; ok && !strings.HasPrefix(p, "kubelet/goroutine") && !strings.HasPrefix(p, "journal/kubelet") && !strings.HasPrefix(p, "journal/kernel") {
+			text = append(append([]byte(nil), old...), text...)
+		}
+		files[p] = text
+		for _, m := range reKubeletIdent.FindAllSubmatch(text, -1) {
+			kubeletPID, _ = strconv.Atoi(string(m[2]))
+		}
+	}
+	// What the excerpt says of the node beyond its lines: a mount it
+	// names (an NFS export the kernel complains about is mounted), a
+	// collector that did not run (logs alone).
+	for i, m := range c.header["mount"] {
+		f := strings.Fields(m)
+		if len(f) != 3 {
+			t.Fatalf("%s: mount wants \"source mountpoint fstype\", got %q", c.file, m)
+		}
+		const ns = "mounts/ns/4026531840.mountinfo"
+		files[ns] = append(files[ns], fmt.Sprintf("%d 22 0:%d / %s rw,relatime shared:%d - %s %s rw\n", 900+i, 90+i, f[1], 90+i, f[2], f[0])...)
+		var mj map[string]any
+		if err := json.Unmarshal(files["mounts/mounts.json"], &mj); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range mj["namespaces"].([]any) {
+			if nsm := n.(map[string]any); nsm["host"] == true {
+				nsm["mounts"] = append(nsm["mounts"].([]any), map[string]any{"mount_id": 900 + i, "parent_id": 22, "major": 0, "minor": 90 + i,
+					"root": "/", "mount_point": f[1], "options": []string{"rw", "relatime"}, "fs_type": f[2], "source": f[0], "super_options": "rw",
+					"propagation_type": "shared", "propagation": map[string]int{"shared": 90 + i}, "class": "network"})
+			}
+		}
+		b, err := json.Marshal(mj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files["mounts/mounts.json"] = b
+	}
+	for _, w := range c.header["without"] {
+		for p := range files {
+			if strings.HasPrefix(p, w+"/") {
+				delete(files, p)
+			}
+		}
+	}
+	// The node's kubelet process: the one that wrote the lines, and what
+	// the distribution runs it as.
+	var tasks []map[string]any
+	if err := json.Unmarshal(files["processes/tasks.json"], &tasks); err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range tasks {
+		if tk["comm"] != "kubelet" {
+			continue
+		}
+		if kubeletPID != 0 {
+			tk["pid"] = kubeletPID
+			if tk["tid"] == float64(812) {
+				tk["tid"] = kubeletPID
+			}
+		}
+		if comm := c.get("comm"); comm != "" {
+			tk["comm"] = comm
+		}
+		if cmd := c.get("process"); cmd != "" && tk["cmdline"] != nil {
+			tk["cmdline"] = strings.Fields(cmd)
+		}
+	}
+	b, err := json.Marshal(tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["processes/tasks.json"] = b
+	return makeBundle(t, files, bundle.Gzip)
+}
+
+// named says whether a finding of the expected IDs names the object.
+func (c *corpusCase) named(rep *analyze.Report) bool {
+	for _, f := range rep.Findings {
+		if !contains(c.expectIDs, f.ID) {
+			continue
+		}
+		text := strings.ToLower(f.Subject + "\n" + f.Title + "\n" + f.Summary)
+		for _, obj := range strings.Split(c.object, "|") {
+			if strings.Contains(text, strings.ToLower(obj)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// groups are the tallies a case counts in.
+func (c *corpusCase) groups() []string {
+	var g []string
+	if v := c.get("incident"); v != "" {
+		g = append(g, "incident "+v)
+	}
+	if v := c.get("kubelet"); v != "" {
+		if m := regexp.MustCompile(`^v?1\.(\d+)`).FindStringSubmatch(v); m != nil {
+			g = append(g, "kubelet 1."+m[1])
+		}
+	}
+	for _, k := range []string{"driver", "runtime", "distribution"} {
+		if v := c.get(k); v != "" {
+			g = append(g, k+" "+v)
+		}
+	}
+	for _, s := range c.sections {
+		kind, _, _ := strings.Cut(s.place, ":")
+		switch {
+		case s.place == "journal:kernel" || kind == "dmesg" || s.place == "file:kern.log":
+			g = append(g, "kernel")
+		case strings.Contains(kind, "goroutine"):
+			g = append(g, "goroutine dump")
+		}
+		g = append(g, "place "+s.place)
+	}
+	return dedupe(g)
+}
+
+func dedupe(in []string) []string {
+	sort.Strings(in)
+	out := in[:0]
+	for i, s := range in {
+		if i == 0 || s != in[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestCorpusEvidence(t *testing.T) {
+	skip.Short(t, "the corpus builds one bundle per case")
+	cases := loadCorpus(t)
+	type tally struct{ n, ok int }
+	byGroup := map[string]*tally{}
+	var evid, named, benign, warned int
+	var misses, alarms []string
+	for _, c := range cases {
+		rep, err := analyze.AnalyzeFile(context.Background(), corpusBundle(t, c), analyze.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.file, err)
+		}
+		if c.benign {
+			benign++
+			for _, f := range rep.Findings {
+				if f.Severity >= analyze.Warning {
+					warned++
+					alarms = append(alarms, fmt.Sprintf("%s: %s %s: %s", c.file, f.ID, f.Severity, f.Summary))
+					break
+				}
+			}
+			continue
+		}
+		evid++
+		ok := c.named(rep)
+		if ok {
+			named++
+		} else {
+			var got []string
+			for _, f := range rep.Findings {
+				got = append(got, fmt.Sprintf("%s(%s) %q", f.ID, f.Severity, f.Subject))
+			}
+			misses = append(misses, fmt.Sprintf("%s: want %s naming %q; got %s", c.file, strings.Join(c.expectIDs, "|"), c.object, strings.Join(got, ", ")))
+		}
+		for _, g := range c.groups() {
+			if byGroup[g] == nil {
+				byGroup[g] = &tally{}
+			}
+			byGroup[g].n++
+			if ok {
+				byGroup[g].ok++
+			}
+		}
+	}
+	if evid == 0 {
+		t.Fatal("no evidence cases in the corpus")
+	}
+	pct := 100 * float64(named) / float64(evid)
+	var b strings.Builder
+	fmt.Fprintf(&b, "corpus: %d of %d evidence cases named with their object (%.1f %%); %d of %d benign cases warned\n", named, evid, pct, warned, benign)
+	groups := make([]string, 0, len(byGroup))
+	for g := range byGroup {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		tl := byGroup[g]
+		fmt.Fprintf(&b, "  %-34s %3d/%-3d %5.1f %%\n", g, tl.ok, tl.n, 100*float64(tl.ok)/float64(tl.n))
+	}
+	t.Log(b.String())
+	for _, m := range misses {
+		t.Log("miss: " + m)
+	}
+	for _, a := range alarms {
+		t.Log("false alarm: " + a)
+	}
+	if pct < corpusMinNamedPercent {
+		t.Errorf("%.1f %% of the evidence cases named, want at least %.1f %%", pct, corpusMinNamedPercent)
+	}
+	if warned > corpusMaxBenignWarn {
+		t.Errorf("%d benign cases warned, want at most %d", warned, corpusMaxBenignWarn)
+	}
+}

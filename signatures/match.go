@@ -1,0 +1,349 @@
+package signatures
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+)
+
+// compiled is a class ready for matching lines: its words split into
+// alternatives once.
+type compiled struct {
+	c      *Class
+	words  [][][]byte
+	needs  [][][]byte
+	unless [][]byte
+}
+
+var (
+	compiledClasses []compiled
+	byID            = map[string]*Class{}
+	grams           *gramIndex
+	// firstAlt[i] is the index of class i's first alternative among the
+	// prefilter's alternatives.
+	firstAlt []int
+)
+
+func init() {
+	for i := range Classes {
+		c := &Classes[i]
+		if byID[c.ID] != nil {
+			panic("signatures: class " + c.ID + " listed twice")
+		}
+		byID[c.ID] = c
+		cc := compiled{c: c, words: split(c.Words), needs: split(c.Needs)}
+		for _, u := range c.Unless {
+			cc.unless = append(cc.unless, []byte(u))
+		}
+		compiledClasses = append(compiledClasses, cc)
+	}
+	grams = buildGrams(compiledClasses)
+	n := 0
+	for _, cc := range compiledClasses {
+		firstAlt = append(firstAlt, n)
+		n += len(cc.words[0])
+	}
+}
+
+func split(ws []string) [][][]byte {
+	var out [][][]byte
+	for _, w := range ws {
+		var alts [][]byte
+		for _, a := range strings.Split(w, "|") {
+			alts = append(alts, []byte(a))
+		}
+		out = append(out, alts)
+	}
+	return out
+}
+
+// ByID returns a class by its ID, or nil.
+func ByID(id string) *Class { return byID[id] }
+
+// lower is ASCII lower case.
+func lower(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
+}
+
+// contains reports whether s holds w, its first byte exactly and the rest
+// in any ASCII case.
+func contains(s, w []byte) bool {
+	if len(w) == 0 {
+		return true
+	}
+	first := w[0]
+	for i := 0; i+len(w) <= len(s); {
+		j := bytes.IndexByte(s[i:len(s)-len(w)+1], first)
+		if j < 0 {
+			return false
+		}
+		i += j
+		k := 1
+		for k < len(w) && lower(s[i+k]) == lower(w[k]) {
+			k++
+		}
+		if k == len(w) {
+			return true
+		}
+		i++
+	}
+	return false
+}
+
+func anyOf(s []byte, alts [][]byte) bool {
+	for _, a := range alts {
+		if contains(s, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// words reports whether s holds every word (one alternative of each) and
+// none of unless.
+func (cc *compiled) matches(s []byte, withNeeds bool) bool {
+	return cc.matchesFrom(s, 0, withNeeds)
+}
+
+// matchesFrom is matches from the word at index from on.
+func (cc *compiled) matchesFrom(s []byte, from int, withNeeds bool) bool {
+	for _, alts := range cc.words[from:] {
+		if !anyOf(s, alts) {
+			return false
+		}
+	}
+	if withNeeds {
+		for _, alts := range cc.needs {
+			if !anyOf(s, alts) {
+				return false
+			}
+		}
+	}
+	for _, u := range cc.unless {
+		if bytes.Contains(s, u) {
+			return false
+		}
+	}
+	return true
+}
+
+// Classify returns the ID of the class a format string belongs to, or ""
+// when none takes it. A class with Needs is a variant of a later base
+// class and takes no format by itself.
+func Classify(format string) string {
+	b := []byte(format)
+	for i := range compiledClasses {
+		cc := &compiledClasses[i]
+		if len(cc.c.Needs) > 0 || cc.c.Independent || cc.c.KeyRe == nil && len(cc.c.Sources) == 1 && (cc.c.Sources[0] == "kernel" || cc.c.Sources[0] == "errno") {
+			continue
+		}
+		if cc.matches(b, false) {
+			return cc.c.ID
+		}
+	}
+	return ""
+}
+
+// MatchIDs appends to dst the classes a line matches, without extracting
+// keys: every class it matches, but a Fallback class only when no other
+// did (then the first Fallback that matches).
+func MatchIDs(dst []*Class, line []byte) []*Class {
+	var buf [4]uint64
+	var cbuf [2]uint64
+	set, classes := bitSet(buf[:len(grams.always)]), bitSet(cbuf[:len(grams.alwaysClasses)])
+	if len(grams.always) > len(buf) || len(grams.alwaysClasses) > len(cbuf) {
+		set, classes = newBitSet(len(grams.refs)), newBitSet(len(compiledClasses))
+	}
+	if !grams.candidates(line, set, classes) {
+		return dst
+	}
+	n := len(dst)
+	specific := false
+	var fallback *Class
+	for i := range compiledClasses {
+		if !classes.has(i) {
+			continue
+		}
+		cc := &compiledClasses[i]
+		if cc.c.Fallback && (specific || fallback != nil) {
+			continue
+		}
+		// The first word: only the alternatives the prefilter saw.
+		hit := false
+		for k := range cc.words[0] {
+			if set.has(firstAlt[i]+k) && contains(line, cc.words[0][k]) {
+				hit = true
+				break
+			}
+		}
+		if !hit || !cc.matchesFrom(line, 1, true) {
+			continue
+		}
+		switch {
+		case cc.c.Fallback:
+			fallback = cc.c
+		case cc.c.Independent:
+			dst = append(dst, cc.c)
+		default:
+			specific = true
+			dst = append(dst, cc.c)
+		}
+	}
+	if !specific && fallback != nil {
+		dst = append(dst, nil)
+		copy(dst[n+1:], dst[n:])
+		dst[n] = fallback
+	}
+	return dst
+}
+
+// MatchLine returns the classes one log line matches, each with its key
+// and the objects the line names. The line is one line of any log format
+// (klog or glog text, structured `"msg" key="value"`, JSON, a journal or
+// syslog line) without its newline.
+func MatchLine(line []byte) []Match {
+	cs := MatchIDs(nil, line)
+	if len(cs) == 0 {
+		return nil
+	}
+	obj := Extract(line)
+	out := make([]Match, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, Match{ID: c.ID, Key: c.KeyOf(line, obj), Objects: obj})
+	}
+	return out
+}
+
+// KeyOf is the key of a line of the class: its KeyRe's first group, else
+// the object of its Key kind.
+func (c *Class) KeyOf(line []byte, obj Objects) string {
+	if c.KeyRe != nil {
+		if m := c.KeyRe.FindSubmatch(line); m != nil {
+			for _, g := range m[1:] {
+				if len(g) > 0 {
+					return string(g)
+				}
+			}
+		}
+	}
+	switch c.Key {
+	case KeyPod:
+		if obj.PodUID != "" {
+			return obj.PodUID
+		}
+		return obj.Pod
+	case KeyVolume:
+		return obj.Volume
+	case KeyDevice:
+		if obj.Device != "" {
+			return obj.Device
+		}
+		return obj.Volume
+	case KeyPath:
+		return obj.Path
+	case KeyServer:
+		return obj.Server
+	case KeyTask:
+		return obj.Task
+	}
+	return ""
+}
+
+const uidRe = `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`
+
+var (
+	// `Pod "name_ns(uid)"` (format.Pod of kubelets before 1.21), in any
+	// quoting.
+	rePodFormat = regexp.MustCompile(`([a-z0-9][-a-z0-9.]*)_([a-z0-9][-a-z0-9]*)\((` + uidRe + `)\)`)
+	// podUID="uid", "podUID":"uid", (UID: "uid"), pod "uid", podUID=uid.
+	rePodUID = regexp.MustCompile(`(?i)(?:pod_?uid|\(UID:|pod|orphaned pod|podName:)[\s"\\:=]*(` + uidRe + `)`)
+	// /var/lib/kubelet/pods/<uid>/ in a path.
+	rePodDir = regexp.MustCompile(`/pods/(` + uidRe + `)`)
+	// pod="ns/name", "pod":"ns/name", pod=ns/name.
+	rePodName = regexp.MustCompile(`\bpod` + `\\*"?\s*[=:]\s*` + q + `?([a-z0-9][-a-z0-9]*/[a-z0-9][-a-z0-9.]*)`)
+	// JSON logging of klog.KObj: "pod":{"name":"web-0","namespace":"default"}.
+	rePodJSON = regexp.MustCompile(`"pod":\{"name":"([^"]+)","namespace":"([^"]+)"\}`)
+	// The volume: UniqueName first, then volumeName=, volume "x", the CSI
+	// volume ID in its many spellings.
+	reUniqueName = regexp.MustCompile(`(?i)UniqueName:\s*` + q + `([^"\\]+)|volumeName:([^\s"\\]+)`)
+	reVolume     = regexp.MustCompile(`(?i)(?:volume_?name|volume_?id|volumeHandle|VolumeId|Req-ID|Volume ID|spec\.Name)` + `\\*"?\s*[=:]?\s*` + q + `?([^\s"\\,}\]]+)` +
+		`|(?:volume|for volume|Volume)\s+` + q + `([^"\\]+)` +
+		// unquoted, a name with a digit or a dash: "volume pvc-5d1e ..."
+		`|\b[Vv]olume\s+([A-Za-z0-9_.^/-]*[0-9-][A-Za-z0-9_.^/-]*)`)
+	reDevice = regexp.MustCompile(`(/dev/(?:rbd|nbd|sd|xvd|vd|nvme|dm-|mapper/|loop|longhorn/)[^\s"\\:,;)\]}]*)`)
+	rePath   = regexp.MustCompile(`(/(?:var/lib|run|var/run|mnt|data|opt|home|srv)/[^\s"\\:,;)\]}]+)`)
+	reServer = regexp.MustCompile(`nfs: server (\S+)|libceph: (mon\d+ \S+)|(?:server|Server)[=:\s]+` + q + `?([A-Za-z0-9][-A-Za-z0-9.:\[\]]+)`)
+	reTask   = regexp.MustCompile(`task (\S+?:\d+) blocked`)
+)
+
+// Extract reads every object a line names. Only matched lines are read
+// (regular expressions; the matching itself is plain byte search).
+func Extract(line []byte) Objects {
+	var o Objects
+	if m := rePodFormat.FindSubmatch(line); m != nil {
+		o.Pod, o.PodUID = string(m[2])+"/"+string(m[1]), string(m[3])
+	}
+	if o.PodUID == "" {
+		if m := rePodUID.FindSubmatch(line); m != nil {
+			o.PodUID = string(m[1])
+		} else if m := rePodDir.FindSubmatch(line); m != nil {
+			o.PodUID = string(m[1])
+		}
+	}
+	if o.Pod == "" {
+		if m := rePodJSON.FindSubmatch(line); m != nil {
+			o.Pod = string(m[2]) + "/" + string(m[1])
+		} else if m := rePodName.FindSubmatch(line); m != nil {
+			o.Pod = string(m[1])
+		}
+	}
+	if m := reUniqueName.FindSubmatch(line); m != nil {
+		o.Volume = first(m)
+	} else if m := reVolume.FindSubmatch(line); m != nil {
+		o.Volume = first(m)
+	}
+	if m := reDevice.FindSubmatch(line); m != nil {
+		o.Device = string(m[1])
+	}
+	if m := rePath.FindSubmatch(line); m != nil {
+		o.Path = strings.TrimRight(string(m[1]), ".")
+	}
+	if m := reServer.FindSubmatch(line); m != nil {
+		o.Server = first(m)
+	}
+	if m := reTask.FindSubmatch(line); m != nil {
+		o.Task = string(m[1])
+	}
+	if o.Volume == "" && o.Path != "" {
+		// A block volume's publish path, a PV's staging path:
+		// .../volumeDevices/publish/<pv>, .../csi/pv/<pv>/globalmount.
+		for _, marker := range []string{"/volumeDevices/publish/", "/volumeDevices/staging/", "/csi/pv/"} {
+			if i := strings.Index(o.Path, marker); i >= 0 {
+				o.Volume, _, _ = strings.Cut(o.Path[i+len(marker):], "/")
+			}
+		}
+	}
+	if o.Volume == "" && o.Path != "" {
+		// A pod volume's directory names it:
+		// .../pods/<uid>/volumes/<plugin>/<name>[/mount].
+		if i := strings.Index(o.Path, "/volumes/"); i >= 0 {
+			rest := strings.Split(o.Path[i+len("/volumes/"):], "/")
+			if len(rest) >= 2 && rest[1] != "" {
+				o.Volume = rest[1]
+			}
+		}
+	}
+	return o
+}
+
+func first(m [][]byte) string {
+	for _, g := range m[1:] {
+		if len(g) > 0 {
+			return string(g)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,100 @@
+package signatures
+
+import (
+	"reflect"
+	"testing"
+)
+
+type idKey struct{ ID, Key string }
+
+func ids(ms []Match) []idKey {
+	var out []idKey
+	for _, m := range ms {
+		out = append(out, idKey{m.ID, m.Key})
+	}
+	return out
+}
+
+func TestMatchLine(t *testing.T) {
+	const uid = "0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d"
+	for _, tc := range []struct {
+		line string
+		want []idKey
+	}{
+		{`nfs: server 10.0.0.7 not responding, still trying`, []idKey{{"nfs-not-responding", "10.0.0.7"}}},
+		{`[ 12.5] nfs: server nas.lan OK`, []idKey{{"nfs-ok", "nas.lan"}}},
+		{`libceph: mon0 (1)10.0.0.1:6789 session lost, hunting for new mon`, []idKey{{"libceph-session-lost", "mon0 (1)10.0.0.1:6789"}}},
+		{`libceph: mon1 (1)10.0.0.2:6789 session established`, []idKey{{"libceph-session-established", "mon1 (1)10.0.0.2:6789"}}},
+		{`INFO: task kworker/1:2:123 blocked for more than 120 seconds.`, []idKey{{"kernel-hung-task", "kworker/1:2:123"}}},
+		// The kubelet's signature, and the errno text it wraps.
+		{`E1121 operation_generator.go: UnmountVolume.TearDown failed for volume "v" (UniqueName: "kubernetes.io/csi/drv^vol-1") : unlinkat /var/lib/kubelet/pods/x: device or resource busy`,
+			[]idKey{{"teardown-busy", "kubernetes.io/csi/drv^vol-1"}, {"unlinkat-busy", "/var/lib/kubelet/pods/x"}}},
+		// A generic failure wording gives way to the error it wraps.
+		{`E0102 nestedpendingoperations.go:348] Operation for "{volumeName:kubernetes.io/csi/rbd.csi.ceph.com^0001-x podName: nodeName:}" failed. Error: MountVolume.MountDevice failed for volume "pvc-1" (UniqueName: "kubernetes.io/csi/rbd.csi.ceph.com^0001-x") pod "web-0" (UID: "` + uid + `") : rpc error: code = Aborted desc = an operation with the given Volume ID 0001-x already exists`,
+			[]idKey{{"csi-operation-exists", "0001-x"}}},
+		{`E0102 nestedpendingoperations.go:348] MountVolume.SetUp failed for volume "pvc-1" : secret "x" not found`, []idKey{{"mount-failed", "pvc-1"}}},
+		// Case variants and an older wording without UniqueName.
+		{`E0412 reconciler.go:237] operationExecutor.UnmountVolume failed: UnmountVolume.Teardown failed for volume "pvc-1" : remove /var/lib/kubelet/pods/` + uid + `/volumes/kubernetes.io~csi/pvc-1/mount: directory not empty`,
+			[]idKey{{"teardown-not-empty", "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~csi/pvc-1/mount"}}},
+		{`rpc error: code = Aborted desc = an operation with the given Volume ID vol-9 already exists`, []idKey{{"csi-operation-exists", "vol-9"}}},
+		// Before 1.21: format.Pod's name_namespace(uid).
+		{`I0101 kubelet_pods.go:915] Pod "web-0_default(` + uid + `)" is terminated, but some volumes have not been cleaned up`,
+			[]idKey{{"pod-volumes-not-cleaned-up", uid}}},
+		{`I0101 kubelet.go:2296] "Pod is terminated, but some volumes have not been cleaned up" pod="default/web-0" podUID="` + uid + `"`,
+			[]idKey{{"pod-volumes-not-cleaned-up", uid}}},
+		{`{"ts":1700000000.1,"caller":"kubelet/kubelet.go:2296","msg":"Pod is terminated, but some volumes have not been cleaned up","v":3,"pod":{"name":"web-0","namespace":"default"},"podUID":"` + uid + `"}`,
+			[]idKey{{"pod-volumes-not-cleaned-up", uid}}},
+		{`E0101 kubelet_volumes.go:140] Orphaned pod "` + uid + `" found, but volume paths are still present on disk : There were a total of 3 errors similar to this. Turn up verbosity to see them.`,
+			[]idKey{{"orphaned-pod-volume-paths", uid}}},
+		{`E0101 kubelet_volumes.go:147] Failed to remove orphaned pod "` + uid + `" dir; err: remove /var/lib/kubelet/pods/` + uid + `/volumes: device or resource busy`,
+			[]idKey{{"orphaned-pod-remove-failed", uid}}},
+		{`runc: unmount /run/containerd/io.containerd.grpc.v1.cri/sandboxes/abc/shm: device or resource busy`, []idKey{{"runtime-shm-busy", "/run/containerd/io.containerd.grpc.v1.cri/sandboxes/abc/shm"}}},
+		{`E0101 remote_runtime.go:222] "StopPodSandbox from runtime service failed" err="rpc error: code = DeadlineExceeded desc = context deadline exceeded" podSandboxID="abc"`,
+			[]idKey{{"runtime-deadline-exceeded", ""}}},
+		// The kubelet's first seconds: not a stuck PLEG.
+		{`PLEG is not healthy: pleg has yet to be successful`, nil},
+		{`an ordinary line`, nil},
+		{``, nil},
+	} {
+		if got := ids(MatchLine([]byte(tc.line))); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("MatchLine(%q) = %+v, want %+v", tc.line, got, tc.want)
+		}
+	}
+}
+
+func TestExtract(t *testing.T) {
+	const uid = "0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d"
+	for _, tc := range []struct {
+		line string
+		want Objects
+	}{
+		{`Pod "web-0_default(` + uid + `)" is terminated`, Objects{PodUID: uid, Pod: "default/web-0"}},
+		{`"msg" pod="kube-system/csi-node-x" podUID="` + uid + `"`, Objects{PodUID: uid, Pod: "kube-system/csi-node-x"}},
+		{`{"pod":{"name":"web-0","namespace":"ns1"},"podUID":"` + uid + `"}`, Objects{PodUID: uid, Pod: "ns1/web-0"}},
+		{`err="UnmountVolume.TearDown failed for volume \"data\" (UniqueName: \"kubernetes.io/csi/x^v\") pod \"` + uid + `\""`,
+			Objects{PodUID: uid, Volume: "kubernetes.io/csi/x^v"}},
+		{`rbd: unmap for spec (pool/img) failed (exit status 16): (rbd: sysfs write failed rbd: unmap failed: (16) Device or resource busy) /dev/rbd3`,
+			Objects{Device: "/dev/rbd3"}},
+		{`remove /var/lib/kubelet/pods/` + uid + `/volumes/kubernetes.io~csi/pvc-9/mount: device or resource busy`,
+			Objects{PodUID: uid, Volume: "pvc-9", Path: "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~csi/pvc-9/mount"}},
+		{`nfs: server 10.1.2.3 not responding`, Objects{Server: "10.1.2.3"}},
+	} {
+		if got := Extract([]byte(tc.line)); got != tc.want {
+			t.Errorf("Extract(%q) =\n %+v, want\n %+v", tc.line, got, tc.want)
+		}
+	}
+}
+
+func TestClassesWellFormed(t *testing.T) {
+	for _, c := range Classes {
+		if c.ID == "" || c.Meaning == "" || len(c.Words) == 0 || len(c.Sources) == 0 {
+			t.Errorf("class %+v: ID, Meaning, Words and Sources are required", c.ID)
+		}
+		if c.Example != "" {
+			ms := MatchLine([]byte(c.Example))
+			if len(ms) == 0 || ms[0].ID != c.ID {
+				t.Errorf("class %s: its example matches %+v", c.ID, ids(ms))
+			}
+		}
+	}
+}
