@@ -76,7 +76,15 @@ func ChildMain() int {
 		sink.send(Event{Type: EventDone, Status: StatusError, Error: "unknown collector " + cfg.Collector})
 		return 1
 	}
+	var pool *isolate.Pool
+	if spec.PrestartWorker {
+		pool = isolate.NewPool(cfg.Common.Workers, cfg.Common.ProbeTimeout)
+		pool.Prestart()
+	}
 	red, err := NewRedactor(cfg.Common.Redaction)
+	if err != nil && pool != nil {
+		pool.Close()
+	}
 	if err != nil {
 		sink.send(Event{Type: EventDone, Status: StatusError, Error: "setting up redaction: " + err.Error()})
 		return 1
@@ -85,7 +93,7 @@ func ChildMain() int {
 	// the redactor: a collector sees only Env.Redact.
 	cfg.Common.Redaction = nil
 	env := &Env{Common: cfg.Common, name: cfg.Collector, dir: cfg.Dir, options: cfg.Options,
-		red: red, events: sink, openFiles: map[string]bool{}, knowsHung: spec.knowsHung()}
+		red: red, events: sink, openFiles: map[string]bool{}, knowsHung: spec.knowsHung(), workers: pool}
 	roots := hostfs.Roots{Root: env.Root}
 	if env.Proc == "" {
 		env.Proc = roots.Seen("/proc")

@@ -65,6 +65,11 @@ type Spec struct {
 	Run func(ctx context.Context, env *Env) error
 	// Hidden collectors are left out of listings (test fixtures).
 	Hidden bool
+	// PrestartWorker starts the collector's first isolated worker as
+	// its process starts, so that the worker's start overlaps what the
+	// collector does before its first item (a scan of /proc): for
+	// collectors that always use a worker.
+	PrestartWorker bool
 }
 
 // ErrUnsupported marks a collector whose subject is absent on this node

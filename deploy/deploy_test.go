@@ -116,6 +116,15 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Fatalf("%d %s objects, want 1", len(objs[kind]), kind)
 		}
 	}
+	// The kubelet collector's role and binding, its pprof opt-in's, and
+	// the cluster collector's (nodesnap-cluster, checked in
+	// TestManifestsEqualPodspec).
+	// rbac-pprof.yaml binds its account to the read role and to nodes/proxy.
+	for kind, want := range map[string]int{"ClusterRole": 3, "ClusterRoleBinding": 4} {
+		if len(objs[kind]) != want {
+			t.Fatalf("%d %s objects, want %d (nodesnap, nodesnap-pprof and nodesnap-cluster)", len(objs[kind]), kind, want)
+		}
+	}
 	ns := objs["Namespace"][0].(*corev1.Namespace)
 	if ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
 		t.Errorf("namespace %s does not let Pod Security Admission admit privileged pods", ns.Name)
@@ -631,13 +640,16 @@ func TestDocsExamplesParse(t *testing.T) {
 	n := 0
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
-		inCode := false
+		inCode, shell := false, false
 		for i, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			if l := strings.TrimSpace(line); strings.HasPrefix(l, "```") {
 				inCode = !inCode
+				// A command's printed output (```text) is not an example.
+				lang := strings.TrimPrefix(l, "```")
+				shell = lang == "" || lang == "sh" || lang == "bash" || lang == "shell" || lang == "console"
 				continue
 			}
-			if !inCode {
+			if !inCode || !shell {
 				continue
 			}
 			_, rest, ok := strings.Cut(line, "nodesnap collect")
@@ -681,13 +693,16 @@ func checkPodCommandExamples(t *testing.T, files []string) int {
 	n := 0
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
-		inCode := false
+		inCode, shell := false, false
 		for i, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			if l := strings.TrimSpace(line); strings.HasPrefix(l, "```") {
 				inCode = !inCode
+				// A command's printed output (```text) is not an example.
+				lang := strings.TrimPrefix(l, "```")
+				shell = lang == "" || lang == "sh" || lang == "bash" || lang == "shell" || lang == "console"
 				continue
 			}
-			if !inCode {
+			if !inCode || !shell {
 				continue
 			}
 			for _, m := range podCommand.FindAllStringSubmatch(line, -1) {

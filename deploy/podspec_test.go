@@ -40,6 +40,11 @@ func TestManifestsEqualPodspec(t *testing.T) {
 	}
 	same("the ClusterRole nodesnap of deploy/kubernetes/rbac.yaml", roles["nodesnap"].Rules, podspec.KubeletRules(""))
 	same("the ClusterRole nodesnap-pprof of deploy/kubernetes/rbac-pprof.yaml", roles["nodesnap-pprof"].Rules, podspec.PprofRules(""))
+	if roles["nodesnap-cluster"] == nil {
+		t.Error("deploy/kubernetes/rbac.yaml has no ClusterRole nodesnap-cluster for the cluster collector")
+	} else {
+		same("the ClusterRole nodesnap-cluster of deploy/kubernetes/rbac.yaml", roles["nodesnap-cluster"].Rules, podspec.ClusterRules())
+	}
 	for k, v := range podspec.PodSecurityLabels() {
 		if got := objs["Namespace"][0].(interface{ GetLabels() map[string]string }).GetLabels()[k]; got != v {
 			t.Errorf("rbac.yaml's namespace has %s=%q, podspec says %q", k, got, v)

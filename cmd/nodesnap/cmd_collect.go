@@ -433,6 +433,11 @@ func runCollect(ctx context.Context, o *collectOptions, flags *pflag.FlagSet, ar
 	if err := sopts.Validate(); err != nil {
 		return err
 	}
+	// Who nodesnap itself is (its pid, namespaces, pod), found while the
+	// output directory is checked and locked: each may start a worker,
+	// and their process starts overlap.
+	self := make(chan *bundle.Self, 1)
+	go func() { self <- collectors.IdentifySelf() }()
 	out, err := outputdir.Open(preCtx, outputdir.Options{Dir: outDir, File: o.outputFile, Create: o.outputFile == "", TmpDir: o.tmpDir,
 		Lock: true, LockWait: o.lockWait, MinFree: uint64(max(minFree, 0))})
 	if err != nil {
@@ -457,6 +462,7 @@ func runCollect(ctx context.Context, o *collectOptions, flags *pflag.FlagSet, ar
 		sopts.Progress = disp.update
 	}
 	sopts.Output = out
+	sopts.Common.Self = <-self
 	isolate.TuneGC()
 	res, err := supervisor.Run(ctx, sopts)
 	if err != nil {

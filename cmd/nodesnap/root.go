@@ -44,6 +44,7 @@ with a deadline.
 		newBundleCatCommand(),
 		newDiffCommand(),
 		newDocsCommand(),
+		newExplainCommand(),
 		newFleetCommand(),
 		newHoldCommand(),
 		newInspectCommand(),

@@ -215,7 +215,7 @@ func TestCollectDefaultMinFree(t *testing.T) {
 // run and its lock alone.
 func TestCollectSignalWhileWaitingForLock(t *testing.T) {
 	out := t.TempDir()
-	first := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=3s"}, "collect", "-q", "--output-dir", out, "--only", "test-slow", "--timeout", "60s")
+	first := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=10s"}, "collect", "-q", "--output-dir", out, "--only", "test-slow", "--timeout", "60s")
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -224,25 +224,45 @@ func TestCollectSignalWhileWaitingForLock(t *testing.T) {
 	defer func() { syscall.Kill(-first.Process.Pid, syscall.SIGKILL); <-firstDone }()
 	waitForLockHolder(t, out, first.Process.Pid)
 
-	second := nodesnapCmd([]string{fastEnv}, append([]string{"collect", "-q", "--output-dir", out, "--lock-wait", "60s"}, fastRun...)...)
-	var errb bytes.Buffer
-	second.Stderr = &errb
-	if err := second.Start(); err != nil {
-		t.Fatal(err)
+	// A loaded machine can take longer than the pause to bring the second
+	// run to its wait: a stop before it (while it checks the directory) is
+	// a clean stop too, but not the one under test, so it is tried again
+	// with a longer pause while the first run still holds the lock.
+	waited := false
+	for _, pause := range []time.Duration{300 * time.Millisecond, time.Second, 3 * time.Second} {
+		second := nodesnapCmd([]string{fastEnv}, append([]string{"collect", "-q", "--output-dir", out, "--lock-wait", "60s"}, fastRun...)...)
+		var errb bytes.Buffer
+		second.Stderr = &errb
+		if err := second.Start(); err != nil {
+			t.Fatal(err)
+		}
+		secondDone := make(chan struct{})
+		go func() { second.Wait(); close(secondDone) }()
+		time.Sleep(pause) // waiting for the lock by now, unless the machine is slow
+		second.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-secondDone:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-second.Process.Pid, syscall.SIGKILL)
+			<-secondDone
+			t.Fatal("the waiting run did not stop on SIGTERM")
+		}
+		if code := second.ProcessState.ExitCode(); code != exitFatal || !strings.Contains(errb.String(), "stopped while") {
+			t.Fatalf("waiting run: exit %d, stderr %q; want %d and a message", code, errb.String(), exitFatal)
+		}
+		if strings.Contains(errb.String(), "stopped while waiting") {
+			waited = true
+			break
+		}
+		t.Logf("stopped before it waited (after %s): %s", pause, strings.TrimSpace(errb.String()))
+		select {
+		case <-firstDone:
+			t.Fatal("the first run finished before the second was seen waiting for its lock")
+		default:
+		}
 	}
-	secondDone := make(chan struct{})
-	go func() { second.Wait(); close(secondDone) }()
-	time.Sleep(300 * time.Millisecond) // waiting for the lock by now
-	second.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-secondDone:
-	case <-time.After(10 * time.Second):
-		syscall.Kill(-second.Process.Pid, syscall.SIGKILL)
-		<-secondDone
-		t.Fatal("the waiting run did not stop on SIGTERM")
-	}
-	if code := second.ProcessState.ExitCode(); code != exitFatal || !strings.Contains(errb.String(), "stopped while waiting") {
-		t.Errorf("waiting run: exit %d, stderr %q; want %d and a message", code, errb.String(), exitFatal)
+	if !waited {
+		t.Fatal("the second run never reached its wait for the lock")
 	}
 	<-firstDone
 	if code := first.ProcessState.ExitCode(); code != exitOK {

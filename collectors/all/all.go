@@ -3,6 +3,7 @@
 package all
 
 import (
+	_ "github.com/nodesnap/nodesnap/collectors/cluster"
 	_ "github.com/nodesnap/nodesnap/collectors/csi"
 	_ "github.com/nodesnap/nodesnap/collectors/dirshape"
 	_ "github.com/nodesnap/nodesnap/collectors/host"

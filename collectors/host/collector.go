@@ -24,6 +24,7 @@ func init() {
 		Description:    "hostname, kernel, os-release, uptime, load, cpu and memory, cgroup version, boot id",
 		Requires:       "nothing beyond reading /proc and /etc; root for a few /proc files",
 		DefaultEnabled: true,
+		PrestartWorker: true, // every run reads through a worker
 		DefaultTimeout: 15 * time.Second,
 		After:          []string{collectors.MountprobeName},
 		Run:            collectHost,

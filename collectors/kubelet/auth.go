@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -221,6 +222,7 @@ func (k *kubeletRun) remedy(eps []kubeletEndpoint, results [][]KubeletRequest) b
 	var missing []string
 	seen := map[string]bool{}
 	var n401, n403 int
+	var refused []string // the subresources the kubelet answered 403 for
 	pprofOnly := true
 	for i, rs := range results {
 		got, code := false, 0
@@ -238,6 +240,9 @@ func (k *kubeletRun) remedy(eps []kubeletEndpoint, results [][]KubeletRequest) b
 		} else {
 			n403++
 			pprofOnly = pprofOnly && eps[i].pprof
+			if sr := eps[i].subresource; sr != "" && !slices.Contains(refused, sr) {
+				refused = append(refused, sr)
+			}
 		}
 		if name := kubeletEvidenceName(eps[i].name); !seen[name] {
 			seen[name] = true
@@ -279,7 +284,13 @@ func (k *kubeletRun) remedy(eps []kubeletEndpoint, results [][]KubeletRequest) b
 			})
 		return true
 	}
-	reason := who + " may not get the kubelet's subresources (403): the kubelet asks the API server, whose RBAC must allow get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics and nodes/stats (nodes/proxy instead of the first three on kubelets before 1.33)"
+	// Name what the kubelet refused, not what it might have: a token that
+	// may read pods but not metrics is missing nodes/metrics alone.
+	what := "the kubelet's subresources"
+	if len(refused) > 0 {
+		what = strings.Join(refused, ", ")
+	}
+	reason := who + " may not get " + what + " (403): the kubelet asks the API server, whose RBAC must allow get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics and nodes/stats (nodes/proxy instead of the first three on kubelets before 1.33)"
 	var fix []string
 	switch {
 	case strings.HasPrefix(user, "system:node:"):

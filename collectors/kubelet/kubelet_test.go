@@ -37,6 +37,10 @@ const (
 	goodToken      = "kubelet-test-token-7f3a9c1e5b2d4086a1e9"
 	leastToken     = "least-privilege-token-3e9d1c7b5a2f4860"
 	forbiddenToken = "weak-identity-token-0c5e8b7a6d4f3e2a1b"
+	// noMetricsToken's identity may read the kubelet's pods, health and
+	// configuration but not its metrics or stats.
+	noMetricsToken = "no-metrics-identity-token-3f1a9c7e5b2d"
+	noMetricsSA    = "system:serviceaccount:ops:reader"
 	podSecretValue = "hunter2-database-password-value"
 )
 
@@ -83,9 +87,12 @@ func newFakeKubelet(t *testing.T) *fakeKubelet {
 	// authorization, anonymous access off.
 	fk.ca = testkit.NewCA(t)
 	auth := &testkit.KubeletAuth{
-		Tokens:   map[string]string{goodToken: nodesnapSA, forbiddenToken: "system:serviceaccount:monitoring:nodesnap", leastToken: leastSA},
+		Tokens:   map[string]string{goodToken: nodesnapSA, forbiddenToken: "system:serviceaccount:monitoring:nodesnap", leastToken: leastSA, noMetricsToken: noMetricsSA},
 		ClientCA: fk.ca,
 		Allowed: func(user, sub string) bool {
+			if user == noMetricsSA {
+				return sub == "pods" || sub == "healthz" || sub == "configz"
+			}
 			if user == leastSA {
 				// deploy/kubernetes/rbac.yaml's role: no nodes/proxy.
 				return sub == "pods" || sub == "healthz" || sub == "configz" || sub == "metrics" || sub == "stats"
@@ -774,11 +781,11 @@ func TestKubeletCredentialRefusals(t *testing.T) {
 	}{
 		{"service account without binding", []string{"--kubelet-token", forbiddenToken},
 			"the token's identity lacks permission",
-			[]string{"system:serviceaccount:monitoring:nodesnap may not get the kubelet's subresources (403)"},
+			[]string{"system:serviceaccount:monitoring:nodesnap may not get nodes/", "nodes/metrics", "(403)"},
 			[]string{"kubectl apply -f deploy/kubernetes/rbac.yaml && kubectl create clusterrolebinding nodesnap-monitoring-nodesnap --clusterrole=nodesnap --serviceaccount=monitoring:nodesnap"}},
 		{"the node's own certificate", []string{"--kubelet-client-cert", nodeCrt, "--kubelet-client-key", nodeKey},
 			"the client certificate's identity lacks permission",
-			[]string{"system:node:node-1 may not get the kubelet's subresources (403)"},
+			[]string{"system:node:node-1 may not get nodes/", "nodes/metrics", "(403)"},
 			[]string{"not granted the kubelet's subresources", "NODESNAP_KUBELET_TOKEN=$(kubectl -n nodesnap create token nodesnap --duration=10m) nodesnap collect"}},
 		{"certificate of another CA", []string{"--kubelet-client-cert", strangerCrt, "--kubelet-client-key", strangerKey},
 			"the client certificate was rejected (401)",
@@ -903,4 +910,24 @@ func TestKubeletOwnRedactionsCounted(t *testing.T) {
 	if rules[kubelet.RedactionPodEnv] < 1 || rules[kubelet.RedactionKubeletToken] < 1 {
 		t.Errorf("manifest redaction rules %v lack the kubelet collector's own", rules)
 	}
+}
+
+// A token that may read the kubelet's pods but not its metrics is told it
+// lacks nodes/metrics (and nodes/stats), not nodes/proxy or every
+// subresource: the hint names what the kubelet refused.
+func TestKubeletRefusalNamesTheSubresource(t *testing.T) {
+	fk := newFakeKubelet(t)
+	supervisortest.Flags(t, "kubelet", "--kubelet-url", fk.srv.URL, "--kubelet-readonly-url", "", "--kubelet-healthz-url", "",
+		"--kubelet-token", noMetricsToken, "--kubelet-pprof=false")
+	b := supervisortest.Collect(t, "kubelet", collectors.Common{Root: fk.root(t)})
+	rs := remedies(t, b)
+	if len(rs) == 0 {
+		t.Fatalf("no remedy; status %s (%s)", b.Res.Status, b.Res.Error)
+	}
+	r := rs[0].Reason
+	refused, _, _ := strings.Cut(r, " (403)")
+	if !strings.HasPrefix(refused, noMetricsSA+" may not get nodes/metrics") || strings.Contains(refused, "nodes/proxy") || strings.Contains(refused, "nodes/pods") {
+		t.Errorf("reason %q: want it to name nodes/metrics as what was refused, not nodes/proxy or nodes/pods", r)
+	}
+	supervisortest.AssertAbsent(t, b, noMetricsToken)
 }

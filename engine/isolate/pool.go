@@ -199,6 +199,24 @@ func itemEvidence(pid, tid int) *layout.HangEvidence {
 	return h
 }
 
+// Prestart starts a worker in the background when the pool has none, so
+// that its process start (the runtime and every package's init: tens of
+// milliseconds of CPU) overlaps the caller's own work instead of delaying
+// its first item. A worker that failed to start is dropped; the first Do
+// then starts another and reports why that one failed.
+func (p *Pool) Prestart() {
+	p.mu.Lock()
+	if p.closed || len(p.workers) > 0 {
+		p.mu.Unlock()
+		return
+	}
+	w := &worker{ready: make(chan struct{}), routed: make(chan struct{}), calls: map[uint64]*call{}}
+	p.workers = append(p.workers, w)
+	p.started++
+	p.mu.Unlock()
+	go p.start(w)
+}
+
 // assign registers a new call on a worker with room, starting one when
 // none has.
 func (p *Pool) assign() (*worker, uint64, *call, error) {

@@ -114,6 +114,11 @@ func Open(ctx context.Context, o Options) (*Output, error) {
 	}
 	out.pool = isolate.NewPool(1, out.opTimeout)
 	out.lockPool = isolate.NewPool(1, out.opTimeout)
+	if o.Lock {
+		// The lock's worker starts while the stat runs: two process
+		// starts side by side rather than one after the other.
+		out.lockPool.Prestart()
+	}
 	// The stat alone first, under the short deadline: a hung directory
 	// costs that, not --lock-wait as well.
 	err := out.do(ctx, out.opTimeout, opOutputCheck, openReq{Dir: o.Dir, File: o.File, Create: o.Create, TmpDir: o.TmpDir, SupervisorPID: os.Getpid()}, nil)

@@ -157,6 +157,15 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 	if opts.OutputFile != "" {
 		outDir = filepath.Dir(opts.OutputFile)
 	}
+	// Who nodesnap itself is, so that no collector counts its own
+	// processes, mount namespace or pod as evidence. Found while the
+	// output directory is opened: both may start a worker, and the two
+	// process starts overlap.
+	var self chan *bundle.Self
+	if opts.Common.Self == nil {
+		self = make(chan *bundle.Self, 1)
+		go func() { self <- collectors.IdentifySelf() }()
+	}
 	out := opts.Output
 	if out == nil {
 		// Checked (and cleaned of what killed runs left) in a worker
@@ -168,10 +177,8 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 		defer out.Close()
 	}
 
-	if opts.Common.Self == nil {
-		// Who nodesnap itself is, so that no collector counts its own
-		// processes, mount namespace or pod as evidence.
-		opts.Common.Self = collectors.IdentifySelf()
+	if self != nil {
+		opts.Common.Self = <-self
 	}
 	r := &run{out: out, opts: opts, start: time.Now(), hungSet: map[string]bool{}, facts: map[string]string{},
 		results: map[string]*collectorRun{}, children: map[*isolate.Child]struct{}{}, mappings: map[string]string{}}

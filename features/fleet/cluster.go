@@ -128,7 +128,9 @@ func (c *created) nodeIdentity(ctx context.Context, o *Options, runID, node, nam
 		return fmt.Errorf("creating the node's service account %s/%s: %w", o.Namespace, name, err)
 	}
 	record(func(id *identity) { id.sa = true })
-	rules := podspec.KubeletRules(node)
+	// The node's kubelet subresources, and what the cluster collector
+	// reads of the node's view through the API (get and list, no Secret).
+	rules := append(podspec.KubeletRules(node), podspec.ClusterRules()...)
 	if o.Pprof {
 		rules = append(rules, podspec.PprofRules(node)...)
 	}

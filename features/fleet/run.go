@@ -377,8 +377,19 @@ func (r *runner) expired(ictx, gctx context.Context, phase, hint string) (Status
 	if gctx.Err() != nil {
 		return r.stopped(ictx, gctx, while)
 	}
-	return StatusTimeout, fmt.Sprintf("the per-node deadline (--node-timeout %s) passed while %s", r.o.NodeTimeout, while)
+	msg := fmt.Sprintf("the per-node deadline (--node-timeout %s) passed while %s", r.o.NodeTimeout, while)
+	if phase == PhasePending {
+		msg += "; " + PendingHint
+	}
+	return StatusTimeout, msg
 }
+
+// HostCollectCommand collects a node from a shell on it: what works where
+// the node's kubelet starts no pod.
+const HostCollectCommand = "sudo nodesnap collect"
+
+// PendingHint says what a collection pod that never started means.
+const PendingHint = "the node's kubelet never started the collection pod, as a kubelet whose sync loop is stuck (a hung mount, incident 003) starts none: collect on the node itself with `" + HostCollectCommand + "`"
 
 // logTail is the end of the collect container's log, for the reason of a
 // failed collection.

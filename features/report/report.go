@@ -148,7 +148,9 @@ type page struct {
 
 	Findings     []finding
 	MoreFindings int
-	BudgetCut    int
+	// Pods are the pods in trouble with their chains (the cluster view).
+	Pods      []podRow
+	BudgetCut int
 
 	Hung     []hung
 	MoreHung int
@@ -336,6 +338,7 @@ func buildPage(rep *analyze.Report, m *bundle.Manifest) *page {
 	for i, f := range fs {
 		p.Findings = append(p.Findings, findingRow(i, f, fileRefs, bud))
 	}
+	p.Pods = podRows(rep, bud)
 	p.Timeline, p.TimelineNote = timelineChart(rep, fs)
 	if f := rep.Facts; f != nil {
 		p.HasFacts = true
@@ -592,4 +595,36 @@ func orUnknown(s string) string {
 		return "unknown host"
 	}
 	return s
+}
+
+// podRow is one pod in trouble and its chain.
+type podRow struct {
+	Name, Symptom, Unexplained string
+	Chain                      []chainRow
+}
+
+type chainRow struct {
+	N                    int
+	Anchor, Summary, How string
+}
+
+// maxPodRows bounds the pods listed.
+const maxPodRows = 200
+
+func podRows(rep *analyze.Report, bud *budget) []podRow {
+	var out []podRow
+	for _, pr := range rep.Pods {
+		if pr.Symptom == "" || len(out) >= maxPodRows {
+			continue
+		}
+		row := podRow{Name: human.Cut(pr.Namespace+"/"+pr.Name, 300), Symptom: bud.take(pr.Symptom, 500)}
+		for _, l := range pr.Chain {
+			row.Chain = append(row.Chain, chainRow{N: l.Index, Anchor: fmt.Sprintf("finding-%d", l.Index), Summary: bud.take(l.Summary, 1000), How: bud.take(l.How, 300)})
+		}
+		if !pr.Explained {
+			row.Unexplained = bud.take(strings.Join(pr.Missing, "; "), 2000)
+		}
+		out = append(out, row)
+	}
+	return out
 }

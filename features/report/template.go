@@ -148,6 +148,10 @@ const pageHTML = styleCSS + headHTML + `{{template "head" .Title}}<body>
 {{if .Findings}}<table><tr><th>#</th><th>severity</th><th>id</th><th>title</th></tr>
 {{range .Findings}}<tr><td><a href="#{{.Anchor}}">{{.N}}</a></td><td>{{.Severity}}</td><td class="mono">{{.ID}}</td><td>{{.Title}}</td></tr>
 {{end}}</table>{{end}}
+{{if .Pods}}<h3 id="pods">Pods in trouble</h3>
+<p>The API's view of the node (the cluster collector) joined to the findings: each pod's symptom, then what causes it.</p>
+<ul>{{range .Pods}}<li><span class="mono">{{.Name}}</span> {{.Symptom}}{{range .Chain}} ← <a href="#{{.Anchor}}">[{{.N}}]</a> {{.Summary}} <em>({{.How}})</em>{{end}}{{if .Unexplained}} ← <strong>no node-side cause found in this bundle</strong>; missing: {{.Unexplained}}{{end}}</li>
+{{end}}</ul>{{end}}
 {{if .BudgetCut}}<p class="cut">This page quotes at most about 1 MiB of the bundle's text: {{.BudgetCut}} lines, records or stacks are cut short below (nodesnap analyze --json has them whole).</p>{{end}}
 {{if .MoreFindings}}<p class="cut">… and {{.MoreFindings}} more findings of lower severity, not shown here (nodesnap analyze --json lists every one).</p>{{end}}
 {{range .Findings}}

@@ -195,6 +195,8 @@ func (st *state) readerFor(name string) func(string, io.Reader) error {
 		return st.readShape
 	case name == layout.CSIInventoryPath:
 		return st.readCSI
+	case name == layout.ClusterObjectsPath:
+		return st.readClusterObjects
 	case name == layout.KubeletHealthzPath:
 		return st.readHealthz
 	case name == layout.KubeletPodsPath:

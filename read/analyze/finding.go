@@ -68,6 +68,32 @@ type Finding struct {
 	Evidence []Evidence `json:"evidence"`
 	// Remediation lists what an operator runs or changes, in order.
 	Remediation []string `json:"remediation"`
+	// Impact is what the finding hurts, for ranking: "kubelet-sync-loop"
+	// (every pod the kubelet should start or stop waits), "pod-volumes"
+	// (named pods' volumes), or empty.
+	Impact string `json:"impact,omitempty"`
+	// Pods are the pods (as the API names them) this finding hurts, and
+	// how; only with the cluster collector's view.
+	Pods []PodImpact `json:"pods,omitempty"`
+	// Members are the findings a grouped finding stands for (one cause,
+	// many mounts): each one's subject, summary and fix.
+	Members []GroupMember `json:"members,omitempty"`
+}
+
+// GroupMember is one finding folded into a grouped one.
+type GroupMember struct {
+	Subject     string   `json:"subject"`
+	Summary     string   `json:"summary"`
+	Remediation []string `json:"remediation"`
+}
+
+// PodImpact is one pod a finding hurts.
+type PodImpact struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid,omitempty"`
+	// How says in words what the finding does to the pod.
+	How string `json:"how"`
 }
 
 // Evidence is one bundle file and what in it shows the finding.
@@ -121,6 +147,12 @@ type Report struct {
 	// FilesRead counts the bundle's entries; BytesRead their bytes.
 	FilesRead int   `json:"files_read"`
 	BytesRead int64 `json:"bytes_read"`
+	// Pods are the pods bound to the node per the API (cluster
+	// collector), each with its symptom and the chain that explains it,
+	// or what is missing to explain it.
+	Pods []PodReport `json:"pods,omitempty"`
+	// ClusterView: the bundle has the API's view (cluster/objects.json).
+	ClusterView bool `json:"cluster_view,omitempty"`
 	// Facts are set only by an analysis with Options.Facts.
 	Facts *Facts `json:"facts,omitempty"`
 }
@@ -146,13 +178,36 @@ func (r *Report) AtLeast(s Severity) bool {
 	return ok && w >= s
 }
 
-// sortFindings orders findings by severity (worst first), then ID and
-// subject, so the output is stable.
+// Impacts of a finding, most harmful first.
+const (
+	ImpactSyncLoop   = "kubelet-sync-loop"
+	ImpactPodVolumes = "pod-volumes"
+)
+
+func impactRank(s string) int {
+	switch s {
+	case ImpactSyncLoop:
+		return 0
+	case ImpactPodVolumes:
+		return 1
+	}
+	return 2
+}
+
+// sortFindings orders findings by severity (worst first), then by what
+// they hurt (the kubelet's sync loop, then pods' volumes, then the rest;
+// more pods first), then ID and subject, so the output is stable.
 func sortFindings(fs []Finding) {
 	sort.SliceStable(fs, func(i, j int) bool {
 		a, b := fs[i], fs[j]
 		if a.Severity != b.Severity {
 			return a.Severity > b.Severity
+		}
+		if ia, ib := impactRank(a.Impact), impactRank(b.Impact); ia != ib {
+			return ia < ib
+		}
+		if len(a.Pods) != len(b.Pods) {
+			return len(a.Pods) > len(b.Pods)
 		}
 		if a.ID != b.ID {
 			return a.ID < b.ID

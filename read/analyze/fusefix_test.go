@@ -40,6 +40,14 @@ func hungFindingFor(t *testing.T, r *analyze.Report, mp string) analyze.Finding 
 		if strings.Contains(f.Summary, mp) {
 			return f
 		}
+		// Mounts of one cause are one finding; each mount's own fix is
+		// that of its member.
+		for _, m := range f.Members {
+			if strings.Contains(m.Summary, mp) {
+				f.Summary, f.Remediation = m.Summary, m.Remediation
+				return f
+			}
+		}
 	}
 	t.Fatalf("no hung-mount finding for %s:\n%s", mp, dump(r))
 	return analyze.Finding{}

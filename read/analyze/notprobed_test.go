@@ -96,11 +96,17 @@ func TestNotProbedKubeletMountBesideHungMounts(t *testing.T) {
 	wantIn(t, "summary", f.Summary, vol, "not probed", "dirshape", "1 task sleeps in ceph code")
 	wantIn(t, "explanation", f.Explanation, "kubelet[4130911]", "ceph_mdsc_do_request", "cleanupOrphanedPodDirs")
 	wantIn(t, "evidence", evidenceText(f), "dirshape/shape.json", "processes/tasks.json", "\"result\":\"unfinished\"")
-	if n := len(findings(r, "hung-mount")); n != 160 {
-		t.Errorf("%d hung-mount findings, want 160", n)
+	// The 160 mounts of one FUSE source in one namespace are one cause:
+	// one finding, after the kubelet's own mount.
+	hungFs := findings(r, "hung-mount")
+	if len(hungFs) != 1 || len(hungFs[0].Members) != 160 {
+		t.Fatalf("%d hung-mount findings (want 1 grouping 160):\n%s", len(hungFs), dump(r))
+	}
+	if r.Findings[0].ID != "mount-not-probed" || r.Findings[0].Impact != analyze.ImpactSyncLoop {
+		t.Errorf("first finding %s (impact %q), want the kubelet's mount-not-probed: it stops the sync loop", r.Findings[0].ID, r.Findings[0].Impact)
 	}
 	// The other mounts' FUSE fix mounts fusectl where it is missing.
-	wantIn(t, "hung-mount remediation", strings.Join(findings(r, "hung-mount")[0].Remediation, "\n"),
+	wantIn(t, "hung-mount remediation", strings.Join(hungFs[0].Remediation, "\n"),
 		"mountpoint -q /sys/fs/fuse/connections || mount -t fusectl none /sys/fs/fuse/connections; echo 1 > /sys/fs/fuse/connections/300/abort", "umount -l /var/lib/cephfs-plugin/mnt/v000")
 	blocked := findings(r, "tasks-blocked-in-kernel")
 	if len(blocked) != 1 || !strings.Contains(blocked[0].Summary, "jbd2/vda1-8[812]") {

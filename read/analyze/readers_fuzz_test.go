@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ var fuzzPaths = []string{
 	"processes/tasks.json", "mounts/mounts.json", "mounts/ns/4026531840.mountinfo", "openfiles/holders.json",
 	"openfiles/processes.jsonl", "mountprobe/probes.json", "dirshape/shape.json", "csi/inventory.json",
 	"kubelet/healthz.txt", "kubelet/pods.json", "kubelet/goroutine-debug2.txt", "runtime/docker/goroutine-debug2.txt",
-	"journal/kubelet.log", "runtime/containerd/cri-pods.json", "kubelet/metrics.txt", "storageclients/state.json", "mounts/mountinfo.txt",
+	"journal/kubelet.log", "runtime/containerd/cri-pods.json", "kubelet/metrics.txt", "storageclients/state.json", "cluster/objects.json", "mounts/mountinfo.txt",
 }
 
 // FuzzReaders feeds arbitrary bytes straight to each reader (no archive
@@ -30,6 +31,13 @@ func FuzzReaders(f *testing.F) {
 			if err == nil {
 				f.Add(uint8(i), b)
 			}
+		}
+	}
+	// The API's views of the cluster joins.
+	views, _ := filepath.Glob(filepath.Join("testdata", "cluster", "*.json"))
+	for _, v := range views {
+		if b, err := os.ReadFile(v); err == nil {
+			f.Add(uint8(slices.Index(fuzzPaths, "cluster/objects.json")), b)
 		}
 	}
 	// The tables file of the newer layout, from incident 002's two tables.

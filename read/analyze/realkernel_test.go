@@ -165,6 +165,13 @@ func TestRealDeadFUSE(t *testing.T) {
 		if strings.Contains(g.Summary, fuse.Mountpoint()) {
 			f = g
 		}
+		// Other dead ceph-fuse mounts of this machine's namespace are
+		// one cause with it: its own finding is a member of the group.
+		for _, m := range g.Members {
+			if strings.Contains(m.Summary, fuse.Mountpoint()) {
+				f, f.Summary = g, m.Summary
+			}
+		}
 	}
 	if f.ID == "" {
 		t.Fatalf("no dead FUSE finding for %s:\n%s", fuse.Mountpoint(), dump(r))

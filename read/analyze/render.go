@@ -69,6 +69,19 @@ func WriteTextOptions(w io.Writer, r *Report, o TextOptions) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	// The pods in trouble, each with its chain (the cluster's view).
+	var troubled []PodReport
+	for _, pr := range r.Pods {
+		if pr.Symptom != "" {
+			troubled = append(troubled, pr)
+		}
+	}
+	if len(troubled) > 0 {
+		p("\npods in trouble (the API's view joined to the node's findings):\n")
+		for _, pr := range troubled {
+			p("%s\n", wrap("- "+chainText(pr), width, "", "    "))
+		}
+	}
 	for i, f := range r.Findings {
 		p("\n%s\n", strings.Repeat("─", width))
 		p("%s\n", wrap(fmt.Sprintf("[%d] %s  %s — %s", i+1, strings.ToUpper(f.Severity.String()), f.ID, f.Title), width, "", "    "))
@@ -76,6 +89,19 @@ func WriteTextOptions(w io.Writer, r *Report, o TextOptions) error {
 			p("%s\n", wrap("subject: "+f.Subject, width, "", "  "))
 		}
 		p("\n%s\n", wrap(f.Summary, width, "", ""))
+		if len(f.Pods) > 0 {
+			var names []string
+			for _, pi := range f.Pods {
+				names = append(names, pi.Namespace+"/"+pi.Name+": "+pi.How)
+			}
+			p("\nPods it hurts:\n")
+			for _, n := range names[:min(len(names), 20)] {
+				p("%s\n", wrap("- "+n, width, "  ", "    "))
+			}
+			if len(names) > 20 {
+				p("  … and %d more\n", len(names)-20)
+			}
+		}
 		if f.Explanation != "" {
 			p("\nWhy:\n%s\n", wrap(f.Explanation, width, "  ", "  "))
 		}

@@ -319,5 +319,8 @@ func (st *state) podName(uid string) string {
 	if p, ok := st.runtimePods[uid]; ok && p.Name != "" {
 		return p.Namespace + "/" + p.Name + " (" + uid + ")"
 	}
+	if p, ok := st.apiPods[uid]; ok && p.Name != "" {
+		return p.Namespace + "/" + p.Name + " (" + uid + ")"
+	}
 	return uid
 }

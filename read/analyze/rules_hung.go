@@ -406,6 +406,13 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 		fmt.Fprintf(&b, "The kubelet's goroutine dump shows pod cleanup stuck: %s. Its housekeeping stat()s the volume paths of dead pods (cleanupOrphanedPodDirs), and one on this mount never returns, so the sync loop stops and new pods never start (incident 003). ",
 			describeGoroutines(stuck))
 	}
+	if len(stuck) == 0 && len(kubelet) > 0 && underKubelet {
+		// No goroutine dump (no kubelet credential), but the kernel's
+		// view says enough: a kubelet thread sleeps in this mount of a pod
+		// volume directory.
+		b.WriteString("Without the kubelet's goroutine dump, its threads' kernel stacks say it: " + listOf(kubelet, 3) +
+			" waits in this pod volume's mount. The kubelet's housekeeping stat()s the volume paths of pods (cleanupOrphanedPodDirs for deleted ones), so its sync loop is most likely stopped there and no new pod starts on this node (incident 003); the goroutine dump (a run with the kubelet's credentials) would confirm it. ")
+	}
 	if len(syncBad) > 0 {
 		b.WriteString("The kubelet's healthz says: " + syncBad[0].Text + ". ")
 	}

@@ -103,6 +103,10 @@ type state struct {
 	// kubelet's stuck goroutines and failing healthz.
 	kubeletExplained bool
 
+	// cluster/objects.json: the API server's view of the node.
+	cluster *layout.ClusterObjects
+	apiPods map[string]podRec
+
 	logs *logIndex
 
 	findings []Finding
@@ -269,6 +273,9 @@ func (st *state) podOf(p *procInfo) string {
 	if !ok || pod.Name == "" {
 		pod, ok = st.runtimePods[uid]
 	}
+	if !ok || pod.Name == "" {
+		pod, ok = st.apiPods[uid]
+	}
 	switch {
 	case ok && pod.Name != "":
 		fmt.Fprintf(&b, "in pod %s/%s", pod.Namespace, pod.Name)
@@ -379,7 +386,8 @@ func (st *state) report() *Report {
 	}
 	sortFindings(st.findings)
 	m := st.manifest
-	rep := &Report{Hostname: m.Host.Hostname, Kernel: m.Host.Kernel, CollectedAt: m.StartedAt,
+	pods := st.podReports()
+	rep := &Report{Pods: pods, ClusterView: st.cluster != nil, Hostname: m.Host.Hostname, Kernel: m.Host.Kernel, CollectedAt: m.StartedAt,
 		ToolVersion: m.Tool.Version, BundleStatus: m.Status, Counts: map[string]int{},
 		Findings: st.findings, FilesRead: st.filesRead, BytesRead: st.bytesRead}
 	if rep.Findings == nil {
@@ -460,4 +468,7 @@ var rules = []rule{
 	{"kernel-storage", ruleKernelStorage},
 	{"bundle", ruleBundle},
 	{"earlier-log-lines", ruleEarlierLogs},
+	// Last: the API's view joined to every finding above.
+	{"volume-attachments", ruleVolumeAttachments},
+	{"pods", rulePods},
 }

@@ -17,7 +17,9 @@
 # root. Everything is removed on exit (the tmpfs is unmounted; the Go
 # benchmark cleans up its own mounts).
 #
-# Usage: sudo test/bench/dirshape_mountprobe.sh   (env: ROUNDS=7 PROBE_TIMEOUT=2s MP_ROUNDS=3)
+# Usage: sudo test/bench/dirshape_mountprobe.sh
+#   env: ROUNDS=7 PROBE_TIMEOUT=2s MP_ROUNDS=3
+#        TREE_DIRS=900 TREE_FILES=999 TREE_BIG=100000 (the tree's shape; smaller for a smoke run)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -28,6 +30,9 @@ for t in go python3 tar find mount umount; do command -v "$t" >/dev/null || die 
 
 PROBE_TIMEOUT=${PROBE_TIMEOUT:-2s}
 MP_ROUNDS=${MP_ROUNDS:-3}
+TREE_DIRS=${TREE_DIRS:-900}
+TREE_FILES=${TREE_FILES:-999}
+TREE_BIG=${TREE_BIG:-100000}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$(nodesnap_bin)
 work=$(mktemp -d /tmp/nodesnap-bench-dirshape.XXXXXX)
@@ -42,24 +47,25 @@ mkdir -p "$tree" "$out"
 mount -t tmpfs -o size=1g,nr_inodes=2m,mode=0755 nodesnap-bench "$tree"
 
 echo "dirshape: building the tree on tmpfs ($(nproc) cpus)"
-python3 - "$tree" <<'EOF'
+python3 - "$tree" "$TREE_DIRS" "$TREE_FILES" "$TREE_BIG" <<'EOF'
 import os, sys
 root = sys.argv[1]
-for d in range(900):
+dirs, files, nbig = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+for d in range(dirs):
     p = "%s/d%03d" % (root, d)
     os.mkdir(p)
-    for f in range(999):
+    for f in range(files):
         os.close(os.open("%s/f%03d" % (p, f), os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
 big = root + "/big"
 os.mkdir(big)
-for i in range(100000):
+for i in range(nbig):
     os.mkdir("%s/d%06d" % (big, i))
 EOF
 
 # Warm the cache, and count.
 find_total=$(find "$tree" -mindepth 1 | wc -l)
 collect="rm -f $out/*.tar.gz; $bin collect -q --output-dir $out --only dirshape --dirshape-root $tree"
-side_by_side "dirshape 1M entries (tmpfs)" "$collect" "find $tree -mindepth 1 | wc -l"
+side_by_side "dirshape $find_total entries (tmpfs)" "$collect" "find $tree -mindepth 1 | wc -l"
 
 rm -f "$out"/*.tar.gz
 /usr/bin/time -f '%M' -o "$work/rss" "$bin" collect -q --output-dir "$out" --only dirshape --dirshape-root "$tree" >/dev/null
@@ -78,7 +84,7 @@ print("dirshape scan alone: %.0f ms (%.0f entries/s); collector %.0f ms" % (r["d
 print("largest directory: %s, %d entries, nlink %d" % (r["largest_dirs"][0]["path"], r["largest_dirs"][0]["entries"], r["largest_dirs"][0]["nlink"]))
 print("peak RSS: whole process tree (GNU time, largest process) %d KiB; dirshape collector and its workers %d KiB (target < 65536)" % (tree_rss, c.get("max_rss_kib", 0)))
 with open(sys.argv[5], "a") as f:
-    f.write(json.dumps({"name": "dirshape 1M entries (tmpfs) totals", "dirshape_entries": r["total_entries"], "find_entries": find_total,
+    f.write(json.dumps({"name": "dirshape %d entries (tmpfs) totals" % find_total, "dirshape_entries": r["total_entries"], "find_entries": find_total,
                         "scan_ms": r["duration_ms"], "peak_rss_kib": tree_rss, "collector_rss_kib": c.get("max_rss_kib", 0)}) + "\n")
 if not ok:
     sys.exit(1)

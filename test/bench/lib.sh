@@ -3,6 +3,9 @@
 ROUNDS=${ROUNDS:-7}
 RESULTS_DIR=${RESULTS_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/bench-results}
 mkdir -p "$RESULTS_DIR"
+# Every script says on what it ran: a shared machine's load moves wall
+# times more than most changes do.
+echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), kernel $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ)"
 
 # nodesnap_bin builds the binary unless NODESNAP points at one.
 nodesnap_bin() {

@@ -19,7 +19,12 @@
 # Usage: sudo test/bench/mounts_openfiles.sh
 #   env: ROUNDS=7 NS=100 THREADS=20 HOLDERS=5 EXTRA_MOUNTS=0
 #        OUTDIR=<dir for the bundles>
+#        NODESNAP=<binary to measure> (default: built from this checkout)
+#        BASELINE=<an earlier nodesnap binary>: measured in the same rounds,
+#          alternating with NODESNAP, its rows printed beside (build one with
+#          `git worktree add /tmp/old REV && (cd /tmp/old && go build -o /tmp/nodesnap-old ./cmd/nodesnap)`)
 set -eu
+. "$(dirname "$0")/lib.sh"
 
 ROUNDS=${ROUNDS:-7}
 NS=${NS:-100}
@@ -60,7 +65,16 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "== building nodesnap and the thread holder"
-(cd "$repo" && CGO_ENABLED=0 go build -o "$work/nodesnap" ./cmd/nodesnap)
+if [ -n "${NODESNAP:-}" ]; then
+	cp "$NODESNAP" "$work/nodesnap"
+else
+	(cd "$repo" && CGO_ENABLED=0 go build -o "$work/nodesnap" ./cmd/nodesnap)
+fi
+BASELINE=${BASELINE:-}
+if [ -n "$BASELINE" ]; then
+	[ -x "$BASELINE" ] || die "BASELINE=$BASELINE is not an executable"
+	cp "$BASELINE" "$work/baseline"
+fi
 mkdir -p "$work/holder"
 cat >"$work/holder/main.go" <<'EOF'
 // holder keeps N threads alive (N-1 goroutines locked to their threads)
@@ -161,13 +175,13 @@ measure() {
 	t1=$(date +%s%N)
 	tail -1 "$work/time.tmp" | awk -v w=$(((t1 - t0) / 1000000)) '{printf "%d %d %d\n", w, $1, ($2 + $3) * 1000}' >>"$work/$name"
 }
-# nodesnap_run NAME COLLECTOR [DIR]: one collection with the bundle in DIR
-# (default $out), plus the collector's own duration (ms) from the manifest
-# into $work/NAME.own.
+# nodesnap_run NAME COLLECTOR [DIR [BINARY]]: one collection with the
+# bundle in DIR (default $out), plus the collector's own duration (ms) from
+# the manifest into $work/NAME.own.
 nodesnap_run() {
-	local name=$1 coll=$2 dir=${3:-$out}
+	local name=$1 coll=$2 dir=${3:-$out} bin=${4:-$work/nodesnap}
 	rm -f "$dir"/*.tar.gz
-	measure "$name" "$work/nodesnap" collect --only "$coll" --output-dir "$dir" -q --timeout 120s
+	measure "$name" "$bin" collect --only "$coll" --output-dir "$dir" -q --timeout 120s
 	local b
 	b=$(ls "$dir"/*.tar.gz)
 	bundle_file "$b" manifest.json | jq -r --arg c "$coll" '.collectors[] | select(.name==$c) | "\(.duration_seconds * 1000 | floor) \(.status)"' >>"$work/$name.own"
@@ -185,6 +199,12 @@ for r in $(seq "$ROUNDS"); do
 	nodesnap_run floor_ram host "$ram"
 	measure lsof lsof -n -P -w
 	nodesnap_run openfiles openfiles
+	if [ -n "$BASELINE" ]; then
+		nodesnap_run base_mounts mounts "$out" "$work/baseline"
+		nodesnap_run base_floor host "$out" "$work/baseline"
+		nodesnap_run base_floor_ram host "$ram" "$work/baseline"
+		nodesnap_run base_openfiles openfiles "$out" "$work/baseline"
+	fi
 	printf '   round %d done\n' "$r"
 done
 
@@ -213,16 +233,33 @@ printf '%-36s %9s %8s %8s %12s\n' "  same, mounts, bundle on tmpfs" "$(col mount
 printf '%-36s %9s %8s %8s %12s\n' "  same, host (floor), bundle on tmpfs" "$(col floor_ram 1 | median)" "$(col floor_ram.own 1 | median)" "$(col floor_ram 3 | median)" "$(col floor_ram 2 | median)"
 printf '%-36s %9s %8s %8s %12s\n' "lsof -n -P -w" "$m_lsof" "-" "$c_lsof" "$(col lsof 2 | median)"
 printf '%-36s %9s %8s %8s %12s\n' "nodesnap collect --only openfiles" "$m_of" "$m_of_own" "$c_of" "$(col openfiles 2 | median)"
+if [ -n "$BASELINE" ]; then
+	printf '%-36s %9s %8s %8s %12s\n' "baseline: collect --only mounts" "$(col base_mounts 1 | median)" "$(col base_mounts.own 1 | median)" "$(col base_mounts 3 | median)" "$(col base_mounts 2 | median)"
+	printf '%-36s %9s %8s %8s %12s\n' "baseline: collect --only host" "$(col base_floor 1 | median)" "$(col base_floor.own 1 | median)" "$(col base_floor 3 | median)" "$(col base_floor 2 | median)"
+	printf '%-36s %9s %8s %8s %12s\n' "baseline:   same, bundle on tmpfs" "$(col base_floor_ram 1 | median)" "$(col base_floor_ram.own 1 | median)" "$(col base_floor_ram 3 | median)" "$(col base_floor_ram 2 | median)"
+	printf '%-36s %9s %8s %8s %12s\n' "baseline: collect --only openfiles" "$(col base_openfiles 1 | median)" "$(col base_openfiles.own 1 | median)" "$(col base_openfiles 3 | median)" "$(col base_openfiles 2 | median)"
+fi
 echo
-echo "floor = a run of the smallest collector: two processes started, a bundle written and fsynced"
+echo "floor = a run of the smallest collector: six processes started (the supervisor, three workers of its own, the collector and its worker), a bundle written and fsynced"
 echo "mounts/cat     wall $(ratio "$m_mounts" "$m_cat")x, collector alone $(ratio "$m_mounts_own" "$m_cat")x, CPU $(ratio "$c_mounts" "$c_cat")x (target <= 0.3)"
 echo "mounts/cat, bundle on tmpfs: wall $(ratio "$(col mounts_ram 1 | median)" "$m_cat")x, collector alone $(ratio "$(col mounts_ram.own 1 | median)" "$m_cat")x, CPU $(ratio "$(col mounts_ram 3 | median)" "$c_cat")x"
 echo "openfiles/lsof wall $(ratio "$m_of" "$m_lsof")x, collector alone $(ratio "$m_of_own" "$m_lsof")x, CPU $(ratio "$c_of" "$c_lsof")x (target <= 0.25)"
+if [ -n "$BASELINE" ]; then
+	echo "baseline mounts/cat      wall $(ratio "$(col base_mounts 1 | median)" "$m_cat")x, collector alone $(ratio "$(col base_mounts.own 1 | median)" "$m_cat")x"
+	echo "baseline openfiles/lsof  wall $(ratio "$(col base_openfiles 1 | median)" "$m_lsof")x, collector alone $(ratio "$(col base_openfiles.own 1 | median)" "$m_lsof")x"
+	echo "floor now/baseline       wall $(ratio "$m_floor" "$(col base_floor 1 | median)")x, bundle on tmpfs $(ratio "$(col floor_ram 1 | median)" "$(col base_floor_ram 1 | median)")x"
+fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 echo "collector statuses: mounts $(col mounts.own 2 | sort | uniq -c | xargs), openfiles $(col openfiles.own 2 | sort | uniq -c | xargs)"
 
 echo
 echo "== checks"
+# Every run must have given its collector's own duration: an empty or zero
+# figure means the manifest was not read (the bench itself is broken).
+for n in mounts openfiles floor; do
+	[ "$(wc -l <"$work/$n.own")" = "$ROUNDS" ] || die "the manifest of $n gave no collector duration in some rounds"
+done
+grep -qv ' ok$' "$work/mounts.own" "$work/openfiles.own" && echo "note: a collector was not ok in some round (statuses above)"
 found_ns=$(bundle_file "$work/last-mounts.tar.gz" mounts/mounts.json | jq '.namespaces | length')
 found_tasks=$(bundle_file "$work/last-mounts.tar.gz" mounts/mounts.json | jq '.tasks')
 # Every namespace's mounts: another process's namespace with thousands of

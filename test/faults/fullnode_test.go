@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -39,12 +40,14 @@ func TestBenchFullNode(t *testing.T) {
 	testkit.RequireRoot(t)
 	testkit.RequireFUSE(t)
 	testkit.RequireLoop(t)
+	// The node's size; the smoke run (test/bench/smoke) makes it small.
+	nss, entries, lines := envInt("FULL_NS", 100), envInt("FULL_ENTRIES", 1_000_000), envInt("FULL_LINES", 200_000)
 	n := newNode(t)
 	kubelet := filepath.Join(n.root, "var/lib/kubelet")
 
-	// 100 mount namespaces of 20 tasks each.
+	// nss (100) mount namespaces of 20 tasks each.
 	var holders []*exec.Cmd
-	for i := 0; i < 100; i++ {
+	for i := 0; i < nss; i++ {
 		c := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", "for i in $(seq 19); do sleep 3600 & done; wait")
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		if err := c.Start(); err != nil {
@@ -64,7 +67,8 @@ func TestBenchFullNode(t *testing.T) {
 	if err := unix.Unmount(loop.Mountpoint, 0); err != nil {
 		t.Fatal(err)
 	}
-	// The pods tree on a tmpfs: .deleting~ leaks and a 1,000,000-entry directory.
+	// The pods tree on a tmpfs: .deleting~ leaks and an entries-entry
+	// (1,000,000) directory.
 	pods := testkit.MountTmpfs(t, filepath.Join(kubelet, "pods"), "size=2g,nr_inodes=3m,mode=0755")
 	vol := filepath.Join(pods, podUID, "volumes/kubernetes.io~csi")
 	for i := 0; i < 40; i++ {
@@ -72,8 +76,8 @@ func TestBenchFullNode(t *testing.T) {
 	}
 	big := filepath.Join(pods, podUID, "volumes/kubernetes.io~empty-dir/cache")
 	os.MkdirAll(big, 0o755)
-	t.Logf("creating 1,000,000 entries in %s", big)
-	for i := 0; i < 1_000_000; i++ {
+	t.Logf("creating %d entries in %s", entries, big)
+	for i := 0; i < entries; i++ {
 		fd, err := unix.Open(fmt.Sprintf("%s/f%07d", big, i), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
 		if err != nil {
 			t.Fatal(err)
@@ -82,10 +86,10 @@ func TestBenchFullNode(t *testing.T) {
 	}
 	// A hung FUSE mount as a pod volume.
 	testkit.HungFUSE(t, filepath.Join(pods, podUID, "volumes/kubernetes.io~csi/pvc-hung/mount"), testkit.FUSEStartHung(), testkit.FUSESubtype("ceph-fuse"))
-	// The kubelet stand-in and 200,000 log lines.
+	// The kubelet stand-in and the log lines (200,000 unless FULL_LINES says).
 	kurl, token := kubeletStandIn(t, n.root)
 	var logb strings.Builder
-	for i := 0; i < 200_000; i++ {
+	for i := 0; i < lines; i++ {
 		fmt.Fprintf(&logb, "2026-11-21T08:%02d:%02d.%06d+00:00 node kubelet[4242]: I1121 08:00:00.000000    4242 reconciler.go:%d] \"operationExecutor.UnmountVolume started\" volumeName=\"kubernetes.io/csi/hostpath.csi.k8s.io^vol-%d\" podUID=\"%s\"\n", (i/60)%60, i%60, i, 100+i%50, i%400, podUID)
 	}
 	os.WriteFile(filepath.Join(n.root, "var/log/kubelet.log"), []byte(logb.String()), 0o600)
@@ -111,7 +115,13 @@ func TestBenchFullNode(t *testing.T) {
 		ours = append(ours, time.Since(start))
 		last = cmd.ProcessState.String()
 	}
-	bundles := mustReadDir(out)
+	// The bundle, without its .sha256 beside it.
+	var bundles []string
+	for _, e := range mustReadDir(out) {
+		if !strings.HasSuffix(e, ".sha256") {
+			bundles = append(bundles, e)
+		}
+	}
 	if len(bundles) != 1 {
 		t.Fatalf("nodesnap wrote %v (%s)", bundles, last)
 	}
@@ -190,6 +200,20 @@ func TestBenchFullNode(t *testing.T) {
 			f.Close()
 		}
 	}
+	// The figures mean nothing if the bundle misses what the node shows.
+	for what, found := range evidence {
+		if !found {
+			t.Errorf("nodesnap's bundle lacks the evidence: %s", what)
+		}
+	}
+}
+
+// envInt is the integer in the environment variable name, or def.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v >= 0 {
+		return v
+	}
+	return def
 }
 
 func mustReadDir(d string) []string {

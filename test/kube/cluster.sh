@@ -260,6 +260,10 @@ EOF
   fi
 
   wait_for 30 etcd curl -sf http://127.0.0.1:2379/health
+  # The Service range has no proxy here: a pod that dials the API server's
+  # Service address (10.0.0.1, from KUBERNETES_SERVICE_HOST) must fail on
+  # this machine at once, never send a packet towards a private address.
+  ip route replace unreachable 10.0.0.0/24
   log "kube-apiserver"
   local p="$STATE/pki"
   start kube-apiserver "$BIN/kube-apiserver" --etcd-servers http://127.0.0.1:2379 \
@@ -380,6 +384,7 @@ cmd_down() {
   unmount_under /var/lib/containerd
   for ns in /run/netns/cni-*; do [ -e "$ns" ] && { umount "$ns" 2>/dev/null || true; rm -f "$ns"; }; done
   ip link del nodesnape2e0 2>/dev/null || true
+  ip route del unreachable 10.0.0.0/24 2>/dev/null || true
   # The kubelet's cgroups, deepest first.
   for c in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/kubepods.slice; do
     [ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null || true

@@ -531,6 +531,10 @@ func TestJobInPod(t *testing.T) {
 	if st := inPod.status(t, "kubelet"); st.Status != "ok" {
 		t.Errorf("in the pod, kubelet collector: %s %s %v", st.Status, st.Error, st.Notes)
 	}
+	// The pod's own service account, CA and node name: the API's view.
+	if st := inPod.status(t, "cluster"); st.Status != "ok" {
+		t.Errorf("in the pod, cluster collector: %s %s %v", st.Status, st.Error, st.Notes)
+	}
 	checkNodeEvidence(t, inPod)
 	for _, f := range analyzeIDs(t, copied) {
 		if strings.HasPrefix(f, "mount-held-in-foreign-namespace") {

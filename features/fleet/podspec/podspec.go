@@ -167,6 +167,8 @@ func PodSpec(o Options) corev1.PodSpec {
 				fieldEnv("NODESNAP_POD_UID", "metadata.uid"),
 				fieldEnv("NODESNAP_POD_NAMESPACE", "metadata.namespace"),
 				fieldEnv("NODESNAP_POD_NAME", "metadata.name"),
+				// The cluster collector reads this Node's view from the API.
+				fieldEnv("NODESNAP_NODE", "spec.nodeName"),
 			},
 			SecurityContext: &corev1.SecurityContext{Privileged: ptr(true), RunAsUser: ptr(int64(0))},
 			Resources: corev1.ResourceRequirements{
@@ -330,6 +332,17 @@ func names(node string) []string {
 		return nil
 	}
 	return []string{node}
+}
+
+// ClusterRules are what the cluster collector needs: get and list on
+// exactly the objects it reads of the node's view (the Node, the pods bound
+// to it, their claims and volumes, events, VolumeAttachments, CSINodes,
+// CSIDrivers, StorageClasses). No Secret, no ConfigMap, no write.
+func ClusterRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "persistentvolumeclaims", "persistentvolumes", "events"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"volumeattachments", "csinodes", "csidrivers", "storageclasses"}, Verbs: []string{"get", "list"}},
+	}
 }
 
 // PodSecurityLabels let Pod Security Admission admit nodesnap's pods in a
