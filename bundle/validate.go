@@ -33,11 +33,17 @@ var ErrInvalid = errors.New("bundle is not valid")
 // present with the recorded size and sha256, nothing else is present, and
 // the manifest agrees with itself. It writes nothing to disk.
 func Validate(ctx context.Context, p string) (*Report, error) {
+	return ValidateWalk(func(fn func(Entry) error) error { return Walk(ctx, p, DefaultLimits, fn) })
+}
+
+// ValidateWalk is Validate over the entries walk gives (one consumer of
+// Fan, for a reader that also needs the entries for itself).
+func ValidateWalk(walk WalkFunc) (*Report, error) {
 	rep := &Report{}
 	var byPath map[string]*FileEntry
 	seen := map[string]bool{}
 	first := true
-	err := Walk(ctx, p, DefaultLimits, func(e Entry) error {
+	err := walk(func(e Entry) error {
 		if first {
 			first = false
 			if e.Name != ManifestName {

@@ -32,7 +32,7 @@ type Env struct {
 	red     *redact.Redactor
 	events  *eventSink
 
-	// knowsHung: the collector runs after mountprobe (see Spec.Needs).
+	// knowsHung: the collector runs after mountprobe (see Spec.After).
 	knowsHung bool
 
 	mu        sync.Mutex

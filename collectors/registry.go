@@ -1,12 +1,16 @@
 // Package collectors holds nodesnap's collectors and the small framework
 // they run in.
 //
-// A collector is one file that registers a Spec from init(). The supervisor
-// runs each enabled collector in its own child process (this binary in a
-// hidden mode) under a deadline; inside that child the collector gets an
-// Env, through which every byte it writes is redacted, capped and accounted
-// for, and through which it reaches the isolation layer for risky per-item
-// work. A collector only gathers.
+// A collector is its own package under collectors/ that registers a Spec
+// from init(), plus one line in collectors/all; the Spec says everything
+// the command layer needs (its flags and their completions, what it needs
+// from the node, a preparation step). CONTRIBUTING.md has an example.
+//
+// The supervisor runs each enabled collector in its own child process
+// (this binary in a hidden mode) under a deadline; inside that child the
+// collector gets an Env, through which every byte it writes is redacted,
+// capped and accounted for, and through which it reaches the isolation
+// layer for risky per-item work. A collector only gathers.
 package collectors
 
 import (
@@ -32,19 +36,29 @@ type Spec struct {
 	DefaultEnabled bool
 	// DefaultTimeout is the collector's own deadline.
 	DefaultTimeout time.Duration
-	// After names collectors this one starts after, if they are part of
-	// the run.
+	// After names collectors whose results this one uses: it starts after
+	// them when they are part of the run. After "mountprobe" is what makes
+	// Env.Host() skip the mounts it found hung: a collector that checks
+	// the hung set without declaring it fails loudly in tests.
 	After []string
-	// Needs names collectors whose results this one uses; each is added
-	// to After. Needs "mountprobe" is what makes Env.Host() skip the
-	// mounts it found hung: a collector that checks the hung set without
-	// declaring it fails loudly in tests.
-	Needs []string
+	// Requires says in one line what the collector needs from the node to
+	// gather everything it can: root, a credential, a socket. Without it
+	// the collector still runs and its status says what was missing.
+	// `nodesnap collectors` and the reference print it; Register refuses
+	// a spec without it.
+	Requires string
+	// Prepare, if not nil, runs in the supervisor before anything else of
+	// the run when the collector is part of it, before the process opens
+	// descriptors of its own: for what only that process can read (a
+	// token on an inherited descriptor). It must not block on the host.
+	Prepare func(ctx context.Context)
 	// Options, if not nil, is a pointer to the collector's options struct.
 	// Flags fills it in the supervisor; it reaches the child as JSON.
 	Options any
 	// Flags registers the collector's own command-line flags.
 	Flags func(fs *pflag.FlagSet)
+	// Completions lists, per flag of Flags, the values a shell completes.
+	Completions map[string][]string
 	// Run gathers. It returns nil (ok, or partial if the Env was told of
 	// anything missed), an error wrapping ErrUnsupported when the thing it
 	// collects is absent on this node, or another error.
@@ -72,16 +86,11 @@ var (
 func Register(s Spec) {
 	regMu.Lock()
 	defer regMu.Unlock()
-	if s.Name == "" || s.Run == nil || s.DefaultTimeout <= 0 {
+	if s.Name == "" || s.Run == nil || s.DefaultTimeout <= 0 || (!s.Hidden && s.Requires == "") {
 		panic(fmt.Sprintf("collectors: incomplete spec %q", s.Name))
 	}
 	if _, dup := registry[s.Name]; dup {
 		panic("collectors: registered twice: " + s.Name)
-	}
-	for _, n := range s.Needs {
-		if !slices.Contains(s.After, n) {
-			s.After = append(slices.Clip(s.After), n)
-		}
 	}
 	registry[s.Name] = &s
 }
@@ -109,7 +118,7 @@ func Lookup(name string) (*Spec, bool) {
 // knowsHung reports whether a collector runs after the one that finds hung
 // mounts, so that the hung set it is given is complete.
 func (s *Spec) knowsHung() bool {
-	return s.Name == MountprobeName || slices.Contains(s.Needs, MountprobeName) || slices.Contains(s.After, MountprobeName)
+	return s.Name == MountprobeName || slices.Contains(s.After, MountprobeName)
 }
 
 // MountprobeName is the collector that finds hung mounts.

@@ -9,18 +9,19 @@ import (
 	"github.com/nodesnap/nodesnap/collectors"
 )
 
-// A declared need orders the collector after the one it needs.
-func TestNeedsBecomeAfter(t *testing.T) {
-	collectors.Register(collectors.Spec{Name: "test-needs", Hidden: true, DefaultTimeout: time.Second,
-		After: []string{"host"}, Needs: []string{collectors.MountprobeName},
+// A collector that is listed says what it needs from the node: Register
+// refuses a visible spec without Requires (a programming error, at init).
+func TestRegisterWantsRequires(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("Register accepted a listed collector without Requires")
+		}
+		if _, ok := collectors.Lookup("test-no-requires"); ok {
+			t.Error("the refused collector is registered")
+		}
+	}()
+	collectors.Register(collectors.Spec{Name: "test-no-requires", DefaultTimeout: time.Second,
 		Run: func(context.Context, *collectors.Env) error { return nil }})
-	s, ok := collectors.Lookup("test-needs")
-	if !ok {
-		t.Fatal("not registered")
-	}
-	if !slices.Contains(s.After, "host") || !slices.Contains(s.After, collectors.MountprobeName) {
-		t.Errorf("After = %v, want host and %s", s.After, collectors.MountprobeName)
-	}
 }
 
 // Every collector that reads the host's files under possibly hung mounts
@@ -33,7 +34,7 @@ func TestHostReadersNeedMountprobe(t *testing.T) {
 			continue
 		}
 		if !slices.Contains(s.After, collectors.MountprobeName) {
-			t.Errorf("collector %s does not run after %s (After %v, Needs %v)", name, collectors.MountprobeName, s.After, s.Needs)
+			t.Errorf("collector %s does not run after %s (After %v)", name, collectors.MountprobeName, s.After)
 		}
 	}
 }

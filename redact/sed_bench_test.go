@@ -2,6 +2,7 @@ package redact
 
 import (
 	"bytes"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"os"
 	"os/exec"
@@ -38,7 +39,7 @@ func BenchmarkRedactVsSedDense(b *testing.B) { benchVsSed(b, mixedLogEvery(32<<2
 func benchVsSed(b *testing.B, chunk []byte) {
 	sed, err := exec.LookPath("sed")
 	if err != nil {
-		b.Skip("sed not installed")
+		skip.Missing(b, "sed is not installed")
 	}
 	mib := 500
 	if v, err := strconv.Atoi(os.Getenv("NODESNAP_SED_MIB")); err == nil && v > 0 {

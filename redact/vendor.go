@@ -9,7 +9,7 @@ import (
 // secret word in front of them ("failed to authorize: token ghp_..."). The
 // prefixes are those of gitleaks' default rules (v8) for the services a
 // node talks to or a workload logs, carried into the keyword automaton so
-// a line without one costs nothing more (see docs/decisions.md). The
+// a line without one costs nothing more (see docs/decisions/redaction.md). The
 // prefix stays, as it tells a support engineer what kind of credential was
 // there; the rest goes.
 

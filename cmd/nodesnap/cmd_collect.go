@@ -18,7 +18,6 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/kubelet"
 	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/engine/outputdir"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
@@ -372,12 +371,12 @@ func runCollect(ctx context.Context, o *collectOptions, flags *pflag.FlagSet, ar
 	}
 
 	for _, s := range specs {
-		if s.Name == "kubelet" {
-			// A token on a descriptor of this process (<(kubectl ...), a
-			// pipe) can only be read here; and before this process opens
+		if s.Prepare != nil {
+			// What only this process can read (a token on one of its
+			// descriptors: <(kubectl ...), a pipe), read before it opens
 			// descriptors of its own (the lock), so that a /dev/fd/N the
 			// shell did not pass is reported, not read from nodesnap's.
-			kubelet.PrepareKubeletToken(ctx)
+			s.Prepare(ctx)
 		}
 	}
 

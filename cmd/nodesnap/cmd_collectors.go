@@ -12,30 +12,9 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/journal"
 	"github.com/nodesnap/nodesnap/internal/termsafe"
 	"github.com/nodesnap/nodesnap/internal/textfit"
 )
-
-// collectorNeeds says what each collector needs from the node to gather
-// everything it can: root, a credential, a socket. Without it the
-// collector still runs and its status (and analyze) says what is missing.
-// A test keeps it complete: every collector of the registry has its line.
-var collectorNeeds = map[string]string{
-	"host":           "nothing beyond reading /proc and /etc; root for a few /proc files",
-	"processes":      "root: other users' /proc/<pid> files and every kernel stack (/proc/<pid>/stack)",
-	"mounts":         "root: /proc/<pid>/mountinfo of every mount namespace",
-	"openfiles":      "root: /proc/<pid>/fd, cwd, root, exe and maps of other users' processes",
-	"mountprobe":     "root: a stat and statfs of every mount, pod volumes included",
-	"dirshape":       "root: the kubelet's, runtime's and CSI trees (/var/lib/kubelet, /var/lib/containerd, ...)",
-	"kubelet":        "a credential for the kubelet's port 10250: a ServiceAccount token (--kubelet-token-file, $NODESNAP_KUBELET_TOKEN, the pod's own) or a client certificate (--kubelet-client-cert); healthz needs none",
-	"runtime":        "root and the runtime's sockets: containerd (/run/containerd/containerd.sock, and its debug socket), CRI-O (/var/run/crio/crio.sock), dockerd (/var/run/docker.sock)",
-	"csi":            "root: /var/lib/kubelet/plugins, plugins_registry, pod volume directories and the CSI pods' logs under /var/log/pods",
-	"journal":        "root (or the systemd-journal group) for the journal files in /var/log/journal or /run/log/journal; journalctl only with --journal-reader=journalctl",
-	"nodeconfig":     "root for configuration files readable only by root (kubelet and runtime configuration)",
-	"storageclients": "root: /proc/1/mountstats, other processes' stacks and descriptors, debugfs (mounted in a private mount namespace when it is not: CAP_SYS_ADMIN) and fusectl",
-	"cluster":        "a credential for the API server with get/list on the node's view (deploy/kubernetes/rbac.yaml's nodesnap-cluster): the pod's ServiceAccount, --kubeconfig, $KUBECONFIG, or the kubelet's own kubeconfig (root: /etc/kubernetes/kubelet.conf); the server verified against its CA",
-}
 
 type collectorOption struct {
 	Flag    string `json:"flag"`
@@ -62,7 +41,7 @@ func collectorInfos() []collectorInfo {
 			continue
 		}
 		ci := collectorInfo{Name: s.Name, DefaultEnabled: s.DefaultEnabled, Timeout: s.DefaultTimeout.String(),
-			Gathers: s.Description, Needs: collectorNeeds[s.Name], Options: []collectorOption{}}
+			Gathers: s.Description, Needs: s.Requires, Options: []collectorOption{}}
 		if s.Flags != nil {
 			// Registering binds the flags to the collector's options: in
 			// this process, which collects nothing, that merely resets
@@ -178,14 +157,21 @@ func completeCollectorFlags(cmd *cobra.Command) {
 		}
 	}
 	for flag, fn := range map[string]cobra.CompletionFunc{
-		"only":           list(names),
-		"skip":           list(names),
-		"obfuscate":      list([]string{"ip", "hostname", "mac", "user"}),
-		"compression":    cobra.FixedCompletions([]string{bundle.Gzip, bundle.Zstd}, cobra.ShellCompDirectiveNoFileComp),
-		"journal-reader": cobra.FixedCompletions([]string{journal.ReaderNative, journal.ReaderJournalctl, journal.ReaderAuto}, cobra.ShellCompDirectiveNoFileComp),
+		"only":        list(names),
+		"skip":        list(names),
+		"obfuscate":   list([]string{"ip", "hostname", "mac", "user"}),
+		"compression": cobra.FixedCompletions([]string{bundle.Gzip, bundle.Zstd}, cobra.ShellCompDirectiveNoFileComp),
 	} {
 		if cmd.Flags().Lookup(flag) != nil {
 			_ = cmd.RegisterFlagCompletionFunc(flag, fn)
+		}
+	}
+	// Each collector declares its flags' values beside its flags.
+	for _, s := range collectors.All() {
+		for flag, values := range s.Completions {
+			if cmd.Flags().Lookup(flag) != nil {
+				_ = cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+			}
 		}
 	}
 }

@@ -134,7 +134,7 @@ credential, ` + "`nodesnap collect`" + ` also prints the command that gets one.
 | --- | --- |
 `)
 	for _, s := range specs {
-		fmt.Fprintf(&b, "| `%s` | %s |\n", s.Name, mdCell(collectorNeeds[s.Name]))
+		fmt.Fprintf(&b, "| `%s` | %s |\n", s.Name, mdCell(s.Requires))
 	}
 	for _, s := range specs {
 		if s.Flags == nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -74,7 +75,7 @@ func kubeletRoot(t *testing.T, cert *x509.Certificate) string {
 // kubelet evidence and the command that gets it; stdout keeps its one line.
 func TestCollectKubeletNoCredentialSaysHowToFix(t *testing.T) {
 	if _, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/token"); err == nil {
-		t.Skip("this machine has a pod service-account token, which the kubelet collector would use")
+		skip.Because(t, "this machine has a pod service-account token, which the kubelet collector would use")
 	}
 	srv := newE2EKubelet(t)
 	r := runNodesnap(t, 60*time.Second, nil, kubeletOnlyArgs(t, srv, "-q")...)
@@ -194,7 +195,7 @@ func TestCollectKubeletTokenDescriptorNotPassed(t *testing.T) {
 func TestCollectKubeletTokenProcessSubstitution(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
-		t.Skip("no bash to run a process substitution")
+		skip.Missing(t, "bash is not installed: no process substitution")
 	}
 	srv := newE2EKubelet(t)
 	args := append([]string{"-c", `exec "$0" "$@" --kubelet-token-file <(sleep 0.2; printf '%s\n' "$E2E_TOKEN")`, os.Args[0]}, kubeletOnlyArgs(t, srv, "-q")...)

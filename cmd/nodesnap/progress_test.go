@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"regexp"
 	"strings"
@@ -52,7 +53,7 @@ func lastLineOf(lines []string, name string) string {
 func TestCollectProgressOnTerminal(t *testing.T) {
 	ptmx, tty, err := pty.Open()
 	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
+		skip.Missing(t, "no pseudo-terminal: %v", err)
 	}
 	defer ptmx.Close()
 	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 40, Cols: 120}); err != nil {

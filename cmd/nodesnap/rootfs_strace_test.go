@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,7 +40,7 @@ func TestCollectRootStraced(t *testing.T) {
 	testkitRequireRootForStrace(t)
 	strace, err := exec.LookPath("strace")
 	if err != nil {
-		t.Skip("strace not installed")
+		skip.Missing(t, "strace is not installed")
 	}
 	root, _ := fixtureRoot(t)
 	out := t.TempDir()
@@ -121,11 +122,9 @@ func TestCollectRootStraced(t *testing.T) {
 func testkitRequireRootForStrace(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: the collectors read other processes' /proc files")
+		skip.Missing(t, "needs root: the collectors read other processes' /proc files")
 	}
-	if testing.Short() {
-		t.Skip("-short")
-	}
+	skip.Short(t, "strace of a whole collection")
 }
 
 func tail(s string, n int) string {

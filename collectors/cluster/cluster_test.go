@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -262,7 +263,7 @@ func TestClusterWithoutCredentialIsUnsupported(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	if _, err := os.Stat(cluster.ServiceAccountDir); err == nil {
-		t.Skip("this machine is a pod with a service account")
+		skip.Because(t, "this machine is a pod with a service account")
 	}
 	b := supervisortest.Collect(t, layout.DirCluster, common(t))
 	if b.Res.Status != "unsupported" || !strings.Contains(b.Res.Error, "no credential") {

@@ -29,10 +29,11 @@ func init() {
 	collectors.Register(collectors.Spec{
 		Name:           layout.DirCluster,
 		Description:    "the API server's view of this node: its Node, the pods bound to it, their claims and volumes, VolumeAttachments, CSINode and CSIDrivers, StorageClasses and recent events (never Secrets)",
+		Requires:       "a credential for the API server with get/list on the node's view (deploy/kubernetes/rbac.yaml's nodesnap-cluster): the pod's ServiceAccount, --kubeconfig, $KUBECONFIG, or the kubelet's own kubeconfig (root: /etc/kubernetes/kubelet.conf); the server verified against its CA",
 		DefaultEnabled: true,
 		DefaultTimeout: 30 * time.Second,
 		// The kubelet's kubeconfig and the files it names are host paths.
-		Needs:   []string{collectors.MountprobeName},
+		After:   []string{collectors.MountprobeName},
 		Options: &clusterOpts,
 		Flags:   clusterFlags,
 		Run:     collectCluster,

@@ -36,6 +36,7 @@ func init() {
 	collectors.Register(collectors.Spec{
 		Name:           layout.DirCSI,
 		Description:    "CSI driver state files, kubelet plugins and plugins_registry, every pod volume's vol_data.json, the pod → volume → mount inventory, the newest container logs of the CSI driver pods (current and previous instance), and the log file or journal lines of CSI drivers run as host processes (found through their sockets)",
+		Requires:       "root: /var/lib/kubelet/plugins, plugins_registry, pod volume directories and the CSI pods' logs under /var/log/pods",
 		DefaultEnabled: true,
 		DefaultTimeout: 40 * time.Second,
 		After:          []string{"mountprobe"},

@@ -2,6 +2,7 @@ package csi_test
 
 import (
 	"bufio"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +25,7 @@ import (
 func startCSIListener(t *testing.T, sock, out, logPath string) *exec.Cmd {
 	t.Helper()
 	if cg, err := os.ReadFile("/proc/self/cgroup"); err == nil && strings.Contains(string(cg), "kubepods") {
-		t.Skip("this test runs in a Kubernetes pod: the process it starts is a pod's, whose log the kubelet keeps, not a host process's")
+		skip.Because(t, "this test runs in a Kubernetes pod: the process it starts is a pod's, whose log the kubelet keeps, not a host process's")
 	}
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "NODESNAP_TEST_CSI_LISTENER="+sock)

@@ -77,6 +77,7 @@ func init() {
 	collectors.Register(collectors.Spec{
 		Name:           layout.DirDirShape,
 		Description:    "bounded directory-shape statistics of the kubelet, runtime and CSI directories: entry counts, largest directories, .deleting~ leftovers, ext4 nlink anomalies; never enters a hung mount",
+		Requires:       "root: the kubelet's, runtime's and CSI trees (/var/lib/kubelet, /var/lib/containerd, ...)",
 		DefaultEnabled: true,
 		DefaultTimeout: 60 * time.Second,
 		After:          []string{"mountprobe"},

@@ -2,6 +2,7 @@ package dirshape_test
 
 import (
 	"fmt"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,9 +192,7 @@ func dsRoot(t testing.TB, rep *layout.DirShapeReport, path string) *layout.DirSh
 // Incident 001: one ext4 directory with 70,000 subdirectories is counted
 // exactly and its st_nlink of 1 reported.
 func TestDirShapeExt4NlinkAnomaly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("70,000 directories on a loop device")
-	}
+	skip.Short(t, "70,000 directories on a loop device")
 	testkit.RequireLoop(t)
 	const n = 70000
 	l := testkit.LoopExt4(t, 128, testkit.LoopInodes(n+2000))

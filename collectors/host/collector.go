@@ -22,10 +22,11 @@ func init() {
 	collectors.Register(collectors.Spec{
 		Name:           layout.DirHost,
 		Description:    "hostname, kernel, os-release, uptime, load, cpu and memory, cgroup version, boot id",
+		Requires:       "nothing beyond reading /proc and /etc; root for a few /proc files",
 		DefaultEnabled: true,
 		PrestartWorker: true, // every run reads through a worker
 		DefaultTimeout: 15 * time.Second,
-		Needs:          []string{collectors.MountprobeName},
+		After:          []string{collectors.MountprobeName},
 		Run:            collectHost,
 	})
 }

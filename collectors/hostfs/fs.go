@@ -76,7 +76,7 @@ func New(c Config) *FS {
 
 // IsHung reports whether p is, or lies under, a mount found hung earlier
 // in this run, or a path that hung in this collector. The collector must
-// declare that it needs mountprobe (Spec.Needs) for the answer to mean
+// declare that it needs mountprobe (Spec.After) for the answer to mean
 // anything; in tests, asking without it panics.
 func (f *FS) IsHung(p Path) bool {
 	f.requireHungKnown(p)
@@ -98,7 +98,7 @@ func (f *FS) isHung(p Path) bool {
 
 func (f *FS) requireHungKnown(p Path) {
 	if !f.knowsHung && userData(p) && testing.Testing() {
-		panic(fmt.Sprintf("collector %s checks %s against the hung mounts without declaring Needs: []string{\"mountprobe\"}", f.name, p))
+		panic(fmt.Sprintf("collector %s checks %s against the hung mounts without declaring After: []string{\"mountprobe\"}", f.name, p))
 	}
 }
 

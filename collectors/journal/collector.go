@@ -35,11 +35,13 @@ func init() {
 	collectors.Register(collectors.Spec{
 		Name:           layout.DirJournal,
 		Description:    "journald logs of the kubelet, container runtimes and kernel (newest kept under a byte cap); /var/log tails and dmesg where journald is absent",
+		Requires:       "root (or the systemd-journal group) for the journal files in /var/log/journal or /run/log/journal; journalctl only with --journal-reader=journalctl",
 		DefaultEnabled: true,
 		DefaultTimeout: 60 * time.Second,
-		Needs:          []string{collectors.MountprobeName},
+		After:          []string{collectors.MountprobeName},
 		Options:        &journalOpts,
 		Flags:          journalFlags,
+		Completions:    map[string][]string{"journal-reader": {ReaderNative, ReaderJournalctl, ReaderAuto}},
 		Run:            collectJournal,
 	})
 	isolate.RegisterOp(opJournalProbe, isolate.Typed(journalProbeOp))

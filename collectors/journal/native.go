@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"os"
 	"strings"
 	"syscall"
@@ -102,7 +103,7 @@ func journalNativeOp(rq journalNativeRequest) (any, error) {
 	r := journalNativeResult{Files: []nativeFileCursor{}}
 	cursors := rq.Files
 	if len(cursors) == 0 {
-		paths, problems := journalfile.ListFiles(rq.Dirs, maxJournalFiles)
+		paths, problems := hostfs.ListJournalFiles(rq.Dirs, maxJournalFiles)
 		r.Problems = problems
 		for _, p := range paths {
 			cursors = append(cursors, nativeFileCursor{Path: p, Next: -2})
@@ -131,7 +132,7 @@ func journalNativeOp(rq journalNativeRequest) (any, error) {
 			r.Files = append(r.Files, c)
 			continue
 		}
-		fh, size, err := journalfile.OpenFile(c.Path)
+		fh, size, err := hostfs.OpenRegular(c.Path)
 		if err != nil {
 			if !errors.Is(err, syscall.ENOENT) || c.FileID == "" {
 				problem("%v", err)

@@ -1,11 +1,10 @@
 package journal
 
 import (
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/nodesnap/nodesnap/internal/journalfile"
 )
 
 // An empty /var/log/journal (journald with volatile storage keeps one) is
@@ -24,7 +23,7 @@ func TestListJournalFilesEmptyDirIsNoProblem(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(run, "system.journal"), []byte("LPKSHHRH"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	files, problems := journalfile.ListFiles([]string{empty, filepath.Join(root, "run/log/journal")}, maxJournalFiles)
+	files, problems := hostfs.ListJournalFiles([]string{empty, filepath.Join(root, "run/log/journal")}, maxJournalFiles)
 	if len(problems) != 0 {
 		t.Errorf("problems %v, want none", problems)
 	}

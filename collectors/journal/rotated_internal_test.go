@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -209,9 +210,7 @@ func TestGzipTailOp(t *testing.T) {
 // A gzip bomb (300 MiB of zeros, as concatenated members) is stopped at the
 // decompression cap, with memory bounded by the window, not the input.
 func TestGzipTailOpBomb(t *testing.T) {
-	if testing.Short() {
-		t.Skip("decompresses 256 MiB")
-	}
+	skip.Short(t, "decompresses 256 MiB")
 	p := filepath.Join(t.TempDir(), "bomb.gz")
 	zeros := make([]byte, 10<<20)
 	members := make([][]byte, 30)

@@ -3,6 +3,7 @@ package journal_test
 import (
 	"bytes"
 	"compress/gzip"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -224,9 +225,7 @@ func TestJournalRotatedDatedAndCorrupt(t *testing.T) {
 // A gzip bomb among the rotated parts is stopped at the decompression cap,
 // says so, keeps no NUL bytes, and the parts after it are still read.
 func TestJournalRotatedGzipBomb(t *testing.T) {
-	if testing.Short() {
-		t.Skip("decompresses 256 MiB")
-	}
+	skip.Short(t, "decompresses 256 MiB")
 	root := t.TempDir()
 	var bomb bytes.Buffer
 	zeros := make([]byte, 10<<20)

@@ -33,9 +33,11 @@ func init() {
 	collectors.Register(collectors.Spec{
 		Name:           layout.DirKubelet,
 		Description:    "the kubelet's healthz, goroutine dumps, heap (and optional CPU) profile, metrics, configz and pods, over its authenticated port",
+		Requires:       "a credential for the kubelet's port 10250: a ServiceAccount token (--kubelet-token-file, $NODESNAP_KUBELET_TOKEN, the pod's own) or a client certificate (--kubelet-client-cert); healthz needs none",
+		Prepare:        PrepareKubeletToken,
 		DefaultEnabled: true,
 		DefaultTimeout: 40 * time.Second,
-		Needs:          []string{collectors.MountprobeName},
+		After:          []string{collectors.MountprobeName},
 		Options:        &kubeletOpts,
 		Flags:          kubeletFlags,
 		Run:            collectKubelet,

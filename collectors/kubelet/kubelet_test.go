@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"net"
 	"net/http"
@@ -618,7 +619,7 @@ func newFakeHealthzPort(t *testing.T) *httptest.Server {
 func noServiceAccountToken(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(kubelet.ServiceAccountTokenPath); err == nil {
-		t.Skipf("%s exists here (a pod?): the collector would use it", kubelet.ServiceAccountTokenPath)
+		skip.Because(t, "%s exists here (a pod?): the collector would use it", kubelet.ServiceAccountTokenPath)
 	}
 }
 

@@ -77,6 +77,7 @@ func init() {
 	collectors.Register(collectors.Spec{
 		Name:           layout.DirMountProbe,
 		Description:    "stat + statfs of every mount of every mount namespace, each in an isolated worker with the probe deadline: ok, hung or error, latency, class; hung mounts are skipped by every later collector",
+		Requires:       "root: a stat and statfs of every mount, pod volumes included",
 		DefaultEnabled: true,
 		// A few probe deadlines: probes run concurrently and stuck
 		// probes are replaced at once (up to --mountprobe-max-stuck),

@@ -33,6 +33,7 @@ func init() {
 	collectors.Register(collectors.Spec{
 		Name:           layout.DirMounts,
 		Description:    "mountinfo of every mount namespace (read once per namespace, found through every task), namespace → processes, device → every namespace/process/mountpoint that mounts it",
+		Requires:       "root: /proc/<pid>/mountinfo of every mount namespace",
 		DefaultEnabled: true,
 		PrestartWorker: true, // every run reads through a worker
 		DefaultTimeout: 30 * time.Second,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -314,7 +315,7 @@ func mountsStartThreadHelper(t *testing.T, dir string) (int, int, string) {
 func TestMountsThreadHelper(t *testing.T) {
 	dir := os.Getenv(threadHelperEnv)
 	if dir == "" {
-		t.Skip("helper process of TestMountsThreadLevelNamespace")
+		skip.Because(t, "helper process of TestMountsThreadLevelNamespace")
 	}
 	out := make(chan string)
 	var unshareOnThread func()

@@ -65,6 +65,7 @@ func init() {
 	collectors.Register(collectors.Spec{
 		Name:           "nodeconfig",
 		Description:    "kubelet, runtime and storage-client configuration files (kubelet config and kubeconfig, containerd, fstab, multipath, iSCSI, ceph and every /etc/ceph/*.keyring), redacted",
+		Requires:       "root for configuration files readable only by root (kubelet and runtime configuration)",
 		DefaultEnabled: true,
 		DefaultTimeout: 20 * time.Second,
 		After:          []string{"mountprobe"},

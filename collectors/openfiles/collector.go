@@ -52,6 +52,7 @@ func init() {
 	collectors.Register(collectors.Spec{
 		Name:           layout.DirOpenFiles,
 		Description:    "lsof from /proc by readlink only (fds with fdinfo, cwd, root, exe, mapped files); holders per device and per mountpoint; kernel threads per device",
+		Requires:       "root: /proc/<pid>/fd, cwd, root, exe and maps of other users' processes",
 		DefaultEnabled: true,
 		PrestartWorker: true, // every run reads through a worker
 		DefaultTimeout: 60 * time.Second,

@@ -3,6 +3,7 @@ package openfiles_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"os"
 	"os/exec"
@@ -83,7 +84,7 @@ func TestOpenFilesHolders(t *testing.T) {
 	}
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
-		t.Skip("no sleep")
+		skip.Missing(t, "sleep is not installed")
 	}
 	exe := filepath.Join(mp, "mysleep")
 	openFilesCopy(t, sleep, exe)

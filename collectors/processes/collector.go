@@ -24,6 +24,7 @@ func init() {
 	collectors.Register(collectors.Spec{
 		Name:           layout.DirProcesses,
 		Description:    "every task: pid, tid, comm, state, wchan, ppid, start time, mount namespace; D-state kernel stacks; kernel threads; command lines (redacted)",
+		Requires:       "root: other users' /proc/<pid> files and every kernel stack (/proc/<pid>/stack)",
 		DefaultEnabled: true,
 		DefaultTimeout: 45 * time.Second,
 		Run:            collectProcesses,

@@ -29,9 +29,10 @@ func init() {
 	collectors.Register(collectors.Spec{
 		Name:           layout.DirRuntime,
 		Description:    "container runtimes' own view: pods, containers, images and status from containerd and CRI-O over the CRI API, containers and info from dockerd's API, goroutine dumps (containerd debug socket, dockerd); ctr, crictl and docker listings where installed; each call under its own deadline",
+		Requires:       "root and the runtime's sockets: containerd (/run/containerd/containerd.sock, and its debug socket), CRI-O (/var/run/crio/crio.sock), dockerd (/var/run/docker.sock)",
 		DefaultEnabled: true,
 		DefaultTimeout: 45 * time.Second,
-		Needs:          []string{collectors.MountprobeName},
+		After:          []string{collectors.MountprobeName},
 		Options:        &runtimeOpts,
 		Flags:          runtimeFlags,
 		Run:            collectRuntime,

@@ -33,6 +33,7 @@ func init() {
 	collectors.Register(collectors.Spec{
 		Name:           layout.DirStorageClients,
 		Description:    "the kernel's live storage-client state (NFS mountstats and RPC tasks, ceph osdc/mdsc, rbd, iSCSI, SCSI, device-mapper, block inflight, FUSE connections and daemons, CIFS), each read in a worker; mounts already stuck in the kernel are reported hung without a probe",
+		Requires:       "root: /proc/1/mountstats, other processes' stacks and descriptors, debugfs (mounted in a private mount namespace when it is not: CAP_SYS_ADMIN) and fusectl",
 		DefaultEnabled: true,
 		DefaultTimeout: 15 * time.Second,
 		Options:        &opts,

@@ -28,9 +28,9 @@ func TestOnlyIsolateStartsProcesses(t *testing.T) {
 		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
 			return filepath.SkipDir
 		}
-		// Another module (release/, redact/rulegen/: build tools run by
-		// make, never part of nodesnap) is not nodesnap's code.
 		if d.IsDir() && p != root {
+			// A nested module (release/, a generator run by make) is
+			// no part of the binary.
 			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
 				return filepath.SkipDir
 			}

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"strings"
 	"testing"
@@ -70,7 +71,7 @@ func requireRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		// Not root, the manifest is partial whatever else happens: the
 		// "complete" cases below could not tell anything apart.
-		t.Skip("the supervisor marks every non-root run partial; run the tests as root (CI does)")
+		skip.Missing(t, "the supervisor marks every non-root run partial; run the tests as root (CI does)")
 	}
 }
 

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,10 +16,7 @@ import (
 //
 //	NODESNAP_REPORT_SAMPLES=$PWD/samples go test -run TestSamplePages ./features/report/
 func TestSamplePages(t *testing.T) {
-	dir := os.Getenv("NODESNAP_REPORT_SAMPLES")
-	if dir == "" {
-		t.Skip("NODESNAP_REPORT_SAMPLES is not set: no sample pages asked for")
-	}
+	dir := skip.OptIn(t, "NODESNAP_REPORT_SAMPLES", "sample pages")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"io"
 	"os"
 	"path/filepath"
@@ -97,7 +98,7 @@ func nativeJournalDirs(rq JournalRequest) []string {
 // openNative opens one journal file if it may hold entries at or after
 // since: the header's newest entry time says so without reading the rest.
 func openNative(p string, since uint64) (*os.File, *journalfile.File, error) {
-	fh, size, err := journalfile.OpenFile(p)
+	fh, size, err := hostfs.OpenRegular(p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -141,7 +142,7 @@ func readJournalNative(rq JournalRequest) (JournalResult, error) {
 	}
 	deadline := time.Now().Add(max(rq.Timeout, time.Second))
 	dirs := nativeJournalDirs(rq)
-	paths, problems := journalfile.ListFiles(dirs, maxNativeFiles)
+	paths, problems := hostfs.ListJournalFiles(dirs, maxNativeFiles)
 	if len(paths) == 0 {
 		if len(problems) > 0 {
 			return res, fmt.Errorf("no journal file could be listed: %s", strings.Join(problems, "; "))

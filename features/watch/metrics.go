@@ -16,7 +16,7 @@ import (
 
 // The /metrics endpoint, in Prometheus's text exposition format written
 // by hand: a few dozen series of one process do not need a client
-// library (docs/decisions.md). Names follow node_exporter's conventions:
+// library (docs/decisions/features.md). Names follow node_exporter's conventions:
 // nodesnap_watch_ prefix, _total counters, _seconds and _timestamp_seconds
 // units, labels for the trigger and the signal.
 

@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"bytes"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"runtime"
 	"testing"
 )
@@ -11,9 +12,7 @@ import (
 // as a megabyte of newlines must not turn into gigabytes of preallocated
 // records.
 func TestMemoryIsBoundedByInput(t *testing.T) {
-	if testing.Short() {
-		t.Skip("allocates a few hundred MiB in total")
-	}
+	skip.Short(t, "allocates a few hundred MiB in total")
 	const size = 1 << 20
 	patterns := []string{
 		" ", "\\", "-", "\n", " - ", "1 2 3:4 / / rw ", ",", `\040`, "(", ")", "\x00", ":",

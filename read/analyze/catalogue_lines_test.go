@@ -2,6 +2,7 @@ package analyze_test
 
 import (
 	"context"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"maps"
 	"strings"
 	"testing"
@@ -87,9 +88,7 @@ var sampleObjects = []string{signatures.SamplePodUID, signatures.SampleUniqueNam
 // rendered in every log format, becomes the finding of its class, and the
 // finding names the object the line names.
 func TestGeneratedLinesFindings(t *testing.T) {
-	if testing.Short() {
-		t.Skip("analyses one bundle per catalogued format")
-	}
+	skip.Short(t, "analyses one bundle per catalogued format")
 	total, pass := 0, 0
 	for _, f := range signatures.Formats {
 		c := signatures.ByID(f.Class)

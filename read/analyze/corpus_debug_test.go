@@ -2,6 +2,7 @@ package analyze_test
 
 import (
 	"context"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,10 +11,7 @@ import (
 )
 
 func TestCorpusDebugOne(t *testing.T) {
-	f := os.Getenv("CORPUS_ONE")
-	if f == "" {
-		t.Skip("CORPUS_ONE not set")
-	}
+	f := skip.OptIn(t, "CORPUS_ONE", "one corpus case, for debugging")
 	b, err := os.ReadFile(filepath.Join(corpusDir(t), f))
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -369,9 +370,7 @@ func dedupe(in []string) []string {
 }
 
 func TestCorpusEvidence(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the corpus builds one bundle per case: not in -short")
-	}
+	skip.Short(t, "the corpus builds one bundle per case")
 	cases := loadCorpus(t)
 	type tally struct{ n, ok int }
 	byGroup := map[string]*tally{}

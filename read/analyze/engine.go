@@ -69,6 +69,13 @@ func Analyze(ctx context.Context, r io.Reader, opts Options) (*Report, error) {
 	})
 }
 
+// AnalyzeWalk analyses the entries walk gives (one consumer of
+// bundle.Fan, for a reader that also needs the entries for itself); walk
+// applies its own limits.
+func AnalyzeWalk(ctx context.Context, opts Options, walk bundle.WalkFunc) (*Report, error) {
+	return analyze(ctx, opts, func(_ bundle.Limits, fn func(bundle.Entry) error) error { return walk(fn) })
+}
+
 func analyze(ctx context.Context, opts Options, walk func(bundle.Limits, func(bundle.Entry) error) error) (*Report, error) {
 	lim := opts.Limits
 	if lim == (bundle.Limits{}) {

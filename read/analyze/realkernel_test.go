@@ -3,6 +3,7 @@ package analyze_test
 import (
 	"context"
 	"fmt"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -213,9 +214,7 @@ func TestRealDeletingLeftovers(t *testing.T) {
 
 // Incident 001: an ext4 directory past 64,998 subdirectories.
 func TestRealNlinkOverflow(t *testing.T) {
-	if testing.Short() {
-		t.Skip("70,000 directories on a loop device")
-	}
+	skip.Short(t, "70,000 directories on a loop device")
 	testkit.RequireLoop(t)
 	const n = 70000
 	l := testkit.LoopExt4(t, 128, testkit.LoopInodes(n+2000))

@@ -104,7 +104,24 @@ var ErrInvalid = errors.New("the bundle does not validate")
 // refuses (unsafe entries, a truncated archive, another schema, a checksum
 // that differs) is refused here, with its words.
 func Load(ctx context.Context, p string) (*Snapshot, error) {
-	if _, err := bundle.Validate(ctx, p); err != nil {
+	s := &Snapshot{Path: p,
+		HostMounts: map[string]string{}, ForeignDevices: map[string]string{}, Hung: map[string]bool{},
+		DState: map[string]string{}, Pods: map[string]Pod{}, Containers: map[string]uint32{},
+		Dirs: map[string]uint64{}, Deleting: map[string]uint64{}, Runtimes: map[string]string{},
+		Seen: map[string]bool{}, Goroutines: map[string]int{}}
+	// One pass over the archive (an archive, or a directory holding an
+	// extracted bundle) for the three readers: validation, analyze and
+	// the snapshot's own indexes.
+	var rep *analyze.Report
+	errs := bundle.Fan(ctx, p, bundle.DefaultLimits,
+		func(walk bundle.WalkFunc) error { _, err := bundle.ValidateWalk(walk); return err },
+		func(walk bundle.WalkFunc) error {
+			var err error
+			rep, err = analyze.AnalyzeWalk(ctx, analyze.Options{}, walk)
+			return err
+		},
+		func(walk bundle.WalkFunc) error { return s.read(ctx, walk) })
+	if err := errs[0]; err != nil {
 		if errors.Is(err, bundle.ErrInvalid) && !errors.Is(err, bundle.ErrUnsafe) {
 			// Not bundle.ErrInvalid itself: for diff, exit status 3
 			// means "worse", not "invalid".
@@ -113,21 +130,13 @@ func Load(ctx context.Context, p string) (*Snapshot, error) {
 		}
 		return nil, fmt.Errorf("reading bundle %s: %w", p, err)
 	}
-	rep, err := analyze.AnalyzeFile(ctx, p, analyze.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("reading bundle %s: %w", p, err)
+	for _, err := range errs[1:] {
+		if err != nil {
+			return nil, fmt.Errorf("reading bundle %s: %w", p, err)
+		}
 	}
-	s := &Snapshot{Path: p, Report: rep, Hostname: rep.Hostname, Kernel: rep.Kernel,
-		HostMounts: map[string]string{}, ForeignDevices: map[string]string{}, Hung: map[string]bool{},
-		DState: map[string]string{}, Pods: map[string]Pod{}, Containers: map[string]uint32{},
-		Dirs: map[string]uint64{}, Deleting: map[string]uint64{}, Runtimes: map[string]string{},
-		Seen: map[string]bool{}, Goroutines: map[string]int{}}
-	// bundle.Walk: an archive, or a directory holding an extracted
-	// bundle.
-	walk := func(fn func(bundle.Entry) error) error { return bundle.Walk(ctx, p, bundle.DefaultLimits, fn) }
-	if err := s.read(ctx, walk); err != nil {
-		return nil, fmt.Errorf("reading bundle %s: %w", p, err)
-	}
+	rep.Bundle = p
+	s.Report, s.Hostname, s.Kernel = rep, rep.Hostname, rep.Kernel
 	return s, nil
 }
 

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,7 +185,7 @@ func TestHangFaults(t *testing.T) {
 	list := faults
 	if !full() {
 		// The fast subset: every fault at once, one round (below).
-		t.Skip("one fault at a time runs with NODESNAP_RELIABILITY=full (make reliability); the fast subset runs all faults at once")
+		skip.Because(t, "one fault at a time runs with NODESNAP_RELIABILITY=full (make reliability); the fast subset runs all faults at once")
 	}
 	for _, f := range list {
 		for i := 0; i < rounds(1, 3); i++ {

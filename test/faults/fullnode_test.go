@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -34,7 +35,7 @@ import (
 // NODESNAP_BENCH_FULL=1, and writes its figures as JSON.
 func TestBenchFullNode(t *testing.T) {
 	if os.Getenv("NODESNAP_BENCH_FULL") != "1" {
-		t.Skip("a benchmark: run with NODESNAP_BENCH_FULL=1 (test/bench/full_node.sh, make bench)")
+		skip.Because(t, "a benchmark: run with NODESNAP_BENCH_FULL=1 (test/bench/full_node.sh, make bench)")
 	}
 	testkit.RequireRoot(t)
 	testkit.RequireFUSE(t)

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,7 +43,7 @@ func requireCluster(t *testing.T) *cluster {
 	t.Helper()
 	kc := os.Getenv("NODESNAP_E2E_KUBECONFIG")
 	if kc == "" {
-		t.Skip("no e2e cluster: run `make e2e-k8s` (as root) to bring one up and run these tests")
+		skip.Because(t, "no e2e cluster: run `make e2e-k8s` (as root) to bring one up and run these tests")
 	}
 	testkit.RequireRoot(t)
 	c := &cluster{kubeconfig: kc, kubectl: os.Getenv("NODESNAP_E2E_KUBECTL")}
@@ -780,7 +781,7 @@ func TestHostRunKubeadmCertificate(t *testing.T) {
 	c := requireCluster(t)
 	const pki = "/etc/kubernetes/pki"
 	if _, err := os.Stat("/etc/kubernetes"); err == nil {
-		t.Skip("/etc/kubernetes exists on this machine: not planting a kubeadm layout over it")
+		skip.Because(t, "/etc/kubernetes exists on this machine: not planting a kubeadm layout over it")
 	}
 	if err := os.MkdirAll(pki, 0o700); err != nil {
 		t.Fatal(err)

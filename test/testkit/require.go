@@ -2,10 +2,9 @@ package testkit
 
 import (
 	"bytes"
-	"fmt"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"os/exec"
-	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -15,18 +14,13 @@ import (
 // variable CI holds a true value ("true", "1", ...). In CI a missing
 // facility fails the test instead of skipping it.
 func InCI() bool {
-	v, err := strconv.ParseBool(os.Getenv("CI"))
-	return err == nil && v
+	return skip.InCI()
 }
 
 // missing skips the test, or fails it in CI, because a facility is missing.
 func missing(t testing.TB, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if InCI() {
-		t.Fatalf("testkit: %s (CI is set, so this fails instead of skipping)", msg)
-	}
-	t.Skipf("testkit: %s; skipping (set CI=true to make this a failure)", msg)
+	skip.Missing(t, "testkit: "+format, args...)
 }
 
 // RequireRoot skips the test unless it runs as root (effective uid 0).

@@ -3,6 +3,7 @@ package testkit
 import (
 	"errors"
 	"fmt"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -318,9 +319,7 @@ func TestLoopExt4InPrivateNamespace(t *testing.T) {
 }
 
 func TestManySubdirsExt4Nlink(t *testing.T) {
-	if testing.Short() {
-		t.Skip("70,000 directories")
-	}
+	skip.Short(t, "70,000 directories")
 	const n = 70000
 	l := LoopExt4(t, 128, LoopInodes(n+2000))
 	small, big := filepath.Join(l.Mountpoint, "small"), filepath.Join(l.Mountpoint, "big")
@@ -504,7 +503,7 @@ func TestBuildCommand(t *testing.T) {
 // depends on the rest of the module compiling).
 func TestBinary(t *testing.T) {
 	if os.Getenv("NODESNAP_TEST_BINARY") != "1" {
-		t.Skip("set NODESNAP_TEST_BINARY=1 to build the real cmd/nodesnap")
+		skip.Because(t, "set NODESNAP_TEST_BINARY=1 to build the real cmd/nodesnap")
 	}
 	start := time.Now()
 	bin := Binary(t)

@@ -1,4 +1,4 @@
-package journalfile
+package hostfs
 
 import (
 	"encoding/hex"
@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/internal/inroot"
 )
 
@@ -33,16 +32,16 @@ func isMachineID(n string) bool {
 	return err == nil
 }
 
-// ListFiles lists the journal files (*.journal, *.journal~) in dirs and
+// ListJournalFiles lists the journal files (*.journal, *.journal~) in dirs and
 // their machine-id subdirectories, names only (nothing is stat()ed), at
 // most max of them; problems says which directories could not be listed
 // (a missing one is none). It reads host directories: call it only in a
 // worker.
-func ListFiles(dirs []string, max int) ([]string, []string) {
+func ListJournalFiles(dirs []string, max int) ([]string, []string) {
 	var files, problems []string
 	var walk func(dir string, depth int)
 	walk = func(dir string, depth int) {
-		l, err := hostfs.ListDir(dir, 4096)
+		l, err := ListDir(dir, 4096)
 		if err != nil {
 			if !errors.Is(err, syscall.ENOENT) {
 				problems = append(problems, err.Error())
@@ -67,9 +66,9 @@ func ListFiles(dirs []string, max int) ([]string, []string) {
 	return files, problems
 }
 
-// OpenFile opens a regular file without blocking on a FIFO, and says
+// OpenRegular opens a regular file without blocking on a FIFO, and says
 // its size. It opens a host path: call it only in a worker.
-func OpenFile(p string) (*os.File, int64, error) {
+func OpenRegular(p string) (*os.File, int64, error) {
 	fd, err := inroot.Process().Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
 		return nil, 0, err

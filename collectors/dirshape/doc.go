@@ -1,0 +1,8 @@
+// Package dirshape is the dirshape collector: bounded statistics of the
+// shape of the kubelet's, the runtimes' and the CSI directories (entry
+// counts, the largest directories, .deleting~ leftovers, ext4 nlink
+// anomalies), walked in isolated workers with a budget of entries and
+// never entering a mount mountprobe found hung.
+//
+// Its files are described in docs/bundle.md (dirshape/).
+package dirshape
