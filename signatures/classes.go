@@ -123,9 +123,13 @@ var Classes = []Class{
 		Meaning: "the kubelet's sync loop is not running on time",
 		Words:   []string{"sync Loop took longer than expected|syncloop failed|syncLoop is not healthy|ousekeeping took longer than expected"}},
 	{ID: "runtime-deadline-exceeded", Sources: []string{"kubelet", "containerd", "cri-o"}, Key: KeyText,
-		KeyRe:   regexp.MustCompile(`^(?:.*?(?:podSandboxID|sandboxID)=\\*"?([0-9a-f]{64})|.*?podUID=\\*"?([0-9a-fA-F-]{36})|.*?(?:StopPodSandbox|RemovePodSandbox|StopContainer|RemoveContainer) for \\*"([0-9a-f]{64})|.*?containerID=\\*"?([0-9a-f]{64})|.*?(ListPodSandbox|ListContainers|PodSandboxStatus|ContainerStatus|RunPodSandbox|CreateContainer|StartContainer|ExecSync|Version))`),
+		KeyRe:   regexp.MustCompile(`^(?:.*?(?:podSandboxID|sandboxID)=\\*"?([0-9a-f]{64})|.*?podUID=\\*"?([0-9a-fA-F-]{36})|.*?(?:StopPodSandbox|RemovePodSandbox|StopContainer|RemoveContainer) for \\*"([0-9a-f]{64})|.*?containerID=\\*"?([0-9a-f]{64})|.*?(?:ContainerID:|\bid=)([0-9a-f]{64})|.*?(ListPodSandbox|ListContainers|PodSandboxStatus|ContainerStatus|RunPodSandbox|CreateContainer|StartContainer|ExecSync|Version))`),
 		Meaning: "a call of the kubelet to the container runtime timed out (DeadlineExceeded): the runtime is stuck, often on a container's mount",
-		Words:   []string{"DeadlineExceeded"},
+		// containerd renders a shim call that timed out as "context
+		// deadline exceeded: unknown" (the errdefs wrapping of a ttrpc
+		// error), CRI-O as "context was either canceled or the deadline
+		// was exceeded": the same timeout in the runtime's own words.
+		Words:   []string{"DeadlineExceeded|context deadline exceeded: unknown|the deadline was exceeded"},
 		Unless:  []string{"MountVolume", "UnmountVolume", "MountDevice", "UnmountDevice", "NodeStage", "NodeUnstage", "NodePublish", "NodeUnpublish", "/csi.v1."},
 		Example: `E1103 10:22:41.550012    1187 remote_runtime.go:128] "StopPodSandbox from runtime service failed" err="rpc error: code = DeadlineExceeded desc = context deadline exceeded" podSandboxID="9d2a6e0c5a1b"`},
 	// --- CSI drivers ---

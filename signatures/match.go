@@ -271,8 +271,9 @@ var (
 	reUniqueName = regexp.MustCompile(`(?i)UniqueName:\s*` + q + `([^"\\]+)|volumeName:([^\s"\\]+)`)
 	reVolume     = regexp.MustCompile(`(?i)(?:volume_?name|volume_?id|volumeHandle|VolumeId|Req-ID|Volume ID|spec\.Name)` + `\\*"?\s*[=:]?\s*` + q + `?([^\s"\\,}\]]+)` +
 		`|(?:volume|for volume|Volume)\s+` + q + `([^"\\]+)` +
-		// unquoted, a name with a digit or a dash: "volume pvc-5d1e ..."
-		`|\b[Vv]olume\s+([A-Za-z0-9_.^/-]*[0-9-][A-Za-z0-9_.^/-]*)`)
+		// unquoted, a name with a digit or a dash: "volume pvc-5d1e ...",
+		// "for volume: 268e7aa8-..." (vsphere-csi's wording)
+		`|\b[Vv]olume:?\s+([A-Za-z0-9_.^/-]*[0-9-][A-Za-z0-9_.^/-]*)`)
 	reDevice = regexp.MustCompile(`(/dev/(?:rbd|nbd|sd|xvd|vd|nvme|dm-|mapper/|loop|longhorn/)[^\s"\\:,;)\]}]*)`)
 	rePath   = regexp.MustCompile(`(/(?:var/lib|run|var/run|mnt|data|opt|home|srv)/[^\s"\\:,;)\]}]+)`)
 	reServer = regexp.MustCompile(`nfs: server (\S+)|libceph: (mon\d+ \S+)|(?:server|Server)[=:\s]+` + q + `?([A-Za-z0-9][-A-Za-z0-9.:\[\]]+)`)

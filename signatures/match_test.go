@@ -17,6 +17,7 @@ func ids(ms []Match) []idKey {
 
 func TestMatchLine(t *testing.T) {
 	const uid = "0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d"
+	const hex64 = "5e1cdf132517df24402e476e0f3b25db9ca5514928d6b0028cd51fd40ea50fce"
 	for _, tc := range []struct {
 		line string
 		want []idKey
@@ -51,6 +52,15 @@ func TestMatchLine(t *testing.T) {
 		{`runc: unmount /run/containerd/io.containerd.grpc.v1.cri/sandboxes/abc/shm: device or resource busy`, []idKey{{"runtime-shm-busy", "/run/containerd/io.containerd.grpc.v1.cri/sandboxes/abc/shm"}}},
 		{`E0101 remote_runtime.go:222] "StopPodSandbox from runtime service failed" err="rpc error: code = DeadlineExceeded desc = context deadline exceeded" podSandboxID="abc"`,
 			[]idKey{{"runtime-deadline-exceeded", ""}}},
+		// The runtime's own words for a timed-out shim call: containerd's
+		// errdefs wrapping, CRI-O's; a pull timeout is not one.
+		{`time="2019-05-16T15:05:02Z" level=error msg="Failed to handle event &TaskExit{ContainerID:` + hex64 + `,ID:` + hex64 + `,Pid:1,} for ` + hex64 + `" error="failed to handle container TaskExit event: failed to stop container: context deadline exceeded: unknown"`,
+			[]idKey{{"runtime-deadline-exceeded", hex64}}},
+		{`time="2017-11-27T23:43:11Z" level=error msg="converting task to protobuf" error="context deadline exceeded: unknown" id=` + hex64 + ` module="containerd/tasks"`,
+			[]idKey{{"runtime-deadline-exceeded", hex64}}},
+		{`time="2023-08-25 15:57:45.212984245+08:00" level=info msg="CreateCtr: context was either canceled or the deadline was exceeded: context deadline exceeded" id=a734f153-e8c4-4e29-bb8b-7846d862d604 name=/runtime.v1.RuntimeService/CreateContainer`,
+			[]idKey{{"runtime-deadline-exceeded", "CreateContainer"}}},
+		{`level=error msg="PullImage \"x\" failed" error="failed to pull and unpack image: context deadline exceeded"`, nil},
 		// The kubelet's first seconds: not a stuck PLEG.
 		{`PLEG is not healthy: pleg has yet to be successful`, nil},
 		{`an ordinary line`, nil},
@@ -78,6 +88,9 @@ func TestExtract(t *testing.T) {
 		{`remove /var/lib/kubelet/pods/` + uid + `/volumes/kubernetes.io~csi/pvc-9/mount: device or resource busy`,
 			Objects{PodUID: uid, Volume: "pvc-9", Path: "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~csi/pvc-9/mount"}},
 		{`nfs: server 10.1.2.3 not responding`, Objects{Server: "10.1.2.3"}},
+		// vsphere-csi's "for volume: <id>, err: ...".
+		{`msg="/csi.v1.Node/NodeUnpublishVolume: REP 0491: rpc error: code = Internal desc = error getting block device for volume: 268e7aa8-754e-4869-a5c2-258f87232f6c, err: lstat devtmpfs: no such file or directory"`,
+			Objects{Volume: "268e7aa8-754e-4869-a5c2-258f87232f6c"}},
 	} {
 		if got := Extract([]byte(tc.line)); got != tc.want {
 			t.Errorf("Extract(%q) =\n %+v, want\n %+v", tc.line, got, tc.want)

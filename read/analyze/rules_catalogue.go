@@ -87,8 +87,8 @@ var _ = document(
 	RuleDoc{
 		ID: idRuntimeTimeout, Severity: "warning",
 		Title:    "Container runtime calls time out",
-		Meaning:  "The kubelet's calls to the container runtime end in DeadlineExceeded: the runtime does not answer in time, often stuck on a container's mount or a dead storage server.",
-		Evidence: "The kubelet log: the runtime calls that timed out.",
+		Meaning:  "The kubelet's calls to the container runtime end in DeadlineExceeded, or the runtime's own calls to its shims time out (containerd's \"context deadline exceeded: unknown\", CRI-O's \"the deadline was exceeded\"): the runtime does not answer in time, often stuck on a container's mount or a dead storage server.",
+		Evidence: "The kubelet log and the runtime's log: the calls that timed out.",
 		Fix:      "Read the runtime's goroutine dump (`runtime/`) or its log for the call it is stuck in; a hung mount under it must be unmounted (umount -f / -l).",
 	},
 	RuleDoc{
