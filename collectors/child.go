@@ -77,9 +77,20 @@ func ChildMain() int {
 		sink.send(Event{Type: EventDone, Status: StatusError, Error: "unknown collector " + cfg.Collector})
 		return 1
 	}
+	// The host's /proc and /sys are under the root unless given, and every
+	// worker resolves host paths inside that boundary: a worker started
+	// ahead of its first item must know it as well as a later one.
+	roots := hostfs.Roots{Root: cfg.Common.Root}
+	if cfg.Common.Proc == "" {
+		cfg.Common.Proc = roots.Seen("/proc")
+	}
+	if cfg.Common.Sys == "" {
+		cfg.Common.Sys = roots.Seen("/sys")
+	}
+	boundary := inroot.Boundary{Root: cfg.Common.Root, Proc: cfg.Common.Proc, Sys: cfg.Common.Sys}
 	var pool *isolate.Pool
 	if spec.PrestartWorker {
-		pool = isolate.NewPool(cfg.Common.Workers, cfg.Common.ProbeTimeout)
+		pool = isolate.NewPool(cfg.Common.Workers, cfg.Common.ProbeTimeout).Confine(boundary)
 		pool.Prestart()
 	}
 	red, err := NewRedactor(cfg.Common.Redaction)
@@ -95,13 +106,6 @@ func ChildMain() int {
 	cfg.Common.Redaction = nil
 	env := &Env{Common: cfg.Common, name: cfg.Collector, dir: cfg.Dir, options: cfg.Options,
 		red: red, events: sink, openFiles: map[string]bool{}, knowsHung: spec.knowsHung(), workers: pool}
-	roots := hostfs.Roots{Root: env.Root}
-	if env.Proc == "" {
-		env.Proc = roots.Seen("/proc")
-	}
-	if env.Sys == "" {
-		env.Sys = roots.Seen("/sys")
-	}
 	// This process's own reads of host paths resolve inside the roots too.
 	if err := os.Setenv(inroot.EnvVar, strings.TrimPrefix(env.boundary().Env(), inroot.EnvVar+"=")); err != nil {
 		sink.send(Event{Type: EventDone, Status: StatusError, Error: "setting the root boundary: " + err.Error()})
