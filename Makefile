@@ -38,13 +38,15 @@ test-kernel: vet
 ## then the cluster taken down: its own pids, mounts, links, cgroups, sysctls.
 E2E_STATE ?= /var/lib/nodesnap-e2e
 E2E_K8S   ?= v1.34.4
+# E2E_RUN=TestJobInPod runs only the e2e tests it matches (go test -run).
+E2E_RUN   ?=
 e2e-k8s: build image
 	@test/kube/cluster.sh down
 	NODESNAP_E2E_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) test/kube/cluster.sh up
 	@status=0; \
 	NODESNAP_E2E_KUBECONFIG=$(E2E_STATE)/admin.kubeconfig NODESNAP_E2E_IMAGE=$(IMAGE) \
 	NODESNAP_E2E_KUBECTL=/var/cache/nodesnap-e2e/$(E2E_K8S)/bin/kubectl \
-	  $(GO) test -count=1 -timeout 30m -v ./test/kube/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)' || status=$$?; \
+	  $(GO) test -count=1 -timeout 30m -v -run '$(E2E_RUN)' ./test/kube/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)' || status=$$?; \
 	test/kube/cluster.sh down; exit $$status
 
 ## redact-rules: regenerate redact/rules_scanner.go (and the scanner's own negative examples

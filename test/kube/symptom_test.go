@@ -157,7 +157,11 @@ func TestIncident003ExplainStuckPod(t *testing.T) {
 
 	// The pod is Pending long enough to be in trouble.
 	time.Sleep(2*time.Minute + 10*time.Second)
-	r := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + c.token(t)}, "--timeout", "90s", "--kubeconfig", kc, "--node-name", c.node)
+	// With the pprof opt-in (rbac-pprof.yaml): the kubelet's goroutine dump
+	// shows its housekeeping stuck in the orphaned pod's directory, the link
+	// from the hung mount to every Pending pod. The least-privilege token
+	// gets no dumps.
+	r := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + c.pprofToken(t)}, "--timeout", "90s", "--kubeconfig", kc, "--node-name", c.node)
 	if st := r.status(t, "cluster"); st.Status != "ok" {
 		t.Errorf("cluster collector: %s %s %v", st.Status, st.Error, st.Notes)
 	}
