@@ -24,6 +24,7 @@ import (
 	"github.com/nodesnap/nodesnap/features/upload"
 	"github.com/nodesnap/nodesnap/internal/cliflag"
 	"github.com/nodesnap/nodesnap/internal/human"
+	"github.com/nodesnap/nodesnap/internal/termsafe"
 )
 
 type collectOptions struct {
@@ -620,7 +621,7 @@ func plainProgress(w io.Writer) func(supervisor.Progress) {
 			line := fmt.Sprintf("%-12s %-11s %6.1fs", p.Collector, p.Status, p.Elapsed.Seconds())
 			if p.Error != "" && p.Status != bundle.StatusOK {
 				// Whole: this is what a cron mail or a ticket shows.
-				line += "  " + strings.Join(strings.Fields(p.Error), " ")
+				line += "  " + termsafe.Field(strings.Join(strings.Fields(p.Error), " "))
 			}
 			fmt.Fprintln(w, line)
 		case "writing":

@@ -14,6 +14,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/internal/human"
+	"github.com/nodesnap/nodesnap/internal/termsafe"
 	"github.com/nodesnap/nodesnap/internal/textfit"
 )
 
@@ -130,7 +131,9 @@ func (p *liveProgress) update(ev supervisor.Progress) {
 		r.status, r.started, r.deadline = "running", time.Now(), ev.Deadline
 	case "done":
 		r := p.row(ev.Collector)
-		r.status, r.elapsed, r.err = ev.Status, ev.Elapsed, ev.Error
+		// A collector's error can quote the node (a mount point, a
+		// process name): shown escaped, never as terminal commands.
+		r.status, r.elapsed, r.err = ev.Status, ev.Elapsed, termsafe.Field(ev.Error)
 	case "writing":
 		p.footer = "writing the bundle…"
 	}
@@ -149,9 +152,9 @@ func (p *liveProgress) finish(m *bundle.Manifest) {
 		for _, c := range m.Collectors {
 			r := p.row(c.Name)
 			r.status, r.elapsed = c.Status, time.Duration(c.DurationSeconds*float64(time.Second))
-			r.err = human.FirstLine(c.Error)
+			r.err = termsafe.Field(human.FirstLine(c.Error))
 			if c.HangEvidence != nil && c.HangEvidence.Phase != "interrupted" && c.HangEvidence.Phase != "cut" {
-				r.err = "hung: " + c.HangEvidence.String()
+				r.err = termsafe.Field("hung: " + c.HangEvidence.String())
 			}
 		}
 		p.footer = fmt.Sprintf("done in %.1fs: %s", time.Since(p.start).Seconds(), m.Status)

@@ -278,3 +278,25 @@ func TestCollectorsOffTerminalWhole(t *testing.T) {
 		}
 	}
 }
+
+// A collector's error can quote the node (a mount point named by whoever
+// made it): collect's progress shows it escaped, on a terminal and off
+// one, never as a terminal command (here OSC 52, which writes the
+// clipboard, and a screen clear).
+func TestProgressEscapesNodeText(t *testing.T) {
+	hostile := "stat /mnt/\x1b]52;c;ZXZpbA==\x07x\x1b[2J: hung"
+	var live syncBuffer
+	p := newLiveProgress(&live, []string{"mounts"}, time.Minute, func() int { return 200 })
+	p.update(supervisor.Progress{Collector: "mounts", Phase: "done", Status: bundle.StatusPartial, Error: hostile})
+	p.finish(&bundle.Manifest{Status: "partial", Collectors: []bundle.CollectorResult{{Name: "mounts", Status: bundle.StatusPartial, Error: hostile}}})
+	var plain bytes.Buffer
+	plainProgress(&plain)(supervisor.Progress{Collector: "mounts", Phase: "done", Status: bundle.StatusPartial, Error: hostile})
+	for name, out := range map[string]string{"live": ansi.ReplaceAllString(live.String(), ""), "plain": plain.String()} {
+		if strings.Contains(out, "\x1b]52") || strings.Contains(out, "\x1b[2J") || strings.Contains(out, "\x07") {
+			t.Errorf("%s progress wrote the node's escape sequences raw: %q", name, out)
+		}
+		if !strings.Contains(out, "/mnt/") {
+			t.Errorf("%s progress lost the error: %q", name, out)
+		}
+	}
+}
