@@ -22,6 +22,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/features/fleet"
+	"github.com/nodesnap/nodesnap/internal/termsafe"
 )
 
 type fleetCollectOptions struct {
@@ -239,9 +240,11 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 
 // writeFleetSummary prints a line per node and where everything is.
 func writeFleetSummary(w io.Writer, rep *fleet.Report, dir string) {
+	// Node names and reasons come from the API server (pods' status
+	// messages, events): shown escaped, one line per node.
 	width := 4
 	for _, n := range rep.Nodes {
-		width = max(width, len(n.Node))
+		width = max(width, len(termsafe.Field(n.Node)))
 	}
 	fmt.Fprintf(w, "%-*s  %-18s  %7s  %s\n", width, "NODE", "STATUS", "TIME", "BUNDLE / REASON")
 	for _, n := range rep.Nodes {
@@ -252,7 +255,7 @@ func writeFleetSummary(w io.Writer, rep *fleet.Report, dir string) {
 				what += " (" + n.Reason + ")"
 			}
 		}
-		fmt.Fprintf(w, "%-*s  %-18s  %6.1fs  %s\n", width, n.Node, n.Status, n.Durations.Total, what)
+		fmt.Fprintf(w, "%-*s  %-18s  %6.1fs  %s\n", width, termsafe.Field(n.Node), n.Status, n.Durations.Total, termsafe.Field(what))
 	}
 	var counts []string
 	for _, st := range []fleet.Status{fleet.StatusOK, fleet.StatusPartial, fleet.StatusUnschedulable, fleet.StatusImagePull,

@@ -185,3 +185,21 @@ func TestDefaultImage(t *testing.T) {
 		}
 	}
 }
+
+// Node names and reasons come from the API server: the summary shows them
+// escaped, so a pod status message cannot forge a line or command the
+// terminal.
+func TestFleetSummaryEscapes(t *testing.T) {
+	rep := &fleet.Report{Nodes: []fleet.NodeResult{
+		{Node: "node-1", Status: fleet.StatusFailed, Reason: "failed\n   node-9  ok  0.1s  forged.tar.gz\x1b]52;c;ZXZpbA==\x07"},
+	}, Counts: map[fleet.Status]int{fleet.StatusFailed: 1}}
+	var b bytes.Buffer
+	writeFleetSummary(&b, rep, "case-1")
+	out := b.String()
+	if strings.Contains(out, "\x1b") || strings.Contains(out, "\x07") || strings.Contains(out, "\n   node-9") {
+		t.Errorf("the summary wrote the API's text raw:\n%q", out)
+	}
+	if !strings.Contains(out, "forged.tar.gz") {
+		t.Errorf("the reason was lost:\n%q", out)
+	}
+}
