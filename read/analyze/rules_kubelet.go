@@ -233,10 +233,24 @@ func (st *state) syncloopFinding(syncBad []Line, stuck []goroutine) {
 	// iterations logged earlier, with healthz now saying "[+]syncloop ok"
 	// and no cleanup goroutine stuck, are history, not the incident.
 	earlier := len(syncBad) == 0 && len(stuck) == 0 && st.syncloopOK() != nil
-	if earlier {
+	// Only log lines, all long before the collection, and nothing of the
+	// collection's own time (healthz, goroutine dump, a kubelet thread in
+	// the kernel) shows the loop stuck: they may be history.
+	var history string
+	if !earlier && len(syncBad) == 0 && len(stuck) == 0 && len(st.kubeletInKernel()) == 0 {
+		if s := st.logs.sigs[sigSyncLoop]; s != nil {
+			if newest, age, old := st.logsHistory(s.unclaimed()); old {
+				history = fmt.Sprintf("earlier: the kubelet logged that its sync loop took longer than expected, last %s before this collection; nothing collected now shows it stuck, so these lines may be history", human(age))
+				f.Explanation = historyWhy(newest, age, "no failing healthz, no goroutine dump with pod cleanup stuck (or none collected: it needs the kubelet's credentials), no kubelet thread blocked in the kernel") + " "
+			}
+		}
+	}
+	if earlier || history != "" {
 		f.Severity = Info
 	}
 	switch {
+	case history != "":
+		f.Summary = history
 	case earlier:
 		f.Summary = "earlier: the kubelet logged that its sync loop took longer than expected; at collection time its healthz says " + strings.TrimSpace(st.syncloopOK().Text)
 	case len(stuck) > 0:
@@ -246,7 +260,7 @@ func (st *state) syncloopFinding(syncBad []Line, stuck []goroutine) {
 	default:
 		f.Summary = "the kubelet logs that its sync loop takes longer than expected"
 	}
-	f.Explanation = "The kubelet's sync loop starts, updates and cleans up every pod; when one iteration does not return, no pod on the node changes state any more: " +
+	f.Explanation += "The kubelet's sync loop starts, updates and cleans up every pod; when one iteration does not return, no pod on the node changes state any more: " +
 		"new pods stay Pending/ContainerCreating and deleted ones Terminating. "
 	if len(stuck) > 0 {
 		f.Explanation += "The goroutine dump shows it in pod housekeeping (HandlePodCleanups → cleanupOrphanedPodDirs), which stat()s the volume paths of deleted pods: " +
