@@ -241,7 +241,7 @@ func (st *state) syncloopFinding(syncBad []Line, stuck []goroutine) {
 		if s := st.logs.sigs[sigSyncLoop]; s != nil {
 			if newest, age, old := st.logsHistory(s.unclaimed()); old {
 				history = fmt.Sprintf("earlier: the kubelet logged that its sync loop took longer than expected, last %s before this collection; nothing collected now shows it stuck, so these lines may be history", human(age))
-				f.Explanation = historyWhy(newest, age, "no failing healthz, no goroutine dump with pod cleanup stuck (or none collected: it needs the kubelet's credentials), no kubelet thread blocked in the kernel") + " "
+				f.Explanation = historyWhy(newest, age, st.syncLoopNowChecked()) + " "
 			}
 		}
 	}

@@ -80,6 +80,29 @@ func (st *state) nodeSaysPLEG() bool {
 	return false
 }
 
+// syncLoopNowChecked says what the bundle holds of the collection's own
+// time about the sync loop, none of which shows it stuck (the caller
+// checked), and what it lacks.
+func (st *state) syncLoopNowChecked() string {
+	var out []string
+	if len(st.healthz) > 0 {
+		out = append(out, "the kubelet's healthz does not say the sync loop failed")
+	} else {
+		out = append(out, "no healthz was collected")
+	}
+	if len(st.kubeDumps) > 0 {
+		out = append(out, "its goroutine dump shows no pod cleanup stuck")
+	} else {
+		out = append(out, "no goroutine dump was collected (it needs a kubelet credential allowed its pprof endpoints)")
+	}
+	if st.tasksSeen {
+		out = append(out, "no kubelet thread is blocked in the kernel")
+	} else {
+		out = append(out, "no process list was collected to show a kubelet thread blocked in the kernel")
+	}
+	return strings.Join(out, "; ")
+}
+
 // historyWhy is the sentence that says why lines may be history; checked
 // lists the evidence of the collection's own time that is absent.
 func historyWhy(newest time.Time, age time.Duration, checked string) string {
@@ -107,7 +130,16 @@ func (st *state) plegFindings() {
 		if newest, age, old := st.logsHistory([]*keyHits{k}); old && !current {
 			f.Severity = Info
 			f.Summary = fmt.Sprintf("earlier: the kubelet reported \"PLEG is not healthy\" (%s), last %s before this collection; these lines may be history", plural(k.Count, "time", "times"), human(age))
-			f.Explanation += " " + historyWhy(newest, age, "no Node condition from the API saying so (or no API view), no kubelet thread blocked in the kernel")
+			checked := "the API's Node conditions do not say so"
+			if st.cluster == nil || st.cluster.Node == nil {
+				checked = "no Node object from the API was collected"
+			}
+			if st.tasksSeen {
+				checked += "; no kubelet thread is blocked in the kernel"
+			} else {
+				checked += "; no process list was collected"
+			}
+			f.Explanation += " " + historyWhy(newest, age, checked)
 		}
 		st.add(f)
 	})

@@ -210,3 +210,76 @@ func copyAs(t *testing.T, name, dst string) string {
 	}
 	return dst
 }
+
+// A token-less collection whose only word on the sync loop is old kubelet
+// log lines (2 h before the run): analyze says they may be history,
+// measured from the bundle's own collection time, and says what it lacks
+// to tell. The run collects the journal only: with the process list, a
+// machine without a kubelet (this one) sets the lines aside as an earlier
+// kubelet's before any rule sees them.
+func TestTokenlessOldSyncLoopLinesMayBeHistory(t *testing.T) {
+	testkit.RequireRoot(t)
+	n := newNode(t)
+	if err := os.Remove(filepath.Join(n.root, "var/lib/kubelet/kubeconfig")); err != nil {
+		t.Fatal(err)
+	}
+	var logb strings.Builder
+	for i := 0; i < 3; i++ {
+		at := time.Now().Add(-2*time.Hour + time.Duration(i)*time.Minute).UTC()
+		logb.WriteString(at.Format("2006-01-02T15:04:05.000000-07:00") + " reliability-node kubelet[4242]: E" + at.Format("0102 15:04:05.000000") +
+			`    4242 kubelet.go:2513] "Housekeeping took longer than expected" err="sync Loop took longer than expected" expected="1s" actual="14.2s"` + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(n.root, "var/log/kubelet.log"), []byte(logb.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	r := nodesnap(t, runTimeout+30*time.Second, []string{"KUBECONFIG="}, n.args(out, "--only", "journal")...)
+	if r.code != 0 && r.code != 3 {
+		t.Fatalf("collect: exit %d\nstderr:\n%s", r.code, r.stderr)
+	}
+	c, o := checkOutput(t, out, false, n.secrets)
+	if o.failed || c == nil {
+		t.FailNow()
+	}
+	if !strings.Contains(string(c.Files["journal/files/kubelet.log"]), "sync Loop took longer than expected") {
+		var names []string
+		for name := range c.Files {
+			if strings.HasPrefix(name, "journal/") {
+				names = append(names, name)
+			}
+		}
+		t.Fatalf("the kubelet's log lines are not in the bundle's journal/files/kubelet.log (journal files: %v)", names)
+	}
+	var bundlePath string
+	ents, _ := os.ReadDir(out)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tar.gz") || strings.HasSuffix(e.Name(), ".tar.zst") {
+			bundlePath = filepath.Join(out, e.Name())
+		}
+	}
+	a := nodesnap(t, time.Minute, nil, "analyze", "--json", bundlePath)
+	var rep struct {
+		Findings []struct {
+			ID, Severity, Summary, Explanation string
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(a.stdout), &rep); err != nil {
+		t.Fatalf("analyze --json (exit %d): %v\n%s", a.code, err, a.stderr)
+	}
+	for _, f := range rep.Findings {
+		if f.ID != "kubelet-syncloop-unhealthy" {
+			continue
+		}
+		t.Logf("%s: %s", f.Severity, f.Summary)
+		if f.Severity != "info" || !strings.Contains(f.Summary, "may be history") || !strings.Contains(f.Summary, "last 1h5") {
+			t.Errorf("old sync-loop lines: %s %q, want info saying they may be history, last 1h58m before the collection", f.Severity, f.Summary)
+		}
+		for _, w := range []string{"no healthz was collected", "no goroutine dump was collected", "no process list was collected"} {
+			if !strings.Contains(f.Explanation, w) {
+				t.Errorf("explanation lacks %q: %s", w, f.Explanation)
+			}
+		}
+		return
+	}
+	t.Errorf("no kubelet-syncloop-unhealthy finding for the old lines")
+}
