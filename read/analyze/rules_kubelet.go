@@ -25,9 +25,9 @@ const (
 // What each finding of this file means, for docs/findings.md.
 var _ = document(
 	RuleDoc{
-		ID: "kubelet-syncloop-unhealthy", Severity: "critical",
+		ID: "kubelet-syncloop-unhealthy", Severity: "info, warning or critical",
 		Title:    "The kubelet's sync loop is stuck",
-		Meaning:  "The kubelet's healthz reports `[-]syncloop failed`: its main loop has not run for minutes, so pods are neither started nor cleaned up. When no hung mount explains it, the finding names the goroutines the loop waits on (often pod cleanup stuck on a volume).",
+		Meaning:  "The kubelet's healthz reports `[-]syncloop failed` (critical): its main loop has not run for minutes, so pods are neither started nor cleaned up. When no hung mount explains it, the finding names the goroutines the loop waits on (often pod cleanup stuck on a volume). From the kubelet's log alone it is a warning; and info, lines that may be history, when the healthz collected now says `[+]syncloop ok`, or when the newest line is more than 15 minutes before the collection (plus 14 hours when its zone is unknown) and nothing of the collection's own time (healthz, goroutine dump, a kubelet thread blocked in the kernel) shows the loop stuck. No Pending pod is chained to an info one.",
 		Evidence: "`kubelet/healthz.txt`, `kubelet/goroutine-debug2.txt` (the stuck goroutines), the kubelet log.",
 		Fix:      "Find what the stuck goroutines wait on (a mount, a runtime call) and fix that; then restart the kubelet (`systemctl restart kubelet`) if the loop does not resume.",
 	},
@@ -39,9 +39,9 @@ var _ = document(
 		Fix:      "Read the kubelet's log around the time of the bundle (`journal/kubelet.log`) for the failing check's cause.",
 	},
 	RuleDoc{
-		ID: "kubelet-pleg-unhealthy", Severity: "warning",
+		ID: "kubelet-pleg-unhealthy", Severity: "info or warning",
 		Title:    "Kubelet PLEG is not healthy",
-		Meaning:  "The kubelet logged \"PLEG is not healthy\": its pod lifecycle event generator could not relist containers from the runtime in time, usually because the runtime is slow or stuck. The node goes NotReady if it lasts. A kubelet's first seconds, when PLEG has not relisted yet, are not a finding.",
+		Meaning:  "The kubelet logged \"PLEG is not healthy\": its pod lifecycle event generator could not relist containers from the runtime in time, usually because the runtime is slow or stuck. The node goes NotReady if it lasts. A kubelet's first seconds, when PLEG has not relisted yet, are not a finding. Lines all more than 15 minutes before the collection (plus 14 hours when their zone is unknown), with neither the API's Node conditions nor a kubelet thread blocked in the kernel saying so now, are info: they may be history.",
 		Evidence: "The kubelet log: the PLEG lines.",
 		Fix:      "Check the container runtime (its goroutine dumps in `runtime/`, `crictl ps` on the node); restart it if it does not answer.",
 	},
