@@ -262,6 +262,13 @@ func (st *state) ownPIDs() map[int]bool {
 			}
 		}
 	}
+	// Workers of an earlier run still stuck probing a mount: the kernel's
+	// evidence may name them among the tasks blocked on it.
+	for _, p := range st.probes {
+		if p.EarlierProbe != nil && p.EarlierProbe.PID > 0 {
+			own[p.EarlierProbe.PID] = true
+		}
+	}
 	return own
 }
 
