@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	bundleschema "github.com/nodesnap/nodesnap/bundle-schema"
 	"github.com/nodesnap/nodesnap/bundle"
+	bundleschema "github.com/nodesnap/nodesnap/bundle-schema"
 )
 
 // TestManifestSchemaRejects edits a valid manifest one field at a time and
