@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -230,13 +231,20 @@ func collectOpenFiles(ctx context.Context, env *collectors.Env) error {
 	}
 	spaces := make([]*ofNamespace, len(nsOrder))
 	nsErrs := make([]error, len(nsOrder))
-	shared.Parallel(scanCtx, len(nsOrder), ofScanGoroutines, func(i int) {
-		res, _, _, rerr := shared.NamespaceMountinfo(scanCtx, env, cands[nsOrder[i]], 64<<20)
-		if rerr != nil {
-			nsErrs[i] = rerr
+	// The tables in batches, a few worker round trips for all of them
+	// (hostfs.TaskMountinfos), as the mounts collector reads them.
+	tasks := make([][]hostfs.Task, len(nsOrder))
+	for i, ns := range nsOrder {
+		for _, c := range cands[ns] {
+			tasks[i] = append(tasks[i], hostfs.Task{PID: c.PID, TID: c.TID})
+		}
+	}
+	env.Host().TaskMountinfos(scanCtx, tasks, 64<<20, max(1, min(ofScanGoroutines, runtime.GOMAXPROCS(0))), func(i int, r hostfs.MountinfoResult) {
+		if r.Err != nil {
+			nsErrs[i] = r.Err
 			return
 		}
-		mounts, _ := procfs.ParseMountInfo(res.Data)
+		mounts, _ := procfs.ParseMountInfo(r.Data)
 		spaces[i] = newOFNamespace(nsOrder[i], mounts)
 	})
 	for i, n := range spaces {

@@ -21,7 +21,6 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
-	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/cliflag"
 	"golang.org/x/sys/unix"
 )
@@ -99,17 +98,6 @@ func HostNamespace(env *collectors.Env) (uint64, error) {
 // isKthreadd reports whether the process at dir is kthreadd.
 func isKthreadd(dir string) bool {
 	return hostfs.ReadComm(dir+"/comm") == "kthreadd"
-}
-
-// NamespaceMountinfo reads a namespace's mount table in a worker from
-// one of its tasks (see hostfs.FS.TaskMountinfo).
-func NamespaceMountinfo(ctx context.Context, env *collectors.Env, cands []layout.TaskRef, max int64) (isolate.ReadFileResult, layout.TaskRef, string, error) {
-	ts := make([]hostfs.Task, len(cands))
-	for i, c := range cands {
-		ts[i] = hostfs.Task{PID: c.PID, TID: c.TID}
-	}
-	r, from, root, err := env.Host().TaskMountinfo(ctx, ts, max)
-	return r, layout.TaskRef{PID: from.PID, TID: from.TID}, root, err
 }
 
 // Gone reports whether err means the process or task went away while being
