@@ -875,6 +875,13 @@ spec:
 		c.k(t, "", "-n", "e2e", "delete", "pod", "host-root-agent", "loop-user", "--ignore-not-found", "--wait=true", "--timeout=2m")
 		c.k(t, "", "-n", "e2e", "delete", "pvc", "data-002", "--ignore-not-found", "--wait=true", "--timeout=1m")
 		c.k(t, "", "delete", "pv", "e2e-vol-002", "--ignore-not-found", "--wait=true", "--timeout=1m")
+		// The agent's namespace went with its pod, and with it the last
+		// mount of the loop device, which detaches itself (autoclear).
+		for end := time.Now().Add(30 * time.Second); loopBackedBy(t, img) != "" && time.Now().Before(end); time.Sleep(time.Second) {
+		}
+		if dev := loopBackedBy(t, img); dev != "" {
+			t.Errorf("the loop device %s of %s is still attached after the test", dev, img)
+		}
 	})
 	c.k(t, volume, "apply", "-f", "-")
 	c.k(t, "", "-n", "e2e", "wait", "--for=condition=Ready", "pod/loop-user", "--timeout=2m")

@@ -191,9 +191,11 @@ func (c *cluster) waitPodEvent(t *testing.T, ns, pod, reason, text string, withi
 	for {
 		out := c.k(t, "", "-n", ns, "get", "events", "--field-selector", "involvedObject.kind=Pod,involvedObject.name="+pod+",reason="+reason,
 			"-o", "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}")
-		if strings.Contains(out, text) {
-			t.Logf("%s/%s %s: %s", ns, pod, reason, strings.TrimSpace(strings.Split(strings.TrimSpace(out), "\n")[0]))
-			return
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, text) {
+				t.Logf("%s/%s %s: %s", ns, pod, reason, l)
+				return
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s event saying %q about %s/%s within %s; events: %s\n%s", reason, text, ns, pod, within, out,
