@@ -854,6 +854,7 @@ func TestIncident002LoopHeldByAnotherPodsNamespace(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	volume := c.csiVolumeUser("hostpath.csi.k8s.io", "vol-002", "e2e-vol-002", "data-002", "loop-user")
+	heldDev := ""
 	agent := strings.NewReplacer("NODE_NAME", c.node, "IMAGE", c.image(t)).Replace(`apiVersion: v1
 kind: Pod
 metadata: {name: host-root-agent, namespace: e2e}
@@ -882,6 +883,11 @@ spec:
 		if dev := loopBackedBy(t, img); dev != "" {
 			t.Errorf("the loop device %s of %s is still attached after the test", dev, img)
 		}
+		if heldDev != "" {
+			if pids := mountedBy(heldDev); len(pids) > 0 {
+				t.Errorf("device %s is still mounted after the test, in the mount namespaces of %v", heldDev, pids)
+			}
+		}
 	})
 	c.k(t, volume, "apply", "-f", "-")
 	c.k(t, "", "-n", "e2e", "wait", "--for=condition=Ready", "pod/loop-user", "--timeout=2m")
@@ -907,6 +913,7 @@ spec:
 	// The kubelet has unstaged it: the host no longer mounts the loop
 	// device, the agent's namespace still does.
 	dev := loopBackedBy(t, img)
+	heldDev = dev
 	if dev == "" {
 		t.Fatalf("the loop device of %s was detached: the agent's namespace did not keep the mount", img)
 	}
@@ -1210,7 +1217,7 @@ func checkRankedAndGrouped(t *testing.T, rp *analyze.Report, kubeletMP, elsewher
 	var ranked []string
 	for i, f := range rp.Findings {
 		if f.Severity >= analyze.Warning {
-			ranked = append(ranked, fmt.Sprintf("[%d] %s %s %s (%s)", i+1, f.Severity, f.ID, f.Subject, f.Impact))
+			ranked = append(ranked, fmt.Sprintf("[%d] %s %s %s (%s): %.300s", i+1, f.Severity, f.ID, f.Subject, f.Impact, f.Summary))
 		}
 	}
 	t.Logf("findings at warning or above, in order: %s", strings.Join(ranked[:min(len(ranked), 12)], "; "))
@@ -1246,4 +1253,32 @@ func checkRankedAndGrouped(t *testing.T, rp *analyze.Report, kubeletMP, elsewher
 		t.Errorf("the group stands for %d mounts (%d probed hung) and says %q; want every one, in namespace %s, one cause", len(g.Members), hungElsewhere, g.Summary, ns)
 	}
 	t.Logf("grouped: %s", g.Summary)
+}
+
+// mountedBy lists the processes ("pid comm") whose mount namespace
+// mounts the device major:minor, one per namespace.
+func mountedBy(dev string) []string {
+	var out []string
+	seen := map[string]bool{}
+	files, _ := filepath.Glob("/proc/[0-9]*/mountinfo")
+	for _, f := range files {
+		pid := filepath.Base(filepath.Dir(f))
+		ns, _ := os.Readlink(filepath.Join("/proc", pid, "ns", "mnt"))
+		if ns == "" || seen[ns] {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		seen[ns] = true
+		for _, l := range strings.Split(string(b), "\n") {
+			if fs := strings.Fields(l); len(fs) > 4 && fs[2] == dev {
+				comm, _ := os.ReadFile(filepath.Join("/proc", pid, "comm"))
+				out = append(out, pid+" "+strings.TrimSpace(string(comm))+" "+ns+" at "+fs[4])
+				break
+			}
+		}
+	}
+	return out
 }
