@@ -873,7 +873,11 @@ spec:
       hostPath: {path: /}
 `)
 	t.Cleanup(func() {
-		c.k(t, "", "-n", "e2e", "delete", "pod", "host-root-agent", "loop-user", "--ignore-not-found", "--wait=true", "--timeout=2m")
+		// The claim's pod first: while it waits to start, the kubelet
+		// retries the stage, which succeeds the moment the agent lets go,
+		// and a later test's new mount namespace would copy that mount.
+		c.k(t, "", "-n", "e2e", "delete", "pod", "loop-user", "--ignore-not-found", "--wait=true", "--timeout=2m")
+		c.k(t, "", "-n", "e2e", "delete", "pod", "host-root-agent", "--ignore-not-found", "--wait=true", "--timeout=2m")
 		c.k(t, "", "-n", "e2e", "delete", "pvc", "data-002", "--ignore-not-found", "--wait=true", "--timeout=1m")
 		c.k(t, "", "delete", "pv", "e2e-vol-002", "--ignore-not-found", "--wait=true", "--timeout=1m")
 		// The agent's namespace went with its pod, and with it the last
