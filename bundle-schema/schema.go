@@ -5,10 +5,11 @@ package bundleschema
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // ManifestSchema is the schema's source.
@@ -16,42 +17,46 @@ import (
 //go:embed manifest.schema.json
 var ManifestSchema []byte
 
-const schemaURL = "https://nodesnap.dev/schema/manifest-v1.json"
-
 var (
 	once     sync.Once
-	compiled *jsonschema.Schema
+	compiled *jsonschema.Resolved
 	compErr  error
 )
 
-func schema() (*jsonschema.Schema, error) {
+// schema compiles the embedded schema on first use: a process that never
+// validates a manifest (every collector and worker) pays nothing for it.
+func schema() (*jsonschema.Resolved, error) {
 	once.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(ManifestSchema))
-		if err != nil {
+		var s jsonschema.Schema
+		if err := json.Unmarshal(ManifestSchema, &s); err != nil {
 			compErr = fmt.Errorf("reading the embedded manifest schema: %w", err)
 			return
 		}
-		c := jsonschema.NewCompiler()
-		c.AssertFormat()
-		if err := c.AddResource(schemaURL, doc); err != nil {
-			compErr = fmt.Errorf("loading the embedded manifest schema: %w", err)
-			return
+		compiled, compErr = s.Resolve(nil)
+		if compErr != nil {
+			compErr = fmt.Errorf("loading the embedded manifest schema: %w", compErr)
 		}
-		compiled, compErr = c.Compile(schemaURL)
 	})
 	return compiled, compErr
 }
 
 // ValidateManifest checks manifest bytes against the schema. The error
-// lists every violation with its JSON location.
+// names the first violation with its location in the schema. The schema's
+// "format" keywords (date-time) are annotations to this validator: the
+// times are checked when the manifest is decoded (ParseManifest), which
+// every reader does right after.
 func ValidateManifest(raw []byte) error {
 	s, err := schema()
 	if err != nil {
 		return err
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&doc); err != nil {
 		return fmt.Errorf("manifest.json is not valid JSON: %w", err)
+	}
+	if dec.More() {
+		return fmt.Errorf("manifest.json is not valid JSON: more than one value")
 	}
 	if err := s.Validate(doc); err != nil {
 		return fmt.Errorf("manifest.json does not match the schema: %w", err)

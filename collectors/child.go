@@ -62,38 +62,56 @@ func ChildMain() int {
 		return 1
 	}
 	sink := &eventSink{enc: json.NewEncoder(evf)}
-	raw, err := io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
-	if err != nil {
-		sink.send(Event{Type: EventDone, Status: StatusError, Error: "reading collector configuration: " + err.Error()})
+	// The built-in redactor is built while the configuration is awaited;
+	// a run with its own redaction settings builds another.
+	builtin := make(chan *redact.Redactor, 1)
+	go func() { builtin <- redact.Default() }()
+	// The prelude comes first, at once: the first worker starts while
+	// the supervisor prepares the rest (the output directory, its lock).
+	dec := json.NewDecoder(io.LimitReader(os.Stdin, 16<<20))
+	var pre ChildPrelude
+	if err := dec.Decode(&pre); err != nil || !pre.Prelude {
+		sink.send(Event{Type: EventDone, Status: StatusError, Error: "reading collector configuration: no prelude"})
 		return 1
+	}
+	spec, ok := Lookup(pre.Collector)
+	if !ok {
+		sink.send(Event{Type: EventDone, Status: StatusError, Error: "unknown collector " + pre.Collector})
+		return 1
+	}
+	var pool *isolate.Pool
+	if spec.PrestartWorker {
+		pool = isolate.NewPool(pre.Workers, pre.ProbeTimeout).Confine(childBoundary(pre.Root, pre.Proc, pre.Sys))
+		pool.Prestart()
 	}
 	var cfg ChildConfig
-	if err := json.Unmarshal(raw, &cfg); err != nil {
+	if err := dec.Decode(&cfg); err != nil {
+		if pool != nil {
+			pool.Close()
+		}
 		sink.send(Event{Type: EventDone, Status: StatusError, Error: "reading collector configuration: " + err.Error()})
 		return 1
 	}
-	spec, ok := Lookup(cfg.Collector)
-	if !ok {
-		sink.send(Event{Type: EventDone, Status: StatusError, Error: "unknown collector " + cfg.Collector})
+	if cfg.Collector != pre.Collector || cfg.Common.Root != pre.Root || cfg.Common.Proc != pre.Proc || cfg.Common.Sys != pre.Sys ||
+		cfg.Common.Workers != pre.Workers || cfg.Common.ProbeTimeout != pre.ProbeTimeout {
+		if pool != nil {
+			pool.Close()
+		}
+		sink.send(Event{Type: EventDone, Status: StatusError, Error: "reading collector configuration: it disagrees with its prelude"})
 		return 1
 	}
 	// The host's /proc and /sys are under the root unless given, and every
 	// worker resolves host paths inside that boundary: a worker started
 	// ahead of its first item must know it as well as a later one.
-	roots := hostfs.Roots{Root: cfg.Common.Root}
-	if cfg.Common.Proc == "" {
-		cfg.Common.Proc = roots.Seen("/proc")
+	boundary := childBoundary(cfg.Common.Root, cfg.Common.Proc, cfg.Common.Sys)
+	cfg.Common.Proc, cfg.Common.Sys = boundary.Proc, boundary.Sys
+	var red *redact.Redactor
+	var err error
+	if len(cfg.Common.Redaction) == 0 {
+		red = <-builtin
+	} else {
+		red, err = NewRedactor(cfg.Common.Redaction)
 	}
-	if cfg.Common.Sys == "" {
-		cfg.Common.Sys = roots.Seen("/sys")
-	}
-	boundary := inroot.Boundary{Root: cfg.Common.Root, Proc: cfg.Common.Proc, Sys: cfg.Common.Sys}
-	var pool *isolate.Pool
-	if spec.PrestartWorker {
-		pool = isolate.NewPool(cfg.Common.Workers, cfg.Common.ProbeTimeout).Confine(boundary)
-		pool.Prestart()
-	}
-	red, err := NewRedactor(cfg.Common.Redaction)
 	if err != nil && pool != nil {
 		pool.Close()
 	}
@@ -131,6 +149,19 @@ func ChildMain() int {
 	}
 	sink.send(Event{Type: EventDone, Status: status, Error: msg, PeakRSSKiB: isolate.OwnPeakRSSKiB()})
 	return code
+}
+
+// childBoundary is the root boundary of a child's host paths: /proc and
+// /sys under the root unless given.
+func childBoundary(root, proc, sys string) inroot.Boundary {
+	roots := hostfs.Roots{Root: root}
+	if proc == "" {
+		proc = roots.Seen("/proc")
+	}
+	if sys == "" {
+		sys = roots.Seen("/sys")
+	}
+	return inroot.Boundary{Root: root, Proc: proc, Sys: sys}
 }
 
 func run(ctx context.Context, spec *Spec, env *Env) (status, msg string, code int) {

@@ -42,7 +42,28 @@ type Common struct {
 	Self *bundle.Self `json:"self,omitempty"`
 }
 
-// ChildConfig is what the supervisor sends a collector child on stdin.
+// ChildPrelude is the first document on a collector child's stdin, sent
+// the moment the child is started: what it needs to start its first
+// worker (its collector, the root boundary, the worker settings) while the
+// supervisor is still opening the output directory. The ChildConfig
+// follows; the prelude's fields must agree with it.
+type ChildPrelude struct {
+	Prelude      bool          `json:"prelude"`
+	Collector    string        `json:"collector"`
+	Root         string        `json:"root"`
+	Proc         string        `json:"proc"`
+	Sys          string        `json:"sys"`
+	ProbeTimeout time.Duration `json:"probe_timeout"`
+	Workers      int           `json:"workers"`
+}
+
+// PreludeOf is the prelude of a child that will run collector with c.
+func PreludeOf(collector string, c Common) ChildPrelude {
+	return ChildPrelude{Prelude: true, Collector: collector, Root: c.Root, Proc: c.Proc, Sys: c.Sys, ProbeTimeout: c.ProbeTimeout, Workers: c.Workers}
+}
+
+// ChildConfig is what the supervisor sends a collector child on stdin,
+// after a ChildPrelude.
 type ChildConfig struct {
 	Collector string          `json:"collector"`
 	Dir       string          `json:"dir"`

@@ -179,3 +179,18 @@ func TestBenchTextRedacted(t *testing.T) {
 		t.Errorf("output %d bytes > input %d", out.Len(), len(in))
 	}
 }
+
+// BenchmarkWriterLongFlagLines: long lines with an argument-like "-p" every
+// few bytes (a JSON line listing hundreds of command lines). The
+// command-line rules look at the whole line once per line, not once per
+// "-p": before, this was quadratic in the line's length.
+func BenchmarkWriterLongFlagLines(b *testing.B) {
+	var buf bytes.Buffer
+	for range 64 {
+		for j := range 2000 {
+			fmt.Fprintf(&buf, `{"cmd":"mysqldump -p --user u%d"},`, j)
+		}
+		buf.WriteByte('\n')
+	}
+	benchWriterOn(b, Default(), buf.Bytes())
+}

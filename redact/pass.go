@@ -51,6 +51,7 @@ type pass struct {
 	kindS      int8 // the line's JSON "kind": 0 not looked for yet, 1 Secret, 2 other, 3 none
 	ts         int  // where the text begins after a log prefix; -1 not worked out yet
 	segEnd     int  // >= 0: the value being read ends here (a closing quote)
+	cli        cliFacts
 }
 
 func (p *pass) begin(line []byte, start bool) {
@@ -67,6 +68,7 @@ func (p *pass) begin(line []byte, start bool) {
 	p.kindS = 0
 	p.ts = -1
 	p.segEnd = -1
+	p.cli = 0
 }
 
 // add proposes replacing line[s:e] with repl under rule.

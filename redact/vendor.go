@@ -398,11 +398,15 @@ func (p *pass) userPassFlag(s, e int) {
 // port, a path or a profile.
 func (p *pass) passwordFlag(s, e int) {
 	line := p.line
-	mysql := bytes.Contains(line, []byte("mysql")) || bytes.Contains(line, []byte("mariadb"))
-	if !argStart(line, s) || !hasUserFlag(line) && !mysql && !bytes.Contains(line, []byte("sshpass")) {
+	if !argStart(line, s) {
 		return
 	}
-	if e < len(line) && !isSpace(line[e]) && !isStop(line[e]) && line[e] != '=' && (hasUserFlag(line) || mysql) {
+	f := p.cliFacts()
+	userFlag, mysql := f&cliUserFlag != 0, f&cliMySQL != 0
+	if !userFlag && !mysql && f&cliSSHPass == 0 {
+		return
+	}
+	if e < len(line) && !isSpace(line[e]) && !isStop(line[e]) && line[e] != '=' && (userFlag || mysql) {
 		// mysql -u root -pSECRET: the password right after the flag.
 		if ve := argEnd(line, e); ve > e {
 			p.valueSpan(e, ve, ruleCLIFlag, contStop)
@@ -416,6 +420,42 @@ func (p *pass) passwordFlag(s, e int) {
 	if ve := argEnd(line, vs); ve > vs {
 		p.valueSpan(vs, ve, ruleCLIFlag, contStop)
 	}
+}
+
+// cliFacts are what the command-line rules ask of the whole line, worked
+// out once per piece: a line with a thousand "-p" in it (a JSON line of
+// process names and paths) asked them a thousand times, each a scan of
+// the line.
+type cliFacts uint8
+
+const (
+	cliKnown cliFacts = 1 << iota
+	cliMySQL
+	cliSSHPass
+	cliUserFlag
+	cliRedis
+)
+
+func (p *pass) cliFacts() cliFacts {
+	if p.cli&cliKnown != 0 {
+		return p.cli
+	}
+	line := p.line
+	f := cliKnown
+	if bytes.Contains(line, []byte("mysql")) || bytes.Contains(line, []byte("mariadb")) {
+		f |= cliMySQL
+	}
+	if bytes.Contains(line, []byte("sshpass")) {
+		f |= cliSSHPass
+	}
+	if hasUserFlag(line) {
+		f |= cliUserFlag
+	}
+	if bytes.Contains(line, []byte("redis-cli")) {
+		f |= cliRedis
+	}
+	p.cli = f
+	return f
 }
 
 // hasUserFlag reports a "-u"/"--username"/"--user" argument in line.
@@ -445,7 +485,7 @@ func hasUserFlag(line []byte) bool {
 // redisPassword: redis-cli's "-a <password>".
 func (p *pass) redisPassword(s, e int) {
 	line := p.line
-	if !argStart(line, s) || !bytes.Contains(line, []byte("redis-cli")) {
+	if !argStart(line, s) || p.cliFacts()&cliRedis == 0 {
 		return
 	}
 	if vs, ok := nextArg(line, e, false); ok && line[vs] != '-' {

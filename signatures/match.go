@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // compiled is a class ready for matching lines: its words split into
@@ -24,7 +25,9 @@ var (
 	firstAlt []int
 )
 
-func init() {
+// prepare builds the matching index on first use, not in init: every
+// process of the binary would pay for it, and only readers of logs match.
+var prepare = sync.OnceFunc(func() {
 	for i := range Classes {
 		c := &Classes[i]
 		if byID[c.ID] != nil {
@@ -43,7 +46,7 @@ func init() {
 		firstAlt = append(firstAlt, n)
 		n += len(cc.words[0])
 	}
-}
+})
 
 func split(ws []string) [][][]byte {
 	var out [][][]byte
@@ -58,7 +61,10 @@ func split(ws []string) [][][]byte {
 }
 
 // ByID returns a class by its ID, or nil.
-func ByID(id string) *Class { return byID[id] }
+func ByID(id string) *Class {
+	prepare()
+	return byID[id]
+}
 
 // lower is ASCII lower case.
 func lower(b byte) byte {
@@ -134,6 +140,7 @@ func (cc *compiled) matchesFrom(s []byte, from int, withNeeds bool) bool {
 // when none takes it. A class with Needs is a variant of a later base
 // class and takes no format by itself.
 func Classify(format string) string {
+	prepare()
 	b := []byte(format)
 	for i := range compiledClasses {
 		cc := &compiledClasses[i]
@@ -151,6 +158,7 @@ func Classify(format string) string {
 // keys: every class it matches, but a Fallback class only when no other
 // did (then the first Fallback that matches).
 func MatchIDs(dst []*Class, line []byte) []*Class {
+	prepare()
 	var buf [4]uint64
 	var cbuf [2]uint64
 	set, classes := bitSet(buf[:len(grams.always)]), bitSet(cbuf[:len(grams.alwaysClasses)])

@@ -439,6 +439,11 @@ func runCollect(ctx context.Context, o *collectOptions, flags *pflag.FlagSet, ar
 	// and their process starts overlap.
 	self := make(chan *bundle.Self, 1)
 	go func() { self <- collectors.IdentifySelf() }()
+	// The first collectors' processes start now too, each with its first
+	// worker: a run's fixed cost is process starts, and these overlap.
+	pre := supervisor.Prestart(sopts)
+	defer pre.Discard()
+	sopts.Prestarted = pre
 	out, err := outputdir.Open(preCtx, outputdir.Options{Dir: outDir, File: o.outputFile, Create: o.outputFile == "", TmpDir: o.tmpDir,
 		Lock: true, LockWait: o.lockWait, MinFree: uint64(max(minFree, 0))})
 	if err != nil {

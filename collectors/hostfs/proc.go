@@ -243,3 +243,89 @@ func (f *FS) TaskMountinfo(ctx context.Context, cands []Task, max int64) (r isol
 	}
 	return r, Task{}, "", err
 }
+
+// Dir is an open /proc directory (a process's, its fd or fdinfo
+// directory) whose entries are read relative to it: each read walks one
+// path component instead of /proc/<pid>/..., and a process of thousands of
+// descriptors is read with a system call per entry. Raw syscalls, as in
+// TaskNamespaces.
+type Dir struct {
+	fd   int
+	path string
+}
+
+// OpenDir opens the directory p.
+func OpenDir(p string) (*Dir, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	return &Dir{fd: fd, path: p}, nil
+}
+
+// Path is the directory's path.
+func (d *Dir) Path() string { return d.path }
+
+// Sub opens the subdirectory name.
+func (d *Dir) Sub(name string) (*Dir, error) {
+	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: d.path + "/" + name, Err: err}
+	}
+	return &Dir{fd: fd, path: d.path + "/" + name}, nil
+}
+
+// Names lists the directory's entries (getdents only).
+func (d *Dir) Names() ([]string, error) {
+	if _, err := unix.Seek(d.fd, 0, 0); err != nil {
+		return nil, &os.PathError{Op: "seek", Path: d.path, Err: err}
+	}
+	return dirNames(d.fd)
+}
+
+// Readlink reads the link name (exe, cwd, an fd), never following it.
+func (d *Dir) Readlink(name string) (string, error) {
+	var buf [unix.PathMax]byte
+	for {
+		n, err := unix.Readlinkat(d.fd, name, buf[:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return "", &os.PathError{Op: "readlink", Path: d.path + "/" + name, Err: err}
+		}
+		return string(buf[:n]), nil
+	}
+}
+
+// ReadSmall reads the short file name into buf, as ReadSmall does.
+func (d *Dir) ReadSmall(name string, buf []byte) ([]byte, error) {
+	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: d.path + "/" + name, Err: err}
+	}
+	defer func() { _ = unix.Close(fd) }() // read-only: nothing to lose
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return buf[:n], &os.PathError{Op: "read", Path: d.path + "/" + name, Err: err}
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return buf[:n], nil
+}
+
+// Close closes the directory.
+func (d *Dir) Close() {
+	if d != nil && d.fd >= 0 {
+		_ = unix.Close(d.fd) // read-only: nothing to lose
+		d.fd = -1
+	}
+}

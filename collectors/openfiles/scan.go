@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,8 +50,15 @@ func (s *ofScanner) taskNamespaces(pid int) ofPidNS {
 // the scanner's maps are read-only by now, except the device cache.
 func (s *ofScanner) scanProcess(ctx context.Context, pid int) ofResult {
 	dir := s.proc + "/" + strconv.Itoa(pid)
+	// Every read below is relative to the process's directory, opened
+	// once: one path component each instead of /proc/<pid>/...
+	pd, err := hostfs.OpenDir(dir)
+	if err != nil {
+		return ofResult{gone: true}
+	}
+	defer pd.Close()
 	var statBuf [2048]byte
-	statData, err := hostfs.ReadSmall(dir+"/stat", statBuf[:])
+	statData, err := pd.ReadSmall("stat", statBuf[:])
 	if err != nil {
 		return ofResult{gone: true}
 	}
@@ -66,7 +72,11 @@ func (s *ofScanner) scanProcess(ctx context.Context, pid int) ofResult {
 	ns, ok := s.pidNS[pid]
 	if !ok {
 		// Started after the namespace pass.
-		if ns, err = hostfs.NSInode(dir + "/ns/mnt"); err != nil {
+		link, err := pd.Readlink("ns/mnt")
+		if err != nil {
+			return ofResult{gone: true}
+		}
+		if ns, err = procfs.ParseMountNS(link); err != nil {
 			return ofResult{gone: true}
 		}
 	}
@@ -80,7 +90,7 @@ func (s *ofScanner) scanProcess(ctx context.Context, pid int) ofResult {
 	}
 
 	for _, what := range []string{"exe", "cwd", "root"} {
-		link, err := os.Readlink(dir + "/" + what)
+		link, err := pd.Readlink(what)
 		if err != nil {
 			addErr(what, err)
 			continue
@@ -97,17 +107,19 @@ func (s *ofScanner) scanProcess(ctx context.Context, pid int) ofResult {
 		r.uses = append(r.uses, s.useOf(0, ns, what, f))
 	}
 
-	s.scanFDs(dir, ns, p, &r)
+	s.scanFDs(pd, ns, p, &r)
 
 	for _, t := range s.threads[pid] {
-		td := dir + "/task/" + strconv.Itoa(t.tid)
-		th := layout.OpenFilesThread{TID: t.tid, Comm: hostfs.ReadComm(td + "/comm"), Namespace: t.ns}
+		td := "task/" + strconv.Itoa(t.tid)
+		var cb [128]byte
+		comm, _ := pd.ReadSmall(td+"/comm", cb[:])
+		th := layout.OpenFilesThread{TID: t.tid, Comm: strings.TrimSuffix(string(comm), "\n"), Namespace: t.ns}
 		tspace := s.spaces[t.ns]
-		if link, err := os.Readlink(td + "/cwd"); err == nil {
+		if link, err := pd.Readlink(td + "/cwd"); err == nil {
 			th.Cwd = s.placeByPath(tspace, link)
 			r.uses = append(r.uses, s.useOf(t.tid, t.ns, "cwd", th.Cwd))
 		}
-		if link, err := os.Readlink(td + "/root"); err == nil {
+		if link, err := pd.Readlink(td + "/root"); err == nil {
 			th.Root = s.placeByPath(tspace, link)
 			r.uses = append(r.uses, s.useOf(t.tid, t.ns, "root", th.Root))
 		}
@@ -120,17 +132,16 @@ func (s *ofScanner) scanProcess(ctx context.Context, pid int) ofResult {
 	return r
 }
 
-func (s *ofScanner) scanFDs(dir string, ns uint64, p *layout.OpenFilesProcess, r *ofResult) {
-	fdDir := dir + "/fd"
-	f, err := os.Open(fdDir)
+func (s *ofScanner) scanFDs(pd *hostfs.Dir, ns uint64, p *layout.OpenFilesProcess, r *ofResult) {
+	fdDir, err := pd.Sub("fd")
 	if err != nil {
 		if !shared.Gone(err) {
 			p.Errors = append(p.Errors, fmt.Sprintf("fd: %v", err))
 		}
 		return
 	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
+	defer fdDir.Close()
+	names, err := fdDir.Names()
 	if err != nil && len(names) == 0 {
 		if !shared.Gone(err) {
 			p.Errors = append(p.Errors, fmt.Sprintf("fd: %v", err))
@@ -145,9 +156,20 @@ func (s *ofScanner) scanFDs(dir string, ns uint64, p *layout.OpenFilesProcess, r
 	}
 	slices.Sort(fds)
 	var infoBuf [4096]byte
+	// A descriptor whose fdinfo cannot be read is listed without it.
+	infoDir, infoErr := pd.Sub("fdinfo")
+	if infoErr == nil {
+		defer infoDir.Close()
+	}
+	readInfo := func(num string) ([]byte, error) {
+		if infoErr != nil {
+			return nil, infoErr
+		}
+		return infoDir.ReadSmall(num, infoBuf[:])
+	}
 	for _, fd := range fds {
 		num := strconv.Itoa(fd)
-		link, err := os.Readlink(fdDir + "/" + num)
+		link, err := fdDir.Readlink(num)
 		if err != nil {
 			continue // closed meanwhile
 		}
@@ -177,7 +199,7 @@ func (s *ofScanner) scanFDs(dir string, ns uint64, p *layout.OpenFilesProcess, r
 		}
 		// fdinfo is formatted by procfs from the struct file; it does not
 		// call into the file's filesystem.
-		if b, err := hostfs.ReadSmall(dir+"/fdinfo/"+num, infoBuf[:]); err == nil {
+		if b, err := readInfo(num); err == nil {
 			if fi, err := procfs.ParseFDInfo(b); err == nil {
 				o.Pos, o.Flags, o.Inode = fi.Pos, fi.FlagsString(), fi.Ino
 				if fi.MntID >= 0 {

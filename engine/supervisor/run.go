@@ -67,6 +67,10 @@ type Options struct {
 	// Output, when set, is the output directory already opened (and
 	// locked) by the caller; otherwise Run opens it, without a lock.
 	Output *outputdir.Output
+	// Prestarted, when set, are the children Prestart started for this
+	// run while the caller opened the output directory. Run discards
+	// what it does not use.
+	Prestarted *Prestarted
 	// Trigger, when set, is recorded in the manifest: the signal of
 	// `nodesnap watch` that started this collection.
 	Trigger *bundle.Trigger
@@ -131,6 +135,9 @@ type run struct {
 	interrupt *bundle.Interrupt
 	mappings  map[string]string
 	red       *redact.Redactor
+	// pre are the children started before the output directory was
+	// open, handed to their collectors as they start.
+	pre *Prestarted
 }
 
 type collectorRun struct {
@@ -153,6 +160,14 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The first collectors' children start now, each with its first
+	// worker, while the output directory is opened: the process starts
+	// overlap it instead of following it.
+	pre := opts.Prestarted
+	if pre == nil {
+		pre = prestartSpecs(specs, opts.Common, opts.Concurrency)
+	}
+	defer pre.Discard()
 	outDir := opts.OutputDir
 	if opts.OutputFile != "" {
 		outDir = filepath.Dir(opts.OutputFile)
@@ -181,7 +196,7 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 		opts.Common.Self = <-self
 	}
 	r := &run{out: out, opts: opts, start: time.Now(), hungSet: map[string]bool{}, facts: map[string]string{},
-		results: map[string]*collectorRun{}, children: map[*isolate.Child]struct{}{}, mappings: map[string]string{}}
+		results: map[string]*collectorRun{}, children: map[*isolate.Child]struct{}{}, mappings: map[string]string{}, pre: pre}
 	if err := r.setupRedaction(); err != nil {
 		return nil, err
 	}

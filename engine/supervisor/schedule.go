@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -134,12 +133,15 @@ func (r *run) runOne(cr *collectorRun) {
 		cr.res.Status, cr.res.Error = bundle.StatusError, "encoding its configuration: "+err.Error()
 		return
 	}
-	stderr := &isolate.HeadBuffer{Max: 16 << 10}
-	child, err := isolate.Start(isolate.Spec{Args: []string{isolate.ModeCollector, s.Name}, Stdin: bytes.NewReader(in), Stderr: stderr, Events: true})
-	if err != nil {
-		cr.res.Status, cr.res.Error = bundle.StatusError, err.Error()
-		return
+	sp := r.pre.take(s.Name)
+	if sp == nil {
+		if sp, err = spawn(s, r.opts.Common); err != nil {
+			cr.res.Status, cr.res.Error = bundle.StatusError, err.Error()
+			return
+		}
 	}
+	sp.configure(in)
+	child, stderr := sp.child, sp.stderr
 	r.mu.Lock()
 	r.children[child] = struct{}{}
 	r.mu.Unlock()

@@ -194,26 +194,6 @@ func TestClusterJoinGroupsOneCause(t *testing.T) {
 	}
 }
 
-// Without the kubelet's credentials (no goroutine dump, no healthz),
-// incident 003 is still the kubelet's sync loop: a kubelet thread sleeps
-// in the pod volume's mount. It ranks first and says so.
-func TestIncident003WithoutKubeletToken(t *testing.T) {
-	files := fixture(t, "incident003-cephfs-hung")
-	for name := range files {
-		if strings.HasPrefix(name, "kubelet/") {
-			delete(files, name)
-		}
-	}
-	r, err := analyze.AnalyzeFile(context.Background(), makeBundle(t, files, bundle.Gzip), analyze.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.Findings) == 0 || r.Findings[0].ID != "hung-mount" || r.Findings[0].Impact != analyze.ImpactSyncLoop {
-		t.Fatalf("first finding %v, want the hung mount the kubelet waits in\n%s", ids(r), dump(r))
-	}
-	wantIn(t, "explanation", r.Findings[0].Explanation, "kernel stacks", "cleanupOrphanedPodDirs", "no new pod starts")
-}
-
 func TestExplainVerdicts(t *testing.T) {
 	r := withCluster(t, "incident004-csi-published-lost", "004-v1.34")
 	for _, tt := range []struct{ ns, name, verdict string }{

@@ -35,7 +35,7 @@ var _ = document(
 	RuleDoc{
 		ID: "hung-mount", Severity: "critical",
 		Title:    "A mount does not answer",
-		Meaning:  "A stat or statfs of the mount did not return within the probe's deadline: every process that touches it (the kubelet's volume manager, `df`, a pod) blocks in the kernel. The finding joins the tasks stuck on it, the kubelet goroutines waiting on it and the kernel and kubelet log lines that go with it.",
+		Meaning:  "A stat or statfs of the mount did not return within the probe's deadline: every process that touches it (the kubelet's volume manager, `df`, a pod) blocks in the kernel. The finding joins the tasks stuck on it, the kubelet goroutines waiting on it and the kernel and kubelet log lines that go with it. Without the kubelet's goroutine dump (no credential, or none allowed its pprof endpoints), a kubelet thread the kernel's view ties to the mount, in the volume directory of a pod no pod list of the bundle knows (the kubelet's, the runtime's sandboxes, the API's, or the kubelet's own orphan log lines), is named as the kubelet's housekeeping (cleanupOrphanedPodDirs) stopping the sync loop, inferred from its kernel stack and the pod UID, and every Pending pod is chained to it; a pod a list knows is that pod's own volume work; with no pod list, the finding says which it is cannot be told.",
 		Evidence: "`mountprobe/probes.json` (the probe, where it blocked), `processes/tasks.json` (tasks in D state and their kernel stacks), `kubelet/goroutine-debug2.txt`, `kubelet/healthz.txt`, the kernel log.",
 		Fix:      "Force-unmount it (`umount -f`, then `umount -l`; for FUSE `fusermount -uz`), fix what serves it (ceph monitors and MDS, the NFS server, the FUSE daemon), and restart the kubelet if its sync loop does not resume within a minute.",
 		Incident: "incident 003",
@@ -119,6 +119,17 @@ func (h *hungFS) mountpoints() []string {
 	return out
 }
 
+// namespaces are the mount namespaces that have one of the group's mounts.
+func (h *hungFS) namespaces() map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, p := range h.probes {
+		for _, ns := range p.Namespaces {
+			out[ns] = true
+		}
+	}
+	return out
+}
+
 func ruleHungMounts(st *state) {
 	own := st.ownPIDs()
 	groups := map[string]*hungFS{}
@@ -165,10 +176,24 @@ func ruleHungMounts(st *state) {
 		g := groups[k]
 		kinds[strings.Join(fsMarkers(g.fstype, g.class), ",")]++
 	}
+	// Per kind, how many hung filesystems each mount namespace sees: a
+	// task can only wait in a mount of its own namespace.
+	nsKinds := map[string]map[uint64]int{}
+	for _, k := range order {
+		g := groups[k]
+		key := strings.Join(fsMarkers(g.fstype, g.class), ",")
+		if nsKinds[key] == nil {
+			nsKinds[key] = map[uint64]int{}
+		}
+		for ns := range g.namespaces() {
+			nsKinds[key][ns]++
+		}
+	}
 	used := map[int]bool{}
 	for _, k := range order {
 		g := groups[k]
-		st.hungFinding(g, own, used, kinds[strings.Join(fsMarkers(g.fstype, g.class), ",")])
+		key := strings.Join(fsMarkers(g.fstype, g.class), ",")
+		st.hungFinding(g, own, used, kinds[key], nsKinds[key])
 	}
 	st.notProbed(own, used)
 	st.deadFUSE()
@@ -201,6 +226,11 @@ func (st *state) hungContext() string {
 	return "No probed mount hung, so the wait is on something the probe did not touch (a device, a path below a mountpoint)."
 }
 
+// kernelStatePhase is the phase of hang evidence that the storageclients
+// collector took from the kernel's state: the tasks it names are the
+// node's, blocked on the mount before nodesnap touched it.
+const kernelStatePhase = "kernel state"
+
 // ownPIDs are nodesnap's own workers that hung on purpose (probing a hung
 // mount): the manifest's hang evidence names them; and every process of
 // nodesnap's the mounts collector found.
@@ -208,7 +238,9 @@ func (st *state) ownPIDs() map[int]bool {
 	own := st.selfPIDs()
 	var walk func(h *layout.HangEvidence)
 	walk = func(h *layout.HangEvidence) {
-		if h == nil {
+		// The kernel's own evidence of a mount already stuck names the
+		// node's tasks blocked on it (no probe was sent): not nodesnap's.
+		if h == nil || h.Phase == kernelStatePhase {
 			return
 		}
 		own[h.PID] = true
@@ -228,6 +260,13 @@ func (st *state) ownPIDs() map[int]bool {
 			for _, it := range c.HungItems {
 				walk(it.Evidence)
 			}
+		}
+	}
+	// Workers of an earlier run still stuck probing a mount: the kernel's
+	// evidence may name them among the tasks blocked on it.
+	for _, p := range st.probes {
+		if p.EarlierProbe != nil && p.EarlierProbe.PID > 0 {
+			own[p.EarlierProbe.PID] = true
 		}
 	}
 	return own
@@ -277,8 +316,9 @@ func taskNames(ts []layout.Task) []string {
 	return out
 }
 
-// sameKind is how many hung groups share a filesystem family with g.
-func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
+// sameKind is how many hung groups share a filesystem family with g, and
+// nsSame how many of them each mount namespace has.
+func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int, nsSame map[uint64]int) {
 	mps := g.mountpoints()
 	kind := g.fstype
 	if kind == "" {
@@ -315,29 +355,42 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 			}
 		}
 	}
-	var waiting, possible []layout.Task
-	var kubelet []string
+	// The kernel's own attribution (storageclients: the task's system
+	// call names the mount, or it is the only stuck connection).
+	kernelTIDs := map[int]bool{}
+	for _, p := range g.probes {
+		if p.KernelStuck != nil {
+			for _, tid := range p.KernelStuck.TIDs {
+				kernelTIDs[tid] = true
+			}
+		}
+	}
+	gNS := g.namespaces()
+	var waiting, possible, kubeletTasks []layout.Task
 	for i := range st.tasks {
 		t := &st.tasks[i]
-		if own[t.TID] || own[t.PID] || fuseServer(t) || !taskOn(t, markers) {
+		if own[t.TID] || own[t.PID] || fuseServer(t) || (!taskOn(t, markers) && !kernelTIDs[t.TID]) {
 			continue
 		}
 		used[t.TID] = true
-		direct := holders[t.PID]
+		direct := holders[t.PID] || kernelTIDs[t.TID]
 		if p := st.procs[t.PID]; p != nil && p.Cmdline != "" {
 			for _, mp := range mps {
 				direct = direct || tokenIn(p.Cmdline, mp)
 			}
 		}
+		// The only hung mount of its kind in the task's own namespace.
+		direct = direct || (t.MountNS != 0 && gNS[t.MountNS] && nsSame[t.MountNS] == 1)
 		if direct || sameKind <= 1 {
 			waiting = append(waiting, *t)
 		} else {
 			possible = append(possible, *t)
 		}
-		if strings.HasPrefix(t.Comm, "kubelet") && (direct || sameKind <= 1) {
-			kubelet = append(kubelet, fmt.Sprintf("kubelet thread %d (state %s, wchan %s)", t.TID, t.State, t.Wchan))
+		if st.isKubeletTask(t) && (direct || sameKind <= 1) {
+			kubeletTasks = append(kubeletTasks, *t)
 		}
 	}
+	kubelet := kubeletThreadNames(kubeletTasks)
 	// The kubelet's housekeeping stuck on a path under its own tree.
 	underKubelet := false
 	for _, mp := range mps {
@@ -367,12 +420,24 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 	if podText != "" {
 		f.Summary += "; " + podText
 	}
-	if len(stuck) > 0 || len(kubelet) > 0 {
+	// Without the goroutine dump, the kubelet threads' kernel stacks
+	// and the pod UID of the mount say what the kubelet does there.
+	var kw kubeletWait
+	if len(stuck) == 0 {
+		kw = st.kubeletWaitIn(mps, kubeletTasks)
+	}
+	switch {
+	case len(stuck) > 0:
 		f.Summary += "; the kubelet is stuck on it"
 		if len(syncBad) > 0 {
 			f.Summary += " and its sync loop is unhealthy"
 		}
-	} else if len(waiting) > 0 {
+	case kw.summary != "":
+		f.Summary += kw.summary
+		if len(syncBad) > 0 {
+			f.Summary += "; the kubelet's sync loop is unhealthy"
+		}
+	case len(waiting) > 0:
 		f.Summary += fmt.Sprintf("; %s waiting in the kernel", plural(len(waiting), "task is", "tasks are"))
 	}
 	fuse := strings.HasPrefix(g.fstype, "fuse") || g.class == "fuse"
@@ -406,12 +471,11 @@ func (st *state) hungFinding(g *hungFS, own, used map[int]bool, sameKind int) {
 		fmt.Fprintf(&b, "The kubelet's goroutine dump shows pod cleanup stuck: %s. Its housekeeping stat()s the volume paths of dead pods (cleanupOrphanedPodDirs), and one on this mount never returns, so the sync loop stops and new pods never start (incident 003). ",
 			describeGoroutines(stuck))
 	}
-	if len(stuck) == 0 && len(kubelet) > 0 && underKubelet {
-		// No goroutine dump (no kubelet credential), but the kernel's
-		// view says enough: a kubelet thread sleeps in this mount of a pod
-		// volume directory.
-		b.WriteString("Without the kubelet's goroutine dump, its threads' kernel stacks say it: " + listOf(kubelet, 3) +
-			" waits in this pod volume's mount. The kubelet's housekeeping stat()s the volume paths of pods (cleanupOrphanedPodDirs for deleted ones), so its sync loop is most likely stopped there and no new pod starts on this node (incident 003); the goroutine dump (a run with the kubelet's credentials) would confirm it. ")
+	if kw.explanation != "" {
+		b.WriteString(kw.explanation + " ")
+	}
+	if kw.housekeeping {
+		f.Impact = ImpactSyncLoop
 	}
 	if len(syncBad) > 0 {
 		b.WriteString("The kubelet's healthz says: " + syncBad[0].Text + ". ")

@@ -25,9 +25,9 @@ const (
 // What each finding of this file means, for docs/findings.md.
 var _ = document(
 	RuleDoc{
-		ID: "kubelet-syncloop-unhealthy", Severity: "critical",
+		ID: "kubelet-syncloop-unhealthy", Severity: "info, warning or critical",
 		Title:    "The kubelet's sync loop is stuck",
-		Meaning:  "The kubelet's healthz reports `[-]syncloop failed`: its main loop has not run for minutes, so pods are neither started nor cleaned up. When no hung mount explains it, the finding names the goroutines the loop waits on (often pod cleanup stuck on a volume).",
+		Meaning:  "The kubelet's healthz reports `[-]syncloop failed` (critical): its main loop has not run for minutes, so pods are neither started nor cleaned up. When no hung mount explains it, the finding names the goroutines the loop waits on (often pod cleanup stuck on a volume). From the kubelet's log alone it is a warning; and info, lines that may be history, when the healthz collected now says `[+]syncloop ok`, or when the newest line is more than 15 minutes before the collection (plus 14 hours when its zone is unknown) and nothing of the collection's own time (healthz, goroutine dump, a kubelet thread blocked in the kernel) shows the loop stuck. No Pending pod is chained to an info one.",
 		Evidence: "`kubelet/healthz.txt`, `kubelet/goroutine-debug2.txt` (the stuck goroutines), the kubelet log.",
 		Fix:      "Find what the stuck goroutines wait on (a mount, a runtime call) and fix that; then restart the kubelet (`systemctl restart kubelet`) if the loop does not resume.",
 	},
@@ -39,9 +39,9 @@ var _ = document(
 		Fix:      "Read the kubelet's log around the time of the bundle (`journal/kubelet.log`) for the failing check's cause.",
 	},
 	RuleDoc{
-		ID: "kubelet-pleg-unhealthy", Severity: "warning",
+		ID: "kubelet-pleg-unhealthy", Severity: "info or warning",
 		Title:    "Kubelet PLEG is not healthy",
-		Meaning:  "The kubelet logged \"PLEG is not healthy\": its pod lifecycle event generator could not relist containers from the runtime in time, usually because the runtime is slow or stuck. The node goes NotReady if it lasts. A kubelet's first seconds, when PLEG has not relisted yet, are not a finding.",
+		Meaning:  "The kubelet logged \"PLEG is not healthy\": its pod lifecycle event generator could not relist containers from the runtime in time, usually because the runtime is slow or stuck. The node goes NotReady if it lasts. A kubelet's first seconds, when PLEG has not relisted yet, are not a finding. Lines all more than 15 minutes before the collection (plus 14 hours when their zone is unknown), with neither the API's Node conditions nor a kubelet thread blocked in the kernel saying so now, are info: they may be history.",
 		Evidence: "The kubelet log: the PLEG lines.",
 		Fix:      "Check the container runtime (its goroutine dumps in `runtime/`, `crictl ps` on the node); restart it if it does not answer.",
 	},
@@ -233,10 +233,24 @@ func (st *state) syncloopFinding(syncBad []Line, stuck []goroutine) {
 	// iterations logged earlier, with healthz now saying "[+]syncloop ok"
 	// and no cleanup goroutine stuck, are history, not the incident.
 	earlier := len(syncBad) == 0 && len(stuck) == 0 && st.syncloopOK() != nil
-	if earlier {
+	// Only log lines, all long before the collection, and nothing of the
+	// collection's own time (healthz, goroutine dump, a kubelet thread in
+	// the kernel) shows the loop stuck: they may be history.
+	var history string
+	if !earlier && len(syncBad) == 0 && len(stuck) == 0 && len(st.kubeletInKernel()) == 0 {
+		if s := st.logs.sigs[sigSyncLoop]; s != nil {
+			if newest, age, old := st.logsHistory(s.unclaimed()); old {
+				history = fmt.Sprintf("earlier: the kubelet logged that its sync loop took longer than expected, last %s before this collection; nothing collected now shows it stuck, so these lines may be history", human(age))
+				f.Explanation = historyWhy(newest, age, st.syncLoopNowChecked()) + " "
+			}
+		}
+	}
+	if earlier || history != "" {
 		f.Severity = Info
 	}
 	switch {
+	case history != "":
+		f.Summary = history
 	case earlier:
 		f.Summary = "earlier: the kubelet logged that its sync loop took longer than expected; at collection time its healthz says " + strings.TrimSpace(st.syncloopOK().Text)
 	case len(stuck) > 0:
@@ -246,7 +260,7 @@ func (st *state) syncloopFinding(syncBad []Line, stuck []goroutine) {
 	default:
 		f.Summary = "the kubelet logs that its sync loop takes longer than expected"
 	}
-	f.Explanation = "The kubelet's sync loop starts, updates and cleans up every pod; when one iteration does not return, no pod on the node changes state any more: " +
+	f.Explanation += "The kubelet's sync loop starts, updates and cleans up every pod; when one iteration does not return, no pod on the node changes state any more: " +
 		"new pods stay Pending/ContainerCreating and deleted ones Terminating. "
 	if len(stuck) > 0 {
 		f.Explanation += "The goroutine dump shows it in pod housekeeping (HandlePodCleanups → cleanupOrphanedPodDirs), which stat()s the volume paths of deleted pods: " +

@@ -149,13 +149,7 @@ func ruleVolumeLogs(st *state) {
 				"Harmless when the volume is indeed unmounted; when its target is still mounted, the driver lost its state and the kubelet's teardown will fail with EBUSY (incident 004).",
 				[]string{"Check that the volume's target path is not in the mount table (findmnt <target>); if it is, unmount it by hand."}
 		})
-	st.simpleLogFindings(sigPLEG, idPLEG, Warning, "Kubelet PLEG is not healthy",
-		func(k *keyHits) (string, string, []string) {
-			return fmt.Sprintf("the kubelet reports \"PLEG is not healthy\" (%s)", plural(k.Count, "time", "times")),
-				"The pod lifecycle event generator relists containers through the runtime; when a relist does not finish (the runtime hangs inspecting a container on a dead mount, " +
-					"kubernetes#61117, or is overloaded), the node goes NotReady.",
-				[]string{"Check the runtime: crictl ps and crictl inspect of each container with a timeout; a hanging one points at its mounts. Read the runtime's goroutine dump in this bundle."}
-		})
+	st.plegFindings()
 	st.simpleLogFindings(sigByteOutput, idDecodedOutput, Info, "Command output in the logs, decoded",
 		func(k *keyHits) (string, string, []string) {
 			return "a log line carries command output as a byte array: " + shorten(strings.ReplaceAll(k.Key, "\n", " / "), 200),

@@ -42,7 +42,7 @@ func (st *state) notProbed(own, used map[int]bool) {
 				if own[t.TID] || own[t.PID] || fuseServer(t) || !taskOn(t, markers) {
 					continue
 				}
-				d := holders[t.PID] || (kubeletPath && strings.HasPrefix(t.Comm, "kubelet"))
+				d := holders[t.PID] || (kubeletPath && st.isKubeletTask(t))
 				if pr := st.procs[t.PID]; pr != nil && pr.Cmdline != "" {
 					for _, mp := range mps {
 						d = d || tokenIn(pr.Cmdline, mp)
@@ -102,6 +102,20 @@ func (st *state) notProbed(own, used map[int]bool) {
 		if pods := st.podsOfPaths(mps); pods != "" {
 			f.Summary += "; " + pods
 		}
+		var kubeletTasks []layout.Task
+		for i := range direct {
+			if st.isKubeletTask(&direct[i]) {
+				kubeletTasks = append(kubeletTasks, direct[i])
+			}
+		}
+		var kw kubeletWait
+		if len(st.stuckCleanup()) == 0 {
+			kw = st.kubeletWaitIn(mps, kubeletTasks)
+		}
+		f.Summary += kw.summary
+		if kw.housekeeping {
+			f.Impact = ImpactSyncLoop
+		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "mountprobe ran out of time before it reached %s (device %s, from %s): its state was not measured. ", listOf(mps, 4), orUnknown(p0.Dev), orUnknown(p0.Source))
 		if len(shape) > 0 {
@@ -109,8 +123,10 @@ func (st *state) notProbed(own, used map[int]bool) {
 		}
 		if len(direct) > 0 {
 			fmt.Fprintf(&b, "Tasks sleeping in %s code on it: %s. ", kind, listOf(taskNames(direct), 6))
-			if kubeletPath {
-				b.WriteString("A kubelet thread waiting on a pod volume path is the kubelet's housekeeping (cleanupOrphanedPodDirs) stuck on it: the sync loop stops and new pods stay Pending (incident 003). ")
+			if kw.explanation != "" {
+				b.WriteString(kw.explanation + " ")
+			} else if kubeletPath && len(kubeletTasks) > 0 {
+				b.WriteString("A kubelet thread waiting on a pod volume path is the kubelet's housekeeping (cleanupOrphanedPodDirs) stuck on it, as its goroutine dump shows: the sync loop stops and new pods stay Pending (incident 003). ")
 			}
 		}
 		if len(sameKind) > 0 {

@@ -243,11 +243,14 @@ func findingText(f *Finding) string {
 func syncLoopFinding(f *Finding) bool {
 	switch f.ID {
 	case idSyncloop, idPLEG:
-		return true
+		// Not when the finding says its lines are history (info).
+		return f.Severity >= Warning
 	case idHealthz:
 		return strings.Contains(f.Summary+f.Explanation, "syncloop")
 	case idHungMount, idNotProbed, idRuntimeLock:
-		return strings.Contains(f.Summary, "the kubelet is stuck on it") || strings.Contains(f.Explanation, "cleanupOrphanedPodDirs")
+		// The rule says so (a kubelet thread's kernel stack in the volume
+		// directory of a pod no pod list knows), or the goroutine dump does.
+		return f.Impact == ImpactSyncLoop || strings.Contains(f.Summary, "the kubelet is stuck on it") || strings.Contains(f.Explanation, "cleanupOrphanedPodDirs")
 	}
 	return false
 }

@@ -310,6 +310,13 @@ func (j *JSONWriter) Str(s string) {
 	}
 }
 
+// Bytes writes b, already encoded.
+func (j *JSONWriter) Bytes(b []byte) {
+	if j.Err == nil {
+		_, j.Err = j.W.Write(b)
+	}
+}
+
 func (j *JSONWriter) Value(v any) {
 	if j.Err != nil {
 		return
