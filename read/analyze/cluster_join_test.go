@@ -214,3 +214,103 @@ func TestExplainVerdicts(t *testing.T) {
 		}
 	}
 }
+
+// The join finds a stuck pod's volume in the node's evidence by whatever
+// names it there, not only the PV's name: the in-tree rbd image, or the
+// UUID a CSI volume handle embeds (ceph-csi's handle
+// 0001-0009-<cluster>-<pool>-<uuid> is the rbd image csi-vol-<uuid>, and
+// its PV is named after the claim, which the node never mentions).
+func TestClusterJoinByVolumeIdentity(t *testing.T) {
+	const (
+		fixtureImage = "kubernetes-dynamic-pvc-c838258f-9c7a-11e9-a3b2-fa163ed7c802"
+		imageUUID    = "c838258f-9c7a-11e9-a3b2-fa163ed7c802"
+		otherUUID    = "0b5d6e7f-1a2b-4c3d-8e9f-a0b1c2d3e4f5"
+		csiPVName    = "pvc-5b0c3e1a-7d2f-4e8a-9b1c-2d3e4f5a6b7c"
+	)
+	cephCSI := func(handle string) map[string]any {
+		return map[string]any{"driver": "rbd.csi.ceph.com", "volumeHandle": handle, "fsType": "ext4"}
+	}
+	tests := []struct {
+		name      string
+		nodeImage string         // the rbd image's name on the node ("" keeps the fixture's)
+		csi       map[string]any // the PV's CSI source (nil keeps the fixture's in-tree rbd)
+		// creating: the claim's pod came back (its StatefulSet made it
+		// again, a new UID) and waits in ContainerCreating, as the
+		// driver will not stage an image still in use; else the old pod
+		// is stuck Terminating.
+		creating  bool
+		explained bool
+	}{
+		{"in-tree rbd: the image name", "", nil, false, true},
+		{"ceph-csi: the image's UUID in the handle", "csi-vol-" + imageUUID, cephCSI("0001-0009-rook-ceph-0000000000000002-" + imageUUID), false, true},
+		{"ceph-csi: a handle of another image", "csi-vol-" + imageUUID, cephCSI("0001-0009-rook-ceph-0000000000000002-" + otherUUID), false, false},
+		{"a handle that is a UUID itself", "csi-vol-" + imageUUID, cephCSI(imageUUID), false, true},
+		{"in-tree rbd, the pod back in ContainerCreating", "", nil, true, true},
+		{"ceph-csi, the pod back in ContainerCreating", "csi-vol-" + imageUUID, cephCSI("0001-0009-rook-ceph-0000000000000002-" + imageUUID), true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			files := fixture(t, "incident002-rbd-held-in-namespace")
+			if tt.nodeImage != "" {
+				for name, b := range files {
+					files[name] = []byte(strings.ReplaceAll(string(b), fixtureImage, tt.nodeImage))
+				}
+			}
+			raw, err := os.ReadFile(filepath.Join("testdata", "cluster", "002-v1.29.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var view map[string]any
+			if err := json.Unmarshal(raw, &view); err != nil {
+				t.Fatal(err)
+			}
+			if tt.csi != nil {
+				pv := view["pvs"].([]any)[0].(map[string]any)
+				spec := pv["spec"].(map[string]any)
+				delete(spec, "rbd")
+				spec["csi"] = tt.csi
+				pv["metadata"].(map[string]any)["name"] = csiPVName
+				view["pvcs"].([]any)[0].(map[string]any)["spec"].(map[string]any)["volumeName"] = csiPVName
+			}
+			if tt.creating {
+				p := view["pods"].([]any)[0].(map[string]any)
+				meta := p["metadata"].(map[string]any)
+				delete(meta, "deletionTimestamp")
+				delete(meta, "deletionGracePeriodSeconds")
+				meta["uid"] = "d0c1e2f3-a4b5-4c6d-8e7f-0a1b2c3d4e5f"
+				meta["creationTimestamp"] = "2026-11-21T09:00:00Z"
+				p["status"] = map[string]any{
+					"phase": "Pending", "hostIP": "192.0.2.10",
+					"conditions": []any{
+						map[string]any{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-21T09:00:00Z"},
+						map[string]any{"type": "Ready", "status": "False", "lastTransitionTime": "2026-11-21T09:00:00Z", "reason": "ContainersNotReady"},
+					},
+					"containerStatuses": []any{map[string]any{"name": "mysql", "ready": false, "restartCount": 0, "state": map[string]any{"waiting": map[string]any{"reason": "ContainerCreating"}}}},
+				}
+			}
+			raw, _ = json.Marshal(view)
+			files[layout.ClusterObjectsPath] = raw
+			r, err := analyze.AnalyzeFile(context.Background(), makeBundle(t, files, bundle.Gzip), analyze.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := pod(t, r, "billing", "mysql-0")
+			symptom, how := "stuck Terminating", "cannot finish terminating"
+			if tt.creating {
+				symptom, how = "ContainerCreating for 18m", "cannot start"
+			}
+			if !strings.HasPrefix(p.Symptom, symptom) {
+				t.Fatalf("symptom %q, want %q…", p.Symptom, symptom)
+			}
+			if !tt.explained {
+				if p.Explained || len(findings(r, "pods-in-trouble-unexplained")) != 1 {
+					t.Errorf("a volume the node does not name is joined: chain %v\n%s", chainIDs(p), dump(r))
+				}
+				return
+			}
+			if !p.Explained || len(p.Chain) == 0 || p.Chain[0].Finding != "mount-held-in-foreign-namespace" || !strings.Contains(p.Chain[0].How, how) {
+				t.Errorf("chain %v (explained %v), want the device held in another namespace first\n%s", chainIDs(p), p.Explained, dump(r))
+			}
+		})
+	}
+}

@@ -183,12 +183,22 @@ func (st *state) pvsOf(p *layout.KubePod) []*layout.KubePV {
 
 // pvTokens are the strings that name a PV in the node's paths: its name,
 // its CSI volume handle and the staging directory's hash of the handle
-// (plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount).
+// (plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount), and
+// a UUID the handle embeds: drivers compose handles from the backend
+// object's UUID, which names the object on the node (ceph-csi's handle
+// 0001-0009-<cluster>-<pool id>-<uuid> is the rbd image csi-vol-<uuid>
+// and the cephfs subvolume csi-vol-<uuid>), while the PV's name is the
+// claim's UID and appears nowhere there.
 func pvTokens(pv *layout.KubePV) []string {
 	t := []string{pv.Metadata.Name}
 	if c := pv.Spec.CSI; c != nil && c.VolumeHandle != "" {
 		sum := sha256.Sum256([]byte(c.VolumeHandle))
 		t = append(t, c.VolumeHandle, hex.EncodeToString(sum[:]))
+		for _, u := range reUUID.FindAllString(c.VolumeHandle, 4) {
+			if u != c.VolumeHandle {
+				t = append(t, u)
+			}
+		}
 	}
 	if r := pv.Spec.RBD; r != nil && r.Image != "" {
 		t = append(t, r.Image)

@@ -28,46 +28,9 @@ func TestIncident004HostProcessDriverLog(t *testing.T) {
 		name   = "hostproc.csi.nodesnap.test"
 		handle = "vol-hostproc"
 	)
-	bin := filepath.Join(filepath.Dir(c.kubectl), "csidriver")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("the e2e CSI driver beside kubectl: %v (cluster.sh up builds it)", err)
-	}
-	plugDir := "/var/lib/kubelet/plugins/" + name
 	logFile := filepath.Join(t.TempDir(), "driver.log")
-	drv := exec.Command(bin, "--driver-name="+name, "--node-id="+c.node, "--endpoint="+plugDir+"/csi.sock",
-		"--data-dir="+t.TempDir(), "--log-file="+logFile)
-	drv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := drv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = drv.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = drv.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = drv.Process.Kill()
-			<-done
-		}
-		_ = os.RemoveAll(plugDir)
-	}
-	t.Cleanup(stop)
-	waitLog := func(what string, within time.Duration) {
-		t.Helper()
-		for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-			if b, _ := os.ReadFile(logFile); strings.Contains(string(b), what) {
-				return
-			}
-		}
-		b, _ := os.ReadFile(logFile)
-		t.Fatalf("the driver's log has no %q after %s:\n%s", what, within, b)
-	}
+	drv := c.startHostDriver(t, name, logFile, "--data-dir="+t.TempDir())
+	plugDir, stop, waitLog := drv.plugDir, drv.stop, drv.waitLog
 	waitLog("registered with the kubelet", time.Minute)
 
 	objects := strings.Replace(`apiVersion: storage.k8s.io/v1
@@ -102,12 +65,12 @@ spec: {attachRequired: false, volumeLifecycleModes: [Persistent]}
 	}
 	var d *layout.CSIHostDriver
 	for i := range inv.HostDrivers {
-		if inv.HostDrivers[i].PID == drv.Process.Pid {
+		if inv.HostDrivers[i].PID == drv.cmd.Process.Pid {
 			d = &inv.HostDrivers[i]
 		}
 	}
 	if d == nil {
-		t.Fatalf("the host driver (pid %d) is not in csi/inventory.json: %+v (errors %v)", drv.Process.Pid, inv.HostDrivers, inv.Errors)
+		t.Fatalf("the host driver (pid %d) is not in csi/inventory.json: %+v (errors %v)", drv.cmd.Process.Pid, inv.HostDrivers, inv.Errors)
 	}
 	if d.Driver != name || d.LogFrom != "file" || d.LogSource != logFile || !strings.Contains(d.Cmdline, "--log-file="+logFile) {
 		t.Errorf("host driver %+v: want %s logging to the file %s", *d, name, logFile)
@@ -126,4 +89,63 @@ spec: {attachRequired: false, volumeLifecycleModes: [Persistent]}
 		t.Errorf("analyze does not name the driver's \"not published\" for %s: %v", handle, analyzeIDs(t, r.path))
 	}
 	t.Logf("host driver %s pid %s: %s → csi/%s", d.Driver, strconv.Itoa(d.PID), d.LogSource, d.File)
+}
+
+// hostDriver is the e2e CSI driver run as a host process.
+type hostDriver struct {
+	cmd     *exec.Cmd
+	plugDir string
+	stop    func()
+	waitLog func(what string, within time.Duration)
+}
+
+// startHostDriver starts the e2e CSI driver as a host process named name,
+// logging to logFile, with extra flags; it is stopped (by its pid) when
+// the test ends, or by stop.
+func (c *cluster) startHostDriver(t *testing.T, name, logFile string, extra ...string) *hostDriver {
+	t.Helper()
+	bin := filepath.Join(filepath.Dir(c.kubectl), "csidriver")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("the e2e CSI driver beside kubectl: %v (cluster.sh up builds it)", err)
+	}
+	d := &hostDriver{plugDir: "/var/lib/kubelet/plugins/" + name}
+	d.cmd = exec.Command(bin, append([]string{"--driver-name=" + name, "--node-id=" + c.node, "--endpoint=" + d.plugDir + "/csi.sock",
+		"--log-file=" + logFile}, extra...)...)
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	d.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = d.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = d.cmd.Process.Kill()
+			<-done
+		}
+		_ = os.RemoveAll(d.plugDir)
+	}
+	t.Cleanup(d.stop)
+	// waitLog waits for the log to hold what, as many times as it has
+	// been waited for (a restarted driver says it again).
+	seen := map[string]int{}
+	d.waitLog = func(what string, within time.Duration) {
+		t.Helper()
+		seen[what]++
+		for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+			if b, _ := os.ReadFile(logFile); strings.Count(string(b), what) >= seen[what] {
+				return
+			}
+		}
+		b, _ := os.ReadFile(logFile)
+		t.Fatalf("the driver's log has no %q after %s:\n%s", what, within, b)
+	}
+	return d
 }

@@ -872,9 +872,22 @@ spec:
       hostPath: {path: /}
 `)
 	t.Cleanup(func() {
-		c.k(t, "", "-n", "e2e", "delete", "pod", "host-root-agent", "loop-user", "--ignore-not-found", "--wait=true", "--timeout=2m")
+		// The claim's pod first: while it waits to start, the kubelet
+		// retries the stage, which succeeds the moment the agent lets go,
+		// and a later test's new mount namespace would copy that mount.
+		c.k(t, "", "-n", "e2e", "delete", "pod", "loop-user", "--ignore-not-found", "--wait=true", "--timeout=2m")
+		c.k(t, "", "-n", "e2e", "delete", "pod", "host-root-agent", "--ignore-not-found", "--wait=true", "--timeout=2m")
 		c.k(t, "", "-n", "e2e", "delete", "pvc", "data-002", "--ignore-not-found", "--wait=true", "--timeout=1m")
 		c.k(t, "", "delete", "pv", "e2e-vol-002", "--ignore-not-found", "--wait=true", "--timeout=1m")
+		// The agent's namespace went with its pod, and with it the last
+		// mount of the loop device, which detaches itself (autoclear).
+		for end := time.Now().Add(30 * time.Second); loopBackedBy(t, img) != "" && time.Now().Before(end); time.Sleep(time.Second) {
+		}
+		// A mount of it in any namespace keeps it attached; once detached,
+		// its number is free for anyone else's loop device.
+		if dev := loopBackedBy(t, img); dev != "" {
+			t.Errorf("the loop device %s of %s is still attached after the test, mounted in the namespaces of %v", dev, img, mountedBy(dev))
+		}
 	})
 	c.k(t, volume, "apply", "-f", "-")
 	c.k(t, "", "-n", "e2e", "wait", "--for=condition=Ready", "pod/loop-user", "--timeout=2m")
@@ -915,7 +928,16 @@ spec:
 		time.Sleep(time.Second)
 	}
 
-	r := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + c.token(t)})
+	// What the user sees: the claim's pod comes back (as its StatefulSet
+	// makes it again) and waits in ContainerCreating, because the driver
+	// will not stage an image that is still in use (ceph-csi's "rbd image
+	// ... is still being used"): the volume never came off the node.
+	c.k(t, volume, "apply", "-f", "-")
+	c.waitPodEvent(t, "e2e", "loop-user", "FailedMount", "still being used", 2*time.Minute)
+	c.waitInTrouble(t, "e2e", "loop-user")
+
+	kc, _, _, _ := c.saKubeconfig(t)
+	r := collect(t, []string{"NODESNAP_KUBELET_TOKEN=" + c.token(t)}, "--kubeconfig", kc, "--node-name", c.node)
 	if r.code != 0 && r.code != 3 {
 		t.Fatalf("collect exited %d\n%s", r.code, r.stderr)
 	}
@@ -931,6 +953,14 @@ spec:
 	if !found {
 		t.Errorf("analyze does not report the loop device held only in the agent's namespace: %v", analyzeIDs(t, r.path))
 	}
+	// explain names the chain: the pod cannot start ← its volume's device
+	// held in the agent's namespace; from this host run and through the
+	// cluster. A healthy pod with a CSI volume has nothing wrong.
+	c.explainHostAndFleet(t, r, "e2e", "loop-user", "volume-user", func(where string, first analyze.ChainLink) {
+		if first.Finding != "mount-held-in-foreign-namespace" || !strings.Contains(first.Summary, "loop") || !strings.Contains(first.How, "cannot start") {
+			t.Errorf("%s: the chain starts with %s %q (%s), want the loop device held in the agent's namespace", where, first.Finding, first.Summary, first.How)
+		}
+	})
 }
 
 // TestIncident003StaleFUSEUnderOrphanedPodDir reproduces incident 003 on
@@ -1126,6 +1156,7 @@ func TestIncident003BehindHungMountsElsewhere(t *testing.T) {
 	if !named {
 		t.Errorf("analyze does not name the kubelet's hung mount %s among %d findings", mp, len(rp.Findings))
 	}
+	checkRankedAndGrouped(t, rp, mp, plugin, strconv.FormatUint(holder.NSInode, 10), hungElsewhere)
 	if err := vol.Close(); err != nil {
 		t.Errorf("releasing the kubelet's hung mount: %v", err)
 	}
@@ -1173,4 +1204,80 @@ func analyzeReport(t *testing.T, bundlePath string) *analyze.Report {
 		t.Fatalf("analyze --json: %v\n%.2000s", err, out)
 	}
 	return &rep
+}
+
+// checkRankedAndGrouped: the finding that stops every pod (the kubelet's
+// hung mount kubeletMP, which its housekeeping is stuck on) comes first
+// among those at warning or above, and the hung mounts under elsewhere,
+// all in the mount namespace ns, are one finding (one cause: one FUSE
+// daemon, one namespace) standing for each of them, not one per mount.
+func checkRankedAndGrouped(t *testing.T, rp *analyze.Report, kubeletMP, elsewhere, ns string, hungElsewhere int) {
+	t.Helper()
+	var ranked []string
+	for i, f := range rp.Findings {
+		if f.Severity >= analyze.Warning {
+			ranked = append(ranked, fmt.Sprintf("[%d] %s %s %s (%s): %.300s", i+1, f.Severity, f.ID, f.Subject, f.Impact, f.Summary))
+		}
+	}
+	t.Logf("findings at warning or above, in order: %s", strings.Join(ranked[:min(len(ranked), 12)], "; "))
+	var first *analyze.Finding
+	for i := range rp.Findings {
+		if rp.Findings[i].Severity >= analyze.Warning {
+			first = &rp.Findings[i]
+			break
+		}
+	}
+	if first == nil || (first.ID != "hung-mount" && first.ID != "mount-not-probed") || !strings.Contains(first.Summary, kubeletMP) || first.Impact != analyze.ImpactSyncLoop {
+		t.Errorf("the first finding is not the kubelet's mount %s that stops its sync loop: %+v", kubeletMP, first)
+	}
+	var groups []*analyze.Finding
+	loose := 0
+	for i := range rp.Findings {
+		f := &rp.Findings[i]
+		if f.Severity < analyze.Warning {
+			continue
+		}
+		switch {
+		case len(f.Members) > 0 && strings.Contains(f.Explanation, elsewhere):
+			groups = append(groups, f)
+		case strings.HasPrefix(f.Subject, elsewhere):
+			loose++
+		}
+	}
+	if len(groups) != 1 || loose != 0 {
+		t.Fatalf("the %d hung mounts of namespace %s are %d grouped finding(s) and %d finding(s) of their own, want one group", hungElsewhere, ns, len(groups), loose)
+	}
+	g := groups[0]
+	if len(g.Members) < hungElsewhere || !strings.Contains(g.Summary, "mount namespace "+ns) || !strings.Contains(g.Summary, "one cause") {
+		t.Errorf("the group stands for %d mounts (%d probed hung) and says %q; want every one, in namespace %s, one cause", len(g.Members), hungElsewhere, g.Summary, ns)
+	}
+	t.Logf("grouped: %s", g.Summary)
+}
+
+// mountedBy lists the processes ("pid comm") whose mount namespace
+// mounts the device major:minor, one per namespace.
+func mountedBy(dev string) []string {
+	var out []string
+	seen := map[string]bool{}
+	files, _ := filepath.Glob("/proc/[0-9]*/mountinfo")
+	for _, f := range files {
+		pid := filepath.Base(filepath.Dir(f))
+		ns, _ := os.Readlink(filepath.Join("/proc", pid, "ns", "mnt"))
+		if ns == "" || seen[ns] {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		seen[ns] = true
+		for _, l := range strings.Split(string(b), "\n") {
+			if fs := strings.Fields(l); len(fs) > 4 && fs[2] == dev {
+				comm, _ := os.ReadFile(filepath.Join("/proc", pid, "comm"))
+				out = append(out, pid+" "+strings.TrimSpace(string(comm))+" "+ns+" at "+fs[4])
+				break
+			}
+		}
+	}
+	return out
 }

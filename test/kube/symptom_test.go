@@ -182,3 +182,80 @@ func TestIncident003ExplainStuckPod(t *testing.T) {
 		t.Errorf("releasing the hung mount: %v", err)
 	}
 }
+
+// waitPodEvent waits for an event of reason about a pod whose message
+// holds text.
+func (c *cluster) waitPodEvent(t *testing.T, ns, pod, reason, text string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		out := c.k(t, "", "-n", ns, "get", "events", "--field-selector", "involvedObject.kind=Pod,involvedObject.name="+pod+",reason="+reason,
+			"-o", "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}")
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, text) {
+				t.Logf("%s/%s %s: %s", ns, pod, reason, l)
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s event saying %q about %s/%s within %s; events: %s\n%s", reason, text, ns, pod, within, out,
+				c.k(t, "", "-n", ns, "get", "pod", pod, "-o", "wide"))
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// waitInTrouble waits until the API's view of a pod shows it in trouble
+// by analyze's measure: Terminating past its deletion time (which counts
+// the grace period) by more than 30 s, or Pending for 2 min since it was
+// scheduled.
+func (c *cluster) waitInTrouble(t *testing.T, ns, pod string) {
+	t.Helper()
+	ts := strings.TrimSpace(c.k(t, "", "-n", ns, "get", "pod", pod, "-o", "jsonpath={.metadata.deletionTimestamp}"))
+	after := 30 * time.Second
+	if ts == "" {
+		ts = strings.TrimSpace(c.k(t, "", "-n", ns, "get", "pod", pod, "-o", `jsonpath={.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime}`))
+		after = 2 * time.Minute
+	}
+	since, err := time.Parse(time.RFC3339, ts)
+	if err != nil {
+		t.Fatalf("pod %s/%s: no time to wait from (%q): %v", ns, pod, ts, err)
+	}
+	if d := time.Until(since.Add(after + 10*time.Second)); d > 0 {
+		t.Logf("waiting %s for %s/%s to be in trouble", d.Round(time.Second), ns, pod)
+		time.Sleep(d)
+	}
+}
+
+// explainHostAndFleet: explain names the chain for the stuck pod from the
+// host run r (collected with the ServiceAccount's kubeconfig) and through
+// the cluster (explain with --kubeconfig and --image collects the node in a
+// pod, which starts: this node's kubelet is not stuck); check judges the
+// chain's first link. The healthy pod of the same bundle has nothing
+// wrong, and says what was checked.
+func (c *cluster) explainHostAndFleet(t *testing.T, r *run, ns, stuck, healthy string, check func(where string, first analyze.ChainLink)) {
+	t.Helper()
+	if st := r.status(t, "cluster"); st.Status != "ok" {
+		t.Errorf("cluster collector: %s %s %v", st.Status, st.Error, st.Notes)
+	}
+	explained := func(where string, e *analyze.Explanation, code int, stderr string) {
+		t.Helper()
+		if e.Verdict != analyze.VerdictExplained || e.Details == nil || len(e.Details.Chain) == 0 || code != 3 {
+			t.Errorf("explain pod/%s %s: exit %d, %+v\n%s", stuck, where, code, e, stderr)
+			return
+		}
+		check(where, e.Details.Chain[0])
+		t.Logf("%s, %s: %s ← [%d] %s: %s (%s)", stuck, where, e.Details.Symptom, e.Details.Chain[0].Index, e.Details.Chain[0].Finding, e.Details.Chain[0].Summary, e.Details.Chain[0].How)
+	}
+	e, code, stderr := explainRun(t, time.Minute, "pod/"+stuck, "-n", ns, "--bundle", r.path)
+	explained("from the host run's bundle", e, code, stderr)
+	e, code, _ = explainRun(t, time.Minute, "pod/"+healthy, "-n", ns, "--bundle", r.path)
+	if e.Verdict != analyze.VerdictNothingWrong || code != 0 || e.Details == nil || len(e.Details.Checked) == 0 {
+		t.Errorf("explain pod/%s (healthy): exit %d, %+v", healthy, code, e)
+	}
+	start := time.Now()
+	e, code, stderr = explainRun(t, 7*time.Minute, "pod/"+stuck, "-n", ns, "--kubeconfig", c.kubeconfig,
+		"--image", c.image(t), "--node-timeout", "4m", "--output-dir", t.TempDir())
+	explained("through the cluster", e, code, stderr)
+	t.Logf("explain through the cluster took %s", time.Since(start).Round(time.Second))
+}

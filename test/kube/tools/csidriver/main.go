@@ -9,10 +9,18 @@
 // handle): NodeStageVolume bind-mounts <data-dir>/<handle> at the staging
 // path (the ".../globalmount" the incidents revolve around) and
 // NodePublishVolume bind-mounts that at the pod's target path.
+//
+// With --state-file it keeps its volumes' staged and published paths in a
+// JSON file laid out as csi-driver-host-path's state.json, loaded at start
+// and written on every change, and, as that driver does, answers an
+// unpublish of a target its state does not list as published with success
+// and without unmounting: what incident 004's restarted driver did after
+// its state lost the publish (csi-driver-host-path#457).
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -37,6 +46,27 @@ type driver struct {
 	csi.UnimplementedNodeServer
 	name, nodeID, dataDir string
 	mu                    sync.Mutex
+	// stateFile, when set, is where state is kept (csi-driver-host-path's
+	// state.json layout); nil state means the driver keeps none.
+	stateFile string
+	state     *hostpathState
+}
+
+// hostpathState is csi-driver-host-path's state.json: its Go field names
+// are the keys; a volume lists where it is staged and published.
+type hostpathState struct {
+	Volumes   []*stateVolume
+	Snapshots []json.RawMessage
+}
+
+type stateVolume struct {
+	VolID     string
+	VolName   string
+	VolPath   string
+	NodeID    string
+	Kind      string
+	Staged    []string
+	Published []string
 }
 
 func main() {
@@ -48,6 +78,7 @@ func main() {
 		dataDir   = flag.String("data-dir", "/var/lib/csi-hostpath-data", "where volumes' data lives")
 		kubeletEP = flag.String("kubelet-endpoint", "", "the CSI socket path as the kubelet sees it (default: --endpoint)")
 		logFile   = flag.String("log-file", "", "append stdout and stderr to this file, as a driver run as a host process with its output redirected does (default: stderr)")
+		stateFile = flag.String("state-file", "", "keep the volumes' staged and published paths in this file, laid out as csi-driver-host-path's state.json, and unpublish only what it lists (default: no state; unpublish what is mounted)")
 	)
 	flag.Parse()
 	log.SetFlags(log.Ldate | log.Ltime | log.Lmicroseconds | log.Lshortfile)
@@ -75,8 +106,11 @@ func main() {
 	if *kubeletEP == "" {
 		*kubeletEP = *endpoint
 	}
-	d := &driver{name: *name, nodeID: *nodeID, dataDir: *dataDir}
+	d := &driver{name: *name, nodeID: *nodeID, dataDir: *dataDir, stateFile: *stateFile}
 	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	if err := d.loadState(); err != nil {
 		log.Fatal(err)
 	}
 
@@ -189,9 +223,19 @@ func (d *driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequ
 	// with an ext4 filesystem, as rbd or iSCSI volumes are on real nodes
 	// (incident 002). Otherwise a directory, bind-mounted.
 	if img := filepath.Join(d.dataDir, id+".img"); fileExists(img) {
+		// As ceph-csi refuses to map an rbd image that still has a
+		// watcher ("rbd image ... is still being used"), an image still
+		// attached to a loop device is in use by someone else: its last
+		// unstage left it mounted somewhere (incident 002).
+		if !isMountpoint(staging) {
+			if dev := loopOf(img); dev != "" {
+				return nil, status.Errorf(codes.FailedPrecondition, "image %s is still being used: attached to %s", img, dev)
+			}
+		}
 		if err := stageLoop(img, staging); err != nil {
 			return nil, status.Error(codes.Internal, err.Error())
 		}
+		d.record(id, img, func(v *stateVolume) { v.Staged = addPath(v.Staged, staging) })
 		return &csi.NodeStageVolumeResponse{}, nil
 	}
 	src := filepath.Join(d.dataDir, id)
@@ -201,6 +245,7 @@ func (d *driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequ
 	if err := bindMount(src, staging, false); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
+	d.record(id, src, func(v *stateVolume) { v.Staged = addPath(v.Staged, staging) })
 	return &csi.NodeStageVolumeResponse{}, nil
 }
 
@@ -210,6 +255,7 @@ func (d *driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolume
 	if err := unmount(req.GetStagingTargetPath()); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
+	d.record(req.GetVolumeId(), "", func(v *stateVolume) { v.Staged = removePath(v.Staged, req.GetStagingTargetPath()) })
 	return &csi.NodeUnstageVolumeResponse{}, nil
 }
 
@@ -223,6 +269,7 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 	if err := bindMount(staging, target, req.GetReadonly()); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
+	d.record(req.GetVolumeId(), "", func(v *stateVolume) { v.Published = addPath(v.Published, target) })
 	return &csi.NodePublishVolumeResponse{}, nil
 }
 
@@ -230,6 +277,12 @@ func (d *driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	target := req.GetTargetPath()
+	if d.state != nil && !d.published(req.GetVolumeId(), target) {
+		// csi-driver-host-path trusts its state: a target it does not
+		// list is not its business, mounted or not (incident 004).
+		log.Printf("Volume %q is not published at %q, nothing to do.", req.GetVolumeId(), target)
+		return &csi.NodeUnpublishVolumeResponse{}, nil
+	}
 	if !isMountpoint(target) {
 		// csi-driver-host-path's words for a target it does not know as
 		// published (incident 004).
@@ -239,7 +292,107 @@ func (d *driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	_ = os.Remove(target)
+	d.record(req.GetVolumeId(), "", func(v *stateVolume) { v.Published = removePath(v.Published, target) })
 	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// loadState reads the state file, when the driver keeps one.
+func (d *driver) loadState() error {
+	if d.stateFile == "" {
+		return nil
+	}
+	d.state = &hostpathState{}
+	b, err := os.ReadFile(d.stateFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return d.saveState()
+	}
+	if err != nil {
+		return fmt.Errorf("reading the state file: %w", err)
+	}
+	if err := json.Unmarshal(b, d.state); err != nil {
+		return fmt.Errorf("the state file %s: %w", d.stateFile, err)
+	}
+	return nil
+}
+
+func (d *driver) saveState() error {
+	b, err := json.MarshalIndent(d.state, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := d.stateFile + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("writing the state file: %w", err)
+	}
+	return os.Rename(tmp, d.stateFile)
+}
+
+// record changes a volume's state (made when first seen) and saves it;
+// the caller holds d.mu.
+func (d *driver) record(id, volPath string, change func(*stateVolume)) {
+	if d.state == nil || id == "" {
+		return
+	}
+	var v *stateVolume
+	for _, sv := range d.state.Volumes {
+		if sv.VolID == id {
+			v = sv
+		}
+	}
+	if v == nil {
+		v = &stateVolume{VolID: id, VolName: id, NodeID: d.nodeID, Kind: "filesystem"}
+		d.state.Volumes = append(d.state.Volumes, v)
+	}
+	if volPath != "" {
+		v.VolPath = volPath
+	}
+	change(v)
+	if err := d.saveState(); err != nil {
+		log.Printf("saving the state: %v", err)
+	}
+}
+
+func (d *driver) published(id, target string) bool {
+	for _, v := range d.state.Volumes {
+		if v.VolID == id {
+			for _, p := range v.Published {
+				if filepath.Clean(p) == filepath.Clean(target) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func addPath(list []string, p string) []string {
+	for _, q := range list {
+		if q == p {
+			return list
+		}
+	}
+	return append(list, p)
+}
+
+func removePath(list []string, p string) []string {
+	out := list[:0]
+	for _, q := range list {
+		if filepath.Clean(q) != filepath.Clean(p) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// loopOf is the loop device backed by img, or "".
+func loopOf(img string) string {
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(b)) == img {
+			return "/dev/" + filepath.Base(filepath.Dir(filepath.Dir(f)))
+		}
+	}
+	return ""
 }
 
 func isMountpoint(p string) bool {
