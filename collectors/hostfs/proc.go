@@ -85,6 +85,12 @@ func ReadSmall(p string, buf []byte) ([]byte, error) {
 		return nil, &os.PathError{Op: "open", Path: p, Err: err}
 	}
 	defer func() { _ = unix.Close(fd) }() // read-only: nothing to lose
+	return readFD(fd, p, buf)
+}
+
+// readFD reads the open file fd (at path p, for errors) into buf until
+// EOF or buf is full.
+func readFD(fd int, p string, buf []byte) ([]byte, error) {
 	n := 0
 	for n < len(buf) {
 		m, err := unix.Read(fd, buf[n:])
@@ -305,21 +311,7 @@ func (d *Dir) ReadSmall(name string, buf []byte) ([]byte, error) {
 		return nil, &os.PathError{Op: "open", Path: d.path + "/" + name, Err: err}
 	}
 	defer func() { _ = unix.Close(fd) }() // read-only: nothing to lose
-	n := 0
-	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return buf[:n], &os.PathError{Op: "read", Path: d.path + "/" + name, Err: err}
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	return buf[:n], nil
+	return readFD(fd, d.path+"/"+name, buf)
 }
 
 // Close closes the directory.
