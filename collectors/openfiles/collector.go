@@ -65,6 +65,7 @@ func init() {
 		Run: collectOpenFiles,
 	})
 	isolate.RegisterOp(opOpenFilesMaps, isolate.Typed(openFilesMapsOp))
+	isolate.RegisterOp(opOpenFilesMapsBatch, isolate.Typed(openFilesMapsBatchOp))
 }
 
 // ofNamespace is one mount namespace's table, for placing paths on mounts.
@@ -128,6 +129,7 @@ type ofScanner struct {
 	mapsMax  int64
 	maps     *ofLimiter
 	mapsDead bool // the worker pool cannot start: stop trying
+	prefetch *ofMapsPrefetch
 	mu       sync.Mutex
 }
 
@@ -190,19 +192,11 @@ func collectOpenFiles(ctx context.Context, env *collectors.Env) error {
 	if err != nil {
 		return fmt.Errorf("listing processes in %s: %w", s.proc, err)
 	}
-	// Start the maps workers now: spawning them overlaps the namespace
-	// pass instead of delaying the first process.
+	// The maps are read in batches from now on: the workers' starts and
+	// the reads overlap the namespace pass instead of following it.
 	s.maps = newOFLimiter(ofMapsConcurrency, max(ofMapsConcurrency, env.Workers))
 	if opts.Maps {
-		for i := 0; i < ofMapsConcurrency; i++ {
-			go func() {
-				if s.maps.acquire(scanCtx) == nil {
-					defer s.maps.release()
-					var res ofMapsResult
-					_ = env.Do(scanCtx, opOpenFilesMaps, env.ProcPath("self", "maps"), ofMapsRequest{Path: env.ProcPath("self", "maps"), Max: 1 << 20}, &res)
-				}
-			}()
-		}
+		s.prefetch = s.prefetchMaps(scanCtx, pids)
 	}
 
 	// Every task's namespace first (a readlink each), then each

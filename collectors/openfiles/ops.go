@@ -3,6 +3,7 @@ package openfiles
 // The worker side: reading one process's maps, condensed to each mapped file once.
 
 import (
+	"github.com/nodesnap/nodesnap/collectors/internal/shared"
 	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/procfs"
 )
@@ -65,4 +66,40 @@ func condenseMaps(data []byte, truncated bool) ofMapsResult {
 		res.Files = append(res.Files, ofMapped{Path: e.Pathname, Major: e.Major, Minor: e.Minor, Inode: e.Inode, Deleted: e.Deleted})
 	}
 	return res
+}
+
+// opOpenFilesMapsBatch reads and condenses several processes' maps in one
+// worker item.
+const opOpenFilesMapsBatch = "openfiles.maps.batch"
+
+// ofMapsBatchRequest asks a worker for the mapped files of the processes
+// whose maps files are Paths.
+type ofMapsBatchRequest struct {
+	Paths []string `json:"paths"`
+	Max   int64    `json:"max"`
+}
+
+// ofMapsBatchResult answers Paths in order.
+type ofMapsBatchResult struct {
+	Results []ofMapsOne `json:"results"`
+}
+
+// ofMapsOne is one process's answer, or why there is none.
+type ofMapsOne struct {
+	ofMapsResult
+	Err  string `json:"err,omitempty"`
+	Gone bool   `json:"gone,omitempty"` // the process exited meanwhile
+}
+
+func openFilesMapsBatchOp(rq ofMapsBatchRequest) (any, error) {
+	res := ofMapsBatchResult{Results: make([]ofMapsOne, 0, len(rq.Paths))}
+	for _, p := range rq.Paths {
+		r, err := isolate.ReadFileLimited(p, rq.Max)
+		if err != nil {
+			res.Results = append(res.Results, ofMapsOne{Err: err.Error(), Gone: shared.Gone(err)})
+			continue
+		}
+		res.Results = append(res.Results, ofMapsOne{ofMapsResult: condenseMaps(r.Data, r.Truncated)})
+	}
+	return res, nil
 }

@@ -127,7 +127,13 @@ func (s *ofScanner) scanProcess(ctx context.Context, pid int) ofResult {
 	}
 
 	if s.opts.Maps && ctx.Err() == nil {
-		s.scanMaps(ctx, dir, space, p, &r)
+		if res, ok := s.prefetch.get(ctx, pid); ok {
+			if !res.Gone {
+				s.applyMaps(res.ofMapsResult, space, p, &r)
+			}
+		} else {
+			s.scanMaps(ctx, dir, space, p, &r)
+		}
 	}
 	return r
 }
@@ -287,6 +293,11 @@ func (s *ofScanner) scanMaps(ctx context.Context, dir string, space *ofNamespace
 		s.mu.Unlock()
 		return
 	}
+	s.applyMaps(res, space, p, r)
+}
+
+// applyMaps adds a process's mapped files to its record and its uses.
+func (s *ofScanner) applyMaps(res ofMapsResult, space *ofNamespace, p *layout.OpenFilesProcess, r *ofResult) {
 	if res.Truncated {
 		p.MapsError = "maps truncated"
 	}
