@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/collectors/cluster"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
@@ -132,7 +133,12 @@ func tokenless(t *testing.T, uid string, want []string, syncLoop bool) {
 		t.Fatalf("no cluster collector in the manifest")
 	}
 	t.Logf("cluster collector: %s: %s %v", cl.Status, cl.Error, cl.Notes)
-	if cl.Status != bundle.StatusUnsupported || !strings.Contains(cl.Error, "no credential for the API server") {
+	if kc := hostKubeletKubeconfig(); kc != "" {
+		// A kubelet of this machine (a test cluster up beside these
+		// tests) gives the collection API access: the collector is right
+		// to use it, and what it says without one cannot be seen here.
+		t.Logf("this machine has a kubelet kubeconfig (%s): not checking what the cluster collector says without API access", kc)
+	} else if cl.Status != bundle.StatusUnsupported || !strings.Contains(cl.Error, "no credential for the API server") {
 		t.Errorf("cluster collector %s %q: want unsupported saying it has no credential for the API server", cl.Status, cl.Error)
 	}
 
@@ -183,6 +189,17 @@ func tokenless(t *testing.T, uid string, want []string, syncLoop bool) {
 	if !hit {
 		t.Errorf("no hung-mount finding names the pod %s", uid)
 	}
+}
+
+// hostKubeletKubeconfig is the first kubelet kubeconfig the cluster
+// collector would find on this machine, or "".
+func hostKubeletKubeconfig() string {
+	for _, p := range cluster.KubeletKubeconfigs {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
 }
 
 // copyAs copies the program name (from PATH) to dst, so that a process
