@@ -125,12 +125,15 @@ spec:
       imagePullPolicy: Never
 `
 
+// explainPod is the manifest of a pause pod named name on the cluster's node.
+func (c *cluster) explainPod(name string) string {
+	return strings.NewReplacer("NAME", name, "NODE_NAME", c.node).Replace(explainPods)
+}
+
 func TestIncident003ExplainStuckPod(t *testing.T) {
 	c := requireCluster(t)
 	kc, _, _, _ := c.saKubeconfig(t)
-	pod := func(name string) string {
-		return strings.NewReplacer("NAME", name, "NODE_NAME", c.node).Replace(explainPods)
-	}
+	pod := c.explainPod
 	c.k(t, pod("explain-healthy"), "apply", "-f", "-")
 	t.Cleanup(func() {
 		exec.Command(c.kubectl, "--kubeconfig", c.kubeconfig, "delete", "pod", "explain-healthy", "explain-stuck", "--force", "--grace-period=0", "--ignore-not-found").Run()

@@ -12,18 +12,6 @@ import (
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
-const tokenlessPod = `apiVersion: v1
-kind: Pod
-metadata: {name: tokenless-stuck, namespace: default}
-spec:
-  nodeName: NODE_NAME
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: pause
-      image: registry.k8s.io/pause:3.10
-      imagePullPolicy: Never
-`
-
 // Incident 003 on a real kubelet, collected on the node without any
 // kubelet credential (no goroutine dump): the API's view through the
 // least-privilege cluster role, and the kernel's view of the kubelet. The
@@ -39,7 +27,7 @@ func TestIncident003ExplainWithoutKubeletToken(t *testing.T) {
 	t.Cleanup(func() { _ = os.RemoveAll(podDir) })
 	f := testkit.HungFUSE(t, mp, testkit.FUSEStartHung(), testkit.FUSESubtype("ceph-fuse"), testkit.FUSESource("ceph-fuse"))
 	c.waitKubeletBlocked(t, 60*time.Second)
-	c.k(t, strings.ReplaceAll(tokenlessPod, "NODE_NAME", c.node), "apply", "-f", "-")
+	c.k(t, c.explainPod("tokenless-stuck"), "apply", "-f", "-")
 	t.Cleanup(func() {
 		exec.Command(c.kubectl, "--kubeconfig", c.kubeconfig, "delete", "pod", "tokenless-stuck", "--force", "--grace-period=0", "--ignore-not-found").Run()
 	})
