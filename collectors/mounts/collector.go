@@ -16,7 +16,6 @@ package mounts
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -64,14 +63,6 @@ type mntNSEntry struct {
 // mntScanGoroutines read /proc at once: reads of procfs only wait for the
 // kernel, so a few goroutines use the CPUs while one is in a system call.
 const mntScanGoroutines = 4
-
-// mntReadWorkers is how many workers read mount tables at once: the
-// kernel prints a table on the reader's CPU, so more workers than CPUs
-// only add worker start-ups (2 instead of 4 on a 2-CPU node: 40 ms less
-// CPU at 1,000 namespaces).
-func mntReadWorkers() int {
-	return max(1, min(mntScanGoroutines, runtime.GOMAXPROCS(0)))
-}
 
 func mntNewNSScan() *mntNSScan {
 	return &mntNSScan{spaces: map[uint64]*mntNSEntry{}, ppid: map[int]int{}, comms: map[int]string{}}
@@ -279,7 +270,7 @@ func collectMounts(ctx context.Context, env *collectors.Env) error {
 		cands[i] = e.candidates
 	}
 	tables := newMntTables(env, len(order))
-	env.Host().TaskMountinfos(scanCtx, cands, tables.maxTable(), mntReadWorkers(), func(i int, r hostfs.MountinfoResult) {
+	env.Host().TaskMountinfos(scanCtx, cands, tables.maxTable(), hostfs.MountinfoReaders(), func(i int, r hostfs.MountinfoResult) {
 		mns := &rep.Namespaces[i]
 		ns := mns.Inode
 		mns.Error = ""

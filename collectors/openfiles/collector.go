@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -233,7 +232,7 @@ func collectOpenFiles(ctx context.Context, env *collectors.Env) error {
 			tasks[i] = append(tasks[i], hostfs.Task{PID: c.PID, TID: c.TID})
 		}
 	}
-	env.Host().TaskMountinfos(scanCtx, tasks, 64<<20, max(1, min(ofScanGoroutines, runtime.GOMAXPROCS(0))), func(i int, r hostfs.MountinfoResult) {
+	env.Host().TaskMountinfos(scanCtx, tasks, 64<<20, hostfs.MountinfoReaders(), func(i int, r hostfs.MountinfoResult) {
 		if r.Err != nil {
 			nsErrs[i] = r.Err
 			return
