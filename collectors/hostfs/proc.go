@@ -36,12 +36,12 @@ func NSInode(p string) (uint64, error) {
 // tids), sorted; every collector that walks /proc does it with this.
 // getdents only: no entry is stat()ed.
 func ListPIDs(dir string) ([]int, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	d, err := OpenDir(dir)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+		return nil, err
 	}
-	names, err := dirNames(fd)
-	_ = unix.Close(fd) // read-only: nothing to lose
+	names, err := d.Names()
+	d.Close()
 	if err != nil && len(names) == 0 {
 		return nil, err
 	}
@@ -125,15 +125,16 @@ func TaskNamespaces(proc string, pid int) ([]int, []uint64, error) {
 	// Raw syscalls: os.Open registers every file with the netpoller and
 	// Fd() switches it back to blocking, four extra system calls for each
 	// of thousands of tasks.
-	fd, err := unix.Open(proc+"/"+strconv.Itoa(pid)+"/task", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	d, err := OpenDir(proc + "/" + strconv.Itoa(pid) + "/task")
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() { _ = unix.Close(fd) }() // read-only: nothing to lose
-	names, err := dirNames(fd)
+	defer d.Close()
+	names, err := d.Names()
 	if err != nil && len(names) == 0 {
 		return nil, nil, err
 	}
+	fd := d.fd
 	tids := make([]int, 0, len(names))
 	for _, n := range names {
 		if v, err := strconv.Atoi(n); err == nil && v > 0 {
@@ -281,11 +282,9 @@ func (d *Dir) Sub(name string) (*Dir, error) {
 	return &Dir{fd: fd, path: d.path + "/" + name}, nil
 }
 
-// Names lists the directory's entries (getdents only).
+// Names lists the directory's entries (getdents only), once: a second
+// call finds none.
 func (d *Dir) Names() ([]string, error) {
-	if _, err := unix.Seek(d.fd, 0, 0); err != nil {
-		return nil, &os.PathError{Op: "seek", Path: d.path, Err: err}
-	}
 	return dirNames(d.fd)
 }
 
