@@ -412,6 +412,9 @@ func (w *Writer) emit(line []byte, nl bool) {
 		p.resolve()
 		last := 0
 		for _, e := range p.acc {
+			if w.r.spread != nil && !e.obf && e.rule >= 0 {
+				w.r.spread.add(line[e.s:e.e])
+			}
 			w.out = append(w.out, line[last:e.s]...)
 			w.out = append(w.out, e.repl...)
 			last = e.e
