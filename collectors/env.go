@@ -143,6 +143,20 @@ func (e *Env) Redact(s string) string {
 	return r
 }
 
+// sendMasked tells the supervisor what the redactor masked since the
+// last call, as keyed hashes, in events of a bounded size.
+func (e *Env) sendMasked() {
+	if e.events == nil {
+		return
+	}
+	m := e.red.TakeMasked()
+	for len(m) > 0 {
+		n := min(len(m), 4096)
+		e.events.send(Event{Type: EventMasked, Masked: m[:n]})
+		m = m[n:]
+	}
+}
+
 // Notef records a remark in the manifest for this collector. It passes
 // through the redactor like everything else.
 func (e *Env) Notef(format string, args ...any) {
@@ -349,6 +363,7 @@ func (f *File) Close() error {
 			f.closeErr = fmt.Errorf("writing %s: %w", f.rel, f.capped.err)
 		}
 		f.env.events.send(Event{Type: EventFile, File: rec})
+		f.env.sendMasked()
 	})
 	return f.closeErr
 }

@@ -133,6 +133,7 @@ type spreadRecorder struct {
 	mu   sync.Mutex
 	done map[uint64]bool // maphash of values already hashed
 	out  map[ValueHash]bool
+	new  []ValueHash // not yet taken (TakeMasked)
 }
 
 // RecordMasked makes every Writer of r record the values it masks, as
@@ -174,12 +175,34 @@ func (s *spreadRecorder) add(v []byte) {
 		return
 	}
 	s.done[id] = true
-	s.out[s.key.hash(v)] = true
+	s.put(s.key.hash(v))
 	for _, f := range encodedForms(v) {
 		if len(f) >= SpreadMin && len(f) <= SpreadMax {
-			s.out[s.key.hash(f)] = true
+			s.put(s.key.hash(f))
 		}
 	}
+}
+
+func (s *spreadRecorder) put(h ValueHash) {
+	if !s.out[h] {
+		s.out[h] = true
+		s.new = append(s.new, h)
+	}
+}
+
+// TakeMasked returns the hashes recorded since the last call (see
+// Masked): a collector child sends them as each file is closed, so a
+// child killed on its deadline has already told what it masked.
+func (r *Redactor) TakeMasked() []ValueHash {
+	s := r.spread
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.new
+	s.new = nil
+	return out
 }
 
 // encodedForms are the other spellings of v a bundle may hold: base64
