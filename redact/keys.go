@@ -17,7 +17,7 @@ import "bytes"
 var secretStems = []string{
 	"password", "passwd", "passphrase", "secret", "token", "credential",
 	"creds", "apikey", "privatekey", "pwd", "bindpw", "rootpw", "psk",
-	"encryptionkey", "signingkey", "hmackey", "requirepass", "masterauth",
+	"encryptionkey", "signingkey", "hmackey", "requirepass", "masterauth", "authkey",
 }
 
 // metaSuffixes end keys that describe a secret without holding it.

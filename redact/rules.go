@@ -67,6 +67,7 @@ func (p *pass) keyValue(ks, ke int) {
 		}
 	}
 	strict := segEnd >= 0
+	named := false // "password: x" in a log line: the key names what follows
 	p.segEnd = segEnd
 	flow := flowContext(line, qs)
 
@@ -78,6 +79,10 @@ func (p *pass) keyValue(ks, ke int) {
 	var sep byte
 	if j < len(line) && (line[j] == '=' || line[j] == ':') {
 		sep = line[j]
+	} else if c := verbColon(line, j); c > 0 && !quoted && dashes == 0 {
+		// "CHAP secret used: x", "password is: x": a daemon's log line
+		// naming the secret it prints.
+		j, i, sep, spacedBefore = c, c, ':', false
 	}
 	form := formField
 	vs := j + 1
@@ -132,7 +137,7 @@ func (p *pass) keyValue(ks, ke int) {
 			// "validating token: expired" is prose; but a value that
 			// looks generated is a secret all the same ("daemon config
 			// sharedsecret: FaIB...").
-			strict = true
+			strict, named = true, true
 		default:
 			return
 		}
@@ -212,15 +217,19 @@ func (p *pass) keyValue(ks, ke int) {
 		form = formYAML
 	}
 	rule := p.w.r.classifyKey(name, form)
+	vs = skipSpace(line, vs)
 	if rule < 0 {
 		// A key with a weaker secret word (license_key, X-Amz-Signature,
-		// auth-key): only a value that looks generated goes.
+		// auth-key): only a value that looks generated goes. But in an
+		// environment file or a unit's Environment= line, a variable
+		// named by such a word (TS_KEY, NAME_KEY, X_RESTRICTED_KEY)
+		// holds what it says, whatever it looks like.
 		if rule = weakKey(name, form); rule < 0 {
 			return
 		}
-		strict = true
+		strict = !(form == formAssign && identOnly(name) && p.envContext(qs) && !plainValue(line, vs))
+		named = false
 	}
-	vs = skipSpace(line, vs)
 	if vs < len(line) && (line[vs] == '/' || line[vs] == '~') && foldEq(name, "pwd") {
 		return // $PWD is a directory
 	}
@@ -242,7 +251,10 @@ func (p *pass) keyValue(ks, ke int) {
 		}
 		end := ve < len(line) && !isSpace(line[ve]) && !isStop(line[ve]) && line[ve] != q
 		n := 12
-		if segEnd < 0 {
+		switch {
+		case named:
+			n = 8 // a daemon's "secret used: x", "token: x"
+		case segEnd < 0:
 			n = 16 // prose: only what is long and random
 		}
 		if end || !secretShaped(line[vs:ve], n) && !(segEnd >= 0 && credentialHeader(name)) {
@@ -633,4 +645,72 @@ func closeEscQuote(line []byte, i int) int {
 		}
 	}
 	return len(line)
+}
+
+// envContext reports whether the key at qs is a variable of an
+// environment: first on its line (an env file, /etc/default/*), after
+// "export", or after a systemd unit's "Environment=" (quoted or not).
+func (p *pass) envContext(qs int) bool {
+	line := p.line
+	j := qs
+	if j > 0 && (line[j-1] == '"' || line[j-1] == '\'') {
+		j--
+	}
+	const env = "environment="
+	if j >= len(env) && foldEq(line[j-len(env):j], env) {
+		return true
+	}
+	k := j
+	for k > 0 && isSpace(line[k-1]) {
+		k--
+	}
+	if k < j && k >= 6 && foldEq(line[k-6:k], "export") && (k == 6 || isSpace(line[k-7])) {
+		j = k - 6
+	}
+	return p.start && (commentedKeyStart(line) == j || p.atTextStart(j))
+}
+
+// plainValue reports whether the value at vs is something other than a
+// credential whatever its key says: a path, a number, a boolean.
+func plainValue(line []byte, vs int) bool {
+	if vs < len(line) && (line[vs] == '"' || line[vs] == '\'') {
+		vs++
+	}
+	e := vs
+	for e < len(line) && !isSpace(line[e]) && line[e] != '"' && line[e] != '\'' {
+		e++
+	}
+	v := line[vs:e]
+	if len(v) == 0 || v[0] == '/' || v[0] == '~' || v[0] == '.' {
+		return true
+	}
+	digits := true
+	for _, c := range v {
+		digits = digits && isDigit(c)
+	}
+	for _, w := range []string{"true", "false", "yes", "no", "none", "null", "on", "off"} {
+		if foldEq(v, w) {
+			return true
+		}
+	}
+	return digits
+}
+
+// verbColon returns where the ':' is when line[j:] is one of a few words
+// that stand between a secret's name and its value in a log line ("used:",
+// "is:", "value:"), or -1.
+func verbColon(line []byte, j int) int {
+	e := j
+	for e < len(line) && isAlpha(line[e]) {
+		e++
+	}
+	if e == j || e+1 >= len(line) || line[e] != ':' || !isSpace(line[e+1]) {
+		return -1
+	}
+	for _, w := range []string{"used", "is", "was", "value", "set", "given", "sent"} {
+		if foldEq(line[j:e], w) {
+			return e
+		}
+	}
+	return -1
 }
