@@ -157,6 +157,14 @@ func (e *Env) sendMasked() {
 	}
 }
 
+// RedactArgv redacts a command line given as its arguments, once, for
+// every file it goes to (a text table and a JSON record alike: see
+// redact.Redactor.Argv); the counts go to each of those files with
+// File.CountRedactions.
+func (e *Env) RedactArgv(argv []string) ([]string, map[string]int) {
+	return e.red.Argv(argv)
+}
+
 // Notef records a remark in the manifest for this collector. It passes
 // through the redactor like everything else.
 func (e *Env) Notef(format string, args ...any) {
@@ -212,6 +220,15 @@ type FileOption func(*fileOpts)
 type fileOpts struct {
 	binaryReason string
 	max          int64
+	hostPath     string
+}
+
+// HostPath names the host file a WriteFile copies: a file whose path says
+// it is a secret (a bare token file, an ACCESS:SECRET credential file) is
+// masked whole or by field before the redactor sees it
+// (redact.Redactor.WholeFile), and the manifest counts it so.
+func HostPath(p string) FileOption {
+	return func(o *fileOpts) { o.hostPath = p }
 }
 
 // Binary marks a file as an artifact the redactor cannot read (a pprof
@@ -370,9 +387,20 @@ func (f *File) Close() error {
 
 // WriteFile writes a whole file.
 func (e *Env) WriteFile(name string, data []byte, opts ...FileOption) error {
+	var o fileOpts
+	for _, fn := range opts {
+		fn(&o)
+	}
+	var whole map[string]int
+	if o.hostPath != "" && o.binaryReason == "" {
+		data, whole = e.red.WholeFile(o.hostPath, data)
+	}
 	f, err := e.Create(name, opts...)
 	if err != nil {
 		return err
+	}
+	for rule, n := range whole {
+		f.CountRedactions(rule, n)
 	}
 	_, werr := f.Write(data)
 	cerr := f.Close()
