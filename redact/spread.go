@@ -66,11 +66,14 @@ func NewSpreadKey() (SpreadKey, error) {
 func (k SpreadKey) Valid() bool { return len(k.Salt) >= 16 && k.Base&1 == 1 }
 
 // ValueHash is one masked value as the run knows it: its length, the
-// rolling hash of its first SpreadMin bytes (to find where it may start)
-// and a keyed hash of all of it (to confirm).
+// rolling hash of its first SpreadMin bytes (to find where it may start),
+// the same hash of all of it (a cheap test of a candidate: many values
+// share a start, as JWTs do) and a keyed cryptographic hash of all of it
+// (to confirm).
 type ValueHash struct {
 	Len    int    `json:"n"`
 	Anchor uint64 `json:"a"`
+	Full   uint64 `json:"f"`
 	Sum    string `json:"h"`
 }
 
@@ -82,14 +85,14 @@ func (k SpreadKey) sum(v []byte) string {
 
 func (k SpreadKey) roll(v []byte) uint64 {
 	var h uint64
-	for _, c := range v[:SpreadMin] {
+	for _, c := range v {
 		h = h*k.Base + uint64(c)
 	}
 	return h
 }
 
 func (k SpreadKey) hash(v []byte) ValueHash {
-	return ValueHash{Len: len(v), Anchor: k.roll(v), Sum: k.sum(v)}
+	return ValueHash{Len: len(v), Anchor: k.roll(v[:SpreadMin]), Full: k.roll(v), Sum: k.sum(v)}
 }
 
 // spreadable reports whether a masked value is worth looking for

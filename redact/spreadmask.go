@@ -22,13 +22,13 @@ type spreadIndex struct {
 	key    SpreadKey
 	pow    uint64 // Base^(SpreadMin-1), to drop the byte leaving the window
 	bits   []uint64
-	byRoll map[uint64][]ValueHash // longest first
+	byRoll map[uint64][]ValueHash // shortest first
 	maxLen int
 }
 
-const spreadBits = 1 << 18
+const spreadBits = 1 << 21
 
-func bitOf(h uint64) uint64 { return (h * 0x9E3779B97F4A7C15) >> (64 - 18) }
+func bitOf(h uint64) uint64 { return (h * 0x9E3779B97F4A7C15) >> (64 - 21) }
 
 func (s *Spread) index() *spreadIndex {
 	ix := &spreadIndex{key: s.Key, bits: make([]uint64, spreadBits/64), byRoll: map[uint64][]ValueHash{}}
@@ -46,7 +46,7 @@ func (s *Spread) index() *spreadIndex {
 		ix.maxLen = max(ix.maxLen, v.Len)
 	}
 	for _, l := range ix.byRoll {
-		slices.SortFunc(l, func(a, b ValueHash) int { return b.Len - a.Len })
+		slices.SortFunc(l, func(a, b ValueHash) int { return a.Len - b.Len })
 	}
 	return ix
 }
@@ -127,12 +127,21 @@ func (ix *spreadIndex) scan(buf []byte, end int, base int64, out *[]span) int {
 // match returns the length of the longest value starting at b whose
 // rolling hash is h, or 0.
 func (ix *spreadIndex) match(b []byte, h uint64) int {
+	best, n, k := 0, SpreadMin, ix.key.Base
 	for _, v := range ix.byRoll[h] {
-		if v.Len <= len(b) && ix.key.sum(b[:v.Len]) == v.Sum {
-			return v.Len
+		if v.Len > len(b) {
+			break
+		}
+		// The hash of b[:v.Len], extended from the anchor's as the
+		// candidates grow longer.
+		for ; n < v.Len; n++ {
+			h = h*k + uint64(b[n])
+		}
+		if h == v.Full && ix.key.sum(b[:v.Len]) == v.Sum {
+			best = v.Len
 		}
 	}
-	return 0
+	return best
 }
 
 // MaskFile masks every occurrence of the run's values in the staged file
