@@ -439,6 +439,18 @@ func (r *run) setupRedaction() error {
 	return nil
 }
 
+// The output directory's worker runs the last pass with the redactor's
+// code; outputdir does not import it.
+func init() {
+	outputdir.Masker = func(pass json.RawMessage, paths []string) (map[string]int, error) {
+		var s redact.Spread
+		if err := json.Unmarshal(pass, &s); err != nil {
+			return nil, fmt.Errorf("reading the last masking pass's request: %w", err)
+		}
+		return s.MaskFiles(paths)
+	}
+}
+
 // maxMasked bounds the hashes the supervisor keeps (about 100 bytes each).
 const maxMasked = 1 << 20
 
@@ -451,10 +463,15 @@ func (r *run) spread() *outputdir.Spread {
 	if len(r.masked) == 0 {
 		return nil
 	}
-	s := &outputdir.Spread{Spread: redact.Spread{Key: r.spreadKey, Values: make([]redact.ValueHash, 0, len(r.masked))}, Skip: map[string]bool{}}
+	sp := redact.Spread{Key: r.spreadKey, Values: make([]redact.ValueHash, 0, len(r.masked))}
 	for h := range r.masked {
-		s.Values = append(s.Values, h)
+		sp.Values = append(sp.Values, h)
 	}
+	raw, err := json.Marshal(sp)
+	if err != nil {
+		return nil // hashes and a key always encode
+	}
+	s := &outputdir.Spread{Pass: raw, Skip: map[string]bool{}}
 	for name, cr := range r.results {
 		for rel, rec := range cr.records {
 			if rec.Binary {
