@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"hash/maphash"
 	"net/url"
 	"sort"
@@ -77,10 +78,21 @@ type ValueHash struct {
 	Sum    string `json:"h"`
 }
 
-func (k SpreadKey) sum(v []byte) string {
-	m := hmac.New(sha256.New, k.Salt)
-	m.Write(v)
-	return hex.EncodeToString(m.Sum(nil)[:16])
+func (k SpreadKey) sum(v []byte) string { return k.summer().sum(v) }
+
+// summer keeps one keyed hash to reuse (not safe for concurrent use).
+type summer struct {
+	mac hash.Hash
+	out []byte
+}
+
+func (k SpreadKey) summer() *summer { return &summer{mac: hmac.New(sha256.New, k.Salt)} }
+
+func (s *summer) sum(v []byte) string {
+	s.mac.Reset()
+	s.mac.Write(v)
+	s.out = s.mac.Sum(s.out[:0])
+	return hex.EncodeToString(s.out[:16])
 }
 
 func (k SpreadKey) roll(v []byte) uint64 {
@@ -91,8 +103,8 @@ func (k SpreadKey) roll(v []byte) uint64 {
 	return h
 }
 
-func (k SpreadKey) hash(v []byte) ValueHash {
-	return ValueHash{Len: len(v), Anchor: k.roll(v[:SpreadMin]), Full: k.roll(v), Sum: k.sum(v)}
+func (k SpreadKey) hash(v []byte, s *summer) ValueHash {
+	return ValueHash{Len: len(v), Anchor: k.roll(v[:SpreadMin]), Full: k.roll(v), Sum: s.sum(v)}
 }
 
 // spreadable reports whether a masked value is worth looking for
@@ -132,6 +144,7 @@ func spreadable(v []byte) bool {
 // spreadRecorder collects the hashes a Redactor's Writers produce.
 type spreadRecorder struct {
 	key  SpreadKey
+	mac  *summer // under mu
 	seed maphash.Seed
 	mu   sync.Mutex
 	done map[uint64]bool // maphash of values already hashed
@@ -145,7 +158,7 @@ func (r *Redactor) RecordMasked(key SpreadKey) {
 	if !key.Valid() {
 		return
 	}
-	r.spread = &spreadRecorder{key: key, seed: maphash.MakeSeed(), done: map[uint64]bool{}, out: map[ValueHash]bool{}}
+	r.spread = &spreadRecorder{key: key, mac: key.summer(), seed: maphash.MakeSeed(), done: map[uint64]bool{}, out: map[ValueHash]bool{}}
 }
 
 // Masked returns the hashes of the values r's Writers masked so far (each
@@ -178,10 +191,10 @@ func (s *spreadRecorder) add(v []byte) {
 		return
 	}
 	s.done[id] = true
-	s.put(s.key.hash(v))
+	s.put(s.key.hash(v, s.mac))
 	for _, f := range encodedForms(v) {
 		if len(f) >= SpreadMin && len(f) <= SpreadMax {
-			s.put(s.key.hash(f))
+			s.put(s.key.hash(f, s.mac))
 		}
 	}
 }

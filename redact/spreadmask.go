@@ -20,6 +20,7 @@ type Spread struct {
 // bytes: a bitset first (one load per byte), then the map.
 type spreadIndex struct {
 	key    SpreadKey
+	mac    *summer
 	pow    uint64 // Base^(SpreadMin-1), to drop the byte leaving the window
 	bits   []uint64
 	byRoll map[uint64][]ValueHash // shortest first
@@ -31,7 +32,7 @@ const spreadBits = 1 << 21
 func bitOf(h uint64) uint64 { return (h * 0x9E3779B97F4A7C15) >> (64 - 21) }
 
 func (s *Spread) index() *spreadIndex {
-	ix := &spreadIndex{key: s.Key, bits: make([]uint64, spreadBits/64), byRoll: map[uint64][]ValueHash{}}
+	ix := &spreadIndex{key: s.Key, mac: s.Key.summer(), bits: make([]uint64, spreadBits/64), byRoll: map[uint64][]ValueHash{}}
 	ix.pow = 1
 	for i := 0; i < SpreadMin-1; i++ {
 		ix.pow *= s.Key.Base
@@ -137,7 +138,7 @@ func (ix *spreadIndex) match(b []byte, h uint64) int {
 		for ; n < v.Len; n++ {
 			h = h*k + uint64(b[n])
 		}
-		if h == v.Full && ix.key.sum(b[:v.Len]) == v.Sum {
+		if h == v.Full && ix.mac.sum(b[:v.Len]) == v.Sum {
 			best = v.Len
 		}
 	}
