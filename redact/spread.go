@@ -70,13 +70,19 @@ func (k SpreadKey) Valid() bool { return len(k.Salt) >= 16 && k.Base&1 == 1 }
 // rolling hash of its first SpreadMin bytes (to find where it may start),
 // the same hash of all of it (a cheap test of a candidate: many values
 // share a start, as JWTs do) and a keyed cryptographic hash of all of it
-// (to confirm).
+// (to confirm). The rolling hashes keep 32 of their 64 bits: a polynomial
+// hash with a known multiplier is no one-way function, and 8 bytes
+// behind 32 bits have billions of other preimages.
 type ValueHash struct {
 	Len    int    `json:"n"`
-	Anchor uint64 `json:"a"`
-	Full   uint64 `json:"f"`
+	Anchor uint32 `json:"a"`
+	Full   uint32 `json:"f"`
 	Sum    string `json:"h"`
 }
+
+// top keeps the best-mixed half of a rolling hash (its high bits depend
+// on every byte; its low bits on few).
+func top(h uint64) uint32 { return uint32(h >> 32) }
 
 func (k SpreadKey) sum(v []byte) string { return k.summer().sum(v) }
 
@@ -104,7 +110,7 @@ func (k SpreadKey) roll(v []byte) uint64 {
 }
 
 func (k SpreadKey) hash(v []byte, s *summer) ValueHash {
-	return ValueHash{Len: len(v), Anchor: k.roll(v[:SpreadMin]), Full: k.roll(v), Sum: s.sum(v)}
+	return ValueHash{Len: len(v), Anchor: top(k.roll(v[:SpreadMin])), Full: top(k.roll(v)), Sum: s.sum(v)}
 }
 
 // spreadable reports whether a masked value is worth looking for

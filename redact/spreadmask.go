@@ -23,16 +23,16 @@ type spreadIndex struct {
 	mac    *summer
 	pow    uint64 // Base^(SpreadMin-1), to drop the byte leaving the window
 	bits   []uint64
-	byRoll map[uint64][]ValueHash // shortest first
+	byRoll map[uint32][]ValueHash // shortest first
 	maxLen int
 }
 
 const spreadBits = 1 << 21
 
-func bitOf(h uint64) uint64 { return (h * 0x9E3779B97F4A7C15) >> (64 - 21) }
+func bitOf(a uint32) uint64 { return (uint64(a) * 0x9E3779B97F4A7C15) >> (64 - 21) }
 
 func (s *Spread) index() *spreadIndex {
-	ix := &spreadIndex{key: s.Key, mac: s.Key.summer(), bits: make([]uint64, spreadBits/64), byRoll: map[uint64][]ValueHash{}}
+	ix := &spreadIndex{key: s.Key, mac: s.Key.summer(), bits: make([]uint64, spreadBits/64), byRoll: map[uint32][]ValueHash{}}
 	ix.pow = 1
 	for i := 0; i < SpreadMin-1; i++ {
 		ix.pow *= s.Key.Base
@@ -109,7 +109,7 @@ func (ix *spreadIndex) scan(buf []byte, end int, base int64, out *[]span) int {
 			}
 			fresh = false
 		}
-		if b := bitOf(h); ix.bits[b/64]&(1<<(b%64)) != 0 {
+		if b := bitOf(top(h)); ix.bits[b/64]&(1<<(b%64)) != 0 {
 			if n := ix.match(buf[i:], h); n > 0 {
 				*out = append(*out, span{off: base + int64(i), n: n})
 				i += n
@@ -129,7 +129,7 @@ func (ix *spreadIndex) scan(buf []byte, end int, base int64, out *[]span) int {
 // rolling hash is h, or 0.
 func (ix *spreadIndex) match(b []byte, h uint64) int {
 	best, n, k := 0, SpreadMin, ix.key.Base
-	for _, v := range ix.byRoll[h] {
+	for _, v := range ix.byRoll[top(h)] {
 		if v.Len > len(b) {
 			break
 		}
@@ -138,7 +138,7 @@ func (ix *spreadIndex) match(b []byte, h uint64) int {
 		for ; n < v.Len; n++ {
 			h = h*k + uint64(b[n])
 		}
-		if h == v.Full && ix.mac.sum(b[:v.Len]) == v.Sum {
+		if top(h) == v.Full && ix.mac.sum(b[:v.Len]) == v.Sum {
 			best = v.Len
 		}
 	}
