@@ -252,24 +252,6 @@ func (o *Output) Staging(ctx context.Context, collectors []string) (StagingDir, 
 	return s, err
 }
 
-// HashedFile is one staged file.
-type HashedFile struct {
-	Rel    string `json:"rel"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-	// Masked is how many values masked elsewhere in the bundle the last
-	// pass masked in this file (see Spread).
-	Masked int `json:"masked,omitempty"`
-}
-
-type HashResult struct {
-	// Replaced says the staging directory is gone or is not the one the
-	// run made: the output directory was removed (or moved) during the
-	// run, and a collector made a new one.
-	Replaced bool                    `json:"replaced,omitempty"`
-	Files    map[string][]HashedFile `json:"files"`
-}
-
 // Hash lists and hashes every regular file in each collector's staging
 // directory, and checks that the staging directory is still the one made.
 // With sp, it first runs the last masking pass over them (Spread).
