@@ -37,7 +37,7 @@ counts them. The names are stable: the manifest counts under them and ` + "`disa
 A key names a secret when, split into words at ` + "`_ - .`" + ` and case changes, it holds a secret
 stem (password, passwd, secret, token, credential, pwd, ...): its whole value goes, to its real
 end (quotes, brackets and parentheses inside it included). A key holding a weaker word (key
-beside another word, signature, sig, auth, private) masks a value that looks generated. Keys
+beside another word, signature, sig, auth, private, pass) masks a value that looks generated. Keys
 that describe a secret (secretName, tokenFile, passwordRef, ...) or are public (publicKey,
 topologyKey) stay, and so do placeholders and references: ` + "`${VAR}`, `$(cmd)`, `$VAR`, `<your-token>`, `{{ .Var }}`" + `,
 ` + "`valueFrom`/`secretKeyRef`" + ` entries and ` + "`sha256:`" + ` pins.

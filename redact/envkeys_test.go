@@ -19,6 +19,7 @@ func TestEnvironmentCredentialWords(t *testing.T) {
 		{"export VENDOR_AUTH=letmein-please", "letmein-please"},
 		{`Environment="AGENT_PRIVATE=plainprivate"`, "plainprivate"},
 		{"Environment=SVC_KEY=another-plain", "another-plain"},
+		{"DB_PASS_MAIN=plain-main-db", "plain-main-db"},
 		{"ExecStart=/usr/bin/tailscale up --authkey=tskey-abc-plain", "tskey-abc-plain"},
 		{"iscsid: CHAP secret used: chap1234word", "chap1234word"},
 		{"agent: joining, token: K10abc12345", "K10abc12345"},
@@ -35,6 +36,8 @@ func TestEnvironmentCredentialWords(t *testing.T) {
 		"CACHE_KEY=somename",
 		"HOTKEY_COUNT=12",
 		"SSH_KEY=whatever",
+		"BYPASS_PROXY=internal",
+		"PASS_THROUGH=true",
 		"validating token: expired",
 		"echo sort_key=name in prose",
 	} {
