@@ -119,9 +119,13 @@ func ChildMain() int {
 		sink.send(Event{Type: EventDone, Status: StatusError, Error: "setting up redaction: " + err.Error()})
 		return 1
 	}
+	if k := cfg.Common.SpreadKey; k != nil {
+		red.RecordMasked(*k)
+	}
 	// The redaction settings (the obfuscation key among them) stay with
 	// the redactor: a collector sees only Env.Redact.
 	cfg.Common.Redaction = nil
+	cfg.Common.SpreadKey = nil
 	env := &Env{Common: cfg.Common, name: cfg.Collector, dir: cfg.Dir, options: cfg.Options,
 		red: red, events: sink, openFiles: map[string]bool{}, knowsHung: spec.knowsHung(), workers: pool}
 	// This process's own reads of host paths resolve inside the roots too.
@@ -147,6 +151,7 @@ func ChildMain() int {
 	if m := red.Mappings(); len(m) > 0 {
 		sink.send(Event{Type: EventMappings, Mappings: m})
 	}
+	env.sendMasked()
 	sink.send(Event{Type: EventDone, Status: status, Error: msg, PeakRSSKiB: isolate.OwnPeakRSSKiB()})
 	return code
 }

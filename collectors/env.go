@@ -143,6 +143,28 @@ func (e *Env) Redact(s string) string {
 	return r
 }
 
+// sendMasked tells the supervisor what the redactor masked since the
+// last call, as keyed hashes, in events of a bounded size.
+func (e *Env) sendMasked() {
+	if e.events == nil {
+		return
+	}
+	m := e.red.TakeMasked()
+	for len(m) > 0 {
+		n := min(len(m), 4096)
+		e.events.send(Event{Type: EventMasked, Masked: m[:n]})
+		m = m[n:]
+	}
+}
+
+// RedactArgv redacts a command line given as its arguments, once, for
+// every file it goes to (a text table and a JSON record alike: see
+// redact.Redactor.Argv); the counts go to each of those files with
+// File.CountRedactions.
+func (e *Env) RedactArgv(argv []string) ([]string, map[string]int) {
+	return e.red.Argv(argv)
+}
+
 // Notef records a remark in the manifest for this collector. It passes
 // through the redactor like everything else.
 func (e *Env) Notef(format string, args ...any) {
@@ -198,6 +220,15 @@ type FileOption func(*fileOpts)
 type fileOpts struct {
 	binaryReason string
 	max          int64
+	hostPath     string
+}
+
+// HostPath names the host file a WriteFile copies: a file whose path says
+// it is a secret (a bare token file, an ACCESS:SECRET credential file) is
+// masked whole or by field before the redactor sees it
+// (redact.Redactor.WholeFile), and the manifest counts it so.
+func HostPath(p string) FileOption {
+	return func(o *fileOpts) { o.hostPath = p }
 }
 
 // Binary marks a file as an artifact the redactor cannot read (a pprof
@@ -349,15 +380,27 @@ func (f *File) Close() error {
 			f.closeErr = fmt.Errorf("writing %s: %w", f.rel, f.capped.err)
 		}
 		f.env.events.send(Event{Type: EventFile, File: rec})
+		f.env.sendMasked()
 	})
 	return f.closeErr
 }
 
 // WriteFile writes a whole file.
 func (e *Env) WriteFile(name string, data []byte, opts ...FileOption) error {
+	var o fileOpts
+	for _, fn := range opts {
+		fn(&o)
+	}
+	var whole map[string]int
+	if o.hostPath != "" && o.binaryReason == "" {
+		data, whole = e.red.WholeFile(o.hostPath, data)
+	}
 	f, err := e.Create(name, opts...)
 	if err != nil {
 		return err
+	}
+	for rule, n := range whole {
+		f.CountRedactions(rule, n)
 	}
 	_, werr := f.Write(data)
 	cerr := f.Close()

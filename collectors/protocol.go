@@ -6,6 +6,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/redact"
 )
 
 // Common settings every collector child receives.
@@ -37,6 +38,10 @@ type Common struct {
 	// Redaction is the redaction configuration, as JSON, given to
 	// NewRedactor in the child.
 	Redaction json.RawMessage `json:"redaction,omitempty"`
+	// SpreadKey, when set, makes the child's redactor record what it
+	// masks as keyed hashes (redact.Redactor.RecordMasked), sent to the
+	// supervisor in "masked" events for the bundle-wide last pass.
+	SpreadKey *redact.SpreadKey `json:"spread_key,omitempty"`
 	// Self is nodesnap's own run (its supervisor's pid, namespaces and
 	// pod): never evidence against the node.
 	Self *bundle.Self `json:"self,omitempty"`
@@ -84,6 +89,7 @@ const (
 	EventMappings  = "mappings"
 	EventRemedy    = "remedy"
 	EventStuck     = "stuck"
+	EventMasked    = "masked"
 )
 
 // FileRecord is what a child knows about a file it finished writing.
@@ -122,6 +128,9 @@ type Event struct {
 	Remedy *bundle.Remedy `json:"remedy,omitempty"`
 	// Stuck is sent with "stuck".
 	Stuck *layout.KernelStuck `json:"stuck,omitempty"`
+	// Masked, sent with "masked", are the keyed hashes of values the
+	// child's redactor masked (never the values).
+	Masked []redact.ValueHash `json:"masked,omitempty"`
 }
 
 // Collector statuses, as in the manifest (defined there).

@@ -148,6 +148,8 @@ func benchWriterOn(b *testing.B, r *Redactor, in []byte) {
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	c0 := processCPU()
+	defer func() { reportCPU(b, c0, int64(len(in))) }()
 	for i := 0; i < b.N; i++ {
 		w := r.NewWriter(io.Discard)
 		for p := in; len(p) > 0; {

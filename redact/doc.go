@@ -37,7 +37,7 @@ counts them. The names are stable: the manifest counts under them and ` + "`disa
 A key names a secret when, split into words at ` + "`_ - .`" + ` and case changes, it holds a secret
 stem (password, passwd, secret, token, credential, pwd, ...): its whole value goes, to its real
 end (quotes, brackets and parentheses inside it included). A key holding a weaker word (key
-beside another word, signature, sig, auth, private) masks a value that looks generated. Keys
+beside another word, signature, sig, auth, private, pass) masks a value that looks generated. Keys
 that describe a secret (secretName, tokenFile, passwordRef, ...) or are public (publicKey,
 topologyKey) stay, and so do placeholders and references: ` + "`${VAR}`, `$(cmd)`, `$VAR`, `<your-token>`, `{{ .Var }}`" + `,
 ` + "`valueFrom`/`secretKeyRef`" + ` entries and ` + "`sha256:`" + ` pins.
@@ -46,6 +46,43 @@ topologyKey) stay, and so do placeholders and references: ` + "`${VAR}`, `$(cmd)
 generated into ` + "`redact/rules_scanner.go`" + ` by ` + "`make redact-rules`" + ` from the version pinned in
 ` + "`redact/rulegen/go.mod`" + `; the generated file's header names the rules left out and why. Each rule
 runs only on lines holding one of the scanner's keywords for it.
+
+In an environment (an env file such as ` + "`/etc/default/*`" + `, an ` + "`EnvironmentFile=`" + ` target, a line
+starting with ` + "`export`" + `, a unit's ` + "`Environment=`" + ` line) a variable named by a weaker word
+(` + "`TS_KEY`, `NAME_KEY`, `X_RESTRICTED_KEY`, `AGENT_PRIVATE`" + `) holds what it says: its value goes whatever
+it looks like, unless it is a path, a number or a boolean. Words are whole words of the name:
+` + "`KEYBOARD`" + ` is no key. A daemon's log line that names the secret it prints (` + "`CHAP secret used: x`" + `,
+` + "`password: x`, `token: x`" + `) loses a value of 8 or more letters and digits.
+
+## Files that are a secret
+
+Some files say nothing around their secret: a k3s server ` + "`token`" + ` file holds the token and a newline.
+When nodesnap copies a host file (` + "`nodeconfig`" + `, ` + "`--config-file`" + `), its path decides first:
+
+- a file whose content is one token (no blank inside it) at a known secret path
+  (` + "`/var/lib/rancher/*/server/token`" + `, ` + "`node-token`" + `, ` + "`agent-token`" + `, ` + "`/etc/rancher/node/password`" + `, a pod's
+  projected service-account ` + "`token`" + `, a Secret volume's files, ` + "`/var/run/secrets/kubernetes.io/serviceaccount/token`" + `,
+  ` + "`/etc/kubernetes/pki/*.key`" + `, ` + "`/var/lib/kubelet/pki/*.key`" + `) or at a path whose last two elements hold the
+  word token, secret, key, password, credential(s), creds, apikey, authkey or psk (and none of
+  pub, public, crt, cert, ca, csr, hash, ...) is replaced whole by ` + "`[REDACTED]`" + `; the manifest counts it as
+  ` + "`" + WholeFileRule + "`" + `;
+- a colon-separated credential file (` + "`passwd-s3fs`" + `, ` + "`.passwd-s3fs`" + `, ` + "`.pgpass`" + `) keeps every field of each
+  line but its last, the secret; the manifest counts them as ` + "`" + CredentialFileRule + "`" + `.
+
+## One answer per value: ` + "`" + SpreadRule + "`" + `
+
+A value masked anywhere in a collection is masked everywhere in its bundle, whatever the text
+around its other copies says: a k3s token masked in the k3s configuration is masked in the journal
+line that prints it, and so are its base64 (padded or not) and URL-encoded forms. Each collector
+records what its redactor masked as keyed hashes (never the value; the key is made for the run
+and never written), and before the archive is written a last pass over the staged text files finds
+every other copy and masks it; the manifest counts those as ` + "`" + SpreadRule + "`" + `, per file and in its totals.
+Only values of ` + fmt.Sprint(SpreadMin) + ` to ` + fmt.Sprint(SpreadMax) + ` bytes that are one token and not ordinary text (a path, a number,
+a lower-case word or name, a run of one character such as ` + "`********`" + `) are looked for. Binary artifacts are left
+alone.
+
+A command line is redacted once, as the line a process table shows, and that result is what both
+` + "`processes/ps.txt`" + ` and ` + "`processes/tasks.json`" + ` hold.
 
 nodesnap never carries its own secrets: ` + "`collect`" + ` masks the values it was given as credentials
 (its ` + "`--upload`" + ` URL's query, fragment and password, ` + "`--kubelet-token`" + `) wherever a collector finds

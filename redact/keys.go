@@ -17,7 +17,7 @@ import "bytes"
 var secretStems = []string{
 	"password", "passwd", "passphrase", "secret", "token", "credential",
 	"creds", "apikey", "privatekey", "pwd", "bindpw", "rootpw", "psk",
-	"encryptionkey", "signingkey", "hmackey", "requirepass", "masterauth",
+	"encryptionkey", "signingkey", "hmackey", "requirepass", "masterauth", "authkey",
 }
 
 // metaSuffixes end keys that describe a secret without holding it.
@@ -205,7 +205,7 @@ func (r *Redactor) classifyKey(key []byte, form keyForm) int32 {
 // weakWords make a key secret only with a value that looks generated:
 // "key" beside another word (license_key, auth-key, client.key),
 // signature, sig, auth and private as words of their own.
-var weakWords = []string{"key", "signature", "sig", "auth", "private", "hmac", "cert"}
+var weakWords = []string{"key", "signature", "sig", "auth", "private", "hmac", "cert", "pass"}
 
 // publicWords beside "key" say the key is no credential: topologyKey,
 // publicKey, the key of a label or a map.

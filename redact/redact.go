@@ -259,6 +259,8 @@ type Redactor struct {
 
 	obf *obfuscator // nil unless obfuscation is on
 
+	spread *spreadRecorder // nil unless RecordMasked was called
+
 	mu       sync.Mutex
 	mappings map[string]string // token → original, from every Writer
 }

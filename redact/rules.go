@@ -67,6 +67,7 @@ func (p *pass) keyValue(ks, ke int) {
 		}
 	}
 	strict := segEnd >= 0
+	named := false // "password: x" in a log line: the key names what follows
 	p.segEnd = segEnd
 	flow := flowContext(line, qs)
 
@@ -78,6 +79,10 @@ func (p *pass) keyValue(ks, ke int) {
 	var sep byte
 	if j < len(line) && (line[j] == '=' || line[j] == ':') {
 		sep = line[j]
+	} else if c := verbColon(line, j); c > 0 && !quoted && dashes == 0 {
+		// "CHAP secret used: x", "password is: x": a daemon's log line
+		// naming the secret it prints.
+		j, i, sep, spacedBefore = c, c, ':', false
 	}
 	form := formField
 	vs := j + 1
@@ -132,7 +137,7 @@ func (p *pass) keyValue(ks, ke int) {
 			// "validating token: expired" is prose; but a value that
 			// looks generated is a secret all the same ("daemon config
 			// sharedsecret: FaIB...").
-			strict = true
+			strict, named = true, true
 		default:
 			return
 		}
@@ -212,15 +217,19 @@ func (p *pass) keyValue(ks, ke int) {
 		form = formYAML
 	}
 	rule := p.w.r.classifyKey(name, form)
+	vs = skipSpace(line, vs)
 	if rule < 0 {
 		// A key with a weaker secret word (license_key, X-Amz-Signature,
-		// auth-key): only a value that looks generated goes.
+		// auth-key): only a value that looks generated goes. But in an
+		// environment file or a unit's Environment= line, a variable
+		// named by such a word (TS_KEY, NAME_KEY, X_RESTRICTED_KEY)
+		// holds what it says, whatever it looks like.
 		if rule = weakKey(name, form); rule < 0 {
 			return
 		}
-		strict = true
+		strict = !(form == formAssign && identOnly(name) && p.envContext(qs) && !plainValue(line, vs))
+		named = false
 	}
-	vs = skipSpace(line, vs)
 	if vs < len(line) && (line[vs] == '/' || line[vs] == '~') && foldEq(name, "pwd") {
 		return // $PWD is a directory
 	}
@@ -242,7 +251,10 @@ func (p *pass) keyValue(ks, ke int) {
 		}
 		end := ve < len(line) && !isSpace(line[ve]) && !isStop(line[ve]) && line[ve] != q
 		n := 12
-		if segEnd < 0 {
+		switch {
+		case named:
+			n = 8 // a daemon's "secret used: x", "token: x"
+		case segEnd < 0:
 			n = 16 // prose: only what is long and random
 		}
 		if end || !secretShaped(line[vs:ve], n) && !(segEnd >= 0 && credentialHeader(name)) {

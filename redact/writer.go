@@ -34,6 +34,8 @@ type Writer struct {
 	obfN   [numCats]int
 	tokens [numCats]map[string]tokenEntry // normalised value → token
 	maps   map[string]string              // token → original, this Writer's
+
+	capture *[]edit // Argv: the edits applied, in line order
 }
 
 // outFlush is how much redacted output is staged before it is written.
@@ -410,8 +412,14 @@ func (w *Writer) emit(line []byte, nl bool) {
 		w.out = append(w.out, line...)
 	} else {
 		p.resolve()
+		if w.capture != nil {
+			*w.capture = append(*w.capture, p.acc...)
+		}
 		last := 0
 		for _, e := range p.acc {
+			if w.r.spread != nil && !e.obf && e.rule >= 0 {
+				w.r.spread.add(line[e.s:e.e])
+			}
 			w.out = append(w.out, line[last:e.s]...)
 			w.out = append(w.out, e.repl...)
 			last = e.e

@@ -160,7 +160,7 @@ func collectNodeConfig(ctx context.Context, env *collectors.Env) error {
 		rec.Collected = true
 		rec.Truncated = res.Truncated
 		rec.File = "files" + p
-		if err := env.WriteFile(rec.File, res.Data); err != nil {
+		if err := env.WriteFile(rec.File, res.Data, collectors.HostPath(p)); err != nil {
 			return err
 		}
 		list = append(list, rec)

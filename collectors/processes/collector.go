@@ -111,14 +111,40 @@ func collectProcesses(ctx context.Context, env *collectors.Env) error {
 	sum.MountNS = len(nss)
 	readCmdlines(ctx, env, tasks, &sum)
 	readDStacks(ctx, env, tasks, &sum)
+	masked := redactCmdlines(env, tasks)
 
-	if err := writeTasks(env, tasks); err != nil {
+	if err := writeTasks(env, tasks, masked); err != nil {
 		return err
 	}
 	if err := env.WriteJSON(layout.ProcessesSummaryFile, sum); err != nil {
 		return err
 	}
-	return writePS(env, tasks)
+	return writePS(env, tasks, masked)
+}
+
+// redactCmdlines redacts every command line once, as arguments, so that
+// ps.txt and tasks.json hold the same masked text (a flag and its value
+// in two arguments are seen together in both); it returns the counts,
+// which each of the two files reports.
+func redactCmdlines(env *collectors.Env, tasks []layout.Task) map[string]int {
+	total := map[string]int{}
+	for i := range tasks {
+		if len(tasks[i].Cmdline) == 0 {
+			continue
+		}
+		var c map[string]int
+		tasks[i].Cmdline, c = env.RedactArgv(tasks[i].Cmdline)
+		for rule, n := range c {
+			total[rule] += n
+		}
+	}
+	return total
+}
+
+func countMasked(f *collectors.File, masked map[string]int) {
+	for rule, n := range masked {
+		f.CountRedactions(rule, n)
+	}
 }
 
 // readCmdlines reads every user process's command line in the isolated
@@ -215,11 +241,12 @@ func readDStacks(ctx context.Context, env *collectors.Env, tasks []layout.Task, 
 
 // writeTasks writes tasks.json as one JSON array with one task per line:
 // readable, greppable, and streamable by the analyzer.
-func writeTasks(env *collectors.Env, tasks []layout.Task) error {
+func writeTasks(env *collectors.Env, tasks []layout.Task, masked map[string]int) error {
 	f, err := env.Create(layout.TasksFile)
 	if err != nil {
 		return err
 	}
+	countMasked(f, masked)
 	w := bufio.NewWriterSize(f, 64<<10)
 	w.WriteString("[\n")
 	for i := range tasks {
@@ -242,11 +269,12 @@ func writeTasks(env *collectors.Env, tasks []layout.Task) error {
 	return f.Close()
 }
 
-func writePS(env *collectors.Env, tasks []layout.Task) error {
+func writePS(env *collectors.Env, tasks []layout.Task, masked map[string]int) error {
 	f, err := env.Create("ps.txt")
 	if err != nil {
 		return err
 	}
+	countMasked(f, masked)
 	w := bufio.NewWriterSize(f, 64<<10)
 	fmt.Fprintf(w, "%7s %7s %7s %1s %-12s %-20s %-24s %s\n", "PID", "TID", "PPID", "S", "MNTNS", "STARTED", "WCHAN", "COMMAND")
 	for _, t := range tasks {

@@ -252,26 +252,12 @@ func (o *Output) Staging(ctx context.Context, collectors []string) (StagingDir, 
 	return s, err
 }
 
-// HashedFile is one staged file.
-type HashedFile struct {
-	Rel    string `json:"rel"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-}
-
-type HashResult struct {
-	// Replaced says the staging directory is gone or is not the one the
-	// run made: the output directory was removed (or moved) during the
-	// run, and a collector made a new one.
-	Replaced bool                    `json:"replaced,omitempty"`
-	Files    map[string][]HashedFile `json:"files"`
-}
-
 // Hash lists and hashes every regular file in each collector's staging
 // directory, and checks that the staging directory is still the one made.
-func (o *Output) Hash(ctx context.Context, timeout time.Duration, s StagingDir, collectors []string) (HashResult, error) {
+// With sp, it first runs the last masking pass over them (Spread).
+func (o *Output) Hash(ctx context.Context, timeout time.Duration, s StagingDir, collectors []string, sp *Spread) (HashResult, error) {
 	var r HashResult
-	err := o.do(ctx, timeout, opOutputHash, hashReq{Staging: s, Collectors: collectors}, &r)
+	err := o.do(ctx, timeout, opOutputHash, hashReq{Staging: s, Collectors: collectors, Spread: sp}, &r)
 	return r, err
 }
 
@@ -384,6 +370,7 @@ type stagingReq struct {
 type hashReq struct {
 	Staging    StagingDir `json:"staging"`
 	Collectors []string   `json:"collectors"`
+	Spread     *Spread    `json:"spread,omitempty"`
 }
 
 type writeReq struct {
@@ -532,6 +519,13 @@ func hashStaged(rq hashReq) (any, error) {
 	if b, err := os.ReadFile(filepath.Join(rq.Staging.Path, stagingMarker)); err != nil || string(b) != rq.Staging.Token {
 		r.Replaced = true
 	}
+	var masked map[string]int
+	if rq.Spread != nil && !r.Replaced {
+		var err error
+		if masked, err = maskStaged(rq); err != nil {
+			return nil, err
+		}
+	}
 	for _, c := range rq.Collectors {
 		root := filepath.Join(rq.Staging.Path, c)
 		var files []HashedFile
@@ -553,7 +547,7 @@ func hashStaged(rq hashReq) (any, error) {
 				return fmt.Errorf("reading staged file %s: %w", p, err)
 			}
 			rel, _ := filepath.Rel(root, p)
-			files = append(files, HashedFile{Rel: filepath.ToSlash(rel), Size: size, SHA256: sum})
+			files = append(files, HashedFile{Rel: filepath.ToSlash(rel), Size: size, SHA256: sum, Masked: masked[p]})
 			return nil
 		})
 		if err != nil {

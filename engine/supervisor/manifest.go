@@ -14,6 +14,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/engine/outputdir"
+	"github.com/nodesnap/nodesnap/redact"
 )
 
 // The manifest: what the run decides about the bundle from the results
@@ -131,6 +132,14 @@ func (r *run) manifest(specs []*collectors.Spec, h outputdir.HashResult) *bundle
 				}
 			} else {
 				fe.Incomplete = true
+			}
+			if hf.Masked > 0 {
+				c := make(map[string]int, len(fe.Redactions)+1)
+				for k, v := range fe.Redactions {
+					c[k] = v
+				}
+				c[redact.SpreadRule] += hf.Masked
+				fe.Redactions = c
 			}
 			for rule, n := range fe.Redactions {
 				m.Redaction.Rules[rule] += n

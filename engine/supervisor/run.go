@@ -134,6 +134,10 @@ type run struct {
 	children  map[*isolate.Child]struct{}
 	interrupt *bundle.Interrupt
 	mappings  map[string]string
+	// masked are the keyed hashes of the values the collectors masked
+	// (never the values), for the last pass (see redact.Spread).
+	masked    map[redact.ValueHash]bool
+	spreadKey redact.SpreadKey
 	red       *redact.Redactor
 	// pre are the children started before the output directory was
 	// open, handed to their collectors as they start.
@@ -196,7 +200,7 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 		opts.Common.Self = <-self
 	}
 	r := &run{out: out, opts: opts, start: time.Now(), hungSet: map[string]bool{}, facts: map[string]string{},
-		results: map[string]*collectorRun{}, children: map[*isolate.Child]struct{}{}, mappings: map[string]string{}, pre: pre}
+		results: map[string]*collectorRun{}, children: map[*isolate.Child]struct{}{}, mappings: map[string]string{}, masked: map[redact.ValueHash]bool{}, pre: pre}
 	if err := r.setupRedaction(); err != nil {
 		return nil, err
 	}
@@ -263,7 +267,7 @@ func Run(parent context.Context, opts Options) (*Result, error) {
 	// output filesystem is taken as hung, and the run ends without a
 	// bundle rather than not at all.
 	writeBy := r.start.Add(opts.Timeout + outputdir.WriteGrace)
-	h, err := out.Hash(abortCtx, max(time.Until(writeBy), time.Second), r.staging, names)
+	h, err := out.Hash(abortCtx, max(time.Until(writeBy), time.Second), r.staging, names, r.spread())
 	if err != nil {
 		if abortCtx.Err() != nil {
 			return nil, ErrAborted
@@ -420,12 +424,62 @@ func (r *run) setupRedaction() error {
 		}
 		r.opts.Common.Redaction = raw
 	}
+	// The key of the hashes of masked values: one per run, never written.
+	key, err := redact.NewSpreadKey()
+	if err != nil {
+		return err
+	}
+	r.spreadKey = key
+	r.opts.Common.SpreadKey = &key
 	red, err := collectors.NewRedactor(r.opts.Common.Redaction)
 	if err != nil {
 		return &UsageError{Msg: err.Error()}
 	}
 	r.red = red
 	return nil
+}
+
+// The output directory's worker runs the last pass with the redactor's
+// code; outputdir does not import it.
+func init() {
+	outputdir.Masker = func(pass json.RawMessage, paths []string) (map[string]int, error) {
+		var s redact.Spread
+		if err := json.Unmarshal(pass, &s); err != nil {
+			return nil, fmt.Errorf("reading the last masking pass's request: %w", err)
+		}
+		return s.MaskFiles(paths)
+	}
+}
+
+// maxMasked bounds the hashes the supervisor keeps (about 100 bytes each).
+const maxMasked = 1 << 20
+
+// spread is the last pass over the staged files: every value a collector
+// masked, as hashes, to be masked wherever else it is. Binary artifacts
+// are left alone: their bytes are not text, and a change would break them.
+func (r *run) spread() *outputdir.Spread {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.masked) == 0 {
+		return nil
+	}
+	sp := redact.Spread{Key: r.spreadKey, Values: make([]redact.ValueHash, 0, len(r.masked))}
+	for h := range r.masked {
+		sp.Values = append(sp.Values, h)
+	}
+	raw, err := json.Marshal(sp)
+	if err != nil {
+		return nil // hashes and a key always encode
+	}
+	s := &outputdir.Spread{Pass: raw, Skip: map[string]bool{}}
+	for name, cr := range r.results {
+		for rel, rec := range cr.records {
+			if rec.Binary {
+				s.Skip[name+"/"+rel] = true
+			}
+		}
+	}
+	return s
 }
 
 // redactString redacts text the supervisor itself records (a child's

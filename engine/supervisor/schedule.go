@@ -291,6 +291,14 @@ func (r *run) handleEvent(cr *collectorRun, ev collectors.Event) {
 			}
 			r.mu.Unlock()
 		}
+	case collectors.EventMasked:
+		r.mu.Lock()
+		for _, h := range ev.Masked {
+			if len(r.masked) < maxMasked {
+				r.masked[h] = true
+			}
+		}
+		r.mu.Unlock()
 	case collectors.EventMappings:
 		r.mu.Lock()
 		for k, v := range ev.Mappings {

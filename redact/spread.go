@@ -1,0 +1,242 @@
+package redact
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"hash/maphash"
+	"net/url"
+	"sort"
+	"sync"
+)
+
+// One answer per value, bundle-wide. A value one rule masked in one file
+// (a k3s token in its config) may sit elsewhere with nothing around it
+// that says "secret" (the bare token file, a daemon's log line). Each
+// Writer of a run records the values it masked, as keyed hashes only
+// (SpreadKey): never the value, not even to the supervisor. Before the
+// archive is written, a last pass over the staged files (Spread.MaskFile)
+// finds every other occurrence of those values, and of their base64 and
+// URL-encoded forms, by a rolling hash of their first SpreadMin bytes
+// checked against the keyed hash of the whole candidate, and masks it.
+
+// SpreadRule is the name the manifest counts the last pass's masks under.
+const SpreadRule = "masked-elsewhere"
+
+// SpreadMin is the shortest value the last pass looks for: shorter ones
+// are noise (a "true", a port) that would mask unrelated text.
+const SpreadMin = 8
+
+// SpreadMax is the longest: longer ones (a PEM body) are masked as blocks
+// by their own rules.
+const SpreadMax = 4096
+
+// maxSpreadValues bounds what one Redactor records (each value is up to
+// four hashes: itself, base64 with and without padding, URL-encoded).
+const maxSpreadValues = 1 << 16
+
+// SpreadKey is a run's key for the hashes of masked values: made by the
+// supervisor, given to every collector child and to the worker that runs
+// the last pass. Without it a hash cannot be tested against a guess.
+type SpreadKey struct {
+	Salt []byte `json:"salt"`
+	Base uint64 `json:"base"` // the rolling hash's multiplier (odd)
+}
+
+// NewSpreadKey makes a random key for one run.
+func NewSpreadKey() (SpreadKey, error) {
+	k := SpreadKey{Salt: make([]byte, 32)}
+	if _, err := rand.Read(k.Salt); err != nil {
+		return k, fmt.Errorf("making the key of the bundle-wide masking pass: %w", err)
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return k, fmt.Errorf("making the key of the bundle-wide masking pass: %w", err)
+	}
+	k.Base = binary.LittleEndian.Uint64(b[:]) | 1
+	return k, nil
+}
+
+// Valid reports whether the key was made (a zero key records nothing).
+func (k SpreadKey) Valid() bool { return len(k.Salt) >= 16 && k.Base&1 == 1 }
+
+// ValueHash is one masked value as the run knows it: its length, the
+// rolling hash of its first SpreadMin bytes (to find where it may start),
+// the same hash of all of it (a cheap test of a candidate: many values
+// share a start, as JWTs do) and a keyed cryptographic hash of all of it
+// (to confirm). The rolling hashes keep 32 of their 64 bits: a polynomial
+// hash with a known multiplier is no one-way function, and 8 bytes
+// behind 32 bits have billions of other preimages.
+type ValueHash struct {
+	Len    int    `json:"n"`
+	Anchor uint32 `json:"a"`
+	Full   uint32 `json:"f"`
+	Sum    string `json:"h"`
+}
+
+// top keeps the best-mixed half of a rolling hash (its high bits depend
+// on every byte; its low bits on few).
+func top(h uint64) uint32 { return uint32(h >> 32) }
+
+func (k SpreadKey) sum(v []byte) string { return k.summer().sum(v) }
+
+// summer keeps one keyed hash to reuse (not safe for concurrent use).
+type summer struct {
+	mac hash.Hash
+	out []byte
+}
+
+func (k SpreadKey) summer() *summer { return &summer{mac: hmac.New(sha256.New, k.Salt)} }
+
+func (s *summer) sum(v []byte) string {
+	s.mac.Reset()
+	s.mac.Write(v)
+	s.out = s.mac.Sum(s.out[:0])
+	return hex.EncodeToString(s.out[:16])
+}
+
+func (k SpreadKey) roll(v []byte) uint64 {
+	var h uint64
+	for _, c := range v {
+		h = h*k.Base + uint64(c)
+	}
+	return h
+}
+
+func (k SpreadKey) hash(v []byte, s *summer) ValueHash {
+	return ValueHash{Len: len(v), Anchor: top(k.roll(v[:SpreadMin])), Full: top(k.roll(v)), Sum: s.sum(v)}
+}
+
+// spreadable reports whether a masked value is worth looking for
+// elsewhere: long enough, one token, and not something that is also
+// ordinary text (a path, a number, a word, a placeholder).
+func spreadable(v []byte) bool {
+	if len(v) < SpreadMin || len(v) > SpreadMax || v[0] == '/' || bytes.Contains(v, []byte("REDACTED")) {
+		return false
+	}
+	var seen [256]bool
+	distinct, digits, upper, other := 0, 0, 0, 0
+	for _, c := range v {
+		if c <= ' ' || c == 0x7f {
+			return false
+		}
+		if !seen[c] {
+			seen[c] = true
+			distinct++
+		}
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c >= 'A' && c <= 'Z':
+			upper++
+		case c >= 'a' && c <= 'z', c == '-', c == '.':
+		default:
+			other++
+		}
+	}
+	if distinct < 4 || digits == len(v) {
+		return false // "********", a timestamp, a port list
+	}
+	// Lower-case words and names (kube-system, csi.ceph.com) are names.
+	return digits+upper+other > 0 && !hasToken(v)
+}
+
+// spreadRecorder collects the hashes a Redactor's Writers produce.
+type spreadRecorder struct {
+	key  SpreadKey
+	mac  *summer // under mu
+	seed maphash.Seed
+	mu   sync.Mutex
+	done map[uint64]bool // maphash of values already hashed
+	out  map[ValueHash]bool
+	new  []ValueHash // not yet taken (TakeMasked)
+}
+
+// RecordMasked makes every Writer of r record the values it masks, as
+// hashes under key (see Masked). It must be called before r is used.
+func (r *Redactor) RecordMasked(key SpreadKey) {
+	if !key.Valid() {
+		return
+	}
+	r.spread = &spreadRecorder{key: key, mac: key.summer(), seed: maphash.MakeSeed(), done: map[uint64]bool{}, out: map[ValueHash]bool{}}
+}
+
+// Masked returns the hashes of the values r's Writers masked so far (each
+// value with its base64 and URL-encoded forms), or nil when RecordMasked
+// was not called.
+func (r *Redactor) Masked() []ValueHash {
+	s := r.spread
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]ValueHash, 0, len(s.out))
+	for h := range s.out {
+		out = append(out, h)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Sum < out[j].Sum })
+	return out
+}
+
+func (s *spreadRecorder) add(v []byte) {
+	v = bytes.Trim(v, "\"'`,;")
+	if !spreadable(v) {
+		return
+	}
+	id := maphash.Bytes(s.seed, v)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done[id] || len(s.done) >= maxSpreadValues {
+		return
+	}
+	s.done[id] = true
+	s.put(s.key.hash(v, s.mac))
+	for _, f := range encodedForms(v) {
+		if len(f) >= SpreadMin && len(f) <= SpreadMax {
+			s.put(s.key.hash(f, s.mac))
+		}
+	}
+}
+
+func (s *spreadRecorder) put(h ValueHash) {
+	if !s.out[h] {
+		s.out[h] = true
+		s.new = append(s.new, h)
+	}
+}
+
+// TakeMasked returns the hashes recorded since the last call (see
+// Masked): a collector child sends them as each file is closed, so a
+// child killed on its deadline has already told what it masked.
+func (r *Redactor) TakeMasked() []ValueHash {
+	s := r.spread
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.new
+	s.new = nil
+	return out
+}
+
+// encodedForms are the other spellings of v a bundle may hold: base64
+// (padded and not) and URL-encoded.
+func encodedForms(v []byte) [][]byte {
+	b64 := base64.StdEncoding.EncodeToString(v)
+	forms := [][]byte{[]byte(b64)}
+	if raw := base64.RawStdEncoding.EncodeToString(v); raw != b64 {
+		forms = append(forms, []byte(raw))
+	}
+	if q := url.QueryEscape(string(v)); q != string(v) {
+		forms = append(forms, []byte(q))
+	}
+	return forms
+}
