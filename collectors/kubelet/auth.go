@@ -202,9 +202,9 @@ func KubeletForbiddenUser(msg string) string {
 // nodesnap-pprof, bound to that role and to nodesnap-pprof (nodes/proxy).
 const (
 	kubeletTokenCmd      = "kubectl -n nodesnap create token nodesnap --duration=10m"
-	kubeletRBACCmd       = "kubectl apply -f deploy/kubernetes/rbac.yaml"
+	kubeletRBACCmd       = "nodesnap manifests rbac | kubectl apply -f -"
 	kubeletPprofTokenCmd = "kubectl -n nodesnap create token nodesnap-pprof --duration=10m"
-	kubeletPprofRBACCmd  = "kubectl apply -f deploy/kubernetes/rbac.yaml -f deploy/kubernetes/rbac-pprof.yaml"
+	kubeletPprofRBACCmd  = "nodesnap manifests rbac rbac-pprof | kubectl apply -f -"
 )
 
 // kubeletTokenFixes are the ways to give nodesnap a short-lived token
