@@ -206,3 +206,54 @@ func TestManifestsCommand(t *testing.T) {
 		t.Errorf("manifests nope: exit %d, want %d and the names:\n%s", r.code, exitUsage, r.stderr)
 	}
 }
+
+// report without --output-file writes into the current directory and
+// prints the page's whole path; its "Directory shape" section of a node
+// with none of dirshape's directories says so once.
+func TestReportWholePathAndOneSentence(t *testing.T) {
+	out := t.TempDir()
+	r := runNodesnap(t, 2*time.Minute, nil, "collect", "-q", "--only", "dirshape", "--root", t.TempDir(), "--output-dir", out, "--timeout", "60s")
+	if r.code != exitOK && r.code != exitPartial {
+		t.Fatalf("collect: exit %d\n%s", r.code, r.stderr)
+	}
+	b := bundlePath(t, out)
+	cwd := t.TempDir()
+	cmd := nodesnapCmd(nil, "report", b)
+	cmd.Dir = cwd
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	want := filepath.Join(cwd, strings.TrimSuffix(filepath.Base(b), ".tar.gz")+".html")
+	if got := strings.TrimSpace(string(stdout)); got != want {
+		t.Errorf("report printed %q, want the page's whole path %q", got, want)
+	}
+	page, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(page)
+	i, j := strings.Index(s, `id="dirs"`), strings.Index(s, `id="goroutines"`)
+	if i < 0 || j < i {
+		t.Fatalf("no Directory shape section")
+	}
+	sec := s[i:j]
+	sentences := map[string]int{}
+	for _, p := range strings.Split(sec, "<p") {
+		if k := strings.Index(p, ">"); k >= 0 {
+			text := strings.TrimSpace(strings.SplitN(p[k+1:], "</p>", 2)[0])
+			text = strings.TrimSuffix(strings.TrimSuffix(text, "."), ", so there is nothing to draw")
+			if text != "" {
+				sentences[text]++
+			}
+		}
+	}
+	for text, n := range sentences {
+		if n > 1 {
+			t.Errorf("Directory shape says %q %d times", text, n)
+		}
+	}
+	if len(sentences) == 0 {
+		t.Errorf("Directory shape says nothing:\n%s", sec)
+	}
+}
