@@ -89,7 +89,7 @@ prints fleet.json's content instead of the summary.
   nodesnap fleet collect -l node.kubernetes.io/instance-type=m5.large --max-parallel 20 --context prod
 
   # every node, into a directory of your choice, with the image from your registry
-  nodesnap fleet collect --all --output-dir ./case-1234 --image registry.example.com/nodesnap:v0.1.0
+  nodesnap fleet collect --all --output-dir ./case-1234 --image registry.example.com/nodesnap:VERSION
 
   # as a kubectl plugin, where an admin ran: nodesnap manifests rbac | kubectl apply -f -
   kubectl nodesnap fleet collect --all --no-rbac
