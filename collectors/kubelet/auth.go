@@ -276,7 +276,7 @@ func (k *kubeletRun) remedy(eps []kubeletEndpoint, results [][]KubeletRequest) b
 	if pprofOnly {
 		// Everything but the pprof dumps came: the identity has the
 		// least-privilege role and not the opt-in.
-		k.env.Remedy(missing, who+" may not get nodes/proxy (403), which the pprof dumps need and deploy/kubernetes/rbac.yaml's role leaves out on purpose: "+kubeletProxyRisk,
+		k.env.Remedy(missing, who+" may not get nodes/proxy (403), which the pprof dumps need and the role of 'nodesnap manifests rbac' leaves out on purpose: "+kubeletProxyRisk,
 			[]string{
 				kubeletPprofRBACCmd + "   # the opt-in: ServiceAccount nodesnap-pprof, with nodes/proxy",
 				"NODESNAP_KUBELET_TOKEN=$(" + kubeletPprofTokenCmd + ") nodesnap collect",
