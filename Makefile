@@ -142,6 +142,7 @@ NODE_BINARIES := $(foreach a,$(ARCHES),--binary $(a)=$(DIST)/node/nodesnap-$(VER
 ## image: the OCI image archive $(DIST)/nodesnap-<version>.oci.tar, linux/amd64 and arm64, built
 ## without a daemon or a registry; IMAGE=repo/name:tag names it. Prints the archive's path last.
 image: node-binaries mkrelease
+	@echo "image $(IMAGE)"
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(MKRELEASE) image --out $(IMAGE_ARCHIVE) --ref $(IMAGE) \
 	  --version $(VERSION) --revision $(REVISION) $(NODE_BINARIES)
 

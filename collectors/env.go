@@ -387,6 +387,15 @@ func (f *File) Close() error {
 
 // WriteFile writes a whole file.
 func (e *Env) WriteFile(name string, data []byte, opts ...FileOption) error {
+	_, err := e.WriteHostFile(name, data, false, opts...)
+	return err
+}
+
+// WriteHostFile is WriteFile for a copy of a host file that the read may
+// already have cut (cut): the manifest marks it truncated either way, and
+// the result says whether the copy in the bundle is short, by the read or by
+// a cap.
+func (e *Env) WriteHostFile(name string, data []byte, cut bool, opts ...FileOption) (truncated bool, err error) {
 	var o fileOpts
 	for _, fn := range opts {
 		fn(&o)
@@ -397,7 +406,10 @@ func (e *Env) WriteFile(name string, data []byte, opts ...FileOption) error {
 	}
 	f, err := e.Create(name, opts...)
 	if err != nil {
-		return err
+		return false, err
+	}
+	if cut {
+		f.MarkTruncated()
 	}
 	for rule, n := range whole {
 		f.CountRedactions(rule, n)
@@ -405,9 +417,9 @@ func (e *Env) WriteFile(name string, data []byte, opts ...FileOption) error {
 	_, werr := f.Write(data)
 	cerr := f.Close()
 	if werr != nil {
-		return werr
+		return f.Truncated(), werr
 	}
-	return cerr
+	return f.Truncated(), cerr
 }
 
 // WriteJSON writes v as indented JSON.

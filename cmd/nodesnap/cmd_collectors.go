@@ -112,7 +112,7 @@ func writeCollectors(out io.Writer, width int, infos []collectorInfo, full bool)
 	text := textfit.NewWriter(out, width, true)
 	for _, c := range infos {
 		fmt.Fprintf(text, "\n%s\n", c.Name)
-		fmt.Fprintln(text, wrapHelp("needs: "+c.Needs, width, "  ", "         "))
+		fmt.Fprintln(text, textfit.Fill("needs: "+c.Needs, width, "  ", "         "))
 		for _, o := range c.Options {
 			def := o.Default
 			if def == "" {
@@ -121,7 +121,7 @@ func writeCollectors(out io.Writer, width int, infos []collectorInfo, full bool)
 			line := fmt.Sprintf("  %s=%s", o.Flag, def)
 			if full {
 				fmt.Fprintln(text, line)
-				fmt.Fprintln(text, wrapHelp(o.Usage, width, "      ", "      "))
+				fmt.Fprintln(text, textfit.Fill(o.Usage, width, "      ", "      "))
 				continue
 			}
 			fmt.Fprintln(rows, line+"  "+o.Usage)

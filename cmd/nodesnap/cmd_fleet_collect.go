@@ -89,9 +89,9 @@ prints fleet.json's content instead of the summary.
   nodesnap fleet collect -l node.kubernetes.io/instance-type=m5.large --max-parallel 20 --context prod
 
   # every node, into a directory of your choice, with the image from your registry
-  nodesnap fleet collect --all --output-dir ./case-1234 --image registry.example.com/nodesnap:v0.1.0
+  nodesnap fleet collect --all --output-dir ./case-1234 --image registry.example.com/nodesnap:VERSION
 
-  # as a kubectl plugin, where an admin applied deploy/kubernetes/rbac.yaml
+  # as a kubectl plugin, where an admin ran: nodesnap manifests rbac | kubectl apply -f -
   kubectl nodesnap fleet collect --all --no-rbac
 
   # then: which nodes share which finding
@@ -111,7 +111,7 @@ prints fleet.json's content instead of the summary.
 	f.DurationVar(&o.nodeTimeout, "node-timeout", fleet.DefaultNodeTimeout, "deadline of one node: its pod's start, the collection and the copy")
 	f.DurationVar(&o.collectTimeout, "collect-timeout", 2*time.Minute, "nodesnap collect's --timeout on each node")
 	f.StringVar(&o.image, "image", "", "nodesnap's image (default "+DefaultImageRepo+":<this version>)")
-	f.BoolVar(&o.noRBAC, "no-rbac", false, "create no RBAC: run as the nodesnap ServiceAccount of deploy/kubernetes/rbac.yaml in -n (nodesnap-pprof of rbac-pprof.yaml with --kubelet-pprof)")
+	f.BoolVar(&o.noRBAC, "no-rbac", false, "create no RBAC: run as the nodesnap ServiceAccount in -n of 'nodesnap manifests rbac' (nodesnap-pprof of rbac-pprof with --kubelet-pprof)")
 	f.BoolVar(&o.pprof, "kubelet-pprof", false, "also take each kubelet's goroutine dumps and heap profile: the node's role then has get on nodes/proxy for that node, which also allows exec into its pods while the run lasts")
 	f.StringVar(&o.outputDir, "output-dir", "", "directory for the bundles and fleet.json (default ./nodesnap-fleet-<UTC time>); must not hold a fleet.json")
 	addOutputFlag(cmd, &o.output, "text", "json")

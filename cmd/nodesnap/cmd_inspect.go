@@ -196,7 +196,7 @@ func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose 
 				if i == 0 {
 					label = "evidence:  "
 				}
-				fmt.Fprintln(w, wrapHelp(e, width, label, "             "))
+				fmt.Fprintln(w, textfit.Fill(e, width, label, "             "))
 			}
 		case len(tr.Evidence) > 0:
 			fmt.Fprintf(w, "evidence:  %d line(s) (-v shows them)\n", len(tr.Evidence))
@@ -241,7 +241,7 @@ func printManifest(out io.Writer, width int, m *bundle.Manifest, files, verbose 
 				if i > 0 {
 					indent = "      "
 				}
-				fmt.Fprintln(w, wrapHelp(l, width, indent, "      "))
+				fmt.Fprintln(w, textfit.Fill(l, width, indent, "      "))
 			}
 		}
 	}

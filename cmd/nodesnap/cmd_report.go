@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/features/report"
+	"github.com/nodesnap/nodesnap/internal/termsafe"
 	"github.com/nodesnap/nodesnap/read/analyze"
 )
 
@@ -141,7 +142,12 @@ func writeReport(stdout io.Writer, page []byte, bundlePath, out string) error {
 	if err := writeFileAtomic(out, page); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(stdout, out)
+	// The whole path: the page lands in the current directory by
+	// default, which the user may not think of as where it went.
+	if abs, err := filepath.Abs(out); err == nil {
+		out = abs
+	}
+	_, err := fmt.Fprintln(stdout, termsafe.Field(out))
 	return err
 }
 

@@ -35,6 +35,7 @@ func addUploadFlags(u *upload.Options, f *pflag.FlagSet, prefix string) {
 	f.DurationVar(&u.StallTimeout, prefix+"stall-timeout", upload.DefaultStallTimeout, "an attempt that sends nothing and hears nothing for this long is abandoned and retried")
 	f.DurationVar(&u.Backoff, prefix+"backoff", upload.DefaultBackoff, "wait before the first retry; doubled for each further one (at most 30s)")
 	f.StringVar(&u.HeadersFile, prefix+"headers-file", "", "file of extra request headers, one 'Name: value' per line (# comments); never printed or recorded")
+	f.StringVar(&u.CAFile, prefix+"ca-file", "", "PEM file of the CA certificates to trust besides the system's, for a server with a private CA (the system's are those of $SSL_CERT_FILE when set)")
 }
 
 // newUploader is upload.New with its option errors as usage errors, and

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -48,30 +47,4 @@ func FuzzParseDays(f *testing.F) {
 			t.Fatalf("parseDays(%q) = %v", s, d)
 		}
 	})
-}
-
-func TestWrapHelp(t *testing.T) {
-	long := "/var/lib/kubelet/plugins/kubernetes.io/csi/pv/pvc-0123456789abcdef/globalmount/and/more"
-	for _, c := range []struct {
-		text, first, rest string
-		width             int
-	}{
-		{"a few short words that fit on two lines of thirty", "", "", 30},
-		{"see " + long + " then go on", "  ", "     ", 40},
-		{long, "", "    ", 30},
-		{"a finding: " + long, "  3  ", "     ", 50},
-	} {
-		got := wrapHelp(c.text, c.width, c.first, c.rest)
-		for _, l := range strings.Split(got, "\n") {
-			if len(l) > c.width {
-				t.Errorf("wrapHelp(%q): line of %d > %d: %q", c.text, len(l), c.width, l)
-			}
-			if strings.TrimSpace(l) == "" {
-				t.Errorf("wrapHelp(%q): an empty line:\n%s", c.text, got)
-			}
-		}
-		if strings.Join(strings.Fields(got), "") != strings.Join(strings.Fields(c.first+c.text), "") {
-			t.Errorf("wrapHelp(%q) lost or added text:\n%s", c.text, got)
-		}
-	}
 }

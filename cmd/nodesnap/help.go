@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/nodesnap/nodesnap/internal/textfit"
 )
 
 // Help a person reads in a terminal: 80 columns, flags in sections.
@@ -132,10 +134,10 @@ func flagUsages(fs *pflag.FlagSet, col int) string {
 			b.WriteByte('\n')
 		}
 		if len(r.flag) > col {
-			b.WriteString(r.flag + "\n" + wrapHelp(r.usage, helpWidth, pad, pad))
+			b.WriteString(r.flag + "\n" + textfit.Fill(r.usage, helpWidth, pad, pad))
 			continue
 		}
-		b.WriteString(wrapHelp(r.usage, helpWidth, r.flag+strings.Repeat(" ", col+3-len(r.flag)), pad))
+		b.WriteString(textfit.Fill(r.usage, helpWidth, r.flag+strings.Repeat(" ", col+3-len(r.flag)), pad))
 	}
 	return b.String()
 }
@@ -164,37 +166,45 @@ func commandList(c *cobra.Command) string {
 			continue
 		}
 		first := fmt.Sprintf("  %-*s  ", pad, s.Name())
-		b.WriteString("\n" + wrapHelp(s.Short, helpWidth, first, strings.Repeat(" ", len(first))))
+		b.WriteString("\n" + textfit.Fill(s.Short, helpWidth, first, strings.Repeat(" ", len(first))))
 	}
 	return b.String()
 }
 
 // reflow wraps a command's long text to the help's width: runs of lines
-// that start at the margin are paragraphs, filled again; indented lines
-// (lists, tables, commands) keep their line breaks and are wrapped, when
-// too long, under their own indentation.
+// that start at the margin are paragraphs, filled again (a line ending in
+// ":" is a heading only when a list or a blank line follows it); an
+// indented line starts an item of a list or table, with the lines below
+// it indented deeper, and an item too long is filled again under the
+// column its text hangs from (its second cell, else its continuation
+// lines' indentation).
 func reflow(s string) string {
-	var out []string
-	var para []string
+	lines := strings.Split(s, "\n")
+	var out, para []string
 	flush := func() {
 		if len(para) > 0 {
-			out = append(out, wrapHelp(strings.Join(para, " "), helpWidth, "", ""))
+			out = append(out, textfit.Fill(strings.Join(para, " "), helpWidth, "", ""))
 			para = nil
 		}
 	}
-	for _, l := range strings.Split(s, "\n") {
+	blank := func(l string) bool { return strings.TrimSpace(l) == "" }
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
 		switch {
-		case l == "":
+		case blank(l):
 			flush()
 			out = append(out, "")
-		case strings.HasPrefix(l, " ") || strings.HasSuffix(l, ":"):
+		case strings.HasPrefix(l, " "):
 			flush()
-			indent := l[:len(l)-len(strings.TrimLeft(l, " "))]
-			if len(l) <= helpWidth {
-				out = append(out, l)
-			} else {
-				out = append(out, wrapHelp(l, helpWidth, indent, indent+"   "))
+			item := []string{l}
+			for i+1 < len(lines) && !blank(lines[i+1]) && indentOf(lines[i+1]) > indentOf(l) {
+				i++
+				item = append(item, lines[i])
 			}
+			out = append(out, fitItem(item)...)
+		case strings.HasSuffix(l, ":") && (i+1 == len(lines) || blank(lines[i+1]) || strings.HasPrefix(lines[i+1], " ")):
+			flush()
+			out = append(out, textfit.Fill(l, helpWidth, "", ""))
 		default:
 			para = append(para, l)
 		}
@@ -203,17 +213,82 @@ func reflow(s string) string {
 	return strings.Join(out, "\n")
 }
 
+func indentOf(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
+
+// fitItem fits an item of a list (its first line and its continuation
+// lines) to the help's width: as written when every line fits, else its
+// text filled again under the column it hangs from.
+func fitItem(item []string) []string {
+	fits := true
+	for _, l := range item {
+		fits = fits && textfit.Len(l) <= helpWidth
+	}
+	if fits {
+		return item
+	}
+	first := strings.TrimRight(item[0], " ")
+	hang := -1
+	if c := secondCell(first); c > 0 {
+		hang = c
+	} else if len(item) > 1 {
+		hang = indentOf(item[1])
+	}
+	if hang < 0 || hang > helpWidth/2 {
+		var out []string
+		for _, l := range item {
+			out = append(out, textfit.Hang(l, helpWidth)...)
+		}
+		return out
+	}
+	lead, text := first, ""
+	if hang < len(first) && secondCell(first) == hang {
+		lead, text = first[:hang], first[hang:]
+	} else {
+		lead, text = first[:indentOf(first)], strings.TrimSpace(first)
+		hang = indentOf(first) + 2
+	}
+	for _, l := range item[1:] {
+		text += " " + strings.TrimSpace(l)
+	}
+	return strings.Split(textfit.Fill(text, helpWidth, lead, strings.Repeat(" ", hang)), "\n")
+}
+
+// secondCell is the byte offset of a line's second cell (text after two
+// spaces or more past its first word), or 0.
+func secondCell(l string) int {
+	i := indentOf(l)
+	j := strings.Index(l[i:], "  ")
+	if j < 0 {
+		return 0
+	}
+	k := i + j
+	for k < len(l) && l[k] == ' ' {
+		k++
+	}
+	if k == len(l) {
+		return 0
+	}
+	return k
+}
+
 // examples fits a command's examples to the help's width: a long
 // command is continued on the next line with a backslash, as a shell
-// reads it (never inside quotes); a long comment goes on as a comment.
+// reads it (never inside quotes); a long comment goes on as a comment,
+// and a comment after a command that does not fit beside it goes on the
+// line before it: never is a comment continued with a backslash, nor a
+// command inside a comment.
 func examples(s string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
 		indent := l[:len(l)-len(strings.TrimLeft(l, " "))]
 		body := strings.TrimLeft(l, " ")
 		if strings.HasPrefix(body, "#") {
-			out = append(out, wrapHelp(strings.TrimLeft(body, "# "), helpWidth, indent+"# ", indent+"# "))
+			out = append(out, textfit.Fill(strings.TrimLeft(body, "# "), helpWidth, indent+"# ", indent+"# "))
 			continue
+		}
+		if cmd, comment, ok := cutComment(body); ok && len(indent)+len(body) > helpWidth {
+			out = append(out, textfit.Fill(comment, helpWidth, indent+"# ", indent+"# "))
+			body = cmd
 		}
 		prefix := indent
 		for len(prefix)+len(body) > helpWidth {
@@ -228,6 +303,23 @@ func examples(s string) string {
 		out = append(out, prefix+body)
 	}
 	return strings.Join(out, "\n")
+}
+
+// cutComment splits a shell command line at its comment: a "#" that
+// starts a word outside quotes.
+func cutComment(s string) (cmd, comment string, ok bool) {
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case quote != 0 && c == quote:
+			quote = 0
+		case quote == 0 && (c == '\'' || c == '"'):
+			quote = c
+		case quote == 0 && c == '#' && i > 0 && s[i-1] == ' ':
+			return strings.TrimRight(s[:i], " "), strings.TrimSpace(strings.TrimLeft(s[i:], "#")), true
+		}
+	}
+	return s, "", false
 }
 
 // shellBreak returns the index of the last space in s before max bytes
@@ -264,7 +356,7 @@ Available Commands:{{commandList .}}{{end}}{{if .HasAvailableLocalFlags}}
 {{flagSections .}}{{end}}{{if .HasAvailableInheritedFlags}}
 
 Global Flags:
-{{.InheritedFlags.FlagUsagesWrapped 80 | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableSubCommands}}
+{{flagUsages .InheritedFlags 0 | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableSubCommands}}
 
 Use "{{.CommandPath}} [command] --help" for more information about a command.{{end}}
 `
@@ -274,6 +366,7 @@ func init() {
 	cobra.AddTemplateFunc("commandList", commandList)
 	cobra.AddTemplateFunc("reflow", reflow)
 	cobra.AddTemplateFunc("examples", examples)
+	cobra.AddTemplateFunc("flagUsages", flagUsages)
 }
 
 // setHelp gives root and every command under it the 80-column help.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +17,7 @@ import (
 	_ "github.com/nodesnap/nodesnap/collectors/all"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/internal/termsafe"
+	"github.com/nodesnap/nodesnap/internal/textfit"
 )
 
 // Exit statuses, in one place. Every command's help refers to these.
@@ -54,7 +54,7 @@ func exitHelp(lines ...string) string {
 	b.WriteString("Exit status:")
 	for _, l := range lines {
 		code, text, _ := strings.Cut(l, " ")
-		b.WriteString("\n" + wrapHelp(text, 78, "  "+code+"  ", "     "))
+		b.WriteString("\n" + textfit.Fill(text, 78, "  "+code+"  ", "     "))
 	}
 	return b.String()
 }
@@ -65,46 +65,6 @@ const (
 	exitLineUsage    = "2  usage error: bad flags or arguments"
 	exitLineReadFail = "1  fatal: the bundle could not be read (missing, not a bundle, or unsafe: entries leaving it, links, absurd sizes)"
 )
-
-// wrapHelp fills text to width, the first line after first, the others
-// after rest.
-func wrapHelp(text string, width int, first, rest string) string {
-	var b strings.Builder
-	b.WriteString(first)
-	col, empty := len(first), true
-	newline := func() {
-		b.WriteString("\n" + rest)
-		col, empty = len(rest), true
-	}
-	for _, w := range strings.Fields(text) {
-		if !empty && col+1+len(w) > width {
-			newline()
-		}
-		// A word longer than a whole line (a path) is broken at the
-		// width, at a rune boundary.
-		for len(w) > width-col && width-col > 20 {
-			if !empty {
-				newline()
-				continue
-			}
-			n := width - col
-			for n > 0 && !utf8.RuneStart(w[n]) {
-				n--
-			}
-			b.WriteString(w[:n])
-			w = w[n:]
-			newline()
-		}
-		if !empty {
-			b.WriteByte(' ')
-			col++
-		}
-		b.WriteString(w)
-		col += len(w)
-		empty = false
-	}
-	return b.String()
-}
 
 func main() {
 	// Hidden internal modes: the same binary re-executed by the isolation

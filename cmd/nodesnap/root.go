@@ -48,6 +48,7 @@ with a deadline.
 		newFleetCommand(),
 		newHoldCommand(),
 		newInspectCommand(),
+		newManifestsCommand(),
 		newUploadCommand(),
 		newValidateCommand(),
 		newRedactCommand(),

@@ -95,9 +95,7 @@ func collectCluster(ctx context.Context, env *collectors.Env) error {
 		env.Notef("%s", n)
 	}
 	if errors.Is(err, errNoCredential) {
-		env.Remedy([]string{"the cluster's view of this node (Node, pods, volumes, events)"},
-			"no credential for the API server: not in a pod with a service account, no --kubeconfig, no $KUBECONFIG, no kubelet kubeconfig under the root",
-			[]string{"nodesnap collect --kubeconfig /etc/kubernetes/kubelet.conf", "kubectl apply -f deploy/kubernetes/rbac.yaml   # then run nodesnap as its pod"})
+		noCredentialRemedy(ctx, env)
 		return fmt.Errorf("%w: no credential for the API server (no service-account token, --kubeconfig, $KUBECONFIG or kubelet kubeconfig)", collectors.ErrUnsupported)
 	}
 	if err != nil {

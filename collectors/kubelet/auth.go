@@ -202,9 +202,9 @@ func KubeletForbiddenUser(msg string) string {
 // nodesnap-pprof, bound to that role and to nodesnap-pprof (nodes/proxy).
 const (
 	kubeletTokenCmd      = "kubectl -n nodesnap create token nodesnap --duration=10m"
-	kubeletRBACCmd       = "kubectl apply -f deploy/kubernetes/rbac.yaml"
+	kubeletRBACCmd       = "nodesnap manifests rbac | kubectl apply -f -"
 	kubeletPprofTokenCmd = "kubectl -n nodesnap create token nodesnap-pprof --duration=10m"
-	kubeletPprofRBACCmd  = "kubectl apply -f deploy/kubernetes/rbac.yaml -f deploy/kubernetes/rbac-pprof.yaml"
+	kubeletPprofRBACCmd  = "nodesnap manifests rbac rbac-pprof | kubectl apply -f -"
 )
 
 // kubeletTokenFixes are the ways to give nodesnap a short-lived token
@@ -276,7 +276,7 @@ func (k *kubeletRun) remedy(eps []kubeletEndpoint, results [][]KubeletRequest) b
 	if pprofOnly {
 		// Everything but the pprof dumps came: the identity has the
 		// least-privilege role and not the opt-in.
-		k.env.Remedy(missing, who+" may not get nodes/proxy (403), which the pprof dumps need and deploy/kubernetes/rbac.yaml's role leaves out on purpose: "+kubeletProxyRisk,
+		k.env.Remedy(missing, who+" may not get nodes/proxy (403), which the pprof dumps need and the role of 'nodesnap manifests rbac' leaves out on purpose: "+kubeletProxyRisk,
 			[]string{
 				kubeletPprofRBACCmd + "   # the opt-in: ServiceAccount nodesnap-pprof, with nodes/proxy",
 				"NODESNAP_KUBELET_TOKEN=$(" + kubeletPprofTokenCmd + ") nodesnap collect",

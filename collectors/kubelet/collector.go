@@ -213,7 +213,7 @@ func kubeletEndpoints(profileSeconds int) []kubeletEndpoint {
 
 // Messages for refusals, worded for whoever has to fix the token.
 const (
-	kubeletPermission = "needs get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics and nodes/stats (deploy/kubernetes/rbac.yaml's role), and nodes/proxy for the pprof dumps"
+	kubeletPermission = "needs get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics and nodes/stats (the role of 'nodesnap manifests rbac'), and nodes/proxy for the pprof dumps"
 	kubeletAllowed    = "allowed get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics and nodes/stats (and nodes/proxy for the pprof dumps)"
 	kubelet401        = "the token was rejected (401): give nodesnap a valid bearer token (--kubelet-token, $" + KubeletTokenEnv + " or --kubelet-token-file) of an identity " + kubeletAllowed
 	kubelet401NoToken = "the kubelet requires a credential (401) and none was given: pass a token with --kubelet-token, $" + KubeletTokenEnv + " or --kubelet-token-file, or a client certificate with --kubelet-client-cert and --kubelet-client-key, of an identity " + kubeletAllowed
@@ -578,7 +578,7 @@ func (k *kubeletRun) attempt(ctx context.Context, ep kubeletEndpoint, port strin
 		switch {
 		case ep.pprof:
 			msg += "; " + path + " is authorized as get nodes/proxy only, and " + kubeletProxyRisk +
-				": grant it knowingly (deploy/kubernetes/rbac-pprof.yaml), or leave the dumps out with --kubelet-pprof=false"
+				": grant it knowingly (nodesnap manifests rbac-pprof), or leave the dumps out with --kubelet-pprof=false"
 		case ep.subresource == "nodes/metrics":
 			msg += "; " + path + " is authorized as get " + ep.subresource
 		case kubeletNoFineGrained(ex):

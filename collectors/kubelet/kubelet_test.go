@@ -680,7 +680,7 @@ func TestKubeletNoCredential(t *testing.T) {
 	for _, want := range []string{
 		"NODESNAP_KUBELET_TOKEN=$(kubectl -n nodesnap create token nodesnap --duration=10m) nodesnap collect",
 		"kubectl -n nodesnap create token nodesnap --duration=10m | sudo nodesnap collect --kubelet-token-file /dev/stdin",
-		"kubectl apply -f deploy/kubernetes/rbac.yaml",
+		"nodesnap manifests rbac | kubectl apply -f -",
 		"--kubelet-client-cert",
 	} {
 		if !strings.Contains(fix, want) {
@@ -782,7 +782,7 @@ func TestKubeletCredentialRefusals(t *testing.T) {
 		{"service account without binding", []string{"--kubelet-token", forbiddenToken},
 			"the token's identity lacks permission",
 			[]string{"system:serviceaccount:monitoring:nodesnap may not get nodes/", "nodes/metrics", "(403)"},
-			[]string{"kubectl apply -f deploy/kubernetes/rbac.yaml && kubectl create clusterrolebinding nodesnap-monitoring-nodesnap --clusterrole=nodesnap --serviceaccount=monitoring:nodesnap"}},
+			[]string{"nodesnap manifests rbac | kubectl apply -f - && kubectl create clusterrolebinding nodesnap-monitoring-nodesnap --clusterrole=nodesnap --serviceaccount=monitoring:nodesnap"}},
 		{"the node's own certificate", []string{"--kubelet-client-cert", nodeCrt, "--kubelet-client-key", nodeKey},
 			"the client certificate's identity lacks permission",
 			[]string{"system:node:node-1 may not get nodes/", "nodes/metrics", "(403)"},

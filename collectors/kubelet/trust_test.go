@@ -334,7 +334,7 @@ func TestKubeletLeastPrivilege(t *testing.T) {
 	}
 	rs := remedies(t, b)
 	if len(rs) != 1 || !strings.Contains(rs[0].Reason, "exec into every pod") ||
-		!strings.Contains(strings.Join(rs[0].Fix, "\n"), "rbac-pprof.yaml") || !strings.Contains(strings.Join(rs[0].Fix, "\n"), "--kubelet-pprof=false") {
+		!strings.Contains(strings.Join(rs[0].Fix, "\n"), "nodesnap manifests rbac rbac-pprof") || !strings.Contains(strings.Join(rs[0].Fix, "\n"), "--kubelet-pprof=false") {
 		t.Errorf("remedies %+v, want the pprof opt-in with its risk", rs)
 	}
 

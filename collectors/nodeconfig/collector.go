@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"sort"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/internal/human"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 )
@@ -71,7 +73,7 @@ func init() {
 		After:          []string{"mountprobe"},
 		Options:        &nodeConfigOpts,
 		Flags: func(fs *pflag.FlagSet) {
-			fs.StringSliceVar(&nodeConfigOpts.Extra, "config-file", nil, "nodeconfig: also collect this host file (repeatable)")
+			fs.StringSliceVar(&nodeConfigOpts.Extra, "config-file", nil, "nodeconfig: also collect this host file, directory (its files, recursively) or glob (repeatable); each file's first 4 MiB, a directory or glob's first 256 files and 64 MiB, a cut said and the run partial")
 		},
 		Run: collectNodeConfig,
 	})
@@ -125,13 +127,31 @@ func collectNodeConfig(ctx context.Context, env *collectors.Env) error {
 		order = append(order, p)
 	}
 	paths = order
+	extra := map[string]bool{}
+	for _, p := range o.Extra {
+		if path.IsAbs(p) {
+			extra[path.Clean(p)] = true
+		}
+	}
+	specs := map[string]*specOf{} // file → the directory or glob it came from
+	var specList []*specOf
 	var list []NodeConfigFile
-	for _, p := range paths {
+	for i := 0; i < len(paths); i++ {
+		p := paths[i]
 		if !path.IsAbs(p) {
 			env.Notef("skipping %q: host paths must be absolute", p)
 			continue
 		}
 		rec := NodeConfigFile{Path: p}
+		sp := specs[p]
+		if sp != nil {
+			rec.From = "--config-file " + sp.spec
+		}
+		if extra[p] && hasMeta(p) {
+			// A glob: its files take its place.
+			paths = append(paths[:i+1], append(expandInto(ctx, env, p, specs, seen, &specList), paths[i+1:]...)...)
+			continue
+		}
 		if env.Host().IsHung(hostfs.Path(p)) {
 			rec.Error = "on a mount found hung earlier in this run; not touched"
 			list = append(list, rec)
@@ -143,8 +163,26 @@ func collectNodeConfig(ctx context.Context, env *collectors.Env) error {
 		}
 		// One worker item per file: /etc may hold a file on a network
 		// mount, and one hung file must cost one item.
-		res, err := env.Host().Read(ctx, src, 4<<20)
+		max := int64(MaxConfigFileBytes)
+		if sp != nil {
+			max = min(max, MaxSpecBytes-sp.bytes)
+			if max <= 0 {
+				if sp.cut == "" {
+					sp.cut = fmt.Sprintf("its files pass %d MiB; %s and the files after it are not collected", MaxSpecBytes>>20, p)
+				}
+				continue
+			}
+		}
+		res, err := env.Host().Read(ctx, src, max)
 		switch {
+		case err != nil && isDirErr(err) && (extra[p] || (sp != nil && hasMeta(sp.spec))):
+			// A directory given, or matched by a glob given: its files
+			// take its place.
+			paths = append(paths[:i+1], append(expandInto(ctx, env, p, specs, seen, &specList), paths[i+1:]...)...)
+			continue
+		case err != nil && isDirErr(err) && sp != nil:
+			env.Notef("--config-file %s: %s is a link to a directory; not followed", sp.spec, p)
+			continue
 		case errors.Is(err, hostfs.ErrHung):
 			rec.Error = "on a mount found hung earlier in this run; not touched"
 			list = append(list, rec)
@@ -160,10 +198,24 @@ func collectNodeConfig(ctx context.Context, env *collectors.Env) error {
 		rec.Collected = true
 		rec.Truncated = res.Truncated
 		rec.File = "files" + p
-		if err := env.WriteFile(rec.File, res.Data, collectors.HostPath(p)); err != nil {
+		if sp != nil {
+			sp.bytes += int64(len(res.Data))
+		}
+		if res.Truncated {
+			// Cut at the read: the manifest says so, as the run's own cap would.
+			env.Partialf("%s is larger than %s: only its first %s are collected", p, human.Bytes(max), human.Bytes(max))
+		}
+		short, err := env.WriteHostFile(rec.File, res.Data, res.Truncated, collectors.HostPath(p))
+		if err != nil {
 			return err
 		}
+		rec.Truncated = rec.Truncated || short
 		list = append(list, rec)
+	}
+	for _, sp := range specList {
+		if sp.cut != "" {
+			env.Partialf("--config-file %s: %s", sp.spec, sp.cut)
+		}
 	}
 	if list == nil {
 		list = []NodeConfigFile{}

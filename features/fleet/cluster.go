@@ -71,19 +71,30 @@ type identity struct{ sa, role, binding bool }
 func setup(ctx context.Context, o *Options, runID string, c *created) (string, error) {
 	cs := o.Client
 	labels := runLabels(runID)
-	_, err := cs.CoreV1().Namespaces().Get(ctx, o.Namespace, metav1.GetOptions{})
+	got, err := cs.CoreV1().Namespaces().Get(ctx, o.Namespace, metav1.GetOptions{})
+	if err == nil && got.DeletionTimestamp != nil {
+		// An earlier run's clean-up deleted it a moment ago (explain
+		// run twice in a row): nothing can be created in it until it is
+		// gone, which takes seconds.
+		err = waitNamespaceGone(ctx, cs, o.Namespace)
+	}
 	switch {
 	case apierrors.IsNotFound(err) && o.NoRBAC:
-		return "", fmt.Errorf("namespace %s does not exist: with --no-rbac it must be created first (kubectl apply -f deploy/kubernetes/rbac.yaml), or use another -n", o.Namespace)
+		return "", fmt.Errorf("namespace %s does not exist: with --no-rbac it must be created first (nodesnap manifests rbac | kubectl apply -f -), or use another -n", o.Namespace)
 	case apierrors.IsNotFound(err):
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: merge(labels, podspec.PodSecurityLabels()),
 			Annotations: map[string]string{ExpiresAnnotation: c.expires}}}
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			// Another run made it meanwhile: that run's to remove.
+		case err != nil:
 			return "", fmt.Errorf("creating namespace %s: %w", o.Namespace, err)
+		default:
+			c.mu.Lock()
+			c.namespace = true
+			c.mu.Unlock()
 		}
-		c.mu.Lock()
-		c.namespace = true
-		c.mu.Unlock()
 	case err != nil:
 		return "", fmt.Errorf("reading namespace %s: %w", o.Namespace, err)
 	}
@@ -135,7 +146,7 @@ func (c *created) nodeIdentity(ctx context.Context, o *Options, runID, node, nam
 		rules = append(rules, podspec.PprofRules(node)...)
 	}
 	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: meta, Rules: rules}, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the node's ClusterRole %s (get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics, nodes/stats of node %s; or use --no-rbac after kubectl apply -f deploy/kubernetes/rbac.yaml): %w", name, node, err)
+		return fmt.Errorf("creating the node's ClusterRole %s (get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics, nodes/stats of node %s; or use --no-rbac after nodesnap manifests rbac | kubectl apply -f -): %w", name, node, err)
 	}
 	record(func(id *identity) { id.role = true })
 	binding := &rbacv1.ClusterRoleBinding{
@@ -236,7 +247,7 @@ func (c *created) cleanup(ctx context.Context, runID string) []string {
 			left = append(left, "serviceaccount "+c.ns+"/"+name)
 		}
 	}
-	if c.namespace && !gone(cs.CoreV1().Namespaces().Delete(ctx, c.ns, metav1.DeleteOptions{})) {
+	if c.namespace && !othersIn(ctx, cs, c.ns, runID) && !gone(cs.CoreV1().Namespaces().Delete(ctx, c.ns, metav1.DeleteOptions{})) {
 		left = append(left, "namespace "+c.ns)
 	}
 	sort.Strings(left)
@@ -264,4 +275,43 @@ func (c *created) waitPodsGone(ctx context.Context, runID string) []string {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// namespaceGoneWithin bounds the wait for a namespace being deleted, and
+// namespacePoll is how often it is looked at meanwhile. An empty
+// namespace goes in seconds; one that stays longer has a finalizer that
+// waits on something else, which no run should wait out.
+var (
+	namespaceGoneWithin = 2 * time.Minute
+	namespacePoll       = time.Second
+)
+
+// waitNamespaceGone waits until namespace ns, being deleted, is gone: it
+// returns the API's NotFound then, so that the caller creates it again.
+func waitNamespaceGone(ctx context.Context, cs Client, ns string) error {
+	ctx, cancel := context.WithTimeout(ctx, namespaceGoneWithin)
+	defer cancel()
+	for {
+		got, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return err
+		case err != nil && ctx.Err() == nil:
+			return err
+		case err == nil && got.DeletionTimestamp == nil:
+			return nil // made again meanwhile, by another run
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("namespace %s is being deleted (an earlier run's clean-up) and is still there after %s: wait for it to go (kubectl get namespace %s), or collect in another namespace", ns, namespaceGoneWithin, ns)
+		case <-time.After(namespacePoll):
+		}
+	}
+}
+
+// othersIn reports whether pods of another run are in namespace ns: the
+// namespace is theirs too, and deleting it would end their collection.
+func othersIn(ctx context.Context, cs Client, ns, runID string) bool {
+	l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedByLabel + "=" + ManagedBy + "," + RunLabel + "!=" + runID})
+	return err == nil && len(l.Items) > 0
 }

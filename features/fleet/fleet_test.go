@@ -277,8 +277,8 @@ func TestNoRBAC(t *testing.T) {
 	s := newSim(t, map[string]behaviour{"a": healthy}, 512)
 	o := s.options(t.TempDir())
 	o.NoRBAC = true
-	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "rbac.yaml") {
-		t.Fatalf("without the namespace: %v; want an error pointing at rbac.yaml", err)
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "nodesnap manifests rbac") {
+		t.Fatalf("without the namespace: %v; want an error pointing at the manifests", err)
 	}
 	ctx := context.Background()
 	_, err1 := s.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "nodesnap"}}, metav1.CreateOptions{})

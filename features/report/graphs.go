@@ -301,7 +301,7 @@ func deletingChart(s *layout.DirShapeReport, bud *budget) (*chart, string) {
 	}
 	if len(gs) == 0 {
 		if scanned(s) == 0 {
-			return nil, fmt.Sprintf("None of the %s dirshape looked for exists on this node.", plural(len(s.Roots), "directory", "directories"))
+			return nil, "" // the largest directories' note says that none exists
 		}
 		return nil, fmt.Sprintf("No .deleting~ leftovers in the %s dirshape scanned.", plural(scanned(s), "root", "roots"))
 	}

@@ -58,6 +58,10 @@ type Options struct {
 	StallTimeout time.Duration
 	Backoff      time.Duration
 	HeadersFile  string
+	// CAFile is a PEM file of CA certificates trusted besides the
+	// system's (which $SSL_CERT_FILE and $SSL_CERT_DIR replace): a
+	// server whose certificate a private CA signed.
+	CAFile string
 }
 
 // Upload defaults.
@@ -135,6 +139,13 @@ func New(o *Options, prefix, agent string) (*Uploader, error) {
 		u.secrets = append(u.secrets, vals...)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if o.CAFile != "" {
+		pool, err := caPoolBounded(o.CAFile, headersFileTimeout)
+		if err != nil {
+			return nil, optionError(fmt.Errorf("--%sca-file: %w", prefix, err))
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
 	tr.Proxy = http.ProxyFromEnvironment
 	tr.DialContext = (&net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	tr.TLSHandshakeTimeout = 15 * time.Second
@@ -411,7 +422,7 @@ func (u *Uploader) attempt(ctx context.Context, path string, size int64, sum str
 			// The server's certificate will not change between attempts:
 			// asking again only repeats the handshake with a peer already
 			// found untrustworthy.
-			return 0, 0, &permanentError{"the server's TLS certificate is not trusted: " + err.Error()}
+			return 0, 0, &permanentError{u.untrusted(err)}
 		}
 		return 0, 0, err
 	}
@@ -602,4 +613,47 @@ func retryAfter(v string) time.Duration {
 		return max(time.Until(t), 0)
 	}
 	return 0
+}
+
+// maxCAFile bounds a CA file: a bundle of every public CA is 200 KiB.
+const maxCAFile = 4 << 20
+
+// caPoolBounded is the system's CA pool and the certificates of the PEM
+// file p, read within timeout (see bounded).
+func caPoolBounded(p string, timeout time.Duration) (*x509.CertPool, error) {
+	ctx, cancel := context.WithTimeoutCause(context.Background(), timeout, fmt.Errorf("%s could not be read within %s", p, timeout))
+	defer cancel()
+	b, err := bounded(ctx, func() ([]byte, error) {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, maxCAFile+1))
+		if err == nil && len(b) > maxCAFile {
+			err = fmt.Errorf("%s is larger than %d MiB: not a CA file", p, maxCAFile>>20)
+		}
+		return b, err
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("%s holds no PEM certificate (-----BEGIN CERTIFICATE-----)", p)
+	}
+	return pool, nil
+}
+
+// untrusted says that the server's certificate was refused, and the way
+// to trust a private CA: the CA file option, or $SSL_CERT_FILE.
+func (u *Uploader) untrusted(err error) string {
+	msg := "the server's TLS certificate is not trusted: " + err.Error()
+	if u.o.CAFile != "" {
+		return msg + "; not by the system's CAs nor by --" + u.prefix + "ca-file " + u.o.CAFile + ": is that the CA that signed the server's certificate?"
+	}
+	return msg + "; if a private CA signed it, give that CA's certificate (PEM) with --" + u.prefix + "ca-file FILE, or in $SSL_CERT_FILE"
 }

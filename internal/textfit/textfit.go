@@ -77,8 +77,8 @@ func Elide(s string, width int) string {
 
 // Writer passes text through line by line, fitting each line to a width:
 // a longer line is elided ("…" at its end) or, when Wrap is set, broken
-// into lines of that width, the continuation lines indented like the
-// first and by two more spaces. Call Flush at the end for a last line
+// into lines of that width as Hang does (a table's last column wraps
+// under itself). Call Flush at the end for a last line
 // without a newline.
 type Writer struct {
 	w     io.Writer
@@ -147,20 +147,124 @@ func (f *Writer) fit(s string) []string {
 	if !f.wrap {
 		return []string{Elide(s, f.width)}
 	}
-	indent := s[:len(s)-len(strings.TrimLeft(s, " "))] + "  "
-	if Len(indent) > f.width/2 {
+	return Hang(s, f.width)
+}
+
+// Hang fits one line to width runes a line, its text wrapped under the
+// column it hangs from: the last cell of a table row (cells are set apart
+// by two spaces or more) when that leaves minHang columns, else the line's
+// indentation and two more spaces. A trailing shell comment ("cmd   #
+// why") goes on as a comment under itself, or, when it cannot, on a line
+// of its own before the command: a command is never continued inside a
+// comment, nor a comment outside one.
+func Hang(line string, width int) []string {
+	line = strings.TrimRight(line, " ")
+	if Len(line) <= width {
+		return []string{line}
+	}
+	width = max(width, 8)
+	cells := cellStarts(line)
+	if n := len(cells); n > 0 {
+		c := cells[n-1]
+		col := Len(line[:c])
+		if col+minHang <= width {
+			lead, text, rest := line[:c], line[c:], strings.Repeat(" ", col)
+			if t, ok := strings.CutPrefix(text, "# "); ok {
+				lead, text, rest = lead+"# ", t, rest+"# "
+			}
+			return strings.Split(Fill(text, width, lead, rest), "\n")
+		}
+		if t, ok := strings.CutPrefix(line[c:], "# "); ok {
+			indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
+			comment := strings.Split(Fill(t, width, indent+"# ", indent+"# "), "\n")
+			return append(comment, Hang(strings.TrimRight(line[:c], " "), width)...)
+		}
+	}
+	indent := line[:len(line)-len(strings.TrimLeft(line, " "))] + "  "
+	if Len(indent) > width/2 {
 		indent = "  "
 	}
 	var out []string
-	rest, prefix := s, ""
-	for Len(prefix+rest) > f.width {
-		room := f.width - Len(prefix)
+	rest, prefix := line, ""
+	for Len(prefix+rest) > width {
+		room := width - Len(prefix)
 		cut := breakAt(rest, room)
 		out = append(out, prefix+strings.TrimRight(rest[:cut], " "))
 		rest = strings.TrimLeft(rest[cut:], " ")
 		prefix = indent
 	}
 	return append(out, prefix+rest)
+}
+
+// minHang is the narrowest column text is wrapped in under its cell: a
+// table's last column keeps its place while it has this many columns.
+const minHang = 20
+
+// cellStarts returns the byte offsets of the cells of a line after its
+// first: text that follows two spaces or more.
+func cellStarts(line string) []int {
+	var out []int
+	spaces, started := 0, false
+	for i, r := range line {
+		switch {
+		case r == ' ':
+			spaces++
+		default:
+			if started && spaces >= 2 {
+				out = append(out, i)
+			}
+			started, spaces = true, 0
+		}
+	}
+	return out
+}
+
+// Fill fills the words of text to width runes a line: the first line
+// starts with first, every other with rest (an indentation, or "# " for a
+// comment). A word longer than a whole line (a path, a URL) is broken at
+// the width.
+func Fill(text string, width int, first, rest string) string {
+	var b strings.Builder
+	b.WriteString(first)
+	col, empty := Len(first), true
+	newline := func() {
+		b.WriteString("\n" + rest)
+		col, empty = Len(rest), true
+	}
+	for _, w := range strings.Fields(text) {
+		if !empty && col+1+Len(w) > width {
+			newline()
+		}
+		for Len(w) > width-col && width-col > 20 {
+			if !empty {
+				newline()
+				continue
+			}
+			cut := runeOffset(w, width-col)
+			b.WriteString(w[:cut])
+			w = w[cut:]
+			newline()
+		}
+		if !empty {
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(w)
+		col += Len(w)
+		empty = false
+	}
+	return b.String()
+}
+
+// runeOffset is the byte offset of s's n-th rune (len(s) past its end).
+func runeOffset(s string, n int) int {
+	for i := range s {
+		if n == 0 {
+			return i
+		}
+		n--
+	}
+	return len(s)
 }
 
 // breakAt returns the byte index to break s at so that s[:i] holds at

@@ -69,3 +69,58 @@ func TestElide(t *testing.T) {
 		}
 	}
 }
+
+func TestFill(t *testing.T) {
+	long := "/var/lib/kubelet/plugins/kubernetes.io/csi/pv/pvc-0123456789abcdef/globalmount/and/more"
+	for _, c := range []struct {
+		text, first, rest string
+		width             int
+	}{
+		{"a few short words that fit on two lines of thirty", "", "", 30},
+		{"see " + long + " then go on", "  ", "     ", 40},
+		{long, "", "    ", 30},
+		{"a finding: " + long, "  3  ", "     ", 50},
+	} {
+		got := Fill(c.text, c.width, c.first, c.rest)
+		for _, l := range strings.Split(got, "\n") {
+			if len(l) > c.width {
+				t.Errorf("Fill(%q): line of %d > %d: %q", c.text, len(l), c.width, l)
+			}
+			if strings.TrimSpace(l) == "" {
+				t.Errorf("Fill(%q): an empty line:\n%s", c.text, got)
+			}
+		}
+		if strings.Join(strings.Fields(got), "") != strings.Join(strings.Fields(c.first+c.text), "") {
+			t.Errorf("Fill(%q) lost or added text:\n%s", c.text, got)
+		}
+	}
+}
+
+// Hang wraps a table's last column under itself, a trailing shell comment
+// as a comment, and puts a comment that has no room beside its command on
+// the line before it.
+func TestHang(t *testing.T) {
+	row := "cluster         unsupported  2.94s     0      0 bytes    not present on this node: no credential for the API server"
+	got := Hang(row, 80)
+	col := strings.Index(row, "not present")
+	for i, l := range got[1:] {
+		if Len(l) > 80 || strings.TrimLeft(l, " ") == l || len(l)-len(strings.TrimLeft(l, " ")) != col {
+			t.Errorf("row line %d %q: not under the DETAIL column %d", i+2, l, col)
+		}
+	}
+	cmd := "    nodesnap manifests rbac | kubectl apply -f -   # then run nodesnap as its pod: nodesnap manifests job"
+	got = Hang(cmd, 80)
+	if len(got) < 2 || !strings.HasPrefix(got[0], "    nodesnap manifests rbac | kubectl apply -f -   # then") {
+		t.Fatalf("command with a comment: %q", got)
+	}
+	for _, l := range got[1:] {
+		if !strings.HasPrefix(strings.TrimLeft(l, " "), "# ") || Len(l) > 80 {
+			t.Errorf("a comment continued outside a comment: %q", l)
+		}
+	}
+	long := "    nodesnap collect --kubeconfig /host/var/lib/rancher/rke2/agent/kubelet.kubeconfig   # RKE2's kubelet kubeconfig"
+	got = Hang(long, 80)
+	if got[0] != "    # RKE2's kubelet kubeconfig" || !strings.HasPrefix(got[1], "    nodesnap collect --kubeconfig") {
+		t.Errorf("a comment with no room beside its command: %q", got)
+	}
+}

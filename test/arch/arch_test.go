@@ -41,7 +41,7 @@ var floors = []struct {
 	{"features/report", []string{"read/analyze", "read/diff", "read/fleetview", "read/goroutinedump", "bundle", "bundle-schema", "signatures", "internal"}},
 	{"features/watch", []string{"engine/supervisor", "engine/outputdir", "engine/isolate", "collectors", "bundle", "bundle-schema", "redact", "signatures", "internal"}},
 	{"deploy", nil},
-	{"cmd", []string{"features/report", "features/watch", "features/fleet", "features/upload", "read/analyze", "read/diff", "read/fleetview", "read/goroutinedump",
+	{"cmd", []string{"deploy", "features/report", "features/watch", "features/fleet", "features/upload", "read/analyze", "read/diff", "read/fleetview", "read/goroutinedump",
 		"engine/supervisor", "engine/outputdir", "engine/isolate", "collectors", "bundle", "bundle-schema", "redact", "signatures", "internal"}},
 	// test/ holds the suites and fixtures: it may use anything.
 	{"test", []string{"*"}},

@@ -269,7 +269,7 @@ func TestHostRunPprofOptIn(t *testing.T) {
 		t.Fatalf("least privilege with pprof asked: kubelet %s, remedies %+v; want partial with one remedy", st.Status, st.Remedies)
 	}
 	fix := strings.Join(st.Remedies[0].Fix, "\n")
-	if !strings.Contains(fix, "rbac-pprof.yaml") || !strings.Contains(st.Remedies[0].Reason, "exec into every pod") {
+	if !strings.Contains(fix, "nodesnap manifests rbac rbac-pprof") || !strings.Contains(st.Remedies[0].Reason, "exec into every pod") {
 		t.Errorf("the remedy does not name the opt-in and its risk: %+v", st.Remedies[0])
 	}
 	notes := strings.Join(st.Notes, "\n")
