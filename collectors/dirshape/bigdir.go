@@ -36,13 +36,17 @@ func (s *dsScanner) leaveBig(lv *dsLevel) bool {
 		lv.cut, lv.eof = true, true
 		return true
 	}
-	if len(lv.buf) < dsBigBufSize {
+	size := s.req.LargeBuffer
+	if size <= 0 {
+		size = dsBigBufSize
+	}
+	if len(lv.buf) < size {
 		depth := len(s.stack) - 1
 		for len(s.bigBufs) <= depth {
 			s.bigBufs = append(s.bigBufs, nil)
 		}
 		if s.bigBufs[depth] == nil {
-			s.bigBufs[depth] = make([]byte, dsBigBufSize)
+			s.bigBufs[depth] = make([]byte, size)
 		}
 		lv.buf = s.bigBufs[depth]
 	}

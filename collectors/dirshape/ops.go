@@ -35,6 +35,9 @@ type DirShapeScanRequest struct {
 	// count a lower bound and its inode's estimate, and the scan goes
 	// on. Zero: no bound but MaxTime.
 	MaxDirTime time.Duration `json:"max_dir_time,omitempty"`
+	// LargeBuffer is the getdents buffer of a directory found big; zero:
+	// 1 MiB (benchmarks compare sizes).
+	LargeBuffer int `json:"large_buffer,omitempty"`
 	Top        int           `json:"top"`
 	MaxDepth   int           `json:"max_depth"`
 	// KeepDeleting bounds the leftovers listed one by one (counts are
