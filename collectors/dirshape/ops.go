@@ -38,8 +38,8 @@ type DirShapeScanRequest struct {
 	// LargeBuffer is the getdents buffer of a directory found big; zero:
 	// 1 MiB (benchmarks compare sizes).
 	LargeBuffer int `json:"large_buffer,omitempty"`
-	Top        int           `json:"top"`
-	MaxDepth   int           `json:"max_depth"`
+	Top         int `json:"top"`
+	MaxDepth    int `json:"max_depth"`
 	// KeepDeleting bounds the leftovers listed one by one (counts are
 	// always complete); KeepGroups the directories holding them.
 	KeepDeleting int `json:"keep_deleting"`
