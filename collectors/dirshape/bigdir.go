@@ -90,7 +90,9 @@ func (s *dsScanner) record(lv *dsLevel, partial bool) {
 		took := time.Since(lv.bigSince)
 		d.ReadSeconds = float64(took.Milliseconds()) / 1000
 		s.cuts++
-		if s.firstCut == "" {
+		// The reason names the largest directory left.
+		if s.firstCut == "" || d.Size() > s.cutSize {
+			s.cutSize = d.Size()
 			est := ""
 			if d.EstimatedEntries > 0 {
 				est = fmt.Sprintf(" (about %d by its inode: %s)", d.EstimatedEntries, d.EstimateBasis)

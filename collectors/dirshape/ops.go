@@ -99,7 +99,8 @@ type dsScanner struct {
 	bigBufs  [][]byte
 	fsMagic  int64
 	cuts     int
-	firstCut string
+	firstCut string // why the counts are lower bounds: the largest directory left
+	cutSize  uint64
 	top      []layout.DirShapeDir // min-heap on Entries
 	deadline time.Time
 	stopped  string
