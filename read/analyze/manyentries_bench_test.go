@@ -83,10 +83,24 @@ func withEmptyEntries(tb testing.TB, p string, n int) string {
 // fixture alone in the same run: compare the two lines' ns/op.
 //
 //	go test -run '^$' -bench AnalyzeEmptyEntries -benchtime 1x ./read/analyze/
+//
+// With NODESNAP_BENCH_EMPTY_BUNDLE=FILE the bundle of 1,000,000 entries is
+// copied there.
 func BenchmarkAnalyzeEmptyEntries(b *testing.B) {
 	base := makeBundle(b, fixture(b, "healthy"), bundle.Gzip)
 	for _, n := range []int{0, 100_000, 1_000_000} {
 		p := withEmptyEntries(b, base, n)
+		// NODESNAP_BENCH_EMPTY_BUNDLE keeps the largest, to time
+		// nodesnap analyze and report on it by hand.
+		if keep := os.Getenv("NODESNAP_BENCH_EMPTY_BUNDLE"); keep != "" && n == 1_000_000 {
+			data, err := os.ReadFile(p)
+			if err == nil {
+				err = os.WriteFile(keep, data, 0o600)
+			}
+			if err != nil {
+				b.Fatalf("keeping the bundle: %v", err)
+			}
+		}
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
