@@ -98,10 +98,19 @@ func (s *dsScanner) record(lv *dsLevel, partial bool) {
 				est = fmt.Sprintf(" (about %d by its inode: %s)", d.EstimatedEntries, d.EstimateBasis)
 			}
 			s.firstCut = fmt.Sprintf("%s holds at least %d entries%s, still reading after %s: left there, so every count is a lower bound",
-				d.Path, d.Entries, est, took.Round(time.Millisecond))
+				d.Path, d.Entries, est, dsRound(took))
 		}
 	}
 	if s.wantTop(d.Size()) {
 		s.pushTop(d)
 	}
+}
+
+// dsRound rounds a duration for a reader: milliseconds, or microseconds
+// below one.
+func dsRound(d time.Duration) time.Duration {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
 }

@@ -462,8 +462,12 @@ func (c *dsCollector) hung(u *dsUnit, he *isolate.HungError) {
 
 func dsSummary(r *layout.DirShapeReport) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "dirshape: %d root(s) in %.2fs (each bounded by %d entries and %gs; top %d directories)\n",
-		len(r.Roots), r.DurationMS/1000, r.Settings.MaxEntries, r.Settings.MaxSeconds, r.Settings.Top)
+	perDir := ""
+	if r.Settings.MaxDirSeconds > 0 {
+		perDir = fmt.Sprintf("; a huge directory left after %gs", r.Settings.MaxDirSeconds)
+	}
+	fmt.Fprintf(&b, "dirshape: %d root(s) in %.2fs (each bounded by %d entries and %gs%s; top %d directories)\n",
+		len(r.Roots), r.DurationMS/1000, r.Settings.MaxEntries, r.Settings.MaxSeconds, perDir, r.Settings.Top)
 	fmt.Fprintf(&b, ".deleting~ leftovers: %d; ext4 nlink anomalies: %d; roots with lower-bound counts: %d\n",
 		r.DeletingCount, r.NlinkAnomalies, r.LowerBounds)
 	for _, n := range r.Notes {
