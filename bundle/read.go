@@ -88,7 +88,7 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 	}
 	defer dec.Close()
 	tr := tar.NewReader(dec)
-	seen := map[string]bool{}
+	seen := newNameSet()
 	var total int64
 	count := 0
 	last := "" // the last entry read whole
@@ -116,10 +116,9 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 		if hdr.Typeflag != tar.TypeReg {
 			return fmt.Errorf("%w: entry %q is %s; a bundle holds only regular files", ErrUnsafe, hdr.Name, typeName(hdr.Typeflag))
 		}
-		if seen[name] {
+		if seen.add(name) {
 			return fmt.Errorf("%w: entry %q appears twice", ErrUnsafe, name)
 		}
-		seen[name] = true
 		count++
 		if lim.MaxEntries > 0 && count > lim.MaxEntries {
 			return fmt.Errorf("%w: more than %d entries", ErrUnsafe, lim.MaxEntries)

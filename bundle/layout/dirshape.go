@@ -24,12 +24,14 @@ type DirShapeReport struct {
 
 // DirShapeSettings are the bounds the scans ran with.
 type DirShapeSettings struct {
-	MaxEntries   uint64  `json:"max_entries"`
-	MaxSeconds   float64 `json:"max_seconds"`
-	Top          int     `json:"top"`
-	MaxDepth     int     `json:"max_depth"`
-	CrossMounts  bool    `json:"cross_mounts"`
-	VolumeMounts bool    `json:"volume_mounts"`
+	MaxEntries uint64  `json:"max_entries"`
+	MaxSeconds float64 `json:"max_seconds"`
+	// MaxDirSeconds bounds the reading of one huge directory (0: none).
+	MaxDirSeconds float64 `json:"max_dir_seconds,omitempty"`
+	Top           int     `json:"top"`
+	MaxDepth      int     `json:"max_depth"`
+	CrossMounts   bool    `json:"cross_mounts"`
+	VolumeMounts  bool    `json:"volume_mounts"`
 }
 
 // Root statuses, as in DirShapeRoot.Status.
@@ -111,6 +113,41 @@ type DirShapeDir struct {
 	// Entries and Subdirs are lower bounds.
 	Partial      bool `json:"partial,omitempty"`
 	NlinkAnomaly bool `json:"nlink_anomaly,omitempty"`
+	// Count says what Entries is: DirCountExact or DirCountLowerBound.
+	// Bundles from before it was written leave it empty: Partial then
+	// tells (see LowerBound).
+	Count string `json:"count,omitempty"`
+	// EstimatedEntries is how many entries the directory's inode (its
+	// size and link count, one fstat) says it holds; EstimateBasis says
+	// how that was worked out. Zero when no estimate was made (small
+	// directories, filesystems whose directory size says nothing).
+	EstimatedEntries uint64 `json:"estimated_entries,omitempty"`
+	EstimateBasis    string `json:"estimate_basis,omitempty"`
+	// ReadSeconds is how long the directory was read before it was left,
+	// when a per-directory time budget stopped it.
+	ReadSeconds float64 `json:"read_seconds,omitempty"`
+}
+
+// What DirShapeDir.Count says of Entries.
+const (
+	DirCountExact      = "exact"
+	DirCountLowerBound = "lower_bound"
+)
+
+// LowerBound reports whether Entries and Subdirs are lower bounds, in
+// bundles of any age.
+func (d DirShapeDir) LowerBound() bool {
+	return d.Count == DirCountLowerBound || d.Partial
+}
+
+// Size is the best figure for how many entries the directory holds: the
+// count when it is exact, else the larger of the count and the inode's
+// estimate.
+func (d DirShapeDir) Size() uint64 {
+	if !d.LowerBound() {
+		return d.Entries
+	}
+	return max(d.Entries, d.EstimatedEntries)
 }
 
 // DirShapeError is one directory that could not be read.

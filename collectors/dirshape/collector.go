@@ -53,6 +53,10 @@ type DirShapeOptions struct {
 	// scan stops and its counts are lower bounds.
 	MaxEntries uint64        `json:"max_entries"`
 	MaxTime    time.Duration `json:"max_time"`
+	// MaxDirTime bounds the reading of one huge directory: past it the
+	// directory is left, known by its count so far (a lower bound) and
+	// its inode's estimate. Zero: no bound.
+	MaxDirTime time.Duration `json:"max_dir_time"`
 	// Top is how many of the largest directories are kept per root.
 	Top int `json:"top"`
 	// MaxDepth bounds how deep a scan descends.
@@ -68,7 +72,7 @@ type DirShapeOptions struct {
 }
 
 func dsDefaultOptions() DirShapeOptions {
-	return DirShapeOptions{MaxEntries: 10_000_000, MaxTime: 20 * time.Second, Top: 20, MaxDepth: 256, VolumeMounts: true}
+	return DirShapeOptions{MaxEntries: 10_000_000, MaxTime: 20 * time.Second, MaxDirTime: 500 * time.Millisecond, Top: 20, MaxDepth: 256, VolumeMounts: true}
 }
 
 var dirshapeOpts = dsDefaultOptions()
@@ -86,6 +90,7 @@ func init() {
 			fs.StringArrayVar(&dirshapeOpts.Roots, "dirshape-root", nil, "dirshape: a directory to scan (host path; repeatable; default: the kubelet, runtime and CSI directories)")
 			fs.Uint64Var(&dirshapeOpts.MaxEntries, "dirshape-max-entries", dirshapeOpts.MaxEntries, "dirshape: stop scanning a root after this many entries (its counts are then lower bounds)")
 			fs.DurationVar(&dirshapeOpts.MaxTime, "dirshape-max-time", dirshapeOpts.MaxTime, "dirshape: stop scanning a root after this long (its counts are then lower bounds)")
+			fs.DurationVar(&dirshapeOpts.MaxDirTime, "dirshape-max-dir-time", dirshapeOpts.MaxDirTime, "dirshape: leave a huge directory after reading it this long (its count is then a lower bound, with its inode's estimate; 0: read it all)")
 			fs.IntVar(&dirshapeOpts.Top, "dirshape-top", dirshapeOpts.Top, "dirshape: how many of the largest directories to report per root")
 			fs.BoolVar(&dirshapeOpts.CrossMounts, "dirshape-cross-mounts", dirshapeOpts.CrossMounts, "dirshape: also scan the other mounts under each root (each as its own root; hung mounts are never entered)")
 			fs.BoolVar(&dirshapeOpts.VolumeMounts, "dirshape-volume-mounts", dirshapeOpts.VolumeMounts, "dirshape: scan each pod volume, and each Docker/Podman/containerd volume, that is a mount of its own")
@@ -153,7 +158,7 @@ func collectDirshape(ctx context.Context, env *collectors.Env) error {
 	c.scanAll(ctx, units)
 
 	rep := layout.DirShapeReport{StartedAt: started.UTC(), Settings: layout.DirShapeSettings{
-		MaxEntries: opts.MaxEntries, MaxSeconds: opts.MaxTime.Seconds(), Top: opts.Top, MaxDepth: opts.MaxDepth,
+		MaxEntries: opts.MaxEntries, MaxSeconds: opts.MaxTime.Seconds(), MaxDirSeconds: opts.MaxDirTime.Seconds(), Top: opts.Top, MaxDepth: opts.MaxDepth,
 		CrossMounts: opts.CrossMounts, VolumeMounts: opts.VolumeMounts}, Roots: []layout.DirShapeRoot{}}
 	present := 0
 	for _, u := range units {
@@ -407,7 +412,7 @@ func (c *dsCollector) scan(ctx context.Context, u *dsUnit) {
 	if budget <= 0 || budget > remaining-dsScanGrace {
 		budget = max(remaining-dsScanGrace, remaining/2)
 	}
-	req := DirShapeScanRequest{Path: u.seen, Display: u.display, MaxEntries: c.opts.MaxEntries, MaxTime: budget,
+	req := DirShapeScanRequest{Path: u.seen, Display: u.display, MaxEntries: c.opts.MaxEntries, MaxTime: budget, MaxDirTime: c.opts.MaxDirTime,
 		Top: c.opts.Top, MaxDepth: c.opts.MaxDepth}
 	prefix := strings.TrimSuffix(u.seen, "/") + "/"
 	for _, m := range c.selfMounts {
@@ -457,8 +462,12 @@ func (c *dsCollector) hung(u *dsUnit, he *isolate.HungError) {
 
 func dsSummary(r *layout.DirShapeReport) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "dirshape: %d root(s) in %.2fs (each bounded by %d entries and %gs; top %d directories)\n",
-		len(r.Roots), r.DurationMS/1000, r.Settings.MaxEntries, r.Settings.MaxSeconds, r.Settings.Top)
+	perDir := ""
+	if r.Settings.MaxDirSeconds > 0 {
+		perDir = fmt.Sprintf("; a huge directory left after %gs", r.Settings.MaxDirSeconds)
+	}
+	fmt.Fprintf(&b, "dirshape: %d root(s) in %.2fs (each bounded by %d entries and %gs%s; top %d directories)\n",
+		len(r.Roots), r.DurationMS/1000, r.Settings.MaxEntries, r.Settings.MaxSeconds, perDir, r.Settings.Top)
 	fmt.Fprintf(&b, ".deleting~ leftovers: %d; ext4 nlink anomalies: %d; roots with lower-bound counts: %d\n",
 		r.DeletingCount, r.NlinkAnomalies, r.LowerBounds)
 	for _, n := range r.Notes {
@@ -506,8 +515,11 @@ func dsSummary(r *layout.DirShapeReport) string {
 			fmt.Fprintf(&b, "  largest directories (entries, subdirs, inode size, nlink):\n")
 			for _, d := range x.Largest {
 				more := ""
-				if d.Partial {
+				if d.LowerBound() {
 					more = "  (not read to the end: at least)"
+				}
+				if d.EstimatedEntries > 0 {
+					more += fmt.Sprintf("  [about %d by its inode: %s]", d.EstimatedEntries, d.EstimateBasis)
 				}
 				fmt.Fprintf(&b, "    %10d %10d %12d %6d  %s%s\n", d.Entries, d.Subdirs, d.InodeSize, d.Nlink, d.Path, more)
 			}

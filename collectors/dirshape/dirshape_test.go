@@ -191,6 +191,8 @@ func dsRoot(t testing.TB, rep *layout.DirShapeReport, path string) *layout.DirSh
 
 // Incident 001: one ext4 directory with 70,000 subdirectories is counted
 // exactly and its st_nlink of 1 reported.
+const dsNlinkMax = 64998
+
 func TestDirShapeExt4NlinkAnomaly(t *testing.T) {
 	skip.Short(t, "70,000 directories on a loop device")
 	testkit.RequireLoop(t)
@@ -203,7 +205,8 @@ func TestDirShapeExt4NlinkAnomaly(t *testing.T) {
 	testkit.ManySubdirs(t, big, n)
 	t.Logf("made %d directories in %v", n+1000, time.Since(start))
 
-	dsOptions(t, func(o *dirshape.DirShapeOptions) { o.Roots = []string{l.Mountpoint} })
+	// Read every directory to the end: the counts are checked exactly.
+	dsOptions(t, func(o *dirshape.DirShapeOptions) { o.Roots = []string{l.Mountpoint}; o.MaxDirTime = 0 })
 	c, elapsed := supervisortest.Run(t, supervisor.Options{Only: []string{"dirshape"}, Timeout: time.Minute})
 	var rep layout.DirShapeReport
 	supervisortest.Decode(t, c, "dirshape/shape.json", &rep)
@@ -222,6 +225,11 @@ func TestDirShapeExt4NlinkAnomaly(t *testing.T) {
 	if top.Path != big || top.Entries != n || top.Subdirs != n || top.Nlink != 1 || !top.NlinkAnomaly || top.InodeSize < 1<<20 {
 		t.Errorf("largest dir %+v; want %s with %d entries, nlink 1, an anomaly, a directory inode of over 1 MiB", top, big, n)
 	}
+	// The inode's estimate, made when the directory filled a buffer,
+	// bounds the true count sensibly.
+	if top.Count != layout.DirCountExact || top.EstimatedEntries < n/2 || top.EstimatedEntries > 2*n || !strings.Contains(top.EstimateBasis, "ext4") {
+		t.Errorf("largest dir: count %q, estimate %d (%s); want exact, and an estimate within a factor of 2 of %d", top.Count, top.EstimatedEntries, top.EstimateBasis, n)
+	}
 	if second := r.Largest[1]; second.Path != small || second.Nlink != 1002 || second.NlinkAnomaly {
 		t.Errorf("second largest %+v; want %s with nlink 1002 and no anomaly", second, small)
 	}
@@ -230,6 +238,35 @@ func TestDirShapeExt4NlinkAnomaly(t *testing.T) {
 	}
 	if !strings.Contains(string(c.Files["dirshape/summary.txt"]), "NLINK ANOMALY: "+big) {
 		t.Errorf("summary.txt does not name the anomaly:\n%s", c.Files["dirshape/summary.txt"])
+	}
+	// Left at a per-directory budget, the huge directory is still named
+	// (and as incident 001, from its inode's st_nlink of 1), its count a
+	// lower bound with the inode's estimate, and the scan goes on.
+	cut := dirshape.ScanDirShape(dirshape.DirShapeScanRequest{Path: l.Mountpoint, MaxDirTime: time.Nanosecond})
+	if cut.Status != layout.DirShapeComplete || cut.Complete || !cut.CountsAreLowerBounds || !strings.Contains(cut.StopReason, big+" holds at least") {
+		t.Errorf("budget-stopped scan: status %s complete %v lower bounds %v, reason %q", cut.Status, cut.Complete, cut.CountsAreLowerBounds, cut.StopReason)
+	}
+	if len(cut.Largest) == 0 {
+		t.Fatalf("budget-stopped scan lists no directory")
+	}
+	ct := cut.Largest[0]
+	t.Logf("true count %d; full scan's estimate %d; left after %gs at %d entries, estimate %d", n, top.EstimatedEntries, ct.ReadSeconds, ct.Entries, ct.EstimatedEntries)
+	if ct.Path != big || ct.Count != layout.DirCountLowerBound || !ct.LowerBound() || ct.Entries >= n || ct.Entries == 0 ||
+		ct.EstimatedEntries < dsNlinkMax+1 || ct.EstimatedEntries > 2*n || !ct.NlinkAnomaly || ct.ReadSeconds < 0 || ct.Size() != ct.EstimatedEntries {
+		t.Errorf("budget-stopped directory %+v; want %s, a lower bound under %d, an estimate of 64,999..%d, an nlink anomaly", ct, big, n, 2*n)
+	}
+	if len(cut.NlinkAnomalies) != 1 || cut.NlinkAnomalies[0].Path != big {
+		t.Errorf("budget-stopped scan: nlink anomalies %+v", cut.NlinkAnomalies)
+	}
+	// The scan went on past the huge directory: the smaller one (1,000
+	// entries, about one buffer: a nanosecond's budget may leave it just
+	// before its end of directory) was read.
+	readSmall := false
+	for _, d := range cut.Largest {
+		readSmall = readSmall || (d.Path == small && d.Entries == 1000)
+	}
+	if !readSmall {
+		t.Errorf("the directory after the huge one was not read: %+v", cut.Largest)
 	}
 	// The fallback for kernels without openat2 counts the same.
 	fb := dirshape.ScanDirShape(dirshape.DirShapeScanRequest{Path: l.Mountpoint, NoOpenat2: true})

@@ -30,8 +30,16 @@ type DirShapeScanRequest struct {
 	Exclude    []string      `json:"exclude,omitempty"`
 	MaxEntries uint64        `json:"max_entries"`
 	MaxTime    time.Duration `json:"max_time"`
-	Top        int           `json:"top"`
-	MaxDepth   int           `json:"max_depth"`
+	// MaxDirTime bounds the reading of one huge directory (one that
+	// fills a getdents buffer): past it the directory is left with its
+	// count a lower bound and its inode's estimate, and the scan goes
+	// on. Zero: no bound but MaxTime.
+	MaxDirTime time.Duration `json:"max_dir_time,omitempty"`
+	// LargeBuffer is the getdents buffer of a directory found big; zero:
+	// 1 MiB (benchmarks compare sizes).
+	LargeBuffer int `json:"large_buffer,omitempty"`
+	Top         int `json:"top"`
+	MaxDepth    int `json:"max_depth"`
 	// KeepDeleting bounds the leftovers listed one by one (counts are
 	// always complete); KeepGroups the directories holding them.
 	KeepDeleting int `json:"keep_deleting"`
@@ -62,6 +70,14 @@ type dsLevel struct {
 	trie    *dsTrie
 	eof     bool
 	failed  bool
+	// big is set once a directory fills a getdents buffer: its inode is
+	// read then (st), it gets a large buffer, and MaxDirTime applies.
+	big       bool
+	bigSince  time.Time
+	st        unix.Stat_t
+	stOK      bool
+	cut       bool
+	nameBytes uint64
 	// delOf/delIdx: this directory is a leftover of that group.
 	delOf  *layout.DeletingGroup
 	delIdx int
@@ -80,6 +96,11 @@ type dsScanner struct {
 	path     []byte
 	stack    []dsLevel
 	bufs     [][]byte
+	bigBufs  [][]byte
+	fsMagic  int64
+	cuts     int
+	firstCut string // why the counts are lower bounds: the largest directory left
+	cutSize  uint64
 	top      []layout.DirShapeDir // min-heap on Entries
 	deadline time.Time
 	stopped  string
@@ -142,6 +163,7 @@ func ScanDirShape(req DirShapeScanRequest) layout.DirShapeRoot {
 	}
 	var sf unix.Statfs_t
 	if unix.Fstatfs(fd, &sf) == nil {
+		s.fsMagic = int64(sf.Type)
 		out.FSMagic = fmt.Sprintf("0x%x", uint64(sf.Type))
 		if n := shared.FSMagic[sf.Type]; n != "" {
 			out.FSMagic += " (" + n + ")"
@@ -244,6 +266,9 @@ func (s *dsScanner) run() {
 				s.pop(false)
 				continue
 			}
+			if s.leaveBig(lv) {
+				continue
+			}
 			n, err := unix.Getdents(lv.fd, lv.buf)
 			if errors.Is(err, unix.EINTR) {
 				continue
@@ -258,6 +283,9 @@ func (s *dsScanner) run() {
 				continue
 			}
 			lv.off, lv.n = 0, n
+			if !lv.big && n > len(lv.buf)-1024 {
+				s.bigDir(lv)
+			}
 		}
 		typ, nameZ, ok := dsNextDirent(lv)
 		if !ok {
@@ -299,6 +327,7 @@ func (s *dsScanner) entry(lv *dsLevel, typ uint8, name, nameZ []byte) {
 	out := s.out
 	out.Entries++
 	lv.entries++
+	lv.nameBytes += uint64(len(name))
 	if depth := len(s.stack); depth > out.MaxDepth {
 		out.MaxDepth = depth
 	}
@@ -512,25 +541,12 @@ func (s *dsScanner) resolveType(lv *dsLevel, nameZ []byte) uint8 {
 // the scan stopped before reading it to the end.
 func (s *dsScanner) pop(partial bool) {
 	lv := &s.stack[len(s.stack)-1]
-	partial = partial || lv.failed
+	partial = partial || lv.failed || lv.cut
 	if lv.group != nil && !partial {
 		s.checkOriginals(lv)
 	}
-	if s.wantTop(lv.entries) || lv.subdirs > dsNlinkLimit {
-		d := layout.DirShapeDir{Path: s.curPath(), Entries: lv.entries, Subdirs: lv.subdirs, Partial: partial}
-		var st unix.Stat_t
-		if unix.Fstat(lv.fd, &st) == nil {
-			d.InodeSize, d.Nlink = st.Size, uint64(st.Nlink)
-			if lv.subdirs > dsNlinkLimit && st.Nlink == 1 {
-				d.NlinkAnomaly = true
-				if len(s.out.NlinkAnomalies) < dsAnomalyMax {
-					s.out.NlinkAnomalies = append(s.out.NlinkAnomalies, d)
-				}
-			}
-		}
-		if s.wantTop(lv.entries) {
-			s.pushTop(d)
-		}
+	if lv.big || s.wantTop(lv.entries) || lv.subdirs > dsNlinkLimit {
+		s.record(lv, partial)
 	}
 	if lv.entries == 0 && !partial {
 		s.out.EmptyDirs++
@@ -587,7 +603,7 @@ func (s *dsScanner) checkOriginals(lv *dsLevel) {
 }
 
 func (s *dsScanner) wantTop(entries uint64) bool {
-	return len(s.top) < s.req.Top || entries > s.top[0].Entries
+	return len(s.top) < s.req.Top || entries > s.top[0].Size()
 }
 
 // pushTop keeps the req.Top largest directories in a min-heap.
@@ -597,7 +613,7 @@ func (s *dsScanner) pushTop(d layout.DirShapeDir) {
 		h = append(h, d)
 		for i := len(h) - 1; i > 0; {
 			p := (i - 1) / 2
-			if h[p].Entries <= h[i].Entries {
+			if h[p].Size() <= h[i].Size() {
 				break
 			}
 			h[p], h[i] = h[i], h[p]
@@ -609,10 +625,10 @@ func (s *dsScanner) pushTop(d layout.DirShapeDir) {
 	h[0] = d
 	for i := 0; ; {
 		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(h) && h[l].Entries < h[m].Entries {
+		if l < len(h) && h[l].Size() < h[m].Size() {
 			m = l
 		}
-		if r < len(h) && h[r].Entries < h[m].Entries {
+		if r < len(h) && h[r].Size() < h[m].Size() {
 			m = r
 		}
 		if m == i {
@@ -627,8 +643,8 @@ func (s *dsScanner) finalize(elapsed time.Duration) {
 	out := s.out
 	out.Largest = append(out.Largest, s.top...)
 	sort.SliceStable(out.Largest, func(i, j int) bool {
-		if out.Largest[i].Entries != out.Largest[j].Entries {
-			return out.Largest[i].Entries > out.Largest[j].Entries
+		if a, b := out.Largest[i].Size(), out.Largest[j].Size(); a != b {
+			return a > b
 		}
 		return out.Largest[i].Path < out.Largest[j].Path
 	})
@@ -645,6 +661,16 @@ func (s *dsScanner) finalize(elapsed time.Duration) {
 		out.Status = layout.DirShapeBudget
 		out.CountsAreLowerBounds = true
 		out.StopReason = s.stopped + ": every count is a lower bound"
+	case s.cuts > 0:
+		out.Status = layout.DirShapeComplete
+		out.CountsAreLowerBounds = true
+		out.StopReason = s.firstCut
+		if s.cuts > 1 {
+			out.StopReason += fmt.Sprintf(" (and %d more huge directories left the same way)", s.cuts-1)
+		}
+		if out.Unreadable > 0 || out.DepthLimited > 0 {
+			out.StopReason += fmt.Sprintf("; %d directories could not be read and %d were too deep to enter", out.Unreadable, out.DepthLimited)
+		}
 	case out.Unreadable > 0 || out.DepthLimited > 0:
 		out.Status = layout.DirShapeComplete
 		out.CountsAreLowerBounds = true

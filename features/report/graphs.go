@@ -271,14 +271,17 @@ func largestDirsChart(s *layout.DirShapeReport, bud *budget) (*chart, string) {
 		case d.Subdirs > ext4DirLimit/2:
 			cls = "st-warn"
 		}
-		atLeast := ""
-		if d.Partial {
+		atLeast, est := "", ""
+		if d.LowerBound() {
 			atLeast = "≥ "
+			if d.EstimatedEntries > d.Entries {
+				est = fmt.Sprintf(" (about %s by its inode)", fmtCount(d.EstimatedEntries))
+			}
 		}
 		pct := 100 * float64(d.Subdirs) / ext4DirLimit
 		bars = append(bars, hbar{Label: d.Path, Value: float64(d.Subdirs), Class: cls,
 			Text:  fmt.Sprintf("%s%s subdirs, %s of the limit", atLeast, fmtCount(d.Subdirs), fmtPct(pct)),
-			Title: fmt.Sprintf("%s: %s%s subdirectories, %s%s entries, st_nlink %d, directory size %s", d.Path, atLeast, fmtCount(d.Subdirs), atLeast, fmtCount(d.Entries), d.Nlink, human.Bytes(d.InodeSize))})
+			Title: fmt.Sprintf("%s: %s%s subdirectories, %s%s entries%s, st_nlink %d, directory size %s", d.Path, atLeast, fmtCount(d.Subdirs), atLeast, fmtCount(d.Entries), est, d.Nlink, human.Bytes(d.InodeSize))})
 	}
 	note := fmt.Sprintf("The %s with the most subdirectories of the %s dirshape scanned; the dashed line is ext4's limit of 64,998 subdirectories, past which a directory's link count overflows (incident 001). ≥ marks counts of a scan that stopped early.",
 		plural(len(bars), "directory", "directories"), plural(scanned(s), "root", "roots"))

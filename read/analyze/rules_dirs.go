@@ -242,7 +242,7 @@ func (st *state) hugeDirs() []hugeDir {
 		dirs = append(dirs, r.NlinkAnomalies...)
 		dirs = append(dirs, r.Largest...)
 		for _, d := range dirs {
-			if seen[d.Path] || (!d.NlinkAnomaly && d.Entries < hugeDirEntries) {
+			if seen[d.Path] || (!d.NlinkAnomaly && d.Size() < hugeDirEntries) {
 				continue
 			}
 			seen[d.Path] = true
@@ -264,12 +264,15 @@ func (st *state) hugeDirFinding(r layout.DirShapeRoot, d layout.DirShapeDir) {
 		id, title = idNlinkOverflow, "Directory past ext4's subdirectory link limit"
 	}
 	sev := Warning
-	if d.Entries >= hugeDirCritical {
+	if d.Size() >= hugeDirCritical {
 		sev = Critical
 	}
 	lower := ""
-	if d.Partial || r.CountsAreLowerBounds {
+	if d.LowerBound() || r.CountsAreLowerBounds {
 		lower = "at least "
+	}
+	if d.LowerBound() && d.EstimatedEntries > d.Entries {
+		lower = fmt.Sprintf("about %d by its inode and at least ", d.EstimatedEntries)
 	}
 	f := Finding{
 		ID:       id,
