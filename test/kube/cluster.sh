@@ -3,8 +3,10 @@
 # upstream source through the Go module proxy and Debian's packages:
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, a kubelet
 # with webhook authentication and authorization (anonymous off), containerd
-# and runc, bridge CNI, a CSI driver registered through the kubelet's
-# plugin watcher, journald receiving the kubelet's and containerd's logs.
+# and runc, bridge CNI, a stand-in CSI driver and the upstream
+# csi-driver-host-path with node-driver-registrar (see UPSTREAM below),
+# registered through the kubelet's plugin watcher, journald receiving the
+# kubelet's and containerd's logs.
 #
 #   test/kube/cluster.sh build   # compile (cached) and package the images
 #   test/kube/cluster.sh up      # start it; prints the kubeconfig path
