@@ -188,6 +188,14 @@ func pluginContainersOp(rq pluginContainersRequest) (any, error) {
 		}
 		sort.Strings(names)
 		for _, n := range names {
+			// A container's directory is a directory: a symbolic link
+			// there is not followed (it could lead out of the root).
+			if st, err := os.Lstat(path.Join(dir, n)); err != nil || !st.IsDir() {
+				continue
+			}
+			if st, err := os.Lstat(path.Join(dir, n, "userdata")); err == nil && !st.IsDir() {
+				continue
+			}
 			for _, rel := range []string{"config.json", "userdata/config.json"} {
 				data, err := readNoFollow(path.Join(dir, n, rel), maxOCIConfig)
 				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {

@@ -165,6 +165,10 @@ func TestCSIPluginPodsFoundByMounts(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(link, "config.json")); err != nil {
 		t.Fatal(err)
 	}
+	// Nor is a container directory that is a link.
+	if err := os.Symlink(filepath.Dir(outside), filepath.Join(root, "run/containerd/io.containerd.runtime.v2.task/k8s.io/hhh")); err != nil {
+		t.Fatal(err)
+	}
 
 	supervisortest.Flags(t, "csi", stateGlobs)
 	b := supervisortest.Collect(t, "csi", collectors.Common{Root: root, Proc: proc})
