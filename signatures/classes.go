@@ -50,6 +50,15 @@ type Class struct {
 	Example string
 }
 
+// grpcCallSucceeded marks a driver's record of a gRPC call that returned
+// no error: csi-driver-host-path's (and the mock drivers') JSON call log,
+// `gRPCCall: {"Method":…,"Request":…,"Response":{},"Error":"","FullError":null}`,
+// whose "Error" field is empty on success — plain, or quoted once inside a
+// structured line. Its request names staging and target paths, which is
+// all the generic CSI failure wordings look for beside "rror".
+// (A stop-gap until analyze reads records as events with their outcome.)
+var grpcCallSucceeded = []string{`"Error":""`, `\"Error\":\"\"`}
+
 // q is a quote as a log writes it: plain, or escaped once or more (klog
 // quotes an error holding quotes: `err="... \"x\" ..."`).
 const q = `\\*"`
@@ -144,10 +153,10 @@ var Classes = []Class{
 		Example: `I0102 03:04:05.000000       1 nodeserver.go:220] Volume "vol-7c1d" is not published at "/var/lib/kubelet/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes/kubernetes.io~csi/pvc-1/mount", nothing to do.`},
 	{ID: "csi-unstage-failed", Fallback: true, Sources: []string{"ceph-csi", "aws-ebs", "azuredisk", "gcp-pd", "vsphere", "longhorn", "topolvm", "csi-driver-nfs", "csi-driver-smb", "hostpath"}, Key: KeyVolume,
 		Meaning: "the CSI driver fails to unstage a volume (unmount its staging path or detach its device)",
-		Words:   []string{"nstage|staging|nstaging|NodeUnstageVolume", "fail|could not|unable|rror"}, Unless: []string{"succeeded", "successfully", "NodeExpand", "SupportsStageUnstage"}},
+		Words:   []string{"nstage|staging|nstaging|NodeUnstageVolume", "fail|could not|unable|rror"}, Unless: append([]string{"succeeded", "successfully", "NodeExpand", "SupportsStageUnstage"}, grpcCallSucceeded...)},
 	{ID: "csi-unpublish-failed", Fallback: true, Sources: []string{"ceph-csi", "aws-ebs", "azuredisk", "gcp-pd", "vsphere", "longhorn", "topolvm", "csi-driver-nfs", "csi-driver-smb", "hostpath"}, Key: KeyVolume,
 		Meaning: "the CSI driver fails to unpublish a volume (unmount its target path)",
-		Words:   []string{"npublish|NodeUnpublishVolume|nmount target|nmounting target|emove mount target", "fail|could not|unable|rror"}, Unless: []string{"succeeded", "successfully", "is not published at"}},
+		Words:   []string{"npublish|NodeUnpublishVolume|nmount target|nmounting target|emove mount target", "fail|could not|unable|rror"}, Unless: append([]string{"succeeded", "successfully", "is not published at"}, grpcCallSucceeded...)},
 	{ID: "csi-unmount-error", Fallback: true, Sources: []string{"csi-lib-utils"}, Key: KeyVolume,
 		Meaning: "a CSI driver's node call that unmounts a volume returned an error (its gRPC error log line)",
 		Words:   []string{"GRPC error", "umount|unmount"},

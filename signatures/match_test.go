@@ -61,6 +61,15 @@ func TestMatchLine(t *testing.T) {
 		{`time="2023-08-25 15:57:45.212984245+08:00" level=info msg="CreateCtr: context was either canceled or the deadline was exceeded: context deadline exceeded" id=a734f153-e8c4-4e29-bb8b-7846d862d604 name=/runtime.v1.RuntimeService/CreateContainer`,
 			[]idKey{{"runtime-deadline-exceeded", "CreateContainer"}}},
 		{`level=error msg="PullImage \"x\" failed" error="failed to pull and unpack image: context deadline exceeded"`, nil},
+		// csi-driver-host-path's JSON record of each call (klog -v=5, its
+		// format in pkg/hostpath/server.go at v1.18.0): an empty "Error" is
+		// a success, whatever paths the request names; a filled one is not.
+		{`I1207 15:10:01.123456       1 server.go:156] gRPCCall: {"Method":"/csi.v1.Node/NodeStageVolume","Request":{"volume_id":"3f1c0e5a-3c1b-11f0-9a4e-0242ac110002","staging_target_path":"/var/lib/kubelet/plugins/kubernetes.io/csi/hostpath.csi.k8s.io/5e1cdf13/globalmount","volume_capability":{"AccessType":{"Mount":{}},"access_mode":{"mode":7}}},"Response":{},"Error":"","FullError":null}`, nil},
+		{`I1207 15:10:01.123456       1 server.go:156] gRPCCall: {"Method":"/csi.v1.Node/NodeUnpublishVolume","Request":{"volume_id":"3f1c0e5a-3c1b-11f0-9a4e-0242ac110002","target_path":"/var/lib/kubelet/pods/` + uid + `/volumes/kubernetes.io~csi/pvc-1/mount"},"Response":{},"Error":"","FullError":null}`,
+			[]idKey{{"csi-node-unpublish", "3f1c0e5a-3c1b-11f0-9a4e-0242ac110002"}}},
+		{`{"ts":1733584201.5,"msg":"gRPCCall: {\"Method\":\"/csi.v1.Node/NodeStageVolume\",\"Request\":{\"staging_target_path\":\"/var/lib/kubelet/plugins/kubernetes.io/csi/x/globalmount\"},\"Response\":{},\"Error\":\"\",\"FullError\":null}"}`, nil},
+		{`I1207 15:10:01.123456       1 server.go:156] gRPCCall: {"Method":"/csi.v1.Node/NodeStageVolume","Request":{"volume_id":"3f1c0e5a-3c1b-11f0-9a4e-0242ac110002","staging_target_path":"/var/lib/kubelet/plugins/kubernetes.io/csi/hostpath.csi.k8s.io/5e1cdf13/globalmount"},"Response":null,"Error":"rpc error: code = NotFound desc = volume id 3f1c0e5a-3c1b-11f0-9a4e-0242ac110002 does not exist in the volumes list","FullError":{}}`,
+			[]idKey{{"csi-unstage-failed", "3f1c0e5a-3c1b-11f0-9a4e-0242ac110002"}}},
 		// The kubelet's first seconds: not a stuck PLEG.
 		{`PLEG is not healthy: pleg has yet to be successful`, nil},
 		{`an ordinary line`, nil},

@@ -35,7 +35,7 @@ import (
 func init() {
 	collectors.Register(collectors.Spec{
 		Name:           layout.DirCSI,
-		Description:    "CSI driver state files, kubelet plugins and plugins_registry, every pod volume's vol_data.json, the pod → volume → mount inventory, the newest container logs of the CSI driver pods (current and previous instance), and the log file or journal lines of CSI drivers run as host processes (found through their sockets)",
+		Description:    "CSI driver state files, kubelet plugins and plugins_registry, every pod volume's vol_data.json, the pod → volume → mount inventory, the newest container logs of the CSI driver pods (found by what their containers mount; current and previous instance), and the log file or journal lines of CSI drivers run as host processes (found through their sockets)",
 		Requires:       "root: /var/lib/kubelet/plugins, plugins_registry, pod volume directories and the CSI pods' logs under /var/log/pods",
 		DefaultEnabled: true,
 		DefaultTimeout: 40 * time.Second,
@@ -56,6 +56,9 @@ type CSIOptions struct {
 	// bytes kept of each CSI container's logs.
 	PodLogDir   string `json:"pod_log_dir"`
 	PodLogBytes int64  `json:"pod_log_bytes"`
+	// BundleDirs are where the runtimes keep their containers' OCI
+	// configs: CSI node plugins are found there by their mounts.
+	BundleDirs []string `json:"bundle_dirs"`
 }
 
 // Defaults of the csi collector's pod logs.
@@ -80,6 +83,7 @@ func csiFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubeletDir, "csi-kubelet-dir", "/var/lib/kubelet", "csi: the kubelet's root directory (--root-dir of the kubelet)")
 	fs.IntVar(&o.MaxEntries, "csi-max-entries", 5000, "csi: most directory entries listed per tree (pods, plugins)")
 	fs.StringVar(&o.PodLogDir, "csi-pod-log-dir", DefaultCSIPodLogDir, "csi: the kubelet's pod log directory, where the CSI driver pods' container logs are read (host path)")
+	fs.StringSliceVar(&o.BundleDirs, "csi-bundle-dir", DefaultCSIBundleDirs, "csi: where container runtimes keep their containers' OCI configs (host paths; replaces the default list): a container that mounts the kubelet's plugin registration or plugins directory is a CSI node plugin, whatever its name, and its pod's logs are kept")
 	o.PodLogBytes = DefaultCSIPodLogBytes
 	fs.Var((*shared.ByteSize)(&o.PodLogBytes), "csi-pod-log-bytes", "csi: newest bytes kept of each CSI container's logs (its current instance first, then the one before its last restart)")
 }
@@ -130,6 +134,9 @@ func collectCSI(ctx context.Context, env *collectors.Env) error {
 	}
 	if o.PodLogDir == "" {
 		o.PodLogDir = DefaultCSIPodLogDir
+	}
+	if o.BundleDirs == nil {
+		o.BundleDirs = DefaultCSIBundleDirs
 	}
 	if o.PodLogBytes <= 0 {
 		o.PodLogBytes = DefaultCSIPodLogBytes

@@ -129,6 +129,7 @@ func (c *csiRun) podLogs(ctx context.Context) {
 		return
 	}
 	words := csiDriverWords(c.inv.Drivers)
+	plugins := c.pluginPods(ctx)
 	bundleDirs := map[string]bool{}
 	var kept int64
 	csiPods := 0
@@ -157,7 +158,12 @@ func (c *csiRun) podLogs(ctx context.Context) {
 				containers = append(containers, e.Name)
 			}
 		}
-		match := CSIPodMatch(ref.Pod, containers, words)
+		// What the pod mounts first; its name only where its
+		// containers' configs could not be read.
+		match := plugins[ref.UID]
+		if match == "" {
+			match = CSIPodMatch(ref.Pod, containers, words)
+		}
 		if match == "" {
 			continue
 		}

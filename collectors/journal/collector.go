@@ -34,7 +34,7 @@ import (
 func init() {
 	collectors.Register(collectors.Spec{
 		Name:           layout.DirJournal,
-		Description:    "journald logs of the kubelet, container runtimes and kernel (newest kept under a byte cap); /var/log tails and dmesg where journald is absent",
+		Description:    "journald logs of the kubelet, container runtimes, storage daemons (multipathd, iscsid, the NFS daemons) and kernel (newest kept under a byte cap); /var/log tails and dmesg where journald is absent",
 		Requires:       "root (or the systemd-journal group) for the journal files in /var/log/journal or /run/log/journal; journalctl only with --journal-reader=journalctl",
 		DefaultEnabled: true,
 		DefaultTimeout: 60 * time.Second,
@@ -180,7 +180,7 @@ func (j *journalRun) verdict(usable bool) error {
 			if n := j.idx.Journald.JournalFiles; n > 0 {
 				what = fmt.Sprintf("the node's journal files (%d)", n)
 			}
-			j.env.Partialf("no logs could be collected: %s could not be read (%s), and none of /var/log/{messages,syslog,kern.log,kubelet.log}, dmesg or /dev/kmsg gave anything", what, j.idx.FallbackReason)
+			j.env.Partialf("no logs could be collected: %s could not be read (%s), and none of /var/log/{messages,syslog,daemon.log,kern.log,kubelet.log}, dmesg or /dev/kmsg gave anything", what, j.idx.FallbackReason)
 			return nil
 		}
 		if n := j.idx.Journald.JournalFiles; n > 0 {

@@ -40,6 +40,9 @@ func (j *journalRun) fallbacks(ctx context.Context, usable bool) {
 	files := []struct{ name, path, subject string }{
 		{"messages", "/var/log/messages", "system"},
 		{"syslog", "/var/log/syslog", "system"},
+		// syslog's daemon facility, where a syslog setup keeps the storage
+		// daemons (multipathd, iscsid, rpc.statd) apart from messages.
+		{"daemon.log", "/var/log/daemon.log", "system"},
 		{"kern.log", "/var/log/kern.log", "kernel"},
 		{"kubelet.log", "/var/log/kubelet.log", "kubelet"},
 	}

@@ -205,6 +205,10 @@ func TestUnitAndMatchQueries(t *testing.T) {
 	if got := strings.Join(q.matches, " "); q.name != "docker" || !strings.HasSuffix(got, "+ SYSLOG_IDENTIFIER=docker + SYSLOG_IDENTIFIER=dockerd") {
 		t.Errorf("docker: %s %q", q.name, got)
 	}
+	q, _ = unitQuery("rpc-statd")
+	if got := strings.Join(q.matches, " "); q.name != "rpc-statd" || !strings.HasSuffix(got, "+ SYSLOG_IDENTIFIER=rpc-statd + SYSLOG_IDENTIFIER=rpc.statd + SYSLOG_IDENTIFIER=sm-notify") {
+		t.Errorf("rpc-statd: %s %q", q.name, got)
+	}
 	q, _ = unitQuery("kubepods.slice")
 	if got := strings.Join(q.matches, " "); strings.Contains(got, "SYSLOG_IDENTIFIER") || !strings.Contains(got, "_SYSTEMD_UNIT=kubepods.slice") {
 		t.Errorf("slice: %q", got)

@@ -633,6 +633,11 @@ func TestJournalWithoutJournald(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// syslog's daemon facility: the storage daemons' lines.
+	const daemonLine = "Nov 21 03:14:07 node-7 iscsid: connect to 10.0.0.9:3260 failed (No route to host)\n"
+	if err := os.WriteFile(filepath.Join(logs, "daemon.log"), []byte(daemonLine), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// A kubelet.log far over the cap: only its newest lines are kept.
 	var big bytes.Buffer
 	const n = 3000
@@ -659,7 +664,7 @@ func TestJournalWithoutJournald(t *testing.T) {
 			t.Errorf("sources.json: backend %q fallback %q journald %+v", s.Backend, s.FallbackReason, s.Journald)
 		}
 		for name, want := range map[string]string{"messages": layout.JournalOK, "kern.log": layout.JournalOK,
-			"kubelet.log": layout.JournalOK, "syslog": layout.JournalMissing} {
+			"kubelet.log": layout.JournalOK, "daemon.log": layout.JournalOK, "syslog": layout.JournalMissing} {
 			if got := sourceNamed(t, s, "file", name); got.Status != want {
 				t.Errorf("%s: status %q, want %q (%+v)", name, got.Status, want, got)
 			}
@@ -668,6 +673,9 @@ func TestJournalWithoutJournald(t *testing.T) {
 		fixture, _ := os.ReadFile("testdata/journal/messages")
 		if want := strings.Replace(string(fixture), "Bearer eyJhbGciOiJSUzI1NiIsImtpZCI6ImZpeHR1cmUifQ.eyJzdWIiOiJzeXN0ZW06bm9kZTpub2RlLTcifQ."+secret, "Bearer [REDACTED]", 1); msgs != want {
 			t.Errorf("files/messages:\n%s\nwant:\n%s", msgs, want)
+		}
+		if got := string(c.Files["journal/files/daemon.log"]); got != daemonLine {
+			t.Errorf("files/daemon.log: %q, want %q", got, daemonLine)
 		}
 		if !strings.Contains(string(c.Files["journal/files/kern.log"]), "INFO: task umount:31337 blocked for more than 120 seconds.") {
 			t.Errorf("files/kern.log lacks the hung task line")

@@ -39,7 +39,17 @@ type JournalOptions struct {
 
 // Defaults of the journal collector.
 var (
-	DefaultJournalUnits = []string{"kubelet", "containerd", "crio", "docker"}
+	DefaultJournalUnits = append([]string{"kubelet", "containerd", "crio", "docker"}, StorageDaemonUnits...)
+	// StorageDaemonUnits are the daemons of the node's storage stack: a
+	// multipath path checker failing, an iSCSI session dropped or refused,
+	// an NFS lock or id-mapping daemon gone are the cause of a volume's
+	// I/O errors and hung mounts that the kubelet and the kernel only show
+	// the effect of. A unit the node does not run gives no file.
+	StorageDaemonUnits = []string{
+		"multipathd",
+		"iscsid", "iscsi", "open-iscsi", // the iSCSI daemon, and its login unit (RHEL's iscsi, Debian's open-iscsi)
+		"rpcbind", "rpc-statd", "nfs-idmapd", "nfs-mountd", "nfs-server", // NFS client locking and id mapping, NFS server
+	}
 )
 
 const (

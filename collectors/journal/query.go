@@ -22,7 +22,12 @@ var unitSuffixes = []string{".service", ".scope", ".socket", ".mount", ".timer",
 // unitIdentifiers are syslog identifiers a unit's daemon logs under when
 // its messages do not carry the unit (not started by systemd, or relayed
 // through syslog).
-var unitIdentifiers = map[string][]string{"docker": {"dockerd"}}
+var unitIdentifiers = map[string][]string{
+	"docker": {"dockerd"},
+	// The NFS daemons log as their programs (rpc.statd …), not their units.
+	"rpc-statd": {"rpc.statd", "sm-notify"}, "nfs-idmapd": {"rpc.idmapd"}, "nfs-mountd": {"rpc.mountd"},
+	"nfs-server": {"rpc.nfsd", "exportfs"}, "iscsi": {"iscsiadm"},
+}
 
 // coredumpMessageID is systemd-coredump's MESSAGE_ID: a crash of the unit's
 // process is worth having next to its log.

@@ -3,8 +3,10 @@
 # upstream source through the Go module proxy and Debian's packages:
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, a kubelet
 # with webhook authentication and authorization (anonymous off), containerd
-# and runc, bridge CNI, a CSI driver registered through the kubelet's
-# plugin watcher, journald receiving the kubelet's and containerd's logs.
+# and runc, bridge CNI, a stand-in CSI driver and the upstream
+# csi-driver-host-path with node-driver-registrar (see UPSTREAM below),
+# registered through the kubelet's plugin watcher, journald receiving the
+# kubelet's and containerd's logs.
 #
 #   test/kube/cluster.sh build   # compile (cached) and package the images
 #   test/kube/cluster.sh up      # start it; prints the kubeconfig path
@@ -30,6 +32,22 @@ IMAGES="$CACHE/$K8S_VERSION/images"
 PAUSE_REF="registry.k8s.io/pause:3.10"
 CSI_REF="nodesnap.test/csi-hostpath:e2e"
 CSI_NAME="hostpath.csi.k8s.io"
+# The upstream CSI parts run beside the stand-in driver, each built from its
+# repository at a release tag (the one place their versions are pinned: the
+# tag and the commit it names). The proxy is asked first, by commit; where
+# it does not serve a module, the source comes from a cached archive,
+# $CACHE/src/NAME-TAG.tar.gz, made in a clone of the repository with
+#   git archive --format=tar.gz --prefix=NAME-TAG/ -o NAME-TAG.tar.gz TAG
+# (the archive names its commit, which must be the pinned one). Without
+# either the cluster comes up without them and says so.
+UPSTREAM=(
+  "csi-driver-host-path github.com/kubernetes-csi/csi-driver-host-path v1.18.0 cc78ee78ae23908c9e0607df2fe09c7ecfa52597 ./cmd/hostpathplugin"
+  "node-driver-registrar github.com/kubernetes-csi/node-driver-registrar v2.17.0 c5794c45f34ce9c62e47dfd5a2b073c3824f2c79 ./cmd/csi-node-driver-registrar"
+)
+UPSTREAM_CSI_NAME="hostpath.upstream.csi.k8s.io"
+UPSTREAM_STATE_DIR=/var/lib/csi-hostpath-upstream
+UPSTREAM_CSI_REF="nodesnap.test/hostpathplugin:e2e"
+REGISTRAR_REF="nodesnap.test/csi-node-driver-registrar:e2e"
 NODE="$(hostname | tr '[:upper:]' '[:lower:]')"
 CTR_SOCK=/run/containerd/containerd.sock
 KUBELET_DIR=/var/lib/kubelet
@@ -73,25 +91,96 @@ cmd_build() {
     gcc -Os -static -Wall -Werror -DVERSION="3.10-nodesnap-e2e" -o "$BIN/pause" "$src"
     strip "$BIN/pause"
   fi
+  if [ ! -x "$BIN/csiclient" ] || [ -n "$(find "$HERE/tools/csiclient" -newer "$BIN/csiclient" -name '*.go')" ]; then
+    (cd "$HERE/tools" && CGO_ENABLED=0 go build -trimpath -o "$BIN/csiclient" ./csiclient)
+  fi
   oci_archive "$PAUSE_REF" "$BIN/pause" /pause '["/pause"]' "$IMAGES/pause.oci.tar"
   oci_archive "$CSI_REF" "$BIN/csidriver" /csidriver '["/csidriver"]' "$IMAGES/csi.oci.tar"
+  # The upstream driver mounts with mount(8) and checks its mounts with
+  # findmnt, as in its own image: the host's, with their libraries.
+  rm -f "$IMAGES/upstream.ok"
+  if build_upstream "${UPSTREAM[0]}" && build_upstream "${UPSTREAM[1]}"; then
+    oci_archive "$UPSTREAM_CSI_REF" "$(upstream_bin "${UPSTREAM[0]}")" /hostpathplugin '["/hostpathplugin"]' \
+      "$IMAGES/hostpathplugin.oci.tar" mount umount findmnt
+    oci_archive "$REGISTRAR_REF" "$(upstream_bin "${UPSTREAM[1]}")" /csi-node-driver-registrar '["/csi-node-driver-registrar"]' \
+      "$IMAGES/registrar.oci.tar"
+    : > "$IMAGES/upstream.ok"
+  fi
 }
 
-# oci_archive REF BINARY PATH-IN-IMAGE ENTRYPOINT-JSON OUT: a one-layer OCI
-# image archive for ctr import, deterministic (fixed mtimes, sorted).
+upstream_bin() { # "NAME MODULE TAG COMMIT PKG": where build_upstream puts its binary
+  local name mod tag commit pkg
+  read -r name mod tag commit pkg <<<"$1"
+  echo "$CACHE/upstream/$name-$tag/${pkg##*/}"
+}
+
+# build_upstream "NAME MODULE TAG COMMIT PKG" (an entry of UPSTREAM): the
+# command PKG of that release, cached per tag; returns 1, saying why, when
+# neither the module proxy nor a cached archive has its source.
+build_upstream() {
+  local name mod tag commit pkg
+  read -r name mod tag commit pkg <<<"$1"
+  local out; out="$(upstream_bin "$1")"
+  [ -x "$out" ] && return 0
+  local d dir="" flags archive="$CACHE/src/$name-$tag.tar.gz"
+  d="$(mktemp -d)"
+  # The proxy by commit: a v2+ tag of a module without a /v2 path (the
+  # registrar's) is no version the proxy can name, its commit is.
+  dir="$(cd "$d" && go mod download -json "$mod@$commit" 2>/dev/null | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')" || dir=""
+  if [ -n "$dir" ] && [ -d "$dir" ]; then
+    log "building $name $tag from the module proxy"
+    cp -r "$dir" "$d/$name-$tag" && chmod -R u+w "$d/$name-$tag"
+    flags=-mod=mod # a module's zip has no vendor/: its requirements come from the proxy too
+  elif [ -f "$archive" ]; then
+    local id
+    # (git stops reading after the header: gzip's broken pipe is no error)
+    id="$( (gzip -dc "$archive" 2>/dev/null || true) | git get-tar-commit-id)" || id=""
+    [ "$id" = "$commit" ] || { rm -rf "$d"; die "$archive is of commit ${id:-unknown}, not of $tag ($commit)"; }
+    log "building $name $tag from $archive (the module proxy does not serve it)"
+    tar -xzf "$archive" -C "$d"
+    flags=-mod=vendor # the repository carries its requirements
+  else
+    log "no source for $name $tag: the module proxy does not serve $mod@$commit and $archive is missing;" \
+      "the cluster comes up without the upstream CSI driver"
+    rm -rf "$d"
+    return 1
+  fi
+  mkdir -p "$(dirname "$out")"
+  if ! (cd "$d/$name-$tag" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} $flags" \
+    go build -trimpath -ldflags "-s -w -X main.version=$tag" -o "$out.tmp" "$pkg"); then
+    rm -rf "$d" "$out.tmp"
+    die "building $name $tag failed"
+  fi
+  mv "$out.tmp" "$out"
+  rm -rf "$d"
+}
+
+# oci_archive REF BINARY PATH-IN-IMAGE ENTRYPOINT-JSON OUT [PROGRAM...]: a
+# one-layer OCI image archive for ctr import, deterministic (fixed mtimes,
+# sorted); each PROGRAM of the host goes in /bin with its shared libraries.
 oci_archive() {
   local ref="$1" bin="$2" dest="$3" entry="$4" out="$5"
+  shift 5
   [ "$out" -nt "$bin" ] && return 0
   local d; d="$(mktemp -d)"
-  mkdir -p "$d/root$(dirname "$dest")" "$d/root/tmp" "$d/blobs/sha256"
+  mkdir -p "$d/root$(dirname "$dest")" "$d/root/tmp" "$d/root/bin" "$d/blobs/sha256"
   chmod 1777 "$d/root/tmp"
   cp "$bin" "$d/root$dest"
+  local prog p lib
+  for prog in "$@"; do
+    p="$(command -v "$prog")" || die "$prog is not installed (the image of $ref needs it)"
+    cp -L "$p" "$d/root/bin/$prog"
+    for lib in $(ldd "$p" 2>/dev/null | grep -o '/[^ ]*'); do
+      mkdir -p "$d/root$(dirname "$lib")"
+      cp -L "$lib" "$d/root$lib"
+    done
+  done
   tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$d/root" -cf "$d/layer.tar" .
   local lsha lsize arch
   lsha="$(sha256sum "$d/layer.tar" | cut -d' ' -f1)"; lsize="$(stat -c %s "$d/layer.tar")"
   mv "$d/layer.tar" "$d/blobs/sha256/$lsha"
   arch="$(go env GOARCH)"
-  printf '{"architecture":"%s","os":"linux","config":{"Entrypoint":%s,"Env":["PATH=/"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+  printf '{"architecture":"%s","os":"linux","config":{"Entrypoint":%s,"Env":["PATH=/bin:/"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
     "$arch" "$entry" "$lsha" > "$d/config.json"
   local csha csize
   csha="$(sha256sum "$d/config.json" | cut -d' ' -f1)"; csize="$(stat -c %s "$d/config.json")"
@@ -200,7 +289,7 @@ cmd_up() {
   echo "$NODE" > "$STATE/node"
   : > "$STATE/created"
   for s in "${SYSCTLS[@]}"; do echo "$s=$(sysctl -n "$s")" >> "$STATE/sysctls"; done
-  for d in /var/log/pods /var/log/containers /var/lib/containerd /var/lib/cni /run/containerd /run/netns "$KUBELET_DIR" /var/lib/csi-hostpath-data; do
+  for d in /var/log/pods /var/log/containers /var/lib/containerd /var/lib/cni /run/containerd /run/netns "$KUBELET_DIR" /var/lib/csi-hostpath-data "$UPSTREAM_STATE_DIR"; do
     [ -e "$d" ] || echo "$d" >> "$STATE/created"
   done
 
@@ -251,7 +340,9 @@ version = 2
 EOF
   start containerd --journal containerd --config "$STATE/containerd.toml"
   wait_for 30 containerd ctr -a "$CTR_SOCK" version
-  for img in pause csi; do
+  local imgs=(pause csi)
+  [ -f "$IMAGES/upstream.ok" ] && imgs+=(hostpathplugin registrar)
+  for img in "${imgs[@]}"; do
     ctr -a "$CTR_SOCK" -n k8s.io images import "$IMAGES/$img.oci.tar" >/dev/null
   done
   if [ -n "${NODESNAP_E2E_IMAGE_ARCHIVE:-}" ]; then
@@ -327,8 +418,33 @@ EOF
     "$HERE/manifests/cluster.yaml" | "${k[@]}" apply -f - >/dev/null
   "${k[@]}" -n e2e wait --for=condition=Ready pod/csi-hostpath-node pod/volume-user --timeout=120s >/dev/null \
     || { "${k[@]}" get pods -A -o wide >&2; "${k[@]}" -n e2e describe pods >&2; die "e2e pods did not become Ready"; }
+  [ -f "$IMAGES/upstream.ok" ] && up_upstream
   echo "$STATE/admin.kubeconfig"
   log "up: KUBECONFIG=$STATE/admin.kubeconfig $BIN/kubectl get pods -A"
+}
+
+# up_upstream: the upstream hostpath driver's DaemonSet, a volume created
+# through its controller service, and a pod using it; $STATE/upstream-csi
+# names the driver once all of it runs (the e2e tests read it).
+up_upstream() {
+  log "upstream csi-driver-host-path and node-driver-registrar"
+  local k=("$BIN/kubectl" --kubeconfig "$STATE/admin.kubeconfig")
+  local subst=(-e "s|UPSTREAM_CSI_NAME|$UPSTREAM_CSI_NAME|g" -e "s|UPSTREAM_CSI_IMAGE|$UPSTREAM_CSI_REF|g"
+    -e "s|REGISTRAR_IMAGE|$REGISTRAR_REF|g" -e "s|UPSTREAM_STATE_DIR|$UPSTREAM_STATE_DIR|g"
+    -e "s|PAUSE_IMAGE|$PAUSE_REF|g" -e "s|NODE_NAME|$NODE|g")
+  sed "${subst[@]}" "$HERE/manifests/upstream.yaml" | "${k[@]}" apply -f - >/dev/null
+  "${k[@]}" -n e2e rollout status daemonset/node-storage-plugin --timeout=120s >/dev/null \
+    || { "${k[@]}" -n e2e describe pods -l app=node-storage-plugin >&2; die "the upstream CSI driver's pod did not become ready"; }
+  # Registered once the kubelet lists it in the node's CSINode.
+  wait_for 60 "the upstream driver's registration" \
+    sh -c "${k[*]} get csinode $NODE -o jsonpath='{.spec.drivers[*].name}' | grep -qwF $UPSTREAM_CSI_NAME"
+  local id
+  id="$("$BIN/csiclient" -endpoint "$KUBELET_DIR/plugins/$UPSTREAM_CSI_NAME/csi.sock" -name e2e-upstream-vol-1)" \
+    || die "creating a volume through the upstream driver failed"
+  sed "${subst[@]}" -e "s|VOLUME_ID|$id|g" "$HERE/manifests/upstream-volume.yaml" | "${k[@]}" apply -f - >/dev/null
+  "${k[@]}" -n e2e wait --for=condition=Ready pod/upstream-volume-user --timeout=120s >/dev/null \
+    || { "${k[@]}" -n e2e describe pod upstream-volume-user >&2; die "the pod using the upstream driver's volume did not become Ready"; }
+  echo "$UPSTREAM_CSI_NAME" > "$STATE/upstream-csi"
 }
 
 stop_pid() { # NAME: SIGTERM, then SIGKILL after 10 s; by pid only
@@ -355,7 +471,8 @@ cmd_down() {
   if [ -f "$STATE/pids/kube-apiserver" ] && [ -f "$STATE/pids/kubelet" ]; then
     # Let the kubelet tear pods down (volumes unpublished, sandboxes gone).
     # Pods using CSI volumes first, while the driver can still unpublish.
-    "${k[@]}" -n e2e delete pod volume-user --grace-period=1 --wait=true --timeout=30s >/dev/null 2>&1 || true
+    "${k[@]}" -n e2e delete pod volume-user upstream-volume-user --ignore-not-found --grace-period=1 --wait=true --timeout=30s >/dev/null 2>&1 || true
+    "${k[@]}" -n e2e delete daemonset node-storage-plugin --ignore-not-found --cascade=foreground --wait=true --timeout=30s >/dev/null 2>&1 || true
     "${k[@]}" delete namespace e2e nodesnap --wait=false >/dev/null 2>&1 || true
     "${k[@]}" delete pods --all -A --grace-period=1 --wait=true --timeout=60s >/dev/null 2>&1 || true
   fi
