@@ -1,0 +1,182 @@
+package bundle_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/nodesnap/nodesnap/bundle"
+)
+
+// gzipUncovered are the gzip header's bytes no check of the stream covers
+// (RFC 1952, section 2.3): MTIME (4 to 7), XFL (8) and OS (9). Without
+// FHCRC, which no gzip writer in use sets, nothing hashes them; what they
+// hold is read by no one. The .sha256 beside a bundle covers them.
+func gzipUncovered(i int) bool { return i >= 4 && i <= 9 }
+
+// A bundle proves every byte: each byte of a small bundle, changed alone,
+// makes Validate refuse the bundle (but the six of the gzip header nothing
+// hashes), and with the bundle's .sha256 beside it every byte without
+// exception. The changed byte is each bit inverted, so the byte differs
+// in every bit a decoder might ignore.
+func TestValidateRefusesEveryChangedByte(t *testing.T) {
+	for _, format := range []string{bundle.Gzip, bundle.Zstd} {
+		t.Run(format, func(t *testing.T) {
+			p, _ := writeBundle(t, map[string]string{"host/a.txt": "alpha\n", "host/empty": ""}, format)
+			orig, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := bundle.Validate(context.Background(), p); err != nil {
+				t.Fatalf("the untouched bundle: %v", err)
+			}
+			sum := sha256.Sum256(orig)
+			dir := t.TempDir()
+			bad, withSum := filepath.Join(dir, "bad.tar"), filepath.Join(dir, "summed.tar")
+			if err := os.WriteFile(withSum+bundle.SumSuffix, []byte(hex.EncodeToString(sum[:])+"  summed.tar\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			passed := 0
+			for i := range orig {
+				b := bytes.Clone(orig)
+				b[i] ^= 0xff
+				for _, q := range []string{bad, withSum} {
+					if err := os.WriteFile(q, b, 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := bundle.Validate(context.Background(), withSum); err == nil {
+					t.Errorf("byte %d of %d changed, with the .sha256 beside: valid", i, len(orig))
+				}
+				_, err := bundle.Validate(context.Background(), bad)
+				switch {
+				case err == nil && format == bundle.Gzip && gzipUncovered(i):
+					passed++
+				case err == nil:
+					t.Errorf("byte %d of %d changed: valid", i, len(orig))
+				}
+			}
+			t.Logf("%s: %d bytes, each changed alone refused; %d (gzip's time stamp, XFL and OS bytes) pass without the .sha256", format, len(orig), passed)
+		})
+	}
+}
+
+// The stream is read to its end: a changed CRC or length in the gzip
+// trailer, or junk inside the stream after the archive's end, is refused
+// by every reader, not only validate.
+func TestEveryReaderChecksTheTrailer(t *testing.T) {
+	p, _ := writeBundle(t, map[string]string{"host/a.txt": "alpha\n"}, bundle.Gzip)
+	orig, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{
+		"CRC":    flip(orig, len(orig)-8),
+		"length": flip(orig, len(orig)-1),
+		"junk after the archive's end": func() []byte {
+			// The same archive with bytes appended inside the compressed
+			// stream: a CRC that matches, data no manifest accounts for.
+			var raw bytes.Buffer
+			zr, err := gzip.NewReader(bytes.NewReader(orig))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := raw.ReadFrom(zr); err != nil {
+				t.Fatal(err)
+			}
+			raw.WriteString("not padding")
+			var out bytes.Buffer
+			zw := gzip.NewWriter(&out)
+			zw.Write(raw.Bytes())
+			zw.Close()
+			return out.Bytes()
+		}(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			q := filepath.Join(t.TempDir(), "b.tar.gz")
+			if err := os.WriteFile(q, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := bundle.ReadAll(context.Background(), q, 0); err == nil {
+				t.Errorf("ReadAll read the damaged bundle")
+			}
+			err := bundle.Walk(context.Background(), q, bundle.DefaultLimits, func(bundle.Entry) error { return nil })
+			if err == nil {
+				t.Errorf("Walk walked the damaged bundle")
+			}
+			t.Logf("%v", err)
+		})
+	}
+}
+
+func flip(b []byte, i int) []byte {
+	c := bytes.Clone(b)
+	c[i] ^= 0xff
+	return c
+}
+
+// A manifest of schema version 1 (no manifest_sha256) still reads; one of
+// version 2 without it, or whose bytes changed after it was sealed, is
+// refused by the decode every reader does.
+func TestManifestChecksumVersions(t *testing.T) {
+	sealed, err := bundle.MarshalManifest(minimalManifest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bundle.ParseManifest(sealed); err != nil {
+		t.Fatalf("a sealed manifest: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(sealed, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["schema_version"] != float64(2) || len(m["manifest_sha256"].(string)) != 64 {
+		t.Fatalf("written as %v, %v", m["schema_version"], m["manifest_sha256"])
+	}
+	delete(m, "manifest_sha256")
+	v2, _ := json.Marshal(m)
+	m["schema_version"] = 1
+	v1, _ := json.Marshal(m)
+	if _, err := bundle.ParseManifest(v1); err != nil {
+		t.Errorf("a version 1 manifest without a checksum: %v", err)
+	}
+	if _, err := bundle.ParseManifest(v2); err == nil || !strings.Contains(err.Error(), "no checksum") {
+		t.Errorf("a version 2 manifest without a checksum: %v", err)
+	}
+	edited := bytes.Replace(sealed, []byte(`"n1"`), []byte(`"n2"`), 1)
+	if _, err := bundle.ParseManifest(edited); err == nil || !strings.Contains(err.Error(), "own checksum") {
+		t.Errorf("an edited manifest: %v", err)
+	}
+	// A bundle of version 1, as nodesnap wrote before, validates.
+	old := filepath.Join(t.TempDir(), "old.tar.gz")
+	writeRaw(t, old, v1)
+	if rep, err := bundle.Validate(context.Background(), old); err != nil {
+		t.Errorf("a version 1 bundle: %v %v", err, rep.Problems)
+	}
+}
+
+// writeRaw writes a bundle holding only manifest (raw bytes, as given).
+func writeRaw(t *testing.T, p string, manifest []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	if err := tw.WriteHeader(&tar.Header{Name: "old/manifest.json", Typeflag: tar.TypeReg, Mode: 0o600, Size: int64(len(manifest))}); err != nil {
+		t.Fatal(err)
+	}
+	tw.Write(manifest)
+	tw.Close()
+	zw.Close()
+	if err := os.WriteFile(p, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
