@@ -447,6 +447,10 @@ func TestPlantedLockInSharedDir(t *testing.T) {
 	if r.code != 0 && r.code != 3 {
 		t.Fatalf("collect with a planted lock file: exit %d\n%s", r.code, r.stderr)
 	}
+	// The private directory the lock went in is not left behind.
+	if _, err := os.Stat("/run/nodesnap"); made != nil && err == nil {
+		t.Errorf("/run/nodesnap is left behind after the run")
+	}
 }
 
 // A journal entry whose identifier holds a newline does not forge a
