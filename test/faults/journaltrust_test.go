@@ -36,9 +36,10 @@ func sendAs(t *testing.T, j *testkit.Journald, uid int, fields string) {
 	// cat, as uid, copies the entry (one read, one write: one datagram)
 	// to the socket root connected.
 	cmd := exec.Command("setpriv", fmt.Sprintf("--reuid=%d", uid), fmt.Sprintf("--regid=%d", uid), "--clear-groups", "cat")
-	cmd.Stdin, cmd.Stdout = strings.NewReader(fields), f
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("sending as uid %d: %v %s", uid, err, out)
+	var stderr bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(fields), f, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("sending as uid %d: %v %s", uid, err, stderr.String())
 	}
 }
 
