@@ -1,11 +1,15 @@
 package watch
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The /metrics and /healthz listener holds under a slowloris: any local
@@ -13,11 +17,14 @@ import (
 // A fixed number of slots closed every connection past the limit, so 100
 // such clients kept the scraper and the DaemonSet's liveness probe out
 // (19 of 20 scrapes failed). Now a connection past the limit takes the
-// slot of one that is waiting, not being answered: the one of the client
-// (remote address) that holds the most slots, waiting longest. A scraper
-// or a probe sends its request whole at once and is answered at once; a
-// client that trickles its header is what waits, so it is what goes. The
-// header itself must arrive within metricsHeaderTimeout.
+// slot of one that is waiting on its client, not being answered: the one
+// of the client (remote address) that holds the most slots, waiting
+// longest. A connection is waiting on its client while no request of its
+// is whole (the end of a header read, "\r\n\r\n") and nothing it sent is
+// left unread in its socket. A scraper or a probe sends its request whole
+// at once and is answered at once, even when the server is slow to read
+// it; a client that trickles its header is what waits, so it is what
+// goes. The header itself must arrive within metricsHeaderTimeout.
 
 // Bounds of the /metrics server.
 const (
@@ -50,7 +57,50 @@ type limitConn struct {
 	l            *limitListener
 	client       string
 	waitingSince time.Time
-	once         sync.Once
+	accepted     time.Time
+	// whole says a request's header was read whole and not yet answered;
+	// tail is the end of what was read, for a "\r\n\r\n" across reads.
+	whole bool
+	tail  []byte
+	once  sync.Once
+}
+
+// Read notes when a request's header has been read whole.
+func (c *limitConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		buf := append(c.tail, p[:min(n, 4)]...)
+		end := bytes.Contains(buf, headerEnd) || bytes.Contains(p[:n], headerEnd)
+		c.tail = append(c.tail[:0], p[max(0, n-3):n]...)
+		if end {
+			c.l.mu.Lock()
+			c.whole = true
+			c.l.mu.Unlock()
+		}
+	}
+	return n, err
+}
+
+var headerEnd = []byte("\r\n\r\n")
+
+// pendingWhole says whether the client has sent a request's header whole
+// that is not read yet: it waits on the server, not the server on it.
+// The socket is peeked (MSG_PEEK), nothing is taken from it.
+func pendingWhole(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var buf [4096]byte
+	n := 0
+	_ = rc.Control(func(fd uintptr) {
+		n, _, _ = unix.Recvfrom(int(fd), buf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	})
+	return n > 0 && bytes.Contains(buf[:n], headerEnd)
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -59,7 +109,8 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		lc := &limitConn{Conn: c, l: l, client: clientOf(c), waitingSince: time.Now()}
+		now := time.Now()
+		lc := &limitConn{Conn: c, l: l, client: clientOf(c), waitingSince: now, accepted: now}
 		l.mu.Lock()
 		var evict *limitConn
 		if len(l.conns) >= l.max {
@@ -82,24 +133,43 @@ func (l *limitListener) Accept() (net.Conn, error) {
 }
 
 // victim is the waiting connection of the client holding the most slots,
-// the one waiting longest; nil when every slot is answering. l.mu held.
+// the one waiting longest, one accepted at least freshGrace ago first (a
+// client may be slow to send what it connected for: its request is not
+// yet in the socket); nil when every slot is answering or holds a whole
+// request. l.mu held.
 func (l *limitListener) victim() *limitConn {
 	held := map[string]int{}
 	for c := range l.conns {
 		held[c.client]++
 	}
+	now := time.Now()
 	var v *limitConn
+	better := func(c *limitConn) bool {
+		if v == nil {
+			return true
+		}
+		cs, vs := now.Sub(c.accepted) >= freshGrace, now.Sub(v.accepted) >= freshGrace
+		switch {
+		case cs != vs:
+			return cs
+		case held[c.client] != held[v.client]:
+			return held[c.client] > held[v.client]
+		}
+		return c.waitingSince.Before(v.waitingSince)
+	}
 	for c := range l.conns {
-		if c.waitingSince.IsZero() {
+		if c.waitingSince.IsZero() || c.whole || pendingWhole(c.Conn) {
 			continue
 		}
-		if v == nil || held[c.client] > held[v.client] ||
-			held[c.client] == held[v.client] && c.waitingSince.Before(v.waitingSince) {
+		if better(c) {
 			v = c
 		}
 	}
 	return v
 }
+
+// freshGrace is how long a new connection is the last to lose its slot.
+const freshGrace = 500 * time.Millisecond
 
 // clientOf is the connection's remote host: a client's slots are counted
 // together whatever its source port.
@@ -133,7 +203,7 @@ func (c *limitConn) answering(on bool) {
 	if on {
 		c.waitingSince = time.Time{}
 	} else {
-		c.waitingSince = time.Now()
+		c.waitingSince, c.whole = time.Now(), false
 	}
 }
 
