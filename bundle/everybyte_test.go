@@ -195,3 +195,52 @@ func writeRaw(t *testing.T, p string, manifest []byte) {
 		t.Fatal(err)
 	}
 }
+
+// The .sha256 beside a bundle is believed only as one sha256sum line in a
+// regular file: anything else is a problem of its own, said.
+func TestValidateChecksumFile(t *testing.T) {
+	p, _ := writeBundle(t, map[string]string{"host/a.txt": "alpha\n"}, bundle.Gzip)
+	orig, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(orig)
+	good := hex.EncodeToString(sum[:]) + "  b.tar.gz\n"
+	for name, c := range map[string]struct {
+		sidecar string
+		link    bool
+		want    string // "" valid
+	}{
+		"matching":           {sidecar: good},
+		"upper case":         {sidecar: strings.ToUpper(hex.EncodeToString(sum[:])) + "  b.tar.gz\n"},
+		"another file's sum": {sidecar: strings.Repeat("ab", 32) + "  b.tar.gz\n", want: "says abab"},
+		"not a sum":          {sidecar: "hello\n", want: "does not hold a sha256"},
+		"a link":             {sidecar: good, link: true, want: "not a checksum file"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			q := filepath.Join(dir, "b.tar.gz")
+			if err := os.WriteFile(q, orig, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			side := q + bundle.SumSuffix
+			if c.link {
+				if err := os.WriteFile(filepath.Join(dir, "real"), []byte(c.sidecar), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(filepath.Join(dir, "real"), side); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.WriteFile(side, []byte(c.sidecar), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := bundle.Validate(context.Background(), q)
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(strings.Join(rep.Problems, "\n"), c.want)):
+				t.Errorf("err %v, problems %q; want one saying %q", err, rep.Problems, c.want)
+			}
+		})
+	}
+}
