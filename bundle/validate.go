@@ -77,7 +77,9 @@ func Validate(ctx context.Context, p string) (*Report, error) {
 	}
 	rep.Problems = append(rep.Problems, sumProblem)
 	sort.Strings(rep.Problems)
-	if err == nil {
+	if err == nil || errors.Is(err, ErrEncrypted) {
+		// An encrypted bundle cannot be read here, but its checksum
+		// file can still say it is not what was written.
 		err = fmt.Errorf("%w: %d problem(s), first: %s", ErrInvalid, len(rep.Problems), rep.Problems[0])
 	}
 	return rep, err
