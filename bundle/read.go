@@ -226,8 +226,8 @@ func streamEnd(dec io.Reader, total int64, lim Limits) error {
 	for {
 		k, err := dec.Read(buf)
 		n += int64(k)
-		if bytes.IndexFunc(buf[:k], func(r rune) bool { return r != 0 }) >= 0 {
-			return fmt.Errorf("%w: data follows the archive's end inside the compressed stream", ErrUnsafe)
+		if !allZero(buf[:k]) {
+			return fmt.Errorf("%w: data follows the archive's end inside the compressed stream, which no manifest accounts for: the bundle was damaged or altered", ErrUnsafe)
 		}
 		if n > budget {
 			return fmt.Errorf("%w: more than %d bytes of padding follow the archive's end", ErrUnsafe, budget)
@@ -242,6 +242,15 @@ func streamEnd(dec io.Reader, total int64, lim Limits) error {
 			return fmt.Errorf("%w: the compressed stream does not check out after the archive's end (%w): the bundle is damaged", ErrUnsafe, err)
 		}
 	}
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // ErrEncrypted is returned for a bundle encrypted with --encrypt-to: it
