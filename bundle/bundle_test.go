@@ -310,7 +310,15 @@ func FuzzWalkReader(f *testing.F) {
 func FuzzParseManifest(f *testing.F) {
 	f.Add([]byte(`{"schema_version":1}`))
 	f.Add([]byte(`{"schema_version":1,"files":[{"path":"a","size":-1}]}`))
+	// A sealed manifest: its own checksum is located and checked.
+	if sealed, err := bundle.MarshalManifest(minimalManifest()); err == nil {
+		f.Add(sealed)
+	}
+	f.Add([]byte(`{"schema_version":2,"manifest_sha256" : "` + strings.Repeat("0", 64) + `"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = bundle.ParseManifest(data)
+		m, err := bundle.ParseManifest(data)
+		if err == nil && m.SchemaVersion >= 2 && len(m.ManifestSHA256) != 64 {
+			t.Errorf("a version %d manifest without its checksum was accepted", m.SchemaVersion)
+		}
 	})
 }

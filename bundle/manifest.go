@@ -9,8 +9,12 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
-// SchemaVersion of manifest.json this code writes and reads.
-const SchemaVersion = 1
+// SchemaVersion of manifest.json this code writes. It reads every version
+// from MinSchemaVersion: version 1 is version 2 without ManifestSHA256.
+const SchemaVersion = 2
+
+// MinSchemaVersion is the oldest manifest this code reads.
+const MinSchemaVersion = 1
 
 // ManifestName is the first entry of every bundle.
 const ManifestName = "manifest.json"
@@ -46,6 +50,10 @@ type Manifest struct {
 	// Self is nodesnap's own run: its processes, mount namespace and pod
 	// are never evidence against the node.
 	Self *Self `json:"self,omitempty"`
+	// ManifestSHA256 is the sha256 of manifest.json's own bytes with this
+	// value's 64 digits written as zeros (SealManifest); every reader
+	// checks it (VerifyManifest). Required from schema version 2.
+	ManifestSHA256 string `json:"manifest_sha256,omitempty"`
 }
 
 // Self identifies nodesnap's own run, as its supervisor saw itself.

@@ -168,7 +168,7 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 		var hdr *tar.Header
 		hdr, err = tr.Next()
 		if errors.Is(err, io.EOF) {
-			err = nil
+			err = streamEnd(dec, total, lim)
 			break
 		}
 		if err != nil {
@@ -202,6 +202,54 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 		return fmt.Errorf("%w: %w", ErrUnsafe, cleanArchiveErr(err))
 	}
 	return nil
+}
+
+// MaxTrailingBytes bounds what may follow the tar archive's end inside the
+// compressed stream: tar writes its records whole (10 KiB by default),
+// padded with zeros; a writer's blocking factor never reaches 1 MiB.
+const MaxTrailingBytes = 1 << 20
+
+// streamEnd reads the compressed stream after the archive's end to its own
+// end: only then has the decompressor checked the trailer (gzip's CRC-32
+// and length, zstd's frame checksum) and that nothing but another whole
+// stream follows. A bundle whose trailer is wrong is refused by every
+// reader: the bytes it read came from a stream that does not prove them.
+// What the stream holds after the archive must be tar's zero padding.
+func streamEnd(dec io.Reader, total int64, lim Limits) error {
+	budget := int64(MaxTrailingBytes)
+	if lim.MaxTotalBytes > 0 {
+		budget = min(budget, max(lim.MaxTotalBytes-total, 0))
+	}
+	buf := make([]byte, 32<<10)
+	var n int64
+	for {
+		k, err := dec.Read(buf)
+		n += int64(k)
+		if !allZero(buf[:k]) {
+			return fmt.Errorf("%w: data follows the archive's end inside the compressed stream, which no manifest accounts for: the bundle was damaged or altered", ErrUnsafe)
+		}
+		if n > budget {
+			return fmt.Errorf("%w: more than %d bytes of padding follow the archive's end", ErrUnsafe, budget)
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			if isCut(err) {
+				return err // a TruncatedError after the last entry, below
+			}
+			return fmt.Errorf("%w: the compressed stream does not check out after the archive's end (%w): the bundle is damaged", ErrUnsafe, err)
+		}
+	}
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // ErrEncrypted is returned for a bundle encrypted with --encrypt-to: it
@@ -364,27 +412,43 @@ func ReadManifest(ctx context.Context, p string) (*Manifest, []byte, error) {
 	return m, raw, err
 }
 
-// CheckSchemaVersion checks that manifest bytes are JSON of the schema
+// CheckSchemaVersion checks that manifest bytes are JSON of a schema
 // version this nodesnap reads, without decoding the rest.
 func CheckSchemaVersion(raw []byte) error {
+	_, err := schemaVersion(raw)
+	return err
+}
+
+func schemaVersion(raw []byte) (int, error) {
 	var probe struct {
 		SchemaVersion *int `json:"schema_version"`
 	}
 	if err := json.Unmarshal(raw, &probe); err != nil {
-		return fmt.Errorf("%w: manifest.json is not valid JSON: %w", ErrUnsafe, err)
+		return 0, fmt.Errorf("%w: manifest.json is not valid JSON: %w", ErrUnsafe, err)
 	}
 	if probe.SchemaVersion == nil {
-		return fmt.Errorf("%w: manifest.json has no schema_version", ErrUnsafe)
+		return 0, fmt.Errorf("%w: manifest.json has no schema_version", ErrUnsafe)
 	}
-	if *probe.SchemaVersion != SchemaVersion {
-		return fmt.Errorf("%w: manifest schema version %d is not supported (this nodesnap reads version %d)", ErrUnsafe, *probe.SchemaVersion, SchemaVersion)
+	if v := *probe.SchemaVersion; v < MinSchemaVersion || v > SchemaVersion {
+		return 0, fmt.Errorf("%w: manifest schema version %d is not supported (this nodesnap reads versions %d to %d)", ErrUnsafe, v, MinSchemaVersion, SchemaVersion)
 	}
-	return nil
+	return *probe.SchemaVersion, nil
 }
 
-// ParseManifest decodes manifest bytes and checks the schema version.
+// CheckManifest checks the schema version of manifest bytes and, from
+// version 2, their own checksum (VerifyManifest).
+func CheckManifest(raw []byte) error {
+	v, err := schemaVersion(raw)
+	if err != nil {
+		return err
+	}
+	return VerifyManifest(raw, v)
+}
+
+// ParseManifest decodes manifest bytes after CheckManifest: every reader
+// decodes the manifest here, so none reads one whose bytes changed.
 func ParseManifest(raw []byte) (*Manifest, error) {
-	if err := CheckSchemaVersion(raw); err != nil {
+	if err := CheckManifest(raw); err != nil {
 		return nil, err
 	}
 	var m Manifest

@@ -13,7 +13,7 @@ import (
 // checks that the schema check, followed by the decode every reader does
 // (ParseManifest), refuses each edit and accepts the original.
 func TestManifestSchemaRejects(t *testing.T) {
-	base, err := json.Marshal(minimalManifest())
+	base, err := bundle.MarshalManifest(minimalManifest())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +55,10 @@ func TestManifestSchemaRejects(t *testing.T) {
 			c.edit(m)
 			raw, err := json.Marshal(m)
 			if err != nil {
+				t.Fatal(err)
+			}
+			// Sealed again: the schema is what refuses, not the checksum.
+			if err := bundle.SealManifest(raw); err != nil {
 				t.Fatal(err)
 			}
 			err = check(raw)

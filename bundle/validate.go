@@ -6,8 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 
 	bundleschema "github.com/nodesnap/nodesnap/bundle-schema"
 )
@@ -32,8 +37,96 @@ var ErrInvalid = errors.New("bundle is not valid")
 // manifest.json comes first and matches the schema, every file it lists is
 // present with the recorded size and sha256, nothing else is present, and
 // the manifest agrees with itself. It writes nothing to disk.
+//
+// When the bundle is a file with its checksum file beside it
+// (<bundle>.sha256, as collect writes it), the file's sha256 must match
+// it too: that covers every byte, also the few the compressed stream does
+// not (gzip's header: its time stamp, flags byte and OS byte).
 func Validate(ctx context.Context, p string) (*Report, error) {
-	return ValidateWalk(func(fn func(Entry) error) error { return Walk(ctx, p, DefaultLimits, fn) })
+	fi, err := os.Stat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return ValidateWalk(func(fn func(Entry) error) error { return Walk(ctx, p, DefaultLimits, fn) })
+	}
+	want, sumProblem := readSumFile(p + SumSuffix)
+	if want == "" && sumProblem == "" {
+		return ValidateWalk(func(fn func(Entry) error) error { return Walk(ctx, p, DefaultLimits, fn) })
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("opening the bundle: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	rep, err := ValidateWalk(func(fn func(Entry) error) error {
+		return WalkReader(ctx, hashingFile{File: f, h: h}, DefaultLimits, fn)
+	})
+	if rep == nil || ctx.Err() != nil {
+		return rep, err
+	}
+	if sumProblem == "" {
+		// The rest of the file, after where the walk stopped: the sum is
+		// of the whole file whatever the walk made of it.
+		if _, cerr := io.Copy(h, f); cerr != nil {
+			sumProblem = fmt.Sprintf("reading the bundle to check it against %s: %v", filepath.Base(p)+SumSuffix, cerr)
+		} else if got := hex.EncodeToString(h.Sum(nil)); got != want {
+			sumProblem = fmt.Sprintf("the bundle's sha256 is %s, %s beside it says %s: the file was damaged or changed after it was written", got, filepath.Base(p)+SumSuffix, want)
+		}
+	}
+	if sumProblem == "" {
+		return rep, err
+	}
+	rep.Problems = append(rep.Problems, sumProblem)
+	sort.Strings(rep.Problems)
+	if err == nil || errors.Is(err, ErrEncrypted) {
+		// An encrypted bundle cannot be read here, but its checksum
+		// file can still say it is not what was written.
+		err = fmt.Errorf("%w: %d problem(s), first: %s", ErrInvalid, len(rep.Problems), rep.Problems[0])
+	}
+	return rep, err
+}
+
+// SumSuffix names a bundle's checksum file, written beside it by collect:
+// <bundle>.sha256, one line in the format of sha256sum.
+const SumSuffix = ".sha256"
+
+// readSumFile reads the sha256 a checksum file gives: "" and "" when there
+// is none; "" and a problem when it is there but cannot be believed.
+func readSumFile(p string) (sum, problem string) {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", ""
+	}
+	name := filepath.Base(p)
+	if err != nil {
+		return "", fmt.Sprintf("%s: %v", name, err)
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > 4096 {
+		return "", fmt.Sprintf("%s is not a checksum file (a regular file of one sha256sum line)", name)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", fmt.Sprintf("%s: %v", name, err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	digits, _, _ := strings.Cut(line, " ")
+	digits = strings.ToLower(digits)
+	if len(digits) != sha256.Size*2 || strings.Trim(digits, "0123456789abcdef") != "" {
+		return "", fmt.Sprintf("%s does not hold a sha256 (a sha256sum line): it was damaged", name)
+	}
+	return digits, ""
+}
+
+// hashingFile is the bundle's file, hashing what is read from it; it keeps
+// the file's Stat, which WalkReader uses to bound the manifest.
+type hashingFile struct {
+	*os.File
+	h hash.Hash
+}
+
+func (f hashingFile) Read(p []byte) (int, error) {
+	n, err := f.File.Read(p)
+	f.h.Write(p[:n])
+	return n, err
 }
 
 // ValidateWalk is Validate over the entries walk gives (one consumer of
@@ -57,10 +150,12 @@ func ValidateWalk(walk WalkFunc) (*Report, error) {
 				return Stop(fmt.Errorf("%w: manifest.json is larger than %d bytes", ErrInvalid, MaxManifestBytes))
 			}
 			// The version first: a bundle from a newer nodesnap deserves
-			// that answer, not a list of schema differences. Then the
+			// that answer, not a list of schema differences; and the
+			// manifest's own checksum, which names a damaged byte better
+			// than whatever it broke in the schema. Then the
 			// schema, whose decoded document is garbage before the
 			// manifest is decoded: the two never add up in memory.
-			if err := CheckSchemaVersion(raw); err != nil {
+			if err := CheckManifest(raw); err != nil {
 				return Stop(fmt.Errorf("%w: %w", ErrInvalid, err))
 			}
 			if err := bundleschema.ValidateManifest(raw); err != nil {

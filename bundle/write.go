@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -62,11 +61,10 @@ func WriteWith(ctx context.Context, out, format string, m *Manifest, staging str
 	if err != nil {
 		return w, err
 	}
-	mj, err := json.MarshalIndent(m, "", "  ")
+	mj, err := MarshalManifest(m)
 	if err != nil {
-		return w, fmt.Errorf("encoding the manifest: %w", err)
+		return w, err
 	}
-	mj = append(mj, '\n')
 	total := int64(len(mj))
 	for _, fe := range m.Files {
 		total += fe.Size

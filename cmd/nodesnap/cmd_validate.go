@@ -34,10 +34,12 @@ func newValidateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate BUNDLE...",
 		Short: "Check bundles: schema, every file's size and sha256, nothing missing or extra",
-		Long: `Validate reads each bundle whole without extracting it: manifest.json must come first
-and match the schema; every file it lists must be present with the recorded size and
-sha256; nothing else may be present; no entry may be a link, absolute, or leave the
-bundle. A BUNDLE may also be a directory holding an extracted bundle.
+		Long: `Validate reads each bundle whole without extracting it: manifest.json must come first,
+match the schema and its own checksum (manifest_sha256); every file it lists must be present
+with the recorded size and sha256; nothing else may be present; no entry may be a link,
+absolute, or leave the bundle; the compressed stream is read to its end and its checksum
+checked. When BUNDLE.sha256 (written by collect) is beside it, the file must match it too.
+A BUNDLE may also be a directory holding an extracted bundle.
 
 It prints one line per bundle: valid, or the number of problems and the first; -v lists
 every problem under its bundle; --output json prints one JSON object per bundle, a line

@@ -197,21 +197,34 @@ func TestUnitAndMatchQueries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "_SYSTEMD_UNIT=kubelet.service + _PID=1 UNIT=kubelet.service + MESSAGE_ID=" + coredumpMessageID + " COREDUMP_UNIT=kubelet.service + SYSLOG_IDENTIFIER=kubelet"
+	// Only fields journald records itself select an entry: the
+	// identifier alone is anyone's (logger -t kubelet).
+	want := "_SYSTEMD_UNIT=kubelet.service + _PID=1 UNIT=kubelet.service + MESSAGE_ID=" + coredumpMessageID +
+		" COREDUMP_UNIT=kubelet.service _EXE=/usr/lib/systemd/systemd-coredump _EXE=/lib/systemd/systemd-coredump + SYSLOG_IDENTIFIER=kubelet _UID=0"
 	if got := strings.Join(q.matches, " "); got != want || q.name != "kubelet" {
 		t.Errorf("kubelet: %s %q", q.name, got)
 	}
+	u, ok := unverifiedQuery(q)
+	if !ok || u.name != "kubelet.unverified" || strings.Join(u.matches, " ") != "SYSLOG_IDENTIFIER=kubelet" || strings.Join(u.except, " ") != want {
+		t.Errorf("kubelet's unverified source: %v %+v", ok, u)
+	}
 	q, _ = unitQuery("docker.service")
-	if got := strings.Join(q.matches, " "); q.name != "docker" || !strings.HasSuffix(got, "+ SYSLOG_IDENTIFIER=docker + SYSLOG_IDENTIFIER=dockerd") {
+	if got := strings.Join(q.matches, " "); q.name != "docker" || !strings.HasSuffix(got, "+ SYSLOG_IDENTIFIER=docker _UID=0 + SYSLOG_IDENTIFIER=dockerd _UID=0") {
 		t.Errorf("docker: %s %q", q.name, got)
 	}
+	if u, _ := unverifiedQuery(q); strings.Join(u.matches, " ") != "SYSLOG_IDENTIFIER=docker + SYSLOG_IDENTIFIER=dockerd" {
+		t.Errorf("docker's unverified source: %+v", u)
+	}
 	q, _ = unitQuery("rpc-statd")
-	if got := strings.Join(q.matches, " "); q.name != "rpc-statd" || !strings.HasSuffix(got, "+ SYSLOG_IDENTIFIER=rpc-statd + SYSLOG_IDENTIFIER=rpc.statd + SYSLOG_IDENTIFIER=sm-notify") {
+	if got := strings.Join(q.matches, " "); q.name != "rpc-statd" || !strings.HasSuffix(got, "+ SYSLOG_IDENTIFIER=rpc-statd _UID=0 + SYSLOG_IDENTIFIER=rpc.statd _UID=0 + SYSLOG_IDENTIFIER=sm-notify _UID=0") {
 		t.Errorf("rpc-statd: %s %q", q.name, got)
 	}
 	q, _ = unitQuery("kubepods.slice")
 	if got := strings.Join(q.matches, " "); strings.Contains(got, "SYSLOG_IDENTIFIER") || !strings.Contains(got, "_SYSTEMD_UNIT=kubepods.slice") {
 		t.Errorf("slice: %q", got)
+	}
+	if _, ok := unverifiedQuery(q); ok {
+		t.Errorf("a slice has an unverified source")
 	}
 	for _, bad := range []string{"", "-k", "a b", "x=y", "../etc"} {
 		if _, err := unitQuery(bad); err == nil {

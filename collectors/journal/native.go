@@ -58,7 +58,10 @@ type journalNativeRequest struct {
 	Dirs    []string           `json:"dirs,omitempty"`
 	Files   []nativeFileCursor `json:"files,omitempty"`
 	Matches []string           `json:"matches,omitempty"`
-	SinceUS uint64             `json:"since_us"`
+	// Except are matches whose entries are left out (journalfile's
+	// Match.Except).
+	Except  []string `json:"except,omitempty"`
+	SinceUS uint64   `json:"since_us"`
 	// Max is the text a call returns at most (whole entries; one entry
 	// larger than Max is returned alone); TimeoutMS when it stops.
 	Max       int   `json:"max"`
@@ -98,6 +101,13 @@ func journalNativeOp(rq journalNativeRequest) (any, error) {
 	m, err := journalfile.ParseMatch(rq.Matches)
 	if err != nil {
 		return nil, err
+	}
+	if len(rq.Except) > 0 {
+		x, err := journalfile.ParseMatch(rq.Except)
+		if err != nil {
+			return nil, err
+		}
+		m = m.Except(x)
 	}
 	deadline := time.Now().Add(time.Duration(max(rq.TimeoutMS, 100)) * time.Millisecond)
 	r := journalNativeResult{Files: []nativeFileCursor{}}
@@ -276,7 +286,7 @@ func (j *journalRun) nativeSource(ctx context.Context, q journalQuery) layout.Jo
 	defer func() { s.DurationSeconds = time.Since(start).Seconds() }()
 	end := start.Add(timeout)
 	w := j.sourceWindow(budget, true)
-	rq := journalNativeRequest{Dirs: j.nativeDirs(), Matches: q.matches, SinceUS: uint64(j.since.UnixMicro()), Max: nativeChunk}
+	rq := journalNativeRequest{Dirs: j.nativeDirs(), Matches: q.matches, Except: q.except, SinceUS: uint64(j.since.UnixMicro()), Max: nativeChunk}
 	// One call's deadline: the probe deadline, at least 5s (a chunk of a
 	// large compressed journal on a slow disk), within the source's.
 	call := max(j.env.ProbeTimeout, 5*time.Second)

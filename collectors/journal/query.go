@@ -12,6 +12,8 @@ import (
 type journalQuery struct {
 	name    string
 	matches []string
+	// except leaves out entries of matches (the native reader only).
+	except  []string
 	subject string // kubelet, kernel, ... (which fallback covers it)
 }
 
@@ -35,7 +37,13 @@ const coredumpMessageID = "fc2e22bc6ee647b6b90729ab34a250b1"
 
 // unitQuery builds the journalctl matches for a unit: its own output, what
 // systemd said about it (started, failed, restarted), its core dumps, and
-// its syslog identifier.
+// its syslog identifier. Only fields journald records itself, which no
+// sender sets, select an entry (issue 38: `logger -t kubelet` made
+// findings of the kubelet): the unit (_SYSTEMD_UNIT, from the sender's
+// cgroup), systemd itself (_PID=1), systemd-coredump (_EXE), and the
+// identifier only from root (_UID=0: a kubelet not started by systemd).
+// What claims the identifier without them is its own source
+// (unverifiedQuery).
 func unitQuery(unit string) (journalQuery, error) {
 	unit = strings.TrimSpace(unit)
 	if unit == "" || strings.ContainsAny(unit, "/ \t\n=") || strings.HasPrefix(unit, "-") {
@@ -56,14 +64,39 @@ func unitQuery(unit string) (journalQuery, error) {
 	q := journalQuery{name: base, subject: base, matches: []string{
 		"_SYSTEMD_UNIT=" + full,
 		"+", "_PID=1", "UNIT=" + full,
-		"+", "MESSAGE_ID=" + coredumpMessageID, "COREDUMP_UNIT=" + full,
+		"+", "MESSAGE_ID=" + coredumpMessageID, "COREDUMP_UNIT=" + full, "_EXE=/usr/lib/systemd/systemd-coredump", "_EXE=/lib/systemd/systemd-coredump",
 	}}
 	if !hasType || strings.HasSuffix(unit, ".service") {
 		for _, id := range append([]string{base}, unitIdentifiers[base]...) {
-			q.matches = append(q.matches, "+", "SYSLOG_IDENTIFIER="+id)
+			q.matches = append(q.matches, "+", "SYSLOG_IDENTIFIER="+id, "_UID=0")
 		}
 	}
 	return q, nil
+}
+
+// unverifiedSuffix ends the name of a unit's unverified source: the
+// entries that carry its syslog identifier but none of the fields that
+// prove them its. read/analyze reads no finding from it.
+const unverifiedSuffix = ".unverified"
+
+// unverifiedQuery is what claims to be the unit q reads (its syslog
+// identifiers) less what q reads; none when the unit has no identifier.
+// Kept, as the native reader can leave out q's entries; journalctl
+// cannot, and does not read it.
+func unverifiedQuery(q journalQuery) (journalQuery, bool) {
+	var ids []string
+	for i, m := range q.matches {
+		if strings.HasPrefix(m, "SYSLOG_IDENTIFIER=") && i > 0 && q.matches[i-1] == "+" {
+			if len(ids) > 0 {
+				ids = append(ids, "+")
+			}
+			ids = append(ids, m)
+		}
+	}
+	if len(ids) == 0 {
+		return journalQuery{}, false
+	}
+	return journalQuery{name: q.name + unverifiedSuffix, matches: ids, except: q.matches}, true
 }
 
 var journalFieldRe = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
@@ -101,7 +134,7 @@ func safeName(s string) string {
 
 // queries lists the journal sources to read, in order of importance.
 func (j *journalRun) queries() []journalQuery {
-	var qs []journalQuery
+	var qs, unverified []journalQuery
 	for i, u := range j.o.Units {
 		q, err := unitQuery(u)
 		if err != nil {
@@ -111,6 +144,9 @@ func (j *journalRun) queries() []journalQuery {
 		qs = append(qs, q)
 		if i == 0 && j.o.Kernel {
 			qs = append(qs, kernelQuery())
+		}
+		if u, ok := unverifiedQuery(q); ok && j.reader() == ReaderNative {
+			unverified = append(unverified, u)
 		}
 	}
 	if len(qs) == 0 && j.o.Kernel {
@@ -124,6 +160,9 @@ func (j *journalRun) queries() []journalQuery {
 		}
 		qs = append(qs, q)
 	}
+	// Last: what only claims to be a unit's never takes the budget of
+	// what proves to be.
+	qs = append(qs, unverified...)
 	seen := map[string]bool{"sources": true, "boots": true}
 	for i := range qs {
 		n := safeName(qs[i].name)

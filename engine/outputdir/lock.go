@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -49,6 +50,8 @@ func (e *LockedError) Unwrap() error { return ErrLocked }
 type Lock struct {
 	f    *os.File
 	path string
+	// private says the lock is in privateDir, not the output directory.
+	private bool
 }
 
 // lockPoll is how often a waiting run tries the lock again.
@@ -65,8 +68,17 @@ func Acquire(ctx context.Context, dir string, wait time.Duration) (*Lock, error)
 	}
 	deadline := time.Now().Add(wait)
 	start := time.Now()
-	for {
+	for gone := 0; ; {
 		l, holder, err := tryLock(p)
+		if errors.Is(err, fs.ErrNotExist) && filepath.Base(p) != LockName && gone < 10 {
+			// The private directory was removed by the run that
+			// released its lock in it last (Release): made again.
+			gone++
+			if p, err = LockPath(dir); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -192,7 +204,7 @@ func tryLock(p string) (*Lock, int, error) {
 		if err := f.Truncate(0); err == nil {
 			_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 		}
-		return &Lock{f: f, path: p}, 0, nil
+		return &Lock{f: f, path: p, private: filepath.Base(p) != LockName}, 0, nil
 	}
 }
 
@@ -231,4 +243,11 @@ func (l *Lock) Release() {
 	_ = os.Remove(l.path)
 	_ = l.f.Close()
 	l.f = nil
+	if l.private {
+		// The private directory (/run/nodesnap) was made for the locks
+		// of shared output directories: it goes with the last of them.
+		// rmdir removes only an empty directory; a run that is about to
+		// lock in it makes it again (Acquire).
+		_ = os.Remove(filepath.Dir(l.path))
+	}
 }

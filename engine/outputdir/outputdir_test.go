@@ -326,11 +326,36 @@ func TestLockInSharedDirIsPrivate(t *testing.T) {
 	if _, err := Acquire(context.Background(), shared, 0); !errors.Is(err, ErrLocked) {
 		t.Errorf("a second run was not excluded: %v", err)
 	}
-	l.Release()
 	if st, err := os.Stat(priv); err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("private lock directory: %v, %v", st, err)
 	}
+	// Two shared directories lock in the same private one: it stays while
+	// either holds its lock and goes with the last (nothing is left in
+	// /run after a run), and the next run makes it again.
+	other := t.TempDir()
+	if err := os.Chmod(other, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := Acquire(context.Background(), other, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	if _, err := os.Stat(priv); err != nil {
+		t.Errorf("the private directory went while another lock was in it: %v", err)
+	}
+	l2.Release()
+	if _, err := os.Stat(priv); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the private lock directory is left behind after the last lock: %v", err)
+	}
+	if l, err = Acquire(context.Background(), shared, 0); err != nil {
+		t.Fatalf("after the private directory went: %v", err)
+	}
+	l.Release()
 	// A private directory someone else could write to is refused.
+	if err := os.MkdirAll(priv, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Chmod(priv, 0o777); err != nil {
 		t.Fatal(err)
 	}

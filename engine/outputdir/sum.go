@@ -12,7 +12,7 @@ import (
 // SumSuffix names a bundle's checksum file, written beside it:
 // <bundle>.sha256, one line in the format of sha256sum, so that
 // `sha256sum -c <bundle>.sha256` checks a copy where it lands.
-const SumSuffix = ".sha256"
+const SumSuffix = bundle.SumSuffix
 
 // SumLine is the sidecar's content for a bundle named base.
 func SumLine(sha256, base string) string {

@@ -92,24 +92,41 @@ func TestPerNodeRoles(t *testing.T) {
 }
 
 // What a run whose client died left behind is removed by the next run
-// once past its expiry; what is not past it, or is not the fleet's, stays.
+// once past its expiry; what is not past it, or is not the fleet's, stays:
+// an object that carries the fleet's label and a past expiry but that no
+// run made (cluster-admin, a system: binding, a name the labels do not
+// give) is never deleted.
 func TestSweepExpired(t *testing.T) {
 	s := newSim(t, map[string]behaviour{"a": healthy}, 512)
 	ctx := context.Background()
 	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	meta := func(name, expires string, ours bool) metav1.ObjectMeta {
-		m := metav1.ObjectMeta{Name: name, Namespace: "nodesnap", Annotations: map[string]string{ExpiresAnnotation: expires}, Labels: map[string]string{}}
+	const deadRun = "nodesnap-fleet-deadbeef"
+	old, current := podName(deadRun, "node-old"), podName(deadRun, "node-current")
+	meta := func(name, node, expires string, ours bool) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Name: name, Namespace: "nodesnap", Annotations: map[string]string{ExpiresAnnotation: expires, NodeAnnotation: node}, Labels: map[string]string{}}
 		if ours {
-			m.Labels = runLabels("nodesnap-fleet-dead")
+			m.Labels = runLabels(deadRun)
 		}
 		return m
 	}
+	binding := func(m metav1.ObjectMeta, role string) *rbacv1.ClusterRoleBinding {
+		return &rbacv1.ClusterRoleBinding{ObjectMeta: m, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: m.Name, Namespace: "nodesnap"}}}
+	}
 	for _, c := range []struct {
-		name, expires string
-		ours          bool
-	}{{"old", past, true}, {"current", future, true}, {"foreign", past, false}} {
-		m := meta(c.name, c.expires, c.ours)
+		name, node, expires string
+		ours                bool
+	}{
+		{old, "node-old", past, true},
+		{current, "node-current", future, true},
+		{"foreign", "node-old", past, false},
+		// Labelled and expired, but not named as the run names them.
+		{"cluster-admin", "node-old", past, true},
+		{"system:kube-controller-manager", "node-old", past, true},
+		{old + "x", "node-old", past, true},
+	} {
+		m := meta(c.name, c.node, c.expires, c.ours)
 		if _, err := s.cs.CoreV1().ServiceAccounts("nodesnap").Create(ctx, &corev1.ServiceAccount{ObjectMeta: m}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -117,29 +134,41 @@ func TestSweepExpired(t *testing.T) {
 		if _, err := s.cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: m}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: m}, metav1.CreateOptions{}); err != nil {
+		if _, err := s.cs.RbacV1().ClusterRoleBindings().Create(ctx, binding(m, m.Name), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Named as a run names them, but the binding grants another role.
+	other := meta(podName(deadRun, "node-other"), "node-other", past, true)
+	other.Namespace = ""
+	if _, err := s.cs.RbacV1().ClusterRoleBindings().Create(ctx, binding(other, "cluster-admin"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	rep, err := Run(ctx, s.options(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"clusterrole old", "clusterrolebinding old", "serviceaccount nodesnap/old"}
+	want := []string{"clusterrole " + old, "clusterrolebinding " + old, "serviceaccount nodesnap/" + old}
 	got := slices.Clone(rep.Swept)
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Errorf("swept %q, want %q", got, want)
 	}
-	for _, name := range []string{"current", "foreign"} {
+	for _, name := range []string{current, "foreign", "cluster-admin", "system:kube-controller-manager", old + "x"} {
 		if _, err := s.cs.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{}); err != nil {
 			t.Errorf("clusterrole %s removed: %v", name, err)
+		}
+		if _, err := s.cs.RbacV1().ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("clusterrolebinding %s removed: %v", name, err)
 		}
 		if _, err := s.cs.CoreV1().ServiceAccounts("nodesnap").Get(ctx, name, metav1.GetOptions{}); err != nil {
 			t.Errorf("serviceaccount %s removed: %v", name, err)
 		}
 	}
-	if _, err := s.cs.RbacV1().ClusterRoles().Get(ctx, "old", metav1.GetOptions{}); err == nil {
+	if _, err := s.cs.RbacV1().ClusterRoleBindings().Get(ctx, other.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("a binding of another role was removed: %v", err)
+	}
+	if _, err := s.cs.RbacV1().ClusterRoles().Get(ctx, old, metav1.GetOptions{}); err == nil {
 		t.Error("the expired clusterrole is still there")
 	}
 }

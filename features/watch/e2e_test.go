@@ -77,6 +77,13 @@ func startWatcher(t *testing.T, config string, args ...string) *watcherProc {
 // by env (KEY=VALUE, later ones win).
 func startWatcherEnv(t *testing.T, env []string, config string, args ...string) *watcherProc {
 	t.Helper()
+	return startWatcherPrepared(t, env, config, nil, args...)
+}
+
+// startWatcherPrepared is startWatcherEnv with prepare called on the
+// output directory before the watcher starts.
+func startWatcherPrepared(t *testing.T, env []string, config string, prepare func(out string), args ...string) *watcherProc {
+	t.Helper()
 	testkit.RequireRoot(t)
 	bin := testkit.Binary(t)
 	dir := t.TempDir()
@@ -87,6 +94,9 @@ func startWatcherEnv(t *testing.T, env []string, config string, args ...string) 
 	w := &watcherProc{out: filepath.Join(dir, "out"), log: &syncBuffer{}, done: make(chan struct{})}
 	if err := os.Mkdir(w.out, 0o700); err != nil {
 		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(w.out)
 	}
 	w.cmd = exec.Command(bin, append([]string{"watch", "--config", cfg, "--output-dir", w.out, "--keep", "0"}, args...)...)
 	w.cmd.Env = append(os.Environ(), env...)

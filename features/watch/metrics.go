@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -150,14 +149,16 @@ func (w *Watcher) Serve(ctx context.Context, addr, version string) (net.Addr, <-
 	if err != nil {
 		return nil, nil, fmt.Errorf("listening on %s for /metrics and /healthz: %w", addr, err)
 	}
-	// Keep-alive connections left idle are closed, and at most
-	// maxMetricsConns are open at once: a scraper is one or two, and
-	// whatever opens more (any local user can) is answered by a close.
-	srv := &http.Server{Handler: w.Handler(version), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second,
-		IdleTimeout: metricsIdleTimeout}
+	// Keep-alive connections left idle are closed, a request's header
+	// must come within metricsHeaderTimeout, and at most maxMetricsConns
+	// are open at once: a scraper is one or two, and whatever opens more
+	// (any local user can) loses its waiting connections first
+	// (limitListener).
+	srv := &http.Server{Handler: markAnswering(w.Handler(version)), ReadHeaderTimeout: metricsHeaderTimeout, WriteTimeout: 10 * time.Second,
+		IdleTimeout: metricsIdleTimeout, ConnContext: connContext}
 	done := make(chan error, 1)
 	go func() {
-		err := srv.Serve(&limitListener{Listener: ln, sem: make(chan struct{}, maxMetricsConns)})
+		err := srv.Serve(newLimitListener(ln, maxMetricsConns))
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
@@ -170,45 +171,4 @@ func (w *Watcher) Serve(ctx context.Context, addr, version string) (net.Addr, <-
 		_ = srv.Shutdown(sctx)
 	}()
 	return ln.Addr(), done, nil
-}
-
-// Bounds of the /metrics server.
-const (
-	metricsIdleTimeout = 30 * time.Second
-	maxMetricsConns    = 16
-)
-
-// limitListener closes a connection accepted past its limit at once,
-// rather than letting the server hold it: the watch's memory and file
-// descriptors do not grow with what connects.
-type limitListener struct {
-	net.Listener
-	sem chan struct{}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		select {
-		case l.sem <- struct{}{}:
-			return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
-		default:
-			_ = c.Close() // over the limit: nothing was read or written
-		}
-	}
-}
-
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
 }

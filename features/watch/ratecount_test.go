@@ -1,42 +1,67 @@
 package watch
 
 import (
+	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/nodesnap/nodesnap/bundle"
 )
 
-// The hour's count is read back from the bundles already written: a
-// restarted watch does not start again at zero.
+// The hour's count is read back from the bundles this host wrote: a
+// restarted watch does not start again at zero, and files that only look
+// like bundles (planted in a shared directory, a copy renamed) or that
+// are dated in the future do not count.
 func TestRateSeededFromBundles(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	at := func(hhmm string) time.Time {
+		tm, err := time.Parse("20060102T1504Z", "20261128T"+hhmm+"Z")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	for _, b := range []struct {
+		name, host, start string
+	}{
+		{"nodesnap-node-1-20261128T113000Z.tar.gz", "node-1", "1130"},              // 30 min ago: counts
+		{"nodesnap-node-1-20261128T115900Z.kubelet-down.tar.gz", "node-1", "1159"}, // counts
+		{"nodesnap-node-1-20261128T120500Z.tar.gz", "node-1", "1205"},              // in the future: does not
+		{"nodesnap-node-1-20261128T105000Z.tar.gz", "node-1", "1050"},              // 70 min ago: does not
+		{"nodesnap-node-1-20261128T114000Z.tar.gz", "node-1", "1130"},              // a copy renamed: its manifest says 11:30
+		{"nodesnap-node-2-20261128T114500Z.tar.gz", "node-9", "1145"},              // its manifest names another host
+	} {
+		writeBundleAt(t, filepath.Join(dir, b.name), b.host, at(b.start))
+	}
 	for _, n := range []string{
-		"nodesnap-node-1-20261128T113000Z.tar.gz",              // 30 min ago: counts
-		"nodesnap-node-1-20261128T115900Z.kubelet-down.tar.gz", // counts
-		"nodesnap-node-1-20261128T120500Z.tar.gz",              // in the future: counts, as now
-		"nodesnap-node-1-20261128T105000Z.tar.gz",              // 70 min ago: does not
-		"nodesnap-node-1-20261128T113000Z.tar.gz.sha256",       // not a bundle
+		"nodesnap-node-1-20261128T115000Z.tar.gz", // bundle-shaped, empty
+		"nodesnap-node-1-20261128T113000Z.tar.gz.sha256",
 		".nodesnap.lock",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
+	if err := os.Symlink(filepath.Join(dir, "nodesnap-node-1-20261128T113000Z.tar.gz"), filepath.Join(dir, "nodesnap-node-1-20261128T115500Z.tar.gz")); err != nil {
+		t.Fatal(err)
+	}
 	var r rateLimit
 	if err := r.seed(dir, now); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.starts) != 3 {
-		t.Fatalf("counted %d collections in the last hour, want 3: %v", len(r.starts), r.starts)
+	if len(r.starts) != 2 {
+		t.Fatalf("counted %d collections in the last hour, want 2: %v", len(r.starts), r.starts)
 	}
-	if r.allow(now, 3) {
-		t.Errorf("a 4th collection allowed with max 3 an hour")
+	if r.allow(now, 2) {
+		t.Errorf("a 3rd collection allowed with max 2 an hour")
 	}
-	if !r.allow(now, 4) {
-		t.Errorf("a 4th collection refused with max 4 an hour")
+	if !r.allow(now, 3) {
+		t.Errorf("a 3rd collection refused with max 3 an hour")
 	}
 	var empty rateLimit
 	if err := empty.seed(filepath.Join(dir, "missing"), now); err != nil || len(empty.starts) != 0 {
@@ -44,23 +69,38 @@ func TestRateSeededFromBundles(t *testing.T) {
 	}
 }
 
-// The /metrics listener holds at most its limit of connections: one
-// more is closed at once, and a slot freed is taken again.
+// writeBundleAt writes at p a bundle of no files whose manifest names
+// host and start.
+func writeBundleAt(t *testing.T, p, host string, start time.Time) {
+	t.Helper()
+	m := &bundle.Manifest{SchemaVersion: bundle.SchemaVersion, Tool: bundle.Tool{Name: "nodesnap", Version: "test", GoVersion: "go"},
+		Host: bundle.Host{Hostname: host}, StartedAt: start, FinishedAt: start, Status: bundle.BundleComplete,
+		Collectors: []bundle.CollectorResult{}, Files: []bundle.FileEntry{}, HungMounts: []bundle.HungItem{}, Omitted: []bundle.Omitted{},
+		Redaction: bundle.RedactionSummary{Rules: map[string]int{}}}
+	if _, err := bundle.Write(context.Background(), p, bundle.Gzip, m, t.TempDir(), start); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The /metrics listener holds at most its limit of connections: past
+// it, a connection waiting for a request gives its slot to the new one
+// (the client holding the most slots first), one answering a request
+// never does, and when every slot is answering the new one is closed.
 func TestLimitListener(t *testing.T) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := &limitListener{Listener: inner, sem: make(chan struct{}, 2)}
+	ln := newLimitListener(inner, 2)
 	defer ln.Close()
-	accepted := make(chan net.Conn, 4)
+	accepted := make(chan *limitConn, 4)
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			accepted <- c
+			accepted <- c.(*limitConn)
 		}
 	}()
 	dial := func() net.Conn {
@@ -68,26 +108,46 @@ func TestLimitListener(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	a, b := dial(), dial()
-	defer a.Close()
-	defer b.Close()
-	first := <-accepted
-	<-accepted
-	over := dial()
-	defer over.Close()
-	over.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if n, err := over.Read(make([]byte, 1)); err == nil || n != 0 {
-		t.Fatalf("a connection over the limit was kept (read %d, %v)", n, err)
+	closed := func(c net.Conn) bool {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := c.Read(make([]byte, 1))
+		return n == 0 && err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
 	}
-	first.Close()
+	a := dial()
+	ac := <-accepted
+	b := dial()
+	bc := <-accepted
+	ac.answering(true) // a is being answered; b waits
 	c := dial()
-	defer c.Close()
+	<-accepted
+	if !closed(b) {
+		t.Fatalf("the waiting connection kept its slot past the limit")
+	}
+	_ = bc
+	ac.answering(false)
+	ac.answering(true)
+	// a answering, c waiting: d takes c's slot; with both answering, e is closed.
+	d := dial()
+	dc := <-accepted
+	if !closed(c) {
+		t.Fatalf("the waiting connection kept its slot past the limit")
+	}
+	dc.answering(true)
+	e := dial()
+	if !closed(e) {
+		t.Fatalf("a connection past the limit was kept while every slot answered")
+	}
+	ac.Close()
+	dial()
 	select {
 	case got := <-accepted:
 		got.Close()
-	case <-time.After(5 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("a freed slot was not taken again")
 	}
+	_ = a
+	_ = d
 }

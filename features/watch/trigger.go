@@ -1,13 +1,17 @@
 package watch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/naming"
 )
 
@@ -115,10 +119,12 @@ func (r *rateLimit) allow(now time.Time, max int) bool {
 func (r *rateLimit) add(now time.Time) { r.starts = append(r.starts, now) }
 
 // seed counts the collections of the last hour from the bundles already
-// in dir (their names say when each started), so that a restart (systemd,
-// a crash-looping container, an init collection before the watch) does
-// not reset the hour's count. A name dated in the future counts as now.
-// Names only: nothing is opened or stat()ed.
+// in dir, so that a restart (systemd, a crash-looping container, an init
+// collection before the watch) does not reset the hour's count. Only
+// bundles this host wrote count (ownBundle): the output directory may be
+// shared (/var/tmp, mode 1777), and a name is something anyone can give a
+// file. A name dated in the future is not a collection that happened: it
+// is ignored.
 func (r *rateLimit) seed(dir string, now time.Time) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -130,17 +136,50 @@ func (r *rateLimit) seed(dir string, now time.Time) error {
 	cut := now.Add(-time.Hour)
 	for _, e := range ents {
 		n, ok := naming.ParseName(e.Name())
-		if !ok || !n.Time.After(cut) {
+		if !ok || !n.Time.After(cut) || n.Time.After(now) {
 			continue
 		}
-		t := n.Time
-		if t.After(now) {
-			t = now
+		if len(r.starts) >= maxSeeded {
+			break
 		}
-		r.starts = append(r.starts, t)
+		if ownBundle(filepath.Join(dir, e.Name()), n) {
+			r.starts = append(r.starts, n.Time)
+		}
 	}
 	sort.Slice(r.starts, func(i, j int) bool { return r.starts[i].Before(r.starts[j]) })
 	return nil
+}
+
+// maxSeeded bounds the bundles seed opens: far more than any
+// --max-per-hour allows in an hour.
+const maxSeeded = 1000
+
+// ownBundle says whether the file at p, named n, is a bundle this host's
+// nodesnap wrote: a regular file (not a link) owned by the user nodesnap
+// runs as (collect writes its bundles as that user; a planted file
+// belongs to whoever planted it), whose manifest, the archive's first
+// entry, names the host and the start time its name says (a bundle
+// encrypted with --encrypt-to cannot be opened here: owner and a size
+// above zero do).
+func ownBundle(p string, n naming.Name) bool {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || int(st.Uid) != os.Geteuid() {
+		return false
+	}
+	if n.Encrypted {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, _, err := bundle.ReadManifest(ctx, p)
+	if err != nil {
+		return false
+	}
+	return naming.SafeHost(m.Host.Hostname) == n.Host && m.StartedAt.UTC().Truncate(time.Second).Equal(n.Time)
 }
 
 // window counts events in the last d, for the log triggers.

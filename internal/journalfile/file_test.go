@@ -290,6 +290,36 @@ func TestParseMatch(t *testing.T) {
 	}
 }
 
+// Except leaves out what its match selects: the identifier claimed, less
+// what a trusted field proves.
+func TestMatchExcept(t *testing.T) {
+	m, err := ParseMatch([]string{"SYSLOG_IDENTIFIER=kubelet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := ParseMatch([]string{"_SYSTEMD_UNIT=kubelet.service", "+", "SYSLOG_IDENTIFIER=kubelet", "_UID=0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := m.Except(x)
+	for _, tc := range []struct {
+		found []bool // SYSLOG_IDENTIFIER=kubelet, then x's: _SYSTEMD_UNIT=kubelet.service SYSLOG_IDENTIFIER=kubelet _UID=0
+		want  bool
+	}{
+		{[]bool{true, false, true, false}, true},   // logger -t kubelet, uid 1000
+		{[]bool{true, true, true, false}, false},   // the unit's own
+		{[]bool{true, false, true, true}, false},   // root, identified
+		{[]bool{false, false, false, true}, false}, // not the identifier
+	} {
+		if got := e.eval(tc.found); got != tc.want {
+			t.Errorf("eval(%v) = %v, want %v", tc.found, got, tc.want)
+		}
+	}
+	if len(e.terms) != 4 {
+		t.Errorf("terms %q", e.terms)
+	}
+}
+
 func TestXZDictionaryBound(t *testing.T) {
 	p := compress(t, compXZ, []byte("MESSAGE=hello"))
 	if d, ok := xzDictSize(p); !ok || d > maxXZDict {

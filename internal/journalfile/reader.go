@@ -13,6 +13,27 @@ import (
 type Match struct {
 	terms  []string
 	groups [][][]int // group → field → term indexes
+	// except are groups an entry must not satisfy (Except).
+	except [][][]int
+}
+
+// Except returns m less the entries x matches: m's entries that x does
+// not select. The journal collector reads with it what claims to be a
+// unit's (its SYSLOG_IDENTIFIER) but is not proven to be (its
+// _SYSTEMD_UNIT, _UID, as journald recorded them).
+func (m Match) Except(x Match) Match {
+	out := Match{terms: append(append([]string(nil), m.terms...), x.terms...), groups: m.groups, except: m.except}
+	off := len(m.terms)
+	for _, g := range x.groups {
+		ng := make([][]int, len(g))
+		for i, field := range g {
+			for _, t := range field {
+				ng[i] = append(ng[i], t+off)
+			}
+		}
+		out.except = append(out.except, ng)
+	}
+	return out
 }
 
 // ParseMatch reads journalctl's match arguments. No terms matches every
@@ -59,10 +80,15 @@ func ParseMatch(args []string) (Match, error) {
 
 // eval tells whether the terms found in an entry satisfy the expression.
 func (m *Match) eval(found []bool) bool {
-	if len(m.groups) == 0 {
-		return true
+	if len(m.except) > 0 && evalGroups(m.except, found) {
+		return false
 	}
-	for _, g := range m.groups {
+	return len(m.groups) == 0 || evalGroups(m.groups, found)
+}
+
+// evalGroups tells whether found satisfies one of groups.
+func evalGroups(groups [][][]int, found []bool) bool {
+	for _, g := range groups {
 		all := true
 		for _, field := range g {
 			any := false

@@ -220,7 +220,7 @@ func (st *state) readerFor(name string) func(string, io.Reader) error {
 	case strings.HasPrefix(dir, layout.DirJournal+"/"):
 		// Logs as text; journal JSON exports repeat the text logs and
 		// sources.json is the index.
-		if strings.HasSuffix(base, ".json") || base == layout.JournalBootsFile {
+		if strings.HasSuffix(base, ".json") || base == layout.JournalBootsFile || unverifiedLog(name) {
 			return nil
 		}
 		return st.logs.scanLog

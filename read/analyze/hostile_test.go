@@ -74,9 +74,17 @@ func manifestJSON(t testing.TB, version int) []byte {
 	t.Helper()
 	m := map[string]any{"schema_version": version, "tool": map[string]string{"name": "nodesnap", "version": "x"},
 		"host": map[string]string{"hostname": "evil"}, "status": "complete", "collectors": []any{}, "files": []any{}}
+	if version >= 2 {
+		m["manifest_sha256"] = strings.Repeat("0", 64) // sealed below
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if version >= 2 {
+		if err := bundle.SealManifest(b); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return b
 }

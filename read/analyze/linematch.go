@@ -49,6 +49,9 @@ func (x *logIndex) matchLine(path string, n int, b, raw []byte, cut bool, decode
 	obj := signatures.Extract(b)
 	out := &lineHit{}
 	for _, c := range cs {
+		if !mayMatch(c, path, *meta) {
+			continue
+		}
 		h := logHit{Path: path, Line: keepLine(n, raw, cut), Meta: **meta}
 		if len(decoded) > 0 {
 			h.Line.Decoded = strings.Join(decoded, "\n")

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/internal/inroot"
 	"github.com/nodesnap/nodesnap/test/skip"
 	"github.com/nodesnap/nodesnap/test/testkit"
@@ -165,6 +166,11 @@ func forge(t *testing.T, src string, edit func(m map[string]any), add map[string
 	}
 	raw, err := json.Marshal(m)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The edited manifest sealed anew, as a forger would: what the
+	// readers then meet is the edit, not a broken checksum.
+	if err := bundle.SealManifest(raw); err != nil {
 		t.Fatal(err)
 	}
 	files["manifest.json"] = raw
@@ -440,6 +446,10 @@ func TestPlantedLockInSharedDir(t *testing.T) {
 	r := nodesnap(t, runTimeout+30*time.Second, nil, n.args(out, "--only", "host")...)
 	if r.code != 0 && r.code != 3 {
 		t.Fatalf("collect with a planted lock file: exit %d\n%s", r.code, r.stderr)
+	}
+	// The private directory the lock went in is not left behind.
+	if _, err := os.Stat("/run/nodesnap"); made != nil && err == nil {
+		t.Errorf("/run/nodesnap is left behind after the run")
 	}
 }
 

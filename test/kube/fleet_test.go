@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -299,4 +300,95 @@ func (f *flipOne) Write(p []byte) (int, error) {
 	}
 	f.off += int64(len(p))
 	return f.w.Write(p)
+}
+
+// The attack of issue 38 (round two): the fleet's label and a past expiry
+// on objects no fleet run made, the API server's own
+// system:kube-controller-manager binding and a cluster-admin-like role,
+// made the next `fleet collect` delete them. They survive it now.
+func TestFleetSweepSparesWhatItDidNotMake(t *testing.T) {
+	c := requireCluster(t)
+	_, _, cs := c.clients(t)
+	removeNewHostBundles(t)
+	ctx := context.Background()
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	mark := func(m *metav1.ObjectMeta) {
+		if m.Labels == nil {
+			m.Labels = map[string]string{}
+		}
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Labels[fleet.ManagedByLabel] = fleet.ManagedBy
+		m.Labels[fleet.RunLabel] = "nodesnap-fleet-deadbeef"
+		m.Annotations[fleet.ExpiresAnnotation] = past
+		m.Annotations[fleet.NodeAnnotation] = c.node
+	}
+	const decoy = "nodesnap-e2e-cluster-admin-decoy"
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: decoy},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}, {NonResourceURLs: []string{"*"}, Verbs: []string{"*"}}}}
+	mark(&role.ObjectMeta)
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.RbacV1().ClusterRoles().Delete(context.Background(), decoy, metav1.DeleteOptions{}) })
+	const builtin = "system:kube-controller-manager"
+	orig, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, builtin, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the cluster has no %s binding: %v", builtin, err)
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		b, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, builtin, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mark(&b.ObjectMeta)
+		_, err = cs.RbacV1().ClusterRoleBindings().Update(ctx, b, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// The binding as it was: recreated if the run deleted it, its
+		// labels and annotations restored if not.
+		ctx := context.Background()
+		_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			b, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, builtin, metav1.GetOptions{})
+			if err != nil {
+				fresh := orig.DeepCopy()
+				fresh.ResourceVersion, fresh.UID = "", ""
+				_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, fresh, metav1.CreateOptions{})
+				return err
+			}
+			b.Labels, b.Annotations = orig.Labels, orig.Annotations
+			_, err = cs.RbacV1().ClusterRoleBindings().Update(ctx, b, metav1.UpdateOptions{})
+			return err
+		})
+	})
+	dir := filepath.Join(t.TempDir(), "fleet")
+	rctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(rctx, testkit.Binary(t), "fleet", "collect", c.node,
+		"--kubeconfig", c.kubeconfig, "--image", c.image(t), "--output-dir", dir, "--node-timeout", "4m")
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if err := cmd.Run(); err != nil {
+		t.Logf("fleet collect: %v\nstdout:\n%s\nstderr:\n%s", err, so.String(), se.String())
+	}
+	rep := readFleetReport(t, dir)
+	t.Logf("swept: %q", rep.Swept)
+	if _, err := cs.RbacV1().ClusterRoles().Get(ctx, decoy, metav1.GetOptions{}); err != nil {
+		t.Errorf("the cluster-admin-like role %s was deleted: %v", decoy, err)
+	}
+	if b, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, builtin, metav1.GetOptions{}); err != nil {
+		t.Errorf("the binding %s was deleted: %v", builtin, err)
+	} else if b.UID != orig.UID {
+		t.Errorf("the binding %s was deleted and made again by the API server (uid %s, was %s)", builtin, b.UID, orig.UID)
+	}
+	for _, s := range rep.Swept {
+		if strings.Contains(s, decoy) || strings.Contains(s, builtin) {
+			t.Errorf("fleet.json says it swept %s", s)
+		}
+	}
 }
