@@ -344,6 +344,7 @@ func (st *state) scopeLogs() {
 		}
 		s.keys, s.order = keys, order
 	}
+	st.scopeOps(k, names, winStart)
 }
 
 // outOfScope says why a group of lines is not evidence of now, or "".

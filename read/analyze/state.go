@@ -108,6 +108,9 @@ type state struct {
 	apiPods map[string]podRec
 
 	logs *logIndex
+	// opGroups are the storage operations' failures in scope, by
+	// operation and object (scopeOps).
+	opGroups []*opGroup
 
 	findings []Finding
 
@@ -466,6 +469,9 @@ var rules = []rule{
 	{"catalogue-logs", ruleCatalogueLogs},
 	{"kernel-logs", ruleKernelLogs},
 	{"kernel-storage", ruleKernelStorage},
+	// After every rule that names a cause: each failing storage
+	// operation no finding names yet.
+	{"storage-operations", ruleStorageOps},
 	{"bundle", ruleBundle},
 	{"earlier-log-lines", ruleEarlierLogs},
 	// Last: the API's view joined to every finding above.
