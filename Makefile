@@ -49,6 +49,18 @@ e2e-k8s: build image
 	  $(GO) test -count=1 -timeout 30m -v -run '$(E2E_RUN)' ./test/kube/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)' || status=$$?; \
 	test/kube/cluster.sh down; exit $$status
 
+## driver-words: regenerate signatures/driverwords/words.json, every CSI driver's own error wording
+## (status errors with their gRPC code, wrapped errors, error logs, with the node operation that
+## reaches them), from the drivers of signatures/driverwords/sources.txt: the module proxy's for a
+## module it serves, else a snapshot at the release tag under DRIVERWORDS_SRC/<driver>@<version>
+## (for instance `git clone --depth 1 --branch v3.12.2 https://github.com/ceph/ceph-csi
+## $$DRIVERWORDS_SRC/ceph-csi@v3.12.2`). Not part of CI; commit the result.
+.PHONY: driver-words
+DRIVERWORDS_SRC ?=
+driver-words:
+	$(GO) run ./signatures/driverwords/gen -go $(GO) -sources signatures/driverwords/sources.txt -src '$(DRIVERWORDS_SRC)' -out signatures/driverwords/words.json
+	$(GO) test -count=1 ./signatures/driverwords/...
+
 ## redact-rules: regenerate redact/rules_scanner.go (and the scanner's own negative examples
 ## in redact/corpusgen) from the secret scanner's default rules at the version pinned in
 ## redact/rulegen/go.mod; move the pin with `cd redact/rulegen && go get MODULE@VERSION`

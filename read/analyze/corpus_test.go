@@ -170,7 +170,7 @@ var (
 	reRFC3339Start = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d`)
 	// reKubeletIdent is the journal prefix of a kubelet or of a
 	// distribution's process that runs one.
-	reKubeletIdent = regexp.MustCompile(`\s(kubelet|kubelet-wrapper|k3s|k3s-server|k3s-agent|rke2|kubelite|microk8s\.daemon-kubelite|microk8s\.daemon-kubelet|k0s|k0sworker|hyperkube|atomic-openshift-node|origin-node)\[(\d+)\]:`)
+	reKubeletIdent = regexp.MustCompile(`\s(kubelet|kubelet-wrapper|k3s|k3s-server|k3s-agent|rke2|kubelite|microk8s\.daemon-kubelite|microk8s\.daemon-kubelet|k0s|k0sworker|hyperkube|atomic-openshift-node|origin-node|kubenswrapper|d8-kubelet-forker)\[(\d+)\]:`)
 )
 
 // placeSection returns the bundle path and content of a section placed
