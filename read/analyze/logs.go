@@ -240,6 +240,7 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 	x.files = append(x.files, path)
 	rr := newRecordReader(r)
 	parser := events.NewParser(x.ref)
+	var pend *pendingEvent
 	// tracing: the hit whose call trace is being collected.
 	var tracing *keyHits
 	var traceHit int
@@ -255,9 +256,7 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 			return err
 		}
 		x.lines++
-		if ev, ok := parser.Parse(raw); ok {
-			x.noteEvent(path, n, raw, cut, &ev)
-		}
+		pend = x.readEvent(parser, pend, path, n, raw, cut)
 		b := logRecordText(raw)
 		if tracing != nil {
 			if isTraceLine(b) && len(tracing.First[traceHit].Trace) < maxTraceLen {

@@ -68,6 +68,49 @@ func newOpIndex() *opIndex {
 	return &opIndex{groups: map[string]*opGroup{}, successes: map[string]map[events.Op]success{}, ends: map[string]time.Time{}}
 }
 
+// pendingEvent is a failure that named no object, waiting for the
+// header-less lines after it (a mount's arguments and output) to name it.
+type pendingEvent struct {
+	ev   events.Event
+	raw  []byte
+	n    int
+	cut  bool
+	left int
+}
+
+// maxContinuation is how many records after a failure may name its
+// object.
+const maxContinuation = 6
+
+// readEvent reads one record into an event and files it; it returns the
+// failure still waiting for its object, if any.
+func (x *logIndex) readEvent(p *events.Parser, pend *pendingEvent, path string, n int, raw []byte, cut bool) *pendingEvent {
+	if pend != nil {
+		keys, cont := p.Continuation(raw)
+		pend.ev.Keys.Merge(keys)
+		switch {
+		case pend.ev.Storage():
+			x.noteEvent(path, pend.n, pend.raw, pend.cut, &pend.ev)
+			return nil
+		case !cont:
+			pend = nil
+		default:
+			if pend.left--; pend.left <= 0 {
+				pend = nil
+			}
+		}
+	}
+	ev, ok := p.Parse(raw)
+	switch {
+	case ok:
+		x.noteEvent(path, n, raw, cut, &ev)
+		return nil
+	case ev.Incomplete():
+		return &pendingEvent{ev: ev, raw: append([]byte(nil), raw...), n: n, cut: cut, left: maxContinuation}
+	}
+	return pend
+}
+
 // note files one event read from the record at line n of path.
 func (x *logIndex) noteEvent(path string, n int, raw []byte, cut bool, ev *events.Event) {
 	o := x.ops

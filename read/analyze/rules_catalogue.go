@@ -47,9 +47,9 @@ const (
 // What each finding of this file means, for docs/findings.md.
 var _ = document(
 	RuleDoc{
-		ID: idTeardownFailed, Severity: "warning",
+		ID: idTeardownFailed, Severity: "info or warning",
 		Title:    "Volume teardown failing",
-		Meaning:  "The kubelet's UnmountVolume.TearDown of a pod's volume fails (other than with EBUSY, which is volume-teardown-busy), for instance \"directory not empty\" when files were written into the volume's directory after its mount was gone. The kubelet retries with backoff and the pod stays Terminating.",
+		Meaning:  "The kubelet's UnmountVolume.TearDown of a pod's volume fails (other than with EBUSY, which is volume-teardown-busy), for instance \"directory not empty\" when files were written into the volume's directory after its mount was gone. The kubelet retries with backoff and the pod stays Terminating. Any teardown failure of the kubelet that no signature knows is reported here too, its severity from state (see storage-operation-failing).",
 		Evidence: "The kubelet log: the TearDown errors, per volume.",
 		Fix:      "Read the wrapped error: for \"directory not empty\", check that nothing is mounted there, then move the leftover files away; the next retry removes the directory.",
 	},
@@ -68,9 +68,9 @@ var _ = document(
 		Fix:      "Find the volume's own mount error (volume-mount-failed) and fix that.",
 	},
 	RuleDoc{
-		ID: idCSINodeOpFailed, Severity: "warning",
-		Title:    "CSI driver fails to unstage or unpublish a volume",
-		Meaning:  "The CSI driver's node service reports that unmounting a volume's target or staging path, or releasing its device, failed. The kubelet retries; the pod or the volume's detach waits.",
+		ID: idCSINodeOpFailed, Severity: "info or warning",
+		Title:    "CSI driver's node operation failing",
+		Meaning:  "The CSI driver's node service reports that an operation on a volume failed: unmounting its target or staging path or releasing its device (a warning), or any other node call (stage, publish, expand ...) read from the driver's log in any format, with the newest error verbatim and its severity from state (see storage-operation-failing). The kubelet retries; the pod, or the volume's detach, waits.",
 		Evidence: "The CSI driver's log, per volume.",
 		Fix:      "Read the driver's error; find what holds the path or device (mount-held-in-foreign-namespace, openfiles/holders.json) and release it.",
 	},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/read/events"
 )
 
@@ -28,7 +29,7 @@ const (
 var _ = document(RuleDoc{
 	ID: idStorageOpFailing, Severity: "info or warning",
 	Title: "Storage operation failing",
-	Meaning: "A log (the kubelet's, a CSI node plugin's in any format, the runtime's, a storage daemon's or the kernel's) reports that an operation on a storage object failed — " +
+	Meaning: "A log (a storage daemon's such as iscsid or multipathd, the kernel's, or a writer of no other family) reports that an operation on a storage object failed — " +
 		"mount, stage, publish, attach, teardown, unstage, unpublish, detach, format, resize, a container's rootfs unmount, a sandbox's removal, I/O — and no more specific finding names that object. " +
 		"The finding names the object, the operation, when it first and last failed, how often, and the newest error verbatim. " +
 		"It is a warning when the error is permanent by its nature (EIO, ENODEV, NotFound, PermissionDenied, InvalidArgument, a refused login, mount's exit status 32), " +
@@ -242,11 +243,39 @@ func ruleStorageOps(st *state) {
 		if d := errDetail(g.newest); d != "" {
 			expl += " " + d
 		}
-		st.add(Finding{ID: idStorageOpFailing, Severity: sev, Title: "Storage operation failing", Subject: subj, Summary: s, Explanation: expl,
+		id, title := opFinding(g)
+		st.add(Finding{ID: id, Severity: sev, Title: title, Subject: subj, Summary: s, Explanation: expl,
 			Evidence: kh.evidence(sigWhat[sigStorageOp]),
 			Remediation: []string{"Read the newest error in the lines: it names the cause in the driver's, the mount's or the kernel's own words; fix what it names (" +
 				string(g.kind) + " " + shellQuote(subj) + ") and let the operation retry."}})
 	}
+}
+
+// opFinding is the ID and title of a group's finding: the family of its
+// operation and writer (a kubelet's mount, a CSI driver's node call, a
+// runtime's removal), storage-operation-failing for the rest (I/O, a
+// storage daemon's operations).
+func opFinding(g *opGroup) (id, title string) {
+	driver := strings.HasPrefix(g.lastPath, layout.CSIPodLogsPath) || strings.HasPrefix(g.lastPath, layout.CSIHostLogsPath)
+	switch {
+	case g.op == events.OpRootfsUnmount || g.op == events.OpSandboxRemove:
+		return idContainerRemove, "Runtime fails to remove a container"
+	case g.op == events.OpIO:
+		return idStorageOpFailing, "Storage I/O failing"
+	case driver && !g.kubelet:
+		return idCSINodeOpFailed, "CSI driver's node operation failing"
+	case !g.kubelet:
+		return idStorageOpFailing, "Storage operation failing"
+	case mountOp(g.op) || g.op == events.OpFormat || g.op == events.OpResize:
+		return idMountFailed, "Volume mount failing"
+	case g.op == events.OpTeardown || g.op == events.OpUnpublish:
+		return idTeardownFailed, "Volume teardown failing"
+	case g.op == events.OpUnstage || g.op == events.OpUnmap:
+		return idUnmountDevice, "Kubelet cannot unmount or unmap a volume's device"
+	case g.op == events.OpUnmount:
+		return idUnmountFailed, "Unmount failing"
+	}
+	return idStorageOpFailing, "Storage operation failing"
 }
 
 // errDetail says what the error's structure tells: its gRPC code, errno

@@ -26,6 +26,9 @@ func (p *Parser) classify(r *record) {
 	if m := reMethod.FindStringSubmatch(text); m != nil {
 		ev.Method = m[1]
 		p.remember(r.reqID, m[1])
+		if r.reqID == "" {
+			p.lastKeys = Keys{}
+		}
 	} else if r.reqID != "" {
 		ev.Method = p.methods[r.reqID]
 	} else if strings.Contains(text, "GRPC error") || strings.Contains(text, "GRPC response") {
@@ -38,6 +41,9 @@ func (p *Parser) classify(r *record) {
 				break
 			}
 		}
+	}
+	if strings.Contains(text, "GRPC request") || strings.Contains(text, "requests {") || strings.Contains(text, "GRPC call") && strings.Contains(text, "{") {
+		p.request(r)
 	}
 	ev.Op = operation(text, ev.Method, ev.Source)
 	if ev.Op == OpNone && !ev.Kubelet && (strings.Contains(text, "GRPC error") || strings.Contains(text, "rpc error: code =")) {
@@ -56,6 +62,31 @@ func (p *Parser) classify(r *record) {
 	if r.reqVol != "" && r.reqVol != "--" {
 		ev.Keys.Handle = r.reqVol
 	}
+	if ev.Outcome == OutcomeFailed && (ev.Method != "" || ev.Op == OpCSICall) {
+		// The objects of the request the error answers.
+		if r.reqID != "" {
+			ev.Keys.Merge(p.keys[r.reqID])
+		} else {
+			ev.Keys.Merge(p.lastKeys)
+		}
+	}
+}
+
+// request keeps the objects a driver's request names ("GRPC request:
+// {...}", "GRPC call: /csi.v1.Node/X requests {...}") for its error.
+func (p *Parser) request(r *record) {
+	k := keysOf(r)
+	if r.reqID == "" {
+		p.lastKeys = k
+		return
+	}
+	if _, ok := p.keys[r.reqID]; !ok && len(p.keys) >= maxRequests {
+		for id := range p.keys {
+			delete(p.keys, id)
+			break
+		}
+	}
+	p.keys[r.reqID] = k
 }
 
 func (p *Parser) remember(id, method string) {
@@ -258,7 +289,7 @@ var (
 	reEmptyGRPCError = regexp.MustCompile(`"Error":\s*"",`)
 	reGRPCError      = regexp.MustCompile(`"Error":\s*"[^"]`)
 	reSuccess        = regexp.MustCompile(`(?i)\bsucceeded\b|\bsuccessfully\b|\bsuccess\b|\bGRPC response\b|\bis operational again\b|returns successfully`)
-	reFailure        = regexp.MustCompile(`(?i)\bfail(?:ed|s|ure)?\b|\berror\b|\berr=|\bunable to\b|\bcannot\b|\bcan't\b|\bcould not\b|\btimed out\b|\brefused\b|\bdenied\b|\bbusy\b|\bnot found\b|\bexit status [1-9]`)
+	reFailure        = regexp.MustCompile(`(?i)\bfail(?:ed|s|ure)?\b|wrong fs type|bad superblock|\bdid not find\b|\bdoes not exist\b|\berror\b|\berr=|\bunable to\b|\bcannot\b|\bcan't\b|\bcould not\b|\btimed out\b|\brefused\b|\bdenied\b|\bbusy\b|\bnot found\b|\bexit status [1-9]`)
 )
 
 // outcome says whether a record reports its operation failing or
@@ -289,6 +320,9 @@ func outcome(r *record) Outcome {
 	if reSuccess.MatchString(text) && !strings.Contains(strings.ToLower(text), "unsuccess") && (!failWords || r.ev.Level <= LevelInfo && r.ev.Level != LevelUnknown && !strings.Contains(text, "failed")) {
 		return OutcomeSucceeded
 	}
+	if r.ev.Level >= LevelError && !strings.Contains(text, "GRPC call") && !strings.Contains(text, "GRPC request") {
+		return OutcomeFailed
+	}
 	if failWords && (r.ev.Level >= LevelWarning || r.ev.Level == LevelUnknown || r.ev.Err.Errno != "" || r.ev.Err.Exit != 0 || strings.Contains(text, " failed")) {
 		return OutcomeFailed
 	}
@@ -296,12 +330,14 @@ func outcome(r *record) Outcome {
 }
 
 var (
-	rePV     = regexp.MustCompile(`\bpvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	rePV     = regexp.MustCompile(`pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
 	reHandle = regexp.MustCompile(`\b(?:csi-vol-[0-9a-f-]{36}|vol-[0-9a-f]{8,17}|0001-00[0-9a-f]{2}-[0-9a-zA-Z._-]+-[0-9a-f]{16}-[0-9a-f-]{36})\b`)
 	rePortal = regexp.MustCompile(`\b((?:\d{1,3}\.){3}\d{1,3}:3260)\b`)
 	reIQN    = regexp.MustCompile(`\b(iqn\.\d{4}-\d\d\.[A-Za-z0-9.:_-]+)`)
 	reWWID   = regexp.MustCompile(`\b(?:wwid|WWID|serial)[\s:="']+([0-9A-Za-z_.-]{8,})`)
 	reNFSSrv = regexp.MustCompile(`(?:^|[\s"'=(])((?:\d{1,3}\.){3}\d{1,3}:/[^\s"',;)]*|[A-Za-z0-9][-A-Za-z0-9.]*\.[A-Za-z]{2,}:/[^\s"',;)]*|//[A-Za-z0-9][-A-Za-z0-9.]*/[^\s"',;)]+)`)
+	reDev    = regexp.MustCompile(`(/dev/(?:disk/by-[a-z-]+/[^\s"'\\,;:)\]}]+|[a-z][a-z0-9_-]*\d[a-z0-9]*|[a-z]{2,}[a-z]\b))`)
+	reVolID  = regexp.MustCompile(`(?i)"?\b(?:volume_?id|volumeHandle|VolumeId)"?\s*[:=]\s*\\*"?([^\s"\\,}\]]+)`)
 	reKDev   = regexp.MustCompile(`(?:\bdev |\bdevice |\(|\bon dev )((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|loop\d+|md\d+)\d*)`)
 	// volume fields: the handle a driver logs in a field of its own.
 	handleFields = []string{"volume_id", "volumeID", "volumeId", "VolumeId", "volumeHandle", "volume", "vol_id", "volid", "volumeid", "volname", "pvName", "pv", "VolumeID"}
@@ -328,6 +364,9 @@ func keysOf(r *record) Keys {
 		// kubernetes.io/csi/<driver>^<handle>
 		k.Handle = k.Volume[i+1:]
 	}
+	if m := reVolID.FindStringSubmatch(text); m != nil && k.Handle == "" {
+		k.Handle = m[1]
+	}
 	if m := reHandle.FindString(text); m != "" && k.Handle == "" {
 		k.Handle = m
 	}
@@ -350,6 +389,11 @@ func keysOf(r *record) Keys {
 		k.Server = m[1]
 	} else if o.Server != "" {
 		k.Server = o.Server
+	}
+	if k.Device == "" {
+		if m := reDev.FindStringSubmatch(text); m != nil && m[1] != "/dev/null" && m[1] != "/dev/fuse" {
+			k.Device = m[1]
+		}
 	}
 	if k.Device == "" {
 		if m := reKDev.FindStringSubmatch(text); m != nil {

@@ -23,13 +23,18 @@ type Parser struct {
 	methods map[string]string
 	order   []string
 	last    string
+	// keys are what the newest request (by ID, and without one) named:
+	// a driver logs the request ("GRPC request: {...volume_id...}") and
+	// then its error without the volume.
+	keys     map[string]Keys
+	lastKeys Keys
 }
 
 const maxRequests = 256
 
 // NewParser returns a parser for one log.
 func NewParser(ref time.Time) *Parser {
-	return &Parser{Ref: ref, methods: map[string]string{}}
+	return &Parser{Ref: ref, methods: map[string]string{}, keys: map[string]Keys{}}
 }
 
 // record is a record taken apart: header values and the body's message
@@ -75,7 +80,8 @@ var (
 
 // Parse reads one record (a log line, or lines joined into one record).
 // ok is false when the record reports no operation's outcome on a storage
-// object; the event is then incomplete.
+// object; the event is then incomplete (Incomplete tells a failure that
+// names no object).
 func (p *Parser) Parse(rec []byte) (ev Event, ok bool) {
 	if !mayMatter(rec) {
 		return Event{}, false
@@ -83,6 +89,29 @@ func (p *Parser) Parse(rec []byte) (ev Event, ok bool) {
 	r := p.split(rec)
 	p.classify(&r)
 	return r.ev, r.ev.Storage()
+}
+
+// Incomplete says whether an event is an operation's failure that names
+// no object: the lines that follow it without a header of their own (a
+// mount's arguments and output) may name it (see Continuation).
+func (e *Event) Incomplete() bool {
+	return e.Op != OpNone && e.Outcome == OutcomeFailed && !e.Storage()
+}
+
+// Continuation reads a record that has no header of its own (no time,
+// level or logger prefix: the rest of a message its writer split over
+// lines, "Mounting arguments: ..."), for the objects it names; cont is
+// false when the record has a header of its own.
+func (p *Parser) Continuation(rec []byte) (keys Keys, cont bool) {
+	var r record
+	b := p.prefixes(&r, bytes.TrimSpace(rec))
+	if reKlog.Match(b) || reStampLevel.Match(b) || reLevelWord.Match(b) || len(b) == 0 || b[0] == '{' ||
+		bytes.HasPrefix(b, []byte("time=")) || bytes.HasPrefix(b, []byte("level=")) {
+		return Keys{}, false
+	}
+	r.msg = string(b)
+	r.text = r.msg
+	return keysOf(&r), true
 }
 
 // mayMatter is a cheap test for a record that may report an operation's
@@ -98,7 +127,7 @@ func mayMatter(b []byte) bool {
 }
 
 var cheapWords = [][]byte{[]byte("ail"), []byte("rror"), []byte("ucce"), []byte("RROR"), []byte("rpc"), []byte("/O "), []byte("refused"), []byte("busy"),
-	[]byte("imed out"), []byte("exit status"), []byte("\"Error\":"), []byte("GRPC response"), []byte("ERR"), []byte("denied"), []byte("csi.v1")}
+	[]byte("imed out"), []byte("exit status"), []byte("\"Error\":"), []byte("GRPC response"), []byte("ERR"), []byte("denied"), []byte("csi.v"), []byte("GRPC request"), []byte("requests {")}
 
 // split takes a record's prefixes, header and fields apart.
 func (p *Parser) split(rec []byte) record {
