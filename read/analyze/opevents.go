@@ -1,8 +1,10 @@
 package analyze
 
 import (
+	"strings"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/read/events"
 )
 
@@ -139,7 +141,11 @@ func (x *logIndex) noteEvent(path string, n int, raw []byte, cut bool, ev *event
 	if meta.Time.IsZero() {
 		meta.Time = ev.Time
 	}
-	if ev.Kubelet && meta.Ident == "" {
+	if csiLog(path) {
+		// A driver's own log: mount-utils or controller-runtime lines
+		// in it are not the kubelet's.
+		ev.Kubelet = false
+	} else if ev.Kubelet && meta.Ident == "" {
 		meta.Ident = "kubelet"
 	}
 	h := logHit{Path: path, Line: keepLine(n, raw, cut), Meta: meta}
@@ -180,6 +186,12 @@ func (x *logIndex) noteEvent(path string, n int, raw []byte, cut bool, ev *event
 	if ev.Source != "" && !contains(g.sources, ev.Source) && len(g.sources) < 4 {
 		g.sources = append(g.sources, ev.Source)
 	}
+}
+
+// csiLog tells a CSI driver's own log (its pod's container or a host
+// process's log).
+func csiLog(path string) bool {
+	return strings.HasPrefix(path, layout.CSIPodLogsPath) || strings.HasPrefix(path, layout.CSIHostLogsPath)
 }
 
 // noteEnd keeps the time of a log's last record: the end of its

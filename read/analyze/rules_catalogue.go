@@ -146,8 +146,11 @@ func (st *state) subject(k *keyHits, kind signatures.KeyKind) string {
 			return s
 		}
 	}
-	return "(not named in the log lines)"
+	return notNamed
 }
+
+// notNamed is the subject of lines that name no object.
+const notNamed = "(not named in the log lines)"
 
 var reUID = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/read/events"
 )
 
@@ -205,6 +204,7 @@ func (st *state) usedLines() map[lineRef]bool {
 // ruleStorageOps makes a finding of every failing group no finding
 // names.
 func ruleStorageOps(st *state) {
+	st.nameObjects()
 	n := 0
 	used := st.usedLines()
 	for _, g := range st.opGroups {
@@ -251,18 +251,58 @@ func ruleStorageOps(st *state) {
 	}
 }
 
+// nameObjects adds to each finding drawn from log lines the objects the
+// events of those lines name and its summary does not: a signature keyed
+// by one object (a path, a request's stage) names the volume, pod, device
+// or target the record carries too.
+func (st *state) nameObjects() {
+	byLine := map[lineRef]*opGroup{}
+	for _, g := range st.opGroups {
+		for _, h := range g.hits.hits() {
+			byLine[lineRef{h.Path, h.Line.N}] = g
+		}
+	}
+	if len(byLine) == 0 {
+		return
+	}
+	for i := range st.findings {
+		f := &st.findings[i]
+		var extra []string
+		for _, e := range f.Evidence {
+			for _, l := range e.Lines {
+				g := byLine[lineRef{e.Path, l.N}]
+				if g == nil {
+					continue
+				}
+				for _, k := range g.keys.All() {
+					if len(extra) < 4 && !contains(extra, k) && !strings.Contains(f.Subject+"\n"+f.Summary, k) {
+						extra = append(extra, k)
+					}
+				}
+			}
+		}
+		if len(extra) == 0 {
+			continue
+		}
+		if f.Subject == notNamed {
+			f.Subject = extra[0]
+		}
+		f.Summary += " (its lines name " + strings.Join(extra, ", ") + ")"
+	}
+}
+
 // opFinding is the ID and title of a group's finding: the family of its
 // operation and writer (a kubelet's mount, a CSI driver's node call, a
 // runtime's removal), storage-operation-failing for the rest (I/O, a
 // storage daemon's operations).
 func opFinding(g *opGroup) (id, title string) {
-	driver := strings.HasPrefix(g.lastPath, layout.CSIPodLogsPath) || strings.HasPrefix(g.lastPath, layout.CSIHostLogsPath)
+	driver := csiLog(g.lastPath)
 	switch {
 	case g.op == events.OpRootfsUnmount || g.op == events.OpSandboxRemove:
 		return idContainerRemove, "Runtime fails to remove a container"
 	case g.op == events.OpIO:
 		return idStorageOpFailing, "Storage I/O failing"
-	case driver && !g.kubelet:
+	case driver:
 		return idCSINodeOpFailed, "CSI driver's node operation failing"
 	case !g.kubelet:
 		return idStorageOpFailing, "Storage operation failing"

@@ -42,8 +42,15 @@ func (p *Parser) classify(r *record) {
 			}
 		}
 	}
-	if strings.Contains(text, "GRPC request") || strings.Contains(text, "requests {") || strings.Contains(text, "GRPC call") && strings.Contains(text, "{") {
+	if strings.Contains(text, "GRPC request") || strings.Contains(text, "requests {") || strings.Contains(text, "GRPC call") && strings.Contains(text, "{") ||
+		ev.Method != "" && strings.Contains(text, "{") && !strings.Contains(text, "rror") {
 		p.request(r)
+	} else if r.reqID != "" && r.reqVol == "" {
+		// A request's own lines (trident's requestID=...): what they
+		// name is the request's.
+		k := keysOf(r)
+		k.Merge(p.keys[r.reqID])
+		p.setKeys(r.reqID, k)
 	}
 	ev.Op = operation(text, ev.Method, ev.Source)
 	if ev.Op == OpNone && !ev.Kubelet && (strings.Contains(text, "GRPC error") || strings.Contains(text, "rpc error: code =")) {
@@ -62,11 +69,12 @@ func (p *Parser) classify(r *record) {
 	if r.reqVol != "" && r.reqVol != "--" {
 		ev.Keys.Handle = r.reqVol
 	}
-	if ev.Outcome == OutcomeFailed && (ev.Method != "" || ev.Op == OpCSICall) {
+	if ev.Outcome == OutcomeFailed {
 		// The objects of the request the error answers.
-		if r.reqID != "" {
+		switch {
+		case r.reqID != "":
 			ev.Keys.Merge(p.keys[r.reqID])
-		} else {
+		case ev.Method != "" || ev.Op == OpCSICall:
 			ev.Keys.Merge(p.lastKeys)
 		}
 	}
@@ -80,13 +88,17 @@ func (p *Parser) request(r *record) {
 		p.lastKeys = k
 		return
 	}
-	if _, ok := p.keys[r.reqID]; !ok && len(p.keys) >= maxRequests {
-		for id := range p.keys {
-			delete(p.keys, id)
+	p.setKeys(r.reqID, k)
+}
+
+func (p *Parser) setKeys(id string, k Keys) {
+	if _, ok := p.keys[id]; !ok && len(p.keys) >= maxRequests {
+		for old := range p.keys {
+			delete(p.keys, old)
 			break
 		}
 	}
-	p.keys[r.reqID] = k
+	p.keys[id] = k
 }
 
 func (p *Parser) remember(id, method string) {
@@ -108,14 +120,18 @@ func (p *Parser) remember(id, method string) {
 // plugins it links) that log storage operations: a record with a klog
 // header from one of them is the kubelet's, whatever process wrote it.
 var kubeletFiles = map[string]bool{
-	"operation_generator.go": true, "nestedpendingoperations.go": true, "reconciler.go": true, "reconciler_common.go": true,
+	"operation_generator.go": true, "nestedpendingoperations.go": true, "reconciler_common.go": true,
 	"reconstruct.go": true, "reconstruct_common.go": true, "volume_manager.go": true, "kubelet.go": true, "kubelet_volumes.go": true,
 	"kubelet_pods.go": true, "pod_workers.go": true, "kuberuntime_manager.go": true, "csi_attacher.go": true, "csi_mounter.go": true,
-	"csi_client.go": true, "csi_plugin.go": true, "csi_block.go": true, "mount_linux.go": true, "mount_helper_common.go": true,
+	"csi_client.go": true, "csi_plugin.go": true, "csi_block.go": true,
 	"operation_executor.go": true, "desired_state_of_world_populator.go": true, "actual_state_of_world.go": true, "iscsi_util.go": true,
-	"nfs.go": true, "rbd_util.go": true, "attacher.go": true, "atomic_writer.go": true, "empty_dir.go": true, "projected.go": true,
-	"util.go": false,
+	"rbd_util.go": true, "atomic_writer.go": true, "empty_dir.go": true, "projected.go": true,
 }
+
+// Not the kubelet's alone: k8s.io/mount-utils (mount_linux.go,
+// mount_helper_common.go) and controller-runtime's reconciler.go are
+// linked by drivers too; reconciler.go counts only with a kubelet
+// operation name in the record.
 
 func isKubeletComponent(c string) bool {
 	if c == "" {
@@ -289,6 +305,9 @@ var (
 	reEmptyGRPCError = regexp.MustCompile(`"Error":\s*"",`)
 	reGRPCError      = regexp.MustCompile(`"Error":\s*"[^"]`)
 	reSuccess        = regexp.MustCompile(`(?i)\bsucceeded\b|\bsuccessfully\b|\bsuccess\b|\bGRPC response\b|\bis operational again\b|returns successfully`)
+	// reNoOp is an operation its writer skipped as already done: an
+	// idempotent call, not a failure.
+	reNoOp = regexp.MustCompile(`(?i)\b(?:un)?(?:mount|publish|stage)\w* skipped\b|\bskipp(?:ed|ing) (?:un)?(?:mount|publish|stage)|nothing to do|\balready (?:un)?mounted\b|\bnot mounted, skip|\bis not a mountpoint, deleting`)
 	reFailure        = regexp.MustCompile(`(?i)\bfail(?:ed|s|ure)?\b|wrong fs type|bad superblock|\bdid not find\b|\bdoes not exist\b|\berror\b|\berr=|\bunable to\b|\bcannot\b|\bcan't\b|\bcould not\b|\btimed out\b|\brefused\b|\bdenied\b|\bbusy\b|\bnot found\b|\bexit status [1-9]`)
 )
 
@@ -309,6 +328,9 @@ func outcome(r *record) Outcome {
 	}
 	if r.ev.Err.Code != "" && r.ev.Err.Code != "OK" || strings.Contains(text, "GRPC error") {
 		return OutcomeFailed
+	}
+	if reNoOp.MatchString(text) {
+		return OutcomeSucceeded
 	}
 	if e := r.get("err", "error"); e != "" && e != "null" && e != "<nil>" && e != `""` {
 		return OutcomeFailed
@@ -378,6 +400,8 @@ func keysOf(r *record) Keys {
 	}
 	if m := rePortal.FindStringSubmatch(text); m != nil {
 		k.Portal = m[1]
+	} else if v := r.get("portal", "portalIP", "targetPortal", "portal_ip", "TargetPortal"); v != "" && !strings.ContainsAny(v, " {") {
+		k.Portal = v
 	}
 	if m := reIQN.FindStringSubmatch(text); m != nil {
 		k.IQN = strings.TrimRight(m[1], ".:,")

@@ -118,6 +118,9 @@ func (p *Parser) Continuation(rec []byte) (keys Keys, cont bool) {
 // outcome: most records of a log (syncs, probes, starts) do not, and are
 // not taken apart.
 func mayMatter(b []byte) bool {
+	if klogWarnOrError(b) {
+		return true
+	}
 	for _, w := range cheapWords {
 		if bytes.Contains(b, w) {
 			return true
@@ -127,7 +130,21 @@ func mayMatter(b []byte) bool {
 }
 
 var cheapWords = [][]byte{[]byte("ail"), []byte("rror"), []byte("ucce"), []byte("RROR"), []byte("rpc"), []byte("/O "), []byte("refused"), []byte("busy"),
-	[]byte("imed out"), []byte("exit status"), []byte("\"Error\":"), []byte("GRPC response"), []byte("ERR"), []byte("denied"), []byte("csi.v"), []byte("GRPC request"), []byte("requests {")}
+	[]byte("imed out"), []byte("exit status"), []byte("\"Error\":"), []byte("GRPC response"), []byte("ERR"), []byte("denied"), []byte("csi.v"), []byte("GRPC request"), []byte("requests {"),
+	[]byte("ublishVolume"), []byte("tageVolume"), []byte("equestID"), []byte("equest_id")}
+
+// klogWarnOrError tells a record with a klog header of level E or W near
+// its start ("E1121 09:10:01.000000 ...").
+func klogWarnOrError(b []byte) bool {
+	head := b[:min(len(b), 160)]
+	for i := 0; i+6 <= len(head); i++ {
+		c := head[i]
+		if (c == 'E' || c == 'W') && (i == 0 || head[i-1] == ' ' || head[i-1] == '"') && isDigits(head[i+1:i+5]) && head[i+5] == ' ' {
+			return true
+		}
+	}
+	return false
+}
 
 // split takes a record's prefixes, header and fields apart.
 func (p *Parser) split(rec []byte) record {
@@ -141,6 +158,8 @@ func (p *Parser) split(rec []byte) record {
 	if m := reCephID.FindStringSubmatch(r.msg); m != nil {
 		r.reqID, r.reqVol = m[1], m[2]
 		r.msg = r.msg[len(m[0]):]
+	} else if id := r.get("requestID", "request_id", "reqID", "req_id", "RequestID"); id != "" {
+		r.reqID = id
 	}
 	var t strings.Builder
 	t.WriteString(r.msg)
