@@ -307,8 +307,8 @@ var (
 	reSuccess        = regexp.MustCompile(`(?i)\bsucceeded\b|\bsuccessfully\b|\bsuccess\b|\bGRPC response\b|\bis operational again\b|returns successfully`)
 	// reNoOp is an operation its writer skipped as already done: an
 	// idempotent call, not a failure.
-	reNoOp = regexp.MustCompile(`(?i)\b(?:un)?(?:mount|publish|stage)\w* skipped\b|\bskipp(?:ed|ing) (?:un)?(?:mount|publish|stage)|nothing to do|\balready (?:un)?mounted\b|\bnot mounted, skip|\bis not a mountpoint, deleting`)
-	reFailure        = regexp.MustCompile(`(?i)\bfail(?:ed|s|ure)?\b|wrong fs type|bad superblock|\bdid not find\b|\bdoes not exist\b|\berror\b|\berr=|\bunable to\b|\bcannot\b|\bcan't\b|\bcould not\b|\btimed out\b|\brefused\b|\bdenied\b|\bbusy\b|\bnot found\b|\bexit status [1-9]`)
+	reNoOp    = regexp.MustCompile(`(?i)\b(?:un)?(?:mount|publish|stage)\w* skipped\b|\bskipp(?:ed|ing) (?:un)?(?:mount|publish|stage)|nothing to do|\balready (?:un)?mounted\b|\bnot mounted, skip|\bis not a mountpoint, deleting`)
+	reFailure = regexp.MustCompile(`(?i)\bfail(?:ed|s|ure)?\b|wrong fs type|bad superblock|\bdid not find\b|\bdoes not exist\b|\berror\b|\berr=|\bunable to\b|\bcannot\b|\bcan't\b|\bcould not\b|\btimed out\b|\brefused\b|\bdenied\b|\bbusy\b|\bnot found\b|\bexit status [1-9]`)
 )
 
 // outcome says whether a record reports its operation failing or
