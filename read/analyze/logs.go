@@ -256,7 +256,11 @@ func (x *logIndex) scanLog(path string, r io.Reader) error {
 			return err
 		}
 		x.lines++
-		pend = x.readEvent(parser, pend, path, n, raw, cut)
+		var callOK bool
+		pend, callOK = x.readEvent(parser, pend, path, n, raw, cut)
+		if callOK {
+			continue
+		}
 		b := logRecordText(raw)
 		if tracing != nil {
 			if isTraceLine(b) && len(tracing.First[traceHit].Trace) < maxTraceLen {

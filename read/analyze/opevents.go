@@ -85,15 +85,17 @@ type pendingEvent struct {
 const maxContinuation = 6
 
 // readEvent reads one record into an event and files it; it returns the
-// failure still waiting for its object, if any.
-func (x *logIndex) readEvent(p *events.Parser, pend *pendingEvent, path string, n int, raw []byte, cut bool) *pendingEvent {
+// failure still waiting for its object, if any, and whether the record is
+// a CSI call's success (no signature may read it as a failure: a driver
+// that logs each call with its result and an empty error).
+func (x *logIndex) readEvent(p *events.Parser, pend *pendingEvent, path string, n int, raw []byte, cut bool) (*pendingEvent, bool) {
 	if pend != nil {
 		keys, cont := p.Continuation(raw)
 		pend.ev.Keys.Merge(keys)
 		switch {
 		case pend.ev.Storage():
 			x.noteEvent(path, pend.n, pend.raw, pend.cut, &pend.ev)
-			return nil
+			return nil, false
 		case !cont:
 			pend = nil
 		default:
@@ -103,14 +105,15 @@ func (x *logIndex) readEvent(p *events.Parser, pend *pendingEvent, path string, 
 		}
 	}
 	ev, ok := p.Parse(raw)
+	callOK := ev.Outcome == events.OutcomeSucceeded && ev.Method != ""
 	switch {
 	case ok:
 		x.noteEvent(path, n, raw, cut, &ev)
-		return nil
+		return nil, callOK
 	case ev.Incomplete():
-		return &pendingEvent{ev: ev, raw: append([]byte(nil), raw...), n: n, cut: cut, left: maxContinuation}
+		return &pendingEvent{ev: ev, raw: append([]byte(nil), raw...), n: n, cut: cut, left: maxContinuation}, false
 	}
-	return pend
+	return pend, callOK
 }
 
 // note files one event read from the record at line n of path.

@@ -43,7 +43,7 @@ func (p *Parser) classify(r *record) {
 		}
 	}
 	if strings.Contains(text, "GRPC request") || strings.Contains(text, "requests {") || strings.Contains(text, "GRPC call") && strings.Contains(text, "{") ||
-		ev.Method != "" && strings.Contains(text, "{") && !strings.Contains(text, "rror") {
+		ev.Method != "" && strings.Contains(text, "{") && !strings.Contains(text, "rror") && !strings.Contains(text, "GRPC response") {
 		p.request(r)
 	} else if r.reqID != "" && r.reqVol == "" {
 		// A request's own lines (trident's requestID=...): what they
@@ -69,8 +69,8 @@ func (p *Parser) classify(r *record) {
 	if r.reqVol != "" && r.reqVol != "--" {
 		ev.Keys.Handle = r.reqVol
 	}
-	if ev.Outcome == OutcomeFailed {
-		// The objects of the request the error answers.
+	if ev.Outcome != OutcomeNone {
+		// The objects of the request the error (or response) answers.
 		switch {
 		case r.reqID != "":
 			ev.Keys.Merge(p.keys[r.reqID])

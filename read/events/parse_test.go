@@ -71,6 +71,10 @@ func TestParseFormats(t *testing.T) {
 			want{ok: true, source: "crio", op: OpSandboxRemove, outcome: OutcomeFailed, errno: "EBUSY", keys: Keys{Path: "/var/run/netns/cni-1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d"}}},
 		{"sandbox network teardown, no storage object", `Oct 02 23:27:34 node containerd[2639]: time="2019-10-02T23:27:34.439359450Z" level=error msg="StopPodSandbox for \"cae59246074a\" failed" error="failed to destroy network for sandbox \"cae59246074a\": del cmd: failed to process delete request"`,
 			want{ok: false}},
+		// kubernetes-sigs/azuredisk-csi-driver#1104: mount-utils skipping
+		// an unmount of a path already gone is no failure.
+		{"unmount skipped", `W1203 13:17:32.854292       1 mount_helper_common.go:34] Warning: Unmount skipped because path does not exist: /mnt/resource/k8s/kubelet/pods/93c4a8f4-81f6-4211-b1ff-d66177310394/volumes/kubernetes.io~csi/pvc-1ad4dbfd-f4c3-4af8-80e7-7956f671608e/mount`,
+			want{ok: true, op: OpUnmount, outcome: OutcomeSucceeded}},
 		{"ordinary noise", `I1121 09:10:01.000000     812 kubelet.go:2355] "SyncLoop UPDATE" source="api" pods=["default/web-0"]`, want{ok: false}},
 		{"stats noise", `E0511 19:25:35.523245    2583 summary.go:92] Failed to get system container stats for "/system.slice/kubelet.service": failed to get cgroup stats`, want{ok: false}},
 	}
