@@ -203,17 +203,17 @@ func (st *state) usedLines() map[lineRef]bool {
 
 // ruleStorageOps makes a finding of every failing group no finding
 // names.
-func ruleStorageOps(st *state) {
+func ruleStorageOps(st *state, groups []*opGroup) {
 	st.nameObjects()
 	n := 0
 	used := st.usedLines()
-	for _, g := range st.opGroups {
+	for _, g := range groups {
 		keys := g.keys.All()
 		if mentioned(st.findings, keys) || slices.ContainsFunc(g.hits.hits(), func(h logHit) bool { return used[lineRef{h.Path, h.Line.N}] }) {
 			continue
 		}
 		if n == maxLogFindingsPerID {
-			st.notListed(idStorageOpFailing, len(st.opGroups)-n, st.logs.ops.overflow)
+			st.notListed(idStorageOpFailing, len(groups)-n, st.logs.ops.overflow)
 			return
 		}
 		n++

@@ -354,7 +354,15 @@ func (st *state) scopeLogs() {
 		}
 		s.keys, s.order = keys, order
 	}
-	st.scopeOps(k, names, winStart)
+	st.scope = logScope{kubelet: k, names: names, winStart: winStart}
+}
+
+// logScope is what log lines are compared with to tell evidence of now:
+// the running kubelet, the node's names, the collection window's start.
+type logScope struct {
+	kubelet  *kubeletProc
+	names    []string
+	winStart time.Time
 }
 
 // outOfScope says why a group of lines is not evidence of now, or "".
