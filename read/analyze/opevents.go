@@ -141,6 +141,11 @@ func (x *logIndex) noteEvent(path string, n int, raw []byte, cut bool, ev *event
 		return
 	}
 	meta := parseLogMeta(logRecordText(raw), x.ref)
+	if ev.Op == events.OpIO && strings.HasPrefix(path, layout.DirJournal+"/") && meta.PID != 0 && meta.Ident != "kernel" && !storageDaemons[meta.Ident] {
+		// A program's line quoting the kernel, or claiming to be it, is
+		// not the kernel's I/O error (as for the kernel's signatures).
+		return
+	}
 	if meta.Time.IsZero() {
 		meta.Time = ev.Time
 	}
@@ -190,6 +195,10 @@ func (x *logIndex) noteEvent(path string, n int, raw []byte, cut bool, ev *event
 		g.sources = append(g.sources, ev.Source)
 	}
 }
+
+// storageDaemons are the daemons of the storage stack whose own lines
+// report I/O failing (a multipath map without paths).
+var storageDaemons = map[string]bool{"multipathd": true, "iscsid": true}
 
 // csiLog tells a CSI driver's own log (its pod's container or a host
 // process's log).

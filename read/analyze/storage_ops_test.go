@@ -117,3 +117,4 @@ func TestKubeletLinesOfAWrapperAreCurrent(t *testing.T) {
 		t.Errorf("no warning names the volume:\n%s", dump(r))
 	}
 }
+

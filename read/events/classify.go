@@ -23,7 +23,7 @@ func (p *Parser) classify(r *record) {
 	}
 	// The CSI method: named in the record, or the one its request (or
 	// the log's last call) was for.
-	if m := reMethod.FindStringSubmatch(text); m != nil {
+	if m := matchIf(reMethod, text, "csi.v"); m != nil {
 		ev.Method = m[1]
 		p.remember(r.reqID, m[1])
 		if r.reqID == "" {
@@ -52,7 +52,8 @@ func (p *Parser) classify(r *record) {
 		k.Merge(p.keys[r.reqID])
 		p.setKeys(r.reqID, k)
 	}
-	ev.Op = operation(text, ev.Method, ev.Source)
+	r.lower = strings.ToLower(text)
+	ev.Op = operation(text, r.lower, ev.Method, ev.Source)
 	if ev.Op == OpNone && !ev.Kubelet && (strings.Contains(text, "GRPC error") || strings.Contains(text, "rpc error: code =")) {
 		// A driver's failed call whose method its log does not say.
 		ev.Op = OpCSICall
@@ -183,13 +184,13 @@ var methodOps = map[string]Op{
 
 var (
 	reKernelIO = regexp.MustCompile(`I/O error|blk_update_request|print_req_error|EXT4-fs error|XFS \([^)]*\): .*(?:error|shutdown|Corruption)|Buffer I/O|critical medium error|remaining active paths: 0`)
-	reVerb     = regexp.MustCompile(`(?i)\b(unmount|umount|unstage|unpublish|detach|unmap|mkfs|format|resize2fs|xfs_growfs|resize|expand|attach|login|mount|stage|publish|map)(?:ing|ed|s)?\b`)
+	reVerb     = regexp.MustCompile(`\b(unmount|umount|unstage|unpublish|detach|unmap|mkfs|format|resize2fs|xfs_growfs|resize|expand|attach|login|mount|stage|publish|map)(?:ing|ed|s)?\b`)
 )
 
 // operation is the storage operation a record is about: a CSI method
 // first, then the kubelet's operation names, the runtime's and the
 // kernel's, then a verb.
-func operation(text, method, source string) Op {
+func operation(text, lower, method, source string) Op {
 	if op, ok := methodOps[method]; ok && method != "" {
 		return op
 	}
@@ -198,20 +199,20 @@ func operation(text, method, source string) Op {
 			return k.op
 		}
 	}
-	lower := strings.ToLower(text)
 	if strings.Contains(lower, "rootfs") && (strings.Contains(lower, "unmount") || strings.Contains(lower, "remove") || strings.Contains(lower, "delete") || strings.Contains(lower, "unlinkat")) {
 		return OpRootfsUnmount
 	}
 	if strings.Contains(lower, "netns") || strings.Contains(lower, "network namespace") || strings.Contains(lower, "removepodsandbox") || strings.Contains(lower, "stoppodsandbox") {
 		return OpSandboxRemove
 	}
-	if reKernelIO.MatchString(text) {
+	if (strings.Contains(text, "I/O") || strings.Contains(text, "-fs error") || strings.Contains(text, "XFS (") || strings.Contains(text, "active paths") ||
+		strings.Contains(text, "medium error")) && reKernelIO.MatchString(text) {
 		return OpIO
 	}
 	if source == "kernel" {
 		return OpNone
 	}
-	m := reVerb.FindStringSubmatch(text)
+	m := reVerb.FindStringSubmatch(lower)
 	if m == nil {
 		return OpNone
 	}
@@ -248,7 +249,7 @@ var (
 	// errnos are the phrases that name an errno, as strerror and the
 	// kernel write them.
 	errnos = []struct{ phrase, errno string }{
-		{"input/output error", "EIO"}, {"I/O error", "EIO"}, {"no such device or address", "ENXIO"}, {"no such device", "ENODEV"},
+		{"input/output error", "EIO"}, {"i/o error", "EIO"}, {"no such device or address", "ENXIO"}, {"no such device", "ENODEV"},
 		{"no such file or directory", "ENOENT"}, {"device or resource busy", "EBUSY"}, {"target is busy", "EBUSY"},
 		{"permission denied", "EACCES"}, {"operation not permitted", "EPERM"}, {"read-only file system", "EROFS"},
 		{"transport endpoint is not connected", "ENOTCONN"}, {"stale file handle", "ESTALE"}, {"stale nfs file handle", "ESTALE"},
@@ -256,7 +257,7 @@ var (
 		{"directory not empty", "ENOTEMPTY"}, {"invalid argument", "EINVAL"}, {"structure needs cleaning", "EUCLEAN"},
 		{"no route to host", "EHOSTUNREACH"}, {"file exists", "EEXIST"}, {"not a directory", "ENOTDIR"}, {"too many levels of symbolic links", "ELOOP"},
 	}
-	reLoginRefused = regexp.MustCompile(`(?i)login (?:failed|refused|authentication failed)|authentication fail|authorization fail|iscsiadm: .*(?:login|session).*(?:fail|error)|(?:fail|unable)[^.]{0,40}\blog ?in\b`)
+	reLoginRefused = regexp.MustCompile(`login (?:failed|refused|authentication failed)|authentication fail|authorization fail|iscsiadm: .*(?:login|session).*(?:fail|error)|(?:fail|unable)[^.]{0,40}\blog ?in\b`)
 )
 
 // grpcCodes are the gRPC code names, and numbers as older drivers write
@@ -269,23 +270,23 @@ var grpcCodes = map[string]string{"0": "OK", "1": "Canceled", "2": "Unknown", "3
 func errorOf(r *record) Error {
 	var e Error
 	text := r.text
-	if m := reCode.FindStringSubmatch(text); m != nil {
+	if m := matchIf(reCode, text, "code ="); m != nil {
 		e.Code = m[1]
 		if name, ok := grpcCodes[m[1]]; ok {
 			e.Code = name
 		}
 	}
-	lower := strings.ToLower(text)
+	lower := r.lower
 	for _, x := range errnos {
-		if strings.Contains(lower, strings.ToLower(x.phrase)) {
+		if strings.Contains(lower, x.phrase) {
 			e.Errno = x.errno
 			break
 		}
 	}
-	if m := reExit.FindStringSubmatch(text); m != nil {
+	if m := matchIf(reExit, r.lower, "exit", "status code"); m != nil {
 		e.Exit, _ = strconv.Atoi(m[1])
 	}
-	e.LoginRefused = reLoginRefused.MatchString(text)
+	e.LoginRefused = (strings.Contains(lower, "log") || strings.Contains(lower, "auth")) && reLoginRefused.MatchString(lower)
 	msg := r.get("err", "error", "errmsg", "fullerror", "reason")
 	if msg == "" || msg == "null" || msg == `""` {
 		msg = r.msg
@@ -304,11 +305,11 @@ var (
 	// (csi-driver-host-path's gRPCCall: {"Method":...,"Error":"",...}).
 	reEmptyGRPCError = regexp.MustCompile(`"Error":\s*"",`)
 	reGRPCError      = regexp.MustCompile(`"Error":\s*"[^"]`)
-	reSuccess        = regexp.MustCompile(`(?i)\bsucceeded\b|\bsuccessfully\b|\bsuccess\b|\bGRPC response\b|\bis operational again\b|returns successfully`)
+	reSuccess        = regexp.MustCompile(`\bsucceeded\b|\bsuccessfully\b|\bsuccess\b|\bgrpc response\b|\bis operational again\b|returns successfully`)
 	// reNoOp is an operation its writer skipped as already done: an
 	// idempotent call, not a failure.
-	reNoOp    = regexp.MustCompile(`(?i)\b(?:un)?(?:mount|publish|stage)\w* skipped\b|\bskipp(?:ed|ing) (?:un)?(?:mount|publish|stage)|nothing to do|\balready (?:un)?mounted\b|\bnot mounted, skip|\bis not a mountpoint, deleting`)
-	reFailure = regexp.MustCompile(`(?i)\bfail(?:ed|s|ure)?\b|wrong fs type|bad superblock|\bdid not find\b|\bdoes not exist\b|\berror\b|\berr=|\bunable to\b|\bcannot\b|\bcan't\b|\bcould not\b|\btimed out\b|\brefused\b|\bdenied\b|\bbusy\b|\bnot found\b|\bexit status [1-9]`)
+	reNoOp    = regexp.MustCompile(`\b(?:un)?(?:mount|publish|stage)\w* skipped\b|\bskipp(?:ed|ing) (?:un)?(?:mount|publish|stage)|nothing to do|\balready (?:un)?mounted\b|\bnot mounted, skip|\bis not a mountpoint, deleting`)
+	reFailure = regexp.MustCompile(`\bfail(?:ed|s|ure)?\b|wrong fs type|bad superblock|\bdid not find\b|\bdoes not exist\b|\berror\b|\berr=|\bunable to\b|\bcannot\b|\bcan't\b|\bcould not\b|\btimed out\b|\brefused\b|\bdenied\b|\bbusy\b|\bnot found\b|\bexit status [1-9]`)
 )
 
 // outcome says whether a record reports its operation failing or
@@ -329,17 +330,18 @@ func outcome(r *record) Outcome {
 	if r.ev.Err.Code != "" && r.ev.Err.Code != "OK" || strings.Contains(text, "GRPC error") {
 		return OutcomeFailed
 	}
-	if reNoOp.MatchString(text) {
+	lower := r.lower
+	if containsAny(lower, "skip", "nothing to do", "already", "not a mountpoint") && reNoOp.MatchString(lower) {
 		return OutcomeSucceeded
 	}
 	if e := r.get("err", "error"); e != "" && e != "null" && e != "<nil>" && e != `""` {
 		return OutcomeFailed
 	}
-	failWords := reFailure.MatchString(text)
+	failWords := reFailure.MatchString(lower)
 	if !failWords && (r.ev.Level >= LevelError || r.ev.Err.Errno != "") && r.ev.Op == OpIO {
 		return OutcomeFailed
 	}
-	if reSuccess.MatchString(text) && !strings.Contains(strings.ToLower(text), "unsuccess") && (!failWords || r.ev.Level <= LevelInfo && r.ev.Level != LevelUnknown && !strings.Contains(text, "failed")) {
+	if containsAny(lower, "succe", "grpc response", "operational") && reSuccess.MatchString(lower) && !strings.Contains(lower, "unsuccess") && (!failWords || r.ev.Level <= LevelInfo && r.ev.Level != LevelUnknown && !strings.Contains(text, "failed")) {
 		return OutcomeSucceeded
 	}
 	if r.ev.Level >= LevelError && !strings.Contains(text, "GRPC call") && !strings.Contains(text, "GRPC request") {
@@ -359,7 +361,7 @@ var (
 	reWWID   = regexp.MustCompile(`\b(?:wwid|WWID|serial)[\s:="']+([0-9A-Za-z_.-]{8,})`)
 	reNFSSrv = regexp.MustCompile(`(?:^|[\s"'=(])((?:\d{1,3}\.){3}\d{1,3}:/[^\s"',;)]*|[A-Za-z0-9][-A-Za-z0-9.]*\.[A-Za-z]{2,}:/[^\s"',;)]*|//[A-Za-z0-9][-A-Za-z0-9.]*/[^\s"',;)]+)`)
 	reDev    = regexp.MustCompile(`(/dev/(?:disk/by-[a-z-]+/[^\s"'\\,;:)\]}]+|[a-z][a-z0-9_-]*\d[a-z0-9]*|[a-z]{2,}[a-z]\b))`)
-	reVolID  = regexp.MustCompile(`(?i)"?\b(?:volume_?id|volumeHandle|VolumeId)"?\s*[:=]\s*\\*"?([^\s"\\,}\]]+)`)
+	reVolID  = regexp.MustCompile(`"?\b(?:volume_?id|volume_?ID|volumeHandle|VolumeId|VolumeID|VOLUME_ID)"?\s*[:=]\s*\\*"?([^\s"\\,}\]]+)`)
 	reKDev   = regexp.MustCompile(`(?:\bdev |\bdevice |\(|\bon dev )((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|loop\d+|md\d+)\d*)`)
 	// volume fields: the handle a driver logs in a field of its own.
 	handleFields = []string{"volume_id", "volumeID", "volumeId", "VolumeId", "volumeHandle", "volume", "vol_id", "volid", "volumeid", "volname", "pvName", "pv", "VolumeID"}
@@ -386,43 +388,64 @@ func keysOf(r *record) Keys {
 		// kubernetes.io/csi/<driver>^<handle>
 		k.Handle = k.Volume[i+1:]
 	}
-	if m := reVolID.FindStringSubmatch(text); m != nil && k.Handle == "" {
+	if m := matchIf(reVolID, text, "olume", "VOLUME"); m != nil && k.Handle == "" {
 		k.Handle = m[1]
 	}
-	if m := reHandle.FindString(text); m != "" && k.Handle == "" {
-		k.Handle = m
+	if m := matchIf(reHandle, text, "vol-", "0001-"); m != nil && k.Handle == "" {
+		k.Handle = m[0]
 	}
-	if m := rePV.FindString(text); m != "" {
-		k.PV = m
+	if m := matchIf(rePV, text, "pvc-"); m != nil {
+		k.PV = m[0]
 	}
 	if k.Volume == k.PV || k.Volume == k.Handle || strings.HasSuffix(k.Volume, "^"+k.Handle) && k.Handle != "" {
 		k.Volume = ""
 	}
-	if m := rePortal.FindStringSubmatch(text); m != nil {
+	if m := matchIf(rePortal, text, ":3260"); m != nil {
 		k.Portal = m[1]
 	} else if v := r.get("portal", "portalIP", "targetPortal", "portal_ip", "TargetPortal"); v != "" && !strings.ContainsAny(v, " {") {
 		k.Portal = v
 	}
-	if m := reIQN.FindStringSubmatch(text); m != nil {
+	if m := matchIf(reIQN, text, "iqn."); m != nil {
 		k.IQN = strings.TrimRight(m[1], ".:,")
 	}
-	if m := reWWID.FindStringSubmatch(text); m != nil {
+	if m := matchIf(reWWID, text, "wwid", "WWID", "serial"); m != nil {
 		k.WWID = m[1]
 	}
-	if m := reNFSSrv.FindStringSubmatch(text); m != nil {
+	if m := matchIf(reNFSSrv, text, ":/", "//"); m != nil {
 		k.Server = m[1]
 	} else if o.Server != "" {
 		k.Server = o.Server
 	}
 	if k.Device == "" {
-		if m := reDev.FindStringSubmatch(text); m != nil && m[1] != "/dev/null" && m[1] != "/dev/fuse" {
+		if m := matchIf(reDev, text, "/dev/"); m != nil && m[1] != "/dev/null" && m[1] != "/dev/fuse" {
 			k.Device = m[1]
 		}
 	}
 	if k.Device == "" {
-		if m := reKDev.FindStringSubmatch(text); m != nil {
+		if m := matchIf(reKDev, text, "dev"); m != nil {
 			k.Device = "/dev/" + m[1]
 		}
 	}
 	return k
+}
+
+// matchIf runs re on s only when s holds one of the words the pattern
+// cannot match without (a plain search is far cheaper than the regular
+// expression on a long line).
+func matchIf(re *regexp.Regexp, s string, words ...string) []string {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return re.FindStringSubmatch(s)
+		}
+	}
+	return nil
+}
+
+func containsAny(s string, words ...string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
 }

@@ -43,8 +43,9 @@ type record struct {
 	ev     Event
 	msg    string
 	fields []field
-	// text is everything the record says, unescaped: message and fields.
-	text string
+	// text is everything the record says, unescaped: message and fields;
+	// lower is text in lower case.
+	text, lower string
 	// reqID is ceph-csi's "ID: n"; reqVol its "Req-ID: x".
 	reqID, reqVol string
 }
@@ -111,6 +112,7 @@ func (p *Parser) Continuation(rec []byte) (keys Keys, cont bool) {
 	}
 	r.msg = string(b)
 	r.text = r.msg
+	r.lower = strings.ToLower(r.text)
 	return keysOf(&r), true
 }
 
@@ -121,17 +123,78 @@ func mayMatter(b []byte) bool {
 	if klogWarnOrError(b) {
 		return true
 	}
-	for _, w := range cheapWords {
-		if bytes.Contains(b, w) {
-			return true
+	var success, op bool
+	for i := 0; i+1 < len(b); i++ {
+		g := gramIndex[uint16(b[i])<<8|uint16(b[i+1])]
+		if g == 0 {
+			continue
+		}
+		for _, w := range gramWords[g] {
+			if !bytes.HasPrefix(b[i:], w.w) {
+				continue
+			}
+			switch w.kind {
+			case wordCheap:
+				return true
+			case wordSuccess:
+				success = true
+			default:
+				op = true
+			}
 		}
 	}
-	return false
+	// A success matters only for a storage operation.
+	return success && op
 }
 
-var cheapWords = [][]byte{[]byte("ail"), []byte("rror"), []byte("ucce"), []byte("RROR"), []byte("rpc"), []byte("/O "), []byte("refused"), []byte("busy"),
-	[]byte("imed out"), []byte("exit status"), []byte("\"Error\":"), []byte("GRPC response"), []byte("ERR"), []byte("denied"), []byte("csi.v"), []byte("GRPC request"), []byte("requests {"),
-	[]byte("ublishVolume"), []byte("tageVolume"), []byte("equestID"), []byte("equest_id")}
+// gramWord is a word mayMatter looks for, filed under its first two bytes.
+type gramWord struct {
+	w    []byte
+	kind uint8
+}
+
+const (
+	wordCheap = iota
+	wordSuccess
+	wordOp
+)
+
+var (
+	// gramIndex maps a word's first two bytes to its list in gramWords
+	// (0: none).
+	gramIndex [1 << 16]uint8
+	gramWords = [][]gramWord{nil}
+)
+
+func init() {
+	add := func(ws [][]byte, kind uint8) {
+		for _, w := range ws {
+			k := uint16(w[0])<<8 | uint16(w[1])
+			if gramIndex[k] == 0 {
+				gramIndex[k] = uint8(len(gramWords))
+				gramWords = append(gramWords, nil)
+			}
+			gramWords[gramIndex[k]] = append(gramWords[gramIndex[k]], gramWord{w, kind})
+		}
+	}
+	add(cheapWords, wordCheap)
+	add(successWords, wordSuccess)
+	add(opWords, wordOp)
+	if len(gramWords) > 255 {
+		panic("events: too many words")
+	}
+}
+
+var (
+	cheapWords = [][]byte{[]byte("ail"), []byte("rror"), []byte("RROR"), []byte("rpc"), []byte("/O "), []byte("refused"), []byte("busy"),
+		[]byte("imed out"), []byte("exit status"), []byte("\"Error\":"), []byte("GRPC response"), []byte("ERR"), []byte("denied"), []byte("csi.v"), []byte("GRPC request"), []byte("requests {"),
+		[]byte("ublishVolume"), []byte("tageVolume"), []byte("equestID"), []byte("equest_id")}
+	successWords = [][]byte{[]byte("ucce"), []byte("kipp"), []byte("already"), []byte("nothing to do")}
+	// opWords are the words of a storage operation (a success of
+	// anything else is not read).
+	opWords = [][]byte{[]byte("ount"), []byte("tage"), []byte("ublish"), []byte("ttach"), []byte("etach"), []byte("olume"), []byte("SetUp"), []byte("TearDown"),
+		[]byte("/dev/"), []byte("map"), []byte("Map"), []byte("ormat"), []byte("esize"), []byte("xpand"), []byte("ogin"), []byte("perational")}
+)
 
 // klogWarnOrError tells a record with a klog header of level E or W near
 // its start ("E1121 09:10:01.000000 ...").
