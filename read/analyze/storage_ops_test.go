@@ -117,4 +117,3 @@ func TestKubeletLinesOfAWrapperAreCurrent(t *testing.T) {
 		t.Errorf("no warning names the volume:\n%s", dump(r))
 	}
 }
-
