@@ -337,11 +337,15 @@ func outcome(r *record) Outcome {
 	if e := r.get("err", "error"); e != "" && e != "null" && e != "<nil>" && e != `""` {
 		return OutcomeFailed
 	}
+	succ := containsAny(lower, "succe", "grpc response", "operational") && reSuccess.MatchString(lower) && !strings.Contains(lower, "unsuccess")
+	if r.ev.Level >= LevelError && !succ && !strings.Contains(text, "GRPC call") && !strings.Contains(text, "GRPC request") {
+		return OutcomeFailed
+	}
 	failWords := reFailure.MatchString(lower)
 	if !failWords && (r.ev.Level >= LevelError || r.ev.Err.Errno != "") && r.ev.Op == OpIO {
 		return OutcomeFailed
 	}
-	if containsAny(lower, "succe", "grpc response", "operational") && reSuccess.MatchString(lower) && !strings.Contains(lower, "unsuccess") && (!failWords || r.ev.Level <= LevelInfo && r.ev.Level != LevelUnknown && !strings.Contains(text, "failed")) {
+	if succ && (!failWords || r.ev.Level <= LevelInfo && r.ev.Level != LevelUnknown && !strings.Contains(text, "failed")) {
 		return OutcomeSucceeded
 	}
 	if r.ev.Level >= LevelError && !strings.Contains(text, "GRPC call") && !strings.Contains(text, "GRPC request") {
@@ -421,7 +425,7 @@ func keysOf(r *record) Keys {
 			k.Device = m[1]
 		}
 	}
-	if k.Device == "" {
+	if k.Device == "" && (r.ev.Op == OpIO || r.ev.Source == "kernel") {
 		if m := matchIf(reKDev, text, "dev"); m != nil {
 			k.Device = "/dev/" + m[1]
 		}

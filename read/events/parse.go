@@ -123,73 +123,90 @@ func mayMatter(b []byte) bool {
 	if klogWarnOrError(b) {
 		return true
 	}
-	var success, op bool
-	for i := 0; i+1 < len(b); i++ {
-		g := gramIndex[uint16(b[i])<<8|uint16(b[i+1])]
-		if g == 0 {
-			continue
-		}
-		for _, w := range gramWords[g] {
-			if !bytes.HasPrefix(b[i:], w.w) {
-				continue
-			}
-			switch w.kind {
-			case wordCheap:
-				return true
-			case wordSuccess:
-				success = true
-			default:
-				op = true
-			}
-		}
+	switch scan(&primary, b) {
+	case wordCheap:
+		return true
+	case wordSuccess:
+		// A success matters only for a storage operation.
+		return scan(&ops, b) == wordOp
 	}
-	// A success matters only for a storage operation.
-	return success && op
+	return false
 }
 
-// gramWord is a word mayMatter looks for, filed under its first two bytes.
+// wordTable finds words in a record in one pass: each word is filed
+// under its first two bytes, chosen rare, so that most bytes cost one
+// array load.
+type wordTable struct {
+	index [1 << 16]uint8
+	words [][]gramWord
+}
+
+// gramWord is a word of a table and its kind.
 type gramWord struct {
 	w    []byte
 	kind uint8
 }
 
 const (
-	wordCheap = iota
+	wordNone = iota
+	wordCheap
 	wordSuccess
 	wordOp
 )
 
-var (
-	// gramIndex maps a word's first two bytes to its list in gramWords
-	// (0: none).
-	gramIndex [1 << 16]uint8
-	gramWords = [][]gramWord{nil}
-)
+var primary, ops wordTable
 
-func init() {
-	add := func(ws [][]byte, kind uint8) {
-		for _, w := range ws {
-			k := uint16(w[0])<<8 | uint16(w[1])
-			if gramIndex[k] == 0 {
-				gramIndex[k] = uint8(len(gramWords))
-				gramWords = append(gramWords, nil)
+// scan returns the kind of the first word in b that is not a success
+// word, else wordSuccess when b holds one, else wordNone.
+func scan(t *wordTable, b []byte) uint8 {
+	found := uint8(wordNone)
+	for i := 0; i+1 < len(b); i++ {
+		g := t.index[uint16(b[i])<<8|uint16(b[i+1])]
+		if g == 0 {
+			continue
+		}
+		for _, w := range t.words[g] {
+			if bytes.HasPrefix(b[i:], w.w) {
+				if w.kind != wordSuccess {
+					return w.kind
+				}
+				found = wordSuccess
 			}
-			gramWords[gramIndex[k]] = append(gramWords[gramIndex[k]], gramWord{w, kind})
 		}
 	}
-	add(cheapWords, wordCheap)
-	add(successWords, wordSuccess)
-	add(opWords, wordOp)
-	if len(gramWords) > 255 {
-		panic("events: too many words")
+	return found
+}
+
+// add files words of a kind (at most 254 distinct first pairs).
+func (t *wordTable) add(ws [][]byte, kind uint8) {
+	if t.words == nil {
+		t.words = [][]gramWord{nil}
+	}
+	for _, w := range ws {
+		k := uint16(w[0])<<8 | uint16(w[1])
+		if t.index[k] == 0 && len(t.words) < 255 {
+			t.index[k] = uint8(len(t.words))
+			t.words = append(t.words, nil)
+		}
+		if t.index[k] != 0 {
+			t.words[t.index[k]] = append(t.words[t.index[k]], gramWord{w, kind})
+		}
 	}
 }
 
+func init() {
+	primary.add(cheapWords, wordCheap)
+	primary.add(successWords, wordSuccess)
+	ops.add(opWords, wordOp)
+}
+
 var (
-	cheapWords = [][]byte{[]byte("ail"), []byte("rror"), []byte("RROR"), []byte("rpc"), []byte("/O "), []byte("refused"), []byte("busy"),
-		[]byte("imed out"), []byte("exit status"), []byte("\"Error\":"), []byte("GRPC response"), []byte("ERR"), []byte("denied"), []byte("csi.v"), []byte("GRPC request"), []byte("requests {"),
-		[]byte("ublishVolume"), []byte("tageVolume"), []byte("equestID"), []byte("equest_id")}
-	successWords = [][]byte{[]byte("ucce"), []byte("kipp"), []byte("already"), []byte("nothing to do")}
+	// cheapWords are words of a failure or a request; each begins with
+	// a rare pair of bytes.
+	cheapWords = [][]byte{[]byte("ail"), []byte("rror"), []byte("RROR"), []byte("rpc"), []byte("/O "), []byte("efused"), []byte("busy"),
+		[]byte("imed out"), []byte("xit status"), []byte("\"Error\":"), []byte("GRPC "), []byte("ERR"), []byte("enied"), []byte("csi.v"),
+		[]byte("quests {"), []byte("ublishVolume"), []byte("tageVolume"), []byte("questID"), []byte("quest_id")}
+	successWords = [][]byte{[]byte("ucce"), []byte("kipp"), []byte("lready"), []byte("g to do")}
 	// opWords are the words of a storage operation (a success of
 	// anything else is not read).
 	opWords = [][]byte{[]byte("ount"), []byte("tage"), []byte("ublish"), []byte("ttach"), []byte("etach"), []byte("olume"), []byte("SetUp"), []byte("TearDown"),
