@@ -26,7 +26,8 @@ func (p *Parser) classify(r *record) {
 	if m := matchIf(reMethod, text, "csi.v"); m != nil {
 		ev.Method = m[1]
 		p.remember(r.reqID, m[1])
-		if r.reqID == "" {
+		if r.reqID == "" && strings.Contains(text, "call") {
+			// A new call: the last request's objects are not its.
 			p.lastKeys = Keys{}
 		}
 	} else if r.reqID != "" {
@@ -305,7 +306,7 @@ var (
 	// (csi-driver-host-path's gRPCCall: {"Method":...,"Error":"",...}).
 	reEmptyGRPCError = regexp.MustCompile(`"Error":\s*"",`)
 	reGRPCError      = regexp.MustCompile(`"Error":\s*"[^"]`)
-	reSuccess        = regexp.MustCompile(`\bsucceeded\b|\bsuccessfully\b|\bsuccess\b|\bgrpc response\b|\bis operational again\b|returns successfully`)
+	reSuccess        = regexp.MustCompile(`\bsucceeded\b|\bsuccessfully\b|\bsuccess\b|\bgrpc response\b|\bis operational again\b|returns successfully|\bcompleted\b|\bhas been (?:un)?mounted\b`)
 	// reNoOp is an operation its writer skipped as already done: an
 	// idempotent call, not a failure.
 	reNoOp    = regexp.MustCompile(`\b(?:un)?(?:mount|publish|stage)\w* skipped\b|\bskipp(?:ed|ing) (?:un)?(?:mount|publish|stage)|nothing to do|\balready (?:un)?mounted\b|\bnot mounted, skip|\bis not a mountpoint, deleting`)
@@ -337,7 +338,7 @@ func outcome(r *record) Outcome {
 	if e := r.get("err", "error"); e != "" && e != "null" && e != "<nil>" && e != `""` {
 		return OutcomeFailed
 	}
-	succ := containsAny(lower, "succe", "grpc response", "operational") && reSuccess.MatchString(lower) && !strings.Contains(lower, "unsuccess")
+	succ := containsAny(lower, "succe", "grpc response", "operational", "completed", "has been") && reSuccess.MatchString(lower) && !strings.Contains(lower, "unsuccess")
 	if r.ev.Level >= LevelError && !succ && !strings.Contains(text, "GRPC call") && !strings.Contains(text, "GRPC request") {
 		return OutcomeFailed
 	}

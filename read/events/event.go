@@ -274,10 +274,16 @@ func contains(list []string, s string) bool {
 
 // Resolves says whether a success of op ends failures of failed on the
 // same object: the same operation, or the kubelet's name and the CSI
-// driver's for one step (MountVolume.SetUp is NodePublishVolume).
+// driver's for one step (MountVolume.SetUp is NodePublishVolume); and a
+// teardown that succeeded ends whatever failed on the object before it
+// (the volume is gone from the node), but an I/O error.
 func Resolves(op, failed Op) bool {
 	if op == failed {
 		return true
+	}
+	switch op {
+	case OpUnpublish, OpUnstage, OpTeardown, OpDetach:
+		return failed != OpIO
 	}
 	pair := func(a, b Op) bool { return op == a && failed == b || op == b && failed == a }
 	return pair(OpMount, OpPublish) || pair(OpTeardown, OpUnpublish) || pair(OpUnmount, OpTeardown) || pair(OpUnmount, OpUnpublish)

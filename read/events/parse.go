@@ -206,7 +206,7 @@ var (
 	cheapWords = [][]byte{[]byte("ail"), []byte("rror"), []byte("RROR"), []byte("rpc"), []byte("/O "), []byte("efused"), []byte("busy"),
 		[]byte("imed out"), []byte("xit status"), []byte("\"Error\":"), []byte("GRPC "), []byte("ERR"), []byte("enied"), []byte("csi.v"),
 		[]byte("quests {"), []byte("ublishVolume"), []byte("tageVolume"), []byte("questID"), []byte("quest_id")}
-	successWords = [][]byte{[]byte("ucce"), []byte("kipp"), []byte("lready"), []byte("g to do")}
+	successWords = [][]byte{[]byte("ucce"), []byte("kipp"), []byte("lready"), []byte("g to do"), []byte("ompleted"), []byte("has been")}
 	// opWords are the words of a storage operation (a success of
 	// anything else is not read).
 	opWords = [][]byte{[]byte("ount"), []byte("tage"), []byte("ublish"), []byte("ttach"), []byte("etach"), []byte("olume"), []byte("SetUp"), []byte("TearDown"),
