@@ -268,18 +268,26 @@ func (st *state) nameObjects() {
 	for i := range st.findings {
 		f := &st.findings[i]
 		var extra []string
+		runtimeOnly, seen := true, false
 		for _, e := range f.Evidence {
 			for _, l := range e.Lines {
 				g := byLine[lineRef{e.Path, l.N}]
 				if g == nil {
 					continue
 				}
+				seen = true
+				runtimeOnly = runtimeOnly && !csiLog(e.Path) && (g.op == events.OpRootfsUnmount || g.op == events.OpSandboxRemove)
 				for _, k := range g.keys.All() {
 					if len(extra) < 4 && !contains(extra, k) && !strings.Contains(f.Subject+"\n"+f.Summary, k) {
 						extra = append(extra, k)
 					}
 				}
 			}
+		}
+		if seen && runtimeOnly && f.ID == idCSINodeOpFailed {
+			// The lines' writer and operation say what a wording
+			// alone could not: a runtime removing a container.
+			f.ID, f.Title = idContainerRemove, "Runtime fails to remove a container"
 		}
 		if len(extra) == 0 {
 			continue
