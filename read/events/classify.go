@@ -71,6 +71,16 @@ func (p *Parser) classify(r *record) {
 	if r.reqVol != "" && r.reqVol != "--" {
 		ev.Keys.Handle = r.reqVol
 	}
+	if ev.Keys.Handle == "" && ev.Keys.PV == "" && (ev.Method != "" || ev.Op == OpCSICall) {
+		// A driver's call names its volume by its ID: a UUID of the
+		// message that is not the pod's is the volume's.
+		for _, u := range reUUID.FindAllString(r.msg+" "+r.get("error", "err"), 4) {
+			if u != ev.Keys.PodUID && !strings.Contains(ev.Keys.Path, u) {
+				ev.Keys.Handle = u
+				break
+			}
+		}
+	}
 	if ev.Outcome != OutcomeNone {
 		// The objects of the request the error (or response) answers.
 		switch {
@@ -359,6 +369,7 @@ func outcome(r *record) Outcome {
 }
 
 var (
+	reUUID   = regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
 	rePV     = regexp.MustCompile(`pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
 	reHandle = regexp.MustCompile(`\b(?:csi-vol-[0-9a-f-]{36}|vol-[0-9a-f]{8,17}|0001-00[0-9a-f]{2}-[0-9a-zA-Z._-]+-[0-9a-f]{16}-[0-9a-f-]{36})\b`)
 	rePortal = regexp.MustCompile(`\b((?:\d{1,3}\.){3}\d{1,3}:3260)\b`)

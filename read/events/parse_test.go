@@ -75,6 +75,8 @@ func TestParseFormats(t *testing.T) {
 		// an unmount of a path already gone is no failure.
 		{"unmount skipped", `W1203 13:17:32.854292       1 mount_helper_common.go:34] Warning: Unmount skipped because path does not exist: /mnt/resource/k8s/kubelet/pods/93c4a8f4-81f6-4211-b1ff-d66177310394/volumes/kubernetes.io~csi/pvc-1ad4dbfd-f4c3-4af8-80e7-7956f671608e/mount`,
 			want{ok: true, op: OpUnmount, outcome: OutcomeSucceeded}},
+		{"zap GRPC error naming its volume by a bare UUID", `{"level":"error","ts":"2026-11-21T09:10:11Z","logger":"driver.node","msg":"GRPC error","error":"rpc error: code = NotFound desc = failed to find LV: 2f0a7c6e-1b9d-4e3f-8a5c-7d6e5f4a3b2c"}`,
+			want{ok: true, level: LevelError, op: OpCSICall, outcome: OutcomeFailed, code: "NotFound", permanent: true, keys: Keys{Handle: "2f0a7c6e-1b9d-4e3f-8a5c-7d6e5f4a3b2c"}}},
 		{"ordinary noise", `I1121 09:10:01.000000     812 kubelet.go:2355] "SyncLoop UPDATE" source="api" pods=["default/web-0"]`, want{ok: false}},
 		{"stats noise", `E0511 19:25:35.523245    2583 summary.go:92] Failed to get system container stats for "/system.slice/kubelet.service": failed to get cgroup stats`, want{ok: false}},
 	}
