@@ -5,13 +5,17 @@
 // The bundle is read in one streaming pass (bundle.WalkReader: nothing is
 // extracted to disk, unsafe archives are refused). Each collector file
 // goes to one reader (readers.go) that keeps only the facts the rules
-// need; big files are decoded a record at a time, and log files are
-// matched line by line against the signatures of logs.go. When the walk
-// ends, the rules (rules_*.go, one file per family) join those facts into
-// findings: one finding per cause, with the evidence from every collector
-// that saw it. Rules that join several collectors run first and claim the
-// log lines they use; the generic log rules then report only what no
-// cause explained.
+// need; big files are decoded a record at a time, and log records are
+// read into events (package events: operation, objects, error, outcome;
+// opevents.go groups them) and matched against the signatures of logs.go.
+// When the walk ends, the rules (rules_*.go, one file per family) join
+// those facts into findings: one finding per cause, with the evidence from
+// every collector that saw it. Rules are analyzers (analyzers.go) that
+// declare what they require and run in the graph's order. Rules that join
+// several collectors run first and claim the log lines they use; the
+// generic log rules then report only what no cause explained, and every
+// failing storage operation no finding names is a finding of its own
+// (rules_storage_ops.go), its severity from state.
 //
 // Finding IDs are stable. Each is documented next to its rule
 // (document(RuleDoc{...}) in rules_*.go): what it means, its evidence and

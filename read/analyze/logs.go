@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodesnap/nodesnap/read/events"
 	"github.com/nodesnap/nodesnap/signatures"
 )
 
@@ -121,10 +122,12 @@ type logIndex struct {
 	recoveries map[string][]recoveryMark
 	files      []string
 	lines      int
+	// ops are the storage operations' events of every log.
+	ops *opIndex
 }
 
 func newLogIndex() *logIndex {
-	return &logIndex{sigs: map[string]*sigHits{}, devices: map[string]time.Time{}, budget: maxKeptHits, recoveries: map[string][]recoveryMark{}}
+	return &logIndex{sigs: map[string]*sigHits{}, devices: map[string]time.Time{}, budget: maxKeptHits, recoveries: map[string][]recoveryMark{}, ops: newOpIndex()}
 }
 
 // get returns a signature's hits (never nil).
@@ -236,18 +239,28 @@ func (k *keyHits) evidence(what string) []Evidence {
 func (x *logIndex) scanLog(path string, r io.Reader) error {
 	x.files = append(x.files, path)
 	rr := newRecordReader(r)
+	parser := events.NewParser(x.ref)
+	var pend *pendingEvent
 	// tracing: the hit whose call trace is being collected.
 	var tracing *keyHits
 	var traceHit int
 	for {
 		raw, n, cut, err := rr.next()
 		if errors.Is(err, io.EOF) {
+			// The record last returned is still rr.out: the end of
+			// this log's evidence.
+			x.noteEnd(path, rr.out)
 			return nil
 		}
 		if err != nil {
 			return err
 		}
 		x.lines++
+		var callOK bool
+		pend, callOK = x.readEvent(parser, pend, path, n, raw, cut)
+		if callOK {
+			continue
+		}
 		b := logRecordText(raw)
 		if tracing != nil {
 			if isTraceLine(b) && len(tracing.First[traceHit].Trace) < maxTraceLen {

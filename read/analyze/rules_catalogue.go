@@ -42,38 +42,35 @@ const (
 	sigRootfsNotEmpty   = "runtime-rootfs-not-empty"
 	sigUmountBusy       = "umount-target-busy"
 	sigCephEstablished  = "libceph-session-established"
-	// persistentFor is how long a mount failure must go on (first to last
-	// line) to be a warning rather than the retries of a pod starting.
-	persistentFor = 10 * time.Minute
 )
 
 // What each finding of this file means, for docs/findings.md.
 var _ = document(
 	RuleDoc{
-		ID: idTeardownFailed, Severity: "warning",
+		ID: idTeardownFailed, Severity: "info or warning",
 		Title:    "Volume teardown failing",
-		Meaning:  "The kubelet's UnmountVolume.TearDown of a pod's volume fails (other than with EBUSY, which is volume-teardown-busy), for instance \"directory not empty\" when files were written into the volume's directory after its mount was gone. The kubelet retries with backoff and the pod stays Terminating.",
+		Meaning:  "The kubelet's UnmountVolume.TearDown of a pod's volume fails (other than with EBUSY, which is volume-teardown-busy), for instance \"directory not empty\" when files were written into the volume's directory after its mount was gone. The kubelet retries with backoff and the pod stays Terminating. Any teardown failure of the kubelet that no signature knows is reported here too, its severity from state (see storage-operation-failing).",
 		Evidence: "The kubelet log: the TearDown errors, per volume.",
 		Fix:      "Read the wrapped error: for \"directory not empty\", check that nothing is mounted there, then move the leftover files away; the next retry removes the directory.",
 	},
 	RuleDoc{
 		ID: idMountFailed, Severity: "info or warning",
 		Title:    "Volume mount failing",
-		Meaning:  "MountVolume.SetUp, MountDevice or WaitForAttach of a volume fails: the pod stays ContainerCreating. Retries while a pod starts are common (a secret not yet there); a warning when it goes on for 10 minutes or more.",
+		Meaning:  "MountVolume.SetUp, MountDevice or WaitForAttach of a volume fails: the pod stays ContainerCreating. Retries while a pod starts are common (a secret not yet there). Severity comes from state: a warning when the error is permanent (EIO, NotFound, mount's exit status 32 ...), when the mount is still failing at the end of the evidence, or when the pod is not running; info when a later mount of it succeeded or the failures stopped.",
 		Evidence: "The kubelet log: the mount errors, per volume.",
 		Fix:      "Read the wrapped error (the CSI driver's or the mount's own); fix the volume's source or the driver.",
 	},
 	RuleDoc{
 		ID: idPodNotMounted, Severity: "info or warning",
 		Title:    "Pod waiting for its volumes to mount",
-		Meaning:  "The kubelet gave up waiting for a pod's volumes (\"Unable to attach or mount volumes\", \"timeout expired waiting for volumes to attach or mount\") and retries; a warning when it goes on for 10 minutes or more.",
+		Meaning:  "The kubelet gave up waiting for a pod's volumes (\"Unable to attach or mount volumes\", \"timeout expired waiting for volumes to attach or mount\") and retries. A warning when its volumes' mount is still failing at the end of the evidence or the pod is not running; info when a later mount succeeded or the pod runs.",
 		Evidence: "The kubelet log, per pod.",
 		Fix:      "Find the volume's own mount error (volume-mount-failed) and fix that.",
 	},
 	RuleDoc{
-		ID: idCSINodeOpFailed, Severity: "warning",
-		Title:    "CSI driver fails to unstage or unpublish a volume",
-		Meaning:  "The CSI driver's node service reports that unmounting a volume's target or staging path, or releasing its device, failed. The kubelet retries; the pod or the volume's detach waits.",
+		ID: idCSINodeOpFailed, Severity: "info or warning",
+		Title:    "CSI driver's node operation failing",
+		Meaning:  "The CSI driver's node service reports that an operation on a volume failed: unmounting its target or staging path or releasing its device (a warning), or any other node call (stage, publish, expand ...) read from the driver's log in any format, with the newest error verbatim and its severity from state (see storage-operation-failing). The kubelet retries; the pod, or the volume's detach, waits.",
 		Evidence: "The CSI driver's log, per volume.",
 		Fix:      "Read the driver's error; find what holds the path or device (mount-held-in-foreign-namespace, openfiles/holders.json) and release it.",
 	},
@@ -149,8 +146,11 @@ func (st *state) subject(k *keyHits, kind signatures.KeyKind) string {
 			return s
 		}
 	}
-	return "(not named in the log lines)"
+	return notNamed
 }
+
+// notNamed is the subject of lines that name no object.
+const notNamed = "(not named in the log lines)"
 
 var reUID = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
@@ -175,11 +175,6 @@ func (st *state) ofPod(k *keyHits) string {
 	return ""
 }
 
-// persistent reports whether a key's lines span persistentFor.
-func (k *keyHits) persistent() bool {
-	return !k.Oldest.IsZero() && k.Newest.Sub(k.Oldest) >= persistentFor
-}
-
 // anyLine reports whether any kept line of a key holds s.
 func (k *keyHits) anyLine(s string) bool {
 	for _, h := range k.hits() {
@@ -192,23 +187,22 @@ func (k *keyHits) anyLine(s string) bool {
 
 // catalogueFinding makes one finding per unclaimed key of a signature,
 // its subject named by st.subject.
-func (st *state) catalogueFinding(sig, id string, kind signatures.KeyKind, sev func(*keyHits) Severity, title string,
+func (st *state) catalogueFinding(sig, id string, kind signatures.KeyKind, sev func(*keyHits) (Severity, string), title string,
 	text func(k *keyHits, subj string) (summary, explanation string, remediation []string)) {
 	st.eachUnclaimed(sig, id, func(k *keyHits) {
 		subj := st.subject(k, kind)
 		summary, expl, rem := text(k, subj)
-		st.add(Finding{ID: id, Severity: sev(k), Title: title, Subject: subj, Summary: summary, Explanation: expl,
+		severity, why := sev(k)
+		if why != "" {
+			summary += ": " + why
+		}
+		st.add(Finding{ID: id, Severity: severity, Title: title, Subject: subj, Summary: summary, Explanation: expl,
 			Evidence: k.evidence(sigWhat[sig]), Remediation: rem})
 	})
 }
 
-func always(s Severity) func(*keyHits) Severity { return func(*keyHits) Severity { return s } }
-
-func warnIfPersistent(k *keyHits) Severity {
-	if k.persistent() {
-		return Warning
-	}
-	return Info
+func always(s Severity) func(*keyHits) (Severity, string) {
+	return func(*keyHits) (Severity, string) { return s, "" }
 }
 
 func ruleCatalogueLogs(st *state) {
@@ -230,13 +224,13 @@ func ruleCatalogueLogs(st *state) {
 				"The kubelet cannot unmap the block volume's device from the pod or from its global map path: something still uses the device.",
 				[]string{"Find who holds the device: lsof <device>; grep <device> /proc/*/task/*/mountinfo; release it and let the kubelet retry."}
 		})
-	st.catalogueFinding(sigMountFailed, idMountFailed, signatures.KeyVolume, warnIfPersistent, "Volume mount failing",
+	st.catalogueFinding(sigMountFailed, idMountFailed, signatures.KeyVolume, st.stateSeverity, "Volume mount failing",
 		func(k *keyHits, subj string) (string, string, []string) {
 			return fmt.Sprintf("mounting volume %s fails%s (%s)", subj, st.ofPod(k), plural(k.Count, "time", "times")),
 				"The kubelet cannot set the volume up for its pod (MountVolume.SetUp, MountDevice or WaitForAttach failed); the pod stays ContainerCreating while it retries.",
 				[]string{"Read the wrapped error in the lines: the CSI driver's or the mount command's own words name the cause."}
 		})
-	st.catalogueFinding(sigAttachTimeout, idPodNotMounted, signatures.KeyPod, warnIfPersistent, "Pod waiting for its volumes to mount",
+	st.catalogueFinding(sigAttachTimeout, idPodNotMounted, signatures.KeyPod, st.stateSeverity, "Pod waiting for its volumes to mount",
 		func(k *keyHits, subj string) (string, string, []string) {
 			return fmt.Sprintf("pod %s waits for its volumes to attach or mount (%s)", subj, plural(k.Count, "time", "times")),
 				"The kubelet gave up waiting for the pod's volumes and retries its sync; the pod stays ContainerCreating.",
@@ -280,11 +274,11 @@ func ruleCatalogueLogs(st *state) {
 				[]string{"Check whether it is still mounted in any namespace (grep the container ID in /proc/*/task/*/mountinfo) and unmount it there; then let the runtime retry its cleanup (crictl rm / rmp)."}
 		})
 	st.catalogueFinding(sigRuntimeRemove, idContainerRemove, signatures.KeyPath,
-		func(k *keyHits) Severity {
+		func(k *keyHits) (Severity, string) {
 			if k.anyLine("busy") {
-				return Warning
+				return Warning, ""
 			}
-			return Info
+			return Info, ""
 		}, "Runtime fails to remove a container",
 		func(k *keyHits, subj string) (string, string, []string) {
 			return fmt.Sprintf("the runtime fails to remove %s (%s)", subj, plural(k.Count, "time", "times")),

@@ -42,9 +42,9 @@ var _ = document(
 		Fix:      "Find the holder (`openfiles/holders.json`, or `grep PATH /proc/*/mountinfo` on the node) and release it; the kubelet's next retry then succeeds.",
 	},
 	RuleDoc{
-		ID: "volume-unmount-device-failed", Severity: "warning",
+		ID: "volume-unmount-device-failed", Severity: "info or warning",
 		Title:    "Kubelet cannot unmount or unmap a volume's device",
-		Meaning:  "UnmountDevice, or the `rbd unmap` behind it, fails: the device is still mapped and in use. Its command output, logged as a byte array, is decoded in the finding.",
+		Meaning:  "UnmountDevice, or the `rbd unmap` behind it, fails: the device is still mapped and in use. Its command output, logged as a byte array, is decoded in the finding. An unstage or unmap failure of the kubelet that no signature knows is reported here too, its severity from state (see storage-operation-failing).",
 		Evidence: "The kubelet log: the UnmountDevice errors, decoded.",
 		Fix:      "Find what holds the device (mount-held-in-foreign-namespace often names it), release it, and let the kubelet retry.",
 	},

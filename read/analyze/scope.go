@@ -84,6 +84,12 @@ type kubeletProc struct {
 	Node string
 	// None: the process list was read and no kubelet runs.
 	None bool
+	// Comm is the process's name; Writers are the pids whose log lines
+	// are the running kubelet's: its own and its ancestors' (k0s, a
+	// kubelet-wrapper or a shell logs the kubelet's output under its
+	// own pid).
+	Comm    string
+	Writers map[int]bool
 }
 
 var (
@@ -164,8 +170,12 @@ func (st *state) kubelet() *kubeletProc {
 	}
 	k := &kubeletProc{None: st.tasksSeen && len(found) == 0}
 	if len(found) == 1 {
-		k.PID, k.Start = found[0].PID, found[0].Start
+		k.PID, k.Start, k.Comm = found[0].PID, found[0].Start, found[0].Comm
 		k.Node = flagValue(found[0].Cmdline, "--hostname-override")
+		k.Writers = map[int]bool{k.PID: true}
+		for p, i := st.procs[found[0].PPID], 0; p != nil && p.PID > 1 && i < 16 && !k.Writers[p.PID]; p, i = st.procs[p.PPID], i+1 {
+			k.Writers[p.PID] = true
+		}
 	}
 	if k.Node == "" {
 		k.Node = st.podsNode
@@ -344,6 +354,15 @@ func (st *state) scopeLogs() {
 		}
 		s.keys, s.order = keys, order
 	}
+	st.scope = logScope{kubelet: k, names: names, winStart: winStart}
+}
+
+// logScope is what log lines are compared with to tell evidence of now:
+// the running kubelet, the node's names, the collection window's start.
+type logScope struct {
+	kubelet  *kubeletProc
+	names    []string
+	winStart time.Time
 }
 
 // outOfScope says why a group of lines is not evidence of now, or "".
@@ -368,7 +387,7 @@ func outOfScope(kh *keyHits, k *kubeletProc, names []string, winStart time.Time)
 		switch {
 		case k.None:
 			return "earlier", "written by a kubelet that no longer runs: the process list has none at collection time"
-		case o.PID != 0 && o.PID != k.PID:
+		case o.PID != 0 && !k.Writers[o.PID] && !wrapperIdent(o.Ident, k):
 			return "earlier", fmt.Sprintf("written by an earlier kubelet (pid %d), not the running one (pid %d)", o.PID, k.PID)
 		case before(k.Start):
 			return "earlier", "written before the running kubelet (pid " + strconv.Itoa(k.PID) + ") started at " + k.Start.UTC().Format(time.RFC3339)
@@ -378,6 +397,15 @@ func outOfScope(kh *keyHits, k *kubeletProc, names []string, winStart time.Time)
 		return "earlier", "older than the collection window (from " + winStart.UTC().Format(time.RFC3339) + ")"
 	}
 	return "", ""
+}
+
+// wrapperIdent tells lines logged under the name of a process that runs
+// the kubelet inside it or wraps it (k0s, kubelet-wrapper, kubelite,
+// k3s, OpenShift's node) when the running kubelet has another name: their
+// pid is the wrapper's, which the process list may not show, so only
+// their time tells an earlier instance.
+func wrapperIdent(ident string, k *kubeletProc) bool {
+	return ident != "" && ident != "kubelet" && k.Comm != "" && ident != k.Comm
 }
 
 func anySameNode(n string, names []string) bool {

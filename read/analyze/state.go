@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"fmt"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -108,6 +107,11 @@ type state struct {
 	apiPods map[string]podRec
 
 	logs *logIndex
+	// opGroups are the storage operations' failures in scope, by
+	// operation and object (scopeOps).
+	opGroups []*opGroup
+	// scope is what scopeLogs decided lines are compared with.
+	scope logScope
 
 	findings []Finding
 
@@ -381,9 +385,7 @@ func (st *state) report() *Report {
 	st.adoptLoggedDumps()
 	st.scopeLogs()
 	st.settleTransients()
-	for _, rule := range rules {
-		st.runRule(rule)
-	}
+	st.runAnalyzers(analyzers())
 	sortFindings(st.findings)
 	m := st.manifest
 	pods := st.podReports()
@@ -414,20 +416,6 @@ func (st *state) report() *Report {
 		}
 	}
 	return rep
-}
-
-// runRule runs one rule; a panic (a bug meeting data nobody foresaw) is
-// reported as an info finding instead of ending the analysis.
-func (st *state) runRule(r rule) {
-	defer func() {
-		if p := recover(); p != nil {
-			st.add(Finding{ID: idInternalError, Severity: Info, Title: "A rule failed", Subject: r.name,
-				Summary:     fmt.Sprintf("rule %s stopped with an internal error: %v", r.name, p),
-				Explanation: "This is a bug in nodesnap analyze; the other rules ran. Please report it with the bundle if you can share it.",
-				Evidence:    []Evidence{{Path: bundle.ManifestName, What: firstLines(string(debug.Stack()), 16)}}})
-		}
-	}()
-	r.run(st)
 }
 
 // idInternalError is the finding of a rule that panicked.
@@ -466,6 +454,9 @@ var rules = []rule{
 	{"catalogue-logs", ruleCatalogueLogs},
 	{"kernel-logs", ruleKernelLogs},
 	{"kernel-storage", ruleKernelStorage},
+	// After every rule that names a cause: each failing storage
+	// operation no finding names yet.
+	{"storage-operations", func(st *state) { ruleStorageOps(st, st.opGroups) }},
 	{"bundle", ruleBundle},
 	{"earlier-log-lines", ruleEarlierLogs},
 	// Last: the API's view joined to every finding above.

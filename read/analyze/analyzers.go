@@ -1,0 +1,211 @@
+package analyze
+
+import (
+	"fmt"
+	"reflect"
+	"runtime/debug"
+
+	"github.com/nodesnap/nodesnap/bundle"
+)
+
+// Rules declare what they read and what they produce, after golang.org/
+// x/tools/go/analysis: an Analyzer names the analyzers whose results it
+// needs (Requires) and the type of its own result (ResultType); the
+// driver runs each once, after everything it requires, and hands it
+// their results. The order is the graph's, not a hand-kept list.
+//
+// The extraction stage is an analyzer (events: the storage operations'
+// events in scope, grouped by operation and object), and so is the rule
+// that makes a finding of every failing operation no other finding names
+// (storageOps, which requires events and the rules that name causes).
+// The older rules still read the shared state; each runs through an
+// adapter (legacyAnalyzer) that declares the rule before it as its
+// requirement, which keeps their order until they are ported one by one
+// (docs/decisions/read.md).
+
+// Analyzer is one rule or stage of the analysis.
+type analyzer struct {
+	Name string
+	// Requires are the analyzers whose results Run reads.
+	Requires []*analyzer
+	// ResultType is the type of Run's result (nil for none).
+	ResultType reflect.Type
+	Run        func(*pass) (any, error)
+}
+
+// pass is one analyzer's run: the state it may read, the results of
+// what it requires, and where its findings go.
+type pass struct {
+	Analyzer *analyzer
+	// ResultOf holds the result of every analyzer in Requires.
+	ResultOf map[*analyzer]any
+	st       *state
+}
+
+// Report adds a finding.
+func (p *pass) Report(f Finding) { p.st.add(f) }
+
+// order returns the analyzers roots need, each after its requirements,
+// in a stable order; an error names a cycle.
+func order(roots []*analyzer) ([]*analyzer, error) {
+	const (
+		visiting = 1
+		done     = 2
+	)
+	mark := map[*analyzer]int{}
+	var out []*analyzer
+	var visit func(a *analyzer, path []string) error
+	visit = func(a *analyzer, path []string) error {
+		switch mark[a] {
+		case done:
+			return nil
+		case visiting:
+			return fmt.Errorf("analyzers require each other in a cycle: %v -> %s", path, a.Name)
+		}
+		mark[a] = visiting
+		for _, r := range a.Requires {
+			if err := visit(r, append(path, a.Name)); err != nil {
+				return err
+			}
+		}
+		mark[a] = done
+		out = append(out, a)
+		return nil
+	}
+	for _, a := range roots {
+		if err := visit(a, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// runAnalyzers runs roots and what they require. A panic or an error in
+// one analyzer is an internal-error finding; the ones that require it do
+// not run, the others do.
+func (st *state) runAnalyzers(roots []*analyzer) {
+	list, err := order(roots)
+	if err != nil {
+		st.internalError("analyzers", err.Error(), "")
+		return
+	}
+	results := map[*analyzer]any{}
+	failed := map[*analyzer]bool{}
+	for _, a := range list {
+		p := &pass{Analyzer: a, ResultOf: map[*analyzer]any{}, st: st}
+		skip := false
+		for _, r := range a.Requires {
+			if failed[r] {
+				skip = true
+			}
+			p.ResultOf[r] = results[r]
+		}
+		if skip {
+			failed[a] = true
+			continue
+		}
+		res, err := st.runOne(p)
+		if err == nil && a.ResultType != nil && res != nil && reflect.TypeOf(res) != a.ResultType {
+			err = fmt.Errorf("analyzer %s returned a %T, declared %s", a.Name, res, a.ResultType)
+		}
+		if err != nil {
+			failed[a] = true
+			st.internalError(a.Name, err.Error(), "")
+			continue
+		}
+		results[a] = res
+	}
+}
+
+// runOne runs one analyzer, a panic turned into an error.
+func (st *state) runOne(p *pass) (res any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			st.internalError(p.Analyzer.Name, fmt.Sprintf("stopped with an internal error: %v", r), firstLines(string(debug.Stack()), 16))
+			res, err = nil, errPanicked
+		}
+	}()
+	return p.Analyzer.Run(p)
+}
+
+// errPanicked marks an analyzer whose panic was already reported.
+var errPanicked = fmt.Errorf("panicked")
+
+// internalError reports a rule's failure (once for a panic).
+func (st *state) internalError(name, msg, stack string) {
+	if msg == errPanicked.Error() {
+		return
+	}
+	f := Finding{ID: idInternalError, Severity: Info, Title: "A rule failed", Subject: name,
+		Summary:     "rule " + name + ": " + msg,
+		Explanation: "This is a bug in nodesnap analyze; the other rules ran. Please report it with the bundle if you can share it."}
+	if stack != "" {
+		f.Evidence = []Evidence{{Path: bundle.ManifestName, What: stack}}
+	}
+	st.add(f)
+}
+
+// legacyAnalyzer adapts a rule over the shared state: it requires the
+// rule before it, which keeps the older rules' order (the ones that join
+// evidence claim their log lines first), and what legacyNeeds says it
+// reads besides the state.
+func legacyAnalyzer(r rule, after *analyzer) *analyzer {
+	a := &analyzer{Name: r.name, Run: func(p *pass) (any, error) {
+		r.run(p.st)
+		return nil, nil
+	}}
+	if after != nil {
+		a.Requires = []*analyzer{after}
+	}
+	a.Requires = append(a.Requires, legacyNeeds[r.name]...)
+	return a
+}
+
+// legacyNeeds are the analyzers a legacy rule reads through the state:
+// the catalogue's mount findings take their severity from the events'
+// state (stateSeverity).
+var legacyNeeds = map[string][]*analyzer{
+	"catalogue-logs": {eventsAnalyzer},
+}
+
+// opResult is the events analyzer's result.
+type opResult struct {
+	// Groups are the failures in scope, by operation and object.
+	Groups []*opGroup
+}
+
+// eventsAnalyzer is the extraction stage's result for the rules: the
+// storage operations' events of every log, set aside when not evidence
+// of now, merged by operation and object.
+var eventsAnalyzer = &analyzer{
+	Name:       "events",
+	ResultType: reflect.TypeOf(&opResult{}),
+	Run: func(p *pass) (any, error) {
+		st := p.st
+		st.opGroups = nil
+		st.scopeOps(st.scope.kubelet, st.scope.names, st.scope.winStart)
+		return &opResult{Groups: st.opGroups}, nil
+	},
+}
+
+// analyzers returns the rules as a graph: the legacy rules in their
+// order, the events stage, and the storage operations' rule after both.
+func analyzers() []*analyzer {
+	var prev *analyzer
+	var roots []*analyzer
+	for _, r := range rules {
+		a := legacyAnalyzer(r, prev)
+		if r.name == "storage-operations" {
+			a = &analyzer{Name: r.name, Requires: []*analyzer{eventsAnalyzer, prev}, ResultType: reflect.TypeOf(0),
+				Run: func(p *pass) (any, error) {
+					res := p.ResultOf[eventsAnalyzer].(*opResult)
+					before := len(p.st.findings)
+					ruleStorageOps(p.st, res.Groups)
+					return len(p.st.findings) - before, nil
+				}}
+		}
+		roots = append(roots, a)
+		prev = a
+	}
+	return roots
+}

@@ -1,0 +1,119 @@
+package analyze_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/read/analyze"
+)
+
+// A CSI node plugin's log: the driver's own error about a volume, in a
+// wording no signature knows, is a finding naming the volume, its
+// operation and its newest error; its severity comes from state.
+const podLog = "csi/podlogs/kube-system_acme-csi-node-x7k2p/acme-plugin/0.log"
+
+func driverFiles(lines ...string) map[string][]byte {
+	return map[string][]byte{
+		"host/summary.json": []byte(`{"hostname":"node1"}`),
+		podLog:              []byte(strings.Join(lines, "\n") + "\n"),
+	}
+}
+
+func TestDriverErrorIsAFinding(t *testing.T) {
+	stage := `2026-11-21T09:10:0%dZ stderr F E1121 09:10:0%d.000000       1 utils.go:101] "GRPC error" err="rpc error: code = Internal desc = frobnicating the widget of volume \"acme-7f3e1c\" broke: zorp"`
+	call := `2026-11-21T09:10:0%dZ stderr F I1121 09:10:0%d.000000       1 utils.go:95] GRPC call: /csi.v1.Node/NodeStageVolume`
+	req := `2026-11-21T09:10:0%dZ stderr F I1121 09:10:0%d.000000       1 utils.go:96] GRPC request: {"staging_target_path":"/var/lib/kubelet/plugins/kubernetes.io/csi/acme.example.com/abc/globalmount","volume_id":"acme-7f3e1c"}`
+	at := func(f string, s int) string { return strings.ReplaceAll(f, "%d", string(rune('0'+s))) }
+
+	// Still failing at the end of its log: a warning, with the object,
+	// the operation and the error verbatim.
+	r := analyzeFiles(t, driverFiles(at(call, 1), at(req, 1), at(stage, 2), at(call, 5), at(req, 5), at(stage, 6)))
+	f := only(t, r, "csi-node-operation-failed")
+	if f.Subject != "acme-7f3e1c" || f.Severity != analyze.Warning {
+		t.Errorf("subject %q severity %s:\n%s", f.Subject, f.Severity, dump(r))
+	}
+	wantIn(t, "summary", f.Summary, "stage of volume acme-7f3e1c fails (2 times", "still failing at the end of the evidence")
+	wantIn(t, "explanation", f.Explanation, `broke: zorp`, "gRPC code Internal")
+
+	// A later success of the same operation on the volume: info, saying so.
+	ok := `2026-11-21T09:10:09Z stderr F I1121 09:10:09.000000       1 utils.go:114] GRPC response: {}`
+	r = analyzeFiles(t, driverFiles(at(call, 1), at(req, 1), at(stage, 2), at(call, 8), at(req, 8), ok))
+	f = only(t, r, "csi-node-operation-failed")
+	if f.Severity != analyze.Info {
+		t.Errorf("a stage that succeeded later is %s:\n%s", f.Severity, dump(r))
+	}
+	wantIn(t, "summary", f.Summary, "a later stage of it succeeded")
+}
+
+// An error that does not mend with time is a warning even when a minute
+// of lines shows it and the log goes on long after.
+func TestPermanentErrorWarnsWhateverItsSpan(t *testing.T) {
+	lines := []string{
+		`2026-11-21T09:10:01Z stderr F {"level":"error","ts":"2026-11-21T09:10:01Z","msg":"NodePublishVolume failed","volume_id":"vol-0a1b2c3d4e5f60718","error":"read /dev/xvdf: input/output error"}`,
+		`2026-11-21T09:59:00Z stderr F {"level":"info","ts":"2026-11-21T09:59:00Z","msg":"probe ok"}`,
+	}
+	r := analyzeFiles(t, driverFiles(lines...))
+	f := only(t, r, "csi-node-operation-failed")
+	if f.Severity != analyze.Warning || f.Subject != "vol-0a1b2c3d4e5f60718" {
+		t.Errorf("%s %q:\n%s", f.Severity, f.Subject, dump(r))
+	}
+	wantIn(t, "summary", f.Summary, "permanent by its nature (EIO)")
+
+	// A transient error whose retries stopped long before the log ends
+	// is info.
+	lines[0] = strings.ReplaceAll(lines[0], "read /dev/xvdf: input/output error", "context deadline exceeded")
+	r = analyzeFiles(t, driverFiles(lines...))
+	if f := only(t, r, "csi-node-operation-failed"); f.Severity != analyze.Info {
+		t.Errorf("a transient error that stopped 49 minutes before the log ends is %s", f.Severity)
+	}
+}
+
+// The upstream csi-driver-host-path logs every call with its result; an
+// empty Error is a success and a healthy node stays silent.
+func TestHostpathSuccessLinesAreSilent(t *testing.T) {
+	var lines []string
+	for i, m := range []string{"NodeStageVolume", "NodePublishVolume", "NodeGetVolumeStats", "NodeUnpublishVolume", "NodeUnstageVolume"} {
+		lines = append(lines, `2026-11-21T09:10:0`+string(rune('1'+i))+`Z stderr F I1121 09:10:01.000000       1 server.go:117] gRPCCall: {"Method":"/csi.v1.Node/`+m+`","Request":{"volume_id":"4b7f2d7e-1a2b-11ee-8c3d-0242ac120002","target_path":"/var/lib/kubelet/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes/kubernetes.io~csi/pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f/mount"},"Response":{},"Error":"","FullError":null}`)
+	}
+	r := analyzeFiles(t, driverFiles(lines...))
+	if len(r.Findings) != 0 {
+		t.Errorf("a healthy driver's success lines make findings:\n%s", dump(r))
+	}
+}
+
+// The kubelet's lines logged by its wrapper (k0s runs the kubelet as a
+// child and logs its output under its own pid, wrapped in logfmt) are the
+// running kubelet's, not an earlier instance's.
+func TestKubeletLinesOfAWrapperAreCurrent(t *testing.T) {
+	start := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	tasks, err := json.Marshal([]layout.Task{
+		{PID: 1, TID: 1, Comm: "systemd", State: "S", MountNS: 4026531840},
+		{PID: 3011, TID: 3011, PPID: 1, Comm: "k0s", State: "S", StartTime: start, MountNS: 4026531840, Cmdline: []string{"/usr/local/bin/k0s", "worker"}},
+		{PID: 3050, TID: 3050, PPID: 3011, Comm: "kubelet", State: "S", StartTime: start, MountNS: 4026531840, Cmdline: []string{"/var/lib/k0s/bin/kubelet", "--root-dir=/var/lib/k0s/kubelet", "--kubeconfig=/var/lib/k0s/kubelet.conf"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := `2026-11-21T09:10:0%dZ node1 k0s[3011]: time="2026-11-21 09:10:0%d" level=info msg="E1121 09:10:0%d.000000    3050 nestedpendingoperations.go:348] Operation for \"{volumeName:kubernetes.io/csi/acme.example.com^acme-7f3e1c podName: nodeName:}\" failed. No retries permitted until 2026-11-21 09:12:03 (durationBeforeRetry 2m2s). Error: MountVolume.MountDevice failed for volume \"pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f\" (UniqueName: \"kubernetes.io/csi/acme.example.com^acme-7f3e1c\") pod \"web-0\" (UID: \"0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d\") : rpc error: code = Internal desc = frobnicating failed" component=kubelet stream=stderr`
+	at := func(s int) string { return strings.ReplaceAll(line, "%d", string(rune('0'+s))) }
+	r := analyzeFiles(t, map[string][]byte{
+		"host/summary.json":    []byte(`{"hostname":"node1"}`),
+		"processes/tasks.json": tasks,
+		"journal/k0s.log":      []byte(at(1) + "\n" + at(5) + "\n"),
+	})
+	if len(findings(r, "earlier-log-lines")) != 0 {
+		t.Errorf("the wrapper's lines of the running kubelet are read as history:\n%s", dump(r))
+	}
+	var named bool
+	for _, f := range r.Findings {
+		if f.Severity >= analyze.Warning && strings.Contains(f.Subject+f.Summary, "acme-7f3e1c") {
+			named = true
+		}
+	}
+	if !named {
+		t.Errorf("no warning names the volume:\n%s", dump(r))
+	}
+}

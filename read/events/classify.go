@@ -1,0 +1,467 @@
+package events
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/nodesnap/nodesnap/signatures"
+)
+
+// classify reads a split record for its operation, outcome, keys and
+// error.
+func (p *Parser) classify(r *record) {
+	ev := &r.ev
+	text := r.text
+	ev.Msg = r.msg
+	ev.Kubelet = isKubeletComponent(ev.Component) || strings.Contains(text, "operationExecutor.") || hasKubeletOp(text)
+	if ev.Kubelet && ev.Source != "kernel" {
+		ev.Source = "kubelet"
+	}
+	if ev.Source == "" && strings.HasPrefix(r.msg, "kernel: ") {
+		ev.Source = "kernel"
+	}
+	// The CSI method: named in the record, or the one its request (or
+	// the log's last call) was for.
+	if m := matchIf(reMethod, text, "csi.v"); m != nil {
+		ev.Method = m[1]
+		p.remember(r.reqID, m[1])
+		if r.reqID == "" && strings.Contains(text, "call") {
+			// A new call: the last request's objects are not its.
+			p.lastKeys = Keys{}
+		}
+	} else if r.reqID != "" {
+		ev.Method = p.methods[r.reqID]
+	} else if strings.Contains(text, "GRPC error") || strings.Contains(text, "GRPC response") {
+		ev.Method = p.last
+	}
+	if ev.Method == "" {
+		for _, m := range []string{"NodeStageVolume", "NodeUnstageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeExpandVolume", "ControllerPublishVolume", "ControllerUnpublishVolume"} {
+			if strings.Contains(text, m) {
+				ev.Method = m
+				break
+			}
+		}
+	}
+	if strings.Contains(text, "GRPC request") || strings.Contains(text, "requests {") || strings.Contains(text, "GRPC call") && strings.Contains(text, "{") ||
+		ev.Method != "" && strings.Contains(text, "{") && !strings.Contains(text, "rror") && !strings.Contains(text, "GRPC response") {
+		p.request(r)
+	} else if r.reqID != "" && r.reqVol == "" {
+		// A request's own lines (trident's requestID=...): what they
+		// name is the request's.
+		k := keysOf(r)
+		k.Merge(p.keys[r.reqID])
+		p.setKeys(r.reqID, k)
+	}
+	r.lower = strings.ToLower(text)
+	ev.Op = operation(text, r.lower, ev.Method, ev.Source)
+	if ev.Op == OpNone && !ev.Kubelet && (strings.Contains(text, "GRPC error") || strings.Contains(text, "rpc error: code =")) {
+		// A driver's failed call whose method its log does not say.
+		ev.Op = OpCSICall
+	}
+	ev.Err = errorOf(r)
+	ev.Outcome = outcome(r)
+	if ev.Outcome == OutcomeNone {
+		return
+	}
+	if ev.Outcome == OutcomeSucceeded {
+		ev.Err = Error{}
+	}
+	ev.Keys = keysOf(r)
+	if r.reqVol != "" && r.reqVol != "--" {
+		ev.Keys.Handle = r.reqVol
+	}
+	if ev.Keys.Handle == "" && ev.Keys.PV == "" && (ev.Method != "" || ev.Op == OpCSICall) {
+		// A driver's call names its volume by its ID: a UUID of the
+		// message that is not the pod's is the volume's.
+		for _, u := range reUUID.FindAllString(r.msg+" "+r.get("error", "err"), 4) {
+			if u != ev.Keys.PodUID && !strings.Contains(ev.Keys.Path, u) {
+				ev.Keys.Handle = u
+				break
+			}
+		}
+	}
+	if ev.Outcome != OutcomeNone {
+		// The objects of the request the error (or response) answers.
+		switch {
+		case r.reqID != "":
+			ev.Keys.Merge(p.keys[r.reqID])
+		case ev.Method != "" || ev.Op == OpCSICall:
+			ev.Keys.Merge(p.lastKeys)
+		}
+	}
+}
+
+// request keeps the objects a driver's request names ("GRPC request:
+// {...}", "GRPC call: /csi.v1.Node/X requests {...}") for its error.
+func (p *Parser) request(r *record) {
+	k := keysOf(r)
+	if r.reqID == "" {
+		p.lastKeys = k
+		return
+	}
+	p.setKeys(r.reqID, k)
+}
+
+func (p *Parser) setKeys(id string, k Keys) {
+	if _, ok := p.keys[id]; !ok && len(p.keys) >= maxRequests {
+		for old := range p.keys {
+			delete(p.keys, old)
+			break
+		}
+	}
+	p.keys[id] = k
+}
+
+func (p *Parser) remember(id, method string) {
+	p.last = method
+	if id == "" {
+		return
+	}
+	if _, ok := p.methods[id]; !ok {
+		if len(p.order) >= maxRequests {
+			delete(p.methods, p.order[0])
+			p.order = p.order[1:]
+		}
+		p.order = append(p.order, id)
+	}
+	p.methods[id] = method
+}
+
+// kubeletFiles are source files of the kubelet (and of the volume
+// plugins it links) that log storage operations: a record with a klog
+// header from one of them is the kubelet's, whatever process wrote it.
+var kubeletFiles = map[string]bool{
+	"operation_generator.go": true, "nestedpendingoperations.go": true, "reconciler_common.go": true,
+	"reconstruct.go": true, "reconstruct_common.go": true, "volume_manager.go": true, "kubelet.go": true, "kubelet_volumes.go": true,
+	"kubelet_pods.go": true, "pod_workers.go": true, "kuberuntime_manager.go": true, "csi_attacher.go": true, "csi_mounter.go": true,
+	"csi_client.go": true, "csi_plugin.go": true, "csi_block.go": true,
+	"operation_executor.go": true, "desired_state_of_world_populator.go": true, "actual_state_of_world.go": true, "iscsi_util.go": true,
+	"rbd_util.go": true, "atomic_writer.go": true, "empty_dir.go": true, "projected.go": true,
+}
+
+// Not the kubelet's alone: k8s.io/mount-utils (mount_linux.go,
+// mount_helper_common.go) and controller-runtime's reconciler.go are
+// linked by drivers too; reconciler.go counts only with a kubelet
+// operation name in the record.
+
+func isKubeletComponent(c string) bool {
+	if c == "" {
+		return false
+	}
+	if i := strings.LastIndexByte(c, '/'); i >= 0 {
+		// A JSON caller "kubelet/kubelet.go:2406", "volume/csi/csi_attacher.go:1".
+		if strings.Contains(c[:i], "kubelet") || strings.Contains(c[:i], "volume") {
+			return true
+		}
+		c = c[i+1:]
+	}
+	c, _, _ = strings.Cut(c, ":")
+	return kubeletFiles[c]
+}
+
+// kubeletOps are the kubelet's operation names, in the order they are
+// tested (longer first), with the operation each is.
+var kubeletOps = []struct {
+	name string
+	op   Op
+}{
+	{"UnmountVolume.TearDown", OpTeardown}, {"UnmountVolume.MarkVolumeMountAsUncertain", OpTeardown},
+	{"UnmountDevice", OpUnstage}, {"UnmapVolume.UnmapDevice", OpUnmap}, {"UnmapVolume", OpUnmap}, {"UnmapDevice", OpUnmap},
+	{"MountVolume.WaitForAttach", OpAttach}, {"WaitForAttach", OpAttach}, {"AttachVolume.Attach", OpAttach},
+	{"VerifyControllerAttachedVolume", OpAttach}, {"DetachVolume.Detach", OpDetach},
+	{"MountVolume.MountDevice", OpStage}, {"MountVolume.NodeExpandVolume", OpResize}, {"MountVolume.NodeExpand", OpResize},
+	{"NodeExpandVolume", OpResize}, {"MountVolume.SetUp", OpMount}, {"MountVolume.Setup", OpMount},
+	{"MapVolume.SetUpDevice", OpMap}, {"MapVolume.MapPodDevice", OpMap}, {"MapVolume.WaitForAttach", OpAttach}, {"MapVolume", OpMap},
+	{"TearDownAt", OpTeardown}, {"SetUpAt", OpMount},
+	{"Unable to attach or mount volumes", OpMount}, {"unmounted volumes=", OpMount}, {"Unable to mount volumes", OpMount},
+	{"timeout expired waiting for volumes to attach or mount", OpMount},
+}
+
+func hasKubeletOp(text string) bool {
+	for _, k := range kubeletOps[:len(kubeletOps)-4] {
+		if strings.Contains(text, k.name) {
+			return true
+		}
+	}
+	return false
+}
+
+// methodOps are CSI methods' operations.
+var methodOps = map[string]Op{
+	"NodeStageVolume": OpStage, "NodeUnstageVolume": OpUnstage, "NodePublishVolume": OpPublish, "NodeUnpublishVolume": OpUnpublish,
+	"NodeExpandVolume": OpResize, "ControllerPublishVolume": OpAttach, "ControllerUnpublishVolume": OpDetach,
+}
+
+var (
+	reKernelIO = regexp.MustCompile(`I/O error|blk_update_request|print_req_error|EXT4-fs error|XFS \([^)]*\): .*(?:error|shutdown|Corruption)|Buffer I/O|critical medium error|remaining active paths: 0`)
+	reVerb     = regexp.MustCompile(`\b(unmount|umount|unstage|unpublish|detach|unmap|mkfs|format|resize2fs|xfs_growfs|resize|expand|attach|login|mount|stage|publish|map)(?:ing|ed|s)?\b`)
+)
+
+// operation is the storage operation a record is about: a CSI method
+// first, then the kubelet's operation names, the runtime's and the
+// kernel's, then a verb.
+func operation(text, lower, method, source string) Op {
+	if op, ok := methodOps[method]; ok && method != "" {
+		return op
+	}
+	for _, k := range kubeletOps {
+		if strings.Contains(text, k.name) {
+			return k.op
+		}
+	}
+	if strings.Contains(lower, "rootfs") && (strings.Contains(lower, "unmount") || strings.Contains(lower, "remove") || strings.Contains(lower, "delete") || strings.Contains(lower, "unlinkat")) {
+		return OpRootfsUnmount
+	}
+	if strings.Contains(lower, "netns") || strings.Contains(lower, "network namespace") || strings.Contains(lower, "removepodsandbox") || strings.Contains(lower, "stoppodsandbox") {
+		return OpSandboxRemove
+	}
+	if (strings.Contains(text, "I/O") || strings.Contains(text, "-fs error") || strings.Contains(text, "XFS (") || strings.Contains(text, "active paths") ||
+		strings.Contains(text, "medium error")) && reKernelIO.MatchString(text) {
+		return OpIO
+	}
+	if source == "kernel" {
+		return OpNone
+	}
+	m := reVerb.FindStringSubmatch(lower)
+	if m == nil {
+		return OpNone
+	}
+	switch strings.ToLower(m[1]) {
+	case "unmount", "umount":
+		return OpUnmount
+	case "unstage":
+		return OpUnstage
+	case "unpublish":
+		return OpUnpublish
+	case "detach":
+		return OpDetach
+	case "unmap":
+		return OpUnmap
+	case "mkfs", "format":
+		return OpFormat
+	case "resize2fs", "xfs_growfs", "resize", "expand":
+		return OpResize
+	case "attach", "login":
+		return OpAttach
+	case "stage":
+		return OpStage
+	case "publish":
+		return OpPublish
+	case "map":
+		return OpMap
+	}
+	return OpMount
+}
+
+var (
+	reCode = regexp.MustCompile(`code = (\w+)`)
+	reExit = regexp.MustCompile(`(?:exit status|exit code|exited with|exit code:|status code) ?(\d+)`)
+	// errnos are the phrases that name an errno, as strerror and the
+	// kernel write them.
+	errnos = []struct{ phrase, errno string }{
+		{"input/output error", "EIO"}, {"i/o error", "EIO"}, {"no such device or address", "ENXIO"}, {"no such device", "ENODEV"},
+		{"no such file or directory", "ENOENT"}, {"device or resource busy", "EBUSY"}, {"target is busy", "EBUSY"},
+		{"permission denied", "EACCES"}, {"operation not permitted", "EPERM"}, {"read-only file system", "EROFS"},
+		{"transport endpoint is not connected", "ENOTCONN"}, {"stale file handle", "ESTALE"}, {"stale nfs file handle", "ESTALE"},
+		{"connection refused", "ECONNREFUSED"}, {"connection timed out", "ETIMEDOUT"}, {"no space left on device", "ENOSPC"},
+		{"directory not empty", "ENOTEMPTY"}, {"invalid argument", "EINVAL"}, {"structure needs cleaning", "EUCLEAN"},
+		{"no route to host", "EHOSTUNREACH"}, {"file exists", "EEXIST"}, {"not a directory", "ENOTDIR"}, {"too many levels of symbolic links", "ELOOP"},
+	}
+	reLoginRefused = regexp.MustCompile(`login (?:failed|refused|authentication failed)|authentication fail|authorization fail|iscsiadm: .*(?:login|session).*(?:fail|error)|(?:fail|unable)[^.]{0,40}\blog ?in\b`)
+)
+
+// grpcCodes are the gRPC code names, and numbers as older drivers write
+// them ("code = 5").
+var grpcCodes = map[string]string{"0": "OK", "1": "Canceled", "2": "Unknown", "3": "InvalidArgument", "4": "DeadlineExceeded", "5": "NotFound",
+	"6": "AlreadyExists", "7": "PermissionDenied", "8": "ResourceExhausted", "9": "FailedPrecondition", "10": "Aborted", "11": "OutOfRange",
+	"12": "Unimplemented", "13": "Internal", "14": "Unavailable", "15": "DataLoss", "16": "Unauthenticated"}
+
+// errorOf reads the error a record carries.
+func errorOf(r *record) Error {
+	var e Error
+	text := r.text
+	if m := matchIf(reCode, text, "code ="); m != nil {
+		e.Code = m[1]
+		if name, ok := grpcCodes[m[1]]; ok {
+			e.Code = name
+		}
+	}
+	lower := r.lower
+	for _, x := range errnos {
+		if strings.Contains(lower, x.phrase) {
+			e.Errno = x.errno
+			break
+		}
+	}
+	if m := matchIf(reExit, r.lower, "exit", "status code"); m != nil {
+		e.Exit, _ = strconv.Atoi(m[1])
+	}
+	e.LoginRefused = (strings.Contains(lower, "log") || strings.Contains(lower, "auth")) && reLoginRefused.MatchString(lower)
+	msg := r.get("err", "error", "errmsg", "fullerror", "reason")
+	if msg == "" || msg == "null" || msg == `""` {
+		msg = r.msg
+		if i := strings.Index(msg, "GRPC error: "); i >= 0 {
+			msg = msg[i+len("GRPC error: "):]
+		}
+	} else if r.msg != "" {
+		msg = r.msg + ": " + msg
+	}
+	e.Message = trimMessage(msg)
+	return e
+}
+
+var (
+	// reEmptyGRPCError is a gRPC call logged with its result and no error
+	// (csi-driver-host-path's gRPCCall: {"Method":...,"Error":"",...}).
+	reEmptyGRPCError = regexp.MustCompile(`"Error":\s*"",`)
+	reGRPCError      = regexp.MustCompile(`"Error":\s*"[^"]`)
+	reSuccess        = regexp.MustCompile(`\bsucceeded\b|\bsuccessfully\b|\bsuccess\b|\bgrpc response\b|\bis operational again\b|returns successfully|\bcompleted\b|\bhas been (?:un)?mounted\b`)
+	// reNoOp is an operation its writer skipped as already done: an
+	// idempotent call, not a failure.
+	reNoOp    = regexp.MustCompile(`\b(?:un)?(?:mount|publish|stage)\w* skipped\b|\bskipp(?:ed|ing) (?:un)?(?:mount|publish|stage)|nothing to do|\balready (?:un)?mounted\b|\bnot mounted, skip|\bis not a mountpoint, deleting`)
+	reFailure = regexp.MustCompile(`\bfail(?:ed|s|ure)?\b|wrong fs type|bad superblock|\bdid not find\b|\bdoes not exist\b|\berror\b|\berr=|\bunable to\b|\bcannot\b|\bcan't\b|\bcould not\b|\btimed out\b|\brefused\b|\bdenied\b|\bbusy\b|\bnot found\b|\bexit status [1-9]`)
+)
+
+// outcome says whether a record reports its operation failing or
+// succeeding: its error fields and level first, then its words.
+func outcome(r *record) Outcome {
+	if r.ev.Op == OpNone {
+		return OutcomeNone
+	}
+	text := r.text
+	if r.ev.Method != "" && strings.Contains(text, `"Error":`) {
+		switch {
+		case reEmptyGRPCError.MatchString(text) || strings.Contains(text, `"Error":""}`):
+			return OutcomeSucceeded
+		case reGRPCError.MatchString(text):
+			return OutcomeFailed
+		}
+	}
+	if r.ev.Err.Code != "" && r.ev.Err.Code != "OK" || strings.Contains(text, "GRPC error") {
+		return OutcomeFailed
+	}
+	lower := r.lower
+	if containsAny(lower, "skip", "nothing to do", "already", "not a mountpoint") && reNoOp.MatchString(lower) {
+		return OutcomeSucceeded
+	}
+	if e := r.get("err", "error"); e != "" && e != "null" && e != "<nil>" && e != `""` {
+		return OutcomeFailed
+	}
+	succ := containsAny(lower, "succe", "grpc response", "operational", "completed", "has been") && reSuccess.MatchString(lower) && !strings.Contains(lower, "unsuccess")
+	if r.ev.Level >= LevelError && !succ && !strings.Contains(text, "GRPC call") && !strings.Contains(text, "GRPC request") {
+		return OutcomeFailed
+	}
+	failWords := reFailure.MatchString(lower)
+	if !failWords && (r.ev.Level >= LevelError || r.ev.Err.Errno != "") && r.ev.Op == OpIO {
+		return OutcomeFailed
+	}
+	if succ && (!failWords || r.ev.Level <= LevelInfo && r.ev.Level != LevelUnknown && !strings.Contains(text, "failed")) {
+		return OutcomeSucceeded
+	}
+	if r.ev.Level >= LevelError && !strings.Contains(text, "GRPC call") && !strings.Contains(text, "GRPC request") {
+		return OutcomeFailed
+	}
+	if failWords && (r.ev.Level >= LevelWarning || r.ev.Level == LevelUnknown || r.ev.Err.Errno != "" || r.ev.Err.Exit != 0 || strings.Contains(text, " failed")) {
+		return OutcomeFailed
+	}
+	return OutcomeNone
+}
+
+var (
+	reUUID   = regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	rePV     = regexp.MustCompile(`pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	reHandle = regexp.MustCompile(`\b(?:csi-vol-[0-9a-f-]{36}|vol-[0-9a-f]{8,17}|0001-00[0-9a-f]{2}-[0-9a-zA-Z._-]+-[0-9a-f]{16}-[0-9a-f-]{36})\b`)
+	rePortal = regexp.MustCompile(`\b((?:\d{1,3}\.){3}\d{1,3}:3260)\b`)
+	reIQN    = regexp.MustCompile(`\b(iqn\.\d{4}-\d\d\.[A-Za-z0-9.:_-]+)`)
+	reWWID   = regexp.MustCompile(`\b(?:wwid|WWID|serial)[\s:="']+([0-9A-Za-z_.-]{8,})`)
+	reNFSSrv = regexp.MustCompile(`(?:^|[\s"'=(])((?:\d{1,3}\.){3}\d{1,3}:/[^\s"',;)]*|[A-Za-z0-9][-A-Za-z0-9.]*\.[A-Za-z]{2,}:/[^\s"',;)]*|//[A-Za-z0-9][-A-Za-z0-9.]*/[^\s"',;)]+)`)
+	reDev    = regexp.MustCompile(`(/dev/(?:disk/by-[a-z-]+/[^\s"'\\,;:)\]}]+|[a-z][a-z0-9_-]*\d[a-z0-9]*|[a-z]{2,}[a-z]\b))`)
+	reVolID  = regexp.MustCompile(`"?\b(?:volume_?id|volume_?ID|volumeHandle|VolumeId|VolumeID|VOLUME_ID)"?\s*[:=]\s*\\*"?([^\s"\\,}\]]+)`)
+	reKDev   = regexp.MustCompile(`(?:\bdev |\bdevice |\(|\bon dev )((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|loop\d+|md\d+)\d*)`)
+	// volume fields: the handle a driver logs in a field of its own.
+	handleFields = []string{"volume_id", "volumeID", "volumeId", "VolumeId", "volumeHandle", "volume", "vol_id", "volid", "volumeid", "volname", "pvName", "pv", "VolumeID"}
+)
+
+// keysOf reads every object key a record names.
+func keysOf(r *record) Keys {
+	text := r.text
+	o := signatures.Extract([]byte(text))
+	k := Keys{PodUID: o.PodUID, Pod: o.Pod, Volume: o.Volume, Device: o.Device, Path: o.Path}
+	if v := r.get("pod", "podName"); v != "" && k.Pod == "" {
+		k.Pod = v
+	}
+	if v := r.get("podUID", "pod_uid", "podUid"); v != "" && k.PodUID == "" {
+		k.PodUID = v
+	}
+	for _, f := range handleFields {
+		if v := r.get(f); v != "" && !strings.ContainsAny(v, " {") {
+			k.Handle = v
+			break
+		}
+	}
+	if i := strings.LastIndexByte(k.Volume, '^'); i >= 0 && k.Handle == "" {
+		// kubernetes.io/csi/<driver>^<handle>
+		k.Handle = k.Volume[i+1:]
+	}
+	if m := matchIf(reVolID, text, "olume", "VOLUME"); m != nil && k.Handle == "" {
+		k.Handle = m[1]
+	}
+	if m := matchIf(reHandle, text, "vol-", "0001-"); m != nil && k.Handle == "" {
+		k.Handle = m[0]
+	}
+	if m := matchIf(rePV, text, "pvc-"); m != nil {
+		k.PV = m[0]
+	}
+	if k.Volume == k.PV || k.Volume == k.Handle || strings.HasSuffix(k.Volume, "^"+k.Handle) && k.Handle != "" {
+		k.Volume = ""
+	}
+	if m := matchIf(rePortal, text, ":3260"); m != nil {
+		k.Portal = m[1]
+	} else if v := r.get("portal", "portalIP", "targetPortal", "portal_ip", "TargetPortal"); v != "" && !strings.ContainsAny(v, " {") {
+		k.Portal = v
+	}
+	if m := matchIf(reIQN, text, "iqn."); m != nil {
+		k.IQN = strings.TrimRight(m[1], ".:,")
+	}
+	if m := matchIf(reWWID, text, "wwid", "WWID", "serial"); m != nil {
+		k.WWID = m[1]
+	}
+	if m := matchIf(reNFSSrv, text, ":/", "//"); m != nil {
+		k.Server = m[1]
+	} else if o.Server != "" {
+		k.Server = o.Server
+	}
+	if k.Device == "" {
+		if m := matchIf(reDev, text, "/dev/"); m != nil && m[1] != "/dev/null" && m[1] != "/dev/fuse" {
+			k.Device = m[1]
+		}
+	}
+	if k.Device == "" && (r.ev.Op == OpIO || r.ev.Source == "kernel") {
+		if m := matchIf(reKDev, text, "dev"); m != nil {
+			k.Device = "/dev/" + m[1]
+		}
+	}
+	return k
+}
+
+// matchIf runs re on s only when s holds one of the words the pattern
+// cannot match without (a plain search is far cheaper than the regular
+// expression on a long line).
+func matchIf(re *regexp.Regexp, s string, words ...string) []string {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return re.FindStringSubmatch(s)
+		}
+	}
+	return nil
+}
+
+func containsAny(s string, words ...string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,303 @@
+// Package events turns log records into events: what a record says
+// happened to which storage object, whatever wrote it and in whatever
+// format. A record of the kubelet, a CSI node plugin (klog text or
+// structured, JSON lines of zap, logrus or klog, logfmt, Rust tracing,
+// ceph-csi's "ID: n Req-ID: x" prefixes), a container runtime, a storage
+// daemon (iscsid, multipathd) or the kernel becomes one Event: its time,
+// source and component, level, the operation (mount, stage, publish,
+// attach, teardown, I/O ...), every object key it carries (pod, volume,
+// PV, volume handle, device, path, server, portal, IQN, WWID) and the
+// error (gRPC code, errno, exit status, the wrapped message verbatim), or
+// that the operation succeeded.
+//
+// Structure is read first, wording second: the operation comes from gRPC
+// method names and the kubelet's operation names before verbs, the
+// outcome from the record's level and error fields before words. The
+// package is pure (no I/O) and imports nothing of nodesnap but the
+// signatures package's object extraction; analyze groups its events by
+// object and operation.
+package events
+
+import (
+	"strings"
+	"time"
+)
+
+// Level is a record's severity as its writer logged it.
+type Level uint8
+
+// Levels, lowest first.
+const (
+	LevelUnknown Level = iota
+	LevelDebug
+	LevelInfo
+	LevelWarning
+	LevelError
+	LevelFatal
+)
+
+func (l Level) String() string {
+	switch l {
+	case LevelDebug:
+		return "debug"
+	case LevelInfo:
+		return "info"
+	case LevelWarning:
+		return "warning"
+	case LevelError:
+		return "error"
+	case LevelFatal:
+		return "fatal"
+	}
+	return "unknown"
+}
+
+// Op is the storage operation a record is about.
+type Op string
+
+// Operations.
+const (
+	OpNone          Op = ""
+	OpMount         Op = "mount"
+	OpStage         Op = "stage"
+	OpPublish       Op = "publish"
+	OpAttach        Op = "attach"
+	OpMap           Op = "map"
+	OpUnmount       Op = "unmount"
+	OpUnstage       Op = "unstage"
+	OpUnpublish     Op = "unpublish"
+	OpTeardown      Op = "teardown"
+	OpUnmap         Op = "unmap"
+	OpDetach        Op = "detach"
+	OpFormat        Op = "format"
+	OpResize        Op = "resize"
+	OpRootfsUnmount Op = "rootfs unmount"
+	OpSandboxRemove Op = "sandbox removal"
+	OpIO            Op = "I/O"
+	// OpCSICall is a CSI driver's call whose method its log does not
+	// name.
+	OpCSICall Op = "CSI call"
+)
+
+// Outcome says whether a record reports an operation failing or
+// succeeding.
+type Outcome uint8
+
+// Outcomes.
+const (
+	OutcomeNone Outcome = iota
+	OutcomeFailed
+	OutcomeSucceeded
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeFailed:
+		return "failed"
+	case OutcomeSucceeded:
+		return "succeeded"
+	}
+	return ""
+}
+
+// Keys are the objects a record names, each "" when it does not.
+type Keys struct {
+	PodUID string
+	// Pod is "namespace/name", or a name alone when the record gives no
+	// namespace.
+	Pod string
+	// Volume is the volume's name in the pod spec or a kubelet's unique
+	// volume name; PV a persistent volume's name (pvc-<uuid>); Handle the
+	// CSI volume ID (vol-..., csi-vol-<uuid>, 0001-0009-...).
+	Volume string
+	PV     string
+	Handle string
+	// Device is a block device (/dev/sdb, /dev/rbd0); Path a mount,
+	// target or staging path.
+	Device string
+	Path   string
+	// Server is a remote file system's server ("host:/export", a ceph
+	// monitor); Portal an iSCSI portal (ip:3260); IQN an iSCSI target or
+	// initiator name; WWID a SCSI WWID or serial.
+	Server string
+	Portal string
+	IQN    string
+	WWID   string
+}
+
+// Error is what a failing record says went wrong.
+type Error struct {
+	// Code is the gRPC status code name ("NotFound", "Internal", ...).
+	Code string
+	// Errno is the errno the text names ("EIO", "EBUSY", ...).
+	Errno string
+	// Exit is a command's exit status (0 when none is named).
+	Exit int
+	// LoginRefused: an iSCSI (or other) login was refused or failed
+	// authentication.
+	LoginRefused bool
+	// Message is the wrapped error verbatim (the err field, or the
+	// message), bounded to MaxMessage bytes.
+	Message string
+}
+
+// MaxMessage bounds an event's error message.
+const MaxMessage = 1024
+
+// Event is one record read for what it says about storage.
+type Event struct {
+	// Time is zero when the record carries no time that parses; Zoned
+	// says it carried a UTC offset.
+	Time  time.Time
+	Zoned bool
+	// Source is who wrote the record: the journal or syslog identifier
+	// ("kubelet", "containerd", "iscsid", "kernel"), or "kubelet" for a
+	// record the kubelet wrote inside another process (k3s, k0s,
+	// kubelite, a wrapper), read from its content.
+	Source string
+	// PID is the journal or syslog prefix's pid (0 when none).
+	PID int
+	// Component is the writer's own location: a klog file name
+	// ("operation_generator.go"), a JSON caller or logger, a tracing
+	// target.
+	Component string
+	// Kubelet says the record's content is the kubelet's (a klog header
+	// from a kubelet source file, or a kubelet operation name).
+	Kubelet bool
+	Level   Level
+	Op      Op
+	// Method is the CSI gRPC method ("NodeStageVolume") when named.
+	Method  string
+	Outcome Outcome
+	Keys    Keys
+	Err     Error
+	// Msg is the record's message (without header and fields).
+	Msg string
+}
+
+// Storage says whether the event is about a storage operation on an
+// object: it has an operation, an outcome and a key that names a storage
+// object (a pod alone is not one, unless the operation is its volumes'
+// mount).
+func (e *Event) Storage() bool {
+	if e.Op == OpNone || e.Outcome == OutcomeNone {
+		return false
+	}
+	k := e.Keys
+	if k.Volume != "" || k.PV != "" || k.Handle != "" || k.Device != "" || k.Path != "" || k.Server != "" || k.Portal != "" || k.IQN != "" || k.WWID != "" {
+		return true
+	}
+	return e.Op == OpMount && (k.Pod != "" || k.PodUID != "")
+}
+
+// Permanent says whether the error is permanent by its nature: waiting
+// does not mend it (an I/O error, a missing device, NotFound,
+// PermissionDenied, InvalidArgument, a refused login, mount's exit
+// status 32).
+func (e *Event) Permanent() (bool, string) {
+	if e.Outcome != OutcomeFailed {
+		return false, ""
+	}
+	switch e.Err.Errno {
+	case "EIO", "ENODEV", "EUCLEAN", "EROFS", "ENXIO":
+		return true, e.Err.Errno
+	}
+	switch e.Err.Code {
+	case "NotFound", "PermissionDenied", "InvalidArgument":
+		return true, "gRPC " + e.Err.Code
+	}
+	if e.Err.LoginRefused {
+		return true, "login refused"
+	}
+	if e.Err.Exit == 32 && (e.Op == OpMount || e.Op == OpStage || e.Op == OpPublish) {
+		return true, "mount exit status 32"
+	}
+	return false, ""
+}
+
+// Object is the key events are grouped by, with its kind: the volume
+// handle, else the PV, the volume, the device, the path, the portal or
+// IQN, the server, the pod.
+func (k Keys) Object() (kind, value string) {
+	for _, c := range []struct{ kind, v string }{
+		{"volume", k.Handle}, {"volume", k.PV}, {"volume", k.Volume}, {"device", k.Device}, {"path", k.Path},
+		{"iSCSI target", k.IQN}, {"iSCSI portal", k.Portal}, {"WWID", k.WWID}, {"server", k.Server},
+		{"pod", k.PodUID}, {"pod", k.Pod},
+	} {
+		if c.v != "" {
+			return c.kind, c.v
+		}
+	}
+	return "", ""
+}
+
+// All returns every key the record names, most specific first, without
+// repeats.
+func (k Keys) All() []string {
+	var out []string
+	for _, v := range []string{k.Handle, k.PV, k.Volume, k.Device, k.Path, k.IQN, k.Portal, k.WWID, k.Server, k.Pod, k.PodUID} {
+		if v != "" && !contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Merge fills what k lacks from o.
+func (k *Keys) Merge(o Keys) {
+	fill := func(x *string, y string) {
+		if *x == "" {
+			*x = y
+		}
+	}
+	fill(&k.PodUID, o.PodUID)
+	fill(&k.Pod, o.Pod)
+	fill(&k.Volume, o.Volume)
+	fill(&k.PV, o.PV)
+	fill(&k.Handle, o.Handle)
+	fill(&k.Device, o.Device)
+	fill(&k.Path, o.Path)
+	fill(&k.Server, o.Server)
+	fill(&k.Portal, o.Portal)
+	fill(&k.IQN, o.IQN)
+	fill(&k.WWID, o.WWID)
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Resolves says whether a success of op ends failures of failed on the
+// same object: the same operation, or the kubelet's name and the CSI
+// driver's for one step (MountVolume.SetUp is NodePublishVolume); and a
+// teardown that succeeded ends whatever failed on the object before it
+// (the volume is gone from the node), but an I/O error.
+func Resolves(op, failed Op) bool {
+	if op == failed {
+		return true
+	}
+	switch op {
+	case OpUnpublish, OpUnstage, OpTeardown, OpDetach:
+		return failed != OpIO
+	}
+	pair := func(a, b Op) bool { return op == a && failed == b || op == b && failed == a }
+	return pair(OpMount, OpPublish) || pair(OpTeardown, OpUnpublish) || pair(OpUnmount, OpTeardown) || pair(OpUnmount, OpUnpublish)
+}
+
+// trimMessage bounds a message, on a rune boundary.
+func trimMessage(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= MaxMessage {
+		return s
+	}
+	i := MaxMessage
+	for i > 0 && s[i]&0xC0 == 0x80 {
+		i--
+	}
+	return s[:i] + "…"
+}

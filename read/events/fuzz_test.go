@@ -1,0 +1,41 @@
+package events
+
+import (
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzParse: any record, however malformed, is read without a panic, in
+// bounded output, and the parser's state stays bounded.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`E1121 09:10:01.123456  4321 reconciler.go:123] "operationExecutor.MountVolume failed" err="MountVolume.SetUp failed for volume \"data\" : exit status 32" pod="default/web-0"`,
+		`{"level":"error","msg":"NodeStageVolume failed","volume_id":"vol-0123456789abcdef0","error":"input/output error"}`,
+		`{"log":"E1121 09:10:01.000000 1 utils.go:101] GRPC error: rpc error: code = NotFound desc = x\n","stream":"stderr","time":"2026-11-21T09:10:01Z"}`,
+		`2026-11-21T09:10:01.123456Z ERROR csi_node::node: NodeStageVolume failed volume_id="x"`,
+		`Nov 21 09:10:01 node-1 kernel: blk_update_request: I/O error, dev sdb, sector 2048`,
+		`ID: 1 Req-ID: 0001 GRPC error: rpc error: code = Internal desc = mount failed`,
+		`time="x" level=error msg="failed to remove rootfs" error="unmount /run/x/rootfs: device or resource busy"`,
+		`[12345.678901] Buffer I/O error on dev rbd0`,
+		`{"a":{"b":[1,2,{"c":"\u0000"}]},"msg":"\"`, `"unterminated`, `E0101 00:00:00.0 1 f.go:1] "x" k="v\"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := NewParser(ref)
+		for range 2 {
+			ev, _ := p.Parse(b)
+			if len(ev.Err.Message) > MaxMessage+len("…") {
+				t.Fatalf("message of %d bytes", len(ev.Err.Message))
+			}
+			if utf8.Valid(b) && !utf8.ValidString(ev.Err.Message) {
+				t.Fatalf("message of valid input is not valid UTF-8: %q", ev.Err.Message)
+			}
+			_, _ = ev.Permanent()
+			_ = ev.Keys.All()
+		}
+		if len(p.methods) > maxRequests {
+			t.Fatal("request table unbounded")
+		}
+	})
+}
