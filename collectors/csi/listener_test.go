@@ -6,9 +6,6 @@ import (
 	"net"
 	"os"
 	"testing"
-
-	"github.com/nodesnap/nodesnap/collectors"
-	_ "github.com/nodesnap/nodesnap/collectors/all"
 )
 
 // listenerEnv makes this test binary a stand-in for a CSI driver run as a
@@ -18,14 +15,12 @@ import (
 // along).
 const listenerEnv = "NODESNAP_TEST_CSI_LISTENER"
 
-// TestMain lets this test binary serve the hidden child modes: the
-// isolation layer re-executes the running binary for collectors and
-// workers, and every collector is linked in, as in nodesnap.
+// TestMain lets this test binary be the stand-in driver (the hidden child
+// modes are served by supervisortest, which the tests import).
 func TestMain(m *testing.M) {
 	if sock := os.Getenv(listenerEnv); sock != "" {
 		os.Exit(serveCSISocket(sock))
 	}
-	collectors.MaybeRunHidden()
 	os.Exit(m.Run())
 }
 
