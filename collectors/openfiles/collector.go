@@ -34,8 +34,8 @@ import (
 	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
-// OpenFilesOptions are the openfiles collector's flags.
-type OpenFilesOptions struct {
+// Options are the openfiles collector's flags.
+type Options struct {
 	// Maps reads /proc/<pid>/maps (in isolated workers) for mapped files.
 	Maps bool `json:"maps"`
 	// MaxFDs bounds the fds listed per process in processes.jsonl; all
@@ -43,7 +43,19 @@ type OpenFilesOptions struct {
 	MaxFDs int `json:"max_fds"`
 }
 
-var openFilesOptions = OpenFilesOptions{Maps: true, MaxFDs: 4096}
+// defaults are the options no flag changed: the one place a default is
+// written.
+var defaults = Options{Maps: true, MaxFDs: 4096}
+
+// opts are the options the flags set (in the supervisor); they reach the
+// collector's child as JSON.
+var opts = defaults
+
+func flags(fs *pflag.FlagSet) {
+	opts = defaults
+	fs.BoolVar(&opts.Maps, "openfiles-maps", opts.Maps, "openfiles: read each process's memory maps for mapped files (each read in an isolated worker)")
+	fs.IntVar(&opts.MaxFDs, "openfiles-max-fds", opts.MaxFDs, "openfiles: fds listed per process (all are counted and attributed)")
+}
 
 // opOpenFilesMaps reads and condenses one process's maps in a worker.
 const opOpenFilesMaps = "openfiles.maps"
@@ -56,12 +68,10 @@ func init() {
 		DefaultEnabled: true,
 		PrestartWorker: true, // every run reads through a worker
 		DefaultTimeout: 60 * time.Second,
-		Options:        &openFilesOptions,
-		Flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&openFilesOptions.Maps, "openfiles-maps", true, "openfiles: read each process's memory maps for mapped files (each read in an isolated worker)")
-			fs.IntVar(&openFilesOptions.MaxFDs, "openfiles-max-fds", 4096, "openfiles: fds listed per process (all are counted and attributed)")
-		},
-		Run: collectOpenFiles,
+		Options:        &opts,
+		Flags:          flags,
+		Files:          files,
+		Run:            collect,
 	})
 	isolate.RegisterOp(opOpenFilesMaps, isolate.Typed(openFilesMapsOp))
 	isolate.RegisterOp(opOpenFilesMapsBatch, isolate.Typed(openFilesMapsBatchOp))
@@ -118,7 +128,7 @@ func (r ofMountRef) mount() *procfs.Mount { return &r.ns.mounts[r.i] }
 type ofScanner struct {
 	env      *collectors.Env
 	proc     string
-	opts     OpenFilesOptions
+	opts     Options
 	spaces   map[uint64]*ofNamespace
 	byID     map[int]ofMountRef
 	pidNS    map[int]uint64
@@ -161,13 +171,13 @@ type ofUse struct {
 	unknownMount int
 }
 
-func collectOpenFiles(ctx context.Context, env *collectors.Env) error {
-	opts := openFilesOptions
+func collect(ctx context.Context, env *collectors.Env) error {
+	opts := defaults
 	if err := env.Options(&opts); err != nil {
 		return err
 	}
 	if opts.MaxFDs <= 0 {
-		opts.MaxFDs = 4096
+		opts.MaxFDs = defaults.MaxFDs
 	}
 	// Stop scanning a little before the deadline so the summary is still
 	// written.
