@@ -25,9 +25,9 @@ import (
 // costs one deadline, and the hang evidence shows which call blocked.
 const opMountProbe = "mountprobe.probe"
 
-// MountprobeOptions are mountprobe's own settings. The probe deadline is
+// Options are mountprobe's own settings. The probe deadline is
 // the run's --probe-timeout.
-type MountprobeOptions struct {
+type Options struct {
 	// MaxWorkers bounds probes running at once that are not stuck.
 	// --workers probes run at once normally; a probe still running after
 	// SlowAfter no longer counts against either bound, so another probe
@@ -58,7 +58,27 @@ type MountprobeOptions struct {
 	First []string `json:"first,omitempty"`
 }
 
-var mountprobeOpts = MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 50 * time.Millisecond}
+// defaults are the options no flag changed: the one place a default is
+// written.
+var defaults = Options{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 50 * time.Millisecond}
+
+// opts are the options the flags set (in the supervisor); they reach the
+// collector's child as JSON.
+var opts = defaults
+
+func flags(fs *pflag.FlagSet) {
+	opts = defaults
+	fs.IntVar(&opts.MaxWorkers, "mountprobe-max-workers", opts.MaxWorkers,
+		"mountprobe: most probes at once, not counting probes stuck on hung mounts (at least --workers)")
+	fs.IntVar(&opts.MaxStuck, "mountprobe-max-stuck", opts.MaxStuck,
+		"mountprobe: most probes stuck on hung mounts, besides --mountprobe-max-workers: this run's waiting for the probe deadline and earlier runs' still stuck (a mount an earlier run's probe is stuck on is reported hung, not probed again)")
+	fs.IntVar(&opts.MaxPerNamespace, "mountprobe-max-per-namespace", opts.MaxPerNamespace,
+		"mountprobe: most network and FUSE probes of one mount namespace at once (0: half of --mountprobe-max-workers)")
+	fs.StringSliceVar(&opts.First, "mountprobe-first", opts.First,
+		"mountprobe: more paths (host paths, comma-separated) whose mounts are probed first, besides the kubelet, runtime and CSI roots")
+	fs.DurationVar(&opts.SlowAfter, "mountprobe-slow-after", opts.SlowAfter,
+		"mountprobe: a probe not answered after this long counts as stuck for scheduling, and another probe starts in its place")
+}
 
 // mpFirstRoots are the host paths whose mounts are probed first: the
 // kubelet, the container runtimes and CSI drivers. A hung mount here stops
@@ -86,18 +106,10 @@ func init() {
 		// storageclients finds the filesystems already stuck in the
 		// kernel; their mounts are reported hung without a probe.
 		After:   []string{layout.DirStorageClients},
-		Options: &mountprobeOpts,
-		Flags: func(fs *pflag.FlagSet) {
-			fs.IntVar(&mountprobeOpts.MaxWorkers, "mountprobe-max-workers", mountprobeOpts.MaxWorkers,
-				"mountprobe: most probes at once, not counting probes stuck on hung mounts (at least --workers)")
-			fs.IntVar(&mountprobeOpts.MaxStuck, "mountprobe-max-stuck", mountprobeOpts.MaxStuck,
-				"mountprobe: most probes stuck on hung mounts, besides --mountprobe-max-workers: this run's waiting for the probe deadline and earlier runs' still stuck (a mount an earlier run's probe is stuck on is reported hung, not probed again)")
-			fs.IntVar(&mountprobeOpts.MaxPerNamespace, "mountprobe-max-per-namespace", mountprobeOpts.MaxPerNamespace,
-				"mountprobe: most network and FUSE probes of one mount namespace at once (0: half of --mountprobe-max-workers)")
-			fs.StringSliceVar(&mountprobeOpts.First, "mountprobe-first", mountprobeOpts.First,
-				"mountprobe: more paths (host paths, comma-separated) whose mounts are probed first, besides the kubelet, runtime and CSI roots")
-		},
-		Run: collectMountprobe,
+		Options: &opts,
+		Flags:   flags,
+		Files:   files,
+		Run:     collect,
 	})
 	isolate.RegisterOp(opMountProbe, isolate.Typed(mpProbeOp))
 	isolate.RegisterOp(opMountEarlier, isolate.Typed(mpEarlierOp))
@@ -230,10 +242,10 @@ func mpMemoryLimit(mounts int) int64 {
 	return min(max(mpMemoryBase+int64(mounts)*mpMemoryPerMount, mpMemoryFloor), mpMemoryCeiling)
 }
 
-func collectMountprobe(ctx context.Context, env *collectors.Env) error {
+func collect(ctx context.Context, env *collectors.Env) error {
 	// The floor until the tables' size is known.
 	isolate.LimitMemory(mpMemoryLimit(0))
-	opts := MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 50 * time.Millisecond}
+	opts := defaults
 	if err := env.Options(&opts); err != nil {
 		return err
 	}

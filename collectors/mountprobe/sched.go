@@ -124,7 +124,7 @@ func (q *mpQueue) Pop() any {
 }
 
 // schedule probes every item, honouring dependencies and the concurrency
-// rules (see MountprobeOptions), until all are done or ctx ends.
+// rules (see Options), until all are done or ctx ends.
 func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 	var ready mpQueue
 	remaining := len(items)
