@@ -45,8 +45,8 @@ var DirShapeDefaultRoots = []string{
 	"/opt/local-path-provisioner",
 }
 
-// DirShapeOptions are dirshape's settings.
-type DirShapeOptions struct {
+// Options are dirshape's settings.
+type Options struct {
 	// Roots are host paths; empty means DirShapeDefaultRoots.
 	Roots []string `json:"roots,omitempty"`
 	// MaxEntries and MaxTime bound the scan of each root; past either the
@@ -67,11 +67,24 @@ type DirShapeOptions struct {
 	VolumeMounts bool `json:"volume_mounts"`
 }
 
-func dsDefaultOptions() DirShapeOptions {
-	return DirShapeOptions{MaxEntries: 10_000_000, MaxTime: 20 * time.Second, Top: 20, MaxDepth: 256, VolumeMounts: true}
-}
+// defaults are the options no flag changed: the one place a default is
+// written.
+var defaults = Options{MaxEntries: 10_000_000, MaxTime: 20 * time.Second, Top: 20, MaxDepth: 256, VolumeMounts: true}
 
-var dirshapeOpts = dsDefaultOptions()
+// opts are the options the flags set (in the supervisor); they reach the
+// collector's child as JSON.
+var opts = defaults
+
+func flags(fs *pflag.FlagSet) {
+	opts = defaults
+	fs.StringArrayVar(&opts.Roots, "dirshape-root", opts.Roots, "dirshape: a directory to scan (host path; repeatable; default: the kubelet, runtime and CSI directories)")
+	fs.Uint64Var(&opts.MaxEntries, "dirshape-max-entries", opts.MaxEntries, "dirshape: stop scanning a root after this many entries (its counts are then lower bounds)")
+	fs.DurationVar(&opts.MaxTime, "dirshape-max-time", opts.MaxTime, "dirshape: stop scanning a root after this long (its counts are then lower bounds)")
+	fs.IntVar(&opts.Top, "dirshape-top", opts.Top, "dirshape: how many of the largest directories to report per root")
+	fs.IntVar(&opts.MaxDepth, "dirshape-max-depth", opts.MaxDepth, "dirshape: deepest level a scan descends to (deeper directories are counted as such, not entered)")
+	fs.BoolVar(&opts.CrossMounts, "dirshape-cross-mounts", opts.CrossMounts, "dirshape: also scan the other mounts under each root (each as its own root; hung mounts are never entered)")
+	fs.BoolVar(&opts.VolumeMounts, "dirshape-volume-mounts", opts.VolumeMounts, "dirshape: scan each pod volume, and each Docker/Podman/containerd volume, that is a mount of its own")
+}
 
 func init() {
 	collectors.Register(collectors.Spec{
@@ -80,17 +93,11 @@ func init() {
 		Requires:       "root: the kubelet's, runtime's and CSI trees (/var/lib/kubelet, /var/lib/containerd, ...)",
 		DefaultEnabled: true,
 		DefaultTimeout: 60 * time.Second,
-		After:          []string{"mountprobe"},
-		Options:        &dirshapeOpts,
-		Flags: func(fs *pflag.FlagSet) {
-			fs.StringArrayVar(&dirshapeOpts.Roots, "dirshape-root", nil, "dirshape: a directory to scan (host path; repeatable; default: the kubelet, runtime and CSI directories)")
-			fs.Uint64Var(&dirshapeOpts.MaxEntries, "dirshape-max-entries", dirshapeOpts.MaxEntries, "dirshape: stop scanning a root after this many entries (its counts are then lower bounds)")
-			fs.DurationVar(&dirshapeOpts.MaxTime, "dirshape-max-time", dirshapeOpts.MaxTime, "dirshape: stop scanning a root after this long (its counts are then lower bounds)")
-			fs.IntVar(&dirshapeOpts.Top, "dirshape-top", dirshapeOpts.Top, "dirshape: how many of the largest directories to report per root")
-			fs.BoolVar(&dirshapeOpts.CrossMounts, "dirshape-cross-mounts", dirshapeOpts.CrossMounts, "dirshape: also scan the other mounts under each root (each as its own root; hung mounts are never entered)")
-			fs.BoolVar(&dirshapeOpts.VolumeMounts, "dirshape-volume-mounts", dirshapeOpts.VolumeMounts, "dirshape: scan each pod volume, and each Docker/Podman/containerd volume, that is a mount of its own")
-		},
-		Run: collectDirshape,
+		After:          []string{collectors.MountprobeName},
+		Options:        &opts,
+		Flags:          flags,
+		Files:          files,
+		Run:            collect,
 	})
 	isolate.RegisterOp(opDirShapeScan, isolate.Typed(func(rq DirShapeScanRequest) (any, error) {
 		return ScanDirShape(rq), nil
@@ -107,7 +114,7 @@ type dsUnit struct {
 
 type dsCollector struct {
 	env        *collectors.Env
-	opts       DirShapeOptions
+	opts       Options
 	selfMounts []procfs.Mount
 	hostMounts []procfs.Mount
 	soft       time.Time
@@ -115,16 +122,16 @@ type dsCollector struct {
 	notes      []string
 }
 
-func collectDirshape(ctx context.Context, env *collectors.Env) error {
-	opts := dsDefaultOptions()
+func collect(ctx context.Context, env *collectors.Env) error {
+	opts := defaults
 	if err := env.Options(&opts); err != nil {
 		return err
 	}
 	if opts.Top <= 0 {
-		opts.Top = 20
+		opts.Top = defaults.Top
 	}
 	if opts.MaxDepth <= 0 {
-		opts.MaxDepth = 256
+		opts.MaxDepth = defaults.MaxDepth
 	}
 	started := time.Now()
 	c := &dsCollector{env: env, opts: opts, soft: time.Now().Add(time.Hour)}

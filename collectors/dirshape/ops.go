@@ -101,10 +101,10 @@ func ScanDirShape(req DirShapeScanRequest) layout.DirShapeRoot {
 		req.Display = req.Path
 	}
 	if req.Top <= 0 {
-		req.Top = 20
+		req.Top = defaults.Top
 	}
 	if req.MaxDepth <= 0 {
-		req.MaxDepth = 256
+		req.MaxDepth = defaults.MaxDepth
 	}
 	if req.KeepDeleting <= 0 {
 		req.KeepDeleting = 2000

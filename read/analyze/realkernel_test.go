@@ -200,7 +200,7 @@ func TestRealDeletingLeftovers(t *testing.T) {
 	}
 	testkit.MountTmpfs(t, filepath.Join(parent, "pvc-x/mount"))
 	spec, _ := collectors.Lookup("dirshape")
-	o := spec.Options.(*dirshape.DirShapeOptions)
+	o := spec.Options.(*dirshape.Options)
 	saved := *o
 	t.Cleanup(func() { *o = saved })
 	o.Roots = nil
@@ -226,7 +226,7 @@ func TestRealNlinkOverflow(t *testing.T) {
 	testkit.ManySubdirs(t, big, n)
 	t.Logf("made %d directories in %v", n, time.Since(start))
 	spec, _ := collectors.Lookup("dirshape")
-	o := spec.Options.(*dirshape.DirShapeOptions)
+	o := spec.Options.(*dirshape.Options)
 	saved := *o
 	t.Cleanup(func() { *o = saved })
 	o.Roots = []string{l.Mountpoint}
