@@ -1,9 +1,3 @@
-// Package cluster is the cluster collector: the API server's view of the
-// node being collected (its Node object, the pods bound to it, their
-// claims and volumes, the VolumeAttachments and CSI objects of the node,
-// the StorageClasses involved and the events about the node and its pods),
-// so that analyze can join what users see ("pod stuck Terminating") to
-// what the node shows (a mount held in another namespace).
 package cluster
 
 import (
@@ -36,6 +30,7 @@ func init() {
 		After:   []string{collectors.MountprobeName},
 		Options: &clusterOpts,
 		Flags:   clusterFlags,
+		Files:   files,
 		Run:     collectCluster,
 	})
 }

@@ -42,6 +42,7 @@ func init() {
 		After:          []string{"mountprobe"},
 		Options:        &csiOpts,
 		Flags:          csiFlags,
+		Files:          files,
 		Run:            collectCSI,
 	})
 }

@@ -27,6 +27,7 @@ func init() {
 		PrestartWorker: true, // every run reads through a worker
 		DefaultTimeout: 15 * time.Second,
 		After:          []string{collectors.MountprobeName},
+		Files:          files,
 		Run:            collectHost,
 	})
 }

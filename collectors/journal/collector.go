@@ -42,6 +42,7 @@ func init() {
 		Options:        &journalOpts,
 		Flags:          journalFlags,
 		Completions:    map[string][]string{"journal-reader": {ReaderNative, ReaderJournalctl, ReaderAuto}},
+		Files:          files,
 		Run:            collectJournal,
 	})
 	isolate.RegisterOp(opJournalProbe, isolate.Typed(journalProbeOp))

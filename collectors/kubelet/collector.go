@@ -40,6 +40,7 @@ func init() {
 		After:          []string{collectors.MountprobeName},
 		Options:        &kubeletOpts,
 		Flags:          kubeletFlags,
+		Files:          files,
 		Run:            collectKubelet,
 	})
 }

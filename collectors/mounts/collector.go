@@ -36,6 +36,7 @@ func init() {
 		DefaultEnabled: true,
 		PrestartWorker: true, // every run reads through a worker
 		DefaultTimeout: 30 * time.Second,
+		Files:          files,
 		Run:            collectMounts,
 	})
 }

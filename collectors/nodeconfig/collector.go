@@ -73,7 +73,8 @@ func init() {
 		Flags: func(fs *pflag.FlagSet) {
 			fs.StringSliceVar(&nodeConfigOpts.Extra, "config-file", nil, "nodeconfig: also collect this host file (repeatable)")
 		},
-		Run: collectNodeConfig,
+		Files: files,
+		Run:   collectNodeConfig,
 	})
 }
 

@@ -27,6 +27,7 @@ func init() {
 		Requires:       "root: other users' /proc/<pid> files and every kernel stack (/proc/<pid>/stack)",
 		DefaultEnabled: true,
 		DefaultTimeout: 45 * time.Second,
+		Files:          files,
 		Run:            collectProcesses,
 	})
 }

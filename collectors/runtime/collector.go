@@ -35,6 +35,7 @@ func init() {
 		After:          []string{collectors.MountprobeName},
 		Options:        &runtimeOpts,
 		Flags:          runtimeFlags,
+		Files:          files,
 		Run:            collectRuntime,
 	})
 }
