@@ -37,7 +37,7 @@ func init() {
 		PrestartWorker: true, // every run reads through a worker
 		DefaultTimeout: 30 * time.Second,
 		Files:          files,
-		Run:            collectMounts,
+		Run:            collect,
 	})
 }
 
@@ -210,7 +210,7 @@ func PropagationType(p procfs.Propagation) string {
 	return s
 }
 
-func collectMounts(ctx context.Context, env *collectors.Env) error {
+func collect(ctx context.Context, env *collectors.Env) error {
 	proc := env.ProcPath()
 	rep := layout.MountsReport{}
 	host, err := shared.HostNamespace(env)
