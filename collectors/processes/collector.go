@@ -28,7 +28,7 @@ func init() {
 		DefaultEnabled: true,
 		DefaultTimeout: 45 * time.Second,
 		Files:          files,
-		Run:            collectProcesses,
+		Run:            collect,
 	})
 }
 
@@ -36,7 +36,7 @@ func init() {
 // Kubernetes runs on (the kernel exports it unchanged to user space).
 const clockTicks = 100
 
-func collectProcesses(ctx context.Context, env *collectors.Env) error {
+func collect(ctx context.Context, env *collectors.Env) error {
 	btime := shared.BootTime(env)
 	pids, err := hostfs.ListPIDs(env.ProcPath())
 	if err != nil {
