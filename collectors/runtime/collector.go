@@ -33,16 +33,16 @@ func init() {
 		DefaultEnabled: true,
 		DefaultTimeout: 45 * time.Second,
 		After:          []string{collectors.MountprobeName},
-		Options:        &runtimeOpts,
-		Flags:          runtimeFlags,
+		Options:        &opts,
+		Flags:          flags,
 		Files:          files,
-		Run:            collectRuntime,
+		Run:            collect,
 	})
 }
 
-// RuntimeOptions are the runtime collector's flags. Socket and config
+// Options are the runtime collector's flags. Socket and config
 // paths are host paths (mapped under --root).
-type RuntimeOptions struct {
+type Options struct {
 	ContainerdConfig      string        `json:"containerd_config"`
 	ContainerdSocket      string        `json:"containerd_socket,omitempty"`
 	ContainerdDebugSocket string        `json:"containerd_debug_socket,omitempty"`
@@ -51,8 +51,6 @@ type RuntimeOptions struct {
 	CommandTimeout        time.Duration `json:"command_timeout"`
 	RequestTimeout        time.Duration `json:"request_timeout"`
 }
-
-var runtimeOpts RuntimeOptions
 
 // Defaults. /run rather than /var/run: under --root, /host/var/run is a
 // symlink to the absolute "/run", which would resolve to the container's
@@ -65,16 +63,25 @@ const (
 	defaultDockerSocket     = "/run/docker.sock"
 )
 
-func runtimeFlags(fs *pflag.FlagSet) {
-	o := &runtimeOpts
-	*o = RuntimeOptions{}
-	fs.StringVar(&o.ContainerdConfig, "containerd-config", defaultContainerdConfig, "runtime: containerd's configuration, read for its socket and debug addresses")
-	fs.StringVar(&o.ContainerdSocket, "containerd-socket", "", "runtime: containerd's API socket (default: [grpc] address of --containerd-config, else "+defaultContainerdSocket+")")
-	fs.StringVar(&o.ContainerdDebugSocket, "containerd-debug-socket", "", "runtime: containerd's debug/pprof socket (default: [debug] address of --containerd-config, else "+defaultContainerdDebug+")")
-	fs.StringVar(&o.CRIOSocket, "crio-socket", defaultCRIOSocket, "runtime: CRI-O's socket")
-	fs.StringVar(&o.DockerSocket, "docker-socket", defaultDockerSocket, "runtime: dockerd's API socket")
-	fs.DurationVar(&o.CommandTimeout, "runtime-command-timeout", 10*time.Second, "runtime: deadline of each ctr, crictl or docker command")
-	fs.DurationVar(&o.RequestTimeout, "runtime-request-timeout", 10*time.Second, "runtime: deadline of each request to a runtime's socket (each CRI call, each dockerd API request)")
+// defaults are the options no flag changed: the one place a default is
+// written.
+var defaults = Options{ContainerdConfig: defaultContainerdConfig, CRIOSocket: defaultCRIOSocket,
+	DockerSocket: defaultDockerSocket, CommandTimeout: 10 * time.Second, RequestTimeout: 10 * time.Second}
+
+// opts are the options the flags set (in the supervisor); they reach the
+// collector's child as JSON.
+var opts = defaults
+
+func flags(fs *pflag.FlagSet) {
+	opts = defaults
+	o := &opts
+	fs.StringVar(&o.ContainerdConfig, "containerd-config", o.ContainerdConfig, "runtime: containerd's configuration, read for its socket and debug addresses")
+	fs.StringVar(&o.ContainerdSocket, "containerd-socket", o.ContainerdSocket, "runtime: containerd's API socket (default: [grpc] address of --containerd-config, else "+defaultContainerdSocket+")")
+	fs.StringVar(&o.ContainerdDebugSocket, "containerd-debug-socket", o.ContainerdDebugSocket, "runtime: containerd's debug/pprof socket (default: [debug] address of --containerd-config, else "+defaultContainerdDebug+")")
+	fs.StringVar(&o.CRIOSocket, "crio-socket", o.CRIOSocket, "runtime: CRI-O's socket")
+	fs.StringVar(&o.DockerSocket, "docker-socket", o.DockerSocket, "runtime: dockerd's API socket")
+	fs.DurationVar(&o.CommandTimeout, "runtime-command-timeout", o.CommandTimeout, "runtime: deadline of each ctr, crictl or docker command")
+	fs.DurationVar(&o.RequestTimeout, "runtime-request-timeout", o.RequestTimeout, "runtime: deadline of each request to a runtime's socket (each CRI call, each dockerd API request)")
 }
 
 // rtJob fills one slot of a runtime's items; a CRI session fills several.
@@ -84,25 +91,25 @@ type rtJob struct {
 	run func(ctx context.Context) []layout.RuntimeItem
 }
 
-func collectRuntime(ctx context.Context, env *collectors.Env) error {
-	var o RuntimeOptions
+func collect(ctx context.Context, env *collectors.Env) error {
+	o := defaults
 	if err := env.Options(&o); err != nil {
 		return err
 	}
 	if o.CommandTimeout <= 0 {
-		o.CommandTimeout = 10 * time.Second
+		o.CommandTimeout = defaults.CommandTimeout
 	}
 	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = 10 * time.Second
+		o.RequestTimeout = defaults.RequestTimeout
 	}
 	if o.ContainerdConfig == "" {
-		o.ContainerdConfig = defaultContainerdConfig
+		o.ContainerdConfig = defaults.ContainerdConfig
 	}
 	if o.CRIOSocket == "" {
-		o.CRIOSocket = defaultCRIOSocket
+		o.CRIOSocket = defaults.CRIOSocket
 	}
 	if o.DockerSocket == "" {
-		o.DockerSocket = defaultDockerSocket
+		o.DockerSocket = defaults.DockerSocket
 	}
 
 	// containerd: its config names the sockets.
@@ -359,7 +366,7 @@ func sortedSet(m map[string]bool) []string {
 	return out
 }
 
-func rtAddCrictl(rt *layout.RuntimeStatus, add func(*layout.RuntimeStatus, func(context.Context) layout.RuntimeItem), env *collectors.Env, o RuntimeOptions, sock, dir string) {
+func rtAddCrictl(rt *layout.RuntimeStatus, add func(*layout.RuntimeStatus, func(context.Context) layout.RuntimeItem), env *collectors.Env, o Options, sock, dir string) {
 	ep := "unix://" + sock
 	// crictl has its own connection timeout; keep it inside ours.
 	to := strconv.Itoa(max(1, int(o.CommandTimeout.Seconds())-1)) + "s"
