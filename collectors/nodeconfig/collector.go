@@ -16,12 +16,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// nodeConfigOptions are the nodeconfig collector's flags.
-type nodeConfigOptions struct {
+// Options are the nodeconfig collector's flags.
+type Options struct {
 	Extra []string `json:"extra,omitempty"`
 }
 
-var nodeConfigOpts nodeConfigOptions
+// opts are the options the flags set (in the supervisor); they reach the
+// collector's child as JSON. Every default is the zero value.
+var opts Options
+
+func flags(fs *pflag.FlagSet) {
+	opts = Options{}
+	fs.StringSliceVar(&opts.Extra, "config-file", opts.Extra, "nodeconfig: also collect this host file (repeatable)")
+}
 
 // nodeConfigFiles are the node's configuration files an expert reads when a
 // volume will not mount or unmount: how the kubelet, the runtime and the
@@ -68,13 +75,11 @@ func init() {
 		Requires:       "root for configuration files readable only by root (kubelet and runtime configuration)",
 		DefaultEnabled: true,
 		DefaultTimeout: 20 * time.Second,
-		After:          []string{"mountprobe"},
-		Options:        &nodeConfigOpts,
-		Flags: func(fs *pflag.FlagSet) {
-			fs.StringSliceVar(&nodeConfigOpts.Extra, "config-file", nil, "nodeconfig: also collect this host file (repeatable)")
-		},
-		Files: files,
-		Run:   collectNodeConfig,
+		After:          []string{collectors.MountprobeName},
+		Options:        &opts,
+		Flags:          flags,
+		Files:          files,
+		Run:            collect,
 	})
 }
 
@@ -90,8 +95,8 @@ type NodeConfigFile struct {
 	Error     string `json:"error,omitempty"`
 }
 
-func collectNodeConfig(ctx context.Context, env *collectors.Env) error {
-	var o nodeConfigOptions
+func collect(ctx context.Context, env *collectors.Env) error {
+	var o Options
 	if err := env.Options(&o); err != nil {
 		return err
 	}
