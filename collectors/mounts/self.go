@@ -1,7 +1,6 @@
 package mounts
 
 import (
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,7 +29,7 @@ func mntFindSelf(env *collectors.Env, proc string, scan *mntNSScan, host uint64,
 	if ms.MountNamespace == 0 {
 		ms.MountNamespace, _ = hostfs.NSInode("/proc/self/ns/mnt")
 	}
-	if link, err := os.Readlink(proc + "/self"); err == nil {
+	if link, err := hostfs.Readlink(proc + "/self"); err == nil {
 		if me, err := strconv.Atoi(link); err == nil {
 			ms.SupervisorPID, ms.PIDs = SelfProcesses(scan.ppid, scan.comms, me)
 		}

@@ -26,7 +26,7 @@ import (
 )
 
 func BootTime(env *collectors.Env) time.Time {
-	b, err := os.ReadFile(env.ProcPath("stat"))
+	b, err := hostfs.ReadProc(env.ProcPath("stat"), nil)
 	if err != nil {
 		return time.Time{}
 	}
