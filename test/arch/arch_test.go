@@ -150,6 +150,37 @@ func TestReadersStayOffline(t *testing.T) {
 	}
 }
 
+// TestReaderTestsStayOffline: a reader's own tests link nothing of the
+// collect side either, so that they run anywhere, as any user, and a
+// change to the collectors never rebuilds them. Tests that need both
+// halves (bundles the real collectors write, read back) live in
+// test/roundtrip.
+func TestReaderTestsStayOffline(t *testing.T) {
+	lines := goList(t, append([]string{"-deps", "-test", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`}, prefixed(readers)...)...)
+	importers := map[string][]string{}
+	seen := map[string]bool{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		seen[f[0]] = true
+		for _, imp := range f[1:] {
+			importers[imp] = append(importers[imp], f[0])
+		}
+	}
+	if !seen[module+"/read/analyze"] {
+		t.Fatalf("go list -deps -test does not list read/analyze:\n%s", strings.Join(lines, "\n"))
+	}
+	for d := range seen {
+		name, _, _ := strings.Cut(d, " ")
+		// Test fixtures may serve HTTP; the collect side of this module
+		// is what the tests must not link.
+		for _, bad := range []string{module + "/engine", module + "/collectors", module + "/redact"} {
+			if name == bad || strings.HasPrefix(name, bad+"/") {
+				t.Errorf("a reader's tests link %s (imported by %s)", d, strings.Join(importers[d], ", "))
+			}
+		}
+	}
+}
+
 func prefixed(pkgs []string) []string {
 	out := make([]string, len(pkgs))
 	for i, p := range pkgs {

@@ -1,4 +1,4 @@
-package analyze_test
+package roundtrip_test
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package analyze_test
+package roundtrip_test
 
 import (
 	"context"
@@ -51,18 +51,6 @@ func collect(t *testing.T, common collectors.Common, only ...string) (*analyze.R
 	}
 	t.Logf("analysed %d files (%d bytes) in %v", r.FilesRead, r.BytesRead, time.Since(start))
 	return r, res.Manifest
-}
-
-// bySubject returns the finding with an ID about a subject.
-func bySubject(t *testing.T, r *analyze.Report, id, subject string) analyze.Finding {
-	t.Helper()
-	for _, f := range r.Findings {
-		if f.ID == id && f.Subject == subject {
-			return f
-		}
-	}
-	t.Fatalf("no %s finding about %s; findings:\n%s", id, subject, dump(r))
-	return analyze.Finding{}
 }
 
 // Incident 002: a loop ext4 mounted on the host, copied into a private
