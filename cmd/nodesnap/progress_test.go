@@ -60,7 +60,7 @@ func TestCollectProgressOnTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	cmd := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=1500ms", "TERM=xterm"}, "collect", "--output-dir", out, "--only", "host,test-slow,test-exit,test-sleep", "--timeout", "60s")
+	cmd := nodesnapCmd(t, []string{"NODESNAP_TEST_SLOW=1500ms", "TERM=xterm"}, "collect", "--output-dir", out, "--only", "host,test-slow,test-exit,test-sleep", "--timeout", "60s")
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, tty
 	if err := cmd.Start(); err != nil {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 const binDirPrefix = "nodesnap-testkit-bin-"
@@ -39,8 +41,12 @@ var binary struct {
 // test binary's pid. Main removes it when the tests finish; directories
 // left by test binaries that exited without Main are removed by the next
 // call of Binary.
+//
+// A test that calls Binary is of the binary tier: it is skipped under
+// go test -short, which runs the pure and fixture tests only.
 func Binary(t testing.TB) string {
 	t.Helper()
+	skip.Short(t, "builds and runs the nodesnap binary (the binary tier)")
 	binary.once.Do(buildBinary)
 	if binary.missing {
 		missing(t, "%v", binary.err)
@@ -187,6 +193,7 @@ func sweepStaleBinDirs() {
 // may build several variants side by side.
 func BinaryWith(t testing.TB, files map[string][]byte) string {
 	t.Helper()
+	skip.Short(t, "builds and runs a nodesnap binary (the binary tier)")
 	goTool, err := findGo()
 	if err != nil {
 		missing(t, "%v", err)
