@@ -11,7 +11,7 @@ func SetMountprobeMaxStuckForTest(n int) (restore func()) {
 // StuckProbesForTest lists the probe workers stuck in D state with a probe
 // note, by filesystem (major:minor), as a later run finds them.
 func StuckProbesForTest() (map[string][]int, error) {
-	v, err := mpEarlierOp(mpEarlierRequest{Proc: "/proc"})
+	v, err := earlierOp(earlierRequest{Proc: "/proc"})
 	if err != nil {
 		return nil, err
 	}
