@@ -116,13 +116,13 @@ func newOFNamespace(inode uint64, mounts []procfs.Mount) *ofNamespace {
 	return n
 }
 
-// ofMountRef is a mount found by its ID.
-type ofMountRef struct {
+// mountRef is a mount found by its ID.
+type mountRef struct {
 	ns *ofNamespace
 	i  int
 }
 
-func (r ofMountRef) mount() *procfs.Mount { return &r.ns.mounts[r.i] }
+func (r mountRef) mount() *procfs.Mount { return &r.ns.mounts[r.i] }
 
 // ofScanner holds what every per-process scan reads.
 type ofScanner struct {
@@ -130,7 +130,7 @@ type ofScanner struct {
 	proc     string
 	opts     Options
 	spaces   map[uint64]*ofNamespace
-	byID     map[int]ofMountRef
+	byID     map[int]mountRef
 	pidNS    map[int]uint64
 	threads  map[int][]ofTaskNS // tasks outside their process's namespace
 	devs     *shared.BlockCache
@@ -138,7 +138,7 @@ type ofScanner struct {
 	mapsMax  int64
 	maps     *ofLimiter
 	mapsDead bool // the worker pool cannot start: stop trying
-	prefetch *ofMapsPrefetch
+	prefetch *mapsPrefetch
 	mu       sync.Mutex
 }
 
@@ -147,8 +147,8 @@ type ofTaskNS struct {
 	ns  uint64
 }
 
-// ofResult is one process's scan.
-type ofResult struct {
+// result is one process's scan.
+type result struct {
 	proc    *layout.OpenFilesProcess
 	kthread *layout.KernelThreadRef
 	gone    bool
@@ -165,7 +165,7 @@ type ofUse struct {
 	dev     string
 	major   uint32
 	minor   uint32
-	mount   *ofMountRef
+	mount   *mountRef
 	devNode bool
 	// unknownMount is an fd's mount ID found in no namespace's table.
 	unknownMount int
@@ -188,7 +188,7 @@ func collect(ctx context.Context, env *collectors.Env) error {
 		defer cancel()
 	}
 	s := &ofScanner{env: env, proc: env.ProcPath(), opts: opts, spaces: map[uint64]*ofNamespace{},
-		byID: map[int]ofMountRef{}, pidNS: map[int]uint64{}, threads: map[int][]ofTaskNS{},
+		byID: map[int]mountRef{}, pidNS: map[int]uint64{}, threads: map[int][]ofTaskNS{},
 		devs: shared.NewBlockCache(env.Sys), mapsMax: 64 << 20}
 	sum := layout.OpenFilesSummary{Devices: []layout.DeviceHolders{}, Mounts: []layout.MountHolders{}}
 	host, err := shared.HostNamespace(env)
@@ -203,7 +203,7 @@ func collect(ctx context.Context, env *collectors.Env) error {
 	}
 	// The maps are read in batches from now on: the workers' starts and
 	// the reads overlap the namespace pass instead of following it.
-	s.maps = newOFLimiter(ofMapsConcurrency, max(ofMapsConcurrency, env.Workers))
+	s.maps = newOFLimiter(mapsConcurrency, max(mapsConcurrency, env.Workers))
 	if opts.Maps {
 		s.prefetch = s.prefetchMaps(scanCtx, pids)
 	}
@@ -211,7 +211,7 @@ func collect(ctx context.Context, env *collectors.Env) error {
 	// Every task's namespace first (a readlink each), then each
 	// namespace's mount table once, so that every fd can be placed.
 	taskNS := make([]ofPidNS, len(pids))
-	shared.Parallel(scanCtx, len(pids), ofScanGoroutines, func(i int) { taskNS[i] = s.taskNamespaces(pids[i]) })
+	shared.Parallel(scanCtx, len(pids), scanGoroutines, func(i int) { taskNS[i] = s.taskNamespaces(pids[i]) })
 	cands := map[uint64][]layout.TaskRef{}
 	var nsOrder []uint64
 	for i, pid := range pids {
@@ -259,7 +259,7 @@ func collect(ctx context.Context, env *collectors.Env) error {
 		}
 		s.spaces[n.inode] = n
 		for j, m := range n.mounts {
-			s.byID[m.ID] = ofMountRef{ns: n, i: j}
+			s.byID[m.ID] = mountRef{ns: n, i: j}
 		}
 	}
 
@@ -268,11 +268,11 @@ func collect(ctx context.Context, env *collectors.Env) error {
 		return err
 	}
 	agg := newOFAggregate(host)
-	workers := ofScanGoroutines
+	workers := scanGoroutines
 	jobs := make(chan int)
 	type indexed struct {
 		i int
-		r ofResult
+		r result
 	}
 	results := make(chan indexed, workers)
 	var wg sync.WaitGroup
@@ -302,7 +302,7 @@ func collect(ctx context.Context, env *collectors.Env) error {
 
 	// Write in pid order as results arrive; pending holds the few that
 	// finished early.
-	pending := map[int]ofResult{}
+	pending := map[int]result{}
 	next, done := 0, 0
 	enc := json.NewEncoder(out)
 	var werr error
@@ -356,13 +356,13 @@ func collect(ctx context.Context, env *collectors.Env) error {
 }
 
 const (
-	// ofScanGoroutines read processes at once: the work is system calls
+	// scanGoroutines read processes at once: the work is system calls
 	// into procfs, which do not block on anything but the kernel.
-	ofScanGoroutines = 4
-	// ofMapsConcurrency is how many maps reads run at once to begin
+	scanGoroutines = 4
+	// mapsConcurrency is how many maps reads run at once to begin
 	// with. Each needs a worker process, and starting one costs more
 	// than a hundred reads; the limit grows when a read hangs.
-	ofMapsConcurrency = 2
+	mapsConcurrency = 2
 )
 
 // ofLimiter is a semaphore whose size can grow up to a maximum.
