@@ -104,8 +104,8 @@ func init() {
 	}))
 }
 
-// dsUnit is one root to scan.
-type dsUnit struct {
+// unit is one root to scan.
+type unit struct {
 	seen    string // as nodesnap sees it (under --root)
 	display string // the host's path
 	kind    string
@@ -220,10 +220,10 @@ func (c *dsCollector) displayPath(seen string) string {
 
 // units lists the roots and, as asked, the mounts below them, each to be
 // scanned on its own.
-func (c *dsCollector) units(roots []string) []*dsUnit {
-	var units []*dsUnit
+func (c *dsCollector) units(roots []string) []*unit {
+	var units []*unit
 	seen := map[string]bool{}
-	add := func(u *dsUnit) {
+	add := func(u *unit) {
 		if seen[u.seen] {
 			return
 		}
@@ -233,7 +233,7 @@ func (c *dsCollector) units(roots []string) []*dsUnit {
 	}
 	for _, r := range roots {
 		r = path.Clean("/" + r)
-		add(&dsUnit{seen: c.env.Host().Seen(hostfs.Path(r)), display: r, kind: "root"})
+		add(&unit{seen: c.env.Host().Seen(hostfs.Path(r)), display: r, kind: "root"})
 	}
 	const maxMountUnits = 2000
 	n := 0
@@ -246,7 +246,7 @@ func (c *dsCollector) units(roots []string) []*dsUnit {
 			}
 			kind := ""
 			switch {
-			case c.opts.VolumeMounts && (dsIsPodVolume(rs, rel) || dsIsRuntimeVolume(rs, rel)):
+			case c.opts.VolumeMounts && (isPodVolume(rs, rel) || isRuntimeVolume(rs, rel)):
 				kind = "volume_mount"
 			case c.opts.CrossMounts:
 				kind = "mount"
@@ -258,16 +258,16 @@ func (c *dsCollector) units(roots []string) []*dsUnit {
 				return units
 			}
 			n++
-			add(&dsUnit{seen: m.MountPoint, display: c.displayPath(m.MountPoint), kind: kind})
+			add(&unit{seen: m.MountPoint, display: c.displayPath(m.MountPoint), kind: kind})
 		}
 	}
 	return units
 }
 
-// dsIsPodVolume reports whether rel, a mountpoint relative to root, is a
+// isPodVolume reports whether rel, a mountpoint relative to root, is a
 // pod volume (or below one): <uid>/volumes/<plugin>/<volume>/..., with
 // root the kubelet's pods directory (or the kubelet directory itself).
-func dsIsPodVolume(root, rel string) bool {
+func isPodVolume(root, rel string) bool {
 	parts := strings.Split(rel, "/")
 	if path.Base(root) != "pods" {
 		if len(parts) == 0 || parts[0] != "pods" {
@@ -278,13 +278,13 @@ func dsIsPodVolume(root, rel string) bool {
 	return len(parts) >= 4 && parts[1] == "volumes"
 }
 
-// dsIsRuntimeVolume reports whether rel, a mountpoint relative to root, is
+// isRuntimeVolume reports whether rel, a mountpoint relative to root, is
 // a container runtime's named volume (or below one): the _data directory
 // of volumes/<name>/_data (Docker: /var/lib/docker/volumes, Podman:
 // /var/lib/containers/storage/volumes) or volumes/<namespace>/<name>/_data
 // (nerdctl, containerd's Docker-like CLI). A local-driver volume created
 // with a device (docker volume create -o device=...) is mounted there.
-func dsIsRuntimeVolume(root, rel string) bool {
+func isRuntimeVolume(root, rel string) bool {
 	parts := strings.Split(strings.Trim(path.Join(root, rel), "/"), "/")
 	start := len(strings.Split(strings.Trim(root, "/"), "/"))
 	for i := start; i < len(parts); i++ {
@@ -329,11 +329,11 @@ func (c *dsCollector) mountedUnder(p string) []string {
 		check(c.selfMounts, sp)
 	}
 	sort.Strings(out)
-	out = dsUniq(out)
+	out = uniq(out)
 	return out
 }
 
-func dsUniq(s []string) []string {
+func uniq(s []string) []string {
 	j := 0
 	for i, v := range s {
 		if i == 0 || v != s[j-1] {
@@ -344,7 +344,7 @@ func dsUniq(s []string) []string {
 	return s[:j]
 }
 
-func (c *dsCollector) scanAll(ctx context.Context, units []*dsUnit) {
+func (c *dsCollector) scanAll(ctx context.Context, units []*unit) {
 	workers := max(c.env.Workers, 1)
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
@@ -360,11 +360,11 @@ func (c *dsCollector) scanAll(ctx context.Context, units []*dsUnit) {
 	wg.Wait()
 }
 
-// dsScanGrace is added to a scan's own time budget for its worker's hard
+// scanGrace is added to a scan's own time budget for its worker's hard
 // deadline: starting, and sending the answer back.
-const dsScanGrace = 5 * time.Second
+const scanGrace = 5 * time.Second
 
-func (c *dsCollector) scan(ctx context.Context, u *dsUnit) {
+func (c *dsCollector) scan(ctx context.Context, u *unit) {
 	env := c.env
 	r := &u.res
 	if m, ok := c.mountOf(u.seen); ok {
@@ -411,8 +411,8 @@ func (c *dsCollector) scan(ctx context.Context, u *dsUnit) {
 		return
 	}
 	budget := c.opts.MaxTime
-	if budget <= 0 || budget > remaining-dsScanGrace {
-		budget = max(remaining-dsScanGrace, remaining/2)
+	if budget <= 0 || budget > remaining-scanGrace {
+		budget = max(remaining-scanGrace, remaining/2)
 	}
 	req := DirShapeScanRequest{Path: u.seen, Display: u.display, MaxEntries: c.opts.MaxEntries, MaxTime: budget,
 		Top: c.opts.Top, MaxDepth: c.opts.MaxDepth}
@@ -422,7 +422,7 @@ func (c *dsCollector) scan(ctx context.Context, u *dsUnit) {
 			req.Exclude = append(req.Exclude, m.MountPoint)
 		}
 	}
-	hard := min(budget+dsScanGrace, time.Until(c.soft))
+	hard := min(budget+scanGrace, time.Until(c.soft))
 	var res layout.DirShapeRoot
 	err = c.do(ctx, hard, opDirShapeScan, u.seen, req, &res)
 	switch {
@@ -450,7 +450,7 @@ func (c *dsCollector) do(ctx context.Context, timeout time.Duration, op, seen st
 
 // hung records a root whose probe or scan did not answer, and tells the
 // run, so later collectors stay out of it.
-func (c *dsCollector) hung(u *dsUnit, he *isolate.HungError) {
+func (c *dsCollector) hung(u *unit, he *isolate.HungError) {
 	r := &u.res
 	r.Status = layout.DirShapeHung
 	r.CountsAreLowerBounds = true
