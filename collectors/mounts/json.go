@@ -14,17 +14,17 @@ import (
 
 // Writing mounts.json as it is built: a small streaming JSON writer.
 
-// mntWriteReport writes mounts.json as ordinary JSON laid out one mount,
+// writeReport writes mounts.json as ordinary JSON laid out one mount,
 // one process list and one device per line: compact enough to write and
 // compress quickly when there are thousands of mounts, and in lines the
 // redactor reads one at a time.
-func mntWriteReport(env *collectors.Env, rep *layout.MountsReport) error {
+func writeReport(env *collectors.Env, rep *layout.MountsReport) error {
 	f, err := env.Create(layout.MountsFile)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriterSize(f, 64<<10)
-	werr := mntEncodeReport(w, rep)
+	werr := encodeReport(w, rep)
 	if err := w.Flush(); werr == nil {
 		werr = err
 	}
@@ -37,9 +37,9 @@ func mntWriteReport(env *collectors.Env, rep *layout.MountsReport) error {
 	return nil
 }
 
-// mntEncodeReport writes rep as JSON. Objects are marshalled without their
+// encodeReport writes rep as JSON. Objects are marshalled without their
 // long arrays, which are appended element by element.
-func mntEncodeReport(w io.Writer, rep *layout.MountsReport) error {
+func encodeReport(w io.Writer, rep *layout.MountsReport) error {
 	bw := &shared.JSONWriter{W: w}
 	head := *rep
 	head.Namespaces, head.Devices = nil, nil
