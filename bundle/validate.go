@@ -9,7 +9,7 @@ import (
 	"io"
 	"sort"
 
-	bundleschema "github.com/nodesnap/nodesnap/bundle-schema"
+	"github.com/nodesnap/nodesnap/bundle/schema"
 )
 
 // Report is the outcome of Validate.
@@ -63,7 +63,7 @@ func ValidateWalk(walk WalkFunc) (*Report, error) {
 			if err := CheckSchemaVersion(raw); err != nil {
 				return Stop(fmt.Errorf("%w: %w", ErrInvalid, err))
 			}
-			if err := bundleschema.ValidateManifest(raw); err != nil {
+			if err := schema.ValidateManifest(raw); err != nil {
 				return Stop(fmt.Errorf("%w: %w", ErrInvalid, err))
 			}
 			m, err := ParseManifest(raw)

@@ -25,30 +25,29 @@ var floors = []struct {
 }{
 	{"internal", nil},
 	{"signatures", nil},
-	{"bundle-schema", nil},
-	{"bundle", []string{"bundle-schema", "internal"}},
-	{"redact", []string{"bundle", "bundle-schema", "internal"}},
-	{"engine/isolate", []string{"bundle", "bundle-schema", "internal"}},
-	{"collectors", []string{"engine/isolate", "bundle", "bundle-schema", "redact", "internal", "signatures"}},
-	{"engine/outputdir", []string{"engine/isolate", "bundle", "bundle-schema", "internal"}},
-	{"engine/supervisor", []string{"engine/outputdir", "engine/isolate", "collectors", "bundle", "bundle-schema", "redact", "internal"}},
+	{"bundle", []string{"internal"}},
+	{"redact", []string{"bundle", "internal"}},
+	{"engine/isolate", []string{"bundle", "internal"}},
+	{"collectors", []string{"engine/isolate", "bundle", "redact", "internal", "signatures"}},
+	{"engine/outputdir", []string{"engine/isolate", "bundle", "internal"}},
+	{"engine/supervisor", []string{"engine/outputdir", "engine/isolate", "collectors", "bundle", "redact", "internal"}},
 	{"read/goroutinedump", []string{"internal"}},
-	{"read/analyze", []string{"read/goroutinedump", "bundle", "bundle-schema", "signatures", "internal"}},
-	{"read/diff", []string{"read/analyze", "read/goroutinedump", "bundle", "bundle-schema", "signatures", "internal"}},
-	{"read/fleetview", []string{"read/analyze", "read/goroutinedump", "bundle", "bundle-schema", "signatures", "internal"}},
-	{"features/upload", []string{"bundle", "bundle-schema", "internal"}},
-	{"features/fleet", []string{"bundle", "bundle-schema", "internal"}},
-	{"features/report", []string{"read/analyze", "read/diff", "read/fleetview", "read/goroutinedump", "bundle", "bundle-schema", "signatures", "internal"}},
-	{"features/watch", []string{"engine/supervisor", "engine/outputdir", "engine/isolate", "collectors", "bundle", "bundle-schema", "redact", "signatures", "internal"}},
+	{"read/analyze", []string{"read/goroutinedump", "bundle", "signatures", "internal"}},
+	{"read/diff", []string{"read/analyze", "read/goroutinedump", "bundle", "signatures", "internal"}},
+	{"read/fleetview", []string{"read/analyze", "read/goroutinedump", "bundle", "signatures", "internal"}},
+	{"features/upload", []string{"bundle", "internal"}},
+	{"features/fleet", []string{"bundle", "internal"}},
+	{"features/report", []string{"read/analyze", "read/diff", "read/fleetview", "read/goroutinedump", "bundle", "signatures", "internal"}},
+	{"features/watch", []string{"engine/supervisor", "engine/outputdir", "engine/isolate", "collectors", "bundle", "redact", "signatures", "internal"}},
 	{"deploy", nil},
 	{"cmd", []string{"features/report", "features/watch", "features/fleet", "features/upload", "read/analyze", "read/diff", "read/fleetview", "read/goroutinedump",
-		"engine/supervisor", "engine/outputdir", "engine/isolate", "collectors", "bundle", "bundle-schema", "redact", "signatures", "internal"}},
+		"engine/supervisor", "engine/outputdir", "engine/isolate", "collectors", "bundle", "redact", "signatures", "internal"}},
 	// test/ holds the suites and fixtures: it may use anything.
 	{"test", []string{"*"}},
 }
 
 // readers are the packages that read a bundle anywhere, offline.
-var readers = []string{"read/...", "bundle/...", "bundle-schema", "signatures", "features/report"}
+var readers = []string{"read/...", "bundle/...", "signatures", "features/report"}
 
 // collectSide is what a reader must never link: the node-side engine, the
 // collectors, the redaction engine, encryption, and a network stack.

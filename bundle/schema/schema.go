@@ -1,6 +1,6 @@
-// Package bundleschema embeds the JSON Schema (draft 2020-12) of a nodesnap
+// Package schema embeds the JSON Schema (draft 2020-12) of a nodesnap
 // bundle's manifest.json and validates manifests against it.
-package bundleschema
+package schema
 
 import (
 	"bytes"
