@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"regexp"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 var ansi = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"io/fs"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/redact"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 

@@ -11,10 +11,11 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors/internal/shared"
 	"github.com/nodesnap/nodesnap/internal/inroot"
-	"golang.org/x/sys/unix"
 )
 
 // The scan of one directory tree, in a worker: getdents only, bounded in entries and time, never entering another mount.

@@ -3,8 +3,9 @@ package journal
 import (
 	"time"
 
-	"github.com/nodesnap/nodesnap/collectors/internal/shared"
 	"github.com/spf13/pflag"
+
+	"github.com/nodesnap/nodesnap/collectors/internal/shared"
 )
 
 // The journal collector's flags and what they accept.

@@ -10,10 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
+
+	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 )
 
 // Options are the nodeconfig collector's flags.

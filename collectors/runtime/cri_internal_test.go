@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/bundle/layout"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 func TestCRIDescribeError(t *testing.T) {

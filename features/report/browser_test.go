@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"context"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"image/png"
 	"os"
 	"os/exec"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 // A real browser opens pages offline: each must draw something (not a

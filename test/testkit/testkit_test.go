@@ -3,7 +3,6 @@ package testkit
 import (
 	"errors"
 	"fmt"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 // child is a process a test starts to touch a mount the test process
