@@ -17,8 +17,8 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
-	"github.com/nodesnap/nodesnap/collectors/internal/shared"
 	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/cliflag"
 	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
@@ -88,7 +88,7 @@ func flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubeletDir, "csi-kubelet-dir", o.KubeletDir, "csi: the kubelet's root directory (--root-dir of the kubelet)")
 	fs.IntVar(&o.MaxEntries, "csi-max-entries", o.MaxEntries, "csi: most directory entries listed per tree (pods, plugins)")
 	fs.StringVar(&o.PodLogDir, "csi-pod-log-dir", o.PodLogDir, "csi: the kubelet's pod log directory, where the CSI driver pods' container logs are read (host path)")
-	fs.Var((*shared.ByteSize)(&o.PodLogBytes), "csi-pod-log-bytes", "csi: newest bytes kept of each CSI container's logs (its current instance first, then the one before its last restart)")
+	fs.Var((*cliflag.PositiveSize)(&o.PodLogBytes), "csi-pod-log-bytes", "csi: newest bytes kept of each CSI container's logs (its current instance first, then the one before its last restart)")
 }
 
 // csiMountTable indexes mountinfo by mount point.

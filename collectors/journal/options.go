@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/nodesnap/nodesnap/collectors/internal/shared"
+	"github.com/nodesnap/nodesnap/internal/cliflag"
 )
 
 // The journal collector's flags and what they accept.
@@ -69,8 +69,8 @@ func flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Kernel, "journal-kernel", o.Kernel, "journal: collect the kernel log (every boot within --since)")
 	fs.StringVar(&o.Dir, "journal-dir", o.Dir, "journal: read this journal directory (journalctl -D) instead of the host's journal")
 	fs.BoolVar(&o.JSON, "journal-json", o.JSON, "journal: also export each source as journal JSON (one object per line)")
-	fs.Var((*shared.ByteSize)(&o.MaxBytes), "journal-max-bytes", "journal: cap per source (unit, kernel log, file); the newest entries are kept")
-	fs.Var((*shared.ByteSize)(&o.MemoryCap), "journal-memory-cap", "journal: most log bytes held in memory for one journal source (its newest entries, written oldest first); older entries past it are left out and the collector is partial, e.g. --journal-memory-cap 256MiB with --journal-max-bytes 1GiB")
+	fs.Var((*cliflag.PositiveSize)(&o.MaxBytes), "journal-max-bytes", "journal: cap per source (unit, kernel log, file); the newest entries are kept")
+	fs.Var((*cliflag.PositiveSize)(&o.MemoryCap), "journal-memory-cap", "journal: most log bytes held in memory for one journal source (its newest entries, written oldest first); older entries past it are left out and the collector is partial, e.g. --journal-memory-cap 256MiB with --journal-max-bytes 1GiB")
 	fs.DurationVar(&o.CommandTimeout, "journal-timeout", o.CommandTimeout, "journal: deadline of one journalctl or dmesg run, or of reading one source from the journal files")
 	fs.StringVar(&o.Reader, "journal-reader", o.Reader, "journal: how the journal is read: native (nodesnap reads the journal files itself; no journalctl needed), journalctl, or auto (native; journalctl for --journal-json)")
 }

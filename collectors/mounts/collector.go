@@ -24,6 +24,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/collectors/internal/blockdev"
 	"github.com/nodesnap/nodesnap/collectors/internal/shared"
 	"github.com/nodesnap/nodesnap/internal/procfs"
 )
@@ -323,7 +324,7 @@ func collect(ctx context.Context, env *collectors.Env) error {
 		env.Notef("nodesnap's own mount namespace %d%s not counted as holders: %d device(s) mounted outside the host's namespace only there were not flagged",
 			n.MountNamespace, pod, n.ExcludedDeviceCount)
 	}
-	sysCache := shared.NewBlockCache(env.Sys)
+	sysCache := blockdev.NewCache(env.Sys)
 	outside := 0
 	for i := range rep.Devices {
 		d := &rep.Devices[i]

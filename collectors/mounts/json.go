@@ -9,7 +9,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/internal/shared"
+	"github.com/nodesnap/nodesnap/collectors/internal/jsonlines"
 )
 
 // Writing mounts.json as it is built: a small streaming JSON writer.
@@ -40,7 +40,7 @@ func writeReport(env *collectors.Env, rep *layout.MountsReport) error {
 // encodeReport writes rep as JSON. Objects are marshalled without their
 // long arrays, which are appended element by element.
 func encodeReport(w io.Writer, rep *layout.MountsReport) error {
-	bw := &shared.JSONWriter{W: w}
+	bw := &jsonlines.Writer{W: w}
 	head := *rep
 	head.Namespaces, head.Devices = nil, nil
 	bw.Object(struct {
@@ -58,7 +58,7 @@ func encodeReport(w io.Writer, rep *layout.MountsReport) error {
 			Mounts    *struct{} `json:"mounts,omitempty"`
 		}{MountNamespace: ns})
 		bw.Str(`,"processes":`)
-		bw.Value(shared.NonNil(ns.Processes))
+		bw.Value(jsonlines.NonNil(ns.Processes))
 		bw.Str(`,"mounts":[`)
 		var buf []byte
 		for j := range ns.Mounts {

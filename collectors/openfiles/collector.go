@@ -29,6 +29,8 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/collectors/internal/blockdev"
+	"github.com/nodesnap/nodesnap/collectors/internal/jsonlines"
 	"github.com/nodesnap/nodesnap/collectors/internal/shared"
 	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/procfs"
@@ -133,7 +135,7 @@ type ofScanner struct {
 	byID     map[int]mountRef
 	pidNS    map[int]uint64
 	threads  map[int][]ofTaskNS // tasks outside their process's namespace
-	devs     *shared.BlockCache
+	devs     *blockdev.Cache
 	devsMu   sync.Mutex
 	mapsMax  int64
 	maps     *ofLimiter
@@ -189,7 +191,7 @@ func collect(ctx context.Context, env *collectors.Env) error {
 	}
 	s := &ofScanner{env: env, proc: env.ProcPath(), opts: opts, spaces: map[uint64]*ofNamespace{},
 		byID: map[int]mountRef{}, pidNS: map[int]uint64{}, threads: map[int][]ofTaskNS{},
-		devs: shared.NewBlockCache(env.Sys), mapsMax: 64 << 20}
+		devs: blockdev.NewCache(env.Sys), mapsMax: 64 << 20}
 	sum := layout.OpenFilesSummary{Devices: []layout.DeviceHolders{}, Mounts: []layout.MountHolders{}}
 	host, err := shared.HostNamespace(env)
 	if err != nil {
@@ -344,15 +346,15 @@ func collect(ctx context.Context, env *collectors.Env) error {
 	s.summarize(&sum, agg)
 	// One device or mount per line: compact, and read by the redactor a
 	// line at a time.
-	return shared.WriteJSONLines(env, layout.HoldersFile, struct {
+	return jsonlines.Write(env, layout.HoldersFile, struct {
 		*layout.OpenFilesSummary
 		Devices       *struct{} `json:"devices,omitempty"`
 		Mounts        *struct{} `json:"mounts,omitempty"`
 		UnknownMounts *struct{} `json:"unknown_mounts,omitempty"`
 	}{OpenFilesSummary: &sum},
-		shared.JSONArray{Name: "devices", N: len(sum.Devices), Elem: func(i int) any { return &sum.Devices[i] }},
-		shared.JSONArray{Name: "mounts", N: len(sum.Mounts), Elem: func(i int) any { return &sum.Mounts[i] }},
-		shared.JSONArray{Name: "unknown_mounts", N: len(sum.UnknownMounts), Elem: func(i int) any { return &sum.UnknownMounts[i] }})
+		jsonlines.Array{Name: "devices", N: len(sum.Devices), Elem: func(i int) any { return &sum.Devices[i] }},
+		jsonlines.Array{Name: "mounts", N: len(sum.Mounts), Elem: func(i int) any { return &sum.Mounts[i] }},
+		jsonlines.Array{Name: "unknown_mounts", N: len(sum.UnknownMounts), Elem: func(i int) any { return &sum.UnknownMounts[i] }})
 }
 
 const (
