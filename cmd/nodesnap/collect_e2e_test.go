@@ -112,6 +112,7 @@ func TestCollectFaultyCollectors(t *testing.T) {
 // interrupted) or none at all, and never a staging directory or a
 // temporary file.
 func TestCollectSIGTERMAnyTime(t *testing.T) {
+	binaryTest(t)
 	delays := []time.Duration{0, 20 * time.Millisecond, 150 * time.Millisecond, 600 * time.Millisecond, 1500 * time.Millisecond, 2600 * time.Millisecond}
 	interrupted := 0
 	defer func() {
