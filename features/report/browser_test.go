@@ -20,6 +20,7 @@ import (
 // In CI (CI=true) a missing chromium fails the test; elsewhere it is
 // skipped. The screenshots are kept in artifactsDir (CI artifacts).
 func TestPagesInChromium(t *testing.T) {
+	skip.Short(t, "opens every page in chromium (about two minutes on two cores): the binary tier")
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
 		skip.Missing(t, "chromium is not installed (apt-get install chromium): pages not opened in a browser")
