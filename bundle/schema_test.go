@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	bundleschema "github.com/nodesnap/nodesnap/bundle-schema"
+	"github.com/nodesnap/nodesnap/bundle/schema"
 )
 
 // TestManifestSchemaRejects edits a valid manifest one field at a time and
@@ -18,7 +18,7 @@ func TestManifestSchemaRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	check := func(raw []byte) error {
-		if err := bundleschema.ValidateManifest(raw); err != nil {
+		if err := schema.ValidateManifest(raw); err != nil {
 			return err
 		}
 		_, err := bundle.ParseManifest(raw)

@@ -14,7 +14,7 @@ import (
 	"sort"
 	"strings"
 
-	bundleschema "github.com/nodesnap/nodesnap/bundle-schema"
+	"github.com/nodesnap/nodesnap/bundle/schema"
 )
 
 // Report is the outcome of Validate.
@@ -158,7 +158,7 @@ func ValidateWalk(walk WalkFunc) (*Report, error) {
 			if err := CheckManifest(raw); err != nil {
 				return Stop(fmt.Errorf("%w: %w", ErrInvalid, err))
 			}
-			if err := bundleschema.ValidateManifest(raw); err != nil {
+			if err := schema.ValidateManifest(raw); err != nil {
 				return Stop(fmt.Errorf("%w: %w", ErrInvalid, err))
 			}
 			m, err := ParseManifest(raw)

@@ -63,6 +63,12 @@ type Spec struct {
 	// anything missed), an error wrapping ErrUnsupported when the thing it
 	// collects is absent on this node, or another error.
 	Run func(ctx context.Context, env *Env) error
+	// Files says what the collector writes into its directory of the
+	// bundle, one entry per file or family of files, in the order a
+	// reader meets them. docs/bundle.md's table of what each collector
+	// writes is generated from it (a test in cmd/nodesnap keeps the page
+	// current); Register refuses a listed collector without it.
+	Files []FileDoc
 	// Hidden collectors are left out of listings (test fixtures).
 	Hidden bool
 	// PrestartWorker starts the collector's first isolated worker as
@@ -70,6 +76,17 @@ type Spec struct {
 	// collector does before its first item (a scan of /proc): for
 	// collectors that always use a worker.
 	PrestartWorker bool
+}
+
+// FileDoc describes one file, or one family of files, a collector writes.
+type FileDoc struct {
+	// Name is the path inside the collector's directory ("summary.json");
+	// a family is written with its variable parts in angle brackets
+	// ("podlogs/<namespace>_<pod>/<container>/<restart>.log") or a
+	// trailing "/" for a directory of files read as they are.
+	Name string
+	// Holds says what it holds, for someone reading the bundle.
+	Holds string
 }
 
 // ErrUnsupported marks a collector whose subject is absent on this node
@@ -86,7 +103,7 @@ var (
 func Register(s Spec) {
 	regMu.Lock()
 	defer regMu.Unlock()
-	if s.Name == "" || s.Run == nil || s.DefaultTimeout <= 0 || (!s.Hidden && s.Requires == "") {
+	if s.Name == "" || s.Run == nil || s.DefaultTimeout <= 0 || (!s.Hidden && (s.Requires == "" || len(s.Files) == 0)) {
 		panic(fmt.Sprintf("collectors: incomplete spec %q", s.Name))
 	}
 	if _, dup := registry[s.Name]; dup {

@@ -35,13 +35,13 @@ func IdentifySelf() *bundle.Self {
 	if ns, err := hostfs.NSInode("/proc/self/ns/mnt"); err == nil {
 		s.MountNamespace = ns
 	}
-	if link, err := os.Readlink("/proc/self/ns/pid"); err == nil {
+	if link, err := hostfs.Readlink("/proc/self/ns/pid"); err == nil {
 		if v, ok := nsInode(link, "pid"); ok {
 			s.PIDNamespace = v
 		}
 	}
 	var cg procfs.SelfCgroup
-	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+	if b, err := hostfs.ReadProc("/proc/self/cgroup", make([]byte, 64<<10)); err == nil {
 		cg = procfs.ParseSelfCgroup(b)
 		s.Cgroup, s.ContainerID = cg.Path, cg.ContainerID
 	}

@@ -2,7 +2,6 @@ package redact
 
 import (
 	"bytes"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"os"
 	"os/exec"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 // sedPatterns are the main built-in rules written as sed substitutions: what

@@ -173,3 +173,39 @@ func manText(s string) string {
 func mdCell(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
 }
+
+// Markers around the table of docs/bundle.md generated from every
+// collector's Spec.Files (bundleFilesTable).
+const (
+	bundleFilesBegin = "<!-- generated from each collector's Spec.Files; regenerate: go test ./cmd/nodesnap -run TestBundleDocUpToDate -update -->\n"
+	bundleFilesEnd   = "<!-- end of the generated table -->\n"
+)
+
+// bundleFilesTable is docs/bundle.md's table of what each listed
+// collector writes, from the registry.
+func bundleFilesTable() string {
+	var b strings.Builder
+	b.WriteString("| collector | files |\n| --- | --- |\n")
+	for _, s := range collectors.All() {
+		if s.Hidden {
+			continue
+		}
+		var cells []string
+		for _, f := range s.Files {
+			cells = append(cells, "`"+f.Name+"`: "+f.Holds)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s |\n", s.Name, mdCell(strings.Join(cells, "; ")))
+	}
+	return b.String()
+}
+
+// spliceBundleFiles replaces the generated table in the text of
+// docs/bundle.md.
+func spliceBundleFiles(doc string) (string, error) {
+	i := strings.Index(doc, bundleFilesBegin)
+	j := strings.Index(doc, bundleFilesEnd)
+	if i < 0 || j < i {
+		return "", fmt.Errorf("the page has no generated collector table (markers %q ... %q)", bundleFilesBegin, bundleFilesEnd)
+	}
+	return doc[:i+len(bundleFilesBegin)] + bundleFilesTable() + doc[j:], nil
+}

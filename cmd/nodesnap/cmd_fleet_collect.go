@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/nodesnap/nodesnap/bundle/naming"
 	"io"
 	"os"
 	"os/signal"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/features/fleet"
 	"github.com/nodesnap/nodesnap/internal/termsafe"

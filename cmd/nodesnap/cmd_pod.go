@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nodesnap/nodesnap/bundle/naming"
 	"io"
 	"os"
 	"os/signal"
@@ -22,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
 )
 

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/nodesnap/nodesnap/bundle/naming"
-	"github.com/nodesnap/nodesnap/redact/rebundle"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,10 +12,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"github.com/nodesnap/nodesnap/engine/outputdir"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/internal/human"
 	"github.com/nodesnap/nodesnap/redact"
+	"github.com/nodesnap/nodesnap/redact/rebundle"
 )
 
 // redactOptions are the flags of nodesnap redact.

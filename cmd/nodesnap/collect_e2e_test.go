@@ -112,6 +112,7 @@ func TestCollectFaultyCollectors(t *testing.T) {
 // interrupted) or none at all, and never a staging directory or a
 // temporary file.
 func TestCollectSIGTERMAnyTime(t *testing.T) {
+	binaryTest(t)
 	delays := []time.Duration{0, 20 * time.Millisecond, 150 * time.Millisecond, 600 * time.Millisecond, 1500 * time.Millisecond, 2600 * time.Millisecond}
 	interrupted := 0
 	defer func() {
@@ -124,7 +125,7 @@ func TestCollectSIGTERMAnyTime(t *testing.T) {
 	for _, d := range delays {
 		t.Run(d.String(), func(t *testing.T) {
 			out := t.TempDir()
-			cmd := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=2s"}, "collect", "-q", "--output-dir", out, "--only", "host,processes,test-slow", "--timeout", "30s")
+			cmd := nodesnapCmd(t, []string{"NODESNAP_TEST_SLOW=2s"}, "collect", "-q", "--output-dir", out, "--only", "host,processes,test-slow", "--timeout", "30s")
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -179,7 +180,7 @@ func TestCollectSIGTERMAnyTime(t *testing.T) {
 // A second signal abandons the run: no bundle, no staging, exit 1.
 func TestCollectSecondSignalAbandons(t *testing.T) {
 	out := t.TempDir()
-	cmd := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=20s"}, "collect", "-q", "--output-dir", out, "--only", "test-slow", "--timeout", "60s")
+	cmd := nodesnapCmd(t, []string{"NODESNAP_TEST_SLOW=20s"}, "collect", "-q", "--output-dir", out, "--only", "test-slow", "--timeout", "60s")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

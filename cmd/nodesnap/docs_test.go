@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nodesnap/nodesnap/collectors"
 )
 
 // referenceDir is the committed output of `nodesnap docs`.
@@ -81,5 +83,34 @@ func TestDocsMan(t *testing.T) {
 	}
 	if code := run(context.Background(), []string{"docs", "--format", "pdf", "--dir", dir}); code != exitUsage {
 		t.Errorf("--format pdf: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// docs/bundle.md's table of what each collector writes is generated from
+// the collectors' Spec.Files: a collector added or a file described
+// differently without regenerating it fails here.
+func TestBundleDocUpToDate(t *testing.T) {
+	const page = "../../docs/bundle.md"
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := spliceBundleFiles(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile(page, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if got != string(b) {
+		t.Errorf("docs/bundle.md's collector table is out of date; regenerate with: go test ./cmd/nodesnap -run TestBundleDocUpToDate -update\n%s", lineDiff(string(b), got))
+	}
+	for _, s := range collectors.All() {
+		if !s.Hidden && !strings.Contains(got, "| `"+s.Name+"` | `") {
+			t.Errorf("collector %s has no line in the generated table", s.Name)
+		}
 	}
 }

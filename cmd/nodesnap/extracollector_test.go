@@ -28,6 +28,7 @@ func init() {
 		Requires:       "root: the test's own /proc/self files",
 		DefaultTimeout: 2 * time.Second,
 		After:          []string{collectors.MountprobeName},
+		Files:          []collectors.FileDoc{{Name: "nothing.txt", Holds: "nothing: it writes no file"}},
 		Flags: func(fs *pflag.FlagSet) {
 			fs.IntVar(&depth, "test-extra-depth", 3, "test-extra: how deep")
 		},

@@ -16,7 +16,7 @@ import (
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files of the end-to-end test")
+var update = flag.Bool("update", false, "rewrite the golden files of the end-to-end test and docs/bundle.md's generated table")
 
 // The real binary, run against a fixture host root (testdata/root: a
 // /proc with four processes, one kubelet thread in D state on FUSE, a

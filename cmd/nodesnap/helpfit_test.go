@@ -41,7 +41,7 @@ func helpOnTerminal(t *testing.T, args []string) string {
 	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: 80}); err != nil {
 		t.Fatal(err)
 	}
-	cmd := nodesnapCmd([]string{"COLUMNS=", "TERM=xterm"}, append(args, "--help")...)
+	cmd := nodesnapCmd(t, []string{"COLUMNS=", "TERM=xterm"}, append(args, "--help")...)
 	cmd.Stdout, cmd.Stderr = tty, tty
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
@@ -113,7 +113,7 @@ func TestCollectKubeletTokenOnDescriptors(t *testing.T) {
 	srv := newE2EKubelet(t)
 	for _, tc := range []struct{ name, file string }{{"stdin", "/dev/stdin"}, {"fd", "/dev/fd/3"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := nodesnapCmd(nil, kubeletOnlyArgs(t, srv, "--output", "json", "--kubelet-token-file", tc.file)...)
+			cmd := nodesnapCmd(t, nil, kubeletOnlyArgs(t, srv, "--output", "json", "--kubelet-token-file", tc.file)...)
 			pr, pw, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
@@ -193,6 +193,7 @@ func TestCollectKubeletTokenDescriptorNotPassed(t *testing.T) {
 
 // What the docs show, through a real shell: <(...) as --kubelet-token-file.
 func TestCollectKubeletTokenProcessSubstitution(t *testing.T) {
+	binaryTest(t)
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		skip.Missing(t, "bash is not installed: no process substitution")

@@ -134,7 +134,7 @@ func TestCollectGlobalTimeoutNamesTheCut(t *testing.T) {
 // end of the output says so with --quiet, and analyze reports it.
 func TestCollectInterruptIsNotHung(t *testing.T) {
 	out := t.TempDir()
-	cmd := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=30s"}, "collect", "-q", "--output-dir", out, "--only", "host,test-slow", "--timeout", "60s", "--min-free", "0")
+	cmd := nodesnapCmd(t, []string{"NODESNAP_TEST_SLOW=30s"}, "collect", "-q", "--output-dir", out, "--only", "host,test-slow", "--timeout", "60s", "--min-free", "0")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/nodesnap/nodesnap/bundle/naming"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +13,9 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"github.com/nodesnap/nodesnap/engine/outputdir"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
@@ -44,8 +45,11 @@ type runResult struct {
 	elapsed time.Duration
 }
 
-// nodesnapCmd prepares this test binary to run as nodesnap.
-func nodesnapCmd(env []string, args ...string) *exec.Cmd {
+// nodesnapCmd prepares this test binary to run as nodesnap. Such a test
+// runs the binary: it is skipped under go test -short (binaryTest).
+func nodesnapCmd(t testing.TB, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	binaryTest(t)
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(append(os.Environ(), "NODESNAP_TEST_AS_MAIN=1"), env...)
 	if os.Geteuid() != 0 {
@@ -57,11 +61,19 @@ func nodesnapCmd(env []string, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// binaryTest marks a test that runs nodesnap as a process (this test
+// binary as main, or the built binary): it is of the binary tier, skipped
+// under go test -short. The unit tier calls run() in-process instead.
+func binaryTest(t testing.TB) {
+	t.Helper()
+	skip.Short(t, "runs nodesnap as a process (the binary tier)")
+}
+
 // runNodesnap runs nodesnap to completion, killing it (by its pid's
 // process group) if it overstays limit.
 func runNodesnap(t *testing.T, limit time.Duration, env []string, args ...string) runResult {
 	t.Helper()
-	cmd := nodesnapCmd(env, args...)
+	cmd := nodesnapCmd(t, env, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()

@@ -218,7 +218,7 @@ func TestReportWholePathAndOneSentence(t *testing.T) {
 	}
 	b := bundlePath(t, out)
 	cwd := t.TempDir()
-	cmd := nodesnapCmd(nil, "report", b)
+	cmd := nodesnapCmd(t, nil, "report", b)
 	cmd.Dir = cwd
 	stdout, err := cmd.Output()
 	if err != nil {

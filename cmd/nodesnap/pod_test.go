@@ -157,7 +157,7 @@ func TestHold(t *testing.T) {
 		t.Errorf("hold does not say how to copy the bundle:\n%s", r.stdout)
 	}
 
-	cmd := nodesnapCmd(nil, "hold", "--dir", dir)
+	cmd := nodesnapCmd(t, nil, "hold", "--dir", dir)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	if err := cmd.Start(); err != nil {

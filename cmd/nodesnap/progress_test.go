@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"regexp"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 var ansi = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
@@ -60,7 +60,7 @@ func TestCollectProgressOnTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	cmd := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=1500ms", "TERM=xterm"}, "collect", "--output-dir", out, "--only", "host,test-slow,test-exit,test-sleep", "--timeout", "60s")
+	cmd := nodesnapCmd(t, []string{"NODESNAP_TEST_SLOW=1500ms", "TERM=xterm"}, "collect", "--output-dir", out, "--only", "host,test-slow,test-exit,test-sleep", "--timeout", "60s")
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, tty
 	if err := cmd.Start(); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 

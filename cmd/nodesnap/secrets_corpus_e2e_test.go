@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"io/fs"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/redact"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
@@ -146,6 +146,7 @@ func needleForms(needle string) []string {
 // startHeldProcess starts this test binary with argv as its command line;
 // it sleeps (see TestMain) until killed by pid on cleanup.
 func startHeldProcess(t *testing.T, argv []string) {
+	binaryTest(t)
 	t.Helper()
 	cmd := &exec.Cmd{Path: os.Args[0], Args: argv, Env: append(os.Environ(), "NODESNAP_TEST_HOLD=1")}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

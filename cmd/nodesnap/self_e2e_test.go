@@ -29,6 +29,7 @@ import (
 // nodesnap's namespace and processes, not count them as a holder, say so,
 // and still flag the real one.
 func TestCollectOwnNamespaceNotEvidence(t *testing.T) {
+	binaryTest(t)
 	testkit.RequireRoot(t)
 	testkit.RequireTool(t, "unshare")
 	testkit.RequireTool(t, "mount")

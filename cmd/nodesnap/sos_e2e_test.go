@@ -4,8 +4,6 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"encoding/json"
-	"github.com/nodesnap/nodesnap/bundle/naming"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +21,8 @@ import (
 	"filippo.io/age"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/naming"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"github.com/nodesnap/nodesnap/bundle/naming"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"github.com/nodesnap/nodesnap/engine/outputdir"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
@@ -27,7 +27,7 @@ const fastEnv = "NODESNAP_TEST_SLOW=100ms"
 // first finishes one valid bundle; nothing else is left behind.
 func TestCollectConcurrentRunsRefused(t *testing.T) {
 	out := t.TempDir()
-	first := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=4s"}, "collect", "-q", "--output-dir", out, "--only", "test-slow", "--timeout", "60s")
+	first := nodesnapCmd(t, []string{"NODESNAP_TEST_SLOW=4s"}, "collect", "-q", "--output-dir", out, "--only", "test-slow", "--timeout", "60s")
 	var firstOut, firstErr bytes.Buffer
 	first.Stdout, first.Stderr = &firstOut, &firstErr
 	if err := first.Start(); err != nil {
@@ -82,7 +82,7 @@ func TestCollectConcurrentRunsRefused(t *testing.T) {
 // overlapping cron runs queue instead of failing.
 func TestCollectWaitsForRunningCollection(t *testing.T) {
 	out := t.TempDir()
-	first := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=1500ms"}, "collect", "-q", "--output-dir", out, "--only", "test-slow", "--timeout", "60s")
+	first := nodesnapCmd(t, []string{"NODESNAP_TEST_SLOW=1500ms"}, "collect", "-q", "--output-dir", out, "--only", "test-slow", "--timeout", "60s")
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestCollectDefaultMinFree(t *testing.T) {
 // run and its lock alone.
 func TestCollectSignalWhileWaitingForLock(t *testing.T) {
 	out := t.TempDir()
-	first := nodesnapCmd([]string{"NODESNAP_TEST_SLOW=10s"}, "collect", "-q", "--output-dir", out, "--only", "test-slow", "--timeout", "60s")
+	first := nodesnapCmd(t, []string{"NODESNAP_TEST_SLOW=10s"}, "collect", "-q", "--output-dir", out, "--only", "test-slow", "--timeout", "60s")
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestCollectSignalWhileWaitingForLock(t *testing.T) {
 	// with a longer pause while the first run still holds the lock.
 	waited := false
 	for _, pause := range []time.Duration{300 * time.Millisecond, time.Second, 3 * time.Second} {
-		second := nodesnapCmd([]string{fastEnv}, append([]string{"collect", "-q", "--output-dir", out, "--lock-wait", "60s"}, fastRun...)...)
+		second := nodesnapCmd(t, []string{fastEnv}, append([]string{"collect", "-q", "--output-dir", out, "--lock-wait", "60s"}, fastRun...)...)
 		var errb bytes.Buffer
 		second.Stderr = &errb
 		if err := second.Start(); err != nil {

@@ -192,7 +192,7 @@ func TestUploadCommandMultipart(t *testing.T) {
 func TestCollectUploadInterrupted(t *testing.T) {
 	srv := testkit.NewUploadServer(t, 0)
 	out := t.TempDir()
-	cmd := nodesnapCmd([]string{fastEnv}, append([]string{"collect", "--output-dir", out, "--upload", srv.URL + "/u", "--upload-timeout", "60s"}, fastRun...)...)
+	cmd := nodesnapCmd(t, []string{fastEnv}, append([]string{"collect", "--output-dir", out, "--upload", srv.URL + "/u", "--upload-timeout", "60s"}, fastRun...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

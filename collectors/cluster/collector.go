@@ -1,9 +1,3 @@
-// Package cluster is the cluster collector: the API server's view of the
-// node being collected (its Node object, the pods bound to it, their
-// claims and volumes, the VolumeAttachments and CSI objects of the node,
-// the StorageClasses involved and the events about the node and its pods),
-// so that analyze can join what users see ("pod stuck Terminating") to
-// what the node shows (a mount held in another namespace).
 package cluster
 
 import (
@@ -34,9 +28,10 @@ func init() {
 		DefaultTimeout: 30 * time.Second,
 		// The kubelet's kubeconfig and the files it names are host paths.
 		After:   []string{collectors.MountprobeName},
-		Options: &clusterOpts,
-		Flags:   clusterFlags,
-		Run:     collectCluster,
+		Options: &opts,
+		Flags:   flags,
+		Files:   files,
+		Run:     collect,
 	})
 }
 
@@ -56,18 +51,24 @@ type Options struct {
 	PageSize  int `json:"page_size"`
 }
 
-var clusterOpts Options
+// defaults are the options no flag changed: the one place a default is
+// written.
+var defaults = Options{RequestTimeout: 5 * time.Second, MaxPods: 1000, MaxEvents: 2000, PageSize: 250}
 
-func clusterFlags(fs *pflag.FlagSet) {
-	o := &clusterOpts
-	*o = Options{}
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "cluster: kubeconfig to read the API server with (a path as nodesnap sees it); default: the pod's service account, then $KUBECONFIG, then the kubelet's own kubeconfig under --root (never admin.conf)")
-	fs.StringVar(&o.Context, "kube-context", "", "cluster: the kubeconfig context (default its current one)")
-	fs.StringVar(&o.NodeName, "node-name", "", "cluster: this node's name in the cluster (default $"+NodeNameEnv+", the kubelet credential's node, else the hostname)")
-	fs.DurationVar(&o.RequestTimeout, "cluster-request-timeout", 5*time.Second, "cluster: deadline of each API request")
-	fs.IntVar(&o.MaxPods, "cluster-max-pods", 1000, "cluster: at most this many of the node's pods are kept")
-	fs.IntVar(&o.MaxEvents, "cluster-max-events", 2000, "cluster: at most this many events are kept")
-	fs.IntVar(&o.PageSize, "cluster-page-size", 250, "cluster: items per page of a list")
+// opts are the options the flags set (in the supervisor); they reach the
+// collector's child as JSON.
+var opts = defaults
+
+func flags(fs *pflag.FlagSet) {
+	opts = defaults
+	o := &opts
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "cluster: kubeconfig to read the API server with (a path as nodesnap sees it); default: the pod's service account, then $KUBECONFIG, then the kubelet's own kubeconfig under --root (never admin.conf)")
+	fs.StringVar(&o.Context, "kube-context", o.Context, "cluster: the kubeconfig context (default its current one)")
+	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "cluster: this node's name in the cluster (default $"+NodeNameEnv+", the kubelet credential's node, else the hostname)")
+	fs.DurationVar(&o.RequestTimeout, "cluster-request-timeout", o.RequestTimeout, "cluster: deadline of each API request")
+	fs.IntVar(&o.MaxPods, "cluster-max-pods", o.MaxPods, "cluster: at most this many of the node's pods are kept")
+	fs.IntVar(&o.MaxEvents, "cluster-max-events", o.MaxEvents, "cluster: at most this many events are kept")
+	fs.IntVar(&o.PageSize, "cluster-page-size", o.PageSize, "cluster: items per page of a list")
 }
 
 // run is one collection.
@@ -80,15 +81,15 @@ type run struct {
 	who  string
 }
 
-func collectCluster(ctx context.Context, env *collectors.Env) error {
-	var o Options
+func collect(ctx context.Context, env *collectors.Env) error {
+	o := defaults
 	if err := env.Options(&o); err != nil {
 		return err
 	}
-	o.RequestTimeout = cmpOr(o.RequestTimeout, 5*time.Second)
-	o.MaxPods = cmpOr(o.MaxPods, 1000)
-	o.MaxEvents = cmpOr(o.MaxEvents, 2000)
-	o.PageSize = cmpOr(o.PageSize, 250)
+	o.RequestTimeout = cmpOr(o.RequestTimeout, defaults.RequestTimeout)
+	o.MaxPods = cmpOr(o.MaxPods, defaults.MaxPods)
+	o.MaxEvents = cmpOr(o.MaxEvents, defaults.MaxEvents)
+	o.PageSize = cmpOr(o.PageSize, defaults.PageSize)
 
 	cred, notes, err := resolveCredential(ctx, env, o)
 	for _, n := range notes {

@@ -17,8 +17,8 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
-	"github.com/nodesnap/nodesnap/collectors/internal/shared"
 	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/cliflag"
 	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
@@ -39,15 +39,16 @@ func init() {
 		Requires:       "root: /var/lib/kubelet/plugins, plugins_registry, pod volume directories and the CSI pods' logs under /var/log/pods",
 		DefaultEnabled: true,
 		DefaultTimeout: 40 * time.Second,
-		After:          []string{"mountprobe"},
-		Options:        &csiOpts,
-		Flags:          csiFlags,
-		Run:            collectCSI,
+		After:          []string{collectors.MountprobeName},
+		Options:        &opts,
+		Flags:          flags,
+		Files:          files,
+		Run:            collect,
 	})
 }
 
-// CSIOptions are the csi collector's flags. Paths are host paths.
-type CSIOptions struct {
+// Options are the csi collector's flags. Paths are host paths.
+type Options struct {
 	StateGlobs []string `json:"state_globs"`
 	KubeletDir string   `json:"kubelet_dir"`
 	// MaxEntries bounds every listing (pods, plugin trees).
@@ -67,8 +68,6 @@ const (
 	DefaultCSIPodLogBytes = 2 << 20
 )
 
-var csiOpts CSIOptions
-
 // DefaultCSIStateGlobs are state files of drivers known to keep one.
 var DefaultCSIStateGlobs = []string{
 	// csi-driver-host-path: its "Published" list lost on restart is
@@ -76,16 +75,24 @@ var DefaultCSIStateGlobs = []string{
 	"/var/lib/csi-hostpath-data/state.json",
 }
 
-func csiFlags(fs *pflag.FlagSet) {
-	o := &csiOpts
-	*o = CSIOptions{}
-	fs.StringSliceVar(&o.StateGlobs, "csi-state-glob", DefaultCSIStateGlobs, "csi: driver state files to keep and cross-check (globs, host paths; replaces the default list)")
-	fs.StringVar(&o.KubeletDir, "csi-kubelet-dir", "/var/lib/kubelet", "csi: the kubelet's root directory (--root-dir of the kubelet)")
-	fs.IntVar(&o.MaxEntries, "csi-max-entries", 5000, "csi: most directory entries listed per tree (pods, plugins)")
-	fs.StringVar(&o.PodLogDir, "csi-pod-log-dir", DefaultCSIPodLogDir, "csi: the kubelet's pod log directory, where the CSI driver pods' container logs are read (host path)")
-	fs.StringSliceVar(&o.BundleDirs, "csi-bundle-dir", DefaultCSIBundleDirs, "csi: where container runtimes keep their containers' OCI configs (host paths; replaces the default list): a container that mounts the kubelet's plugin registration or plugins directory is a CSI node plugin, whatever its name, and its pod's logs are kept")
-	o.PodLogBytes = DefaultCSIPodLogBytes
-	fs.Var((*shared.ByteSize)(&o.PodLogBytes), "csi-pod-log-bytes", "csi: newest bytes kept of each CSI container's logs (its current instance first, then the one before its last restart)")
+// defaults are the options no flag changed: the one place a default is
+// written.
+var defaults = Options{StateGlobs: DefaultCSIStateGlobs, KubeletDir: "/var/lib/kubelet", MaxEntries: 5000,
+	PodLogDir: DefaultCSIPodLogDir, BundleDirs: DefaultCSIBundleDirs, PodLogBytes: DefaultCSIPodLogBytes}
+
+// opts are the options the flags set (in the supervisor); they reach the
+// collector's child as JSON.
+var opts = defaults
+
+func flags(fs *pflag.FlagSet) {
+	opts = defaults
+	o := &opts
+	fs.StringSliceVar(&o.StateGlobs, "csi-state-glob", o.StateGlobs, "csi: driver state files to keep and cross-check (globs, host paths; replaces the default list)")
+	fs.StringVar(&o.KubeletDir, "csi-kubelet-dir", o.KubeletDir, "csi: the kubelet's root directory (--root-dir of the kubelet)")
+	fs.IntVar(&o.MaxEntries, "csi-max-entries", o.MaxEntries, "csi: most directory entries listed per tree (pods, plugins)")
+	fs.StringVar(&o.PodLogDir, "csi-pod-log-dir", o.PodLogDir, "csi: the kubelet's pod log directory, where the CSI driver pods' container logs are read (host path)")
+	fs.StringSliceVar(&o.BundleDirs, "csi-bundle-dir", o.BundleDirs, "csi: where container runtimes keep their containers' OCI configs (host paths; replaces the default list): a container that mounts the kubelet's plugin registration or plugins directory is a CSI node plugin, whatever its name, and its pod's logs are kept")
+	fs.Var((*cliflag.PositiveSize)(&o.PodLogBytes), "csi-pod-log-bytes", "csi: newest bytes kept of each CSI container's logs (its current instance first, then the one before its last restart)")
 }
 
 // csiMountTable indexes mountinfo by mount point.
@@ -112,34 +119,34 @@ func (t *csiMountTable) isMountpoint(p string) bool {
 
 type csiRun struct {
 	env   *collectors.Env
-	opts  CSIOptions
+	opts  Options
 	mt    *csiMountTable
 	inv   *layout.CSIInventory
 	files map[string]bool
 }
 
-func collectCSI(ctx context.Context, env *collectors.Env) error {
-	var o CSIOptions
+func collect(ctx context.Context, env *collectors.Env) error {
+	o := defaults
 	if err := env.Options(&o); err != nil {
 		return err
 	}
 	if o.KubeletDir == "" {
-		o.KubeletDir = "/var/lib/kubelet"
+		o.KubeletDir = defaults.KubeletDir
 	}
 	if o.MaxEntries <= 0 {
-		o.MaxEntries = 5000
+		o.MaxEntries = defaults.MaxEntries
 	}
 	if o.StateGlobs == nil {
-		o.StateGlobs = DefaultCSIStateGlobs
+		o.StateGlobs = defaults.StateGlobs
 	}
 	if o.PodLogDir == "" {
-		o.PodLogDir = DefaultCSIPodLogDir
+		o.PodLogDir = defaults.PodLogDir
 	}
 	if o.BundleDirs == nil {
-		o.BundleDirs = DefaultCSIBundleDirs
+		o.BundleDirs = defaults.BundleDirs
 	}
 	if o.PodLogBytes <= 0 {
-		o.PodLogBytes = DefaultCSIPodLogBytes
+		o.PodLogBytes = defaults.PodLogBytes
 	}
 	o.KubeletDir = path.Clean(o.KubeletDir)
 	o.PodLogDir = path.Clean(o.PodLogDir)

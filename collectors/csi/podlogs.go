@@ -10,10 +10,11 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/internal/human"
-	"golang.org/x/sys/unix"
 )
 
 // The CSI driver pods' own container logs: which pods are drivers, and the newest lines of each container.

@@ -18,7 +18,7 @@ const dsBigBufSize = 1 << 20
 // bigDir marks the directory at the top of the stack big: its inode is
 // read (one fstat of the open directory), and its next reads use the large
 // buffer.
-func (s *dsScanner) bigDir(lv *dsLevel) {
+func (s *scanner) bigDir(lv *dsLevel) {
 	lv.big = true
 	lv.bigSince = time.Now()
 	lv.stOK = unix.Fstat(lv.fd, &lv.st) == nil
@@ -28,7 +28,7 @@ func (s *dsScanner) bigDir(lv *dsLevel) {
 // swaps in the large buffer and, past the per-directory budget, leaves
 // the directory (its counts become lower bounds). It reports whether the
 // directory was left.
-func (s *dsScanner) leaveBig(lv *dsLevel) bool {
+func (s *scanner) leaveBig(lv *dsLevel) bool {
 	if !lv.big {
 		return false
 	}
@@ -56,7 +56,7 @@ func (s *dsScanner) leaveBig(lv *dsLevel) bool {
 // record reports the directory at the top of the stack: among the
 // largest, as an nlink anomaly, and (when it was left at its budget) as
 // the reason the root's counts are lower bounds.
-func (s *dsScanner) record(lv *dsLevel, partial bool) {
+func (s *scanner) record(lv *dsLevel, partial bool) {
 	d := layout.DirShapeDir{Path: s.curPath(), Entries: lv.entries, Subdirs: lv.subdirs, Partial: partial, Count: layout.DirCountExact}
 	if partial {
 		d.Count = layout.DirCountLowerBound
@@ -78,10 +78,10 @@ func (s *dsScanner) record(lv *dsLevel, partial bool) {
 		// On ext4 a directory's st_nlink is 1 only once its
 		// subdirectories passed the link limit (dir_nlink), so a
 		// directory left early is known from its inode alone.
-		overflow := lv.subdirs > dsNlinkLimit || (partial && lv.big && s.fsMagic == unix.EXT4_SUPER_MAGIC)
+		overflow := lv.subdirs > nlinkLimit || (partial && lv.big && s.fsMagic == unix.EXT4_SUPER_MAGIC)
 		if overflow && st.Nlink == 1 {
 			d.NlinkAnomaly = true
-			if len(s.out.NlinkAnomalies) < dsAnomalyMax {
+			if len(s.out.NlinkAnomalies) < anomalyMax {
 				s.out.NlinkAnomalies = append(s.out.NlinkAnomalies, d)
 			}
 		}

@@ -45,8 +45,8 @@ var DirShapeDefaultRoots = []string{
 	"/opt/local-path-provisioner",
 }
 
-// DirShapeOptions are dirshape's settings.
-type DirShapeOptions struct {
+// Options are dirshape's settings.
+type Options struct {
 	// Roots are host paths; empty means DirShapeDefaultRoots.
 	Roots []string `json:"roots,omitempty"`
 	// MaxEntries and MaxTime bound the scan of each root; past either the
@@ -71,11 +71,25 @@ type DirShapeOptions struct {
 	VolumeMounts bool `json:"volume_mounts"`
 }
 
-func dsDefaultOptions() DirShapeOptions {
-	return DirShapeOptions{MaxEntries: 10_000_000, MaxTime: 20 * time.Second, MaxDirTime: 500 * time.Millisecond, Top: 20, MaxDepth: 256, VolumeMounts: true}
-}
+// defaults are the options no flag changed: the one place a default is
+// written.
+var defaults = Options{MaxEntries: 10_000_000, MaxTime: 20 * time.Second, MaxDirTime: 500 * time.Millisecond, Top: 20, MaxDepth: 256, VolumeMounts: true}
 
-var dirshapeOpts = dsDefaultOptions()
+// opts are the options the flags set (in the supervisor); they reach the
+// collector's child as JSON.
+var opts = defaults
+
+func flags(fs *pflag.FlagSet) {
+	opts = defaults
+	fs.StringArrayVar(&opts.Roots, "dirshape-root", opts.Roots, "dirshape: a directory to scan (host path; repeatable; default: the kubelet, runtime and CSI directories)")
+	fs.Uint64Var(&opts.MaxEntries, "dirshape-max-entries", opts.MaxEntries, "dirshape: stop scanning a root after this many entries (its counts are then lower bounds)")
+	fs.DurationVar(&opts.MaxTime, "dirshape-max-time", opts.MaxTime, "dirshape: stop scanning a root after this long (its counts are then lower bounds)")
+	fs.DurationVar(&opts.MaxDirTime, "dirshape-max-dir-time", opts.MaxDirTime, "dirshape: leave a huge directory after reading it this long (its count is then a lower bound, with its inode's estimate; 0: read it all)")
+	fs.IntVar(&opts.Top, "dirshape-top", opts.Top, "dirshape: how many of the largest directories to report per root")
+	fs.IntVar(&opts.MaxDepth, "dirshape-max-depth", opts.MaxDepth, "dirshape: deepest level a scan descends to (deeper directories are counted as such, not entered)")
+	fs.BoolVar(&opts.CrossMounts, "dirshape-cross-mounts", opts.CrossMounts, "dirshape: also scan the other mounts under each root (each as its own root; hung mounts are never entered)")
+	fs.BoolVar(&opts.VolumeMounts, "dirshape-volume-mounts", opts.VolumeMounts, "dirshape: scan each pod volume, and each Docker/Podman/containerd volume, that is a mount of its own")
+}
 
 func init() {
 	collectors.Register(collectors.Spec{
@@ -84,26 +98,19 @@ func init() {
 		Requires:       "root: the kubelet's, runtime's and CSI trees (/var/lib/kubelet, /var/lib/containerd, ...)",
 		DefaultEnabled: true,
 		DefaultTimeout: 60 * time.Second,
-		After:          []string{"mountprobe"},
-		Options:        &dirshapeOpts,
-		Flags: func(fs *pflag.FlagSet) {
-			fs.StringArrayVar(&dirshapeOpts.Roots, "dirshape-root", nil, "dirshape: a directory to scan (host path; repeatable; default: the kubelet, runtime and CSI directories)")
-			fs.Uint64Var(&dirshapeOpts.MaxEntries, "dirshape-max-entries", dirshapeOpts.MaxEntries, "dirshape: stop scanning a root after this many entries (its counts are then lower bounds)")
-			fs.DurationVar(&dirshapeOpts.MaxTime, "dirshape-max-time", dirshapeOpts.MaxTime, "dirshape: stop scanning a root after this long (its counts are then lower bounds)")
-			fs.DurationVar(&dirshapeOpts.MaxDirTime, "dirshape-max-dir-time", dirshapeOpts.MaxDirTime, "dirshape: leave a huge directory after reading it this long (its count is then a lower bound, with its inode's estimate; 0: read it all)")
-			fs.IntVar(&dirshapeOpts.Top, "dirshape-top", dirshapeOpts.Top, "dirshape: how many of the largest directories to report per root")
-			fs.BoolVar(&dirshapeOpts.CrossMounts, "dirshape-cross-mounts", dirshapeOpts.CrossMounts, "dirshape: also scan the other mounts under each root (each as its own root; hung mounts are never entered)")
-			fs.BoolVar(&dirshapeOpts.VolumeMounts, "dirshape-volume-mounts", dirshapeOpts.VolumeMounts, "dirshape: scan each pod volume, and each Docker/Podman/containerd volume, that is a mount of its own")
-		},
-		Run: collectDirshape,
+		After:          []string{collectors.MountprobeName},
+		Options:        &opts,
+		Flags:          flags,
+		Files:          files,
+		Run:            collect,
 	})
 	isolate.RegisterOp(opDirShapeScan, isolate.Typed(func(rq DirShapeScanRequest) (any, error) {
 		return ScanDirShape(rq), nil
 	}))
 }
 
-// dsUnit is one root to scan.
-type dsUnit struct {
+// unit is one root to scan.
+type unit struct {
 	seen    string // as nodesnap sees it (under --root)
 	display string // the host's path
 	kind    string
@@ -112,7 +119,7 @@ type dsUnit struct {
 
 type dsCollector struct {
 	env        *collectors.Env
-	opts       DirShapeOptions
+	opts       Options
 	selfMounts []procfs.Mount
 	hostMounts []procfs.Mount
 	soft       time.Time
@@ -120,16 +127,16 @@ type dsCollector struct {
 	notes      []string
 }
 
-func collectDirshape(ctx context.Context, env *collectors.Env) error {
-	opts := dsDefaultOptions()
+func collect(ctx context.Context, env *collectors.Env) error {
+	opts := defaults
 	if err := env.Options(&opts); err != nil {
 		return err
 	}
 	if opts.Top <= 0 {
-		opts.Top = 20
+		opts.Top = defaults.Top
 	}
 	if opts.MaxDepth <= 0 {
-		opts.MaxDepth = 256
+		opts.MaxDepth = defaults.MaxDepth
 	}
 	started := time.Now()
 	c := &dsCollector{env: env, opts: opts, soft: time.Now().Add(time.Hour)}
@@ -218,10 +225,10 @@ func (c *dsCollector) displayPath(seen string) string {
 
 // units lists the roots and, as asked, the mounts below them, each to be
 // scanned on its own.
-func (c *dsCollector) units(roots []string) []*dsUnit {
-	var units []*dsUnit
+func (c *dsCollector) units(roots []string) []*unit {
+	var units []*unit
 	seen := map[string]bool{}
-	add := func(u *dsUnit) {
+	add := func(u *unit) {
 		if seen[u.seen] {
 			return
 		}
@@ -231,7 +238,7 @@ func (c *dsCollector) units(roots []string) []*dsUnit {
 	}
 	for _, r := range roots {
 		r = path.Clean("/" + r)
-		add(&dsUnit{seen: c.env.Host().Seen(hostfs.Path(r)), display: r, kind: "root"})
+		add(&unit{seen: c.env.Host().Seen(hostfs.Path(r)), display: r, kind: "root"})
 	}
 	const maxMountUnits = 2000
 	n := 0
@@ -244,7 +251,7 @@ func (c *dsCollector) units(roots []string) []*dsUnit {
 			}
 			kind := ""
 			switch {
-			case c.opts.VolumeMounts && (dsIsPodVolume(rs, rel) || dsIsRuntimeVolume(rs, rel)):
+			case c.opts.VolumeMounts && (isPodVolume(rs, rel) || isRuntimeVolume(rs, rel)):
 				kind = "volume_mount"
 			case c.opts.CrossMounts:
 				kind = "mount"
@@ -256,16 +263,16 @@ func (c *dsCollector) units(roots []string) []*dsUnit {
 				return units
 			}
 			n++
-			add(&dsUnit{seen: m.MountPoint, display: c.displayPath(m.MountPoint), kind: kind})
+			add(&unit{seen: m.MountPoint, display: c.displayPath(m.MountPoint), kind: kind})
 		}
 	}
 	return units
 }
 
-// dsIsPodVolume reports whether rel, a mountpoint relative to root, is a
+// isPodVolume reports whether rel, a mountpoint relative to root, is a
 // pod volume (or below one): <uid>/volumes/<plugin>/<volume>/..., with
 // root the kubelet's pods directory (or the kubelet directory itself).
-func dsIsPodVolume(root, rel string) bool {
+func isPodVolume(root, rel string) bool {
 	parts := strings.Split(rel, "/")
 	if path.Base(root) != "pods" {
 		if len(parts) == 0 || parts[0] != "pods" {
@@ -276,13 +283,13 @@ func dsIsPodVolume(root, rel string) bool {
 	return len(parts) >= 4 && parts[1] == "volumes"
 }
 
-// dsIsRuntimeVolume reports whether rel, a mountpoint relative to root, is
+// isRuntimeVolume reports whether rel, a mountpoint relative to root, is
 // a container runtime's named volume (or below one): the _data directory
 // of volumes/<name>/_data (Docker: /var/lib/docker/volumes, Podman:
 // /var/lib/containers/storage/volumes) or volumes/<namespace>/<name>/_data
 // (nerdctl, containerd's Docker-like CLI). A local-driver volume created
 // with a device (docker volume create -o device=...) is mounted there.
-func dsIsRuntimeVolume(root, rel string) bool {
+func isRuntimeVolume(root, rel string) bool {
 	parts := strings.Split(strings.Trim(path.Join(root, rel), "/"), "/")
 	start := len(strings.Split(strings.Trim(root, "/"), "/"))
 	for i := start; i < len(parts); i++ {
@@ -327,11 +334,11 @@ func (c *dsCollector) mountedUnder(p string) []string {
 		check(c.selfMounts, sp)
 	}
 	sort.Strings(out)
-	out = dsUniq(out)
+	out = uniq(out)
 	return out
 }
 
-func dsUniq(s []string) []string {
+func uniq(s []string) []string {
 	j := 0
 	for i, v := range s {
 		if i == 0 || v != s[j-1] {
@@ -342,7 +349,7 @@ func dsUniq(s []string) []string {
 	return s[:j]
 }
 
-func (c *dsCollector) scanAll(ctx context.Context, units []*dsUnit) {
+func (c *dsCollector) scanAll(ctx context.Context, units []*unit) {
 	workers := max(c.env.Workers, 1)
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
@@ -358,11 +365,11 @@ func (c *dsCollector) scanAll(ctx context.Context, units []*dsUnit) {
 	wg.Wait()
 }
 
-// dsScanGrace is added to a scan's own time budget for its worker's hard
+// scanGrace is added to a scan's own time budget for its worker's hard
 // deadline: starting, and sending the answer back.
-const dsScanGrace = 5 * time.Second
+const scanGrace = 5 * time.Second
 
-func (c *dsCollector) scan(ctx context.Context, u *dsUnit) {
+func (c *dsCollector) scan(ctx context.Context, u *unit) {
 	env := c.env
 	r := &u.res
 	if m, ok := c.mountOf(u.seen); ok {
@@ -409,8 +416,8 @@ func (c *dsCollector) scan(ctx context.Context, u *dsUnit) {
 		return
 	}
 	budget := c.opts.MaxTime
-	if budget <= 0 || budget > remaining-dsScanGrace {
-		budget = max(remaining-dsScanGrace, remaining/2)
+	if budget <= 0 || budget > remaining-scanGrace {
+		budget = max(remaining-scanGrace, remaining/2)
 	}
 	req := DirShapeScanRequest{Path: u.seen, Display: u.display, MaxEntries: c.opts.MaxEntries, MaxTime: budget, MaxDirTime: c.opts.MaxDirTime,
 		Top: c.opts.Top, MaxDepth: c.opts.MaxDepth}
@@ -420,7 +427,7 @@ func (c *dsCollector) scan(ctx context.Context, u *dsUnit) {
 			req.Exclude = append(req.Exclude, m.MountPoint)
 		}
 	}
-	hard := min(budget+dsScanGrace, time.Until(c.soft))
+	hard := min(budget+scanGrace, time.Until(c.soft))
 	var res layout.DirShapeRoot
 	err = c.do(ctx, hard, opDirShapeScan, u.seen, req, &res)
 	switch {
@@ -448,7 +455,7 @@ func (c *dsCollector) do(ctx context.Context, timeout time.Duration, op, seen st
 
 // hung records a root whose probe or scan did not answer, and tells the
 // run, so later collectors stay out of it.
-func (c *dsCollector) hung(u *dsUnit, he *isolate.HungError) {
+func (c *dsCollector) hung(u *unit, he *isolate.HungError) {
 	r := &u.res
 	r.Status = layout.DirShapeHung
 	r.CountsAreLowerBounds = true

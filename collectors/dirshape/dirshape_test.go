@@ -2,7 +2,6 @@ package dirshape_test
 
 import (
 	"fmt"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors/dirshape"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
@@ -142,13 +142,13 @@ func TestDeletingGroup(t *testing.T) {
 }
 
 // dsOptions sets dirshape's options for one test.
-func dsOptions(t *testing.T, set func(o *dirshape.DirShapeOptions)) {
+func dsOptions(t *testing.T, set func(o *dirshape.Options)) {
 	t.Helper()
 	spec, ok := collectors.Lookup("dirshape")
 	if !ok {
 		t.Fatal("dirshape is not registered")
 	}
-	o := spec.Options.(*dirshape.DirShapeOptions)
+	o := spec.Options.(*dirshape.Options)
 	saved := *o
 	t.Cleanup(func() { *o = saved })
 	set(o)
@@ -206,7 +206,7 @@ func TestDirShapeExt4NlinkAnomaly(t *testing.T) {
 	t.Logf("made %d directories in %v", n+1000, time.Since(start))
 
 	// Read every directory to the end: the counts are checked exactly.
-	dsOptions(t, func(o *dirshape.DirShapeOptions) { o.Roots = []string{l.Mountpoint}; o.MaxDirTime = 0 })
+	dsOptions(t, func(o *dirshape.Options) { o.Roots = []string{l.Mountpoint}; o.MaxDirTime = 0 })
 	c, elapsed := supervisortest.Run(t, supervisor.Options{Only: []string{"dirshape"}, Timeout: time.Minute})
 	var rep layout.DirShapeReport
 	supervisortest.Decode(t, c, "dirshape/shape.json", &rep)
@@ -302,7 +302,7 @@ func TestDirShapeDeletingLeftovers(t *testing.T) {
 	mnt := testkit.MountTmpfs(t, filepath.Join(csi, "kubernetes.io~csi/pvc-x/mount"))
 	dsTree(t, mnt, "a", "b", "c/")
 
-	dsOptions(t, func(o *dirshape.DirShapeOptions) { o.Roots = nil })
+	dsOptions(t, func(o *dirshape.Options) { o.Roots = nil })
 	c, _ := supervisortest.Run(t, supervisor.Options{Only: []string{"dirshape"}, Timeout: time.Minute,
 		Common: collectors.Common{Root: root, Proc: "/proc", Sys: "/sys"}})
 	if st := c.Manifest.Collector("dirshape").Status; st != "ok" {
@@ -373,7 +373,7 @@ func TestDirShapeSkipsHungMountInRun(t *testing.T) {
 	dsTree(t, secret, "ca.crt", "namespace", "token")
 
 	const timeout, probe = 20 * time.Second, time.Second
-	dsOptions(t, func(o *dirshape.DirShapeOptions) { o.Roots = nil })
+	dsOptions(t, func(o *dirshape.Options) { o.Roots = nil })
 	c, elapsed := supervisortest.Run(t, supervisor.Options{Only: []string{"mountprobe", "dirshape"}, Timeout: timeout,
 		Common: collectors.Common{Root: root, Proc: "/proc", Sys: "/sys", ProbeTimeout: probe}})
 	t.Logf("run took %v", elapsed)
@@ -433,7 +433,7 @@ func TestDirShapeBudget(t *testing.T) {
 		}
 	}
 	dsTree(t, dir, paths...)
-	dsOptions(t, func(o *dirshape.DirShapeOptions) {
+	dsOptions(t, func(o *dirshape.Options) {
 		o.Roots = []string{dir}
 		o.MaxEntries = 1000
 	})

@@ -51,7 +51,7 @@ func EstimateEntries(magic int64, size int64, nlink uint64, avgName float64) Dir
 		switch {
 		case nlink == 1:
 			// dir_nlink: the count overflowed 65,000 links.
-			e.AtLeast = dsNlinkLimit + 1
+			e.AtLeast = nlinkLimit + 1
 			e.Basis += ", st_nlink 1 (more than 64,998 subdirectories)"
 		case nlink > 2:
 			e.AtLeast = nlink - 2

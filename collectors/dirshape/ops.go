@@ -11,10 +11,11 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors/internal/shared"
 	"github.com/nodesnap/nodesnap/internal/inroot"
-	"golang.org/x/sys/unix"
 )
 
 // The scan of one directory tree, in a worker: getdents only, bounded in entries and time, never entering another mount.
@@ -48,16 +49,16 @@ type DirShapeScanRequest struct {
 	NoOpenat2 bool `json:"no_openat2,omitempty"`
 }
 
-// dsNlinkLimit is the most subdirectories an ext4 directory counts in
+// nlinkLimit is the most subdirectories an ext4 directory counts in
 // st_nlink (EXT4_LINK_MAX 65000, less "." and its parent's link); past it
 // the dir_nlink feature pins st_nlink at 1.
-const dsNlinkLimit = 64998
+const nlinkLimit = 64998
 
 const (
-	dsBufSize      = 32 << 10
-	dsSampleMax    = 20
-	dsAnomalyMax   = 100
-	dsTypeMountDir = 0xff // pseudo d_type: a directory that is a mountpoint
+	bufSize      = 32 << 10
+	sampleMax    = 20
+	anomalyMax   = 100
+	typeMountDir = 0xff // pseudo d_type: a directory that is a mountpoint
 )
 
 type dsLevel struct {
@@ -90,7 +91,7 @@ type dsTrie struct {
 	mount bool
 }
 
-type dsScanner struct {
+type scanner struct {
 	req      DirShapeScanRequest
 	out      *layout.DirShapeRoot
 	path     []byte
@@ -122,10 +123,10 @@ func ScanDirShape(req DirShapeScanRequest) layout.DirShapeRoot {
 		req.Display = req.Path
 	}
 	if req.Top <= 0 {
-		req.Top = 20
+		req.Top = defaults.Top
 	}
 	if req.MaxDepth <= 0 {
-		req.MaxDepth = 256
+		req.MaxDepth = defaults.MaxDepth
 	}
 	if req.KeepDeleting <= 0 {
 		req.KeepDeleting = 2000
@@ -135,7 +136,7 @@ func ScanDirShape(req DirShapeScanRequest) layout.DirShapeRoot {
 	}
 	out := layout.DirShapeRoot{Path: req.Display, Largest: []layout.DirShapeDir{}, NlinkAnomalies: []layout.DirShapeDir{}, Deleting: []layout.DeletingGroup{}}
 	start := time.Now()
-	s := &dsScanner{req: req, out: &out, noatime: true}
+	s := &scanner{req: req, out: &out, noatime: true}
 	if req.MaxTime > 0 {
 		s.deadline = start.Add(req.MaxTime)
 	}
@@ -169,12 +170,12 @@ func ScanDirShape(req DirShapeScanRequest) layout.DirShapeRoot {
 			out.FSMagic += " (" + n + ")"
 		}
 	}
-	s.openat2 = !req.NoOpenat2 && dsHaveOpenat2(fd)
+	s.openat2 = !req.NoOpenat2 && haveOpenat2(fd)
 	out.Method = "openat2"
 	var trie *dsTrie
 	if !s.openat2 {
 		out.Method = "mount-table"
-		trie = dsBuildTrie(req.Path, req.Exclude)
+		trie = buildTrie(req.Path, req.Exclude)
 	}
 	s.stack = make([]dsLevel, 0, req.MaxDepth+2)
 	s.push(fd, len(s.path), trie, nil, -1)
@@ -183,9 +184,9 @@ func ScanDirShape(req DirShapeScanRequest) layout.DirShapeRoot {
 	return out
 }
 
-// dsHaveOpenat2 tells whether openat2 works here (Linux >= 5.6, and not
+// haveOpenat2 tells whether openat2 works here (Linux >= 5.6, and not
 // refused by a seccomp filter).
-func dsHaveOpenat2(dirfd int) bool {
+func haveOpenat2(dirfd int) bool {
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_XDEV}
 	fd, err := unix.Openat2(dirfd, ".", &how)
 	if err != nil {
@@ -195,7 +196,7 @@ func dsHaveOpenat2(dirfd int) bool {
 	return true
 }
 
-func dsBuildTrie(root string, exclude []string) *dsTrie {
+func buildTrie(root string, exclude []string) *dsTrie {
 	t := &dsTrie{}
 	root = path.Clean(root)
 	for _, m := range exclude {
@@ -226,35 +227,35 @@ func dsBuildTrie(root string, exclude []string) *dsTrie {
 	return t
 }
 
-func (s *dsScanner) buf(depth int) []byte {
+func (s *scanner) buf(depth int) []byte {
 	for len(s.bufs) <= depth {
 		s.bufs = append(s.bufs, nil)
 	}
 	if s.bufs[depth] == nil {
-		s.bufs[depth] = make([]byte, dsBufSize)
+		s.bufs[depth] = make([]byte, bufSize)
 	}
 	return s.bufs[depth]
 }
 
-func (s *dsScanner) push(fd, pathLen int, trie *dsTrie, delOf *layout.DeletingGroup, delIdx int) {
+func (s *scanner) push(fd, pathLen int, trie *dsTrie, delOf *layout.DeletingGroup, delIdx int) {
 	s.stack = append(s.stack, dsLevel{fd: fd, buf: s.buf(len(s.stack)), pathLen: pathLen, trie: trie, delOf: delOf, delIdx: delIdx})
 }
 
-func (s *dsScanner) curPath() string {
+func (s *scanner) curPath() string {
 	if len(s.path) == 0 {
 		return "/"
 	}
 	return string(s.path)
 }
 
-func (s *dsScanner) childPath(name []byte) string {
+func (s *scanner) childPath(name []byte) string {
 	if len(s.path) == 0 {
 		return "/" + string(name)
 	}
 	return string(s.path) + "/" + string(name)
 }
 
-func (s *dsScanner) run() {
+func (s *scanner) run() {
 	for len(s.stack) > 0 {
 		lv := &s.stack[len(s.stack)-1]
 		if s.stopped != "" {
@@ -287,7 +288,7 @@ func (s *dsScanner) run() {
 				s.bigDir(lv)
 			}
 		}
-		typ, nameZ, ok := dsNextDirent(lv)
+		typ, nameZ, ok := nextDirent(lv)
 		if !ok {
 			continue
 		}
@@ -299,11 +300,11 @@ func (s *dsScanner) run() {
 	}
 }
 
-// dsNextDirent takes the next linux_dirent64 record from the level's
+// nextDirent takes the next linux_dirent64 record from the level's
 // buffer: d_ino (8 bytes), d_off (8), d_reclen (2), d_type (1), d_name
 // (NUL-terminated). It returns the name with its NUL. A record that does
 // not fit the buffer ends the buffer; the kernel never writes one.
-func dsNextDirent(lv *dsLevel) (typ uint8, nameZ []byte, ok bool) {
+func nextDirent(lv *dsLevel) (typ uint8, nameZ []byte, ok bool) {
 	b := lv.buf[lv.off:lv.n]
 	if len(b) < 20 {
 		lv.off = lv.n
@@ -323,7 +324,7 @@ func dsNextDirent(lv *dsLevel) (typ uint8, nameZ []byte, ok bool) {
 	return b[18], raw[:nul+1], true
 }
 
-func (s *dsScanner) entry(lv *dsLevel, typ uint8, name, nameZ []byte) {
+func (s *scanner) entry(lv *dsLevel, typ uint8, name, nameZ []byte) {
 	out := s.out
 	out.Entries++
 	lv.entries++
@@ -334,7 +335,7 @@ func (s *dsScanner) entry(lv *dsLevel, typ uint8, name, nameZ []byte) {
 	if typ == unix.DT_UNKNOWN {
 		typ = s.resolveType(lv, nameZ)
 	}
-	isDir := typ == unix.DT_DIR || typ == dsTypeMountDir
+	isDir := typ == unix.DT_DIR || typ == typeMountDir
 	switch {
 	case isDir:
 		out.Dirs++
@@ -353,7 +354,7 @@ func (s *dsScanner) entry(lv *dsLevel, typ uint8, name, nameZ []byte) {
 			out.DeletingCount++
 			delOf = s.groupFor(lv)
 			if delOf != nil {
-				delIdx = delOf.Add(layout.DeletingEntry{Name: string(name), Original: orig, Suffix: suffix, Type: dsTypeName(typ), Mountpoint: typ == dsTypeMountDir}, s.req.KeepDeleting)
+				delIdx = delOf.Add(layout.DeletingEntry{Name: string(name), Original: orig, Suffix: suffix, Type: typeName(typ), Mountpoint: typ == typeMountDir}, s.req.KeepDeleting)
 			}
 		}
 	}
@@ -362,10 +363,10 @@ func (s *dsScanner) entry(lv *dsLevel, typ uint8, name, nameZ []byte) {
 	} else if out.Entries&1023 == 0 && !s.deadline.IsZero() && time.Now().After(s.deadline) {
 		s.stopped = fmt.Sprintf("time budget of %s reached", s.req.MaxTime)
 	}
-	if isDir && s.stopped == "" && typ != dsTypeMountDir && s.descend(lv, name, nameZ, delOf, delIdx) {
+	if isDir && s.stopped == "" && typ != typeMountDir && s.descend(lv, name, nameZ, delOf, delIdx) {
 		return
 	}
-	if typ == dsTypeMountDir {
+	if typ == typeMountDir {
 		s.mountNotEntered(name)
 	}
 	if delOf != nil {
@@ -373,9 +374,9 @@ func (s *dsScanner) entry(lv *dsLevel, typ uint8, name, nameZ []byte) {
 	}
 }
 
-func dsTypeName(typ uint8) string {
+func typeName(typ uint8) string {
 	switch typ {
-	case unix.DT_DIR, dsTypeMountDir:
+	case unix.DT_DIR, typeMountDir:
 		return "dir"
 	case unix.DT_REG:
 		return "file"
@@ -387,7 +388,7 @@ func dsTypeName(typ uint8) string {
 
 // groupFor returns the leftover group of the directory at the top of the
 // stack, creating it; nil past the bound on groups.
-func (s *dsScanner) groupFor(lv *dsLevel) *layout.DeletingGroup {
+func (s *scanner) groupFor(lv *dsLevel) *layout.DeletingGroup {
 	if lv.group != nil {
 		return lv.group
 	}
@@ -400,23 +401,23 @@ func (s *dsScanner) groupFor(lv *dsLevel) *layout.DeletingGroup {
 	return lv.group
 }
 
-func (s *dsScanner) mountNotEntered(name []byte) {
+func (s *scanner) mountNotEntered(name []byte) {
 	s.out.MountsNotEntered++
-	if len(s.out.MountsNotEnteredSample) < dsSampleMax {
+	if len(s.out.MountsNotEnteredSample) < sampleMax {
 		s.out.MountsNotEnteredSample = append(s.out.MountsNotEnteredSample, s.childPath(name))
 	}
 }
 
-func (s *dsScanner) unreadable(p string, err error) {
+func (s *scanner) unreadable(p string, err error) {
 	s.out.Unreadable++
-	if len(s.out.UnreadableSample) < dsSampleMax {
+	if len(s.out.UnreadableSample) < sampleMax {
 		s.out.UnreadableSample = append(s.out.UnreadableSample, layout.DirShapeError{Path: p, Error: err.Error()})
 	}
 }
 
 // descend opens a subdirectory and pushes it; false when it was not
 // entered (a mount, too deep, unreadable).
-func (s *dsScanner) descend(lv *dsLevel, name, nameZ []byte, delOf *layout.DeletingGroup, delIdx int) bool {
+func (s *scanner) descend(lv *dsLevel, name, nameZ []byte, delOf *layout.DeletingGroup, delIdx int) bool {
 	var trie *dsTrie
 	if lv.trie != nil {
 		if k := lv.trie.kids[string(name)]; k != nil {
@@ -462,14 +463,14 @@ func (s *dsScanner) descend(lv *dsLevel, name, nameZ []byte, delOf *layout.Delet
 	return true
 }
 
-const dsOpenFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+const openFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 
 // openDir opens one directory entry below dirfd without following a
 // symlink and, with openat2, without crossing into another mount (EXDEV).
 // nameZ is NUL-terminated, so no copy is made.
-func (s *dsScanner) openDir(dirfd int, nameZ []byte) (int, error) {
+func (s *scanner) openDir(dirfd int, nameZ []byte) (int, error) {
 	for {
-		flags := dsOpenFlags
+		flags := openFlags
 		if s.noatime {
 			flags |= unix.O_NOATIME
 		}
@@ -499,10 +500,10 @@ func (s *dsScanner) openDir(dirfd int, nameZ []byte) (int, error) {
 // resolveType finds the type of an entry whose d_type the filesystem did
 // not fill in, without crossing into a mount: an O_PATH open that refuses
 // mount crossings, then fstat of that.
-func (s *dsScanner) resolveType(lv *dsLevel, nameZ []byte) uint8 {
+func (s *scanner) resolveType(lv *dsLevel, nameZ []byte) uint8 {
 	if lv.trie != nil {
 		if k := lv.trie.kids[string(nameZ[:len(nameZ)-1])]; k != nil && k.mount {
-			return dsTypeMountDir
+			return typeMountDir
 		}
 	}
 	var st unix.Stat_t
@@ -510,7 +511,7 @@ func (s *dsScanner) resolveType(lv *dsLevel, nameZ []byte) uint8 {
 		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_SYMLINKS}
 		fd, _, e := unix.Syscall6(unix.SYS_OPENAT2, uintptr(lv.fd), uintptr(unsafe.Pointer(&nameZ[0])), uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
 		if e == unix.EXDEV {
-			return dsTypeMountDir
+			return typeMountDir
 		}
 		if e != 0 {
 			return unix.DT_UNKNOWN
@@ -526,7 +527,7 @@ func (s *dsScanner) resolveType(lv *dsLevel, nameZ []byte) uint8 {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		if !s.openat2 && st.Dev != s.rootDev {
-			return dsTypeMountDir
+			return typeMountDir
 		}
 		return unix.DT_DIR
 	case unix.S_IFREG:
@@ -539,13 +540,13 @@ func (s *dsScanner) resolveType(lv *dsLevel, nameZ []byte) uint8 {
 
 // pop finishes the directory at the top of the stack. partial is set when
 // the scan stopped before reading it to the end.
-func (s *dsScanner) pop(partial bool) {
+func (s *scanner) pop(partial bool) {
 	lv := &s.stack[len(s.stack)-1]
 	partial = partial || lv.failed || lv.cut
 	if lv.group != nil && !partial {
 		s.checkOriginals(lv)
 	}
-	if lv.big || s.wantTop(lv.entries) || lv.subdirs > dsNlinkLimit {
+	if lv.big || s.wantTop(lv.entries) || lv.subdirs > nlinkLimit {
 		s.record(lv, partial)
 	}
 	if lv.entries == 0 && !partial {
@@ -564,7 +565,7 @@ func (s *dsScanner) pop(partial bool) {
 // checkOriginals reads the directory a second time, by name only, to see
 // which leftovers' original names are still there. Only directories
 // holding leftovers pay for it.
-func (s *dsScanner) checkOriginals(lv *dsLevel) {
+func (s *scanner) checkOriginals(lv *dsLevel) {
 	g := lv.group
 	if _, err := unix.Seek(lv.fd, 0, 0); err != nil {
 		return
@@ -587,7 +588,7 @@ func (s *dsScanner) checkOriginals(lv *dsLevel) {
 		}
 		tmp.off, tmp.n = 0, n
 		for tmp.off < tmp.n {
-			_, nameZ, ok := dsNextDirent(&tmp)
+			_, nameZ, ok := nextDirent(&tmp)
 			if !ok {
 				continue
 			}
@@ -602,12 +603,12 @@ func (s *dsScanner) checkOriginals(lv *dsLevel) {
 	}
 }
 
-func (s *dsScanner) wantTop(entries uint64) bool {
+func (s *scanner) wantTop(entries uint64) bool {
 	return len(s.top) < s.req.Top || entries > s.top[0].Size()
 }
 
 // pushTop keeps the req.Top largest directories in a min-heap.
-func (s *dsScanner) pushTop(d layout.DirShapeDir) {
+func (s *scanner) pushTop(d layout.DirShapeDir) {
 	h := s.top
 	if len(h) < s.req.Top {
 		h = append(h, d)
@@ -639,7 +640,7 @@ func (s *dsScanner) pushTop(d layout.DirShapeDir) {
 	}
 }
 
-func (s *dsScanner) finalize(elapsed time.Duration) {
+func (s *scanner) finalize(elapsed time.Duration) {
 	out := s.out
 	out.Largest = append(out.Largest, s.top...)
 	sort.SliceStable(out.Largest, func(i, j int) bool {

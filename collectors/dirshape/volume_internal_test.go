@@ -23,8 +23,8 @@ func TestDsIsRuntimeVolume(t *testing.T) {
 		// The root's own name is not the volume's _data.
 		{"/srv/volumes/x/_data", "sub", false},
 	} {
-		if got := dsIsRuntimeVolume(tc.root, tc.rel); got != tc.want {
-			t.Errorf("dsIsRuntimeVolume(%q, %q) = %v, want %v", tc.root, tc.rel, got, tc.want)
+		if got := isRuntimeVolume(tc.root, tc.rel); got != tc.want {
+			t.Errorf("isRuntimeVolume(%q, %q) = %v, want %v", tc.root, tc.rel, got, tc.want)
 		}
 	}
 }
@@ -38,7 +38,7 @@ func FuzzDsIsRuntimeVolume(f *testing.F) {
 	f.Add("/", "volumes/a/_data")
 	f.Add("", "_data/../volumes")
 	f.Fuzz(func(t *testing.T, root, rel string) {
-		got := dsIsRuntimeVolume(root, rel)
+		got := isRuntimeVolume(root, rel)
 		if rel == "" && got {
 			t.Errorf("root %q alone read as a volume", root)
 		}

@@ -27,7 +27,8 @@ func init() {
 		PrestartWorker: true, // every run reads through a worker
 		DefaultTimeout: 15 * time.Second,
 		After:          []string{collectors.MountprobeName},
-		Run:            collectHost,
+		Files:          files,
+		Run:            collect,
 	})
 }
 
@@ -74,7 +75,7 @@ var hostRawFiles = []struct{ src, dst string }{
 	{"/proc/partitions", "proc/partitions"},
 }
 
-func collectHost(ctx context.Context, env *collectors.Env) error {
+func collect(ctx context.Context, env *collectors.Env) error {
 	// Tell gopsutil where the host's files are (a container sees the host
 	// under --root).
 	gctx := context.WithValue(ctx, common.EnvKey, common.EnvMap{

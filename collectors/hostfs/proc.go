@@ -32,6 +32,29 @@ func NSInode(p string) (uint64, error) {
 	return procfs.ParseMountNS(link)
 }
 
+// Readlink reads a /proc link (ns/*, exe, cwd, fd/N, "self") without
+// following it. Reading a link takes no lock of the process it belongs
+// to and touches no filesystem but procfs.
+func Readlink(p string) (string, error) {
+	return os.Readlink(p)
+}
+
+// ProcFileMax bounds ReadProc: a task's status or cgroup file, or
+// /proc/stat on a machine with many CPUs and interrupts, is far shorter.
+const ProcFileMax = 1 << 20
+
+// ReadProc reads a kernel file of /proc (a task's status, stat, cgroup or
+// wchan; /proc/stat) whole, up to ProcFileMax, in the calling process:
+// these files take no lock another process can hold. buf, if large
+// enough, is used (and the result aliases it); otherwise a buffer of
+// ProcFileMax is allocated.
+func ReadProc(p string, buf []byte) ([]byte, error) {
+	if len(buf) == 0 {
+		buf = make([]byte, ProcFileMax)
+	}
+	return ReadSmall(p, buf)
+}
+
 // ListPIDs returns the numeric entry names of a /proc directory (pids,
 // tids), sorted; every collector that walks /proc does it with this.
 // getdents only: no entry is stat()ed.

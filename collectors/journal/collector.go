@@ -39,10 +39,11 @@ func init() {
 		DefaultEnabled: true,
 		DefaultTimeout: 60 * time.Second,
 		After:          []string{collectors.MountprobeName},
-		Options:        &journalOpts,
-		Flags:          journalFlags,
+		Options:        &opts,
+		Flags:          flags,
 		Completions:    map[string][]string{"journal-reader": {ReaderNative, ReaderJournalctl, ReaderAuto}},
-		Run:            collectJournal,
+		Files:          files,
+		Run:            collect,
 	})
 	isolate.RegisterOp(opJournalProbe, isolate.Typed(journalProbeOp))
 	isolate.RegisterOp(opJournalReadAt, isolate.Typed(journalReadAtOp))
@@ -52,7 +53,7 @@ func init() {
 // journalRun is one run of the collector.
 type journalRun struct {
 	env     *collectors.Env
-	o       JournalOptions
+	o       Options
 	since   time.Time
 	idx     layout.JournalSources
 	loc     []string // -D DIR or --root ROOT
@@ -87,19 +88,19 @@ func (e *timeoutError) Unwrap() []error {
 	return []error{context.DeadlineExceeded, e.cause}
 }
 
-func collectJournal(ctx context.Context, env *collectors.Env) error {
-	o := JournalOptions{Kernel: true, MaxBytes: DefaultJournalMaxBytes, MemoryCap: DefaultJournalMemoryCap, CommandTimeout: DefaultJournalTimeout}
+func collect(ctx context.Context, env *collectors.Env) error {
+	o := defaults
 	if err := env.Options(&o); err != nil {
 		return err
 	}
 	if o.MaxBytes <= 0 {
-		o.MaxBytes = DefaultJournalMaxBytes
+		o.MaxBytes = defaults.MaxBytes
 	}
 	if o.CommandTimeout <= 0 {
-		o.CommandTimeout = DefaultJournalTimeout
+		o.CommandTimeout = defaults.CommandTimeout
 	}
 	if o.MemoryCap <= 0 {
-		o.MemoryCap = DefaultJournalMemoryCap
+		o.MemoryCap = defaults.MemoryCap
 	}
 	// The memory cap bounds the lines held; the collection's GC setting
 	// would let the heap grow to several times that (to its 256 MiB soft

@@ -9,7 +9,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/internal/shared"
+	"github.com/nodesnap/nodesnap/internal/cliflag"
 )
 
 // collect runs data through a window in pieces of the given sizes and
@@ -249,17 +249,17 @@ func TestUnitAndMatchQueries(t *testing.T) {
 
 func TestJournalSizeFlag(t *testing.T) {
 	for in, want := range map[string]int64{"1048576": 1 << 20, "512KiB": 512 << 10, "32MiB": 32 << 20, "1g": 1 << 30, "2MB": 2e6} {
-		n, err := shared.ParseByteSize(in)
+		n, err := cliflag.ParsePositiveSize(in)
 		if err != nil || n != want {
 			t.Errorf("%s: %d %v, want %d", in, n, err, want)
 		}
 	}
 	for _, bad := range []string{"", "0", "-1", "x", "1.5MiB", "99999999999GiB"} {
-		if _, err := shared.ParseByteSize(bad); err == nil {
+		if _, err := cliflag.ParsePositiveSize(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	s := shared.ByteSize(32 << 20)
+	s := cliflag.PositiveSize(32 << 20)
 	if s.String() != "32MiB" {
 		t.Errorf("String: %s", s.String())
 	}

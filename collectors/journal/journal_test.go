@@ -2,7 +2,6 @@ package journal_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -24,6 +23,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/journal"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
+	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
@@ -47,25 +47,11 @@ func journalFlags(t *testing.T, args ...string) {
 	t.Cleanup(func() { _ = set(nil) })
 }
 
-// collectJournal runs a real collection and returns the validated bundle.
+// collectJournal runs a real collection (supervisortest serves the
+// children) and returns the validated bundle.
 func collectJournal(t *testing.T, only []string, common collectors.Common) (*bundle.Contents, time.Duration) {
 	t.Helper()
-	start := time.Now()
-	res, err := supervisor.Run(context.Background(), supervisor.Options{OutputDir: t.TempDir(), Only: only,
-		Timeout: 90 * time.Second, Common: common})
-	if err != nil {
-		t.Fatalf("collect: %v", err)
-	}
-	elapsed := time.Since(start)
-	rep, err := bundle.Validate(context.Background(), res.Bundle.Path)
-	if err != nil {
-		t.Fatalf("bundle does not validate: %v %v", err, rep.Problems)
-	}
-	c, err := bundle.ReadAll(context.Background(), res.Bundle.Path, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, elapsed
+	return supervisortest.Run(t, supervisor.Options{Only: only, Timeout: 90 * time.Second, Common: common})
 }
 
 func journalResult(t *testing.T, c *bundle.Contents) *bundle.CollectorResult {

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"os"
 	"strings"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 	"github.com/klauspost/compress/s2"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/journalfile"
 )

@@ -1,10 +1,11 @@
 package journal
 
 import (
-	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 )
 
 // An empty /var/log/journal (journald with volatile storage keeps one) is

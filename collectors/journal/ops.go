@@ -5,9 +5,10 @@ import (
 	"os"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/internal/inroot"
-	"golang.org/x/sys/unix"
 )
 
 // The journal collector's worker operations: probing journald, reading a file's tail, reading /dev/kmsg.

@@ -3,14 +3,15 @@ package journal
 import (
 	"time"
 
-	"github.com/nodesnap/nodesnap/collectors/internal/shared"
 	"github.com/spf13/pflag"
+
+	"github.com/nodesnap/nodesnap/internal/cliflag"
 )
 
 // The journal collector's flags and what they accept.
 
-// JournalOptions are the journal collector's flags.
-type JournalOptions struct {
+// Options are the journal collector's flags.
+type Options struct {
 	// Units are systemd units (".service" implied) whose logs are kept.
 	Units []string `json:"units"`
 	// Matches are extra journalctl matches (FIELD=VALUE), one file each.
@@ -60,20 +61,26 @@ const (
 	DefaultJournalMemoryCap = 64 << 20
 )
 
-var journalOpts = JournalOptions{Units: DefaultJournalUnits, Kernel: true,
-	MaxBytes: DefaultJournalMaxBytes, MemoryCap: DefaultJournalMemoryCap, CommandTimeout: DefaultJournalTimeout}
+// defaults are the options no flag changed: the one place a default is
+// written.
+var defaults = Options{Units: DefaultJournalUnits, Kernel: true,
+	MaxBytes: DefaultJournalMaxBytes, MemoryCap: DefaultJournalMemoryCap, CommandTimeout: DefaultJournalTimeout,
+	Reader: ReaderAuto}
 
-func journalFlags(fs *pflag.FlagSet) {
-	o := &journalOpts
-	fs.StringSliceVar(&o.Units, "journal-unit", DefaultJournalUnits, "journal: systemd units whose logs are collected (repeatable; replaces the default list)")
-	fs.StringArrayVar(&o.Matches, "journal-match", nil, "journal: also collect entries matching FIELD=VALUE, e.g. SYSLOG_IDENTIFIER=kubelet (repeatable, one file each)")
-	fs.BoolVar(&o.Kernel, "journal-kernel", true, "journal: collect the kernel log (every boot within --since)")
-	fs.StringVar(&o.Dir, "journal-dir", "", "journal: read this journal directory (journalctl -D) instead of the host's journal")
-	fs.BoolVar(&o.JSON, "journal-json", false, "journal: also export each source as journal JSON (one object per line)")
-	o.MaxBytes = DefaultJournalMaxBytes
-	fs.Var((*shared.ByteSize)(&o.MaxBytes), "journal-max-bytes", "journal: cap per source (unit, kernel log, file); the newest entries are kept")
-	o.MemoryCap = DefaultJournalMemoryCap
-	fs.Var((*shared.ByteSize)(&o.MemoryCap), "journal-memory-cap", "journal: most log bytes held in memory for one journal source (its newest entries, written oldest first); older entries past it are left out and the collector is partial, e.g. --journal-memory-cap 256MiB with --journal-max-bytes 1GiB")
-	fs.DurationVar(&o.CommandTimeout, "journal-timeout", DefaultJournalTimeout, "journal: deadline of one journalctl or dmesg run, or of reading one source from the journal files")
-	fs.StringVar(&o.Reader, "journal-reader", ReaderAuto, "journal: how the journal is read: native (nodesnap reads the journal files itself; no journalctl needed), journalctl, or auto (native; journalctl for --journal-json)")
+// opts are the options the flags set (in the supervisor); they reach the
+// collector's child as JSON.
+var opts = defaults
+
+func flags(fs *pflag.FlagSet) {
+	opts = defaults
+	o := &opts
+	fs.StringSliceVar(&o.Units, "journal-unit", o.Units, "journal: systemd units whose logs are collected (repeatable; replaces the default list)")
+	fs.StringArrayVar(&o.Matches, "journal-match", o.Matches, "journal: also collect entries matching FIELD=VALUE, e.g. SYSLOG_IDENTIFIER=kubelet (repeatable, one file each)")
+	fs.BoolVar(&o.Kernel, "journal-kernel", o.Kernel, "journal: collect the kernel log (every boot within --since)")
+	fs.StringVar(&o.Dir, "journal-dir", o.Dir, "journal: read this journal directory (journalctl -D) instead of the host's journal")
+	fs.BoolVar(&o.JSON, "journal-json", o.JSON, "journal: also export each source as journal JSON (one object per line)")
+	fs.Var((*cliflag.PositiveSize)(&o.MaxBytes), "journal-max-bytes", "journal: cap per source (unit, kernel log, file); the newest entries are kept")
+	fs.Var((*cliflag.PositiveSize)(&o.MemoryCap), "journal-memory-cap", "journal: most log bytes held in memory for one journal source (its newest entries, written oldest first); older entries past it are left out and the collector is partial, e.g. --journal-memory-cap 256MiB with --journal-max-bytes 1GiB")
+	fs.DurationVar(&o.CommandTimeout, "journal-timeout", o.CommandTimeout, "journal: deadline of one journalctl or dmesg run, or of reading one source from the journal files")
+	fs.StringVar(&o.Reader, "journal-reader", o.Reader, "journal: how the journal is read: native (nodesnap reads the journal files itself; no journalctl needed), journalctl, or auto (native; journalctl for --journal-json)")
 }

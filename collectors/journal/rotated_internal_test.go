@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 func TestParseRotatedName(t *testing.T) {

@@ -3,7 +3,6 @@ package journal_test
 import (
 	"bytes"
 	"compress/gzip"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 // rotatedLogs writes files under root/var/log: name → content, gzipped

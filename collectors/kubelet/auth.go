@@ -64,7 +64,7 @@ func (c kubeletCredential) describe() string {
 // apiserver-kubelet-client certificate under --root. problems are what a
 // customer should read in the manifest (a token file that could not be
 // read, a certificate that does not load).
-func resolveKubeletCredential(ctx context.Context, env *collectors.Env, o KubeletOptions) (c kubeletCredential, problems []string) {
+func resolveKubeletCredential(ctx context.Context, env *collectors.Env, o Options) (c kubeletCredential, problems []string) {
 	c.tokenSource = "none"
 	read := func(p string, max int64) ([]byte, error) {
 		var r isolate.ReadFileResult
@@ -351,7 +351,7 @@ func kubeletEvidenceName(endpoint string) string {
 // onto it (3<file) is resolved to its path and read in a worker as usual.
 // Failures are recorded for the collector to report, not fatal.
 func PrepareKubeletToken(ctx context.Context) {
-	o := &kubeletOpts
+	o := &opts
 	if o.TokenFile == "" || o.Token != "" || os.Getenv(KubeletTokenEnv) != "" {
 		return
 	}
@@ -361,7 +361,7 @@ func PrepareKubeletToken(ctx context.Context) {
 	}
 	timeout := o.RequestTimeout
 	if timeout <= 0 {
-		timeout = 10 * time.Second
+		timeout = defaults.RequestTimeout
 	}
 	from := o.TokenFile
 	target, err := owndesc.FilePath(fd)

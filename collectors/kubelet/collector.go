@@ -38,9 +38,10 @@ func init() {
 		DefaultEnabled: true,
 		DefaultTimeout: 40 * time.Second,
 		After:          []string{collectors.MountprobeName},
-		Options:        &kubeletOpts,
-		Flags:          kubeletFlags,
-		Run:            collectKubelet,
+		Options:        &opts,
+		Flags:          flags,
+		Files:          files,
+		Run:            collect,
 	})
 }
 
@@ -55,8 +56,8 @@ const KubeletTokenEnv = "NODESNAP_KUBELET_TOKEN"
 // found there would belong to someone else.
 var ServiceAccountTokenPath = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
-// KubeletOptions are the kubelet collector's flags.
-type KubeletOptions struct {
+// Options are the kubelet collector's flags.
+type Options struct {
 	URL         string `json:"url"`
 	ReadOnlyURL string `json:"readonly_url"`
 	// Token reaches the collector's child as JSON on its stdin; it never
@@ -82,24 +83,31 @@ type KubeletOptions struct {
 	RequestTimeout time.Duration `json:"request_timeout"`
 }
 
-var kubeletOpts KubeletOptions
+// defaults are the options no flag changed: the one place a default is
+// written.
+var defaults = Options{URL: "https://127.0.0.1:10250", ReadOnlyURL: "http://127.0.0.1:10255",
+	HealthzURL: "http://127.0.0.1:10248", Pprof: true, RequestTimeout: 10 * time.Second}
 
-func kubeletFlags(fs *pflag.FlagSet) {
-	o := &kubeletOpts
-	*o = KubeletOptions{}
-	fs.StringVar(&o.URL, "kubelet-url", "https://127.0.0.1:10250", "kubelet: the kubelet's authenticated (secure) endpoint")
-	fs.StringVar(&o.ReadOnlyURL, "kubelet-readonly-url", "http://127.0.0.1:10255", "kubelet: its read-only port, tried for healthz, metrics and pods when the secure port refuses (empty: never)")
-	fs.StringVar(&o.HealthzURL, "kubelet-healthz-url", "http://127.0.0.1:10248", "kubelet: its healthz port (plain HTTP, no authentication), asked for healthz when the secure port refuses (empty: never)")
+// opts are the options the flags set (in the supervisor); they reach the
+// collector's child as JSON.
+var opts = defaults
+
+func flags(fs *pflag.FlagSet) {
+	opts = defaults
+	o := &opts
+	fs.StringVar(&o.URL, "kubelet-url", o.URL, "kubelet: the kubelet's authenticated (secure) endpoint")
+	fs.StringVar(&o.ReadOnlyURL, "kubelet-readonly-url", o.ReadOnlyURL, "kubelet: its read-only port, tried for healthz, metrics and pods when the secure port refuses (empty: never)")
+	fs.StringVar(&o.HealthzURL, "kubelet-healthz-url", o.HealthzURL, "kubelet: its healthz port (plain HTTP, no authentication), asked for healthz when the secure port refuses (empty: never)")
 	fs.Var(&o.Token, "kubelet-token", "kubelet: bearer token (default: $"+KubeletTokenEnv+", then --kubelet-token-file, then the pod's service-account token)")
 	cliflag.MarkSecret(fs, "kubelet-token")
-	fs.StringVar(&o.TokenFile, "kubelet-token-file", "", "kubelet: file holding the bearer token (a path as nodesnap sees it, not under --root); /dev/stdin and /dev/fd/N, as <(kubectl create token ...) gives, are read before collection starts")
-	fs.StringVar(&o.ClientCert, "kubelet-client-cert", "", "kubelet: client certificate (PEM) to authenticate with, beside or instead of a token (a path as nodesnap sees it); with neither, a kubeadm control-plane node's <root>"+KubeadmKubeletClientCert+" is used")
-	fs.StringVar(&o.ClientKey, "kubelet-client-key", "", "kubelet: the private key (PEM) of --kubelet-client-cert; it is never written anywhere")
-	fs.StringVar(&o.CAFile, "kubelet-ca-file", "", "kubelet: CA bundle that signed the kubelet's serving certificate, or that certificate itself (a path as nodesnap sees it); without it the peer must present the serving certificate the kubelet's configuration names under --root (tlsCertFile, <cert-dir>/kubelet.crt, kubelet-server-current.pem) or a kubelet certificate the cluster CA signed, else it is sent no credential")
-	fs.BoolVar(&o.Insecure, "kubelet-insecure", false, "kubelet: skip TLS verification of the kubelet, and allow a credential over a plain http:// URL (the credential is then sent to whoever answers, on loopback too: port 10250 needs no privilege)")
-	fs.IntVar(&o.ProfileSeconds, "kubelet-profile-seconds", 0, "kubelet: also take a CPU profile for this many seconds (0: off)")
-	fs.BoolVar(&o.Pprof, "kubelet-pprof", true, "kubelet: ask for its goroutine dumps and heap (and CPU) profile; the kubelet authorizes /debug/pprof as get nodes/proxy, which also allows exec in every pod of the node, so the deploy manifests' least-privilege role lacks it and their pods pass false (docs/kubernetes.md)")
-	fs.DurationVar(&o.RequestTimeout, "kubelet-request-timeout", 10*time.Second, "kubelet: deadline of each request")
+	fs.StringVar(&o.TokenFile, "kubelet-token-file", o.TokenFile, "kubelet: file holding the bearer token (a path as nodesnap sees it, not under --root); /dev/stdin and /dev/fd/N, as <(kubectl create token ...) gives, are read before collection starts")
+	fs.StringVar(&o.ClientCert, "kubelet-client-cert", o.ClientCert, "kubelet: client certificate (PEM) to authenticate with, beside or instead of a token (a path as nodesnap sees it); with neither, a kubeadm control-plane node's <root>"+KubeadmKubeletClientCert+" is used")
+	fs.StringVar(&o.ClientKey, "kubelet-client-key", o.ClientKey, "kubelet: the private key (PEM) of --kubelet-client-cert; it is never written anywhere")
+	fs.StringVar(&o.CAFile, "kubelet-ca-file", o.CAFile, "kubelet: CA bundle that signed the kubelet's serving certificate, or that certificate itself (a path as nodesnap sees it); without it the peer must present the serving certificate the kubelet's configuration names under --root (tlsCertFile, <cert-dir>/kubelet.crt, kubelet-server-current.pem) or a kubelet certificate the cluster CA signed, else it is sent no credential")
+	fs.BoolVar(&o.Insecure, "kubelet-insecure", o.Insecure, "kubelet: skip TLS verification of the kubelet, and allow a credential over a plain http:// URL (the credential is then sent to whoever answers, on loopback too: port 10250 needs no privilege)")
+	fs.IntVar(&o.ProfileSeconds, "kubelet-profile-seconds", o.ProfileSeconds, "kubelet: also take a CPU profile for this many seconds (0: off)")
+	fs.BoolVar(&o.Pprof, "kubelet-pprof", o.Pprof, "kubelet: ask for its goroutine dumps and heap (and CPU) profile; the kubelet authorizes /debug/pprof as get nodes/proxy, which also allows exec in every pod of the node, so the deploy manifests' least-privilege role lacks it and their pods pass false (docs/kubernetes.md)")
+	fs.DurationVar(&o.RequestTimeout, "kubelet-request-timeout", o.RequestTimeout, "kubelet: deadline of each request")
 }
 
 // kubeletSecret is a string that never prints: fmt verbs, pflag's usage
@@ -235,7 +243,7 @@ func kubeletNoFineGrained(body string) bool {
 // kubeletRun holds one collection's state.
 type kubeletRun struct {
 	env      *collectors.Env
-	opts     KubeletOptions
+	opts     Options
 	token    string
 	cred     kubeletCredential
 	secure   *http.Client // nil when the secure port must not be used
@@ -258,13 +266,13 @@ type kubeletRun struct {
 	forbiddenUser string
 }
 
-func collectKubelet(ctx context.Context, env *collectors.Env) error {
-	var o KubeletOptions
+func collect(ctx context.Context, env *collectors.Env) error {
+	o := defaults
 	if err := env.Options(&o); err != nil {
 		return err
 	}
 	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = 10 * time.Second
+		o.RequestTimeout = defaults.RequestTimeout
 	}
 	k := &kubeletRun{env: env, opts: o, maxBytes: env.MaxFileBytes, pool: -1}
 	if cc := env.MaxCollectorBytes; cc > 0 {

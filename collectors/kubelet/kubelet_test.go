@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"net"
 	"net/http"
@@ -25,6 +24,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/kubelet"
 	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 

@@ -46,7 +46,7 @@ func parseKubeletURL(s string) (*url.URL, error) {
 // may be down. refusal, when not empty, says why the secure port is not
 // used at all; notes are what the search for the kubelet's certificate
 // could not use.
-func kubeletTLSConfig(ctx context.Context, env *collectors.Env, u *url.URL, o KubeletOptions, hasCred bool) (cfg *tls.Config, verified bool, how, refusal string, notes []string, err error) {
+func kubeletTLSConfig(ctx context.Context, env *collectors.Env, u *url.URL, o Options, hasCred bool) (cfg *tls.Config, verified bool, how, refusal string, notes []string, err error) {
 	if u.Scheme == "http" {
 		// Plain HTTP proves nothing about the peer, on loopback neither.
 		if hasCred && !o.Insecure {

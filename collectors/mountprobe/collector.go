@@ -25,9 +25,9 @@ import (
 // costs one deadline, and the hang evidence shows which call blocked.
 const opMountProbe = "mountprobe.probe"
 
-// MountprobeOptions are mountprobe's own settings. The probe deadline is
+// Options are mountprobe's own settings. The probe deadline is
 // the run's --probe-timeout.
-type MountprobeOptions struct {
+type Options struct {
 	// MaxWorkers bounds probes running at once that are not stuck.
 	// --workers probes run at once normally; a probe still running after
 	// SlowAfter no longer counts against either bound, so another probe
@@ -58,14 +58,34 @@ type MountprobeOptions struct {
 	First []string `json:"first,omitempty"`
 }
 
-var mountprobeOpts = MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 50 * time.Millisecond}
+// defaults are the options no flag changed: the one place a default is
+// written.
+var defaults = Options{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 50 * time.Millisecond}
 
-// mpFirstRoots are the host paths whose mounts are probed first: the
+// opts are the options the flags set (in the supervisor); they reach the
+// collector's child as JSON.
+var opts = defaults
+
+func flags(fs *pflag.FlagSet) {
+	opts = defaults
+	fs.IntVar(&opts.MaxWorkers, "mountprobe-max-workers", opts.MaxWorkers,
+		"mountprobe: most probes at once, not counting probes stuck on hung mounts (at least --workers)")
+	fs.IntVar(&opts.MaxStuck, "mountprobe-max-stuck", opts.MaxStuck,
+		"mountprobe: most probes stuck on hung mounts, besides --mountprobe-max-workers: this run's waiting for the probe deadline and earlier runs' still stuck (a mount an earlier run's probe is stuck on is reported hung, not probed again)")
+	fs.IntVar(&opts.MaxPerNamespace, "mountprobe-max-per-namespace", opts.MaxPerNamespace,
+		"mountprobe: most network and FUSE probes of one mount namespace at once (0: half of --mountprobe-max-workers)")
+	fs.StringSliceVar(&opts.First, "mountprobe-first", opts.First,
+		"mountprobe: more paths (host paths, comma-separated) whose mounts are probed first, besides the kubelet, runtime and CSI roots")
+	fs.DurationVar(&opts.SlowAfter, "mountprobe-slow-after", opts.SlowAfter,
+		"mountprobe: a probe not answered after this long counts as stuck for scheduling, and another probe starts in its place")
+}
+
+// firstRoots are the host paths whose mounts are probed first: the
 // kubelet, the container runtimes and CSI drivers. A hung mount here stops
 // pods; one elsewhere (a daemon's private namespace, a user's FUSE mount)
 // usually does not. Pod volume paths of a kubelet with another --root-dir
-// are recognised by their shape (see mpKubeletShaped).
-var mpFirstRoots = []string{
+// are recognised by their shape (see kubeletShaped).
+var firstRoots = []string{
 	"/var/lib/kubelet",
 	"/var/lib/containerd", "/run/containerd",
 	"/var/lib/docker", "/run/docker",
@@ -86,21 +106,13 @@ func init() {
 		// storageclients finds the filesystems already stuck in the
 		// kernel; their mounts are reported hung without a probe.
 		After:   []string{layout.DirStorageClients},
-		Options: &mountprobeOpts,
-		Flags: func(fs *pflag.FlagSet) {
-			fs.IntVar(&mountprobeOpts.MaxWorkers, "mountprobe-max-workers", mountprobeOpts.MaxWorkers,
-				"mountprobe: most probes at once, not counting probes stuck on hung mounts (at least --workers)")
-			fs.IntVar(&mountprobeOpts.MaxStuck, "mountprobe-max-stuck", mountprobeOpts.MaxStuck,
-				"mountprobe: most probes stuck on hung mounts, besides --mountprobe-max-workers: this run's waiting for the probe deadline and earlier runs' still stuck (a mount an earlier run's probe is stuck on is reported hung, not probed again)")
-			fs.IntVar(&mountprobeOpts.MaxPerNamespace, "mountprobe-max-per-namespace", mountprobeOpts.MaxPerNamespace,
-				"mountprobe: most network and FUSE probes of one mount namespace at once (0: half of --mountprobe-max-workers)")
-			fs.StringSliceVar(&mountprobeOpts.First, "mountprobe-first", mountprobeOpts.First,
-				"mountprobe: more paths (host paths, comma-separated) whose mounts are probed first, besides the kubelet, runtime and CSI roots")
-		},
-		Run: collectMountprobe,
+		Options: &opts,
+		Flags:   flags,
+		Files:   files,
+		Run:     collect,
 	})
-	isolate.RegisterOp(opMountProbe, isolate.Typed(mpProbeOp))
-	isolate.RegisterOp(opMountEarlier, isolate.Typed(mpEarlierOp))
+	isolate.RegisterOp(opMountProbe, isolate.Typed(probeOp))
+	isolate.RegisterOp(opMountEarlier, isolate.Typed(earlierOp))
 }
 
 // mpNamespace is one mount namespace and the tasks in it.
@@ -127,8 +139,8 @@ type mpNamespace struct {
 	err     string
 }
 
-// mpListNamespaces finds every distinct mount namespace and its tasks.
-func mpListNamespaces(fs *hostfs.FS) (map[uint64]*mpNamespace, uint64, uint64, error) {
+// listNamespaces finds every distinct mount namespace and its tasks.
+func listNamespaces(fs *hostfs.FS) (map[uint64]*mpNamespace, uint64, uint64, error) {
 	found, err := fs.MountNamespaces()
 	if err != nil {
 		return nil, 0, 0, err
@@ -179,14 +191,14 @@ const (
 	mpDone
 )
 
-func mpClassName(c procfs.FSClass) string {
+func className(c procfs.FSClass) string {
 	if c == procfs.ClassOther {
 		return "local"
 	}
 	return c.String()
 }
 
-type mpProber struct {
+type prober struct {
 	env          *collectors.Env
 	probeTimeout time.Duration
 	base, max    int
@@ -219,26 +231,26 @@ type mpProber struct {
 // mounts that is 37 MiB and costs at most 1.5x the time of the collection's
 // general limit (test/bench/mountprobe_scale.sh measures both; 1.1-1.5 here).
 const (
-	mpMemoryFloor    = 32 << 20
-	mpMemoryBase     = 8 << 20
-	mpMemoryPerMount = 1 << 10
-	mpMemoryCeiling  = 256 << 20
+	memoryFloor    = 32 << 20
+	memoryBase     = 8 << 20
+	memoryPerMount = 1 << 10
+	memoryCeiling  = 256 << 20
 )
 
-// mpMemoryLimit is the limit for mounts mounts.
-func mpMemoryLimit(mounts int) int64 {
-	return min(max(mpMemoryBase+int64(mounts)*mpMemoryPerMount, mpMemoryFloor), mpMemoryCeiling)
+// memoryLimit is the limit for mounts mounts.
+func memoryLimit(mounts int) int64 {
+	return min(max(memoryBase+int64(mounts)*memoryPerMount, memoryFloor), memoryCeiling)
 }
 
-func collectMountprobe(ctx context.Context, env *collectors.Env) error {
+func collect(ctx context.Context, env *collectors.Env) error {
 	// The floor until the tables' size is known.
-	isolate.LimitMemory(mpMemoryLimit(0))
-	opts := MountprobeOptions{MaxWorkers: 32, MaxStuck: 256, SlowAfter: 50 * time.Millisecond}
+	isolate.LimitMemory(memoryLimit(0))
+	opts := defaults
 	if err := env.Options(&opts); err != nil {
 		return err
 	}
 	started := time.Now()
-	p := &mpProber{env: env, probeTimeout: env.ProbeTimeout, base: env.Workers, slowAfter: opts.SlowAfter, started: started}
+	p := &prober{env: env, probeTimeout: env.ProbeTimeout, base: env.Workers, slowAfter: opts.SlowAfter, started: started}
 	if p.probeTimeout <= 0 {
 		p.probeTimeout = 3 * time.Second
 	}
@@ -276,7 +288,7 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	pctx, cancel := context.WithDeadline(ctx, soft)
 	defer cancel()
 
-	nss, hostNS, selfNS, err := mpListNamespaces(env.Host())
+	nss, hostNS, selfNS, err := listNamespaces(env.Host())
 	if err != nil {
 		return fmt.Errorf("finding mount namespaces: %w", err)
 	}
@@ -284,7 +296,7 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	p.limitMemory = isolate.LimitMemory
 	items := p.buildItems(order)
 
-	p.fusectl = mpFindFusectl(env, order)
+	p.fusectl = findFusectl(env, order)
 	fuseSeen := false
 	for _, it := range items {
 		if procfs.IsFUSE(it.rec.FSType) && it.major == 0 {
@@ -333,10 +345,10 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	}
 	rep.DurationMS = shared.Millis(time.Since(started))
 	rep.Notes = p.notes
-	if err := mpWriteReport(env, layout.ProbesFile, &rep, probes); err != nil {
+	if err := writeReport(env, layout.ProbesFile, &rep, probes); err != nil {
 		return err
 	}
-	if err := mpWriteReport(env, "summary.txt", &rep, probes, mpWriteSummary); err != nil {
+	if err := writeReport(env, "summary.txt", &rep, probes, writeSummary); err != nil {
 		return err
 	}
 	if n := rep.Counts[layout.ProbeHung]; n > 0 {
@@ -359,7 +371,7 @@ func collectMountprobe(ctx context.Context, env *collectors.Env) error {
 	return nil
 }
 
-func (p *mpProber) notef(format string, args ...any) {
+func (p *prober) notef(format string, args ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.notes = append(p.notes, fmt.Sprintf(format, args...))
@@ -369,7 +381,7 @@ func (p *mpProber) notef(format string, args ...any) {
 // takes the kernel's global namespace lock, which an unmount stuck on a
 // dead server can hold. The host's table is read first; if that read
 // hangs, every other one would too, so they are not attempted.
-func (p *mpProber) readTables(ctx context.Context, nss map[uint64]*mpNamespace, hostNS, selfNS uint64) []*mpNamespace {
+func (p *prober) readTables(ctx context.Context, nss map[uint64]*mpNamespace, hostNS, selfNS uint64) []*mpNamespace {
 	order := make([]*mpNamespace, 0, len(nss))
 	for _, ns := range nss {
 		sort.Ints(ns.pids)
@@ -450,9 +462,9 @@ func (p *mpProber) readTables(ctx context.Context, nss map[uint64]*mpNamespace, 
 	return order
 }
 
-// mpSafePath reports whether no network or FUSE mount of ns lies on the
+// safePath reports whether no network or FUSE mount of ns lies on the
 // way to mountpoint p (so walking to it cannot wait on a server).
-func mpSafePath(ns *mpNamespace, p string) bool {
+func safePath(ns *mpNamespace, p string) bool {
 	for _, m := range ns.mounts {
 		c := procfs.Classify(m)
 		if c != procfs.ClassNetwork && c != procfs.ClassFUSE {

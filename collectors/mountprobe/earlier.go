@@ -28,8 +28,8 @@ import (
 // stuck. It reads other processes' /proc files, so it runs in a worker.
 const opMountEarlier = "mountprobe.earlier"
 
-// mpNotePrefix starts the note of a probing worker.
-const mpNotePrefix = "mountprobe "
+// notePrefix starts the note of a probing worker.
+const notePrefix = "mountprobe "
 
 // mpNote is what a line of a probing worker's note says.
 type mpNote struct {
@@ -47,18 +47,18 @@ func (n mpNote) String() string {
 // Short is the line without the path, written when the worker's note has
 // no room for the path.
 func (n mpNote) Short() string {
-	s := fmt.Sprintf("%sdev=%s started=%d", mpNotePrefix, n.Dev, n.Started.UnixMilli())
+	s := fmt.Sprintf("%sdev=%s started=%d", notePrefix, n.Dev, n.Started.UnixMilli())
 	if n.TID > 0 {
 		s += " tid=" + strconv.Itoa(n.TID)
 	}
 	return s
 }
 
-// mpParseNote reads a line written by String or Short; the path may be
+// parseNote reads a line written by String or Short; the path may be
 // missing (see Short), and the thread (lines of versions that ran one
 // probe per worker).
-func mpParseNote(s string) (mpNote, bool) {
-	rest, ok := strings.CutPrefix(s, mpNotePrefix)
+func parseNote(s string) (mpNote, bool) {
+	rest, ok := strings.CutPrefix(s, notePrefix)
 	if !ok {
 		return mpNote{}, false
 	}
@@ -80,7 +80,7 @@ func mpParseNote(s string) (mpNote, bool) {
 		switch key {
 		case "dev":
 			maj, min, ok := strings.Cut(val, ":")
-			if !ok || !mpDigits(maj) || !mpDigits(min) {
+			if !ok || !digits(maj) || !digits(min) {
 				return mpNote{}, false
 			}
 			n.Dev = val
@@ -92,7 +92,7 @@ func mpParseNote(s string) (mpNote, bool) {
 			n.Started = time.UnixMilli(ms).UTC()
 		case "tid":
 			tid, err := strconv.Atoi(val)
-			if !mpDigits(val) || err != nil || tid <= 0 {
+			if !digits(val) || err != nil || tid <= 0 {
 				return mpNote{}, false
 			}
 			n.TID = tid
@@ -104,7 +104,7 @@ func mpParseNote(s string) (mpNote, bool) {
 	return n, true
 }
 
-func mpDigits(s string) bool {
+func digits(s string) bool {
 	if s == "" || len(s) > 10 {
 		return false
 	}
@@ -116,7 +116,7 @@ func mpDigits(s string) bool {
 	return true
 }
 
-type mpEarlierRequest struct {
+type earlierRequest struct {
 	Proc string `json:"proc"`
 	// OlderThan: a probe started less long ago may be another run's,
 	// still within its deadline.
@@ -132,7 +132,7 @@ type mpEarlier struct {
 	Path    string    `json:"path,omitempty"`
 }
 
-// mpEarlierOp lists the probes of workers of this binary (same executable
+// earlierOp lists the probes of workers of this binary (same executable
 // name, run by our user) whose thread is in D state and whose note line is older than the
 // request says. Only those workers are read beyond /proc/<pid>/stat and
 // their threads' stat: exe, cmdline and environ are read from stuck
@@ -140,7 +140,7 @@ type mpEarlier struct {
 // a stuck thread's own directory: a killed worker's main thread has
 // exited unless it is the one stuck, and a thread that exited shows no
 // memory.
-func mpEarlierOp(rq mpEarlierRequest) (any, error) {
+func earlierOp(rq earlierRequest) (any, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this program: %w", err)
@@ -170,10 +170,10 @@ func mpEarlierOp(rq mpEarlierRequest) (any, error) {
 		// leave any mount unprobed. Only a process of the user we run as
 		// is ours; status says so without the task's memory (and still
 		// does when the main thread has exited).
-		if !mpSameUser(dir) {
+		if !sameUser(dir) {
 			continue
 		}
-		stuck := mpThreadsD(dir)
+		stuck := threadsD(dir)
 		if len(stuck) == 0 {
 			continue
 		}
@@ -194,15 +194,15 @@ func mpEarlierOp(rq mpEarlierRequest) (any, error) {
 		if err != nil {
 			continue
 		}
-		out = append(out, mpStuckInNote(pid, environ, stuck, cutoff)...)
+		out = append(out, stuckInNote(pid, environ, stuck, cutoff)...)
 	}
 	return out, nil
 }
 
-// mpStuckInNote lists the probes named in a worker's note (from its
+// stuckInNote lists the probes named in a worker's note (from its
 // environ) that started before cutoff and whose thread is one of stuck;
 // a line that names no thread counts when any thread is stuck.
-func mpStuckInNote(pid int, environ []byte, stuck []int, cutoff time.Time) []mpEarlier {
+func stuckInNote(pid int, environ []byte, stuck []int, cutoff time.Time) []mpEarlier {
 	note, ok := isolate.WorkerNote(environ)
 	if !ok {
 		return nil
@@ -215,7 +215,7 @@ func mpStuckInNote(pid int, environ []byte, stuck []int, cutoff time.Time) []mpE
 		return nil
 	}
 	for _, line := range lines {
-		n, ok := mpParseNote(line)
+		n, ok := parseNote(line)
 		if !ok || n.Started.After(cutoff) || n.TID != 0 && !slices.Contains(stuck, n.TID) {
 			// A probe that answered after its worker was killed, or
 			// whose request its server never read, has ended.
@@ -226,10 +226,10 @@ func mpStuckInNote(pid int, environ []byte, stuck []int, cutoff time.Time) []mpE
 	return out
 }
 
-// mpSameUser reports whether the task at dir runs as the user we run as:
+// sameUser reports whether the task at dir runs as the user we run as:
 // real and effective uid both, from its status file. The owner of /proc/<pid>
 // would not do: a process that makes itself not dumpable shows as root's.
-func mpSameUser(dir string) bool {
+func sameUser(dir string) bool {
 	var b [4096]byte
 	st, err := hostfs.ReadSmall(filepath.Join(dir, "status"), b[:])
 	if err != nil {
@@ -247,9 +247,9 @@ func mpSameUser(dir string) bool {
 	return false
 }
 
-// mpThreadsD lists the threads of the process at dir in uninterruptible
+// threadsD lists the threads of the process at dir in uninterruptible
 // sleep: a Go worker blocks in a syscall on any thread.
-func mpThreadsD(dir string) []int {
+func threadsD(dir string) []int {
 	tids, err := hostfs.ListPIDs(filepath.Join(dir, "task"))
 	if err != nil {
 		return nil
@@ -272,9 +272,9 @@ func mpThreadsD(dir string) []int {
 // marks the mounts of their filesystems hung, unprobed. It returns how
 // many such probes there are (a worker may hold several), the number
 // counted against MaxStuck.
-func (p *mpProber) findEarlier(ctx context.Context, items []*mpItem) int {
+func (p *prober) findEarlier(ctx context.Context, items []*mpItem) int {
 	var found []mpEarlier
-	err := p.env.Do(ctx, opMountEarlier, p.env.ProcPath(), mpEarlierRequest{Proc: p.env.ProcPath(), OlderThanMS: p.probeTimeout.Milliseconds()}, &found)
+	err := p.env.Do(ctx, opMountEarlier, p.env.ProcPath(), earlierRequest{Proc: p.env.ProcPath(), OlderThanMS: p.probeTimeout.Milliseconds()}, &found)
 	if err != nil {
 		p.notef("the probes of earlier runs still stuck could not be listed (%v): hung mounts are probed again", err)
 		return 0
@@ -304,7 +304,7 @@ func (p *mpProber) findEarlier(ctx context.Context, items []*mpItem) int {
 // the kernel already shows stuck (Common.Stuck, from storageclients,
 // which ran before): a probe would only add one more task stuck on them
 // and cost a whole probe deadline. It returns how many mounts it marked.
-func (p *mpProber) markKernelStuck(items []*mpItem) int {
+func (p *prober) markKernelStuck(items []*mpItem) int {
 	if len(p.env.Stuck) == 0 {
 		return 0
 	}
@@ -333,7 +333,7 @@ func (p *mpProber) markKernelStuck(items []*mpItem) int {
 		it.rec.SkipReason = "reported hung from the kernel's own state (" + layout.DirStorageClients + "): a probe would block like the tasks already stuck on it"
 		it.hangEvidence = ks.Evidence
 		if ks.Evidence != nil {
-			it.rec.BlockedIn = mpBlockedIn(ks.Evidence)
+			it.rec.BlockedIn = blockedIn(ks.Evidence)
 		}
 	}
 	return n

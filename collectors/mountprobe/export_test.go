@@ -3,15 +3,15 @@ package mountprobe
 // SetMountprobeMaxStuckForTest sets --mountprobe-max-stuck for the runs
 // that follow and returns what restores it.
 func SetMountprobeMaxStuckForTest(n int) (restore func()) {
-	old := mountprobeOpts.MaxStuck
-	mountprobeOpts.MaxStuck = n
-	return func() { mountprobeOpts.MaxStuck = old }
+	old := opts.MaxStuck
+	opts.MaxStuck = n
+	return func() { opts.MaxStuck = old }
 }
 
 // StuckProbesForTest lists the probe workers stuck in D state with a probe
 // note, by filesystem (major:minor), as a later run finds them.
 func StuckProbesForTest() (map[string][]int, error) {
-	v, err := mpEarlierOp(mpEarlierRequest{Proc: "/proc"})
+	v, err := earlierOp(earlierRequest{Proc: "/proc"})
 	if err != nil {
 		return nil, err
 	}

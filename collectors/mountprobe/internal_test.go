@@ -48,8 +48,8 @@ func TestMountprobeFirstPath(t *testing.T) {
 		{"/home/u/pods/" + uid, nil, false},
 		{"", nil, false},
 	} {
-		if got := mpFirstPath(c.path, c.extra); got != c.want {
-			t.Errorf("mpFirstPath(%q, %q) = %v, want %v", c.path, c.extra, got, c.want)
+		if got := firstPath(c.path, c.extra); got != c.want {
+			t.Errorf("firstPath(%q, %q) = %v, want %v", c.path, c.extra, got, c.want)
 		}
 	}
 }
@@ -59,9 +59,9 @@ func FuzzMountprobeFirstPath(f *testing.F) {
 	f.Add("/data/plugins/kubernetes.io/csi")
 	f.Add("pods//volumes")
 	f.Fuzz(func(t *testing.T, p string) {
-		got := mpFirstPath(p, nil)
+		got := firstPath(p, nil)
 		// Anything below a first path is a first path too.
-		if got && !mpFirstPath(p+"/child", nil) {
+		if got && !firstPath(p+"/child", nil) {
 			t.Errorf("%q is a first path but %q is not", p, p+"/child")
 		}
 	})
@@ -90,7 +90,7 @@ func TestMountprobeInherit(t *testing.T) {
 	// A cycle (a mount moved under its own child) must not loop.
 	c1, c2 := mk(3, procfs.ClassOther, 6), mk(3, procfs.ClassOther, 7)
 	c1.parent, c2.parent = c2, c1
-	mpInherit([]*mpItem{root, kroot, vol, other, sameA, sameB, c1, c2})
+	inherit([]*mpItem{root, kroot, vol, other, sameA, sameB, c1, c2})
 	for _, it := range []*mpItem{root, kroot} {
 		if it.prio != vol.own || !it.rec.First {
 			t.Errorf("ancestor %d: prio %+v first %v, want %+v", it.order, it.prio, it.rec.First, vol.own)
@@ -123,7 +123,7 @@ func TestMpEncodeReport(t *testing.T) {
 			for i := range tc.rep.Probes {
 				probes = append(probes, &tc.rep.Probes[i])
 			}
-			if err := mpEncodeReport(&buf, &tc.rep, probes); err != nil {
+			if err := encodeReport(&buf, &tc.rep, probes); err != nil {
 				t.Fatal(err)
 			}
 			want, err := json.Marshal(&tc.rep)
@@ -166,14 +166,14 @@ func TestMpParseNote(t *testing.T) {
 		{"empty", "", mpNote{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := mpParseNote(tc.note)
+			got, ok := parseNote(tc.note)
 			if ok != tc.ok || got != tc.want {
-				t.Errorf("mpParseNote(%q) = %+v, %v; want %+v, %v", tc.note, got, ok, tc.want, tc.ok)
+				t.Errorf("parseNote(%q) = %+v, %v; want %+v, %v", tc.note, got, ok, tc.want, tc.ok)
 			}
 		})
 	}
 	long := mpNote{Dev: "0:9", Started: at, TID: 7, Path: "/" + strings.Repeat("x", 5000)}
-	if n, ok := mpParseNote(long.Short()); !ok || n.Path != "" || n.TID != 7 || len(long.Short()) > 80 {
+	if n, ok := parseNote(long.Short()); !ok || n.Path != "" || n.TID != 7 || len(long.Short()) > 80 {
 		t.Errorf("the short line of a note for a path too long: %q, parsed %+v %v", long.Short(), n, ok)
 	}
 	// Short lines of every probe a worker may run at once fit in its
@@ -213,7 +213,7 @@ func TestMpStuckInNote(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, e := range mpStuckInNote(42, tc.environ, tc.stuck, cutoff) {
+			for _, e := range stuckInNote(42, tc.environ, tc.stuck, cutoff) {
 				if e.PID != 42 {
 					t.Errorf("probe %+v: pid %d, want 42", e, e.PID)
 				}
@@ -230,14 +230,14 @@ func FuzzMpParseNote(f *testing.F) {
 	f.Add(mpNote{Dev: "0:55", Started: time.UnixMilli(1), Path: "/a"}.String())
 	f.Add("mountprobe dev=1:2 started=3")
 	f.Fuzz(func(t *testing.T, s string) {
-		n, ok := mpParseNote(s)
+		n, ok := parseNote(s)
 		if !ok {
 			return
 		}
 		if n.Dev == "" || n.Started.IsZero() {
 			t.Errorf("accepted %q without dev or start: %+v", s, n)
 		}
-		again, ok := mpParseNote(n.String())
+		again, ok := parseNote(n.String())
 		if !ok || again != n {
 			t.Errorf("%+v does not survive a round trip: %+v %v", n, again, ok)
 		}
@@ -298,7 +298,7 @@ func TestMpEarlierOpTrustsOnlyOurOwnWorkers(t *testing.T) {
 	}
 	worker(300, me, many...)
 
-	v, err := mpEarlierOp(mpEarlierRequest{Proc: proc, OlderThanMS: 1000})
+	v, err := earlierOp(earlierRequest{Proc: proc, OlderThanMS: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

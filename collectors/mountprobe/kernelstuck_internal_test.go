@@ -16,7 +16,7 @@ func TestMarkKernelStuck(t *testing.T) {
 	env := collectors.StandaloneEnv("mountprobe", t.TempDir(), collectors.Common{Stuck: []layout.KernelStuck{
 		{Dev: "0:52", Kind: layout.StuckFUSE, Name: "FUSE connection 52", Requests: 2, TIDs: []int{42}, Reason: "2 request(s) waiting", Evidence: ev},
 	}})
-	p := &mpProber{env: env}
+	p := &prober{env: env}
 	stuck := &mpItem{rec: layout.MountProbe{Dev: "0:52", Mountpoint: "/mnt/a"}}
 	bind := &mpItem{rec: layout.MountProbe{Dev: "0:52", Mountpoint: "/mnt/b"}}
 	hidden := &mpItem{rec: layout.MountProbe{Dev: "0:52", Mountpoint: "/mnt/a"}, hidden: true}
@@ -40,7 +40,7 @@ func TestMarkKernelStuck(t *testing.T) {
 			t.Errorf("%s must be left to the probe: %+v", it.rec.Mountpoint, it.rec)
 		}
 	}
-	if n := (&mpProber{env: collectors.StandaloneEnv("mountprobe", t.TempDir(), collectors.Common{})}).markKernelStuck([]*mpItem{other}); n != 0 {
+	if n := (&prober{env: collectors.StandaloneEnv("mountprobe", t.TempDir(), collectors.Common{})}).markKernelStuck([]*mpItem{other}); n != 0 {
 		t.Errorf("marked %d without verdicts", n)
 	}
 }

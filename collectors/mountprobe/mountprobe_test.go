@@ -179,7 +179,7 @@ func BenchmarkMountprobe200(b *testing.B) {
 	var worst time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		workers := mpWatchWorkers()
+		workers := watchWorkers()
 		c, elapsed := supervisortest.Run(b, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 			Common: collectors.Common{ProbeTimeout: probe}})
 		b.Logf("round %d: %d worker processes seen", i, workers())
@@ -204,12 +204,12 @@ func BenchmarkMountprobe200(b *testing.B) {
 	b.ReportMetric((worst - probe).Seconds(), "s-over-deadline")
 }
 
-// mpKubeletScene is incident 003 behind a namespace full of stale FUSE
+// kubeletScene is incident 003 behind a namespace full of stale FUSE
 // mounts: n hung ceph-fuse mounts and a few healthy tmpfs mounts that
 // exist only in another mount namespace (a CSI node plugin full of stale ceph-fuse mounts), and one
 // hung ceph-fuse mount under a kubelet-like pods/<uid>/volumes/... path
 // in the host namespace, on a kubelet root that is its own filesystem.
-type mpKubeletScene struct {
+type kubeletScene struct {
 	holder  *testkit.Holder
 	hung    []string // mountpoints of the other namespace's hung mounts
 	nsOK    []string // healthy mounts of the other namespace
@@ -221,11 +221,11 @@ type mpKubeletScene struct {
 	sharedNS, sharedHost string
 }
 
-func mpSetUpKubeletScene(t testing.TB, n int) *mpKubeletScene {
+func setUpKubeletScene(t testing.TB, n int) *kubeletScene {
 	t.Helper()
 	testkit.RequireFUSE(t)
 	dir := t.TempDir()
-	s := &mpKubeletScene{}
+	s := &kubeletScene{}
 	plugin := filepath.Join(dir, "plugin")
 	for i := 0; i < n; i++ {
 		f := testkit.HungFUSE(t, filepath.Join(plugin, fmt.Sprintf("ceph%03d", i)), testkit.FUSEStartHung(),
@@ -266,10 +266,10 @@ func mpSetUpKubeletScene(t testing.TB, n int) *mpKubeletScene {
 	return s
 }
 
-// mpKubeletRun collects mountprobe alone with the default probe deadline
+// kubeletRun collects mountprobe alone with the default probe deadline
 // and collector timeout, and returns the report and the kubelet mount's
 // record.
-func mpKubeletRun(t testing.TB, s *mpKubeletScene) (*bundle.Contents, *layout.MountProbeReport, *layout.MountProbe) {
+func kubeletRun(t testing.TB, s *kubeletScene) (*bundle.Contents, *layout.MountProbeReport, *layout.MountProbe) {
 	t.Helper()
 	c, elapsed := supervisortest.Run(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 		Common: collectors.Common{ProbeTimeout: 3 * time.Second}})
@@ -289,8 +289,8 @@ func mpKubeletRun(t testing.TB, s *mpKubeletScene) (*bundle.Contents, *layout.Mo
 // deadline, and healthy mounts (in both namespaces) are probed, although
 // the other namespace's hung mounts cannot all be probed in that time.
 func TestMountprobeKubeletMountNotStarvedByHungNamespace(t *testing.T) {
-	s := mpSetUpKubeletScene(t, 200)
-	c, rep, k := mpKubeletRun(t, s)
+	s := setUpKubeletScene(t, 200)
+	c, rep, k := kubeletRun(t, s)
 
 	if self, _ := testkit.MountNamespace(0); k.Result != layout.ProbeHung || !k.Probed || !k.First || k.ProbeNamespace != self {
 		t.Errorf("kubelet mount record: %+v (namespaces %+v)", *k, rep.Namespaces)
@@ -351,12 +351,12 @@ func TestMountprobeKubeletMountNotStarvedByHungNamespace(t *testing.T) {
 // wait too (probe deadline 3s, the default). Run by
 // test/bench/dirshape_mountprobe.sh.
 func BenchmarkMountprobeKubeletBehind200(b *testing.B) {
-	s := mpSetUpKubeletScene(b, 200)
+	s := setUpKubeletScene(b, 200)
 	var worst float64
 	missed := 0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		_, rep, k := mpKubeletRun(b, s)
+		_, rep, k := kubeletRun(b, s)
 		if k.Result != layout.ProbeHung {
 			// Never reported: the whole run is a lower bound.
 			b.Logf("round %d: the kubelet's mount was %s: %s", i, k.Result, k.SkipReason)
@@ -391,7 +391,7 @@ func BenchmarkMountprobeHung200(b *testing.B) {
 	var worst time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		workers := mpWatchWorkers()
+		workers := watchWorkers()
 		c, elapsed := supervisortest.Run(b, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 			Common: collectors.Common{ProbeTimeout: probe}})
 		b.Logf("round %d: %d worker processes seen", i, workers())
@@ -428,11 +428,11 @@ func BenchmarkMountprobeHung200(b *testing.B) {
 	b.ReportMetric((worst - probe).Seconds(), "s-over-deadline")
 }
 
-// mpWatchWorkers watches, every 20 ms until the returned function is
+// watchWorkers watches, every 20 ms until the returned function is
 // called, for the worker processes of this process's collectors (its
 // grandchildren of the same program), and that function returns how many
 // it saw. Workers live for a probe deadline at least, so none is missed.
-func mpWatchWorkers() (stop func() int) {
+func watchWorkers() (stop func() int) {
 	me := os.Getpid()
 	seen := map[int]bool{}
 	done := make(chan struct{})
@@ -485,9 +485,9 @@ func mpWatchWorkers() (stop func() int) {
 	}
 }
 
-// mpHungScene mounts n hung FUSE filesystems (each its own stuck daemon,
+// hungScene mounts n hung FUSE filesystems (each its own stuck daemon,
 // so none is spared as "same filesystem") and k healthy tmpfs mounts.
-func mpHungScene(t testing.TB, n, k int) (dir string, ok []string) {
+func hungScene(t testing.TB, n, k int) (dir string, ok []string) {
 	t.Helper()
 	testkit.RequireFUSE(t)
 	dir = t.TempDir()
@@ -500,9 +500,9 @@ func mpHungScene(t testing.TB, n, k int) (dir string, ok []string) {
 	return dir, ok
 }
 
-// mpCountHung counts the scene's mounts found hung, and the healthy ones
+// countHung counts the scene's mounts found hung, and the healthy ones
 // not found ok.
-func mpCountHung(rep *layout.MountProbeReport, dir string, ok []string) (hung, notOK int) {
+func countHung(rep *layout.MountProbeReport, dir string, ok []string) (hung, notOK int) {
 	for _, p := range rep.Probes {
 		if strings.HasPrefix(p.Mountpoint, dir+"/hung") && p.Result == layout.ProbeHung {
 			hung++
@@ -522,7 +522,7 @@ func mpCountHung(rep *layout.MountProbeReport, dir string, ok []string) (hung, n
 // workers, holding the slots would take three deadlines; the test allows
 // less than two.
 func TestMountprobeManyHungCostOneDeadline(t *testing.T) {
-	dir, ok := mpHungScene(t, 96, 10)
+	dir, ok := hungScene(t, 96, 10)
 	const probe = 3 * time.Second
 	c, elapsed := supervisortest.Run(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 		Common: collectors.Common{ProbeTimeout: probe}})
@@ -530,7 +530,7 @@ func TestMountprobeManyHungCostOneDeadline(t *testing.T) {
 	var rep layout.MountProbeReport
 	supervisortest.Decode(t, c, "mountprobe/probes.json", &rep)
 	d := time.Duration(res.DurationSeconds * float64(time.Second))
-	hung, notOK := mpCountHung(&rep, dir, ok)
+	hung, notOK := countHung(&rep, dir, ok)
 	t.Logf("run %.2fs, mountprobe %.2fs, status %s, counts %v, at most %d stuck at once", elapsed.Seconds(), d.Seconds(), res.Status, rep.Counts, rep.PeakStuck)
 	if hung != 96 || notOK != 0 {
 		t.Errorf("%d of 96 hung mounts found hung, %d of %d healthy mounts not ok", hung, notOK, len(ok))
@@ -552,13 +552,13 @@ func TestMountprobeManyHungCostOneDeadline(t *testing.T) {
 // the healthy ones are all probed.
 func TestMountprobeMaxStuckBound(t *testing.T) {
 	defer mountprobe.SetMountprobeMaxStuckForTest(8)()
-	dir, ok := mpHungScene(t, 60, 5)
+	dir, ok := hungScene(t, 60, 5)
 	const probe = time.Second
 	c, _ := supervisortest.Run(t, supervisor.Options{Only: []string{"mountprobe"}, Timeout: time.Minute,
 		Common: collectors.Common{ProbeTimeout: probe}})
 	var rep layout.MountProbeReport
 	supervisortest.Decode(t, c, "mountprobe/probes.json", &rep)
-	hung, notOK := mpCountHung(&rep, dir, ok)
+	hung, notOK := countHung(&rep, dir, ok)
 	t.Logf("mountprobe %.2fs, counts %v, max stuck %d, at most %d stuck at once", rep.DurationMS/1000, rep.Counts, rep.MaxStuck, rep.PeakStuck)
 	if rep.MaxStuck != 8 {
 		t.Fatalf("probes.json max_stuck %d, want the 8 set", rep.MaxStuck)
@@ -585,7 +585,7 @@ func TestMountprobeEarlierStuckProbesReused(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("HUNG_MOUNTS")); err == nil && v > 0 {
 		n = v
 	}
-	dir, ok := mpHungScene(t, n, 2)
+	dir, ok := hungScene(t, n, 2)
 	devs := map[string]bool{}
 	var rep layout.MountProbeReport
 	// countStuck counts the stuck probe workers on the scene's hung
@@ -609,7 +609,7 @@ func TestMountprobeEarlierStuckProbesReused(t *testing.T) {
 			Common: collectors.Common{ProbeTimeout: time.Second}})
 		rep = layout.MountProbeReport{}
 		supervisortest.Decode(t, c, "mountprobe/probes.json", &rep)
-		hung, notOK := mpCountHung(&rep, dir, ok)
+		hung, notOK := countHung(&rep, dir, ok)
 		if hung != n || notOK != 0 {
 			t.Fatalf("run %d: %d of %d hung mounts found hung, %d healthy mounts not ok", run, hung, n, notOK)
 		}

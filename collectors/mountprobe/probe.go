@@ -10,13 +10,14 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/collectors/internal/shared"
 	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/procfs"
-	"golang.org/x/sys/unix"
 )
 
 // One probe: the worker's stat and statfs, and what a hung one was blocked in.
@@ -30,9 +31,9 @@ type mpRequest struct {
 	StartedMS int64  `json:"started_ms,omitempty"`
 }
 
-// mpResponse is what one probe found. Failures are data here, not
+// response is what one probe found. Failures are data here, not
 // errors, so that stat's errno and statfs's are both kept.
-type mpResponse struct {
+type response struct {
 	Stat        *isolate.StatResult   `json:"stat,omitempty"`
 	StatErr     string                `json:"stat_err,omitempty"`
 	StatErrno   int                   `json:"stat_errno,omitempty"`
@@ -43,11 +44,11 @@ type mpResponse struct {
 	StatfsNS    int64                 `json:"statfs_ns"`
 }
 
-// mpProbeOp runs in a worker: lstat (the mountpoint is crossed, a
+// probeOp runs in a worker: lstat (the mountpoint is crossed, a
 // symlink at the end is not followed) then statfs. statfs is tried even
 // when stat failed, since their errors can differ.
-func mpProbeOp(rq mpRequest) (any, error) {
-	var r mpResponse
+func probeOp(rq mpRequest) (any, error) {
+	var r response
 	if rq.Dev != "" {
 		// The worker runs this probe on a thread of its own, which the
 		// note names: a later run counts the probe stuck only while
@@ -87,11 +88,11 @@ func mpErrno(err error) int {
 	return 0
 }
 
-// mpFindFusectl lists mounts of fusectl, the FUSE control filesystem:
+// findFusectl lists mounts of fusectl, the FUSE control filesystem:
 // /sys/fs/fuse/connections normally, then wherever the mount tables show
 // one (it has a single superblock, so every mount shows every connection)
 // as long as no network or FUSE mount lies on its path.
-func mpFindFusectl(env *collectors.Env, order []*mpNamespace) []string {
+func findFusectl(env *collectors.Env, order []*mpNamespace) []string {
 	std := env.SysPath("fs/fuse/connections")
 	var out []string
 	for _, ns := range order {
@@ -102,7 +103,7 @@ func mpFindFusectl(env *collectors.Env, order []*mpNamespace) []string {
 			p := ns.prefix + m.MountPoint
 			if p == std {
 				out = append([]string{std}, out...)
-			} else if mpSafePath(ns, m.MountPoint) && len(out) < 8 {
+			} else if safePath(ns, m.MountPoint) && len(out) < 8 {
 				out = append(out, p)
 			}
 		}
@@ -114,7 +115,7 @@ func mpFindFusectl(env *collectors.Env, order []*mpNamespace) []string {
 // daemon (queued plus being served), from the first fusectl mount that
 // answers. fusectl is a kernel pseudo filesystem: reading it cannot block
 // on the daemon.
-func (p *mpProber) fuseWaiting(conn uint32) *int {
+func (p *prober) fuseWaiting(conn uint32) *int {
 	for _, dir := range p.fusectl {
 		r, err := isolate.ReadFileLimited(path.Join(dir, strconv.FormatUint(uint64(conn), 10), "waiting"), 64)
 		if err != nil {
@@ -133,7 +134,7 @@ func (p *mpProber) fuseWaiting(conn uint32) *int {
 // mountpoint itself in the host's namespace, the path under --root in
 // nodesnap's own, /proc/<pid>/root/... in any other; a mount of nodesnap's
 // own outside --root by the path it was probed at.
-func (p *mpProber) reportHung(it *mpItem) {
+func (p *prober) reportHung(it *mpItem) {
 	if it.ns.host {
 		p.env.Host().ReportHungMount(hostfs.Clean(it.rec.Mountpoint), it.hangEvidence)
 		return
@@ -142,11 +143,11 @@ func (p *mpProber) reportHung(it *mpItem) {
 }
 
 // probe runs one probe and fills the record.
-func (p *mpProber) probe(ctx context.Context, it *mpItem) {
+func (p *prober) probe(ctx context.Context, it *mpItem) {
 	it.rec.Probed = true
 	start := time.Now()
 	it.rec.StartedMS = shared.Millis(start.Sub(p.started))
-	var res mpResponse
+	var res response
 	rq := mpRequest{Path: it.rec.ProbePath, Dev: it.rec.Dev, StartedMS: start.UnixMilli()}
 	err := p.env.Do(ctx, opMountProbe, it.rec.ProbePath, rq, &res)
 	elapsed := time.Since(start)
@@ -166,7 +167,7 @@ func (p *mpProber) probe(ctx context.Context, it *mpItem) {
 		it.rec.Result = layout.ProbeHung
 		it.rec.LatencyMS = shared.Millis(he.Timeout)
 		it.hangEvidence = he.Evidence
-		it.rec.BlockedIn = mpBlockedIn(he.Evidence)
+		it.rec.BlockedIn = blockedIn(he.Evidence)
 		it.rec.Diagnosis = fmt.Sprintf("stat/statfs did not answer within %s", p.probeTimeout)
 		if it.rec.FUSE != nil {
 			it.rec.FUSE.WaitingAfter = p.fuseWaiting(it.rec.FUSE.Conn)
@@ -211,17 +212,17 @@ func (p *mpProber) probe(ctx context.Context, it *mpItem) {
 	if errno != 0 {
 		it.rec.Errno = unix.ErrnoName(unix.Errno(errno))
 	}
-	it.rec.Diagnosis = mpDiagnose(unix.Errno(errno), it)
+	it.rec.Diagnosis = diagnose(unix.Errno(errno), it)
 	if it.rec.FUSE != nil {
 		it.rec.FUSE.WaitingAfter = p.fuseWaiting(it.rec.FUSE.Conn)
 	}
 }
 
-// mpBlockedIn summarises where a hung probe's worker was blocked: the
+// blockedIn summarises where a hung probe's worker was blocked: the
 // thread in uninterruptible sleep, or else the one not parked in a Go
 // runtime wait (newer kernels name the futex wait futex_do_wait, which
 // the evidence's own summary does not know yet).
-func mpBlockedIn(h *layout.HangEvidence) string {
+func blockedIn(h *layout.HangEvidence) string {
 	if h == nil {
 		return ""
 	}
@@ -244,8 +245,8 @@ func mpBlockedIn(h *layout.HangEvidence) string {
 	return h.String()
 }
 
-// mpDiagnose says what a failed probe usually means.
-func mpDiagnose(e unix.Errno, it *mpItem) string {
+// diagnose says what a failed probe usually means.
+func diagnose(e unix.Errno, it *mpItem) string {
 	fuse := procfs.IsFUSE(it.rec.FSType)
 	switch e {
 	case unix.ENOTCONN:
@@ -280,32 +281,32 @@ func mpDiagnose(e unix.Errno, it *mpItem) string {
 func mpStatfs(s *isolate.StatfsResult) *layout.MountProbeStatfs {
 	f := &layout.MountProbeStatfs{BlockSize: s.Bsize, Inodes: s.Files, InodesFree: s.Ffree,
 		ReadOnly: s.Flags&unix.ST_RDONLY != 0}
-	f.TypeMagic = mpTypeMagic(s.Type)
+	f.TypeMagic = typeMagic(s.Type)
 	if s.Bsize > 0 {
 		bs := uint64(s.Bsize)
 		f.TotalBytes, f.FreeBytes, f.AvailBytes = s.Blocks*bs, s.Bfree*bs, s.Bavail*bs
 	}
 	if s.Blocks > 0 {
-		f.UsedPct = mpRound1(100 * float64(s.Blocks-s.Bfree) / float64(s.Blocks))
+		f.UsedPct = round1(100 * float64(s.Blocks-s.Bfree) / float64(s.Blocks))
 	}
 	if s.Files > 0 && s.Files >= s.Ffree {
-		f.InodesUsedPct = mpRound1(100 * float64(s.Files-s.Ffree) / float64(s.Files))
+		f.InodesUsedPct = round1(100 * float64(s.Files-s.Ffree) / float64(s.Files))
 	}
 	return f
 }
 
-// mpMagics holds each filesystem magic's text once: thousands of mounts of
+// magics holds each filesystem magic's text once: thousands of mounts of
 // a few types would otherwise each hold their own copy.
-var mpMagics sync.Map // int64 -> string
+var magics sync.Map // int64 -> string
 
-func mpTypeMagic(t int64) string {
-	if v, ok := mpMagics.Load(t); ok {
+func typeMagic(t int64) string {
+	if v, ok := magics.Load(t); ok {
 		return v.(string)
 	}
 	m := fmt.Sprintf("0x%x", uint64(t))
 	if n := shared.FSMagic[t]; n != "" {
 		m += " (" + n + ")"
 	}
-	mpMagics.Store(t, m)
+	magics.Store(t, m)
 	return m
 }

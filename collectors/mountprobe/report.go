@@ -16,16 +16,16 @@ import (
 
 // Writing mountprobe's report: probes.json streamed, summary.txt.
 
-// mpWriteReport writes probes.json (or, with another writer, the
+// writeReport writes probes.json (or, with another writer, the
 // summary) one probe at a time: encoded whole, the report of 30,000
 // mounts took 12 MB, and json's buffers and the indentation three times
 // that, which made mountprobe's peak.
-func mpWriteReport(env *collectors.Env, name string, rep *layout.MountProbeReport, probes []*layout.MountProbe, write ...func(io.Writer, *layout.MountProbeReport, []*layout.MountProbe) error) error {
+func writeReport(env *collectors.Env, name string, rep *layout.MountProbeReport, probes []*layout.MountProbe, write ...func(io.Writer, *layout.MountProbeReport, []*layout.MountProbe) error) error {
 	f, err := env.Create(name)
 	if err != nil {
 		return err
 	}
-	enc := mpEncodeReport
+	enc := encodeReport
 	if len(write) > 0 {
 		enc = write[0]
 	}
@@ -37,9 +37,9 @@ func mpWriteReport(env *collectors.Env, name string, rep *layout.MountProbeRepor
 	return cerr
 }
 
-// mpEncodeReport writes rep as indented JSON with probes as its Probes,
+// encodeReport writes rep as indented JSON with probes as its Probes,
 // last and one at a time.
-func mpEncodeReport(w io.Writer, rep *layout.MountProbeReport, probes []*layout.MountProbe) error {
+func encodeReport(w io.Writer, rep *layout.MountProbeReport, probes []*layout.MountProbe) error {
 	// The outer Probes, nil and omitted, hides the report's own.
 	head, err := json.MarshalIndent(struct {
 		*layout.MountProbeReport
@@ -70,10 +70,10 @@ func mpEncodeReport(w io.Writer, rep *layout.MountProbeReport, probes []*layout.
 	return bw.Flush()
 }
 
-func mpRound1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
+func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
 
-// mpWriteSummary writes summary.txt.
-func mpWriteSummary(w io.Writer, r *layout.MountProbeReport, probes []*layout.MountProbe) error {
+// writeSummary writes summary.txt.
+func writeSummary(w io.Writer, r *layout.MountProbeReport, probes []*layout.MountProbe) error {
 	b := bufio.NewWriterSize(w, 64<<10)
 	fmt.Fprintf(b, "mountprobe: %d distinct mounts in %d mount namespace(s), probed in %.2fs (probe deadline %s, %d-%d workers)\n",
 		len(probes), len(r.Namespaces), r.DurationMS/1000, time.Duration(r.ProbeTimeoutMS)*time.Millisecond, r.Workers, r.MaxWorkers)
@@ -109,7 +109,7 @@ func mpWriteSummary(w io.Writer, r *layout.MountProbeReport, probes []*layout.Mo
 				fmt.Fprintf(b, "      blocked: %s\n", p.BlockedIn)
 			}
 			if p.FUSE != nil {
-				fmt.Fprintf(b, "      fuse connection %d: waiting before %s, after %s\n", p.FUSE.Conn, mpIntOrUnknown(p.FUSE.WaitingBefore), mpIntOrUnknown(p.FUSE.WaitingAfter))
+				fmt.Fprintf(b, "      fuse connection %d: waiting before %s, after %s\n", p.FUSE.Conn, intOrUnknown(p.FUSE.WaitingBefore), intOrUnknown(p.FUSE.WaitingAfter))
 			}
 			if p.SkipReason != "" {
 				fmt.Fprintf(b, "      %s\n", p.SkipReason)
@@ -139,7 +139,7 @@ func mpWriteSummary(w io.Writer, r *layout.MountProbeReport, probes []*layout.Mo
 	return b.Flush()
 }
 
-func mpIntOrUnknown(p *int) string {
+func intOrUnknown(p *int) string {
 	if p == nil {
 		return "unknown"
 	}

@@ -29,14 +29,14 @@ func (a mpPrio) less(b mpPrio) bool {
 	return a.order < b.order
 }
 
-// mpTierFirst is the tier that may use reserved workers and is not
+// tierFirst is the tier that may use reserved workers and is not
 // bounded per namespace.
-const mpTierFirst = 0
+const tierFirst = 0
 
-// mpFirstPath reports whether a host path is a kubelet, runtime or CSI
+// firstPath reports whether a host path is a kubelet, runtime or CSI
 // path, or lies under one of extra.
-func mpFirstPath(p string, extra []string) bool {
-	for _, r := range mpFirstRoots {
+func firstPath(p string, extra []string) bool {
+	for _, r := range firstRoots {
 		if mpUnder(p, r) {
 			return true
 		}
@@ -46,7 +46,7 @@ func mpFirstPath(p string, extra []string) bool {
 			return true
 		}
 	}
-	return mpKubeletShaped(p)
+	return kubeletShaped(p)
 }
 
 // mpUnder reports whether p is root or lies below it.
@@ -54,10 +54,10 @@ func mpUnder(p, root string) bool {
 	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
 }
 
-// mpKubeletShaped recognises the kubelet's own mounts under any --root-dir:
+// kubeletShaped recognises the kubelet's own mounts under any --root-dir:
 // pods/<uid>/volumes|volume-subpaths|volumeDevices/... and
 // plugins/kubernetes.io/... (CSI staging and global mounts).
-func mpKubeletShaped(p string) bool {
+func kubeletShaped(p string) bool {
 	seg := strings.Split(p, "/")
 	for i := 0; i+1 < len(seg); i++ {
 		switch seg[i] {
@@ -77,11 +77,11 @@ func mpKubeletShaped(p string) bool {
 	return false
 }
 
-// mpInherit gives every item the priority of its most urgent waiter: a
+// inherit gives every item the priority of its most urgent waiter: a
 // parent mount is walked to reach its children and a filesystem's first
 // probe stands for its other mounts, so /var/lib/kubelet (local) is
 // probed as early as the hung FUSE mount of a pod under it.
-func mpInherit(items []*mpItem) {
+func inherit(items []*mpItem) {
 	stack := append([]*mpItem(nil), items...)
 	for len(stack) > 0 {
 		it := stack[len(stack)-1]
@@ -96,7 +96,7 @@ func mpInherit(items []*mpItem) {
 		}
 	}
 	for _, it := range items {
-		it.rec.First = it.prio.tier == mpTierFirst
+		it.rec.First = it.prio.tier == tierFirst
 	}
 }
 
@@ -124,8 +124,8 @@ func (q *mpQueue) Pop() any {
 }
 
 // schedule probes every item, honouring dependencies and the concurrency
-// rules (see MountprobeOptions), until all are done or ctx ends.
-func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
+// rules (see Options), until all are done or ctx ends.
+func (p *prober) schedule(ctx context.Context, items []*mpItem) {
 	var ready mpQueue
 	remaining := len(items)
 	var finish func(it *mpItem)
@@ -231,7 +231,7 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 		// it may use every unreserved worker.
 		var sole *mpNamespace
 		for _, it := range ready {
-			if it.likely && it.prio.tier != mpTierFirst {
+			if it.likely && it.prio.tier != tierFirst {
 				if sole == nil {
 					sole = it.ns
 				} else if sole != it.ns {
@@ -240,7 +240,7 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 				}
 			}
 		}
-		likelyLeft := mpCountLikely(ready)
+		likelyLeft := countLikely(ready)
 		// Stuck probes count against MaxStuck only: they hold a thread
 		// of a worker process but not a slot, so hung mounts cost one
 		// deadline together.
@@ -268,7 +268,7 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 			}
 			// While namespaces compete, one namespace's stuck probes
 			// take at most three quarters of MaxStuck.
-			if ok && it.likely && it.prio.tier != mpTierFirst && it.ns != sole && slowNS[it.ns] >= max(1, p.maxStuck*3/4) {
+			if ok && it.likely && it.prio.tier != tierFirst && it.ns != sole && slowNS[it.ns] >= max(1, p.maxStuck*3/4) {
 				ok = false
 			}
 			if !ok {
@@ -330,9 +330,9 @@ func (p *mpProber) schedule(ctx context.Context, items []*mpItem) {
 	}
 }
 
-// mpCountLikely counts the mounts likely to hang (network, FUSE) that
+// countLikely counts the mounts likely to hang (network, FUSE) that
 // wait in q.
-func mpCountLikely(q mpQueue) int {
+func countLikely(q mpQueue) int {
 	n := 0
 	for _, it := range q {
 		if it.likely {
@@ -359,11 +359,11 @@ func mpCountLikely(q mpQueue) int {
 // probes are not stuck, and mostly answer in a millisecond, so they do
 // not keep a first-tier probe waiting, and a namespace's healthy mounts
 // are not starved by its hung ones.
-func (p *mpProber) mayStart(it *mpItem, running, inNS int) bool {
+func (p *prober) mayStart(it *mpItem, running, inNS int) bool {
 	if !it.likely && running >= p.base {
 		return false
 	}
-	if it.prio.tier == mpTierFirst {
+	if it.prio.tier == tierFirst {
 		return true
 	}
 	if it.likely {

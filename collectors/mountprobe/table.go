@@ -17,23 +17,23 @@ import (
 // A parsed table of 30,000 mounts is 20 MB (every field of every line as a
 // string, the lines as one string), as much as the items built from it:
 // held whole beside them, it made half of mountprobe's peak. Each table is
-// parsed mpChunkLines lines at a time, once: each part's mounts become
+// parsed chunkLines lines at a time, once: each part's mounts become
 // items (or join the item of the same mount seen in an earlier namespace)
 // and what is left of them is a mount ID, its parent's and the item; an
 // item keeps copies of its own fields, not views into the table, so the
 // table's memory goes as soon as its items are built.
 
-// mpChunkLines is how many lines of a table are parsed at once.
-const mpChunkLines = 512
+// chunkLines is how many lines of a table are parsed at once.
+const chunkLines = 512
 
-// mpEachChunk parses data mpChunkLines lines at a time and calls fn with
+// eachChunk parses data chunkLines lines at a time and calls fn with
 // each part's mounts, in order; it returns how many lines could not be
 // parsed and the first of them, numbered in data.
-func mpEachChunk(data []byte, fn func([]procfs.Mount)) (nbad int, first procfs.LineError) {
+func eachChunk(data []byte, fn func([]procfs.Mount)) (nbad int, first procfs.LineError) {
 	line := 0
 	for len(data) > 0 {
 		end, n := 0, 0
-		for n < mpChunkLines && end < len(data) {
+		for n < chunkLines && end < len(data) {
 			if i := bytes.IndexByte(data[end:], '\n'); i >= 0 {
 				end += i + 1
 			} else {
@@ -54,11 +54,11 @@ func mpEachChunk(data []byte, fn func([]procfs.Mount)) (nbad int, first procfs.L
 	return nbad, first
 }
 
-// mpInterner shares the copies of strings that repeat from mount to mount
+// interner shares the copies of strings that repeat from mount to mount
 // (filesystem types, sources, roots), up to a bound, past which it copies.
-type mpInterner map[string]string
+type interner map[string]string
 
-func (in mpInterner) get(s string) string {
+func (in interner) get(s string) string {
 	if v, ok := in[s]; ok {
 		return v
 	}
@@ -117,9 +117,9 @@ func (it *mpItem) key() mpKey {
 // mount (same filesystem, root and mountpoint in several namespaces is one
 // mount) and links each to the mounts that must be probed before it. Each
 // namespace's raw table is dropped once read.
-func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
+func (p *prober) buildItems(order []*mpNamespace) []*mpItem {
 	seen := newMpDistinct()
-	in := mpInterner{}
+	in := interner{}
 	var items []*mpItem
 	// The memory limit follows the items built, the lines of the table
 	// being read (each may become an item) and the bytes of the tables
@@ -131,7 +131,7 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 	}
 	var limit int64
 	setLimit := func(mounts, held int) {
-		l := min(mpMemoryLimit(mounts)+int64(held), mpMemoryCeiling)
+		l := min(memoryLimit(mounts)+int64(held), memoryCeiling)
 		if p.limitMemory != nil && l != limit {
 			p.limitMemory(l)
 			limit = l
@@ -146,10 +146,10 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 	setLimit(len(items), 0)
 	for _, it := range items {
 		it.likely = it.class == procfs.ClassNetwork || it.class == procfs.ClassFUSE
-		first := mpFirstPath(it.rec.Mountpoint, p.first)
+		first := firstPath(it.rec.Mountpoint, p.first)
 		if it.ns.self && !first {
 			if hp, ok := p.env.Host().Host(it.rec.Mountpoint); ok {
-				first = mpFirstPath(string(hp), p.first)
+				first = firstPath(string(hp), p.first)
 			}
 		}
 		tier := 3
@@ -179,7 +179,7 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 			devRep[it.rec.Dev] = it
 		}
 	}
-	mpInherit(items)
+	inherit(items)
 	return items
 }
 
@@ -188,7 +188,7 @@ func (p *mpProber) buildItems(order []*mpNamespace) []*mpItem {
 // record of each one seen. Then, with the whole table known, the new items
 // over-mounted in ns are marked hidden and each other one is linked to its
 // parent mount in ns, the one walked through to reach it, probed first.
-func (p *mpProber) addTable(ns *mpNamespace, items []*mpItem, seen *mpDistinct, in mpInterner) []*mpItem {
+func (p *prober) addTable(ns *mpNamespace, items []*mpItem, seen *mpDistinct, in interner) []*mpItem {
 	// Each mount of the table: its IDs and its item (whose mountpoint is
 	// the mount's).
 	type entry struct {
@@ -197,7 +197,7 @@ func (p *mpProber) addTable(ns *mpNamespace, items []*mpItem, seen *mpDistinct, 
 	}
 	var entries []entry
 	created := len(items)
-	nbad, firstBad := mpEachChunk(ns.raw, func(ms []procfs.Mount) {
+	nbad, firstBad := eachChunk(ns.raw, func(ms []procfs.Mount) {
 		for _, m := range ms {
 			class := procfs.Classify(m)
 			if class == procfs.ClassNetwork || class == procfs.ClassFUSE || m.FSType == "fusectl" {
@@ -207,7 +207,7 @@ func (p *mpProber) addTable(ns *mpNamespace, items []*mpItem, seen *mpDistinct, 
 			if it != nil {
 				it.rec.Namespaces = append(it.rec.Namespaces, ns.inode)
 			} else {
-				it = mpNewItem(ns, m, class, len(items), in)
+				it = newItem(ns, m, class, len(items), in)
 				seen.add(it)
 				items = append(items, it)
 			}
@@ -263,9 +263,9 @@ func (p *mpProber) addTable(ns *mpNamespace, items []*mpItem, seen *mpDistinct, 
 	return items
 }
 
-// mpNewItem is the item of a mount first seen in ns, holding copies of
+// newItem is the item of a mount first seen in ns, holding copies of
 // the strings it keeps, not views of the table.
-func mpNewItem(ns *mpNamespace, m procfs.Mount, class procfs.FSClass, order int, in mpInterner) *mpItem {
+func newItem(ns *mpNamespace, m procfs.Mount, class procfs.FSClass, order int, in interner) *mpItem {
 	it := &mpItem{major: m.Major, minor: m.Minor, ns: ns, class: class, order: order}
 	it.autofs = m.FSType == "autofs"
 	// The mountpoint is the end of the probe path, not another copy.
@@ -277,7 +277,7 @@ func mpNewItem(ns *mpNamespace, m procfs.Mount, class procfs.FSClass, order int,
 		Mountpoint: probePath[len(ns.prefix):], ProbePath: probePath,
 		Namespaces: []uint64{ns.inode}, ProbeNamespace: ns.inode, MountID: m.ID,
 		FSType: in.get(m.FSType), Source: in.get(m.Source), Dev: m.Dev(), Root: in.get(m.Root),
-		Class: mpClassName(class),
+		Class: className(class),
 	}
 	return it
 }

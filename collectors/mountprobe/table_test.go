@@ -23,7 +23,7 @@ func TestMpBuildItemsByParts(t *testing.T) {
 	host.WriteString("6 1 0:44 / /f rw - fuse.sshfs u@h:/ rw\n")
 	// Enough mounts to span several parts; one of them is over-mounted
 	// and the mount on it comes in a later part.
-	const n = 3 * mpChunkLines
+	const n = 3 * chunkLines
 	for i := range n {
 		fmt.Fprintf(&host, "%d 1 0:%d / /m/%d rw - tmpfs m%d rw\n", 100+i, 1000+i, i, i%3)
 	}
@@ -37,7 +37,7 @@ func TestMpBuildItemsByParts(t *testing.T) {
 
 	nsHost := &mpNamespace{inode: 10, host: true, first: true, raw: []byte(host.String())}
 	nsOther := &mpNamespace{inode: 20, rep: 42, prefix: "/proc/42/root", raw: []byte(other)}
-	p := &mpProber{}
+	p := &prober{}
 	items := p.buildItems([]*mpNamespace{nsHost, nsOther})
 
 	if want := 6 + n + 1 + 1; len(items) != want {
@@ -122,7 +122,7 @@ func TestMpBuildItemsDuplicateID(t *testing.T) {
 		"2 1 0:41 / /new rw - tmpfs t rw\n" +
 		"3 2 0:42 / /new/x rw - tmpfs t rw\n"
 	ns := &mpNamespace{inode: 1, host: true, first: true, raw: []byte(table)}
-	items := (&mpProber{}).buildItems([]*mpNamespace{ns})
+	items := (&prober{}).buildItems([]*mpNamespace{ns})
 	if len(items) != 4 {
 		t.Fatalf("%d items, want 4", len(items))
 	}
@@ -144,8 +144,8 @@ func TestMpMemoryLimit(t *testing.T) {
 		{100_000, 8<<20 + 100_000<<10}, // 105.7 MiB
 		{1_000_000, 256 << 20},
 	} {
-		if got := mpMemoryLimit(c.lines); got != c.want {
-			t.Errorf("mpMemoryLimit(%d) = %d, want %d", c.lines, got, c.want)
+		if got := memoryLimit(c.lines); got != c.want {
+			t.Errorf("memoryLimit(%d) = %d, want %d", c.lines, got, c.want)
 		}
 	}
 }
@@ -169,7 +169,7 @@ func TestMpBuildItemsMemoryLimit(t *testing.T) {
 		order = append(order, &mpNamespace{inode: uint64(10 + i), rep: 10 + i, prefix: fmt.Sprintf("/proc/%d/root", 10+i), raw: []byte(dup.String())})
 	}
 	var limits []int64
-	p := &mpProber{limitMemory: func(l int64) { limits = append(limits, l) }}
+	p := &prober{limitMemory: func(l int64) { limits = append(limits, l) }}
 	items := p.buildItems(order)
 	if len(items) != n {
 		t.Fatalf("%d items, want %d", len(items), n)
@@ -177,15 +177,15 @@ func TestMpBuildItemsMemoryLimit(t *testing.T) {
 	if len(limits) < 2 {
 		t.Fatalf("limits set: %v, want one for the lines to read and one lower for the items", limits)
 	}
-	if first, want := limits[0], mpMemoryLimit(n)+int64(dups*dup.Len()); first != want {
+	if first, want := limits[0], memoryLimit(n)+int64(dups*dup.Len()); first != want {
 		t.Errorf("first limit %d, want %d (the host's lines and the other tables' bytes)", first, want)
 	}
-	if last, want := limits[len(limits)-1], mpMemoryLimit(n); last != want {
+	if last, want := limits[len(limits)-1], memoryLimit(n); last != want {
 		t.Errorf("last limit %d, want %d (the items)", last, want)
 	}
 	// Never a kilobyte for each line of every table: at most the items,
 	// one table's lines and the other tables' bytes.
-	bound := mpMemoryLimit(n+dupLines) + int64(dups*dup.Len())
+	bound := memoryLimit(n+dupLines) + int64(dups*dup.Len())
 	for _, l := range limits {
 		if l > bound {
 			t.Errorf("limit %d, above %d", l, bound)

@@ -24,6 +24,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/collectors/internal/blockdev"
 	"github.com/nodesnap/nodesnap/collectors/internal/shared"
 	"github.com/nodesnap/nodesnap/internal/procfs"
 )
@@ -36,23 +37,24 @@ func init() {
 		DefaultEnabled: true,
 		PrestartWorker: true, // every run reads through a worker
 		DefaultTimeout: 30 * time.Second,
-		Run:            collectMounts,
+		Files:          files,
+		Run:            collect,
 	})
 }
 
-// mntNSScan collects tasks by mount namespace.
-type mntNSScan struct {
+// nsScan collects tasks by mount namespace.
+type nsScan struct {
 	// ppid and comms are every scanned process's parent and name.
 	ppid      map[int]int
 	comms     map[int]string
-	spaces    map[uint64]*mntNSEntry
+	spaces    map[uint64]*nsEntry
 	order     []uint64
 	tasks     int
 	processes int
 	gone      int
 }
 
-type mntNSEntry struct {
+type nsEntry struct {
 	inode       uint64
 	candidates  []hostfs.Task // tasks to read mountinfo from, in scan order
 	processes   []layout.NamespaceProcess
@@ -60,26 +62,26 @@ type mntNSEntry struct {
 	threadLevel bool
 }
 
-// mntScanGoroutines read /proc at once: reads of procfs only wait for the
+// scanGoroutines read /proc at once: reads of procfs only wait for the
 // kernel, so a few goroutines use the CPUs while one is in a system call.
-const mntScanGoroutines = 4
+const scanGoroutines = 4
 
-func mntNewNSScan() *mntNSScan {
-	return &mntNSScan{spaces: map[uint64]*mntNSEntry{}, ppid: map[int]int{}, comms: map[int]string{}}
+func newNSScan() *nsScan {
+	return &nsScan{spaces: map[uint64]*nsEntry{}, ppid: map[int]int{}, comms: map[int]string{}}
 }
 
-func (s *mntNSScan) entry(ns uint64) *mntNSEntry {
+func (s *nsScan) entry(ns uint64) *nsEntry {
 	e := s.spaces[ns]
 	if e == nil {
-		e = &mntNSEntry{inode: ns}
+		e = &nsEntry{inode: ns}
 		s.spaces[ns] = e
 		s.order = append(s.order, ns)
 	}
 	return e
 }
 
-// mntProcScan is what one process's tasks say about namespaces.
-type mntProcScan struct {
+// procScan is what one process's tasks say about namespaces.
+type procScan struct {
 	comm  string
 	ppid  int
 	tasks []mntTaskNS
@@ -94,15 +96,15 @@ type mntTaskNS struct {
 	leader bool   // the process's namespace: its main thread's
 }
 
-// mntScanProcess reads the namespace of every task of pid. It only reads:
+// scanProcess reads the namespace of every task of pid. It only reads:
 // several run at once.
-func mntScanProcess(proc string, pid int) mntProcScan {
+func scanProcess(proc string, pid int) procScan {
 	pidDir := proc + "/" + strconv.Itoa(pid)
 	tids, nss, err := hostfs.TaskNamespaces(proc, pid)
 	if err != nil {
-		return mntProcScan{gone: 1}
+		return procScan{gone: 1}
 	}
-	r := mntProcScan{tasks: make([]mntTaskNS, 0, len(tids))}
+	r := procScan{tasks: make([]mntTaskNS, 0, len(tids))}
 	var leaderNS uint64
 	for i, tid := range tids {
 		ns := nss[i]
@@ -148,7 +150,7 @@ func mntScanProcess(proc string, pid int) mntProcScan {
 }
 
 // add records one process's scan.
-func (s *mntNSScan) add(pid int, r mntProcScan) {
+func (s *nsScan) add(pid int, r procScan) {
 	s.gone += r.gone
 	if len(r.tasks) == 0 {
 		return
@@ -209,7 +211,7 @@ func PropagationType(p procfs.Propagation) string {
 	return s
 }
 
-func collectMounts(ctx context.Context, env *collectors.Env) error {
+func collect(ctx context.Context, env *collectors.Env) error {
 	proc := env.ProcPath()
 	rep := layout.MountsReport{}
 	host, err := shared.HostNamespace(env)
@@ -231,11 +233,11 @@ func collectMounts(ctx context.Context, env *collectors.Env) error {
 	if err != nil {
 		return fmt.Errorf("listing processes in %s: %w", proc, err)
 	}
-	scan := mntNewNSScan()
-	procs := make([]mntProcScan, len(pids))
+	scan := newNSScan()
+	procs := make([]procScan, len(pids))
 	done := make([]bool, len(pids))
-	shared.Parallel(scanCtx, len(pids), mntScanGoroutines, func(i int) {
-		procs[i] = mntScanProcess(proc, pids[i])
+	shared.Parallel(scanCtx, len(pids), scanGoroutines, func(i int) {
+		procs[i] = scanProcess(proc, pids[i])
 		done[i] = true
 	})
 	scanned := 0
@@ -312,7 +314,7 @@ func collectMounts(ctx context.Context, env *collectors.Env) error {
 	}
 
 	rep.Devices = BuildMountDeviceIndex(rep.Namespaces)
-	rep.Nodesnap = mntFindSelf(env, proc, scan, host, rep.Namespaces)
+	rep.Nodesnap = findSelf(env, proc, scan, host, rep.Namespaces)
 	MarkNodesnapNamespaces(&rep)
 	if n := rep.Nodesnap; len(n.Namespaces) > 0 {
 		pod := ""
@@ -322,7 +324,7 @@ func collectMounts(ctx context.Context, env *collectors.Env) error {
 		env.Notef("nodesnap's own mount namespace %d%s not counted as holders: %d device(s) mounted outside the host's namespace only there were not flagged",
 			n.MountNamespace, pod, n.ExcludedDeviceCount)
 	}
-	sysCache := shared.NewBlockCache(env.Sys)
+	sysCache := blockdev.NewCache(env.Sys)
 	outside := 0
 	for i := range rep.Devices {
 		d := &rep.Devices[i]
@@ -331,7 +333,7 @@ func collectMounts(ctx context.Context, env *collectors.Env) error {
 			outside++
 			if outside <= 5 {
 				env.Notef("block device %s%s is mounted only outside the host's mount namespace: %s",
-					d.Dev, mntBlockName(d.Block), mntDescribeHolders(d))
+					d.Dev, blockName(d.Block), describeHolders(d))
 			}
 		}
 	}
@@ -340,5 +342,5 @@ func collectMounts(ctx context.Context, env *collectors.Env) error {
 			rep.Devices[i].OnlyOutsideHostNamespace = false
 		}
 	}
-	return mntWriteReport(env, &rep)
+	return writeReport(env, &rep)
 }

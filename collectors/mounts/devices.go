@@ -12,7 +12,7 @@ import (
 
 // The device index: which namespaces and processes hold each filesystem, and what block device it is.
 
-func mntBlockName(b *layout.BlockDevice) string {
+func blockName(b *layout.BlockDevice) string {
 	if b == nil || b.Name == "" {
 		return ""
 	}
@@ -23,7 +23,7 @@ func mntBlockName(b *layout.BlockDevice) string {
 	return s + ")"
 }
 
-func mntDescribeHolders(d *layout.MountDevice) string {
+func describeHolders(d *layout.MountDevice) string {
 	var parts []string
 	for _, n := range d.Namespaces {
 		if n.Nodesnap != "" {

@@ -6,3 +6,12 @@
 //
 // Its files are described in docs/bundle.md (mounts/).
 package mounts
+
+import "github.com/nodesnap/nodesnap/collectors"
+
+// files is what the collector writes into its directory of the bundle
+// (Spec.Files): docs/bundle.md's table is generated from it.
+var files = []collectors.FileDoc{
+	{Name: "mounts.json", Holds: "namespaces → processes, device → every namespace/process/mountpoint that mounts it, propagation; `nodesnap`: nodesnap's own namespaces and processes, left out of the holders"},
+	{Name: "mountinfo.txt", Holds: "every namespace's raw mountinfo, byte for byte, each after a line `==> mnt:[<inode>] pid=<pid> tid=<tid> [host] <==` (`grep -e '^==>' -e rbd3 mounts/mountinfo.txt`); past the per-file cap it goes on in `mountinfo-2.txt`... Bundles before 2026-11-24 have one `ns/<inode>.mountinfo` per namespace instead, still read"},
+}

@@ -9,22 +9,22 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/internal/shared"
+	"github.com/nodesnap/nodesnap/collectors/internal/jsonlines"
 )
 
 // Writing mounts.json as it is built: a small streaming JSON writer.
 
-// mntWriteReport writes mounts.json as ordinary JSON laid out one mount,
+// writeReport writes mounts.json as ordinary JSON laid out one mount,
 // one process list and one device per line: compact enough to write and
 // compress quickly when there are thousands of mounts, and in lines the
 // redactor reads one at a time.
-func mntWriteReport(env *collectors.Env, rep *layout.MountsReport) error {
+func writeReport(env *collectors.Env, rep *layout.MountsReport) error {
 	f, err := env.Create(layout.MountsFile)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriterSize(f, 64<<10)
-	werr := mntEncodeReport(w, rep)
+	werr := encodeReport(w, rep)
 	if err := w.Flush(); werr == nil {
 		werr = err
 	}
@@ -37,10 +37,10 @@ func mntWriteReport(env *collectors.Env, rep *layout.MountsReport) error {
 	return nil
 }
 
-// mntEncodeReport writes rep as JSON. Objects are marshalled without their
+// encodeReport writes rep as JSON. Objects are marshalled without their
 // long arrays, which are appended element by element.
-func mntEncodeReport(w io.Writer, rep *layout.MountsReport) error {
-	bw := &shared.JSONWriter{W: w}
+func encodeReport(w io.Writer, rep *layout.MountsReport) error {
+	bw := &jsonlines.Writer{W: w}
 	head := *rep
 	head.Namespaces, head.Devices = nil, nil
 	bw.Object(struct {
@@ -58,7 +58,7 @@ func mntEncodeReport(w io.Writer, rep *layout.MountsReport) error {
 			Mounts    *struct{} `json:"mounts,omitempty"`
 		}{MountNamespace: ns})
 		bw.Str(`,"processes":`)
-		bw.Value(shared.NonNil(ns.Processes))
+		bw.Value(jsonlines.NonNil(ns.Processes))
 		bw.Str(`,"mounts":[`)
 		var buf []byte
 		for j := range ns.Mounts {

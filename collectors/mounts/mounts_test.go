@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +23,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors/mounts"
 	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
 	"github.com/nodesnap/nodesnap/internal/procfs"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 

@@ -54,7 +54,7 @@ func BenchmarkMountsWrite1000(b *testing.B) {
 	rep, tables := benchReport(b, 1000)
 	b.Run("Encode", func(b *testing.B) {
 		for b.Loop() {
-			if err := mntEncodeReport(io.Discard, rep); err != nil {
+			if err := encodeReport(io.Discard, rep); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -70,7 +70,7 @@ func BenchmarkMountsWrite1000(b *testing.B) {
 			if _, err := tw.close(); err != nil {
 				b.Fatal(err)
 			}
-			if err := mntWriteReport(env, rep); err != nil {
+			if err := writeReport(env, rep); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,7 +1,6 @@
 package mounts
 
 import (
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,12 +13,12 @@ import (
 
 // nodesnap's own processes, namespaces and pod: recorded, never evidence against the node.
 
-// mntFindSelf finds nodesnap in the scan: its own mount namespace (the
+// findSelf finds nodesnap in the scan: its own mount namespace (the
 // supervisor's, passed down in Common.Self), its pod's other containers'
 // namespaces, and its processes: the supervisor (this collector's parent,
 // found through <proc>/self, which names the reader as that /proc numbers
 // it) and its descendants.
-func mntFindSelf(env *collectors.Env, proc string, scan *mntNSScan, host uint64, nss []layout.MountNamespace) *layout.MountsSelf {
+func findSelf(env *collectors.Env, proc string, scan *nsScan, host uint64, nss []layout.MountNamespace) *layout.MountsSelf {
 	ms := &layout.MountsSelf{Namespaces: []uint64{}}
 	if env.Self != nil {
 		ms.MountNamespace = env.Self.MountNamespace
@@ -30,7 +29,7 @@ func mntFindSelf(env *collectors.Env, proc string, scan *mntNSScan, host uint64,
 	if ms.MountNamespace == 0 {
 		ms.MountNamespace, _ = hostfs.NSInode("/proc/self/ns/mnt")
 	}
-	if link, err := os.Readlink(proc + "/self"); err == nil {
+	if link, err := hostfs.Readlink(proc + "/self"); err == nil {
 		if me, err := strconv.Atoi(link); err == nil {
 			ms.SupervisorPID, ms.PIDs = SelfProcesses(scan.ppid, scan.comms, me)
 		}

@@ -12,7 +12,7 @@ import (
 // mountinfo.txt, each after its header line (layout.FormatMountinfoHeader),
 // in the collector's order (the host's first) although they arrive out of
 // order: a table waits for those before it while the waiting ones hold
-// less than mntTablesPending bytes, past which the earliest is written at
+// less than tablesPending bytes, past which the earliest is written at
 // once (the order then differs; the headers say which table is which).
 // One file instead of one per namespace: at a thousand namespaces,
 // creating the files (and the supervisor's hashing and archiving them one
@@ -42,12 +42,12 @@ type mntTable struct {
 	data []byte
 }
 
-// mntTablesPending bounds the bytes of tables waiting for their turn.
-var mntTablesPending int64 = 8 << 20
+// tablesPending bounds the bytes of tables waiting for their turn.
+var tablesPending int64 = 8 << 20
 
-// mntTableSlack is room for a header line and redaction markers (which can
+// tableSlack is room for a header line and redaction markers (which can
 // be longer than what they replace) within the per-file cap.
-func mntTableSlack(budget int64) int64 { return min(4096, budget/4) + budget/64 }
+func tableSlack(budget int64) int64 { return min(4096, budget/4) + budget/64 }
 
 // newMntTables writes n tables, numbered from 0 in the order wanted.
 func newMntTables(env *collectors.Env, n int) *mntTables {
@@ -60,7 +60,7 @@ func (t *mntTables) maxTable() int64 {
 	if t.budget <= 0 {
 		return 64 << 20
 	}
-	return max(t.budget-mntTableSlack(t.budget), 1)
+	return max(t.budget-tableSlack(t.budget), 1)
 }
 
 // put hands table i over; skip(i) says it will not come. Each i once.
@@ -88,7 +88,7 @@ func (t *mntTables) flush(all bool) {
 		}
 		i := t.next
 		if _, ok := t.pending[i]; !ok {
-			if !all && t.pendingBytes <= mntTablesPending || len(t.pending) == 0 {
+			if !all && t.pendingBytes <= tablesPending || len(t.pending) == 0 {
 				return
 			}
 			i = -1

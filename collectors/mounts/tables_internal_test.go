@@ -12,8 +12,8 @@ import (
 	"github.com/nodesnap/nodesnap/collectors"
 )
 
-// mntTestTable is a table of n lines for namespace ns.
-func mntTestTable(ns uint64, n int) []byte {
+// testTable is a table of n lines for namespace ns.
+func testTable(ns uint64, n int) []byte {
 	var b bytes.Buffer
 	for i := range n {
 		fmt.Fprintf(&b, "%d 1 0:%d / /run/ns%d/m%d rw - tmpfs tmpfs rw\n", 100+i, 50+i, ns, i)
@@ -21,8 +21,8 @@ func mntTestTable(ns uint64, n int) []byte {
 	return b.Bytes()
 }
 
-// mntReadTables reads back every tables file of dir, in part order.
-func mntReadTables(t *testing.T, dir string) (map[uint64][]byte, map[uint64]string, []uint64, []int64) {
+// readTables reads back every tables file of dir, in part order.
+func readTables(t *testing.T, dir string) (map[uint64][]byte, map[uint64]string, []uint64, []int64) {
 	t.Helper()
 	tables, where := map[uint64][]byte{}, map[uint64]string{}
 	var order []uint64
@@ -71,14 +71,14 @@ func TestMntTables(t *testing.T) {
 		{"small tables share files", 6000, 8 << 20, []int{0, 1, 2, 3, 4}, []int{2, 2, 2, 2, 2}, []int{0, 1, 2, 3, 4}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			defer func(p int64) { mntTablesPending = p }(mntTablesPending)
-			mntTablesPending = tc.pending
+			defer func(p int64) { tablesPending = p }(tablesPending)
+			tablesPending = tc.pending
 			dir := t.TempDir()
 			env := collectors.StandaloneEnv("mounts", dir, collectors.Common{MaxFileBytes: tc.cap})
 			tw := newMntTables(env, len(tc.sizes))
 			data := make([][]byte, len(tc.sizes))
 			for i, n := range tc.sizes {
-				data[i] = mntTestTable(uint64(1000+i), n)
+				data[i] = testTable(uint64(1000+i), n)
 			}
 			data[len(data)-1] = append(data[len(data)-1], cut...)
 			for _, i := range tc.arrive {
@@ -92,7 +92,7 @@ func TestMntTables(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tables, where, order, sizes := mntReadTables(t, dir)
+			tables, where, order, sizes := readTables(t, dir)
 			var want []uint64
 			for _, i := range tc.wantOrder {
 				want = append(want, uint64(1000+i))

@@ -11,19 +11,27 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/internal/human"
-	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 )
 
-// nodeConfigOptions are the nodeconfig collector's flags.
-type nodeConfigOptions struct {
+// Options are the nodeconfig collector's flags.
+type Options struct {
 	Extra []string `json:"extra,omitempty"`
 }
 
-var nodeConfigOpts nodeConfigOptions
+// opts are the options the flags set (in the supervisor); they reach the
+// collector's child as JSON. Every default is the zero value.
+var opts Options
+
+func flags(fs *pflag.FlagSet) {
+	opts = Options{}
+	fs.StringSliceVar(&opts.Extra, "config-file", opts.Extra, "nodeconfig: also collect this host file, directory (its files, recursively) or glob (repeatable); each file's first 4 MiB, a directory or glob's first 256 files and 64 MiB, a cut said and the run partial")
+}
 
 // nodeConfigFiles are the node's configuration files an expert reads when a
 // volume will not mount or unmount: how the kubelet, the runtime and the
@@ -70,12 +78,11 @@ func init() {
 		Requires:       "root for configuration files readable only by root (kubelet and runtime configuration)",
 		DefaultEnabled: true,
 		DefaultTimeout: 20 * time.Second,
-		After:          []string{"mountprobe"},
-		Options:        &nodeConfigOpts,
-		Flags: func(fs *pflag.FlagSet) {
-			fs.StringSliceVar(&nodeConfigOpts.Extra, "config-file", nil, "nodeconfig: also collect this host file, directory (its files, recursively) or glob (repeatable); each file's first 4 MiB, a directory or glob's first 256 files and 64 MiB, a cut said and the run partial")
-		},
-		Run: collectNodeConfig,
+		After:          []string{collectors.MountprobeName},
+		Options:        &opts,
+		Flags:          flags,
+		Files:          files,
+		Run:            collect,
 	})
 }
 
@@ -91,8 +98,8 @@ type NodeConfigFile struct {
 	Error     string `json:"error,omitempty"`
 }
 
-func collectNodeConfig(ctx context.Context, env *collectors.Env) error {
-	var o nodeConfigOptions
+func collect(ctx context.Context, env *collectors.Env) error {
+	var o Options
 	if err := env.Options(&o); err != nil {
 		return err
 	}

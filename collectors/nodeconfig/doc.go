@@ -5,3 +5,12 @@
 //
 // Its files are described in docs/bundle.md (nodeconfig/).
 package nodeconfig
+
+import "github.com/nodesnap/nodesnap/collectors"
+
+// files is what the collector writes into its directory of the bundle
+// (Spec.Files): docs/bundle.md's table is generated from it.
+var files = []collectors.FileDoc{
+	{Name: "files.json", Holds: "every configuration file looked for: its host path, whether it was collected or why not, truncated or not, and the running process whose command line named it"},
+	{Name: "files/<host path>", Holds: "each file as read (redacted), under its host path: `files/etc/containerd/config.toml`"},
+}

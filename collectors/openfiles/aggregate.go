@@ -10,33 +10,33 @@ import (
 	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
-// ofAggregate builds the holder summaries.
-type ofAggregate struct {
+// aggregate builds the holder summaries.
+type aggregate struct {
 	host     uint64
-	devs     map[string]*ofDevAgg
-	mounts   map[ofMountKey]*ofMountAgg
+	devs     map[string]*devAgg
+	mounts   map[mountKey]*mountAgg
 	unknown  map[int]*ofHolders
 	kthreads []layout.KernelThreadRef
 }
 
-type ofMountKey struct {
+type mountKey struct {
 	ns uint64
 	id int
 }
 
-type ofHolderKey struct{ pid, tid int }
+type holderKey struct{ pid, tid int }
 
 type ofHolders struct {
-	byKey map[ofHolderKey]*layout.FileHolder
-	order []ofHolderKey
+	byKey map[holderKey]*layout.FileHolder
+	order []holderKey
 }
 
 func (h *ofHolders) add(p *layout.OpenFilesProcess, u ofUse) {
-	k := ofHolderKey{p.PID, u.tid}
+	k := holderKey{p.PID, u.tid}
 	fh := h.byKey[k]
 	if fh == nil {
 		if h.byKey == nil {
-			h.byKey = map[ofHolderKey]*layout.FileHolder{}
+			h.byKey = map[holderKey]*layout.FileHolder{}
 		}
 		fh = &layout.FileHolder{PID: p.PID, TID: u.tid, Comm: p.Comm, Namespace: u.ns}
 		if u.tid != 0 {
@@ -72,21 +72,21 @@ func (h *ofHolders) list() []layout.FileHolder {
 	return out
 }
 
-type ofDevAgg struct {
+type devAgg struct {
 	major, minor uint32
 	holders      ofHolders
 }
 
-type ofMountAgg struct {
-	ref     ofMountRef
+type mountAgg struct {
+	ref     mountRef
 	holders ofHolders
 }
 
-func newOFAggregate(host uint64) *ofAggregate {
-	return &ofAggregate{host: host, devs: map[string]*ofDevAgg{}, mounts: map[ofMountKey]*ofMountAgg{}, unknown: map[int]*ofHolders{}}
+func newOFAggregate(host uint64) *aggregate {
+	return &aggregate{host: host, devs: map[string]*devAgg{}, mounts: map[mountKey]*mountAgg{}, unknown: map[int]*ofHolders{}}
 }
 
-func (a *ofAggregate) add(p *layout.OpenFilesProcess, uses []ofUse) {
+func (a *aggregate) add(p *layout.OpenFilesProcess, uses []ofUse) {
 	for _, u := range uses {
 		if u.unknownMount != 0 {
 			h := a.unknown[u.unknownMount]
@@ -104,10 +104,10 @@ func (a *ofAggregate) add(p *layout.OpenFilesProcess, uses []ofUse) {
 				// those, and they never keep a volume busy.
 				continue
 			}
-			k := ofMountKey{u.mount.ns.inode, m.ID}
+			k := mountKey{u.mount.ns.inode, m.ID}
 			ma := a.mounts[k]
 			if ma == nil {
-				ma = &ofMountAgg{ref: *u.mount}
+				ma = &mountAgg{ref: *u.mount}
 				a.mounts[k] = ma
 			}
 			ma.holders.add(p, u)
@@ -122,7 +122,7 @@ func (a *ofAggregate) add(p *layout.OpenFilesProcess, uses []ofUse) {
 		}
 		d := a.devs[u.dev]
 		if d == nil {
-			d = &ofDevAgg{major: u.major, minor: u.minor}
+			d = &devAgg{major: u.major, minor: u.minor}
 			a.devs[u.dev] = d
 		}
 		d.holders.add(p, u)
@@ -131,7 +131,7 @@ func (a *ofAggregate) add(p *layout.OpenFilesProcess, uses []ofUse) {
 
 // summarize fills the device and mount summaries, adding block devices
 // that are mounted but held by no process, and kernel threads per device.
-func (s *ofScanner) summarize(sum *layout.OpenFilesSummary, a *ofAggregate) {
+func (s *ofScanner) summarize(sum *layout.OpenFilesSummary, a *aggregate) {
 	type devInfo struct {
 		major, minor     uint32
 		fstypes, sources []string
@@ -193,7 +193,7 @@ func (s *ofScanner) summarize(sum *layout.OpenFilesSummary, a *ofAggregate) {
 		}
 		sum.Devices = append(sum.Devices, dh)
 	}
-	keys := make([]ofMountKey, 0, len(a.mounts))
+	keys := make([]mountKey, 0, len(a.mounts))
 	for k := range a.mounts {
 		keys = append(keys, k)
 	}

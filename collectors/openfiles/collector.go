@@ -29,13 +29,15 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/collectors/internal/blockdev"
+	"github.com/nodesnap/nodesnap/collectors/internal/jsonlines"
 	"github.com/nodesnap/nodesnap/collectors/internal/shared"
 	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
-// OpenFilesOptions are the openfiles collector's flags.
-type OpenFilesOptions struct {
+// Options are the openfiles collector's flags.
+type Options struct {
 	// Maps reads /proc/<pid>/maps (in isolated workers) for mapped files.
 	Maps bool `json:"maps"`
 	// MaxFDs bounds the fds listed per process in processes.jsonl; all
@@ -43,7 +45,19 @@ type OpenFilesOptions struct {
 	MaxFDs int `json:"max_fds"`
 }
 
-var openFilesOptions = OpenFilesOptions{Maps: true, MaxFDs: 4096}
+// defaults are the options no flag changed: the one place a default is
+// written.
+var defaults = Options{Maps: true, MaxFDs: 4096}
+
+// opts are the options the flags set (in the supervisor); they reach the
+// collector's child as JSON.
+var opts = defaults
+
+func flags(fs *pflag.FlagSet) {
+	opts = defaults
+	fs.BoolVar(&opts.Maps, "openfiles-maps", opts.Maps, "openfiles: read each process's memory maps for mapped files (each read in an isolated worker)")
+	fs.IntVar(&opts.MaxFDs, "openfiles-max-fds", opts.MaxFDs, "openfiles: fds listed per process (all are counted and attributed)")
+}
 
 // opOpenFilesMaps reads and condenses one process's maps in a worker.
 const opOpenFilesMaps = "openfiles.maps"
@@ -56,12 +70,10 @@ func init() {
 		DefaultEnabled: true,
 		PrestartWorker: true, // every run reads through a worker
 		DefaultTimeout: 60 * time.Second,
-		Options:        &openFilesOptions,
-		Flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&openFilesOptions.Maps, "openfiles-maps", true, "openfiles: read each process's memory maps for mapped files (each read in an isolated worker)")
-			fs.IntVar(&openFilesOptions.MaxFDs, "openfiles-max-fds", 4096, "openfiles: fds listed per process (all are counted and attributed)")
-		},
-		Run: collectOpenFiles,
+		Options:        &opts,
+		Flags:          flags,
+		Files:          files,
+		Run:            collect,
 	})
 	isolate.RegisterOp(opOpenFilesMaps, isolate.Typed(openFilesMapsOp))
 	isolate.RegisterOp(opOpenFilesMapsBatch, isolate.Typed(openFilesMapsBatchOp))
@@ -106,29 +118,29 @@ func newOFNamespace(inode uint64, mounts []procfs.Mount) *ofNamespace {
 	return n
 }
 
-// ofMountRef is a mount found by its ID.
-type ofMountRef struct {
+// mountRef is a mount found by its ID.
+type mountRef struct {
 	ns *ofNamespace
 	i  int
 }
 
-func (r ofMountRef) mount() *procfs.Mount { return &r.ns.mounts[r.i] }
+func (r mountRef) mount() *procfs.Mount { return &r.ns.mounts[r.i] }
 
 // ofScanner holds what every per-process scan reads.
 type ofScanner struct {
 	env      *collectors.Env
 	proc     string
-	opts     OpenFilesOptions
+	opts     Options
 	spaces   map[uint64]*ofNamespace
-	byID     map[int]ofMountRef
+	byID     map[int]mountRef
 	pidNS    map[int]uint64
 	threads  map[int][]ofTaskNS // tasks outside their process's namespace
-	devs     *shared.BlockCache
+	devs     *blockdev.Cache
 	devsMu   sync.Mutex
 	mapsMax  int64
 	maps     *ofLimiter
 	mapsDead bool // the worker pool cannot start: stop trying
-	prefetch *ofMapsPrefetch
+	prefetch *mapsPrefetch
 	mu       sync.Mutex
 }
 
@@ -137,8 +149,8 @@ type ofTaskNS struct {
 	ns  uint64
 }
 
-// ofResult is one process's scan.
-type ofResult struct {
+// result is one process's scan.
+type result struct {
 	proc    *layout.OpenFilesProcess
 	kthread *layout.KernelThreadRef
 	gone    bool
@@ -155,19 +167,19 @@ type ofUse struct {
 	dev     string
 	major   uint32
 	minor   uint32
-	mount   *ofMountRef
+	mount   *mountRef
 	devNode bool
 	// unknownMount is an fd's mount ID found in no namespace's table.
 	unknownMount int
 }
 
-func collectOpenFiles(ctx context.Context, env *collectors.Env) error {
-	opts := openFilesOptions
+func collect(ctx context.Context, env *collectors.Env) error {
+	opts := defaults
 	if err := env.Options(&opts); err != nil {
 		return err
 	}
 	if opts.MaxFDs <= 0 {
-		opts.MaxFDs = 4096
+		opts.MaxFDs = defaults.MaxFDs
 	}
 	// Stop scanning a little before the deadline so the summary is still
 	// written.
@@ -178,8 +190,8 @@ func collectOpenFiles(ctx context.Context, env *collectors.Env) error {
 		defer cancel()
 	}
 	s := &ofScanner{env: env, proc: env.ProcPath(), opts: opts, spaces: map[uint64]*ofNamespace{},
-		byID: map[int]ofMountRef{}, pidNS: map[int]uint64{}, threads: map[int][]ofTaskNS{},
-		devs: shared.NewBlockCache(env.Sys), mapsMax: 64 << 20}
+		byID: map[int]mountRef{}, pidNS: map[int]uint64{}, threads: map[int][]ofTaskNS{},
+		devs: blockdev.NewCache(env.Sys), mapsMax: 64 << 20}
 	sum := layout.OpenFilesSummary{Devices: []layout.DeviceHolders{}, Mounts: []layout.MountHolders{}}
 	host, err := shared.HostNamespace(env)
 	if err != nil {
@@ -193,7 +205,7 @@ func collectOpenFiles(ctx context.Context, env *collectors.Env) error {
 	}
 	// The maps are read in batches from now on: the workers' starts and
 	// the reads overlap the namespace pass instead of following it.
-	s.maps = newOFLimiter(ofMapsConcurrency, max(ofMapsConcurrency, env.Workers))
+	s.maps = newOFLimiter(mapsConcurrency, max(mapsConcurrency, env.Workers))
 	if opts.Maps {
 		s.prefetch = s.prefetchMaps(scanCtx, pids)
 	}
@@ -201,7 +213,7 @@ func collectOpenFiles(ctx context.Context, env *collectors.Env) error {
 	// Every task's namespace first (a readlink each), then each
 	// namespace's mount table once, so that every fd can be placed.
 	taskNS := make([]ofPidNS, len(pids))
-	shared.Parallel(scanCtx, len(pids), ofScanGoroutines, func(i int) { taskNS[i] = s.taskNamespaces(pids[i]) })
+	shared.Parallel(scanCtx, len(pids), scanGoroutines, func(i int) { taskNS[i] = s.taskNamespaces(pids[i]) })
 	cands := map[uint64][]layout.TaskRef{}
 	var nsOrder []uint64
 	for i, pid := range pids {
@@ -249,7 +261,7 @@ func collectOpenFiles(ctx context.Context, env *collectors.Env) error {
 		}
 		s.spaces[n.inode] = n
 		for j, m := range n.mounts {
-			s.byID[m.ID] = ofMountRef{ns: n, i: j}
+			s.byID[m.ID] = mountRef{ns: n, i: j}
 		}
 	}
 
@@ -258,11 +270,11 @@ func collectOpenFiles(ctx context.Context, env *collectors.Env) error {
 		return err
 	}
 	agg := newOFAggregate(host)
-	workers := ofScanGoroutines
+	workers := scanGoroutines
 	jobs := make(chan int)
 	type indexed struct {
 		i int
-		r ofResult
+		r result
 	}
 	results := make(chan indexed, workers)
 	var wg sync.WaitGroup
@@ -292,7 +304,7 @@ func collectOpenFiles(ctx context.Context, env *collectors.Env) error {
 
 	// Write in pid order as results arrive; pending holds the few that
 	// finished early.
-	pending := map[int]ofResult{}
+	pending := map[int]result{}
 	next, done := 0, 0
 	enc := json.NewEncoder(out)
 	var werr error
@@ -334,25 +346,25 @@ func collectOpenFiles(ctx context.Context, env *collectors.Env) error {
 	s.summarize(&sum, agg)
 	// One device or mount per line: compact, and read by the redactor a
 	// line at a time.
-	return shared.WriteJSONLines(env, layout.HoldersFile, struct {
+	return jsonlines.Write(env, layout.HoldersFile, struct {
 		*layout.OpenFilesSummary
 		Devices       *struct{} `json:"devices,omitempty"`
 		Mounts        *struct{} `json:"mounts,omitempty"`
 		UnknownMounts *struct{} `json:"unknown_mounts,omitempty"`
 	}{OpenFilesSummary: &sum},
-		shared.JSONArray{Name: "devices", N: len(sum.Devices), Elem: func(i int) any { return &sum.Devices[i] }},
-		shared.JSONArray{Name: "mounts", N: len(sum.Mounts), Elem: func(i int) any { return &sum.Mounts[i] }},
-		shared.JSONArray{Name: "unknown_mounts", N: len(sum.UnknownMounts), Elem: func(i int) any { return &sum.UnknownMounts[i] }})
+		jsonlines.Array{Name: "devices", N: len(sum.Devices), Elem: func(i int) any { return &sum.Devices[i] }},
+		jsonlines.Array{Name: "mounts", N: len(sum.Mounts), Elem: func(i int) any { return &sum.Mounts[i] }},
+		jsonlines.Array{Name: "unknown_mounts", N: len(sum.UnknownMounts), Elem: func(i int) any { return &sum.UnknownMounts[i] }})
 }
 
 const (
-	// ofScanGoroutines read processes at once: the work is system calls
+	// scanGoroutines read processes at once: the work is system calls
 	// into procfs, which do not block on anything but the kernel.
-	ofScanGoroutines = 4
-	// ofMapsConcurrency is how many maps reads run at once to begin
+	scanGoroutines = 4
+	// mapsConcurrency is how many maps reads run at once to begin
 	// with. Each needs a worker process, and starting one costs more
 	// than a hundred reads; the limit grows when a read hangs.
-	ofMapsConcurrency = 2
+	mapsConcurrency = 2
 )
 
 // ofLimiter is a semaphore whose size can grow up to a maximum.

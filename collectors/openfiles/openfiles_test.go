@@ -3,7 +3,6 @@ package openfiles_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"io"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 	"github.com/nodesnap/nodesnap/collectors/openfiles"
 	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
 	"github.com/nodesnap/nodesnap/internal/procfs"
+	"github.com/nodesnap/nodesnap/test/skip"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 

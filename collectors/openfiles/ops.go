@@ -13,14 +13,14 @@ const (
 	maxHolderPaths = 8
 )
 
-// ofMapsRequest asks a worker for one process's mapped files.
-type ofMapsRequest struct {
+// mapsRequest asks a worker for one process's mapped files.
+type mapsRequest struct {
 	Path string `json:"path"`
 	Max  int64  `json:"max"`
 }
 
-// ofMapsResult is the condensed answer: each mapped file once.
-type ofMapsResult struct {
+// mapsResult is the condensed answer: each mapped file once.
+type mapsResult struct {
 	Files     []ofMapped `json:"files"`
 	Truncated bool       `json:"truncated,omitempty"`
 	BadLines  int        `json:"bad_lines,omitempty"`
@@ -37,7 +37,7 @@ type ofMapped struct {
 // openFilesMapsOp runs in a worker: it reads one maps file (which may block
 // on the process's mmap lock) and returns its distinct files, so that only
 // a few hundred bytes cross the pipe instead of the whole file.
-func openFilesMapsOp(rq ofMapsRequest) (any, error) {
+func openFilesMapsOp(rq mapsRequest) (any, error) {
 	r, err := isolate.ReadFileLimited(rq.Path, rq.Max)
 	if err != nil {
 		return nil, err
@@ -45,9 +45,9 @@ func openFilesMapsOp(rq ofMapsRequest) (any, error) {
 	return condenseMaps(r.Data, r.Truncated), nil
 }
 
-func condenseMaps(data []byte, truncated bool) ofMapsResult {
+func condenseMaps(data []byte, truncated bool) mapsResult {
 	entries, bad := procfs.ParseMaps(data)
-	res := ofMapsResult{Truncated: truncated, BadLines: len(bad), Files: []ofMapped{}}
+	res := mapsResult{Truncated: truncated, BadLines: len(bad), Files: []ofMapped{}}
 	type key struct {
 		path         string
 		major, minor uint32
@@ -72,34 +72,34 @@ func condenseMaps(data []byte, truncated bool) ofMapsResult {
 // worker item.
 const opOpenFilesMapsBatch = "openfiles.maps.batch"
 
-// ofMapsBatchRequest asks a worker for the mapped files of the processes
+// mapsBatchRequest asks a worker for the mapped files of the processes
 // whose maps files are Paths.
-type ofMapsBatchRequest struct {
+type mapsBatchRequest struct {
 	Paths []string `json:"paths"`
 	Max   int64    `json:"max"`
 }
 
-// ofMapsBatchResult answers Paths in order.
-type ofMapsBatchResult struct {
-	Results []ofMapsOne `json:"results"`
+// mapsBatchResult answers Paths in order.
+type mapsBatchResult struct {
+	Results []mapsOne `json:"results"`
 }
 
-// ofMapsOne is one process's answer, or why there is none.
-type ofMapsOne struct {
-	ofMapsResult
+// mapsOne is one process's answer, or why there is none.
+type mapsOne struct {
+	mapsResult
 	Err  string `json:"err,omitempty"`
 	Gone bool   `json:"gone,omitempty"` // the process exited meanwhile
 }
 
-func openFilesMapsBatchOp(rq ofMapsBatchRequest) (any, error) {
-	res := ofMapsBatchResult{Results: make([]ofMapsOne, 0, len(rq.Paths))}
+func openFilesMapsBatchOp(rq mapsBatchRequest) (any, error) {
+	res := mapsBatchResult{Results: make([]mapsOne, 0, len(rq.Paths))}
 	for _, p := range rq.Paths {
 		r, err := isolate.ReadFileLimited(p, rq.Max)
 		if err != nil {
-			res.Results = append(res.Results, ofMapsOne{Err: err.Error(), Gone: shared.Gone(err)})
+			res.Results = append(res.Results, mapsOne{Err: err.Error(), Gone: shared.Gone(err)})
 			continue
 		}
-		res.Results = append(res.Results, ofMapsOne{ofMapsResult: condenseMaps(r.Data, r.Truncated)})
+		res.Results = append(res.Results, mapsOne{mapsResult: condenseMaps(r.Data, r.Truncated)})
 	}
 	return res, nil
 }

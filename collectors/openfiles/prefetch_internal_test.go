@@ -15,11 +15,11 @@ func TestMapsBatchOpAnswersEachPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths := []string{"/proc/" + strconv.Itoa(os.Getpid()) + "/maps", "/proc/2147483647/maps", t.TempDir() + "/no-such-file/maps"}
-	out, err := openFilesMapsBatchOp(ofMapsBatchRequest{Paths: paths, Max: 1 << 20})
+	out, err := openFilesMapsBatchOp(mapsBatchRequest{Paths: paths, Max: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := out.(ofMapsBatchResult).Results
+	res := out.(mapsBatchResult).Results
 	if len(res) != len(paths) {
 		t.Fatalf("%d answers for %d paths", len(res), len(paths))
 	}
@@ -44,13 +44,13 @@ func TestMapsBatchOpAnswersEachPath(t *testing.T) {
 func TestMapsPrefetchGet(t *testing.T) {
 	done := make(chan struct{})
 	close(done)
-	ok := &ofMapsBatchRun{done: done, pids: []int{1, 2, 3}, results: map[int]ofMapsOne{
-		1: {ofMapsResult: ofMapsResult{Files: []ofMapped{{Path: "/bin/x"}}}},
+	ok := &mapsBatchRun{done: done, pids: []int{1, 2, 3}, results: map[int]mapsOne{
+		1: {mapsResult: mapsResult{Files: []ofMapped{{Path: "/bin/x"}}}},
 		2: {Err: "permission denied"},
 		3: {Err: "no such process", Gone: true},
 	}}
-	failed := &ofMapsBatchRun{done: done, pids: []int{4}}
-	pf := &ofMapsPrefetch{batchOf: map[int]*ofMapsBatchRun{1: ok, 2: ok, 3: ok, 4: failed}}
+	failed := &mapsBatchRun{done: done, pids: []int{4}}
+	pf := &mapsPrefetch{batchOf: map[int]*mapsBatchRun{1: ok, 2: ok, 3: ok, 4: failed}}
 	ctx := t.Context()
 	if r, got := pf.get(ctx, 1); !got || len(r.Files) != 1 {
 		t.Errorf("pid 1: %+v %v", r, got)

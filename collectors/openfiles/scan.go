@@ -48,40 +48,40 @@ func (s *ofScanner) taskNamespaces(pid int) ofPidNS {
 
 // scanProcess reads one process. It runs on several goroutines at once:
 // the scanner's maps are read-only by now, except the device cache.
-func (s *ofScanner) scanProcess(ctx context.Context, pid int) ofResult {
+func (s *ofScanner) scanProcess(ctx context.Context, pid int) result {
 	dir := s.proc + "/" + strconv.Itoa(pid)
 	// Every read below is relative to the process's directory, opened
 	// once: one path component each instead of /proc/<pid>/...
 	pd, err := hostfs.OpenDir(dir)
 	if err != nil {
-		return ofResult{gone: true}
+		return result{gone: true}
 	}
 	defer pd.Close()
 	var statBuf [2048]byte
 	statData, err := pd.ReadSmall("stat", statBuf[:])
 	if err != nil {
-		return ofResult{gone: true}
+		return result{gone: true}
 	}
 	st, err := procfs.ParseStat(statData)
 	if err != nil {
-		return ofResult{gone: true}
+		return result{gone: true}
 	}
 	if st.IsKernelThread() {
-		return ofResult{kthread: &layout.KernelThreadRef{PID: pid, Comm: st.Comm}}
+		return result{kthread: &layout.KernelThreadRef{PID: pid, Comm: st.Comm}}
 	}
 	ns, ok := s.pidNS[pid]
 	if !ok {
 		// Started after the namespace pass.
 		link, err := pd.Readlink("ns/mnt")
 		if err != nil {
-			return ofResult{gone: true}
+			return result{gone: true}
 		}
 		if ns, err = procfs.ParseMountNS(link); err != nil {
-			return ofResult{gone: true}
+			return result{gone: true}
 		}
 	}
 	p := &layout.OpenFilesProcess{PID: pid, PPID: st.PPID, Comm: st.Comm, Namespace: ns}
-	r := ofResult{proc: p}
+	r := result{proc: p}
 	space := s.spaces[ns]
 	addErr := func(what string, err error) {
 		if !shared.Gone(err) {
@@ -129,7 +129,7 @@ func (s *ofScanner) scanProcess(ctx context.Context, pid int) ofResult {
 	if s.opts.Maps && ctx.Err() == nil {
 		if res, ok := s.prefetch.get(ctx, pid); ok {
 			if !res.Gone {
-				s.applyMaps(res.ofMapsResult, space, p, &r)
+				s.applyMaps(res.mapsResult, space, p, &r)
 			}
 		} else {
 			s.scanMaps(ctx, dir, space, p, &r)
@@ -138,7 +138,7 @@ func (s *ofScanner) scanProcess(ctx context.Context, pid int) ofResult {
 	return r
 }
 
-func (s *ofScanner) scanFDs(pd *hostfs.Dir, ns uint64, p *layout.OpenFilesProcess, r *ofResult) {
+func (s *ofScanner) scanFDs(pd *hostfs.Dir, ns uint64, p *layout.OpenFilesProcess, r *result) {
 	fdDir, err := pd.Sub("fd")
 	if err != nil {
 		if !shared.Gone(err) {
@@ -251,7 +251,7 @@ func (s *ofScanner) blockDevByPath(p string) (uint32, uint32, bool) {
 	return s.devs.LookupName(name)
 }
 
-func (s *ofScanner) scanMaps(ctx context.Context, dir string, space *ofNamespace, p *layout.OpenFilesProcess, r *ofResult) {
+func (s *ofScanner) scanMaps(ctx context.Context, dir string, space *ofNamespace, p *layout.OpenFilesProcess, r *result) {
 	s.mu.Lock()
 	dead := s.mapsDead
 	s.mu.Unlock()
@@ -261,9 +261,9 @@ func (s *ofScanner) scanMaps(ctx context.Context, dir string, space *ofNamespace
 	if s.maps.acquire(ctx) != nil {
 		return
 	}
-	var res ofMapsResult
+	var res mapsResult
 	target := dir + "/maps"
-	err := s.env.Do(ctx, opOpenFilesMaps, target, ofMapsRequest{Path: target, Max: s.mapsMax}, &res)
+	err := s.env.Do(ctx, opOpenFilesMaps, target, mapsRequest{Path: target, Max: s.mapsMax}, &res)
 	s.maps.release()
 	var he *isolate.HungError
 	var oe *isolate.OpError
@@ -297,7 +297,7 @@ func (s *ofScanner) scanMaps(ctx context.Context, dir string, space *ofNamespace
 }
 
 // applyMaps adds a process's mapped files to its record and its uses.
-func (s *ofScanner) applyMaps(res ofMapsResult, space *ofNamespace, p *layout.OpenFilesProcess, r *ofResult) {
+func (s *ofScanner) applyMaps(res mapsResult, space *ofNamespace, p *layout.OpenFilesProcess, r *result) {
 	if res.Truncated {
 		p.MapsError = "maps truncated"
 	}

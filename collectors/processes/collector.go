@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,7 +26,8 @@ func init() {
 		Requires:       "root: other users' /proc/<pid> files and every kernel stack (/proc/<pid>/stack)",
 		DefaultEnabled: true,
 		DefaultTimeout: 45 * time.Second,
-		Run:            collectProcesses,
+		Files:          files,
+		Run:            collect,
 	})
 }
 
@@ -35,7 +35,7 @@ func init() {
 // Kubernetes runs on (the kernel exports it unchanged to user space).
 const clockTicks = 100
 
-func collectProcesses(ctx context.Context, env *collectors.Env) error {
+func collect(ctx context.Context, env *collectors.Env) error {
 	btime := shared.BootTime(env)
 	pids, err := hostfs.ListPIDs(env.ProcPath())
 	if err != nil {
@@ -44,6 +44,9 @@ func collectProcesses(ctx context.Context, env *collectors.Env) error {
 	var tasks []layout.Task
 	sum := layout.ProcessesSummary{States: map[string]int{}, DState: []int{}}
 	nss := map[uint64]bool{}
+	// One buffer for every short /proc file: each is parsed before the
+	// next is read.
+	buf := make([]byte, 64<<10)
 	for _, pid := range pids {
 		if ctx.Err() != nil {
 			env.Partialf("stopped at pid %d of %d: %v", pid, len(pids), ctx.Err())
@@ -58,7 +61,7 @@ func collectProcesses(ctx context.Context, env *collectors.Env) error {
 		sum.Processes++
 		var uid int
 		var rss uint64
-		if b, err := os.ReadFile(pdir + "/status"); err == nil {
+		if b, err := hostfs.ReadProc(pdir+"/status", buf); err == nil {
 			if st, err := procfs.ParseStatus(b); err == nil {
 				uid = int(st.UID.Real)
 				rss = st.VmRSS
@@ -67,12 +70,12 @@ func collectProcesses(ctx context.Context, env *collectors.Env) error {
 		// /proc/<pid>/cgroup takes no lock of the process (unlike cmdline):
 		// read here, as status is.
 		var cg procfs.SelfCgroup
-		if b, err := os.ReadFile(pdir + "/cgroup"); err == nil {
+		if b, err := hostfs.ReadProc(pdir+"/cgroup", buf); err == nil {
 			cg = procfs.ParseSelfCgroup(b)
 		}
 		for _, tid := range tids {
 			tdir := pdir + "/task/" + strconv.Itoa(tid)
-			b, err := os.ReadFile(tdir + "/stat")
+			b, err := hostfs.ReadProc(tdir+"/stat", buf)
 			if err != nil {
 				continue
 			}
@@ -89,16 +92,14 @@ func collectProcesses(ctx context.Context, env *collectors.Env) error {
 			if !btime.IsZero() {
 				t.StartTime = btime.Add(time.Duration(st.StartTime) * time.Second / clockTicks).UTC()
 			}
-			if w, err := os.ReadFile(tdir + "/wchan"); err == nil {
+			if w, err := hostfs.ReadProc(tdir+"/wchan", buf); err == nil {
 				if ws := strings.TrimSpace(string(w)); ws != "0" {
 					t.Wchan = ws
 				}
 			}
-			if l, err := os.Readlink(tdir + "/ns/mnt"); err == nil {
-				if ino, err := procfs.ParseMountNS(l); err == nil {
-					t.MountNS = ino
-					nss[ino] = true
-				}
+			if ino, err := hostfs.NSInode(tdir + "/ns/mnt"); err == nil {
+				t.MountNS = ino
+				nss[ino] = true
 			}
 			sum.Tasks++
 			sum.States[t.State]++

@@ -25,26 +25,26 @@ import (
 	"github.com/nodesnap/nodesnap/internal/human"
 )
 
-// rtFindProgram looks prog up in nodesnap's own PATH, as the isolation layer
+// findProgram looks prog up in nodesnap's own PATH, as the isolation layer
 // will, but stat()ing each candidate in a worker: a PATH entry may sit on
 // a network mount.
-func rtFindProgram(ctx context.Context, env *collectors.Env, prog string) (string, bool) {
-	rtProgMu.Lock()
-	defer rtProgMu.Unlock()
-	if r, ok := rtProgCache[prog]; ok {
+func findProgram(ctx context.Context, env *collectors.Env, prog string) (string, bool) {
+	progMu.Lock()
+	defer progMu.Unlock()
+	if r, ok := progCache[prog]; ok {
 		return r, r != ""
 	}
-	p, ok := rtLookPath(ctx, env, prog)
-	rtProgCache[prog] = p
+	p, ok := lookPath(ctx, env, prog)
+	progCache[prog] = p
 	return p, ok
 }
 
 var (
-	rtProgMu    sync.Mutex
-	rtProgCache = map[string]string{}
+	progMu    sync.Mutex
+	progCache = map[string]string{}
 )
 
-func rtLookPath(ctx context.Context, env *collectors.Env, prog string) (string, bool) {
+func lookPath(ctx context.Context, env *collectors.Env, prog string) (string, bool) {
 	for _, dir := range strings.Split(os.Getenv("PATH"), ":") {
 		if dir == "" || !path.IsAbs(dir) {
 			continue
@@ -59,7 +59,7 @@ func rtLookPath(ctx context.Context, env *collectors.Env, prog string) (string, 
 	return "", false
 }
 
-func rtFirstNonEmpty(s ...string) string {
+func firstNonEmpty(s ...string) string {
 	for _, v := range s {
 		if v != "" {
 			return v
@@ -68,25 +68,25 @@ func rtFirstNonEmpty(s ...string) string {
 	return ""
 }
 
-// rtRunPath maps /var/run/... to /run/...: /var/run is a symlink to
+// runPath maps /var/run/... to /run/...: /var/run is a symlink to
 // /run on every distribution Kubernetes runs on, and following it under
 // --root would leave the host's tree.
-func rtRunPath(p string) string {
+func runPath(p string) string {
 	if rest, ok := strings.CutPrefix(p, "/var/run/"); ok {
 		return "/run/" + rest
 	}
 	return p
 }
 
-// rtReadHostFile reads a host file through an isolated worker.
-func rtReadHostFile(ctx context.Context, env *collectors.Env, hostPath string, max int64) ([]byte, error) {
+// readHostFile reads a host file through an isolated worker.
+func readHostFile(ctx context.Context, env *collectors.Env, hostPath string, max int64) ([]byte, error) {
 	r, err := env.Host().Read(ctx, hostfs.Path(hostPath), max)
 	return r.Data, err
 }
 
-// rtSocketExists stats a host path (in a worker) and reports whether it is a
+// socketExists stats a host path (in a worker) and reports whether it is a
 // unix socket.
-func rtSocketExists(ctx context.Context, env *collectors.Env, hostPath string) bool {
+func socketExists(ctx context.Context, env *collectors.Env, hostPath string) bool {
 	if hostPath == "" {
 		return false
 	}
@@ -94,15 +94,15 @@ func rtSocketExists(ctx context.Context, env *collectors.Env, hostPath string) b
 	return err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFSOCK
 }
 
-// rtSocketGet makes one HTTP GET over a unix socket, under its own deadline,
+// socketGet makes one HTTP GET over a unix socket, under its own deadline,
 // and streams the answer (redacted) into the bundle.
-func rtSocketGet(ctx context.Context, env *collectors.Env, timeout time.Duration, hostSock, sock, reqPath, out, what string) layout.RuntimeItem {
-	return rtSocketFetch(ctx, env, timeout, hostSock, sock, reqPath, what, func(body io.Reader) (string, int64, error) {
+func socketGet(ctx context.Context, env *collectors.Env, timeout time.Duration, hostSock, sock, reqPath, out, what string) layout.RuntimeItem {
+	return socketFetch(ctx, env, timeout, hostSock, sock, reqPath, what, func(body io.Reader) (string, int64, error) {
 		f, err := env.Create(out)
 		if err != nil {
 			return "", 0, err
 		}
-		n, cerr := io.Copy(f, io.LimitReader(body, rtAnswerLimit(env)+1))
+		n, cerr := io.Copy(f, io.LimitReader(body, answerLimit(env)+1))
 		if err := f.Close(); cerr == nil {
 			cerr = err
 		}
@@ -110,12 +110,12 @@ func rtSocketGet(ctx context.Context, env *collectors.Env, timeout time.Duration
 	})
 }
 
-// rtSocketGetJSON is rtSocketGet for a JSON answer (dockerd's API answers on
+// socketGetJSON is socketGet for a JSON answer (dockerd's API answers on
 // one line): it is read whole (bounded), indented so that the redactor
 // sees one value per line, sanitized of registry credentials, then written.
-func rtSocketGetJSON(ctx context.Context, env *collectors.Env, timeout time.Duration, hostSock, sock, reqPath, out, what string) layout.RuntimeItem {
-	return rtSocketFetch(ctx, env, timeout, hostSock, sock, reqPath, what, func(body io.Reader) (string, int64, error) {
-		limit := rtAnswerLimit(env)
+func socketGetJSON(ctx context.Context, env *collectors.Env, timeout time.Duration, hostSock, sock, reqPath, out, what string) layout.RuntimeItem {
+	return socketFetch(ctx, env, timeout, hostSock, sock, reqPath, what, func(body io.Reader) (string, int64, error) {
+		limit := answerLimit(env)
 		data, err := io.ReadAll(io.LimitReader(body, limit+1))
 		if err != nil {
 			return "", int64(len(data)), err
@@ -131,7 +131,7 @@ func rtSocketGetJSON(ctx context.Context, env *collectors.Env, timeout time.Dura
 	})
 }
 
-func rtAnswerLimit(env *collectors.Env) int64 {
+func answerLimit(env *collectors.Env) int64 {
 	if env.MaxFileBytes <= 0 || env.MaxFileBytes > 64<<20 {
 		return 64 << 20
 	}
@@ -150,9 +150,9 @@ func RuntimeJSON(data []byte) ([]byte, error) {
 	return clean, nil
 }
 
-// rtSocketFetch makes one HTTP GET over a unix socket under its own
+// socketFetch makes one HTTP GET over a unix socket under its own
 // deadline; keep stores a 200 answer's body and returns the file written.
-func rtSocketFetch(ctx context.Context, env *collectors.Env, timeout time.Duration, hostSock, sock, reqPath, what string, keep func(io.Reader) (string, int64, error)) (it layout.RuntimeItem) {
+func socketFetch(ctx context.Context, env *collectors.Env, timeout time.Duration, hostSock, sock, reqPath, what string, keep func(io.Reader) (string, int64, error)) (it layout.RuntimeItem) {
 	it = layout.RuntimeItem{What: what, URL: "unix://" + hostSock + reqPath}
 	start := time.Now()
 	defer func() { it.DurationSeconds = time.Since(start).Seconds() }()
@@ -175,7 +175,7 @@ func rtSocketFetch(ctx context.Context, env *collectors.Env, timeout time.Durati
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		it.Error = rtDescribeSocketError(err, timeout)
+		it.Error = describeSocketError(err, timeout)
 		it.TimedOut = rctx.Err() != nil
 		return it
 	}
@@ -189,13 +189,13 @@ func rtSocketFetch(ctx context.Context, env *collectors.Env, timeout time.Durati
 	file, n, err := keep(resp.Body)
 	it.File, it.Bytes = file, n
 	if err != nil {
-		it.Error = "reading the answer: " + rtDescribeSocketError(err, timeout)
+		it.Error = "reading the answer: " + describeSocketError(err, timeout)
 		it.TimedOut = rctx.Err() != nil
 	}
 	return it
 }
 
-func rtDescribeSocketError(err error, timeout time.Duration) string {
+func describeSocketError(err error, timeout time.Duration) string {
 	var ne net.Error
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
@@ -212,7 +212,7 @@ func rtDescribeSocketError(err error, timeout time.Duration) string {
 // socket answered the rest.
 func runtimeCommand(ctx context.Context, env *collectors.Env, timeout time.Duration, out, what, prog string, args ...string) layout.RuntimeItem {
 	it := layout.RuntimeItem{What: what, Command: append([]string{prog}, args...)}
-	if _, ok := rtFindProgram(ctx, env, prog); !ok {
+	if _, ok := findProgram(ctx, env, prog); !ok {
 		it.Skipped = prog + " is not installed"
 		return it
 	}
@@ -240,7 +240,7 @@ func runtimeCommand(ctx context.Context, env *collectors.Env, timeout time.Durat
 // sanitized, then written.
 func runtimeCommandSanitized(ctx context.Context, env *collectors.Env, timeout time.Duration, out, what, prog string, args ...string) layout.RuntimeItem {
 	it := layout.RuntimeItem{What: what, Command: append([]string{prog}, args...)}
-	if _, ok := rtFindProgram(ctx, env, prog); !ok {
+	if _, ok := findProgram(ctx, env, prog); !ok {
 		it.Skipped = prog + " is not installed"
 		return it
 	}

@@ -33,15 +33,16 @@ func init() {
 		DefaultEnabled: true,
 		DefaultTimeout: 45 * time.Second,
 		After:          []string{collectors.MountprobeName},
-		Options:        &runtimeOpts,
-		Flags:          runtimeFlags,
-		Run:            collectRuntime,
+		Options:        &opts,
+		Flags:          flags,
+		Files:          files,
+		Run:            collect,
 	})
 }
 
-// RuntimeOptions are the runtime collector's flags. Socket and config
+// Options are the runtime collector's flags. Socket and config
 // paths are host paths (mapped under --root).
-type RuntimeOptions struct {
+type Options struct {
 	ContainerdConfig      string        `json:"containerd_config"`
 	ContainerdSocket      string        `json:"containerd_socket,omitempty"`
 	ContainerdDebugSocket string        `json:"containerd_debug_socket,omitempty"`
@@ -50,8 +51,6 @@ type RuntimeOptions struct {
 	CommandTimeout        time.Duration `json:"command_timeout"`
 	RequestTimeout        time.Duration `json:"request_timeout"`
 }
-
-var runtimeOpts RuntimeOptions
 
 // Defaults. /run rather than /var/run: under --root, /host/var/run is a
 // symlink to the absolute "/run", which would resolve to the container's
@@ -64,16 +63,25 @@ const (
 	defaultDockerSocket     = "/run/docker.sock"
 )
 
-func runtimeFlags(fs *pflag.FlagSet) {
-	o := &runtimeOpts
-	*o = RuntimeOptions{}
-	fs.StringVar(&o.ContainerdConfig, "containerd-config", defaultContainerdConfig, "runtime: containerd's configuration, read for its socket and debug addresses")
-	fs.StringVar(&o.ContainerdSocket, "containerd-socket", "", "runtime: containerd's API socket (default: [grpc] address of --containerd-config, else "+defaultContainerdSocket+")")
-	fs.StringVar(&o.ContainerdDebugSocket, "containerd-debug-socket", "", "runtime: containerd's debug/pprof socket (default: [debug] address of --containerd-config, else "+defaultContainerdDebug+")")
-	fs.StringVar(&o.CRIOSocket, "crio-socket", defaultCRIOSocket, "runtime: CRI-O's socket")
-	fs.StringVar(&o.DockerSocket, "docker-socket", defaultDockerSocket, "runtime: dockerd's API socket")
-	fs.DurationVar(&o.CommandTimeout, "runtime-command-timeout", 10*time.Second, "runtime: deadline of each ctr, crictl or docker command")
-	fs.DurationVar(&o.RequestTimeout, "runtime-request-timeout", 10*time.Second, "runtime: deadline of each request to a runtime's socket (each CRI call, each dockerd API request)")
+// defaults are the options no flag changed: the one place a default is
+// written.
+var defaults = Options{ContainerdConfig: defaultContainerdConfig, CRIOSocket: defaultCRIOSocket,
+	DockerSocket: defaultDockerSocket, CommandTimeout: 10 * time.Second, RequestTimeout: 10 * time.Second}
+
+// opts are the options the flags set (in the supervisor); they reach the
+// collector's child as JSON.
+var opts = defaults
+
+func flags(fs *pflag.FlagSet) {
+	opts = defaults
+	o := &opts
+	fs.StringVar(&o.ContainerdConfig, "containerd-config", o.ContainerdConfig, "runtime: containerd's configuration, read for its socket and debug addresses")
+	fs.StringVar(&o.ContainerdSocket, "containerd-socket", o.ContainerdSocket, "runtime: containerd's API socket (default: [grpc] address of --containerd-config, else "+defaultContainerdSocket+")")
+	fs.StringVar(&o.ContainerdDebugSocket, "containerd-debug-socket", o.ContainerdDebugSocket, "runtime: containerd's debug/pprof socket (default: [debug] address of --containerd-config, else "+defaultContainerdDebug+")")
+	fs.StringVar(&o.CRIOSocket, "crio-socket", o.CRIOSocket, "runtime: CRI-O's socket")
+	fs.StringVar(&o.DockerSocket, "docker-socket", o.DockerSocket, "runtime: dockerd's API socket")
+	fs.DurationVar(&o.CommandTimeout, "runtime-command-timeout", o.CommandTimeout, "runtime: deadline of each ctr, crictl or docker command")
+	fs.DurationVar(&o.RequestTimeout, "runtime-request-timeout", o.RequestTimeout, "runtime: deadline of each request to a runtime's socket (each CRI call, each dockerd API request)")
 }
 
 // rtJob fills one slot of a runtime's items; a CRI session fills several.
@@ -83,32 +91,32 @@ type rtJob struct {
 	run func(ctx context.Context) []layout.RuntimeItem
 }
 
-func collectRuntime(ctx context.Context, env *collectors.Env) error {
-	var o RuntimeOptions
+func collect(ctx context.Context, env *collectors.Env) error {
+	o := defaults
 	if err := env.Options(&o); err != nil {
 		return err
 	}
 	if o.CommandTimeout <= 0 {
-		o.CommandTimeout = 10 * time.Second
+		o.CommandTimeout = defaults.CommandTimeout
 	}
 	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = 10 * time.Second
+		o.RequestTimeout = defaults.RequestTimeout
 	}
 	if o.ContainerdConfig == "" {
-		o.ContainerdConfig = defaultContainerdConfig
+		o.ContainerdConfig = defaults.ContainerdConfig
 	}
 	if o.CRIOSocket == "" {
-		o.CRIOSocket = defaultCRIOSocket
+		o.CRIOSocket = defaults.CRIOSocket
 	}
 	if o.DockerSocket == "" {
-		o.DockerSocket = defaultDockerSocket
+		o.DockerSocket = defaults.DockerSocket
 	}
 
 	// containerd: its config names the sockets.
 	ctd := &layout.RuntimeStatus{Name: "containerd"}
 	addrs := ContainerdAddresses{}
-	cfgHost := rtRunPath(o.ContainerdConfig)
-	if data, err := rtReadHostFile(ctx, env, cfgHost, 1<<20); err == nil {
+	cfgHost := runPath(o.ContainerdConfig)
+	if data, err := readHostFile(ctx, env, cfgHost, 1<<20); err == nil {
 		ctd.ConfigFile = cfgHost
 		addrs = ParseContainerdAddresses(data)
 		clean, _ := SanitizeRuntimeConfig(data)
@@ -118,18 +126,18 @@ func collectRuntime(ctx context.Context, env *collectors.Env) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		ctd.Notes = append(ctd.Notes, fmt.Sprintf("cannot read %s: %v", cfgHost, err))
 	}
-	ctd.Socket = rtRunPath(rtFirstNonEmpty(o.ContainerdSocket, addrs.GRPC, defaultContainerdSocket))
-	ctd.DebugSocket = rtRunPath(rtFirstNonEmpty(o.ContainerdDebugSocket, addrs.Debug, defaultContainerdDebug))
-	ctd.SocketFound = rtSocketExists(ctx, env, ctd.Socket)
-	ctd.DebugSocketFound = rtSocketExists(ctx, env, ctd.DebugSocket)
+	ctd.Socket = runPath(firstNonEmpty(o.ContainerdSocket, addrs.GRPC, defaultContainerdSocket))
+	ctd.DebugSocket = runPath(firstNonEmpty(o.ContainerdDebugSocket, addrs.Debug, defaultContainerdDebug))
+	ctd.SocketFound = socketExists(ctx, env, ctd.Socket)
+	ctd.DebugSocketFound = socketExists(ctx, env, ctd.DebugSocket)
 	ctd.Present = ctd.SocketFound || ctd.DebugSocketFound
 
-	crio := &layout.RuntimeStatus{Name: "cri-o", Socket: rtRunPath(o.CRIOSocket)}
-	crio.SocketFound = rtSocketExists(ctx, env, crio.Socket)
+	crio := &layout.RuntimeStatus{Name: "cri-o", Socket: runPath(o.CRIOSocket)}
+	crio.SocketFound = socketExists(ctx, env, crio.Socket)
 	crio.Present = crio.SocketFound
 
-	dock := &layout.RuntimeStatus{Name: "docker", Socket: rtRunPath(o.DockerSocket)}
-	dock.SocketFound = rtSocketExists(ctx, env, dock.Socket)
+	dock := &layout.RuntimeStatus{Name: "docker", Socket: runPath(o.DockerSocket)}
+	dock.SocketFound = socketExists(ctx, env, dock.Socket)
 	dock.Present = dock.SocketFound
 
 	// Each runtime's items, in the order added; a job fills one slot.
@@ -146,7 +154,7 @@ func collectRuntime(ctx context.Context, env *collectors.Env) error {
 	// runtime where not.
 	missing := map[*layout.RuntimeStatus]map[string]bool{}
 	installed := func(rt *layout.RuntimeStatus, prog string) bool {
-		if _, ok := rtFindProgram(ctx, env, prog); ok {
+		if _, ok := findProgram(ctx, env, prog); ok {
 			return true
 		}
 		if missing[rt] == nil {
@@ -173,7 +181,7 @@ func collectRuntime(ctx context.Context, env *collectors.Env) error {
 	}
 	crictl := func(rt *layout.RuntimeStatus, dir string) {
 		if installed(rt, "crictl") {
-			rtAddCrictl(rt, add, env, o, env.Host().Seen(hostfs.Path(rt.Socket)), dir)
+			addCrictl(rt, add, env, o, env.Host().Seen(hostfs.Path(rt.Socket)), dir)
 		}
 	}
 
@@ -181,7 +189,7 @@ func collectRuntime(ctx context.Context, env *collectors.Env) error {
 		if ctd.DebugSocketFound {
 			sock := env.Host().Seen(hostfs.Path(ctd.DebugSocket))
 			add(ctd, func(ctx context.Context) layout.RuntimeItem {
-				return rtSocketGet(ctx, env, o.RequestTimeout, ctd.DebugSocket, sock, "/debug/pprof/goroutine?debug=2", "containerd/"+layout.RuntimeGoroutineFile, "goroutine dump")
+				return socketGet(ctx, env, o.RequestTimeout, ctd.DebugSocket, sock, "/debug/pprof/goroutine?debug=2", "containerd/"+layout.RuntimeGoroutineFile, "goroutine dump")
 			})
 		} else {
 			ctd.Notes = append(ctd.Notes, fmt.Sprintf("no goroutine dump: containerd's debug socket %s does not exist; set [debug] address = %q in %s and restart containerd to allow one", ctd.DebugSocket, defaultContainerdDebug, cfgHost))
@@ -212,7 +220,7 @@ func collectRuntime(ctx context.Context, env *collectors.Env) error {
 	if dock.Present {
 		sock := env.Host().Seen(hostfs.Path(dock.Socket))
 		add(dock, func(ctx context.Context) layout.RuntimeItem {
-			it := rtSocketGet(ctx, env, o.RequestTimeout, dock.Socket, sock, "/debug/pprof/goroutine?debug=2", "docker/"+layout.RuntimeGoroutineFile, "goroutine dump")
+			it := socketGet(ctx, env, o.RequestTimeout, dock.Socket, sock, "/debug/pprof/goroutine?debug=2", "docker/"+layout.RuntimeGoroutineFile, "goroutine dump")
 			if it.StatusCode == http.StatusNotFound {
 				it.Error += ` (dockerd serves /debug/pprof only with "debug": true in /etc/docker/daemon.json)`
 			}
@@ -221,12 +229,12 @@ func collectRuntime(ctx context.Context, env *collectors.Env) error {
 		// dockerd's own API: what `docker ps -a` and `docker info` show,
 		// without the docker client.
 		add(dock, func(ctx context.Context) layout.RuntimeItem {
-			it := rtSocketGetJSON(ctx, env, o.RequestTimeout, dock.Socket, sock, "/containers/json?all=1", "docker/containers.json", "dockerd containers")
+			it := socketGetJSON(ctx, env, o.RequestTimeout, dock.Socket, sock, "/containers/json?all=1", "docker/containers.json", "dockerd containers")
 			it.Listing = it.Error == ""
 			return it
 		})
 		add(dock, func(ctx context.Context) layout.RuntimeItem {
-			return rtSocketGetJSON(ctx, env, o.RequestTimeout, dock.Socket, sock, "/info", "docker/info.json", "dockerd info")
+			return socketGetJSON(ctx, env, o.RequestTimeout, dock.Socket, sock, "/info", "docker/info.json", "dockerd info")
 		})
 		cmd(dock, "docker/docker-ps.txt", "docker ps -a", true, "docker", "-H", "unix://"+sock, "ps", "-a", "--no-trunc")
 		cmd(dock, "docker/docker-info.txt", "docker info", false, "docker", "-H", "unix://"+sock, "info")
@@ -262,8 +270,8 @@ func collectRuntime(ctx context.Context, env *collectors.Env) error {
 		}
 		if !rt.Present {
 			daemon := map[string]string{"containerd": "containerd", "cri-o": "crio", "docker": "dockerd"}[rt.Name]
-			if p, ok := rtFindProgram(ctx, env, daemon); ok {
-				rt.Notes = append(rt.Notes, fmt.Sprintf("%s is installed here (%s) but its socket %s does not exist: it is not running, or listens elsewhere (see --%s-socket)", rt.Name, p, rt.Socket, rtFlagStem(rt.Name)))
+			if p, ok := findProgram(ctx, env, daemon); ok {
+				rt.Notes = append(rt.Notes, fmt.Sprintf("%s is installed here (%s) but its socket %s does not exist: it is not running, or listens elsewhere (see --%s-socket)", rt.Name, p, rt.Socket, flagStem(rt.Name)))
 			}
 			continue
 		}
@@ -288,7 +296,7 @@ func collectRuntime(ctx context.Context, env *collectors.Env) error {
 			rt.Notes = append(rt.Notes, fmt.Sprintf("%s is not installed here: %s", prog, what))
 		}
 		if !rt.Listed {
-			unlisted = append(unlisted, rtUnlistedReason(rt, missing[orig]))
+			unlisted = append(unlisted, unlistedReason(rt, missing[orig]))
 		}
 		for _, n := range rt.Notes {
 			env.Notef("%s: %s", rt.Name, n)
@@ -314,20 +322,20 @@ func collectRuntime(ctx context.Context, env *collectors.Env) error {
 	return nil
 }
 
-// rtUnlistedReason says, for a customer, why a running runtime's
+// unlistedReason says, for a customer, why a running runtime's
 // containers are not in the bundle.
-func rtUnlistedReason(rt *layout.RuntimeStatus, missing map[string]bool) string {
+func unlistedReason(rt *layout.RuntimeStatus, missing map[string]bool) string {
 	var tried []string
 	for _, it := range rt.Items {
 		switch {
 		case it.Method != "" && strings.HasSuffix(it.Method, "/Version"):
-			tried = append(tried, "the CRI API: "+rtItemOutcome(it))
+			tried = append(tried, "the CRI API: "+itemOutcome(it))
 		case it.Method != "" && strings.HasSuffix(it.Method, "/ListContainers") && !strings.HasPrefix(it.Skipped, "not attempted"):
-			tried = append(tried, "the CRI API's ListContainers: "+rtItemOutcome(it))
+			tried = append(tried, "the CRI API's ListContainers: "+itemOutcome(it))
 		case it.URL != "" && strings.Contains(it.URL, "/containers/json"):
-			tried = append(tried, "dockerd's API: "+rtItemOutcome(it))
+			tried = append(tried, "dockerd's API: "+itemOutcome(it))
 		case len(it.Command) > 0 && !it.Listing && (strings.Contains(it.What, "containers ls") || strings.Contains(it.What, " ps")):
-			tried = append(tried, it.What+": "+rtItemOutcome(it))
+			tried = append(tried, it.What+": "+itemOutcome(it))
 		}
 	}
 	if progs := sortedSet(missing); len(progs) > 0 {
@@ -339,7 +347,7 @@ func rtUnlistedReason(rt *layout.RuntimeStatus, missing map[string]bool) string 
 	return fmt.Sprintf("%s's socket %s exists but its containers could not be listed: %s", rt.Name, rt.Socket, strings.Join(tried, "; "))
 }
 
-func rtItemOutcome(it layout.RuntimeItem) string {
+func itemOutcome(it layout.RuntimeItem) string {
 	switch {
 	case it.Error != "":
 		return it.Error
@@ -358,7 +366,7 @@ func sortedSet(m map[string]bool) []string {
 	return out
 }
 
-func rtAddCrictl(rt *layout.RuntimeStatus, add func(*layout.RuntimeStatus, func(context.Context) layout.RuntimeItem), env *collectors.Env, o RuntimeOptions, sock, dir string) {
+func addCrictl(rt *layout.RuntimeStatus, add func(*layout.RuntimeStatus, func(context.Context) layout.RuntimeItem), env *collectors.Env, o Options, sock, dir string) {
 	ep := "unix://" + sock
 	// crictl has its own connection timeout; keep it inside ours.
 	to := strconv.Itoa(max(1, int(o.CommandTimeout.Seconds())-1)) + "s"
@@ -378,7 +386,7 @@ func rtAddCrictl(rt *layout.RuntimeStatus, add func(*layout.RuntimeStatus, func(
 	})
 }
 
-func rtFlagStem(name string) string {
+func flagStem(name string) string {
 	if name == "cri-o" {
 		return "crio"
 	}

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/collectors"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -20,6 +18,9 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors"
 )
 
 // The runtime collector asks containerd and CRI-O what they run through

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/bundle/layout"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
 )
 
 func TestCRIDescribeError(t *testing.T) {
@@ -196,7 +197,7 @@ func TestRtUnlistedReason(t *testing.T) {
 		{What: "CRI containers", Method: criapi.RuntimeService_ListContainers_FullMethodName, Skipped: "not attempted: the CRI socket did not answer Version"},
 		{What: "crictl ps -a", Command: []string{"crictl", "ps", "-a"}, Error: "crictl exited with status 1: context deadline exceeded"},
 	}}
-	got := rtUnlistedReason(rt, map[string]bool{"ctr": true})
+	got := unlistedReason(rt, map[string]bool{"ctr": true})
 	want := "cri-o's socket /run/crio/crio.sock exists but its containers could not be listed: " +
 		"the CRI API: no answer within 10s: the runtime accepted the connection but did not respond; " +
 		"crictl ps -a: crictl exited with status 1: context deadline exceeded; no client program to ask instead (ctr not installed)"

@@ -45,7 +45,7 @@ func ParseContainerdAddresses(data []byte) ContainerdAddresses {
 		if !ok || strings.TrimSpace(key) != "address" {
 			continue
 		}
-		s, ok := rtTOMLString(strings.TrimSpace(val))
+		s, ok := tomlString(strings.TrimSpace(val))
 		if !ok {
 			continue
 		}
@@ -61,9 +61,9 @@ func ParseContainerdAddresses(data []byte) ContainerdAddresses {
 	return a
 }
 
-// rtTOMLString decodes a TOML basic ("...") or literal ('...') string at the
+// tomlString decodes a TOML basic ("...") or literal ('...') string at the
 // start of v, ignoring what follows it (a comment).
-func rtTOMLString(v string) (string, bool) {
+func tomlString(v string) (string, bool) {
 	if len(v) < 2 {
 		return "", false
 	}
@@ -107,21 +107,21 @@ func rtTOMLString(v string) (string, bool) {
 // (base64 of user:password) is not a key the line redactor treats as
 // secret, so these are removed here first.
 var (
-	rtTOMLSecretRe = regexp.MustCompile(`(?i)\b(auth|password|identitytoken|identity_token|registrytoken|registry_token|token|secret)(\s*=\s*)("(?:[^"\\]|\\.)*"|'[^']*')`)
-	rtJSONSecretRe = regexp.MustCompile(`(?i)("(?:auth|password|identitytoken|identity_token|registrytoken|registry_token|token|secret)"\s*:\s*)"(?:[^"\\]|\\.)*"`)
+	tomlSecretRe = regexp.MustCompile(`(?i)\b(auth|password|identitytoken|identity_token|registrytoken|registry_token|token|secret)(\s*=\s*)("(?:[^"\\]|\\.)*"|'[^']*')`)
+	jsonSecretRe = regexp.MustCompile(`(?i)("(?:auth|password|identitytoken|identity_token|registrytoken|registry_token|token|secret)"\s*:\s*)"(?:[^"\\]|\\.)*"`)
 )
 
 // SanitizeRuntimeConfig replaces registry credentials in a containerd
 // config.toml or a crictl info JSON with [REDACTED] and says how many.
 func SanitizeRuntimeConfig(data []byte) ([]byte, int) {
 	n := 0
-	out := rtTOMLSecretRe.ReplaceAllFunc(data, func(m []byte) []byte {
-		sub := rtTOMLSecretRe.FindSubmatch(m)
+	out := tomlSecretRe.ReplaceAllFunc(data, func(m []byte) []byte {
+		sub := tomlSecretRe.FindSubmatch(m)
 		n++
 		return []byte(string(sub[1]) + string(sub[2]) + `"` + redact.Marker + `"`)
 	})
-	out = rtJSONSecretRe.ReplaceAllFunc(out, func(m []byte) []byte {
-		sub := rtJSONSecretRe.FindSubmatch(m)
+	out = jsonSecretRe.ReplaceAllFunc(out, func(m []byte) []byte {
+		sub := jsonSecretRe.FindSubmatch(m)
 		if bytes.HasSuffix(m, []byte(`""`)) {
 			return m
 		}

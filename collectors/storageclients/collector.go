@@ -1,11 +1,3 @@
-// Package storageclients is the storageclients collector: the kernel's own
-// live view of its storage clients (NFS and sunrpc, the ceph kernel
-// client, rbd mappings, iSCSI sessions and SCSI devices, device-mapper and
-// multipath, block queues, FUSE connections, CIFS), each read in a worker
-// under the probe deadline. It samples the counters that tell stuck from
-// busy twice, and a filesystem whose kernel state already shows stuck
-// requests and tasks stuck on it is reported hung from that evidence, so
-// that mountprobe, which runs after it, does not send it one more request.
 package storageclients
 
 import (
@@ -15,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
@@ -27,7 +21,19 @@ type Options struct {
 	SampleInterval time.Duration `json:"sample_interval"`
 }
 
-var opts = Options{SampleInterval: 300 * time.Millisecond}
+// defaults are the options no flag changed: the one place a default is
+// written.
+var defaults = Options{SampleInterval: 300 * time.Millisecond}
+
+// opts are the options the flags set (in the supervisor); they reach the
+// collector's child as JSON.
+var opts = defaults
+
+func flags(fs *pflag.FlagSet) {
+	opts = defaults
+	fs.DurationVar(&opts.SampleInterval, "storageclients-sample-interval", opts.SampleInterval,
+		"storageclients: time between the two samples of the kernel's counters (longer tells stuck from slow more surely, and makes the collector slower by as much)")
+}
 
 func init() {
 	collectors.Register(collectors.Spec{
@@ -37,6 +43,8 @@ func init() {
 		DefaultEnabled: true,
 		DefaultTimeout: 15 * time.Second,
 		Options:        &opts,
+		Flags:          flags,
+		Files:          files,
 		Run:            collect,
 	})
 }
@@ -120,12 +128,12 @@ func (s sample) pending() bool {
 const tasksTimeout = 6 * time.Second
 
 func collect(ctx context.Context, env *collectors.Env) error {
-	o := Options{SampleInterval: 300 * time.Millisecond}
+	o := defaults
 	if err := env.Options(&o); err != nil {
 		return err
 	}
 	if o.SampleInterval <= 0 {
-		o.SampleInterval = 300 * time.Millisecond
+		o.SampleInterval = defaults.SampleInterval
 	}
 	started := time.Now()
 	c := &collector{env: env, raw: map[string][]byte{}}

@@ -17,8 +17,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nodesnap/nodesnap/internal/human"
 	"golang.org/x/sys/unix"
+
+	"github.com/nodesnap/nodesnap/internal/human"
 )
 
 // ErrLowSpace is wrapped when the output filesystem has less free space

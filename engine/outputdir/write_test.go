@@ -3,7 +3,6 @@ package outputdir
 import (
 	"context"
 	"errors"
-	"github.com/nodesnap/nodesnap/bundle/naming"
 	"io"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/naming"
 )
 
 // writeTestBundle writes a real bundle of status st named n in dir.

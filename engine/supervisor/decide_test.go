@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"errors"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/engine/outputdir"
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 // What the supervisor decides, tested without children: the manifest it

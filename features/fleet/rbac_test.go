@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodesnap/nodesnap/features/fleet/podspec"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/nodesnap/nodesnap/features/fleet/podspec"
 )
 
 // Each node's pod runs as a ServiceAccount of its own whose role names

@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"context"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"image/png"
 	"os"
 	"os/exec"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 // A real browser opens pages offline: each must draw something (not a
@@ -19,6 +20,7 @@ import (
 // In CI (CI=true) a missing chromium fails the test; elsewhere it is
 // skipped. The screenshots are kept in artifactsDir (CI artifacts).
 func TestPagesInChromium(t *testing.T) {
+	skip.Short(t, "opens every page in chromium (about two minutes on two cores): the binary tier")
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
 		skip.Missing(t, "chromium is not installed (apt-get install chromium): pages not opened in a browser")

@@ -10,10 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/net/html"
+
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/read/analyze"
 	"github.com/nodesnap/nodesnap/read/fleetview"
-	"golang.org/x/net/html"
 )
 
 // fleetRecord is the part of fleet.json (package fleet writes it) the

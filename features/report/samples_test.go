@@ -2,10 +2,11 @@ package report
 
 import (
 	"bytes"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 // TestSamplePages writes each fixture scenario's bundle and page into the

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	bundleschema "github.com/nodesnap/nodesnap/bundle-schema"
+	"github.com/nodesnap/nodesnap/bundle/schema"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
@@ -184,8 +184,8 @@ func (w *watcherProc) waitBundle(t *testing.T, within time.Duration) *bundle.Man
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bundleschema.ValidateManifest(raw); err != nil {
-		t.Errorf("the manifest does not validate against bundle-schema: %v", err)
+	if err := schema.ValidateManifest(raw); err != nil {
+		t.Errorf("the manifest does not validate against bundle/schema: %v", err)
 	}
 	if m.Trigger == nil {
 		t.Fatalf("the manifest names no trigger:\n%s", raw)

@@ -2,9 +2,10 @@ package procfs
 
 import (
 	"bytes"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"runtime"
 	"testing"
+
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 // Memory must stay proportional to the input, whatever the input: nodesnap

@@ -2,7 +2,6 @@ package analyze_test
 
 import (
 	"context"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"maps"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/read/analyze"
 	"github.com/nodesnap/nodesnap/signatures"
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 // findingOf is the finding a line of each catalogue class becomes when it

@@ -2,12 +2,12 @@ package analyze_test
 
 import (
 	"context"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/nodesnap/nodesnap/read/analyze"
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 func TestCorpusDebugOne(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/read/analyze"
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 // The evidence corpus: real excerpts of kubelet, kernel, runtime and CSI

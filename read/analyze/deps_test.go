@@ -32,7 +32,7 @@ var forbiddenDeps = []string{
 // files a record at a time), signatures (the log-signature catalogue,
 // a leaf shared with watch) and internal/termsafe (escaping what a bundle
 // says before a terminal sees it).
-var allowedOwn = []string{"read/analyze", "read/events", "bundle", "bundle/layout", "bundle-schema", "read/goroutinedump", "internal/procfs", "signatures", "internal/textfit", "internal/jsonstream", "internal/termsafe"}
+var allowedOwn = []string{"read/analyze", "read/events", "bundle", "bundle/layout", "bundle/schema", "read/goroutinedump", "internal/procfs", "signatures", "internal/textfit", "internal/jsonstream", "internal/termsafe"}
 
 // TestDependencies keeps analyze a reader of bundles: a new import that
 // pulls in the collection engine or an HTTP stack fails here, naming the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -16,24 +15,8 @@ import (
 	"github.com/nodesnap/nodesnap/test/testkit/bundletest"
 
 	"github.com/nodesnap/nodesnap/bundle"
-	"github.com/nodesnap/nodesnap/collectors"
-	_ "github.com/nodesnap/nodesnap/collectors/all"
 	"github.com/nodesnap/nodesnap/read/analyze"
 )
-
-// TestMain lets the test binary serve the hidden child modes: the
-// real-collector tests run supervisor.Run, whose children re-execute it.
-func TestMain(m *testing.M) {
-	collectors.MaybeRunHidden()
-	if p := os.Getenv(childEnv); p != "" {
-		runBenchChild(p)
-	}
-	code := m.Run()
-	if benchBundle.dir != "" {
-		_ = os.RemoveAll(benchBundle.dir)
-	}
-	os.Exit(code)
-}
 
 // manifestExtra is what a fixture's _manifest.json may add to the
 // manifest built for it.
@@ -197,4 +180,35 @@ func wantIn(t *testing.T, what, haystack string, needles ...string) {
 			t.Errorf("%s lacks %q:\n%s", what, n, haystack)
 		}
 	}
+}
+
+// bySubject returns the finding with an ID about a subject.
+func bySubject(t *testing.T, r *analyze.Report, id, subject string) analyze.Finding {
+	t.Helper()
+	for _, f := range r.Findings {
+		if f.ID == id && f.Subject == subject {
+			return f
+		}
+	}
+	t.Fatalf("no %s finding about %s; findings:\n%s", id, subject, dump(r))
+	return analyze.Finding{}
+}
+
+// In incident 002's fixture, namespace 4026532601 (node_exporter) holds
+// rbd3 (250:0) and a tmpfs (0:52), and copies of the host's disks.
+const (
+	inc002     = "incident002-rbd-held-in-namespace"
+	inc002NS   = 4026532601
+	inc002Dev  = "250:0"
+	inc002Host = 4026531840
+)
+
+func analyzeFiles(t *testing.T, files map[string][]byte) *analyze.Report {
+	t.Helper()
+	p := makeBundle(t, files, bundle.Gzip)
+	r, err := analyze.AnalyzeFile(context.Background(), p, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

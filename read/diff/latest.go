@@ -2,10 +2,11 @@ package diff
 
 import (
 	"fmt"
-	"github.com/nodesnap/nodesnap/bundle/naming"
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/nodesnap/nodesnap/bundle/naming"
 )
 
 // Latest returns the two newest bundles, older first, in dir (a --keep

@@ -25,31 +25,30 @@ var floors = []struct {
 }{
 	{"internal", nil},
 	{"signatures", nil},
-	{"bundle-schema", nil},
-	{"bundle", []string{"bundle-schema", "internal"}},
-	{"redact", []string{"bundle", "bundle-schema", "internal"}},
-	{"engine/isolate", []string{"bundle", "bundle-schema", "internal"}},
-	{"collectors", []string{"engine/isolate", "bundle", "bundle-schema", "redact", "internal", "signatures"}},
-	{"engine/outputdir", []string{"engine/isolate", "bundle", "bundle-schema", "internal"}},
-	{"engine/supervisor", []string{"engine/outputdir", "engine/isolate", "collectors", "bundle", "bundle-schema", "redact", "internal"}},
+	{"bundle", []string{"internal"}},
+	{"redact", []string{"bundle", "internal"}},
+	{"engine/isolate", []string{"bundle", "internal"}},
+	{"collectors", []string{"engine/isolate", "bundle", "redact", "internal", "signatures"}},
+	{"engine/outputdir", []string{"engine/isolate", "bundle", "internal"}},
+	{"engine/supervisor", []string{"engine/outputdir", "engine/isolate", "collectors", "bundle", "redact", "internal"}},
 	{"read/goroutinedump", []string{"internal"}},
 	{"read/events", []string{"signatures"}},
-	{"read/analyze", []string{"read/events", "read/goroutinedump", "bundle", "bundle-schema", "signatures", "internal"}},
-	{"read/diff", []string{"read/analyze", "read/goroutinedump", "bundle", "bundle-schema", "signatures", "internal"}},
-	{"read/fleetview", []string{"read/analyze", "read/goroutinedump", "bundle", "bundle-schema", "signatures", "internal"}},
-	{"features/upload", []string{"bundle", "bundle-schema", "internal"}},
-	{"features/fleet", []string{"bundle", "bundle-schema", "internal"}},
-	{"features/report", []string{"read/analyze", "read/diff", "read/fleetview", "read/goroutinedump", "bundle", "bundle-schema", "signatures", "internal"}},
-	{"features/watch", []string{"engine/supervisor", "engine/outputdir", "engine/isolate", "collectors", "bundle", "bundle-schema", "redact", "signatures", "internal"}},
+	{"read/analyze", []string{"read/events", "read/goroutinedump", "bundle", "signatures", "internal"}},
+	{"read/diff", []string{"read/analyze", "read/goroutinedump", "bundle", "signatures", "internal"}},
+	{"read/fleetview", []string{"read/analyze", "read/goroutinedump", "bundle", "signatures", "internal"}},
+	{"features/upload", []string{"bundle", "internal"}},
+	{"features/fleet", []string{"bundle", "internal"}},
+	{"features/report", []string{"read/analyze", "read/diff", "read/fleetview", "read/goroutinedump", "bundle", "signatures", "internal"}},
+	{"features/watch", []string{"engine/supervisor", "engine/outputdir", "engine/isolate", "collectors", "bundle", "redact", "signatures", "internal"}},
 	{"deploy", nil},
 	{"cmd", []string{"deploy", "features/report", "features/watch", "features/fleet", "features/upload", "read/analyze", "read/diff", "read/fleetview", "read/goroutinedump",
-		"engine/supervisor", "engine/outputdir", "engine/isolate", "collectors", "bundle", "bundle-schema", "redact", "signatures", "internal"}},
+		"engine/supervisor", "engine/outputdir", "engine/isolate", "collectors", "bundle", "redact", "signatures", "internal"}},
 	// test/ holds the suites and fixtures: it may use anything.
 	{"test", []string{"*"}},
 }
 
 // readers are the packages that read a bundle anywhere, offline.
-var readers = []string{"read/...", "bundle/...", "bundle-schema", "signatures", "features/report"}
+var readers = []string{"read/...", "bundle/...", "signatures", "features/report"}
 
 // collectSide is what a reader must never link: the node-side engine, the
 // collectors, the redaction engine, encryption, and a network stack.
@@ -146,6 +145,37 @@ func TestReadersStayOffline(t *testing.T) {
 		for _, bad := range collectSide {
 			if d == bad || strings.HasPrefix(d, bad+"/") {
 				t.Errorf("a reader links %s (imported by %s)", d, strings.Join(importers[d], ", "))
+			}
+		}
+	}
+}
+
+// TestReaderTestsStayOffline: a reader's own tests link nothing of the
+// collect side either, so that they run anywhere, as any user, and a
+// change to the collectors never rebuilds them. Tests that need both
+// halves (bundles the real collectors write, read back) live in
+// test/roundtrip.
+func TestReaderTestsStayOffline(t *testing.T) {
+	lines := goList(t, append([]string{"-deps", "-test", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`}, prefixed(readers)...)...)
+	importers := map[string][]string{}
+	seen := map[string]bool{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		seen[f[0]] = true
+		for _, imp := range f[1:] {
+			importers[imp] = append(importers[imp], f[0])
+		}
+	}
+	if !seen[module+"/read/analyze"] {
+		t.Fatalf("go list -deps -test does not list read/analyze:\n%s", strings.Join(lines, "\n"))
+	}
+	for d := range seen {
+		name, _, _ := strings.Cut(d, " ")
+		// Test fixtures may serve HTTP; the collect side of this module
+		// is what the tests must not link.
+		for _, bad := range []string{module + "/engine", module + "/collectors", module + "/redact"} {
+			if name == bad || strings.HasPrefix(name, bad+"/") {
+				t.Errorf("a reader's tests link %s (imported by %s)", d, strings.Join(importers[d], ", "))
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package faults
 
 import (
 	"fmt"
-	"github.com/nodesnap/nodesnap/bundle/naming"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodesnap/nodesnap/bundle/naming"
 	"github.com/nodesnap/nodesnap/engine/outputdir"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )

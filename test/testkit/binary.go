@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 const binDirPrefix = "nodesnap-testkit-bin-"
@@ -38,8 +41,12 @@ var binary struct {
 // test binary's pid. Main removes it when the tests finish; directories
 // left by test binaries that exited without Main are removed by the next
 // call of Binary.
+//
+// A test that calls Binary is of the binary tier: it is skipped under
+// go test -short, which runs the pure and fixture tests only.
 func Binary(t testing.TB) string {
 	t.Helper()
+	skip.Short(t, "builds and runs the nodesnap binary (the binary tier)")
 	binary.once.Do(buildBinary)
 	if binary.missing {
 		missing(t, "%v", binary.err)
@@ -177,4 +184,52 @@ func sweepStaleBinDirs() {
 			os.RemoveAll(filepath.Join(tmp, e.Name()))
 		}
 	}
+}
+
+// BinaryWith builds ./cmd/nodesnap with files laid over the source tree
+// (go build -overlay: module-relative path → contents; a path may name a
+// file or a package that does not exist), into a directory of the test,
+// and returns the executable. The source tree is not touched, so tests
+// may build several variants side by side.
+func BinaryWith(t testing.TB, files map[string][]byte) string {
+	t.Helper()
+	skip.Short(t, "builds and runs a nodesnap binary (the binary tier)")
+	goTool, err := findGo()
+	if err != nil {
+		missing(t, "%v", err)
+	}
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	replace := map[string]string{}
+	for rel, data := range files {
+		p := filepath.Join(dir, "overlay", strconv.Itoa(len(replace))+"-"+filepath.Base(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		replace[filepath.Join(root, filepath.FromSlash(rel))] = p
+	}
+	overlay, err := json.Marshal(struct{ Replace map[string]string }{replace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ov := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(ov, overlay, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "nodesnap")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goTool, "build", "-overlay", ov, "-o", exe, "./cmd/nodesnap")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -overlay ./cmd/nodesnap: %v\n%s", err, b)
+	}
+	return exe
 }

@@ -2,12 +2,13 @@ package testkit
 
 import (
 	"bytes"
-	"github.com/nodesnap/nodesnap/test/skip"
 	"os"
 	"os/exec"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 // InCI reports whether the tests run in CI, i.e. whether the environment

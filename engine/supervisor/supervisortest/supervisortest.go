@@ -1,7 +1,10 @@
 // Package supervisortest holds what the collectors' tests share: running
 // collectors through the real supervisor and reading the bundle back.
-// Test binaries that use it serve the hidden child modes from TestMain and
-// link every collector (collectors/all).
+//
+// Importing it is all a collector's test package needs: it links every
+// collector (collectors/all) and, from its init, serves the hidden child
+// modes, so that the supervisor's children (re-executions of the test
+// binary) run the collector and its workers; no TestMain is needed.
 package supervisortest
 
 import (
@@ -16,12 +19,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
+	_ "github.com/nodesnap/nodesnap/collectors/all"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
-	"github.com/spf13/pflag"
 )
+
+// init serves the hidden modes when this test binary was re-executed as
+// a collector's child or an isolated worker (and exits then). It runs
+// after every collector's init (they are imported above), before the
+// test package's own: a collector registered by a test's init is not
+// served here and needs the test's TestMain to call
+// collectors.MaybeRunHidden.
+func init() {
+	collectors.MaybeRunHidden()
+}
 
 // Flags sets a collector's options as the command line would, and
 // puts the defaults back when the test ends.
