@@ -19,7 +19,10 @@ func TestOnlyIsolateStartsProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allowed := []string{"engine/isolate/", "test/testkit/"}
+	// signatures/driverwords/gen is the generator `make driver-words` runs
+	// on a developer's machine (it asks the go command for module sources):
+	// a main package nothing imports, no part of the binary.
+	allowed := []string{"engine/isolate/", "test/testkit/", "signatures/driverwords/gen/"}
 	checked := 0
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
