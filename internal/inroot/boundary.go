@@ -2,6 +2,7 @@ package inroot
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -94,24 +95,15 @@ func (b Boundary) Open(seen string, flags int) (int, error) {
 		sys = path.Join(root, "sys")
 	}
 	if rest, ok := cut(s, proc); ok {
-		if dir, within, ok := processRoot(rest); ok {
-			fd, err := Open(path.Join(proc, dir), within, flags)
-			return fd, named(seen, err)
-		}
-		if openFileLink(rest) {
-			// The kernel's link to a file a process holds open (a
-			// driver's stdout): followed, as only the kernel made it.
-			fd, err := unix.Open(proc+rest, flags|unix.O_CLOEXEC, 0)
-			if err != nil {
-				return -1, &os.PathError{Op: "open", Path: seen, Err: err}
-			}
-			return fd, nil
-		}
-		fd, err := Open(proc, rest, flags)
-		return fd, named(seen, err)
+		return b.openProc(seen, root, proc, rest, flags)
 	}
 	if rest, ok := cut(s, sys); ok {
-		fd, err := Open(sys, rest, flags)
+		sfd, err := openTree(root, sys)
+		if err != nil {
+			return -1, named(seen, err)
+		}
+		defer func() { _ = unix.Close(sfd) }() // an O_PATH descriptor: nothing to lose
+		fd, err := OpenAt(sfd, rest, flags)
 		return fd, named(seen, err)
 	}
 	var fd int
@@ -128,12 +120,92 @@ func (b Boundary) Open(seen string, flags int) (int, error) {
 			return -1, &os.PathError{Op: "open", Path: seen, Err: err}
 		}
 	}
+	return notProc(fd, seen)
+}
+
+// notProc closes fd and refuses it when it lies on procfs: a path of the
+// host's filesystem that a link led into /proc.
+func notProc(fd int, seen string) (int, error) {
 	var st unix.Statfs_t
 	if err := unix.Fstatfs(fd, &st); err == nil && st.Type == unix.PROC_SUPER_MAGIC {
 		_ = unix.Close(fd)
 		return -1, &os.PathError{Op: "open", Path: seen, Err: fmt.Errorf("%w: a link leads into /proc, which is not a file of the host's filesystem", unix.EXDEV)}
 	}
 	return fd, nil
+}
+
+// ErrNotProcfs is a path through a process's root, working directory or
+// open file asked of a proc tree that is not the kernel's: its links are
+// whatever whoever made the tree wrote, so they are not followed.
+var ErrNotProcfs = errors.New("the proc tree is not a procfs (not the kernel's), so its process links are not followed")
+
+// openTree opens the directory of a kernel tree (--proc, --sys): inside
+// root when it lies under it, so that a link planted at Root/proc leads
+// nowhere outside; as named when the operator put it elsewhere.
+func openTree(root, dir string) (int, error) {
+	if under, ok := cut(dir, root); ok {
+		return Open(root, under, unix.O_PATH|unix.O_DIRECTORY)
+	}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	return fd, nil
+}
+
+// openProc opens rest under the proc tree. The tree itself is reached
+// inside Root when it lies under it (a link at Root/proc leads nowhere
+// else), and its kind is asked of the kernel: on a real procfs the
+// kernel's own links of a process (<pid>/root, cwd, fd/N) are followed,
+// since only the kernel made them; on anything else (a copied tree, a
+// fake root) they are ordinary links anyone could have written, so
+// <pid>/root/x is x inside Root (a tree that is not the kernel's cannot
+// say a process has another root) and cwd and fd are refused.
+func (b Boundary) openProc(seen, root, proc, rest string, flags int) (int, error) {
+	pfd, err := openTree(root, proc)
+	if err != nil {
+		return -1, named(seen, err)
+	}
+	defer func() { _ = unix.Close(pfd) }() // an O_PATH descriptor: nothing to lose
+	var st unix.Statfs_t
+	kernel := unix.Fstatfs(pfd, &st) == nil && st.Type == unix.PROC_SUPER_MAGIC
+	rel := strings.TrimPrefix(rest, "/")
+	if dir, within, ok := processRoot(rest); ok {
+		if !kernel {
+			if strings.HasSuffix(dir, "/cwd") {
+				return -1, &os.PathError{Op: "open", Path: seen, Err: ErrNotProcfs}
+			}
+			fd, err := Open(root, within, flags)
+			if err != nil {
+				return -1, named(seen, err)
+			}
+			return notProc(fd, seen)
+		}
+		dfd, err := unix.Openat(pfd, dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: seen, Err: err}
+		}
+		defer func() { _ = unix.Close(dfd) }() // an O_PATH descriptor: nothing to lose
+		fd, err := OpenAt(dfd, within, flags)
+		return fd, named(seen, err)
+	}
+	if openFileLink(rest) {
+		if !kernel {
+			return -1, &os.PathError{Op: "open", Path: seen, Err: ErrNotProcfs}
+		}
+		// The kernel's link to a file a process holds open (a driver's
+		// stdout): followed, as only the kernel made it.
+		fd, err := unix.Openat(pfd, rel, flags|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: seen, Err: err}
+		}
+		return fd, nil
+	}
+	if rel == "" {
+		rel = "."
+	}
+	fd, err := OpenAt(pfd, rel, flags)
+	return fd, named(seen, err)
 }
 
 // processRoot splits "/<pid>/root/x" (or task/<tid>/root, or cwd) into
