@@ -170,7 +170,14 @@ func TestKubeletKnownPeers(t *testing.T) {
 	}{
 		{name: "tlsCertFile", serve: selfSigned(t, "node-1"), token: true},
 		{name: "ca-signed kubelet", serve: issue(t, "system:node:node-1", []string{"system:nodes"}, clusterCA, caKey), token: true,
-			files: map[string][]byte{"etc/kubernetes/pki/ca.crt": pemCert(clusterCA)}},
+			files: map[string][]byte{"etc/kubernetes/pki/ca.crt": pemCert(clusterCA), "etc/hostname": []byte("node-1\n")}},
+		// Another node's kubelet serving certificate (its key stolen, or
+		// that node's kubelet answering here): signed by the same CA,
+		// valid for the address asked, and still not this node's kubelet.
+		{name: "ca-signed kubelet of another node", serve: issue(t, "system:node:node-2", []string{"system:nodes"}, clusterCA, caKey), token: false,
+			files: map[string][]byte{"etc/kubernetes/pki/ca.crt": pemCert(clusterCA), "etc/hostname": []byte("node-1\n")}},
+		{name: "ca-signed kubelet, this node by its FQDN", serve: issue(t, "system:node:node-1.example.internal", []string{"system:nodes"}, clusterCA, caKey), token: true,
+			files: map[string][]byte{"etc/kubernetes/pki/ca.crt": pemCert(clusterCA), "etc/hostname": []byte("node-1\n")}},
 		{name: "ca-signed other", serve: issueNoIP(t, "etcd-peer", clusterCA, caKey), token: false,
 			files: map[string][]byte{"etc/kubernetes/pki/ca.crt": pemCert(clusterCA)}},
 	} {

@@ -189,7 +189,7 @@ func (b Boundary) openProc(seen, root, proc, rest string, flags int) (int, error
 		fd, err := OpenAt(dfd, within, flags)
 		return fd, named(seen, err)
 	}
-	if openFileLink(rest) {
+	if openFileLink(rest) && (kernel || flags&unix.O_NOFOLLOW == 0) {
 		if !kernel {
 			return -1, &os.PathError{Op: "open", Path: seen, Err: ErrNotProcfs}
 		}
@@ -225,13 +225,16 @@ func processRoot(rest string) (dir, within string, ok bool) {
 	return strings.Join(parts[:n+1], "/"), strings.Join(parts[n+1:], "/"), true
 }
 
-// openFileLink reports whether rest is "/<pid>/fd/<n>" (or under
-// task/<tid>): a process's open file, reached through the kernel's own
-// link.
+// openFileLink reports whether rest is "/<pid>/fd/<n>" or "/<pid>/exe"
+// (or under task/<tid>): a process's open file or executable, reached
+// through the kernel's own link.
 func openFileLink(rest string) bool {
 	parts := strings.Split(strings.TrimPrefix(rest, "/"), "/")
-	if len(parts) == 5 && parts[1] == "task" {
+	if len(parts) >= 4 && parts[1] == "task" {
 		parts = append(parts[:1], parts[3:]...)
+	}
+	if len(parts) == 2 && parts[1] == "exe" && parts[0] != "" {
+		return true
 	}
 	return len(parts) == 3 && parts[1] == "fd" && parts[0] != "" && parts[2] != "" &&
 		strings.Trim(parts[2], "0123456789") == ""
