@@ -44,6 +44,10 @@ func collectProcesses(ctx context.Context, env *collectors.Env) error {
 	var tasks []layout.Task
 	sum := layout.ProcessesSummary{States: map[string]int{}, DState: []int{}}
 	nss := map[uint64]bool{}
+	var statusBuf [16 << 10]byte
+	var cgroupBuf [16 << 10]byte
+	var statBuf [4 << 10]byte
+	var wchanBuf [256]byte
 	for _, pid := range pids {
 		if ctx.Err() != nil {
 			env.Partialf("stopped at pid %d of %d: %v", pid, len(pids), ctx.Err())
@@ -58,7 +62,9 @@ func collectProcesses(ctx context.Context, env *collectors.Env) error {
 		sum.Processes++
 		var uid int
 		var rss uint64
-		if b, err := os.ReadFile(pdir + "/status"); err == nil {
+		// Through hostfs.ReadSmall: on a proc tree that is not the
+		// kernel's, inside the root (a link there is not followed out).
+		if b, err := hostfs.ReadSmall(pdir+"/status", statusBuf[:]); err == nil {
 			if st, err := procfs.ParseStatus(b); err == nil {
 				uid = int(st.UID.Real)
 				rss = st.VmRSS
@@ -67,12 +73,12 @@ func collectProcesses(ctx context.Context, env *collectors.Env) error {
 		// /proc/<pid>/cgroup takes no lock of the process (unlike cmdline):
 		// read here, as status is.
 		var cg procfs.SelfCgroup
-		if b, err := os.ReadFile(pdir + "/cgroup"); err == nil {
+		if b, err := hostfs.ReadSmall(pdir+"/cgroup", cgroupBuf[:]); err == nil {
 			cg = procfs.ParseSelfCgroup(b)
 		}
 		for _, tid := range tids {
 			tdir := pdir + "/task/" + strconv.Itoa(tid)
-			b, err := os.ReadFile(tdir + "/stat")
+			b, err := hostfs.ReadSmall(tdir+"/stat", statBuf[:])
 			if err != nil {
 				continue
 			}
@@ -89,7 +95,7 @@ func collectProcesses(ctx context.Context, env *collectors.Env) error {
 			if !btime.IsZero() {
 				t.StartTime = btime.Add(time.Duration(st.StartTime) * time.Second / clockTicks).UTC()
 			}
-			if w, err := os.ReadFile(tdir + "/wchan"); err == nil {
+			if w, err := hostfs.ReadSmall(tdir+"/wchan", wchanBuf[:]); err == nil {
 				if ws := strings.TrimSpace(string(w)); ws != "0" {
 					t.Wchan = ws
 				}

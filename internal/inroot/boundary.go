@@ -274,3 +274,49 @@ func (b Boundary) File(seen string, flags int) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(fd), seen), nil
 }
+
+// kernelTrees caches, per proc or sys tree as nodesnap sees it, whether
+// the kernel says it is its own (procfs, sysfs).
+var kernelTrees sync.Map // string → bool
+
+// Kernel reports whether seen lies in a proc or sys tree of the boundary
+// that is the kernel's own (statfs magic PROC_SUPER_MAGIC or
+// SYSFS_MAGIC, asked once per tree and process). There, a plain open
+// meets only the kernel's files and links and is what the fast readers of
+// /proc use; anywhere else (a fake or copied tree, the root) a path must
+// be opened with Open, inside the boundary.
+func (b Boundary) Kernel(seen string) bool {
+	s := path.Clean(seen)
+	root := clean(b.Root)
+	if root == "" {
+		root = "/"
+	}
+	proc, sys := clean(b.Proc), clean(b.Sys)
+	if proc == "" {
+		proc = path.Join(root, "proc")
+	}
+	if sys == "" {
+		sys = path.Join(root, "sys")
+	}
+	var tree string
+	var magic int64
+	if _, ok := cut(s, proc); ok {
+		tree, magic = proc, unix.PROC_SUPER_MAGIC
+	} else if _, ok := cut(s, sys); ok {
+		tree, magic = sys, unix.SYSFS_MAGIC
+	} else {
+		return false
+	}
+	key := root + "\x00" + tree
+	if v, ok := kernelTrees.Load(key); ok {
+		return v.(bool)
+	}
+	kernel := false
+	if fd, err := openTree(root, tree); err == nil {
+		var st unix.Statfs_t
+		kernel = unix.Fstatfs(fd, &st) == nil && st.Type == magic
+		_ = unix.Close(fd) // an O_PATH descriptor: nothing to lose
+	}
+	kernelTrees.Store(key, kernel)
+	return kernel
+}

@@ -328,3 +328,42 @@ func TestDeviceNamedAsConfig(t *testing.T) {
 		}
 	}
 }
+
+// The fast readers of /proc (status, stat, wchan, cgroup of every task)
+// meet a fake root's links too: on a proc tree that is not the kernel's
+// they open inside the root, so a wchan linked to a file outside it puts
+// nothing of that file in the bundle.
+func TestFakeProcFilesStayInRoot(t *testing.T) {
+	testkit.RequireRoot(t)
+	const canary = "outside-the-root-canary-5e0c77"
+	outside := rootOnly(t, "secret", canary+"\n")
+	n := newNode(t)
+	pdir := filepath.Join(n.root, "proc", "4242")
+	tdir := filepath.Join(pdir, "task", "4242")
+	if err := os.MkdirAll(tdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stat := "4242 (victim) S 1 4242 4242 0 -1 4194560 1 0 0 0 1 1 0 0 20 0 1 0 100 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+	for p, s := range map[string]string{pdir + "/stat": stat, tdir + "/stat": stat} {
+		if err := os.WriteFile(p, []byte(s), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range []string{pdir + "/status", pdir + "/cgroup", tdir + "/wchan"} {
+		if err := os.Symlink(outside, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	r := nodesnap(t, runTimeout+30*time.Second, nil, "collect", "-q", "--output-dir", out, "--root", n.root,
+		"--timeout", runTimeout.String(), "--probe-timeout", "2s", "--only", "processes")
+	c, o := checkOutput(t, out, false, []string{canary})
+	o.fault = "a fake root's proc files link outside it"
+	defer func() { o.failed = t.Failed(); record(o) }()
+	if c == nil {
+		t.Fatalf("no bundle: exit %d\n%s", r.code, r.stderr)
+	}
+	if tj := string(c.Files["processes/tasks.json"]); !strings.Contains(tj, `"victim"`) {
+		t.Errorf("the fake process is not in tasks.json at all (the test proves nothing):\n%.600s", tj)
+	}
+}
