@@ -15,8 +15,9 @@ import (
 // command lines (kubelet --config and --kubeconfig, containerd --config):
 // a fixed list of paths finds the defaults, and on a real node collected a
 // containerd config the running containerd did not use. runningConfigs
-// reads the command lines of the kubelet and the runtimes (each through an
-// isolated worker: /proc/<pid>/cmdline takes the process's mmap lock) and
+// reads the command lines of the kubelet and the runtimes the kernel
+// vouches for (package daemon, each through an isolated worker:
+// /proc/<pid>/cmdline takes the process's mmap lock) and
 // returns the files they name, read through /proc/<pid>/root so the path
 // resolves in the daemon's own mount namespace.
 

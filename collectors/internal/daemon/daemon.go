@@ -22,6 +22,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -44,8 +45,9 @@ type Process struct {
 	// kubelet's flags the wrapper keeps in a file (microk8s's
 	// --kubelet-args-file) appended.
 	Args []string
-	// Cwd is its working directory as the kernel names it ("" unknown).
-	Cwd string
+	// Cwd is its working directory as the kernel names it ("" unknown);
+	// Exe its executable.
+	Cwd, Exe string
 	// Why says what vouched for it, for a note.
 	Why string
 }
@@ -128,7 +130,7 @@ func Find(ctx context.Context, env *collectors.Env, want Want, limit int) (found
 			refused = append(refused, Refused{PID: pid, Kind: kind, Name: st.Comm, Failed: failed})
 			continue
 		}
-		p := Process{PID: pid, Kind: kind, Name: st.Comm, Args: f.Args, Cwd: f.Cwd, Why: fmt.Sprintf("pid %d (%s) is trusted: %s", pid, st.Comm, why)}
+		p := Process{PID: pid, Kind: kind, Name: st.Comm, Args: f.Args, Cwd: f.Cwd, Exe: f.Exe, Why: fmt.Sprintf("pid %d (%s) is trusted: %s", pid, st.Comm, why)}
 		if kind == "kubelet" {
 			p.Args = append(p.Args, argsFile(ctx, env, p)...)
 		}
@@ -208,7 +210,35 @@ func argsFile(ctx context.Context, env *collectors.Env, p Process) []string {
 		env.Notef("reading the kubelet's arguments file %s (pid %d): %v", file, p.PID, err)
 		return nil
 	}
-	return ParseArgsFile(string(r.Data))
+	return snapPaths(ParseArgsFile(string(r.Data)), p.Exe)
+}
+
+// snapPaths expands the snap variables an arguments file of a snap
+// (microk8s) writes its paths with, as snapd sets them for the process
+// whose executable is /snap/<name>/<revision>/...: $SNAP, $SNAP_DATA
+// (/var/snap/<name>/<revision>) and $SNAP_COMMON (/var/snap/<name>/common).
+// Nothing is read from the process's environment.
+func snapPaths(args []string, exe string) []string {
+	parts := strings.Split(strings.TrimPrefix(exe, "/"), "/")
+	if len(parts) < 3 || parts[0] != "snap" || parts[1] == "" || parts[2] == "" {
+		return args
+	}
+	name, rev := parts[1], parts[2]
+	vars := map[string]string{
+		"SNAP":        "/snap/" + name + "/" + rev,
+		"SNAP_DATA":   "/var/snap/" + name + "/" + rev,
+		"SNAP_COMMON": "/var/snap/" + name + "/common",
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = os.Expand(a, func(k string) string {
+			if v, ok := vars[k]; ok {
+				return v
+			}
+			return "${" + k + "}"
+		})
+	}
+	return out
 }
 
 // ParseArgsFile splits an arguments file (microk8s's args/kubelet): one

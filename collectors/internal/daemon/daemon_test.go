@@ -107,3 +107,15 @@ func TestUnitOf(t *testing.T) {
 		}
 	}
 }
+
+func TestSnapPaths(t *testing.T) {
+	args := []string{"--kubeconfig=${SNAP_DATA}/credentials/kubelet.config", "--root-dir=${SNAP_COMMON}/var/lib/kubelet", "--x=$HOME/y", "--v=2"}
+	got := snapPaths(args, "/snap/microk8s/7234/kubelite")
+	want := []string{"--kubeconfig=/var/snap/microk8s/7234/credentials/kubelet.config", "--root-dir=/var/snap/microk8s/common/var/lib/kubelet", "--x=${HOME}/y", "--v=2"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	if got := snapPaths(args, "/usr/bin/kubelet"); !reflect.DeepEqual(got, args) {
+		t.Errorf("not a snap, changed: %q", got)
+	}
+}
