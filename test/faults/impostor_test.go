@@ -367,3 +367,85 @@ func TestFakeProcFilesStayInRoot(t *testing.T) {
 		t.Errorf("the fake process is not in tasks.json at all (the test proves nothing):\n%.600s", tj)
 	}
 }
+
+// A user's program named kubelet, executable but not readable by its
+// user (the kernel may then make it not dumpable, which makes
+// /proc/<pid> root's: the kubelet collector once took that owner for the
+// process's), names a --config whose tlsCertFile is the user's own
+// certificate, served on a loopback port: the kubelet token is not sent
+// there, and the kubelet collector's notes name the pid and its uid.
+func TestImpostorKubeletServingCertNotPinned(t *testing.T) {
+	testkit.RequireRoot(t)
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		skip.Missing(t, "no sh: %v", err)
+	}
+	const token = "kubelet-token-for-the-impostor-1c9a"
+	var mu sync.Mutex
+	var auth []string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+	dir := attackerDir(t)
+	cert := filepath.Join(dir, "serving.crt")
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("kind: KubeletConfiguration\ntlsCertFile: "+cert+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A copy of sh called kubelet, executable but not readable by its
+	// owner: the kernel makes such a process not dumpable.
+	bin := copyAs(t, sh, filepath.Join(dir, "kubelet"))
+	if err := os.Chown(bin, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(bin, 0o111); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-c", "sleep 3600; :", "--config", cfg)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	defer func() { _ = syscall.Kill(-pid, syscall.SIGKILL); _ = cmd.Wait() }()
+	for i := 0; i < 500; i++ {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && bytes.Contains(b, []byte(cfg)) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(fmt.Sprintf("/proc/%d", pid), &st); err == nil {
+		t.Logf("/proc/%d is owned by uid %d (the process runs as %d)", pid, st.Uid, nobody)
+	}
+	out := t.TempDir()
+	r := nodesnap(t, runTimeout+30*time.Second, []string{"NODESNAP_KUBELET_TOKEN=" + token}, "collect", "-q", "--output-dir", out,
+		"--timeout", runTimeout.String(), "--only", "kubelet", "--kubelet-url", srv.URL,
+		"--kubelet-readonly-url", "", "--kubelet-healthz-url", "", "--kubelet-profile-seconds", "0", "--kubelet-request-timeout", "5s")
+	c, o := checkOutput(t, out, false, []string{token})
+	o.fault = "a user's non-dumpable kubelet names its own serving certificate"
+	defer func() { o.failed = t.Failed(); record(o) }()
+	mu.Lock()
+	got := append([]string(nil), auth...)
+	mu.Unlock()
+	for _, a := range got {
+		if strings.Contains(a, token) {
+			t.Errorf("the kubelet token was sent to the impostor's port")
+			break
+		}
+	}
+	if c == nil {
+		t.Fatalf("no bundle: exit %d\n%s", r.code, r.stderr)
+	}
+	notes := collectorNotes(c.Manifest, "kubelet")
+	if !strings.Contains(notes, "pid "+strconv.Itoa(pid)) || !strings.Contains(notes, "uid 65534") {
+		t.Errorf("the kubelet collector does not say pid %d was refused as uid 65534:\n%s", pid, notes)
+	}
+}
