@@ -405,3 +405,24 @@ func TestKubeletPlainHTTPGetsNoToken(t *testing.T) {
 		t.Errorf("the manifest does not say why no credential was sent:\n%s\n%s", b.Res.Error, b.Notes())
 	}
 }
+
+func TestSameNode(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes []string
+		want  bool
+	}{
+		{"node-1", []string{"node-1"}, true},
+		{"Node-1", []string{"node-1"}, true},
+		{"node-1.example.internal", []string{"node-1"}, true},       // registered by FQDN, hostname short
+		{"node-1", []string{"node-1.example.internal"}, true},       // the reverse
+		{"node-1.a.internal", []string{"node-1.b.internal"}, false}, // two FQDNs must be equal
+		{"node-2", []string{"node-1", "node-1.example.internal"}, false},
+		{"node-10", []string{"node-1"}, false},
+		{"node-1", nil, false},
+	} {
+		if got := kubelet.SameNodeForTest(tc.name, tc.nodes); got != tc.want {
+			t.Errorf("sameNode(%q, %q) = %v, want %v", tc.name, tc.nodes, got, tc.want)
+		}
+	}
+}
