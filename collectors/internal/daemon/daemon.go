@@ -27,8 +27,6 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/internal/inroot"
@@ -103,9 +101,9 @@ func Find(ctx context.Context, env *collectors.Env, want Want, limit int) (found
 			break
 		}
 		ps := strconv.Itoa(pid)
-		// stat and the exe link take no lock of the process: read here,
-		// inside the boundary.
-		st, err := readStat(b, env.ProcPath(ps, "stat"), buf[:])
+		// stat and the exe link take no lock of the process: read here
+		// (on a tree that is not the kernel's, inside the root).
+		st, err := readStat(env.ProcPath(ps, "stat"), buf[:])
 		if err != nil || st.IsKernelThread() {
 			continue
 		}
@@ -139,17 +137,14 @@ func Find(ctx context.Context, env *collectors.Env, want Want, limit int) (found
 	return found, refused
 }
 
-func readStat(b inroot.Boundary, seen string, buf []byte) (procfs.Stat, error) {
-	fd, err := b.Open(seen, unix.O_RDONLY)
+// readStat reads a process's stat with hostfs's fast reader: a plain
+// open on the kernel's procfs, inside the root on any other tree.
+func readStat(seen string, buf []byte) (procfs.Stat, error) {
+	b, err := hostfs.ReadSmall(seen, buf)
 	if err != nil {
 		return procfs.Stat{}, err
 	}
-	defer func() { _ = unix.Close(fd) }() // read-only: nothing to lose
-	n, err := unix.Read(fd, buf)
-	if err != nil {
-		return procfs.Stat{}, err
-	}
-	return procfs.ParseStat(buf[:n])
+	return procfs.ParseStat(b)
 }
 
 // Judge decides from a process's facts whether the kernel vouches for it:
