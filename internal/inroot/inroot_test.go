@@ -249,3 +249,16 @@ func TestRealProcLinksFollowed(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// BenchmarkKernel is what every fast /proc read pays to know its tree is
+// the kernel's (asked of the kernel once, then a cached answer).
+func BenchmarkKernel(b *testing.B) {
+	bd := Boundary{Proc: "/proc"}
+	p := "/proc/" + strconv.Itoa(os.Getpid()) + "/stat"
+	if !bd.Kernel(p) {
+		b.Fatal("/proc is not the kernel's procfs here")
+	}
+	for i := 0; i < b.N; i++ {
+		bd.Kernel(p)
+	}
+}
