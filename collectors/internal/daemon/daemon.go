@@ -155,10 +155,16 @@ func Judge(f Facts) (why, failed string) {
 		return "", "its status cannot be read (" + f.StatusErr + ")"
 	case f.UID.Real != 0 || f.UID.Effective != 0:
 		return "", fmt.Sprintf("it runs as uid %d (effective %d), not root", f.UID.Real, f.UID.Effective)
-	case f.UserNS == "" || f.InitUserNS == "":
-		return "", "its user namespace cannot be compared with pid 1's"
+	case f.UserNS == "":
+		return "", "its user namespace cannot be read"
+	case f.InitUserNS == "":
+		return "", "the node's user namespace cannot be read (neither pid 1's nor nodesnap's own), so its own cannot be compared with it"
 	case f.UserNS != f.InitUserNS:
-		return "", fmt.Sprintf("it runs in a user namespace (%s) other than pid 1's (%s): its root is not the node's", f.UserNS, f.InitUserNS)
+		ref := f.NSRef
+		if ref == "" {
+			ref = "pid 1's"
+		}
+		return "", fmt.Sprintf("it runs in a user namespace (%s) other than %s (%s): its root is not the node's", f.UserNS, ref, f.InitUserNS)
 	case f.Exe == "":
 		return "", "its executable cannot be read (" + f.ExeErr + ")"
 	}

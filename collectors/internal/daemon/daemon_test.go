@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -29,7 +30,8 @@ func TestJudge(t *testing.T) {
 		{"a setuid binary run by a user", func(f *Facts) { f.UID = procfs.IDSet{Real: 1000, Effective: 0} }, "uid 1000"},
 		{"status unreadable", func(f *Facts) { f.StatusErr = "permission denied" }, "status cannot be read"},
 		{"root in a user's user namespace", func(f *Facts) { f.UserNS = "user:[4026532999]" }, "user namespace"},
-		{"user namespace unknown", func(f *Facts) { f.UserNS = "" }, "cannot be compared"},
+		{"user namespace unknown", func(f *Facts) { f.UserNS = "" }, "cannot be read"},
+		{"the node's user namespace unknown", func(f *Facts) { f.InitUserNS = "" }, "cannot be compared"},
 		{"no executable link", func(f *Facts) { f.Exe, f.ExeErr = "", "no such file" }, "executable cannot be read"},
 		{"executable owned by a user", func(f *Facts) { f.ExeUID = 1000 }, "owned by uid 1000"},
 		{"executable writable by others", func(f *Facts) { f.ExeMode = 0o100777 }, "writable"},
@@ -117,5 +119,28 @@ func TestSnapPaths(t *testing.T) {
 	}
 	if got := snapPaths(args, "/usr/bin/kubelet"); !reflect.DeepEqual(got, args) {
 		t.Errorf("not a snap, changed: %q", got)
+	}
+}
+
+// On the kernel's procfs, what the kernel says of this very process is
+// read: its uids, a user namespace comparable with the node's (pid 1's,
+// or nodesnap's own where pid 1's is not readable), its executable.
+func TestFactsOfThisProcess(t *testing.T) {
+	res, err := factsOp(FactsRequest{Proc: "/proc", PID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := res.(Facts)
+	if f.StatusErr != "" || f.UID.Real != uint32(os.Getuid()) {
+		t.Errorf("status: %q, uid %d, want %d", f.StatusErr, f.UID.Real, os.Getuid())
+	}
+	if f.UserNS == "" || f.InitUserNS == "" || f.UserNS != f.InitUserNS {
+		t.Errorf("user namespaces %q and %q (%s): want both read and equal", f.UserNS, f.InitUserNS, f.NSRef)
+	}
+	if exe, _ := os.Executable(); f.Exe != exe || f.ExeErr != "" || len(f.Dirs) == 0 {
+		t.Errorf("exe %q (%s), dirs %d; want %q", f.Exe, f.ExeErr, len(f.Dirs), exe)
+	}
+	if len(f.Args) == 0 {
+		t.Errorf("no command line")
 	}
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -34,6 +35,9 @@ type Facts struct {
 	// 1's ("" when unreadable).
 	UserNS     string `json:"user_ns,omitempty"`
 	InitUserNS string `json:"init_user_ns,omitempty"`
+	// NSRef says whose InitUserNS is: "pid 1's", or "nodesnap's own"
+	// where pid 1's cannot be read.
+	NSRef string `json:"ns_ref,omitempty"`
 	// Exe is its executable as the kernel names it (" (deleted)" cut);
 	// ExeUID, ExeGID, ExeMode the file's owner and mode.
 	Exe     string `json:"exe,omitempty"`
@@ -74,7 +78,17 @@ func factsOp(rq FactsRequest) (any, error) {
 		f.UID = st.UID
 	}
 	f.UserNS = nsLink(b, base+"/ns/user")
-	f.InitUserNS = nsLink(b, path.Join(rq.Proc, "1", "ns", "user"))
+	f.InitUserNS, f.NSRef = nsLink(b, path.Join(rq.Proc, "1", "ns", "user")), "pid 1's"
+	if f.InitUserNS == "" && b.Kernel(base) {
+		// pid 1's link may be unreadable (an init that is not dumpable,
+		// a security module): on the kernel's own procfs nodesnap's own
+		// namespace, root's on the node, stands in.
+		if l, err := os.Readlink("/proc/self/ns/user"); err == nil {
+			if kind, _, err := procfs.ParseNSLink(l); err == nil && kind == "user" {
+				f.InitUserNS, f.NSRef = l, "nodesnap's own"
+			}
+		}
+	}
 	root := base + "/root"
 	if l, err := b.Readlink(base + "/exe"); err != nil {
 		f.ExeErr = err.Error()
