@@ -170,6 +170,24 @@ func (b Boundary) openProc(seen, root, proc, rest string, flags int) (int, error
 	var st unix.Statfs_t
 	kernel := unix.Fstatfs(pfd, &st) == nil && st.Type == unix.PROC_SUPER_MAGIC
 	rel := strings.TrimPrefix(rest, "/")
+	if isProcessRootLink(rest) && flags&unix.O_NOFOLLOW == 0 {
+		// The process's root (or cwd) itself, followed: its "/".
+		if !kernel {
+			if strings.HasSuffix(rel, "/cwd") {
+				return -1, &os.PathError{Op: "open", Path: seen, Err: ErrNotProcfs}
+			}
+			fd, err := Open(root, ".", flags)
+			if err != nil {
+				return -1, named(seen, err)
+			}
+			return notProc(fd, seen)
+		}
+		fd, err := unix.Openat(pfd, rel, flags|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: seen, Err: err}
+		}
+		return fd, nil
+	}
 	if dir, within, ok := processRoot(rest); ok {
 		if !kernel {
 			if strings.HasSuffix(dir, "/cwd") {
@@ -223,6 +241,17 @@ func processRoot(rest string) (dir, within string, ok bool) {
 		return "", "", false // the link itself: readlink of the kernel's own link
 	}
 	return strings.Join(parts[:n+1], "/"), strings.Join(parts[n+1:], "/"), true
+}
+
+// isProcessRootLink reports whether rest is "/<pid>/root" or cwd (or
+// under task/<tid>) itself.
+func isProcessRootLink(rest string) bool {
+	parts := strings.Split(strings.TrimPrefix(rest, "/"), "/")
+	n := 1
+	if len(parts) >= 3 && parts[1] == "task" {
+		n = 3
+	}
+	return len(parts) == n+1 && parts[0] != "" && (parts[n] == "root" || parts[n] == "cwd")
 }
 
 // openFileLink reports whether rest is "/<pid>/fd/<n>" or "/<pid>/exe"

@@ -262,3 +262,23 @@ func BenchmarkKernel(b *testing.B) {
 		bd.Kernel(p)
 	}
 }
+
+// A process's root itself, followed on the kernel's procfs, is its "/".
+func TestProcessRootItself(t *testing.T) {
+	b := Boundary{Proc: "/proc"}
+	fd, err := b.Open("/proc/"+strconv.Itoa(os.Getpid())+"/root", unix.O_PATH)
+	if err != nil {
+		t.Fatalf("the process's root: %v", err)
+	}
+	defer unix.Close(fd)
+	var got, want unix.Stat_t
+	if err := unix.Fstat(fd, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Stat("/", &want); err != nil {
+		t.Fatal(err)
+	}
+	if got.Dev != want.Dev || got.Ino != want.Ino {
+		t.Errorf("opened %d:%d, want / at %d:%d", got.Dev, got.Ino, want.Dev, want.Ino)
+	}
+}

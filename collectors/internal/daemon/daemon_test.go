@@ -140,6 +140,11 @@ func TestFactsOfThisProcess(t *testing.T) {
 	if exe, _ := os.Executable(); f.Exe != exe || f.ExeErr != "" || len(f.Dirs) == 0 {
 		t.Errorf("exe %q (%s), dirs %d; want %q", f.Exe, f.ExeErr, len(f.Dirs), exe)
 	}
+	for _, d := range f.Dirs {
+		if d.Err != "" {
+			t.Errorf("the directory %s of the executable: %s", d.Path, d.Err)
+		}
+	}
 	if len(f.Args) == 0 {
 		t.Errorf("no command line")
 	}
