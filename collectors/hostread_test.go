@@ -28,12 +28,6 @@ var hostReads = map[string][]string{
 var hostReadAllowed = map[string]string{
 	// The staging directory is nodesnap's own output, never a host path.
 	"env.go:Create": "the staging directory",
-	// Being rewritten on another branch (how the kubelet process is
-	// trusted): their /proc reads move behind hostfs when it merges.
-	// TODO(coordinator): remove these three after merging i38-proc.
-	"nodeconfig/running.go:runningConfigs":            "i38-proc rewrites it",
-	"kubelet/trust.go:runningKubelet":                 "i38-proc rewrites it",
-	"cluster/credential.go:runningKubeletKubeconfigs": "i38-proc rewrites it",
 }
 
 // Host reads only through hostfs: no collector package (nor the

@@ -18,8 +18,8 @@ import (
 
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/collectors/internal/daemon"
 	"github.com/nodesnap/nodesnap/engine/isolate"
-	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 // How the cluster collector finds a credential for the API server, most
@@ -102,7 +102,8 @@ func resolveCredential(ctx context.Context, env *collectors.Env, o Options) (*cr
 		c, err := loadKubeconfig(rd.own, o.Kubeconfig, o.Context, "--kubeconfig "+o.Kubeconfig)
 		return c, nil, err
 	}
-	kubelets := kubeletKubeconfigs(ctx, env, rd)
+	kubelets, refused := kubeletKubeconfigs(ctx, env, rd)
+	notes = append(notes, refused...)
 	if c, err := serviceAccount(rd); err == nil {
 		// The pod runs in the node's network: reach the API server as the
 		// node's kubelet does, not through the Service address, which
@@ -389,61 +390,65 @@ type kubeletConfig struct {
 	read       func(string, int64) ([]byte, error)
 }
 
-func kubeletKubeconfigs(ctx context.Context, env *collectors.Env, rd reader) []kubeletConfig {
+// kubeletKubeconfigs are the kubeconfigs to try, and notes on the
+// processes calling themselves kubelet that were not trusted.
+func kubeletKubeconfigs(ctx context.Context, env *collectors.Env, rd reader) ([]kubeletConfig, []string) {
 	var out []kubeletConfig
 	seen := map[string]bool{}
-	for _, rk := range runningKubeletKubeconfigs(ctx, env) {
-		root := "/proc/" + rk.pid + "/root"
-		out = append(out, kubeletConfig{path: rk.path, what: "the running kubelet's --kubeconfig " + rk.path + " (pid " + rk.pid + ")",
+	running, refused := RunningKubeletKubeconfigs(ctx, env)
+	for _, rk := range running {
+		root := "/proc/" + rk.PID + "/root"
+		out = append(out, kubeletConfig{path: rk.Path, what: "the running kubelet's --kubeconfig " + rk.Path + " (pid " + rk.PID + ")",
 			read: func(p string, max int64) ([]byte, error) { return rd.host(root+p, max) }})
-		seen[rk.path] = true
+		seen[rk.Path] = true
 	}
 	for _, p := range KubeletKubeconfigs {
 		if !seen[p] {
 			out = append(out, kubeletConfig{path: p, what: "the kubelet's kubeconfig " + p, read: rd.host})
 		}
 	}
-	return out
+	return out, refused
 }
 
-type runningKubelet struct{ pid, path string }
+// RunningKubeconfig is the --kubeconfig of a running kubelet.
+type RunningKubeconfig struct {
+	// PID is the kubelet's; Path its --kubeconfig as it names it (in its
+	// own mount namespace: read it through /proc/<pid>/root).
+	PID, Path string
+	// Why says what vouched for the process.
+	Why string
+}
 
-// runningKubeletKubeconfigs reads the --kubeconfig of every running
-// kubelet: its command line through an isolated worker (reading
-// /proc/<pid>/cmdline takes the process's mmap lock), its comm and stat
-// directly, as the processes collector does.
-func runningKubeletKubeconfigs(ctx context.Context, env *collectors.Env) []runningKubelet {
-	pids, err := hostfs.ListPIDs(env.ProcPath())
-	if err != nil {
-		return nil
+// RunningKubeletKubeconfigs reads the --kubeconfig of every running
+// kubelet the kernel vouches for (package daemon: root in the node's user
+// namespace, a root-owned executable; never a process's name alone), at
+// most two. refused are notes naming each process that calls itself
+// kubelet and failed a check: nothing it names is read, let alone sent.
+func RunningKubeletKubeconfigs(ctx context.Context, env *collectors.Env) (found []RunningKubeconfig, refused []string) {
+	kubelets, bad := daemon.Kubelets(ctx, env, 2)
+	for _, r := range bad {
+		refused = append(refused, r.String())
 	}
-	var out []runningKubelet
-	for _, pid := range pids {
-		if ctx.Err() != nil || len(out) >= 2 {
-			break
+	for _, k := range kubelets {
+		ps := strconv.Itoa(k.PID)
+		for _, fv := range nodeconfigFlags(k.Args, "--kubeconfig") {
+			found = append(found, RunningKubeconfig{PID: ps, Path: fv, Why: k.Why})
 		}
-		ps := strconv.Itoa(pid)
-		b, err := os.ReadFile(env.ProcPath(ps, "stat"))
-		if err != nil {
-			continue
+	}
+	return found, refused
+}
+
+// nodeconfigFlags are the absolute values of flag in args ("--flag=v" or
+// "--flag v"), cleaned.
+func nodeconfigFlags(args []string, flag string) []string {
+	var out []string
+	for i := 1; i < len(args); i++ {
+		v, ok := strings.CutPrefix(args[i], flag+"=")
+		if !ok && args[i] == flag && i+1 < len(args) {
+			v, ok = args[i+1], true
 		}
-		st, err := procfs.ParseStat(b)
-		if err != nil || st.IsKernelThread() || st.Comm != "kubelet" {
-			continue
-		}
-		res, err := env.Host().Read(ctx, hostfs.Path("/proc/"+ps+"/cmdline"), 128<<10)
-		if err != nil {
-			continue
-		}
-		args := procfs.ParseCmdline(res.Data)
-		for i := 1; i < len(args); i++ {
-			v, ok := strings.CutPrefix(args[i], "--kubeconfig=")
-			if !ok && args[i] == "--kubeconfig" && i+1 < len(args) {
-				v, ok = args[i+1], true
-			}
-			if ok && path.IsAbs(v) {
-				out = append(out, runningKubelet{pid: ps, path: path.Clean(v)})
-			}
+		if ok && path.IsAbs(v) {
+			out = append(out, path.Clean(v))
 		}
 	}
 	return out

@@ -67,7 +67,10 @@ func kubeconfigFixes(ctx context.Context, env *collectors.Env) []string {
 	rd := reader{ctx, env}
 	var cands []nodeKubeconfig
 	seen := map[string]bool{}
-	for _, k := range kubeletKubeconfigs(ctx, env, rd) {
+	// Only a kubelet the kernel vouches for is named (its refusals are
+	// the collector's notes already).
+	running, _ := kubeletKubeconfigs(ctx, env, rd)
+	for _, k := range running {
 		if !seen[k.path] {
 			seen[k.path] = true
 			cands = append(cands, nodeKubeconfig{path: k.path, what: k.what})

@@ -224,10 +224,12 @@ func (f *FS) containing(ctx context.Context, p Path) (procfs.Mount, bool) {
 	return best, found
 }
 
-// Read reads at most max bytes (1 MiB when max <= 0) from the start of p.
+// Read reads at most max bytes (1 MiB when max <= 0) from the start of
+// the regular file p: a device, FIFO or socket named where a file is
+// meant is refused, never opened for reading (isolate.OpenRegular).
 func (f *FS) Read(ctx context.Context, p Path, max int64) (isolate.ReadFileResult, error) {
 	var r isolate.ReadFileResult
-	err := f.Do(ctx, 0, isolate.OpReadFile, p, isolate.ReadFileRequest{Path: f.Seen(p), Max: max}, &r)
+	err := f.Do(ctx, 0, isolate.OpReadFile, p, isolate.ReadFileRequest{Path: f.Seen(p), Max: max, Regular: true}, &r)
 	return r, err
 }
 

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/inroot"
 	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
@@ -103,9 +104,9 @@ func dirNames(fd int) ([]string, error) {
 // ReadSmall reads a short /proc or /sys file into buf (no stat: such files
 // report size 0 or 4096) and returns the bytes read.
 func ReadSmall(p string, buf []byte) ([]byte, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := openKernel(p, unix.O_RDONLY)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+		return nil, err
 	}
 	defer func() { _ = unix.Close(fd) }() // read-only: nothing to lose
 	return readFD(fd, p, buf)
@@ -282,15 +283,52 @@ func (f *FS) TaskMountinfo(ctx context.Context, cands []Task, max int64) (r isol
 type Dir struct {
 	fd   int
 	path string
+	// contained: the directory is not on the kernel's procfs or sysfs,
+	// so its entries are opened inside it.
+	contained bool
 }
 
 // OpenDir opens the directory p.
 func OpenDir(p string) (*Dir, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := openKernel(p, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+		return nil, err
 	}
-	return &Dir{fd: fd, path: p}, nil
+	return &Dir{fd: fd, path: p, contained: !inroot.Process().Kernel(p)}, nil
+}
+
+// openKernel opens p, a path of the kernel's /proc or /sys as nodesnap
+// sees it. On the kernel's own procfs or sysfs a plain open meets only
+// the kernel's files; on a tree that is not (a fake or copied root's) the
+// open goes through the root boundary, so a link there leads nowhere out
+// of the root.
+func openKernel(p string, flags int) (int, error) {
+	b := inroot.Process()
+	if !b.Kernel(p) {
+		return b.Open(p, flags)
+	}
+	fd, err := unix.Open(p, flags|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	return fd, nil
+}
+
+// openAt opens name under the directory d: on a tree that is not the
+// kernel's, resolved inside d (no link leads out of it).
+func (d *Dir) openAt(name string, flags int) (int, error) {
+	if d.contained {
+		fd, err := inroot.OpenAt(d.fd, name, flags|unix.O_NOFOLLOW)
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: d.path + "/" + name, Err: err}
+		}
+		return fd, nil
+	}
+	fd, err := unix.Openat(d.fd, name, flags|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: d.path + "/" + name, Err: err}
+	}
+	return fd, nil
 }
 
 // Path is the directory's path.
@@ -298,11 +336,11 @@ func (d *Dir) Path() string { return d.path }
 
 // Sub opens the subdirectory name.
 func (d *Dir) Sub(name string) (*Dir, error) {
-	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	fd, err := d.openAt(name, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: d.path + "/" + name, Err: err}
+		return nil, err
 	}
-	return &Dir{fd: fd, path: d.path + "/" + name}, nil
+	return &Dir{fd: fd, path: d.path + "/" + name, contained: d.contained}, nil
 }
 
 // Names lists the directory's entries (getdents only), once: a second
@@ -328,9 +366,9 @@ func (d *Dir) Readlink(name string) (string, error) {
 
 // ReadSmall reads the short file name into buf, as ReadSmall does.
 func (d *Dir) ReadSmall(name string, buf []byte) ([]byte, error) {
-	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	fd, err := d.openAt(name, unix.O_RDONLY)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: d.path + "/" + name, Err: err}
+		return nil, err
 	}
 	defer func() { _ = unix.Close(fd) }() // read-only: nothing to lose
 	return readFD(fd, d.path+"/"+name, buf)

@@ -7,3 +7,6 @@ var NewKubeletScrubberForTest = newKubeletScrubber
 
 // ParseKubeletServingForTest exposes the kubelet configuration reader.
 var ParseKubeletServingForTest = parseKubeletServing
+
+// SameNodeForTest exposes how a certificate's node name is matched.
+var SameNodeForTest = sameNode

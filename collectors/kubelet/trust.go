@@ -13,16 +13,15 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/collectors/internal/daemon"
 	"github.com/nodesnap/nodesnap/collectors/nodeconfig"
 	"github.com/nodesnap/nodesnap/engine/isolate"
-	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
 // Knowing the kubelet before giving it anything. Port 10250 needs no
@@ -65,6 +64,9 @@ type kubeletTrust struct {
 	caFrom []string
 	// where says where the kubelet's configuration was found.
 	where string
+	// nodes are this node's names (lower case): a cluster-CA-signed
+	// kubelet certificate must be one of theirs (see nodeNames).
+	nodes []string
 }
 
 type pinnedCert struct {
@@ -108,8 +110,13 @@ func (t *kubeletTrust) verify(cs tls.ConnectionState) (string, error) {
 		}
 	}
 	if t.roots != nil {
-		if how, err := caVerify(leaf, cs.PeerCertificates[1:], t.roots, cs.ServerName); err == nil {
+		how, err := caVerify(leaf, cs.PeerCertificates[1:], t.roots, cs.ServerName, t.nodes)
+		if err == nil {
 			return how, nil
+		}
+		var other *otherNodeError
+		if errors.As(err, &other) {
+			return "", &kubeletCertError{other.Error()}
 		}
 	}
 	subject := leaf.Subject.CommonName
@@ -121,10 +128,12 @@ func (t *kubeletTrust) verify(cs tls.ConnectionState) (string, error) {
 }
 
 // caVerify accepts a certificate that chains to roots, is valid now for
-// serving, and is either a kubelet's serving certificate as the
-// kubelet-serving signer issues them (CN system:node:NAME, O system:nodes)
-// or valid for the address asked (serverName).
-func caVerify(leaf *x509.Certificate, inter []*x509.Certificate, roots *x509.CertPool, serverName string) (string, error) {
+// serving, and is either this node's kubelet serving certificate as the
+// kubelet-serving signer issues them (CN system:node:NAME, O system:nodes,
+// NAME one of nodes) or valid for the address asked (serverName). Another
+// node's kubelet certificate is refused: whoever holds that node's key is
+// not this node's kubelet.
+func caVerify(leaf *x509.Certificate, inter []*x509.Certificate, roots *x509.CertPool, serverName string, nodes []string) (string, error) {
 	pool := x509.NewCertPool()
 	for _, c := range inter {
 		pool.AddCert(c)
@@ -133,12 +142,65 @@ func caVerify(leaf *x509.Certificate, inter []*x509.Certificate, roots *x509.Cer
 		return "", err
 	}
 	if name, ok := strings.CutPrefix(leaf.Subject.CommonName, "system:node:"); ok && name != "" && hasOrg(leaf, "system:nodes") {
-		return "its certificate is node " + name + "'s serving certificate, signed by the cluster CA", nil
+		if sameNode(name, nodes) {
+			return "its certificate is node " + name + "'s serving certificate (this node), signed by the cluster CA", nil
+		}
+		// Another node's kubelet: only where the operator's URL names
+		// that node (--kubelet-url https://node-2:10250), never on this
+		// node's own addresses.
+		if serverName == "" || loopback(serverName) || leaf.VerifyHostname(serverName) != nil {
+			return "", &otherNodeError{name: name, nodes: nodes}
+		}
 	}
 	if serverName != "" && leaf.VerifyHostname(serverName) == nil {
 		return "its certificate is signed by the cluster CA for " + serverName, nil
 	}
-	return "", errors.New("signed by the cluster CA but neither a kubelet's serving certificate nor valid for " + serverName)
+	return "", errors.New("signed by the cluster CA but neither this node's kubelet serving certificate nor valid for " + serverName)
+}
+
+// loopback reports whether host is this machine by name or address.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+}
+
+// otherNodeError is a kubelet serving certificate of a node that is not
+// this one.
+type otherNodeError struct {
+	name  string
+	nodes []string
+}
+
+func (e *otherNodeError) Error() string {
+	if len(e.nodes) == 0 {
+		return fmt.Sprintf("its certificate is node %s's kubelet serving certificate, but this node's name is unknown (no hostname, --hostname-override or kubelet client certificate under the root), so it cannot be told from another node's", e.name)
+	}
+	return fmt.Sprintf("its certificate is node %s's kubelet serving certificate, not this node's (%s): another node's certificate does not make its holder this node's kubelet",
+		e.name, strings.Join(e.nodes, ", "))
+}
+
+// sameNode reports whether a node name is one of this node's names: equal
+// ignoring case, or, where one of the two is a bare host name, equal in
+// their first label (a kubelet registered by its FQDN on a host whose
+// hostname is short, or the reverse).
+func sameNode(name string, nodes []string) bool {
+	name = strings.ToLower(name)
+	for _, n := range nodes {
+		if n == name {
+			return true
+		}
+		if !strings.Contains(n, ".") || !strings.Contains(name, ".") {
+			a, _, _ := strings.Cut(n, ".")
+			b, _, _ := strings.Cut(name, ".")
+			if a != "" && a == b {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func hasOrg(c *x509.Certificate, org string) bool {
@@ -186,49 +248,27 @@ func parseKubeletServing(data []byte, configPath string) (kubeletServing, error)
 
 // kubeletTrustFlags are the kubelet's command-line flags that say where its
 // serving certificate is.
-var kubeletTrustFlags = []string{"--config", "--tls-cert-file", "--cert-dir", "--client-ca-file"}
+var kubeletTrustFlags = []string{"--config", "--tls-cert-file", "--cert-dir", "--client-ca-file", "--hostname-override"}
 
-// runningKubelet finds a kubelet process owned by root and returns its
-// flags that matter here (the last value of each). A process of another
-// user calling itself kubelet is not the kubelet.
-func runningKubelet(ctx context.Context, env *collectors.Env) (map[string]string, string) {
-	pids, err := hostfs.ListPIDs(env.ProcPath())
-	if err != nil {
-		return nil, ""
+// runningKubelet finds the kubelet the kernel vouches for (package
+// daemon: root in the node's user namespace, a root-owned executable) and
+// returns its flags that matter here (the last value of each). A process
+// calling itself kubelet that fails a check is not the kubelet: refused
+// names it and the check.
+func runningKubelet(ctx context.Context, env *collectors.Env) (flags map[string]string, who string, refused []string) {
+	kubelets, bad := daemon.Kubelets(ctx, env, 1)
+	for _, r := range bad {
+		refused = append(refused, r.String())
 	}
-	for _, pid := range pids {
-		if ctx.Err() != nil {
-			return nil, ""
-		}
-		ps := strconv.Itoa(pid)
-		// stat and the directory's owner take no lock of the process.
-		b, err := os.ReadFile(env.ProcPath(ps, "stat"))
-		if err != nil {
-			continue
-		}
-		st, err := procfs.ParseStat(b)
-		if err != nil || st.IsKernelThread() || st.Comm != "kubelet" {
-			continue
-		}
-		fi, err := os.Stat(env.ProcPath(ps))
-		if err != nil {
-			continue
-		}
-		if sys, ok := fi.Sys().(*syscall.Stat_t); !ok || sys.Uid != 0 {
-			continue
-		}
-		// The command line takes the process's mmap lock: an isolated read.
-		res, err := env.Host().Read(ctx, hostfs.Path("/proc/"+ps+"/cmdline"), 128<<10)
-		if err != nil {
-			continue
-		}
-		flags := map[string]string{}
-		for _, fv := range nodeconfig.ConfigPathsFromCmdline(procfs.ParseCmdline(res.Data), kubeletTrustFlags, "") {
-			flags[fv.Flag] = fv.Value
-		}
-		return flags, "kubelet pid " + ps
+	if len(kubelets) == 0 {
+		return nil, "", refused
 	}
-	return nil, ""
+	k := kubelets[0]
+	flags = map[string]string{}
+	for _, fv := range nodeconfig.ConfigPathsFromCmdline(k.Args, kubeletTrustFlags, "") {
+		flags[fv.Flag] = fv.Value
+	}
+	return flags, "kubelet pid " + strconv.Itoa(k.PID), refused
 }
 
 // findKubeletTrust gathers what the local kubelet serves with: the
@@ -237,7 +277,8 @@ func runningKubelet(ctx context.Context, env *collectors.Env) (map[string]string
 // pod's, kubeadm's, the kubelet's client CA). Every file is read under
 // --root through an isolated read. problems are what could not be used.
 func findKubeletTrust(ctx context.Context, env *collectors.Env) (t kubeletTrust, problems []string) {
-	flags, who := runningKubelet(ctx, env)
+	flags, who, refused := runningKubelet(ctx, env)
+	problems = append(problems, refused...)
 	configPath := kubeletDefaultConfig
 	t.where = "the default paths (no running kubelet found)"
 	if who != "" {
@@ -304,6 +345,8 @@ func findKubeletTrust(ctx context.Context, env *collectors.Env) (t kubeletTrust,
 			}
 		}
 	}
+
+	t.nodes = nodeNames(ctx, env, flags["--hostname-override"], certDir)
 
 	t.roots = x509.NewCertPool()
 	addCA := func(data []byte, from string) {
@@ -376,4 +419,45 @@ func kubeletCertFailure(err error) bool {
 	var hn x509.HostnameError
 	var ci x509.CertificateInvalidError
 	return errors.As(err, &ce) || errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci)
+}
+
+// nodeNameEnv is the node's name a pod of the manifests is given
+// (cluster.NodeNameEnv, from spec.nodeName).
+const nodeNameEnv = "NODESNAP_NODE"
+
+// nodeNames are the names this node goes by, lower case: the one its pod
+// was scheduled on, the kubelet's --hostname-override, the node its
+// kubelet's client certificate names (system:node:NAME), and its host
+// name (the kernel's and /etc/hostname under the root), which is the
+// kubelet's default node name.
+func nodeNames(ctx context.Context, env *collectors.Env, override, certDir string) []string {
+	var out []string
+	add := func(s string) {
+		s = strings.ToLower(strings.TrimSpace(s))
+		if s == "" || strings.ContainsAny(s, " \t\n/") || len(s) > 253 {
+			return
+		}
+		for _, have := range out {
+			if have == s {
+				return
+			}
+		}
+		out = append(out, s)
+	}
+	add(os.Getenv(nodeNameEnv))
+	add(override)
+	if r, err := env.Host().Read(ctx, hostfs.Path(path.Join(certDir, "kubelet-client-current.pem")), 1<<20); err == nil {
+		if c := firstCert(r.Data); c != nil {
+			if n, ok := strings.CutPrefix(c.Subject.CommonName, "system:node:"); ok {
+				add(n)
+			}
+		}
+		clear(r.Data) // the client key is in the same file
+	}
+	for _, p := range []hostfs.Path{"/proc/sys/kernel/hostname", "/etc/hostname"} {
+		if r, err := env.Host().Read(ctx, p, 4096); err == nil {
+			add(string(r.Data))
+		}
+	}
+	return out
 }

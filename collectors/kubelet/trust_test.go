@@ -170,7 +170,14 @@ func TestKubeletKnownPeers(t *testing.T) {
 	}{
 		{name: "tlsCertFile", serve: selfSigned(t, "node-1"), token: true},
 		{name: "ca-signed kubelet", serve: issue(t, "system:node:node-1", []string{"system:nodes"}, clusterCA, caKey), token: true,
-			files: map[string][]byte{"etc/kubernetes/pki/ca.crt": pemCert(clusterCA)}},
+			files: map[string][]byte{"etc/kubernetes/pki/ca.crt": pemCert(clusterCA), "etc/hostname": []byte("node-1\n")}},
+		// Another node's kubelet serving certificate (its key stolen, or
+		// that node's kubelet answering here): signed by the same CA,
+		// valid for the address asked, and still not this node's kubelet.
+		{name: "ca-signed kubelet of another node", serve: issue(t, "system:node:node-2", []string{"system:nodes"}, clusterCA, caKey), token: false,
+			files: map[string][]byte{"etc/kubernetes/pki/ca.crt": pemCert(clusterCA), "etc/hostname": []byte("node-1\n")}},
+		{name: "ca-signed kubelet, this node by its FQDN", serve: issue(t, "system:node:node-1.example.internal", []string{"system:nodes"}, clusterCA, caKey), token: true,
+			files: map[string][]byte{"etc/kubernetes/pki/ca.crt": pemCert(clusterCA), "etc/hostname": []byte("node-1\n")}},
 		{name: "ca-signed other", serve: issueNoIP(t, "etcd-peer", clusterCA, caKey), token: false,
 			files: map[string][]byte{"etc/kubernetes/pki/ca.crt": pemCert(clusterCA)}},
 	} {
@@ -396,5 +403,26 @@ func TestKubeletPlainHTTPGetsNoToken(t *testing.T) {
 	}
 	if !strings.Contains(b.Notes()+b.Res.Error, "plain HTTP cannot tell the kubelet from whoever listens there") {
 		t.Errorf("the manifest does not say why no credential was sent:\n%s\n%s", b.Res.Error, b.Notes())
+	}
+}
+
+func TestSameNode(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes []string
+		want  bool
+	}{
+		{"node-1", []string{"node-1"}, true},
+		{"Node-1", []string{"node-1"}, true},
+		{"node-1.example.internal", []string{"node-1"}, true},       // registered by FQDN, hostname short
+		{"node-1", []string{"node-1.example.internal"}, true},       // the reverse
+		{"node-1.a.internal", []string{"node-1.b.internal"}, false}, // two FQDNs must be equal
+		{"node-2", []string{"node-1", "node-1.example.internal"}, false},
+		{"node-10", []string{"node-1"}, false},
+		{"node-1", nil, false},
+	} {
+		if got := kubelet.SameNodeForTest(tc.name, tc.nodes); got != tc.want {
+			t.Errorf("sameNode(%q, %q) = %v, want %v", tc.name, tc.nodes, got, tc.want)
+		}
 	}
 }

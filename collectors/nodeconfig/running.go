@@ -2,27 +2,28 @@ package nodeconfig
 
 import (
 	"context"
-	"os"
 	"path"
 	"strconv"
 	"strings"
 
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
-	"github.com/nodesnap/nodesnap/internal/procfs"
+	"github.com/nodesnap/nodesnap/collectors/internal/daemon"
 )
 
 // The configuration a node's daemons actually run with is named on their
 // command lines (kubelet --config and --kubeconfig, containerd --config):
 // a fixed list of paths finds the defaults, and on a real node collected a
 // containerd config the running containerd did not use. runningConfigs
-// reads the command lines of the kubelet and the runtimes (each through an
-// isolated worker: /proc/<pid>/cmdline takes the process's mmap lock) and
+// reads the command lines of the kubelet and the runtimes the kernel
+// vouches for (package daemon, each through an isolated worker:
+// /proc/<pid>/cmdline takes the process's mmap lock) and
 // returns the files they name, read through /proc/<pid>/root so the path
 // resolves in the daemon's own mount namespace.
 
 // configFlags are the flags of each daemon whose value is a file to
-// collect.
+// collect ("kubelet" also for the kubelet under another name: kubelite,
+// hyperkube).
 var configFlags = map[string][]string{
 	"kubelet":    {"--config", "--kubeconfig", "--bootstrap-kubeconfig"},
 	"containerd": {"--config", "-c"},
@@ -75,43 +76,38 @@ func ConfigPathsFromCmdline(args, flags []string, cwd string) []FlagValue {
 // FlagValue is one flag and its value.
 type FlagValue struct{ Flag, Value string }
 
+// daemonKind is the daemon of configFlags a process is looked at as, by
+// its comm or its executable's name: only a choice of what to look at;
+// package daemon decides whether it is trusted.
+func daemonKind(comm, exe string) string {
+	if k := daemon.IsKubelet(comm, exe); k != "" {
+		return k
+	}
+	for name := range configFlags {
+		if comm == name || exe == name {
+			return name
+		}
+	}
+	return ""
+}
+
+// runningConfigs are the files the node's daemons name on their command
+// lines. Only a daemon the kernel vouches for is read (package daemon:
+// root in the node's user namespace, a root-owned executable): a user's
+// program calling itself kubelet with --config naming a root-only file
+// would otherwise have that file copied into the bundle. Each one refused
+// is said in a note, with the check it failed.
 func runningConfigs(ctx context.Context, env *collectors.Env) []runningConfig {
-	pids, err := hostfs.ListPIDs(env.ProcPath())
-	if err != nil {
-		return nil
+	procs, refused := daemon.Find(ctx, env, daemonKind, 0)
+	for _, r := range refused {
+		env.Notef("%s", r.String())
 	}
 	var out []runningConfig
-	for _, pid := range pids {
-		if ctx.Err() != nil {
-			break
-		}
-		ps := strconv.Itoa(pid)
-		// comm and stat take no lock of the process: read here, as the
-		// processes collector does.
-		b, err := os.ReadFile(env.ProcPath(ps, "stat"))
-		if err != nil {
-			continue
-		}
-		st, err := procfs.ParseStat(b)
-		if err != nil || st.IsKernelThread() {
-			continue
-		}
-		flags, ok := configFlags[st.Comm]
-		if !ok {
-			continue
-		}
-		res, err := env.Host().Read(ctx, hostfs.Path("/proc/"+ps+"/cmdline"), 128<<10)
-		if err != nil {
-			env.Notef("reading %s's command line (pid %d): %v", st.Comm, pid, err)
-			continue
-		}
-		cwd := ""
-		if l, err := os.Readlink(env.ProcPath(ps, "cwd")); err == nil && path.IsAbs(l) {
-			cwd = l
-		}
-		for _, fv := range ConfigPathsFromCmdline(procfs.ParseCmdline(res.Data), flags, cwd) {
+	for _, p := range procs {
+		ps := strconv.Itoa(p.PID)
+		for _, fv := range ConfigPathsFromCmdline(p.Args, configFlags[p.Kind], p.Cwd) {
 			out = append(out, runningConfig{Path: fv.Value, Via: hostfs.Path("/proc/" + ps + "/root").Join(fv.Value),
-				From: st.Comm + " " + fv.Flag + " (pid " + ps + ")"})
+				From: p.Name + " " + fv.Flag + " (pid " + ps + ")"})
 		}
 	}
 	return out

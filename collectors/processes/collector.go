@@ -61,6 +61,8 @@ func collect(ctx context.Context, env *collectors.Env) error {
 		sum.Processes++
 		var uid int
 		var rss uint64
+		// hostfs reads inside the root on a proc tree that is not the
+		// kernel's (a link there is not followed out).
 		if b, err := hostfs.ReadProc(pdir+"/status", buf); err == nil {
 			if st, err := procfs.ParseStatus(b); err == nil {
 				uid = int(st.UID.Real)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -60,6 +61,10 @@ type ReadFileRequest struct {
 	Max  int64  `json:"max,omitempty"`
 	// Tail reads the end of a regular file (a log): see ReadFileTail.
 	Tail bool `json:"tail,omitempty"`
+	// Regular refuses anything but a regular file (a device, FIFO or
+	// socket named where a file is meant), before it is opened for
+	// reading: see OpenRegular.
+	Regular bool `json:"regular,omitempty"`
 }
 
 // ReadFileResult holds the bytes read.
@@ -122,6 +127,9 @@ func init() {
 		if rq.Tail {
 			return ReadFileTail(rq.Path, rq.Max)
 		}
+		if rq.Regular {
+			return ReadRegularLimited(rq.Path, rq.Max)
+		}
 		return ReadFileLimited(rq.Path, rq.Max)
 	}))
 	RegisterOp(OpReadlink, Typed(func(rq PathRequest) (any, error) {
@@ -140,6 +148,24 @@ func ReadFileLimited(path string, max int64) (ReadFileResult, error) {
 	if err != nil {
 		return ReadFileResult{}, err
 	}
+	return readLimited(f, path, max)
+}
+
+// ReadRegularLimited is ReadFileLimited for a regular file only: a device,
+// FIFO or socket is refused before it is opened for reading (see
+// OpenRegular). It is for use inside isolated children only.
+func ReadRegularLimited(path string, max int64) (ReadFileResult, error) {
+	if max <= 0 {
+		max = 1 << 20
+	}
+	fd, err := OpenRegular(path, unix.O_RDONLY|unix.O_NOCTTY)
+	if err != nil {
+		return ReadFileResult{}, err
+	}
+	return readLimited(os.NewFile(uintptr(fd), path), path, max)
+}
+
+func readLimited(f *os.File, path string, max int64) (ReadFileResult, error) {
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -164,7 +190,7 @@ func ReadFileTail(path string, max int64) (ReadFileResult, error) {
 	if max <= 0 {
 		max = 1 << 20
 	}
-	fd, err := inroot.Process().Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	fd, err := OpenRegular(path, unix.O_RDONLY|unix.O_NOCTTY)
 	if err != nil {
 		return ReadFileResult{}, err
 	}
@@ -172,9 +198,6 @@ func ReadFileTail(path string, max int64) (ReadFileResult, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return ReadFileResult{}, &os.PathError{Op: "stat", Path: path, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return ReadFileResult{}, fmt.Errorf("%s is not a regular file, so its end cannot be read: %w", path, unix.EINVAL)
 	}
 	r := ReadFileResult{Size: st.Size}
 	if st.Size > max {
@@ -199,4 +222,76 @@ func ReadFileTail(path string, max int64) (ReadFileResult, error) {
 	}
 	r.Data = buf[:n]
 	return r, nil
+}
+
+// ErrNotRegular is a path named as a file that is a device, FIFO, socket
+// or directory: only regular files are read as files.
+var ErrNotRegular = errors.New("not a regular file")
+
+// OpenRegular opens path inside the process's boundary with flags, only
+// if it is a regular file. The file is first opened with O_PATH (which
+// opens no device, waits on no FIFO) and its type asked of that
+// descriptor; the regular file is then reopened through the kernel's
+// /proc/self/fd link, so the file read is the one checked. Where this
+// process has no /proc, it is opened again by name, without blocking, and
+// kept only if it is the same file.
+func OpenRegular(path string, flags int) (int, error) {
+	pfd, err := inroot.Process().Open(path, unix.O_PATH)
+	if err != nil {
+		return -1, err
+	}
+	defer func() { _ = unix.Close(pfd) }() // an O_PATH descriptor: nothing to lose
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return -1, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return -1, &os.PathError{Op: "read", Path: path, Err: &notRegular{fileKind(st.Mode)}}
+	}
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), flags|unix.O_CLOEXEC, 0)
+	if err == nil {
+		return fd, nil
+	}
+	if !errors.Is(err, unix.ENOENT) {
+		return -1, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	fd, err = inroot.Process().Open(path, flags|unix.O_NONBLOCK)
+	if err != nil {
+		return -1, err
+	}
+	var again unix.Stat_t
+	if err := unix.Fstat(fd, &again); err != nil || again.Dev != st.Dev || again.Ino != st.Ino {
+		_ = unix.Close(fd)
+		return -1, &os.PathError{Op: "read", Path: path, Err: &notRegular{"a file that changed while it was opened"}}
+	}
+	return fd, nil
+}
+
+// notRegular says what a path named as a file is instead; it is
+// ErrNotRegular and, across a worker's pipe, EINVAL.
+type notRegular struct{ kind string }
+
+func (e *notRegular) Error() string {
+	return "it is " + e.kind + ", not a regular file, so it is not read (a device gives endless bytes, a FIFO waits for a writer)"
+}
+func (e *notRegular) Is(target error) bool { return target == ErrNotRegular }
+func (e *notRegular) Unwrap() error        { return unix.EINVAL }
+
+// fileKind words a file type for a customer.
+func fileKind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFIFO:
+		return "a FIFO (named pipe)"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFLNK:
+		return "a symbolic link"
+	}
+	return "not a file"
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -116,5 +117,42 @@ func TestReadFileOpTail(t *testing.T) {
 	err := p.Do(ctx, isolate.OpReadFile, isolate.ReadFileRequest{Path: f + ".missing", Tail: true}, &tail)
 	if !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("tail of a missing file: %v, want ENOENT", err)
+	}
+}
+
+// Only regular files are read as files: a character device (which gives
+// endless bytes), a FIFO (which waits for a writer), a socket and a
+// directory named as a file are refused before any is opened for reading,
+// and the refusal crosses the worker's pipe with its errno and its words.
+func TestReadRegularRefusesOthers(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, []byte("plain"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := isolate.NewPool(1, 5*time.Second)
+	defer p.Close()
+	for _, tc := range []struct{ path, kind string }{
+		{"/dev/zero", "character device"},
+		{"/dev/null", "character device"},
+		{fifo, "FIFO"},
+		{dir, "directory"},
+	} {
+		if _, err := isolate.ReadRegularLimited(tc.path, 1<<20); !errors.Is(err, isolate.ErrNotRegular) || !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("%s: %v, want ErrNotRegular", tc.path, err)
+		}
+		var r isolate.ReadFileResult
+		err := p.Do(context.Background(), isolate.OpReadFile, isolate.ReadFileRequest{Path: tc.path, Max: 4 << 20, Regular: true}, &r)
+		if err == nil || !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), tc.kind) {
+			t.Errorf("%s through a worker: %v (%d bytes), want a refusal naming a %s", tc.path, err, len(r.Data), tc.kind)
+		}
+	}
+	r, err := isolate.ReadRegularLimited(file, 3)
+	if err != nil || string(r.Data) != "pla" || !r.Truncated {
+		t.Errorf("regular file: %+v, %v", r, err)
 	}
 }

@@ -2,6 +2,7 @@ package inroot
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -94,24 +95,15 @@ func (b Boundary) Open(seen string, flags int) (int, error) {
 		sys = path.Join(root, "sys")
 	}
 	if rest, ok := cut(s, proc); ok {
-		if dir, within, ok := processRoot(rest); ok {
-			fd, err := Open(path.Join(proc, dir), within, flags)
-			return fd, named(seen, err)
-		}
-		if openFileLink(rest) {
-			// The kernel's link to a file a process holds open (a
-			// driver's stdout): followed, as only the kernel made it.
-			fd, err := unix.Open(proc+rest, flags|unix.O_CLOEXEC, 0)
-			if err != nil {
-				return -1, &os.PathError{Op: "open", Path: seen, Err: err}
-			}
-			return fd, nil
-		}
-		fd, err := Open(proc, rest, flags)
-		return fd, named(seen, err)
+		return b.openProc(seen, root, proc, rest, flags)
 	}
 	if rest, ok := cut(s, sys); ok {
-		fd, err := Open(sys, rest, flags)
+		sfd, err := openTree(root, sys)
+		if err != nil {
+			return -1, named(seen, err)
+		}
+		defer func() { _ = unix.Close(sfd) }() // an O_PATH descriptor: nothing to lose
+		fd, err := OpenAt(sfd, rest, flags)
 		return fd, named(seen, err)
 	}
 	var fd int
@@ -128,12 +120,110 @@ func (b Boundary) Open(seen string, flags int) (int, error) {
 			return -1, &os.PathError{Op: "open", Path: seen, Err: err}
 		}
 	}
+	return notProc(fd, seen)
+}
+
+// notProc closes fd and refuses it when it lies on procfs: a path of the
+// host's filesystem that a link led into /proc.
+func notProc(fd int, seen string) (int, error) {
 	var st unix.Statfs_t
 	if err := unix.Fstatfs(fd, &st); err == nil && st.Type == unix.PROC_SUPER_MAGIC {
 		_ = unix.Close(fd)
 		return -1, &os.PathError{Op: "open", Path: seen, Err: fmt.Errorf("%w: a link leads into /proc, which is not a file of the host's filesystem", unix.EXDEV)}
 	}
 	return fd, nil
+}
+
+// ErrNotProcfs is a path through a process's root, working directory or
+// open file asked of a proc tree that is not the kernel's: its links are
+// whatever whoever made the tree wrote, so they are not followed.
+var ErrNotProcfs = errors.New("the proc tree is not a procfs (not the kernel's), so its process links are not followed")
+
+// openTree opens the directory of a kernel tree (--proc, --sys): inside
+// root when it lies under it, so that a link planted at Root/proc leads
+// nowhere outside; as named when the operator put it elsewhere.
+func openTree(root, dir string) (int, error) {
+	if under, ok := cut(dir, root); ok {
+		return Open(root, under, unix.O_PATH|unix.O_DIRECTORY)
+	}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	return fd, nil
+}
+
+// openProc opens rest under the proc tree. The tree itself is reached
+// inside Root when it lies under it (a link at Root/proc leads nowhere
+// else), and its kind is asked of the kernel: on a real procfs the
+// kernel's own links of a process (<pid>/root, cwd, fd/N) are followed,
+// since only the kernel made them; on anything else (a copied tree, a
+// fake root) they are ordinary links anyone could have written, so
+// <pid>/root/x is x inside Root (a tree that is not the kernel's cannot
+// say a process has another root) and cwd and fd are refused.
+func (b Boundary) openProc(seen, root, proc, rest string, flags int) (int, error) {
+	pfd, err := openTree(root, proc)
+	if err != nil {
+		return -1, named(seen, err)
+	}
+	defer func() { _ = unix.Close(pfd) }() // an O_PATH descriptor: nothing to lose
+	var st unix.Statfs_t
+	kernel := unix.Fstatfs(pfd, &st) == nil && st.Type == unix.PROC_SUPER_MAGIC
+	rel := strings.TrimPrefix(rest, "/")
+	if isProcessRootLink(rest) && flags&unix.O_NOFOLLOW == 0 {
+		// The process's root (or cwd) itself, followed: its "/".
+		if !kernel {
+			if strings.HasSuffix(rel, "/cwd") {
+				return -1, &os.PathError{Op: "open", Path: seen, Err: ErrNotProcfs}
+			}
+			fd, err := Open(root, ".", flags)
+			if err != nil {
+				return -1, named(seen, err)
+			}
+			return notProc(fd, seen)
+		}
+		fd, err := unix.Openat(pfd, rel, flags|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: seen, Err: err}
+		}
+		return fd, nil
+	}
+	if dir, within, ok := processRoot(rest); ok {
+		if !kernel {
+			if strings.HasSuffix(dir, "/cwd") {
+				return -1, &os.PathError{Op: "open", Path: seen, Err: ErrNotProcfs}
+			}
+			fd, err := Open(root, within, flags)
+			if err != nil {
+				return -1, named(seen, err)
+			}
+			return notProc(fd, seen)
+		}
+		dfd, err := unix.Openat(pfd, dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: seen, Err: err}
+		}
+		defer func() { _ = unix.Close(dfd) }() // an O_PATH descriptor: nothing to lose
+		fd, err := OpenAt(dfd, within, flags)
+		return fd, named(seen, err)
+	}
+	if openFileLink(rest) && (kernel || flags&unix.O_NOFOLLOW == 0) {
+		if !kernel {
+			return -1, &os.PathError{Op: "open", Path: seen, Err: ErrNotProcfs}
+		}
+		// The kernel's link to a file a process holds open (a driver's
+		// stdout): followed, as only the kernel made it.
+		fd, err := unix.Openat(pfd, rel, flags|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: seen, Err: err}
+		}
+		return fd, nil
+	}
+	if rel == "" {
+		rel = "."
+	}
+	fd, err := OpenAt(pfd, rel, flags)
+	return fd, named(seen, err)
 }
 
 // processRoot splits "/<pid>/root/x" (or task/<tid>/root, or cwd) into
@@ -153,13 +243,27 @@ func processRoot(rest string) (dir, within string, ok bool) {
 	return strings.Join(parts[:n+1], "/"), strings.Join(parts[n+1:], "/"), true
 }
 
-// openFileLink reports whether rest is "/<pid>/fd/<n>" (or under
-// task/<tid>): a process's open file, reached through the kernel's own
-// link.
+// isProcessRootLink reports whether rest is "/<pid>/root" or cwd (or
+// under task/<tid>) itself.
+func isProcessRootLink(rest string) bool {
+	parts := strings.Split(strings.TrimPrefix(rest, "/"), "/")
+	n := 1
+	if len(parts) >= 3 && parts[1] == "task" {
+		n = 3
+	}
+	return len(parts) == n+1 && parts[0] != "" && (parts[n] == "root" || parts[n] == "cwd")
+}
+
+// openFileLink reports whether rest is "/<pid>/fd/<n>" or "/<pid>/exe"
+// (or under task/<tid>): a process's open file or executable, reached
+// through the kernel's own link.
 func openFileLink(rest string) bool {
 	parts := strings.Split(strings.TrimPrefix(rest, "/"), "/")
-	if len(parts) == 5 && parts[1] == "task" {
+	if len(parts) >= 4 && parts[1] == "task" {
 		parts = append(parts[:1], parts[3:]...)
+	}
+	if len(parts) == 2 && parts[1] == "exe" && parts[0] != "" {
+		return true
 	}
 	return len(parts) == 3 && parts[1] == "fd" && parts[0] != "" && parts[2] != "" &&
 		strings.Trim(parts[2], "0123456789") == ""
@@ -198,4 +302,50 @@ func (b Boundary) File(seen string, flags int) (*os.File, error) {
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), seen), nil
+}
+
+// kernelTrees caches, per proc or sys tree as nodesnap sees it, whether
+// the kernel says it is its own (procfs, sysfs).
+var kernelTrees sync.Map // string → bool
+
+// Kernel reports whether seen lies in a proc or sys tree of the boundary
+// that is the kernel's own (statfs magic PROC_SUPER_MAGIC or
+// SYSFS_MAGIC, asked once per tree and process). There, a plain open
+// meets only the kernel's files and links and is what the fast readers of
+// /proc use; anywhere else (a fake or copied tree, the root) a path must
+// be opened with Open, inside the boundary.
+func (b Boundary) Kernel(seen string) bool {
+	s := path.Clean(seen)
+	root := clean(b.Root)
+	if root == "" {
+		root = "/"
+	}
+	proc, sys := clean(b.Proc), clean(b.Sys)
+	if proc == "" {
+		proc = path.Join(root, "proc")
+	}
+	if sys == "" {
+		sys = path.Join(root, "sys")
+	}
+	var tree string
+	var magic int64
+	if _, ok := cut(s, proc); ok {
+		tree, magic = proc, unix.PROC_SUPER_MAGIC
+	} else if _, ok := cut(s, sys); ok {
+		tree, magic = sys, unix.SYSFS_MAGIC
+	} else {
+		return false
+	}
+	key := root + "\x00" + tree
+	if v, ok := kernelTrees.Load(key); ok {
+		return v.(bool)
+	}
+	kernel := false
+	if fd, err := openTree(root, tree); err == nil {
+		var st unix.Statfs_t
+		kernel = unix.Fstatfs(fd, &st) == nil && st.Type == magic
+		_ = unix.Close(fd) // an O_PATH descriptor: nothing to lose
+	}
+	kernelTrees.Store(key, kernel)
+	return kernel
 }

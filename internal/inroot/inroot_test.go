@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -163,5 +164,121 @@ func TestProcessRoot(t *testing.T) {
 		if d != c.dir || w != c.within || ok != (c.dir != "") {
 			t.Errorf("%s: %q %q %v", c.in, d, w, ok)
 		}
+	}
+}
+
+// TestFakeProcHoldsNoDoorOut: a proc tree that is not the kernel's (a
+// fake root's R/proc) cannot lead out of the root through a process's
+// root, working directory or open-file link, nor through a link in place
+// of the tree itself.
+func TestFakeProcHoldsNoDoorOut(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "openat2", true: "walk"}[walk], func(t *testing.T) {
+			forceWalk(walk)
+			defer forceWalk(false)
+			root, outside := tree(t)
+			pdir := filepath.Join(root, "proc", "4242")
+			if err := os.MkdirAll(filepath.Join(pdir, "fd"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for from, to := range map[string]string{"root": "/", "cwd": outside, "fd/3": outside + "/secret"} {
+				if err := os.Symlink(to, filepath.Join(pdir, from)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b := Boundary{Root: root}
+			readSeen := func(seen string) (string, error) {
+				f, err := b.File(seen, unix.O_RDONLY)
+				if err != nil {
+					return "", err
+				}
+				defer f.Close()
+				got, err := io.ReadAll(f)
+				return string(got), err
+			}
+			// <pid>/root of a fake tree is the root itself: inside it.
+			if got, err := readSeen(pdir + "/root/etc/shadow"); err != nil || got != "inside shadow" {
+				t.Errorf("<pid>/root/etc/shadow: %q, %v; want the root's own file", got, err)
+			}
+			if got, err := readSeen(pdir + "/root" + outside + "/secret"); err == nil {
+				t.Errorf("<pid>/root led outside the root: %q", got)
+			}
+			for _, p := range []string{pdir + "/cwd/secret", pdir + "/fd/3"} {
+				got, err := readSeen(p)
+				if err == nil {
+					t.Errorf("%s opened through a link a user wrote: %q", p, got)
+				} else if !errors.Is(err, ErrNotProcfs) {
+					t.Errorf("%s: %v; want ErrNotProcfs", p, err)
+				}
+			}
+			// Root/proc itself a link out of the root: not followed out.
+			root2, outside2 := tree(t)
+			if err := os.MkdirAll(filepath.Join(outside2, "4242"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(outside2, "4242", "cmdline"), []byte("outside cmdline"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside2, filepath.Join(root2, "proc")); err != nil {
+				t.Fatal(err)
+			}
+			b = Boundary{Root: root2}
+			if got, err := readSeen(root2 + "/proc/4242/cmdline"); err == nil {
+				t.Errorf("Root/proc → outside was followed: %q", got)
+			}
+		})
+	}
+}
+
+// TestRealProcLinksFollowed: on the kernel's procfs, a process's root is
+// followed (the kernel made the link) and resolved inside it.
+func TestRealProcLinksFollowed(t *testing.T) {
+	self := strconv.Itoa(os.Getpid())
+	b := Boundary{Proc: "/proc"}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := b.File("/proc/"+self+"/root"+dir+"/f", unix.O_RDONLY)
+	if err != nil {
+		t.Fatalf("through the kernel's /proc/<pid>/root: %v", err)
+	}
+	got, _ := io.ReadAll(f)
+	f.Close()
+	if string(got) != "mine" {
+		t.Errorf("got %q", got)
+	}
+}
+
+// BenchmarkKernel is what every fast /proc read pays to know its tree is
+// the kernel's (asked of the kernel once, then a cached answer).
+func BenchmarkKernel(b *testing.B) {
+	bd := Boundary{Proc: "/proc"}
+	p := "/proc/" + strconv.Itoa(os.Getpid()) + "/stat"
+	if !bd.Kernel(p) {
+		b.Fatal("/proc is not the kernel's procfs here")
+	}
+	for i := 0; i < b.N; i++ {
+		bd.Kernel(p)
+	}
+}
+
+// A process's root itself, followed on the kernel's procfs, is its "/".
+func TestProcessRootItself(t *testing.T) {
+	b := Boundary{Proc: "/proc"}
+	fd, err := b.Open("/proc/"+strconv.Itoa(os.Getpid())+"/root", unix.O_PATH)
+	if err != nil {
+		t.Fatalf("the process's root: %v", err)
+	}
+	defer unix.Close(fd)
+	var got, want unix.Stat_t
+	if err := unix.Fstat(fd, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Stat("/", &want); err != nil {
+		t.Fatal(err)
+	}
+	if got.Dev != want.Dev || got.Ino != want.Ino {
+		t.Errorf("opened %d:%d, want / at %d:%d", got.Dev, got.Ino, want.Dev, want.Ino)
 	}
 }
