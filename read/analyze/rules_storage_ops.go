@@ -89,6 +89,12 @@ func (st *state) opState(g *opGroup) (Severity, string) {
 	if g.permanent != "" {
 		return Warning, "the error is permanent by its nature (" + g.permanent + "): retrying does not mend it"
 	}
+	if g.op == events.OpSandboxRemove && g.newest.Errno != "EBUSY" {
+		// A sandbox's network teardown (a CNI delete) failing holds no
+		// volume: the runtime retries it with the pod's removal. Only a
+		// namespace kept busy (a mount holding it) blocks storage.
+		return Info, "a sandbox's network teardown failing holds no volume or mount: the runtime retries it when it removes the pod"
+	}
 	if pod, phase, ok := st.podPhase(g.keys); ok {
 		if phase != "Running" && phase != "Succeeded" {
 			return Warning, "pod " + pod + " is still not running (" + phaseText(phase) + ")"

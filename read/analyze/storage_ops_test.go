@@ -117,3 +117,64 @@ func TestKubeletLinesOfAWrapperAreCurrent(t *testing.T) {
 		t.Errorf("no warning names the volume:\n%s", dump(r))
 	}
 }
+
+// A runtime's failure to remove a pod sandbox names the sandbox: a CNI
+// delete failing holds no volume and is info; a network namespace kept
+// busy by a mount blocks the sandbox's removal and warns, under the
+// runtime's removal, not a container rootfs.
+func TestSandboxRemovalNamesTheSandbox(t *testing.T) {
+	const id = "9a8b7c6d5e4f30211a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081"
+	files := func(line string) map[string][]byte {
+		return map[string][]byte{
+			"host/summary.json":      []byte(`{"hostname":"node1"}`),
+			"journal/containerd.log": []byte(line + "\n"),
+		}
+	}
+	r := analyzeFiles(t, files(`Nov 21 09:10:01 node1 containerd[700]: time="2026-11-21T09:10:01.123456789Z" level=error msg="StopPodSandbox for \"`+id+`\" failed" error="failed to destroy network for sandbox \"`+id+`\": plugin type=\"bridge\" failed (delete): netplugin failed"`))
+	f := only(t, r, "container-remove-failed")
+	if f.Subject != id || f.Severity != analyze.Info {
+		t.Errorf("subject %q severity %s:\n%s", f.Subject, f.Severity, dump(r))
+	}
+	wantIn(t, "summary", f.Summary, "sandbox removal", "network teardown")
+
+	const ns = "/var/run/netns/cni-11112222-3333-4444-5555-666677778888"
+	r = analyzeFiles(t, files(`Nov 21 09:10:01 node1 containerd[700]: time="2026-11-21T09:10:01.123456789Z" level=error msg="PodSandboxStatus for \"`+id+`\" failed" error="failed to get sandbox ip: check network namespace closed: remove netns: unlinkat `+ns+`: device or resource busy"`))
+	f = only(t, r, "container-remove-failed")
+	if f.Severity != analyze.Warning || !strings.Contains(f.Subject+f.Summary, ns) {
+		t.Errorf("a busy netns: %s %q:\n%s", f.Severity, f.Subject, dump(r))
+	}
+	for _, g := range r.Findings {
+		if g.ID == "container-rootfs-busy" {
+			t.Errorf("a network namespace read as a container rootfs: %s", g.Summary)
+		}
+	}
+}
+
+// iscsid's own lines of a connection failing (as rsyslog writes them to
+// /var/log/messages) are read as the kernel's are; another program's
+// line claiming them is not.
+func TestISCSIDConnectionErrors(t *testing.T) {
+	files := func(ident string) map[string][]byte {
+		return map[string][]byte{
+			"host/summary.json": []byte(`{"hostname":"node1"}`),
+			"journal/messages": []byte(`Nov 21 09:10:01 node1 ` + ident + `[1056]: Kernel reported iSCSI connection 4:0 error (1020 - ISCSI_ERR_TCP_CONN_CLOSE: TCP connection closed) state (3)
+Nov 21 09:10:08 node1 ` + ident + `[1056]: connect to 10.20.30.40:3260 failed (Connection refused)
+`),
+		}
+	}
+	r := analyzeFiles(t, files("iscsid"))
+	named := map[string]bool{}
+	for _, f := range r.Findings {
+		if f.ID == "iscsi-connection-failed" && f.Severity == analyze.Warning {
+			named[f.Subject] = true
+		}
+	}
+	if !named["4:0"] || !named["10.20.30.40"] {
+		t.Errorf("iscsid's connection errors not named (%v):\n%s", named, dump(r))
+	}
+	for _, g := range analyzeFiles(t, files("logger")).Findings {
+		if g.ID == "iscsi-connection-failed" {
+			t.Errorf("another program's line read as iscsid's: %s", g.Summary)
+		}
+	}
+}

@@ -51,6 +51,12 @@ func TestParseFormats(t *testing.T) {
 		{"logfmt containerd rootfs", `Nov 21 09:10:01 node-1 containerd[700]: time="2026-11-21T09:10:01.123456789Z" level=error msg="failed to remove rootfs" error="unmount /run/containerd/io.containerd.runtime.v2.task/k8s.io/3f2a1b4c5d6e/rootfs: device or resource busy"`,
 			want{ok: true, source: "containerd", level: LevelError, op: OpRootfsUnmount, outcome: OutcomeFailed, errno: "EBUSY",
 				keys: Keys{Path: "/run/containerd/io.containerd.runtime.v2.task/k8s.io/3f2a1b4c5d6e/rootfs"}}},
+		{"logfmt containerd sandbox network teardown", `Nov 21 09:10:01 node-1 containerd[700]: time="2026-11-21T09:10:01.123456789Z" level=error msg="StopPodSandbox for \"9a8b7c6d5e4f30211a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081\" failed" error="failed to destroy network for sandbox \"9a8b7c6d5e4f30211a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081\": plugin type=\"bridge\" failed (delete): netplugin failed"`,
+			want{ok: true, source: "containerd", level: LevelError, op: OpSandboxRemove, outcome: OutcomeFailed,
+				keys: Keys{Sandbox: "9a8b7c6d5e4f30211a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081"}}},
+		{"logfmt containerd netns busy", `time="2026-11-21T09:10:01.123456789Z" level=error msg="PodSandboxStatus for \"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\" failed" error="failed to get sandbox ip: check network namespace closed: remove netns: unlinkat /var/run/netns/cni-11112222-3333-4444-5555-666677778888: device or resource busy"`,
+			want{ok: true, level: LevelError, op: OpSandboxRemove, outcome: OutcomeFailed, errno: "EBUSY",
+				keys: Keys{Sandbox: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}}},
 		{"rust tracing mayastor", `2026-11-21T09:10:01.123456Z ERROR csi_node::node: NodeStageVolume failed volume_id="ec4e66fd-3b33-4439-b504-d49aba53da26" error=Status { code: Internal, message: "Failed to stage volume ec4e66fd-3b33-4439-b504-d49aba53da26: failed to connect to nvmf target: connection timed out" }`,
 			want{ok: true, level: LevelError, op: OpStage, outcome: OutcomeFailed, errno: "ETIMEDOUT", keys: Keys{Handle: "ec4e66fd-3b33-4439-b504-d49aba53da26"}}},
 		{"host-path gRPC success", `2026-11-21T09:10:01.000000000Z stderr F I1121 09:10:01.000000       1 server.go:104] GRPC call: /csi.v1.Node/NodePublishVolume`,
@@ -117,6 +123,7 @@ func TestParseFormats(t *testing.T) {
 			check("PV", ev.Keys.PV, w.keys.PV, "")
 			check("handle", ev.Keys.Handle, w.keys.Handle, "")
 			check("device", ev.Keys.Device, w.keys.Device, "")
+			check("sandbox", ev.Keys.Sandbox, w.keys.Sandbox, "")
 			check("path", ev.Keys.Path, w.keys.Path, "")
 			check("server", ev.Keys.Server, w.keys.Server, "")
 			check("portal", ev.Keys.Portal, w.keys.Portal, "")
