@@ -190,7 +190,10 @@ func (x *logIndex) noteEvent(path string, n int, raw []byte, cut bool, ev *event
 		g.permanent = why
 	}
 	g.lastSeq, g.lastPath = o.seq, path
-	g.kubelet = g.kubelet || ev.Kubelet
+	// The kubelet's own process wrote the record (its journal or
+	// syslog prefix, or its content): a mount's output it quotes on a
+	// line of its own is the kubelet's operation.
+	g.kubelet = g.kubelet || ev.Kubelet || meta.Ident == "kubelet" && !csiLog(path)
 	if ev.Source != "" && !contains(g.sources, ev.Source) && len(g.sources) < 4 {
 		g.sources = append(g.sources, ev.Source)
 	}

@@ -178,3 +178,16 @@ Nov 21 09:10:08 node1 ` + ident + `[1056]: connect to 10.20.30.40:3260 failed (C
 		}
 	}
 }
+
+// umount's output the kubelet quotes on a line of its own (its error's
+// head cut from the excerpt) is the kubelet's unmount failing on the
+// volume the path names: the writer is the kubelet by its prefix.
+func TestKubeletQuotedUmountOutputIsItsUnmount(t *testing.T) {
+	r := analyzeFiles(t, map[string][]byte{
+		"host/summary.json": []byte(`{"hostname":"node1"}`),
+		"journal/kubelet.log": []byte(`Nov 21 09:10:01 node1 kubelet[812]: Output: umount: can't unmount /var/lib/kubelet/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes/kubernetes.io~csi/pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f/mount: Invalid argument
+`),
+	})
+	f := only(t, r, "unmount-failed")
+	wantIn(t, "summary", f.Subject+" "+f.Summary, "pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f")
+}
