@@ -275,6 +275,11 @@ func (st *state) nameObjects() {
 		f := &st.findings[i]
 		var extra []string
 		runtimeOnly, seen := true, false
+		// kubeletOwn: every line is the kubelet's own operation with no
+		// CSI call in it (an in-tree plugin's mount, mount(8)'s output):
+		// a driver's wording that matched it does not make it a CSI
+		// driver's failure.
+		kubeletOwn, own := true, (*opGroup)(nil)
 		for _, e := range f.Evidence {
 			for _, l := range e.Lines {
 				g := byLine[lineRef{e.Path, l.N}]
@@ -283,6 +288,8 @@ func (st *state) nameObjects() {
 				}
 				seen = true
 				runtimeOnly = runtimeOnly && !csiLog(e.Path) && (g.op == events.OpRootfsUnmount || g.op == events.OpSandboxRemove)
+				kubeletOwn = kubeletOwn && !csiLog(e.Path) && g.kubelet && g.newest.Code == "" && g.op != events.OpCSICall
+				own = g
 				for _, k := range g.keys.All() {
 					if len(extra) < 4 && !contains(extra, k) && !strings.Contains(f.Subject+"\n"+f.Summary, k) {
 						extra = append(extra, k)
@@ -294,6 +301,12 @@ func (st *state) nameObjects() {
 			// The lines' writer and operation say what a wording
 			// alone could not: a runtime removing a container.
 			f.ID, f.Title = idContainerRemove, "Runtime fails to remove a container"
+		}
+		if seen && kubeletOwn && f.ID == idCSINodeOpFailed {
+			if id, title := opFinding(own); id != idCSINodeOpFailed && id != idStorageOpFailing {
+				f.ID, f.Title = id, title
+				f.Summary = fmt.Sprintf("the kubelet's %s of %s fails (%s; its own volume plugin, no CSI call)", own.op, f.Subject, plural(own.hits.Count, "time", "times"))
+			}
 		}
 		if len(extra) == 0 {
 			continue

@@ -191,3 +191,25 @@ func TestKubeletQuotedUmountOutputIsItsUnmount(t *testing.T) {
 	f := only(t, r, "unmount-failed")
 	wantIn(t, "summary", f.Subject+" "+f.Summary, "pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f")
 }
+
+// The kubelet's in-tree volume plugin failing a mount, with no CSI call
+// in its line, is the kubelet's mount failing even when a CSI driver's
+// wording in the catalogue matches its words (here "staging" and
+// "could not", the first in the node's name).
+func TestInTreePluginMountIsNotACSIDriversFailure(t *testing.T) {
+	const pv = "pvc-7a1b2c3d-4e5f-11ee-8a9b-0242ac120002"
+	dev := "/dev/disk/by-path/ip-10.1.2.3:3260-iscsi-iqn.2020-01.com.example.store:" + pv + "-lun-0"
+	r := analyzeFiles(t, map[string][]byte{
+		"host/summary.json": []byte(`{"hostname":"node1"}`),
+		"journal/kubelet.log": []byte(`Nov 21 09:10:01 lab-staging-pool-1 kubelet[812]: E1121 09:10:01.674565     812 iscsi_util.go:338] iscsi: failed to mount iscsi volume ` + dev +
+			` [ext4] to /var/lib/kubelet/plugins/kubernetes.io/iscsi/iface-default/10.1.2.3:3260-iqn.2020-01.com.example.store:` + pv + `-lun-0, error 'fsck' found errors on device ` + dev + ` but could not correct them: fsck from util-linux 2.34
+`),
+	})
+	for _, f := range r.Findings {
+		if f.ID == "csi-node-operation-failed" {
+			t.Errorf("an in-tree plugin's mount read as a CSI driver's: %s", f.Summary)
+		}
+	}
+	f := only(t, r, "volume-mount-failed")
+	wantIn(t, "summary", f.Summary, pv, "mount")
+}
