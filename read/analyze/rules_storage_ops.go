@@ -288,7 +288,7 @@ func (st *state) nameObjects() {
 				}
 				seen = true
 				runtimeOnly = runtimeOnly && !csiLog(e.Path) && (g.op == events.OpRootfsUnmount || g.op == events.OpSandboxRemove)
-				kubeletOwn = kubeletOwn && !csiLog(e.Path) && g.kubelet && g.newest.Code == "" && g.op != events.OpCSICall
+				kubeletOwn = kubeletOwn && !csiLog(e.Path) && g.kubelet && g.newest.Code == "" && g.op != events.OpCSICall && !namesCSI(l.Text)
 				own = g
 				for _, k := range g.keys.All() {
 					if len(extra) < 4 && !contains(extra, k) && !strings.Contains(f.Subject+"\n"+f.Summary, k) {
@@ -316,6 +316,13 @@ func (st *state) nameObjects() {
 		}
 		f.Summary += " (its lines name " + strings.Join(extra, ", ") + ")"
 	}
+}
+
+// namesCSI tells a line about a CSI volume or call: its plugin's paths,
+// a CSI method or the word.
+func namesCSI(text string) bool {
+	return strings.Contains(text, "kubernetes.io/csi") || strings.Contains(text, "kubernetes.io~csi") || strings.Contains(text, "csi.v1") ||
+		strings.Contains(text, "CSI") || strings.Contains(text, "Node") && (strings.Contains(text, "tageVolume") || strings.Contains(text, "ublishVolume") || strings.Contains(text, "xpandVolume"))
 }
 
 // opFinding is the ID and title of a group's finding: the family of its

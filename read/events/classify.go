@@ -39,6 +39,12 @@ func (p *Parser) classify(r *record) {
 		for _, m := range []string{"NodeStageVolume", "NodeUnstageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeExpandVolume", "ControllerPublishVolume", "ControllerUnpublishVolume"} {
 			if strings.Contains(text, m) {
 				ev.Method = m
+				if strings.Contains(text, "{") && !strings.Contains(text, "rror") {
+					// A driver's own request line ("NodeExpandVolume:
+					// called with args {...}"): the error that follows
+					// without a method of its own answers it.
+					p.remember(r.reqID, m)
+				}
 				break
 			}
 		}
