@@ -205,7 +205,7 @@ var (
 	// a rare pair of bytes.
 	cheapWords = [][]byte{[]byte("ail"), []byte("rror"), []byte("RROR"), []byte("rpc"), []byte("/O "), []byte("efused"), []byte("busy"),
 		[]byte("imed out"), []byte("xit status"), []byte("\"Error\":"), []byte("GRPC "), []byte("ERR"), []byte("enied"), []byte("csi.v"),
-		[]byte("quests {"), []byte("ublishVolume"), []byte("tageVolume"), []byte("questID"), []byte("quest_id"),
+		[]byte("quests {"), []byte("ublishVolume"), []byte("tageVolume"), []byte("xpandVolume"), []byte("questID"), []byte("quest_id"),
 		// mount(8)'s and umount(8)'s own failures, as a caller's log
 		// quotes their output on lines of their own.
 		[]byte("rong fs type"), []byte("ad superblock"), []byte("an't unmount"), []byte("an't mount"), []byte("nvalid argument")}

@@ -209,3 +209,22 @@ func TestResolves(t *testing.T) {
 		t.Fatal("Resolves pairs operations wrongly")
 	}
 }
+
+// A driver that logs its request as "<Method>: called with args {...}"
+// and then a "GRPC error" without a method: the error is that call's, on
+// the volume its request names.
+func TestCalledWithArgsRequest(t *testing.T) {
+	p := NewParser(ref)
+	lines := []string{
+		`I1121 09:10:01.000000       1 nodeserver.go:541] NodeExpandVolume: called with args {"capacity_range":{"required_bytes":1073741824},"volume_id":"5b0e1f2a-3c4d-4e5f-8a9b-0c1d2e3f4a5b","volume_path":"/var/lib/kubelet/plugins/kubernetes.io/csi/pv/data-0/globalmount"}`,
+		`E1121 09:10:01.100000       1 utils.go:92] [ID:4711] GRPC error: rpc error: code = Internal desc = could not resize the file system: exit status 1`,
+	}
+	var ev Event
+	var ok bool
+	for _, l := range lines {
+		ev, ok = p.Parse([]byte(l))
+	}
+	if !ok || ev.Op != OpResize || ev.Outcome != OutcomeFailed || ev.Keys.Handle != "5b0e1f2a-3c4d-4e5f-8a9b-0c1d2e3f4a5b" {
+		t.Fatalf("got ok=%v op=%q outcome=%v keys=%+v", ok, ev.Op, ev.Outcome, ev.Keys)
+	}
+}
