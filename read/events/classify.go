@@ -96,6 +96,12 @@ func (p *Parser) classify(r *record) {
 			ev.Keys.Merge(p.lastKeys)
 		}
 	}
+	if ev.Outcome == OutcomeFailed && (ev.Method != "" || ev.Op == OpCSICall) && !ev.Kubelet && !ev.Storage() && p.recentAge <= maxLookback {
+		// A driver's failed call that names no object: the records just
+		// before it (the mount command it ran, the device it waited
+		// for) name it.
+		ev.Keys.Merge(p.recent)
+	}
 }
 
 // request keeps the objects a driver's request names ("GRPC request:

@@ -28,7 +28,17 @@ type Parser struct {
 	// then its error without the volume.
 	keys     map[string]Keys
 	lastKeys Keys
+	// recent is what the newest record that named a volume or a device
+	// path named (a command the driver ran, a device it waited for),
+	// recentAge how many records ago: a driver's failed call that names
+	// no object is about the object its records just before named.
+	recent    Keys
+	recentAge int
 }
+
+// maxLookback is how many records before a driver's failed call may
+// name its object.
+const maxLookback = 6
 
 const maxRequests = 256
 
@@ -84,12 +94,30 @@ var (
 // object; the event is then incomplete (Incomplete tells a failure that
 // names no object).
 func (p *Parser) Parse(rec []byte) (ev Event, ok bool) {
+	p.recentAge++
 	if !mayMatter(rec) {
+		p.noteRecent(rec)
 		return Event{}, false
 	}
 	r := p.split(rec)
 	p.classify(&r)
+	if !r.ev.Storage() {
+		p.noteRecent(rec)
+	}
 	return r.ev, r.ev.Storage()
+}
+
+// noteRecent keeps the objects of a record that names a volume or a
+// device by path (most records name neither and cost two searches).
+func (p *Parser) noteRecent(rec []byte) {
+	if !bytes.Contains(rec, []byte("pvc-")) && !bytes.Contains(rec, []byte("/dev/disk/")) {
+		return
+	}
+	r := record{text: string(rec)}
+	r.lower = strings.ToLower(r.text)
+	if k := keysOf(&r); k.PV != "" || k.Device != "" || k.IQN != "" {
+		p.recent, p.recentAge = k, 0
+	}
 }
 
 // Incomplete says whether an event is an operation's failure that names

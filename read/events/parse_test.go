@@ -228,3 +228,32 @@ func TestCalledWithArgsRequest(t *testing.T) {
 		t.Fatalf("got ok=%v op=%q outcome=%v keys=%+v", ok, ev.Op, ev.Outcome, ev.Keys)
 	}
 }
+
+// A driver's failed call that names no object is about the object the
+// records just before it named (the mount command it ran); not about one
+// named many records earlier.
+func TestFailedCallTakesTheObjectJustBefore(t *testing.T) {
+	const pv = "pvc-2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f"
+	cmd := `executing mount command: mount -t nfs 10.0.0.9:/export/` + pv + ` /var/lib/kubelet/plugins/kubernetes.io/csi/nfs.example.com/0a1b2c/globalmount`
+	fail := `{"level":"error","message":"handler error - method: NodeStageVolume error: {\"code\":32,\"stderr\":\"mount.nfs: access denied by server\"}","timestamp":"2026-11-21T09:10:02.000Z"}`
+	read := func(lines ...string) (Event, bool) {
+		p := NewParser(ref)
+		var ev Event
+		var ok bool
+		for _, l := range lines {
+			ev, ok = p.Parse([]byte(l))
+		}
+		return ev, ok
+	}
+	ev, ok := read(cmd, fail)
+	if !ok || ev.Op != OpStage || ev.Keys.PV != pv {
+		t.Errorf("got ok=%v op=%q keys=%+v", ok, ev.Op, ev.Keys)
+	}
+	lines := []string{cmd}
+	for i := 0; i < maxLookback+1; i++ {
+		lines = append(lines, `{"level":"info","message":"new request - method: Probe","timestamp":"2026-11-21T09:10:01.000Z"}`)
+	}
+	if ev, _ := read(append(lines, fail)...); ev.Keys.PV != "" {
+		t.Errorf("an object named %d records before taken as the call's: %+v", maxLookback+1, ev.Keys)
+	}
+}
