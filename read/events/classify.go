@@ -96,7 +96,7 @@ func (p *Parser) classify(r *record) {
 			ev.Keys.Merge(p.lastKeys)
 		}
 	}
-	if ev.Outcome == OutcomeFailed && (ev.Method != "" || ev.Op == OpCSICall) && !ev.Kubelet && !ev.Storage() && p.recentAge <= maxLookback {
+	if ev.Outcome == OutcomeFailed && (ev.Method != "" || ev.Op == OpCSICall || ev.Op == OpMount || ev.Op == OpUnmount) && !ev.Kubelet && !ev.Storage() && p.recentAge <= maxLookback {
 		// A driver's failed call that names no object: the records just
 		// before it (the mount command it ran, the device it waited
 		// for) name it.

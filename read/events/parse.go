@@ -110,12 +110,12 @@ func (p *Parser) Parse(rec []byte) (ev Event, ok bool) {
 // noteRecent keeps the objects of a record that names a volume or a
 // device by path (most records name neither and cost two searches).
 func (p *Parser) noteRecent(rec []byte) {
-	if !bytes.Contains(rec, []byte("pvc-")) && !bytes.Contains(rec, []byte("/dev/disk/")) {
+	if !bytes.Contains(rec, []byte("pvc-")) && !bytes.Contains(rec, []byte("/dev/disk/")) && !bytes.Contains(rec, []byte("ounting arguments:")) {
 		return
 	}
 	r := record{text: string(rec)}
 	r.lower = strings.ToLower(r.text)
-	if k := keysOf(&r); k.PV != "" || k.Device != "" || k.IQN != "" {
+	if k := keysOf(&r); k.PV != "" || k.Device != "" || k.IQN != "" || k.Path != "" || k.Server != "" {
 		p.recent, p.recentAge = k, 0
 	}
 }

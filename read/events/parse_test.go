@@ -1,6 +1,7 @@
 package events
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -255,5 +256,24 @@ func TestFailedCallTakesTheObjectJustBefore(t *testing.T) {
 	}
 	if ev, _ := read(append(lines, fail)...); ev.Keys.PV != "" {
 		t.Errorf("an object named %d records before taken as the call's: %+v", maxLookback+1, ev.Keys)
+	}
+}
+
+// mount-utils writes a failed mount's arguments and output on lines of
+// their own; when the error's head is cut, the output's failure is about
+// what the arguments line just before it named.
+func TestMountOutputTakesItsArguments(t *testing.T) {
+	p := NewParser(ref)
+	lines := []string{
+		`Mounting arguments: -t cifs -o vers=3.0,<masked> //files.example.net/share-a /var/lib/kubelet/plugins/kubernetes.io/csi/pv/share-a/globalmount`,
+		`Output: mount error(13): Permission denied`,
+	}
+	var ev Event
+	var ok bool
+	for _, l := range lines {
+		ev, ok = p.Parse([]byte(l))
+	}
+	if !ok || ev.Op != OpMount || ev.Outcome != OutcomeFailed || !strings.Contains(ev.Keys.Path+ev.Keys.Server, "share-a") {
+		t.Fatalf("got ok=%v op=%q outcome=%v keys=%+v", ok, ev.Op, ev.Outcome, ev.Keys)
 	}
 }
