@@ -381,17 +381,21 @@ func outcome(r *record) Outcome {
 }
 
 var (
-	reUUID    = regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
-	rePV      = regexp.MustCompile(`pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
-	reHandle  = regexp.MustCompile(`\b(?:csi-vol-[0-9a-f-]{36}|vol-[0-9a-f]{8,17}|0001-00[0-9a-f]{2}-[0-9a-zA-Z._-]+-[0-9a-f]{16}-[0-9a-f-]{36})\b`)
-	rePortal  = regexp.MustCompile(`\b((?:\d{1,3}\.){3}\d{1,3}:3260)\b`)
-	reIQN     = regexp.MustCompile(`\b(iqn\.\d{4}-\d\d\.[A-Za-z0-9.:_-]+)`)
-	reWWID    = regexp.MustCompile(`\b(?:wwid|WWID|serial)[\s:="']+([0-9A-Za-z_.-]{8,})`)
-	reNFSSrv  = regexp.MustCompile(`(?:^|[\s"'=(])((?:\d{1,3}\.){3}\d{1,3}:/[^\s"',;)]*|[A-Za-z0-9][-A-Za-z0-9.]*\.[A-Za-z]{2,}:/[^\s"',;)]*|//[A-Za-z0-9][-A-Za-z0-9.]*/[^\s"',;)]+)`)
-	reDev     = regexp.MustCompile(`(/dev/(?:disk/by-[a-z-]+/[^\s"'\\,;:)\]}]+|[a-z][a-z0-9_-]*\d[a-z0-9]*|[a-z]{2,}[a-z]\b))`)
-	reVolID   = regexp.MustCompile(`"?\b(?:volume_?id|volume_?ID|volumeHandle|VolumeId|VolumeID|VOLUME_ID)"?\s*[:=]\s*\\*"?([^\s"\\,}\]]+)`)
-	reSandbox = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
-	reKDev    = regexp.MustCompile(`(?:\bdev |\bdevice |\(|\bon dev )((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|loop\d+|md\d+)\d*)`)
+	reUUID   = regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	rePV     = regexp.MustCompile(`pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	reHandle = regexp.MustCompile(`\b(?:csi-vol-[0-9a-f-]{36}|vol-[0-9a-f]{8,17}|0001-00[0-9a-f]{2}-[0-9a-zA-Z._-]+-[0-9a-f]{16}-[0-9a-f-]{36})\b`)
+	rePortal = regexp.MustCompile(`\b((?:\d{1,3}\.){3}\d{1,3}:3260)\b`)
+	reIQN    = regexp.MustCompile(`\b(iqn\.\d{4}-\d\d\.[A-Za-z0-9.:_-]+)`)
+	reWWID   = regexp.MustCompile(`\b(?:wwid|WWID|serial)[\s:="']+([0-9A-Za-z_.-]{8,})`)
+	reNFSSrv = regexp.MustCompile(`(?:^|[\s"'=(])((?:\d{1,3}\.){3}\d{1,3}:/[^\s"',;)]*|[A-Za-z0-9][-A-Za-z0-9.]*\.[A-Za-z]{2,}:/[^\s"',;)]*|//[A-Za-z0-9][-A-Za-z0-9.]*/[^\s"',;)]+)`)
+	reDev    = regexp.MustCompile(`(/dev/(?:disk/by-[a-z-]+/[^\s"'\\,;:)\]}]+|[a-z][a-z0-9_-]*\d[a-z0-9]*|[a-z]{2,}[a-z]\b))`)
+	reVolID  = regexp.MustCompile(`"?\b(?:volume_?id|volume_?ID|volumeHandle|VolumeId|VolumeID|VOLUME_ID)"?\s*[:=]\s*\\*"?([^\s"\\,}\]]+)`)
+	// rePathField is a path a record gives in a field of its own ("path:
+	// /x", "target_path=/x", "\"staging_target_path\":\"/x\""), in any
+	// driver's form.
+	rePathField = regexp.MustCompile(`(?i)\b(?:staging_?target_?path|target_?path|mount_?path|volume_?path|path)"?\s*[:=]\s*\\*"?(/[^\s"\\,;}\]]{2,})`)
+	reSandbox   = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+	reKDev      = regexp.MustCompile(`(?:\bdev |\bdevice |\(|\bon dev )((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|loop\d+|md\d+)\d*)`)
 	// volume fields: the handle a driver logs in a field of its own.
 	handleFields = []string{"volume_id", "volumeID", "volumeId", "VolumeId", "volumeHandle", "volume", "vol_id", "volid", "volumeid", "volname", "pvName", "pv", "VolumeID"}
 )
@@ -448,6 +452,11 @@ func keysOf(r *record) Keys {
 	if k.Device == "" {
 		if m := matchIf(reDev, text, "/dev/"); m != nil && m[1] != "/dev/null" && m[1] != "/dev/fuse" {
 			k.Device = m[1]
+		}
+	}
+	if k.Path == "" {
+		if m := matchIf(rePathField, text, "ath:", "ath=", "ath\"", "ath\\", "ath :"); m != nil {
+			k.Path = strings.TrimRight(m[1], ".")
 		}
 	}
 	if r.ev.Op == OpSandboxRemove || r.ev.Op == OpRootfsUnmount {
