@@ -213,3 +213,23 @@ func TestInTreePluginMountIsNotACSIDriversFailure(t *testing.T) {
 	f := only(t, r, "volume-mount-failed")
 	wantIn(t, "summary", f.Summary, pv, "mount")
 }
+
+// The kubelet's own log file, its headers cut down by a log viewer: a
+// record in it that no other program's prefix claims is the kubelet's,
+// so a pod's volumes not mounting is the kubelet's mount failing.
+func TestKubeletLogFileRecordIsTheKubelets(t *testing.T) {
+	const uid = "5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9"
+	r := analyzeFiles(t, map[string][]byte{
+		"host/summary.json": []byte(`{"hostname":"node1"}`),
+		"journal/kubelet.log": []byte(`[pod_workers.go:1298] "Error syncing pod, skipping" err="unmounted volumes=[data], unattached volumes=[], failed to process volumes=[]: context deadline exceeded" pod="shop/web-0" podUID="` + uid + `"
+`),
+	})
+	for _, f := range r.Findings {
+		if f.ID == "volume-mount-failed" || f.ID == "pod-volumes-not-mounted" {
+			if strings.Contains(f.Subject+" "+f.Summary, uid) || strings.Contains(f.Subject+" "+f.Summary, "shop/web-0") {
+				return
+			}
+		}
+	}
+	t.Errorf("the kubelet's mount failing not named as its own:\n%s", dump(r))
+}
