@@ -342,6 +342,8 @@ func opFinding(g *opGroup) (id, title string) {
 		return idStorageOpFailing, "Storage operation failing"
 	case mountOp(g.op) || g.op == events.OpFormat || g.op == events.OpResize:
 		return idMountFailed, "Volume mount failing"
+	case g.op == events.OpTeardown && g.newest.Errno == "EBUSY":
+		return idTeardownBusy, "Volume teardown fails with \"device or resource busy\""
 	case g.op == events.OpTeardown || g.op == events.OpUnpublish:
 		return idTeardownFailed, "Volume teardown failing"
 	case g.op == events.OpUnstage || g.op == events.OpUnmap:

@@ -233,3 +233,17 @@ func TestKubeletLogFileRecordIsTheKubelets(t *testing.T) {
 	}
 	t.Errorf("the kubelet's mount failing not named as its own:\n%s", dump(r))
 }
+
+// Removing a directory of a pod's volume is the volume's teardown, and
+// EBUSY makes it a busy teardown, whatever else the (wrapped, cut)
+// record says.
+func TestPodVolumeDirBusyIsATeardownBusy(t *testing.T) {
+	const uid = "6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d"
+	r := analyzeFiles(t, map[string][]byte{
+		"host/summary.json": []byte(`{"hostname":"node1"}`),
+		"journal/kubelet.log": []byte(`Nov 21 09:10:01 node1 kubelet[812]: cleanup failed: remove /var/lib/kubelet/pods/` + uid + `/volumes/kubernetes.io~secret/token-abcde: device or resource busy
+`),
+	})
+	f := only(t, r, "volume-teardown-busy")
+	wantIn(t, "summary", f.Subject+" "+f.Summary, uid)
+}

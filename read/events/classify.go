@@ -222,6 +222,11 @@ func operation(text, lower, method, source string) Op {
 			return k.op
 		}
 	}
+	if strings.Contains(text, "/volumes/kubernetes.io~") && (strings.Contains(lower, "remove ") || strings.Contains(lower, "unlinkat ") || strings.Contains(lower, "rmdir ")) {
+		// Removing a directory of a pod's volume (the kubelet's layout,
+		// whatever its root): the volume's teardown.
+		return OpTeardown
+	}
 	if strings.Contains(lower, "rootfs") && (strings.Contains(lower, "unmount") || strings.Contains(lower, "remove") || strings.Contains(lower, "delete") || strings.Contains(lower, "unlinkat")) {
 		return OpRootfsUnmount
 	}

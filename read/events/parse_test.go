@@ -66,6 +66,8 @@ func TestParseFormats(t *testing.T) {
 			want{ok: true, op: OpMount, outcome: OutcomeFailed, keys: Keys{Path: "/var/lib/nomad/csi/staging/web/data-b"}}},
 		{"path in a JSON field", `{"level":"error","msg":"mount helper exited","target_path":"/var/lib/nomad/csi/per-alloc/abc/data-c/rw","error":"signal: killed"}`,
 			want{ok: true, level: LevelError, outcome: OutcomeFailed, keys: Keys{Path: "/var/lib/nomad/csi/per-alloc/abc/data-c/rw"}}},
+		{"pod volume dir removal busy", `E1121 09:10:01.000000     812 kubelet_volumes.go:154] orphaned pod found, but error occurred: remove /var/lib/k0s/kubelet/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes/kubernetes.io~projected/kube-api-access-x1y2z: device or resource busy`,
+			want{ok: true, op: OpTeardown, outcome: OutcomeFailed, errno: "EBUSY", keys: Keys{PodUID: "0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d"}}},
 		{"rust tracing mayastor", `2026-11-21T09:10:01.123456Z ERROR csi_node::node: NodeStageVolume failed volume_id="ec4e66fd-3b33-4439-b504-d49aba53da26" error=Status { code: Internal, message: "Failed to stage volume ec4e66fd-3b33-4439-b504-d49aba53da26: failed to connect to nvmf target: connection timed out" }`,
 			want{ok: true, level: LevelError, op: OpStage, outcome: OutcomeFailed, errno: "ETIMEDOUT", keys: Keys{Handle: "ec4e66fd-3b33-4439-b504-d49aba53da26"}}},
 		{"host-path gRPC success", `2026-11-21T09:10:01.000000000Z stderr F I1121 09:10:01.000000       1 server.go:104] GRPC call: /csi.v1.Node/NodePublishVolume`,
