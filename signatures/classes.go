@@ -214,7 +214,7 @@ var Classes = []Class{
 		Meaning: "the NFS server responds again",
 		Words:   []string{"nfs: server", " OK"},
 		Example: `[ 9180.1] nfs: server 10.0.0.7 OK`},
-	{ID: "iscsi-connection-error", Sources: []string{"kernel"}, Key: KeyServer,
+	{ID: "iscsi-connection-error", Sources: []string{"kernel", "iscsid"}, Key: KeyServer,
 		KeyRe:   regexp.MustCompile(`(connection\d+:\d+)|iSCSI connection (\d+:\d+) error|connect to ([0-9a-fA-F.:\[\]]+):3260 failed`),
 		Meaning: "the kernel's or iscsid's iSCSI connection errors",
 		Words:   []string{"detected conn error|ping timeout of|Kernel reported iSCSI connection|connect to "},

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
@@ -30,10 +31,33 @@ func unverifiedLog(name string) bool {
 // prefix at all (dmesg, the kernel ring). A program's line quoting the
 // kernel, or claiming to be it, is that program's.
 func mayMatch(c *signatures.Class, p string, m *logMeta) bool {
-	if !kernelOnly(c) || !strings.HasPrefix(p, layout.DirJournal+"/") {
+	if !strings.HasPrefix(p, layout.DirJournal+"/") {
 		return true
 	}
-	return m.PID == 0 || m.Ident == "kernel"
+	if kernelOnly(c) {
+		return m.PID == 0 || m.Ident == "kernel"
+	}
+	if daemonsOnly(c) {
+		// A class the kernel and a storage daemon write (iSCSI
+		// connection errors: the kernel's and iscsid's): the line is
+		// the kernel's, or that daemon's by its own prefix.
+		return m.PID == 0 || m.Ident == "kernel" || m.Ident != "" && slices.Contains(c.Sources, m.Ident)
+	}
+	return true
+}
+
+// daemonsOnly tells a class only the kernel and the storage daemons
+// write.
+func daemonsOnly(c *signatures.Class) bool {
+	if len(c.Sources) == 0 {
+		return false
+	}
+	for _, s := range c.Sources {
+		if s != "kernel" && !storageDaemons[s] {
+			return false
+		}
+	}
+	return true
 }
 
 func kernelOnly(c *signatures.Class) bool {

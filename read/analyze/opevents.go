@@ -190,11 +190,19 @@ func (x *logIndex) noteEvent(path string, n int, raw []byte, cut bool, ev *event
 		g.permanent = why
 	}
 	g.lastSeq, g.lastPath = o.seq, path
-	g.kubelet = g.kubelet || ev.Kubelet
+	// The kubelet's own process wrote the record (its journal or
+	// syslog prefix, or its content): a mount's output it quotes on a
+	// line of its own is the kubelet's operation.
+	g.kubelet = g.kubelet || ev.Kubelet || (meta.Ident == "kubelet" || meta.Ident == "" && path == kubeletLogFile) && !csiLog(path)
 	if ev.Source != "" && !contains(g.sources, ev.Source) && len(g.sources) < 4 {
 		g.sources = append(g.sources, ev.Source)
 	}
 }
+
+// kubeletLogFile is the kubelet's own log (its unit's journal, or the
+// file it writes when journald is absent): a record in it without a
+// prefix of another program is the kubelet's.
+var kubeletLogFile = layout.DirJournal + "/kubelet.log"
 
 // storageDaemons are the daemons of the storage stack whose own lines
 // report I/O failing (a multipath map without paths).

@@ -39,7 +39,7 @@ var _ = document(
 
 // The signatures are the catalogue's (package signatures).
 func init() {
-	sigWhat[sigISCSIConnError] = "the kernel's iSCSI connection errors"
+	sigWhat[sigISCSIConnError] = "the kernel's or iscsid's iSCSI connection errors"
 	sigWhat[sigFSError] = "the kernel's filesystem errors"
 }
 

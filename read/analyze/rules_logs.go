@@ -371,6 +371,19 @@ func (st *state) otherReferences() {
 // (moby#22260).
 func (st *state) rootfsBusy() {
 	st.eachUnclaimed(sigUnlinkatBusy, idRootfsBusy, func(k *keyHits) {
+		if netnsPath(k.Key) {
+			st.add(Finding{
+				ID: idContainerRemove, Severity: Warning,
+				Title:   "Runtime cannot remove a sandbox's network namespace (busy)",
+				Subject: k.Key,
+				Summary: fmt.Sprintf("removing network namespace %s fails with EBUSY (%s): the sandbox cannot be removed", k.Key, plural(k.Count, "time", "times")),
+				Explanation: "The runtime cannot unlink a pod sandbox's network namespace file because it is still mounted: a bind mount of it leaked into another mount namespace " +
+					"(a process or service started while the sandbox ran), so the sandbox stays and its pod stays terminating.",
+				Evidence:    k.evidence(sigWhat[sigUnlinkatBusy]),
+				Remediation: []string{"Find the mount namespace that still holds it (grep the namespace's name in /proc/*/mountinfo) and unmount it there, or restart that process."},
+			})
+			return
+		}
 		f := Finding{
 			ID:       idRootfsBusy,
 			Severity: Warning,
@@ -395,6 +408,12 @@ func (st *state) rootfsBusy() {
 		f.Remediation = []string{"Find the namespace that still mounts it (grep the container ID in /proc/*/task/*/mountinfo) and unmount it there (nsenter -t <pid> -m umount <path>), or restart that service."}
 		st.add(f)
 	})
+}
+
+// netnsPath tells a network namespace's file, where runtimes and ip(8)
+// bind-mount them (/run/netns, /var/run/netns).
+func netnsPath(p string) bool {
+	return strings.HasPrefix(p, "/run/netns/") || strings.HasPrefix(p, "/var/run/netns/")
 }
 
 // nsHolders names a few processes of a namespace.

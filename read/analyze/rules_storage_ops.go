@@ -89,6 +89,12 @@ func (st *state) opState(g *opGroup) (Severity, string) {
 	if g.permanent != "" {
 		return Warning, "the error is permanent by its nature (" + g.permanent + "): retrying does not mend it"
 	}
+	if g.op == events.OpSandboxRemove && g.newest.Errno != "EBUSY" {
+		// A sandbox's network teardown (a CNI delete) failing holds no
+		// volume: the runtime retries it with the pod's removal. Only a
+		// namespace kept busy (a mount holding it) blocks storage.
+		return Info, "a sandbox's network teardown failing holds no volume or mount: the runtime retries it when it removes the pod"
+	}
 	if pod, phase, ok := st.podPhase(g.keys); ok {
 		if phase != "Running" && phase != "Succeeded" {
 			return Warning, "pod " + pod + " is still not running (" + phaseText(phase) + ")"
@@ -269,6 +275,11 @@ func (st *state) nameObjects() {
 		f := &st.findings[i]
 		var extra []string
 		runtimeOnly, seen := true, false
+		// kubeletOwn: every line is the kubelet's own operation with no
+		// CSI call in it (an in-tree plugin's mount, mount(8)'s output):
+		// a driver's wording that matched it does not make it a CSI
+		// driver's failure.
+		kubeletOwn, own := true, (*opGroup)(nil)
 		for _, e := range f.Evidence {
 			for _, l := range e.Lines {
 				g := byLine[lineRef{e.Path, l.N}]
@@ -277,6 +288,8 @@ func (st *state) nameObjects() {
 				}
 				seen = true
 				runtimeOnly = runtimeOnly && !csiLog(e.Path) && (g.op == events.OpRootfsUnmount || g.op == events.OpSandboxRemove)
+				kubeletOwn = kubeletOwn && !csiLog(e.Path) && g.kubelet && g.newest.Code == "" && g.op != events.OpCSICall && !namesCSI(l.Text)
+				own = g
 				for _, k := range g.keys.All() {
 					if len(extra) < 4 && !contains(extra, k) && !strings.Contains(f.Subject+"\n"+f.Summary, k) {
 						extra = append(extra, k)
@@ -289,6 +302,12 @@ func (st *state) nameObjects() {
 			// alone could not: a runtime removing a container.
 			f.ID, f.Title = idContainerRemove, "Runtime fails to remove a container"
 		}
+		if seen && kubeletOwn && f.ID == idCSINodeOpFailed {
+			if id, title := opFinding(own); id != idCSINodeOpFailed && id != idStorageOpFailing {
+				f.ID, f.Title = id, title
+				f.Summary = fmt.Sprintf("the kubelet's %s of %s fails (%s; its own volume plugin, no CSI call)", own.op, f.Subject, plural(own.hits.Count, "time", "times"))
+			}
+		}
 		if len(extra) == 0 {
 			continue
 		}
@@ -297,6 +316,13 @@ func (st *state) nameObjects() {
 		}
 		f.Summary += " (its lines name " + strings.Join(extra, ", ") + ")"
 	}
+}
+
+// namesCSI tells a line about a CSI volume or call: its plugin's paths,
+// a CSI method or the word.
+func namesCSI(text string) bool {
+	return strings.Contains(text, "kubernetes.io/csi") || strings.Contains(text, "kubernetes.io~csi") || strings.Contains(text, "csi.v1") ||
+		strings.Contains(text, "CSI") || strings.Contains(text, "Node") && (strings.Contains(text, "tageVolume") || strings.Contains(text, "ublishVolume") || strings.Contains(text, "xpandVolume"))
 }
 
 // opFinding is the ID and title of a group's finding: the family of its
@@ -316,6 +342,8 @@ func opFinding(g *opGroup) (id, title string) {
 		return idStorageOpFailing, "Storage operation failing"
 	case mountOp(g.op) || g.op == events.OpFormat || g.op == events.OpResize:
 		return idMountFailed, "Volume mount failing"
+	case g.op == events.OpTeardown && g.newest.Errno == "EBUSY":
+		return idTeardownBusy, "Volume teardown fails with \"device or resource busy\""
 	case g.op == events.OpTeardown || g.op == events.OpUnpublish:
 		return idTeardownFailed, "Volume teardown failing"
 	case g.op == events.OpUnstage || g.op == events.OpUnmap:

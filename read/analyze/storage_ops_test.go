@@ -117,3 +117,133 @@ func TestKubeletLinesOfAWrapperAreCurrent(t *testing.T) {
 		t.Errorf("no warning names the volume:\n%s", dump(r))
 	}
 }
+
+// A runtime's failure to remove a pod sandbox names the sandbox: a CNI
+// delete failing holds no volume and is info; a network namespace kept
+// busy by a mount blocks the sandbox's removal and warns, under the
+// runtime's removal, not a container rootfs.
+func TestSandboxRemovalNamesTheSandbox(t *testing.T) {
+	const id = "9a8b7c6d5e4f30211a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081"
+	files := func(line string) map[string][]byte {
+		return map[string][]byte{
+			"host/summary.json":      []byte(`{"hostname":"node1"}`),
+			"journal/containerd.log": []byte(line + "\n"),
+		}
+	}
+	r := analyzeFiles(t, files(`Nov 21 09:10:01 node1 containerd[700]: time="2026-11-21T09:10:01.123456789Z" level=error msg="StopPodSandbox for \"`+id+`\" failed" error="failed to destroy network for sandbox \"`+id+`\": plugin type=\"bridge\" failed (delete): netplugin failed"`))
+	f := only(t, r, "container-remove-failed")
+	if f.Subject != id || f.Severity != analyze.Info {
+		t.Errorf("subject %q severity %s:\n%s", f.Subject, f.Severity, dump(r))
+	}
+	wantIn(t, "summary", f.Summary, "sandbox removal", "network teardown")
+
+	const ns = "/var/run/netns/cni-11112222-3333-4444-5555-666677778888"
+	r = analyzeFiles(t, files(`Nov 21 09:10:01 node1 containerd[700]: time="2026-11-21T09:10:01.123456789Z" level=error msg="PodSandboxStatus for \"`+id+`\" failed" error="failed to get sandbox ip: check network namespace closed: remove netns: unlinkat `+ns+`: device or resource busy"`))
+	f = only(t, r, "container-remove-failed")
+	if f.Severity != analyze.Warning || !strings.Contains(f.Subject+f.Summary, ns) {
+		t.Errorf("a busy netns: %s %q:\n%s", f.Severity, f.Subject, dump(r))
+	}
+	for _, g := range r.Findings {
+		if g.ID == "container-rootfs-busy" {
+			t.Errorf("a network namespace read as a container rootfs: %s", g.Summary)
+		}
+	}
+}
+
+// iscsid's own lines of a connection failing (as rsyslog writes them to
+// /var/log/messages) are read as the kernel's are; another program's
+// line claiming them is not.
+func TestISCSIDConnectionErrors(t *testing.T) {
+	files := func(ident string) map[string][]byte {
+		return map[string][]byte{
+			"host/summary.json": []byte(`{"hostname":"node1"}`),
+			"journal/messages": []byte(`Nov 21 09:10:01 node1 ` + ident + `[1056]: Kernel reported iSCSI connection 4:0 error (1020 - ISCSI_ERR_TCP_CONN_CLOSE: TCP connection closed) state (3)
+Nov 21 09:10:08 node1 ` + ident + `[1056]: connect to 10.20.30.40:3260 failed (Connection refused)
+`),
+		}
+	}
+	r := analyzeFiles(t, files("iscsid"))
+	named := map[string]bool{}
+	for _, f := range r.Findings {
+		if f.ID == "iscsi-connection-failed" && f.Severity == analyze.Warning {
+			named[f.Subject] = true
+		}
+	}
+	if !named["4:0"] || !named["10.20.30.40"] {
+		t.Errorf("iscsid's connection errors not named (%v):\n%s", named, dump(r))
+	}
+	for _, g := range analyzeFiles(t, files("logger")).Findings {
+		if g.ID == "iscsi-connection-failed" {
+			t.Errorf("another program's line read as iscsid's: %s", g.Summary)
+		}
+	}
+}
+
+// umount's output the kubelet quotes on a line of its own (its error's
+// head cut from the excerpt) is the kubelet's unmount failing on the
+// volume the path names: the writer is the kubelet by its prefix.
+func TestKubeletQuotedUmountOutputIsItsUnmount(t *testing.T) {
+	r := analyzeFiles(t, map[string][]byte{
+		"host/summary.json": []byte(`{"hostname":"node1"}`),
+		"journal/kubelet.log": []byte(`Nov 21 09:10:01 node1 kubelet[812]: Output: umount: can't unmount /var/lib/kubelet/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes/kubernetes.io~csi/pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f/mount: Invalid argument
+`),
+	})
+	f := only(t, r, "unmount-failed")
+	wantIn(t, "summary", f.Subject+" "+f.Summary, "pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f")
+}
+
+// The kubelet's in-tree volume plugin failing a mount, with no CSI call
+// in its line, is the kubelet's mount failing even when a CSI driver's
+// wording in the catalogue matches its words (here "staging" and
+// "could not", the first in the node's name).
+func TestInTreePluginMountIsNotACSIDriversFailure(t *testing.T) {
+	const pv = "pvc-7a1b2c3d-4e5f-11ee-8a9b-0242ac120002"
+	dev := "/dev/disk/by-path/ip-10.1.2.3:3260-iscsi-iqn.2020-01.com.example.store:" + pv + "-lun-0"
+	r := analyzeFiles(t, map[string][]byte{
+		"host/summary.json": []byte(`{"hostname":"node1"}`),
+		"journal/kubelet.log": []byte(`Nov 21 09:10:01 lab-staging-pool-1 kubelet[812]: E1121 09:10:01.674565     812 iscsi_util.go:338] iscsi: failed to mount iscsi volume ` + dev +
+			` [ext4] to /var/lib/kubelet/plugins/kubernetes.io/iscsi/iface-default/10.1.2.3:3260-iqn.2020-01.com.example.store:` + pv + `-lun-0, error 'fsck' found errors on device ` + dev + ` but could not correct them: fsck from util-linux 2.34
+`),
+	})
+	for _, f := range r.Findings {
+		if f.ID == "csi-node-operation-failed" {
+			t.Errorf("an in-tree plugin's mount read as a CSI driver's: %s", f.Summary)
+		}
+	}
+	f := only(t, r, "volume-mount-failed")
+	wantIn(t, "summary", f.Summary, pv, "mount")
+}
+
+// The kubelet's own log file, its headers cut down by a log viewer: a
+// record in it that no other program's prefix claims is the kubelet's,
+// so a pod's volumes not mounting is the kubelet's mount failing.
+func TestKubeletLogFileRecordIsTheKubelets(t *testing.T) {
+	const uid = "5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9"
+	r := analyzeFiles(t, map[string][]byte{
+		"host/summary.json": []byte(`{"hostname":"node1"}`),
+		"journal/kubelet.log": []byte(`[pod_workers.go:1298] "Error syncing pod, skipping" err="unmounted volumes=[data], unattached volumes=[], failed to process volumes=[]: context deadline exceeded" pod="shop/web-0" podUID="` + uid + `"
+`),
+	})
+	for _, f := range r.Findings {
+		if f.ID == "volume-mount-failed" || f.ID == "pod-volumes-not-mounted" {
+			if strings.Contains(f.Subject+" "+f.Summary, uid) || strings.Contains(f.Subject+" "+f.Summary, "shop/web-0") {
+				return
+			}
+		}
+	}
+	t.Errorf("the kubelet's mount failing not named as its own:\n%s", dump(r))
+}
+
+// Removing a directory of a pod's volume is the volume's teardown, and
+// EBUSY makes it a busy teardown, whatever else the (wrapped, cut)
+// record says.
+func TestPodVolumeDirBusyIsATeardownBusy(t *testing.T) {
+	const uid = "6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d"
+	r := analyzeFiles(t, map[string][]byte{
+		"host/summary.json": []byte(`{"hostname":"node1"}`),
+		"journal/kubelet.log": []byte(`Nov 21 09:10:01 node1 kubelet[812]: cleanup failed: remove /var/lib/kubelet/pods/` + uid + `/volumes/kubernetes.io~secret/token-abcde: device or resource busy
+`),
+	})
+	f := only(t, r, "volume-teardown-busy")
+	wantIn(t, "summary", f.Subject+" "+f.Summary, uid)
+}

@@ -39,6 +39,12 @@ func (p *Parser) classify(r *record) {
 		for _, m := range []string{"NodeStageVolume", "NodeUnstageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeExpandVolume", "ControllerPublishVolume", "ControllerUnpublishVolume"} {
 			if strings.Contains(text, m) {
 				ev.Method = m
+				if strings.Contains(text, "{") && !strings.Contains(text, "rror") {
+					// A driver's own request line ("NodeExpandVolume:
+					// called with args {...}"): the error that follows
+					// without a method of its own answers it.
+					p.remember(r.reqID, m)
+				}
 				break
 			}
 		}
@@ -89,6 +95,12 @@ func (p *Parser) classify(r *record) {
 		case ev.Method != "" || ev.Op == OpCSICall:
 			ev.Keys.Merge(p.lastKeys)
 		}
+	}
+	if ev.Outcome == OutcomeFailed && (ev.Method != "" || ev.Op == OpCSICall || ev.Op == OpMount || ev.Op == OpUnmount) && !ev.Kubelet && !ev.Storage() && p.recentAge <= maxLookback {
+		// A driver's failed call that names no object: the records just
+		// before it (the mount command it ran, the device it waited
+		// for) name it.
+		ev.Keys.Merge(p.recent)
 	}
 }
 
@@ -209,6 +221,11 @@ func operation(text, lower, method, source string) Op {
 		if strings.Contains(text, k.name) {
 			return k.op
 		}
+	}
+	if strings.Contains(text, "/volumes/kubernetes.io~") && (strings.Contains(lower, "remove ") || strings.Contains(lower, "unlinkat ") || strings.Contains(lower, "rmdir ")) {
+		// Removing a directory of a pod's volume (the kubelet's layout,
+		// whatever its root): the volume's teardown.
+		return OpTeardown
 	}
 	if strings.Contains(lower, "rootfs") && (strings.Contains(lower, "unmount") || strings.Contains(lower, "remove") || strings.Contains(lower, "delete") || strings.Contains(lower, "unlinkat")) {
 		return OpRootfsUnmount
@@ -378,7 +395,12 @@ var (
 	reNFSSrv = regexp.MustCompile(`(?:^|[\s"'=(])((?:\d{1,3}\.){3}\d{1,3}:/[^\s"',;)]*|[A-Za-z0-9][-A-Za-z0-9.]*\.[A-Za-z]{2,}:/[^\s"',;)]*|//[A-Za-z0-9][-A-Za-z0-9.]*/[^\s"',;)]+)`)
 	reDev    = regexp.MustCompile(`(/dev/(?:disk/by-[a-z-]+/[^\s"'\\,;:)\]}]+|[a-z][a-z0-9_-]*\d[a-z0-9]*|[a-z]{2,}[a-z]\b))`)
 	reVolID  = regexp.MustCompile(`"?\b(?:volume_?id|volume_?ID|volumeHandle|VolumeId|VolumeID|VOLUME_ID)"?\s*[:=]\s*\\*"?([^\s"\\,}\]]+)`)
-	reKDev   = regexp.MustCompile(`(?:\bdev |\bdevice |\(|\bon dev )((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|loop\d+|md\d+)\d*)`)
+	// rePathField is a path a record gives in a field of its own ("path:
+	// /x", "target_path=/x", "\"staging_target_path\":\"/x\""), in any
+	// driver's form.
+	rePathField = regexp.MustCompile(`(?i)\b(?:staging_?target_?path|target_?path|mount_?path|volume_?path|path)"?\s*[:=]\s*\\*"?(/[^\s"\\,;}\]]{2,})`)
+	reSandbox   = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+	reKDev      = regexp.MustCompile(`(?:\bdev |\bdevice |\(|\bon dev )((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|loop\d+|md\d+)\d*)`)
 	// volume fields: the handle a driver logs in a field of its own.
 	handleFields = []string{"volume_id", "volumeID", "volumeId", "VolumeId", "volumeHandle", "volume", "vol_id", "volid", "volumeid", "volname", "pvName", "pv", "VolumeID"}
 )
@@ -436,6 +458,16 @@ func keysOf(r *record) Keys {
 		if m := matchIf(reDev, text, "/dev/"); m != nil && m[1] != "/dev/null" && m[1] != "/dev/fuse" {
 			k.Device = m[1]
 		}
+	}
+	if k.Path == "" {
+		if m := matchIf(rePathField, text, "ath:", "ath=", "ath\"", "ath\\", "ath :"); m != nil {
+			k.Path = strings.TrimRight(m[1], ".")
+		}
+	}
+	if r.ev.Op == OpSandboxRemove || r.ev.Op == OpRootfsUnmount {
+		// A runtime names the sandbox or container it removes by its
+		// 64-hex ID (CRI's, containerd's, CRI-O's and dockerd's form).
+		k.Sandbox = reSandbox.FindString(text)
 	}
 	if k.Device == "" && (r.ev.Op == OpIO || r.ev.Source == "kernel") {
 		if m := matchIf(reKDev, text, "dev"); m != nil {

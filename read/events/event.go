@@ -123,6 +123,10 @@ type Keys struct {
 	Portal string
 	IQN    string
 	WWID   string
+	// Sandbox is a runtime's pod sandbox or container ID (64 hex
+	// digits), read from a record about a sandbox's removal or a
+	// container's rootfs: the object of those operations.
+	Sandbox string
 }
 
 // Error is what a failing record says went wrong.
@@ -184,7 +188,7 @@ func (e *Event) Storage() bool {
 		return false
 	}
 	k := e.Keys
-	if k.Volume != "" || k.PV != "" || k.Handle != "" || k.Device != "" || k.Path != "" || k.Server != "" || k.Portal != "" || k.IQN != "" || k.WWID != "" {
+	if k.Volume != "" || k.PV != "" || k.Handle != "" || k.Device != "" || k.Path != "" || k.Server != "" || k.Portal != "" || k.IQN != "" || k.WWID != "" || k.Sandbox != "" {
 		return true
 	}
 	return e.Op == OpMount && (k.Pod != "" || k.PodUID != "")
@@ -215,11 +219,12 @@ func (e *Event) Permanent() (bool, string) {
 	return false, ""
 }
 
-// Object is the key events are grouped by, with its kind: the volume
-// handle, else the PV, the volume, the device, the path, the portal or
-// IQN, the server, the pod.
+// Object is the key events are grouped by, with its kind: the sandbox
+// of a runtime's removal, else the volume handle, the PV, the volume, the
+// device, the path, the portal or IQN, the server, the pod.
 func (k Keys) Object() (kind, value string) {
 	for _, c := range []struct{ kind, v string }{
+		{"sandbox", k.Sandbox},
 		{"volume", k.Handle}, {"volume", k.PV}, {"volume", k.Volume}, {"device", k.Device}, {"path", k.Path},
 		{"iSCSI target", k.IQN}, {"iSCSI portal", k.Portal}, {"WWID", k.WWID}, {"server", k.Server},
 		{"pod", k.PodUID}, {"pod", k.Pod},
@@ -235,7 +240,7 @@ func (k Keys) Object() (kind, value string) {
 // repeats.
 func (k Keys) All() []string {
 	var out []string
-	for _, v := range []string{k.Handle, k.PV, k.Volume, k.Device, k.Path, k.IQN, k.Portal, k.WWID, k.Server, k.Pod, k.PodUID} {
+	for _, v := range []string{k.Sandbox, k.Handle, k.PV, k.Volume, k.Device, k.Path, k.IQN, k.Portal, k.WWID, k.Server, k.Pod, k.PodUID} {
 		if v != "" && !contains(out, v) {
 			out = append(out, v)
 		}
@@ -261,6 +266,7 @@ func (k *Keys) Merge(o Keys) {
 	fill(&k.Portal, o.Portal)
 	fill(&k.IQN, o.IQN)
 	fill(&k.WWID, o.WWID)
+	fill(&k.Sandbox, o.Sandbox)
 }
 
 func contains(list []string, s string) bool {

@@ -28,7 +28,17 @@ type Parser struct {
 	// then its error without the volume.
 	keys     map[string]Keys
 	lastKeys Keys
+	// recent is what the newest record that named a volume or a device
+	// path named (a command the driver ran, a device it waited for),
+	// recentAge how many records ago: a driver's failed call that names
+	// no object is about the object its records just before named.
+	recent    Keys
+	recentAge int
 }
+
+// maxLookback is how many records before a driver's failed call may
+// name its object.
+const maxLookback = 6
 
 const maxRequests = 256
 
@@ -84,12 +94,30 @@ var (
 // object; the event is then incomplete (Incomplete tells a failure that
 // names no object).
 func (p *Parser) Parse(rec []byte) (ev Event, ok bool) {
+	p.recentAge++
 	if !mayMatter(rec) {
+		p.noteRecent(rec)
 		return Event{}, false
 	}
 	r := p.split(rec)
 	p.classify(&r)
+	if !r.ev.Storage() {
+		p.noteRecent(rec)
+	}
 	return r.ev, r.ev.Storage()
+}
+
+// noteRecent keeps the objects of a record that names a volume or a
+// device by path (most records name neither and cost two searches).
+func (p *Parser) noteRecent(rec []byte) {
+	if !bytes.Contains(rec, []byte("pvc-")) && !bytes.Contains(rec, []byte("/dev/disk/")) && !bytes.Contains(rec, []byte("ounting arguments:")) {
+		return
+	}
+	r := record{text: string(rec)}
+	r.lower = strings.ToLower(r.text)
+	if k := keysOf(&r); k.PV != "" || k.Device != "" || k.IQN != "" || k.Path != "" || k.Server != "" {
+		p.recent, p.recentAge = k, 0
+	}
 }
 
 // Incomplete says whether an event is an operation's failure that names
@@ -205,7 +233,10 @@ var (
 	// a rare pair of bytes.
 	cheapWords = [][]byte{[]byte("ail"), []byte("rror"), []byte("RROR"), []byte("rpc"), []byte("/O "), []byte("efused"), []byte("busy"),
 		[]byte("imed out"), []byte("xit status"), []byte("\"Error\":"), []byte("GRPC "), []byte("ERR"), []byte("enied"), []byte("csi.v"),
-		[]byte("quests {"), []byte("ublishVolume"), []byte("tageVolume"), []byte("questID"), []byte("quest_id")}
+		[]byte("quests {"), []byte("ublishVolume"), []byte("tageVolume"), []byte("xpandVolume"), []byte("questID"), []byte("quest_id"),
+		// mount(8)'s and umount(8)'s own failures, as a caller's log
+		// quotes their output on lines of their own.
+		[]byte("rong fs type"), []byte("ad superblock"), []byte("an't unmount"), []byte("an't mount"), []byte("nvalid argument")}
 	successWords = [][]byte{[]byte("ucce"), []byte("kipp"), []byte("lready"), []byte("g to do"), []byte("ompleted"), []byte("has been")}
 	// opWords are the words of a storage operation (a success of
 	// anything else is not read).

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -51,6 +52,22 @@ func TestParseFormats(t *testing.T) {
 		{"logfmt containerd rootfs", `Nov 21 09:10:01 node-1 containerd[700]: time="2026-11-21T09:10:01.123456789Z" level=error msg="failed to remove rootfs" error="unmount /run/containerd/io.containerd.runtime.v2.task/k8s.io/3f2a1b4c5d6e/rootfs: device or resource busy"`,
 			want{ok: true, source: "containerd", level: LevelError, op: OpRootfsUnmount, outcome: OutcomeFailed, errno: "EBUSY",
 				keys: Keys{Path: "/run/containerd/io.containerd.runtime.v2.task/k8s.io/3f2a1b4c5d6e/rootfs"}}},
+		{"logfmt containerd sandbox network teardown", `Nov 21 09:10:01 node-1 containerd[700]: time="2026-11-21T09:10:01.123456789Z" level=error msg="StopPodSandbox for \"9a8b7c6d5e4f30211a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081\" failed" error="failed to destroy network for sandbox \"9a8b7c6d5e4f30211a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081\": plugin type=\"bridge\" failed (delete): netplugin failed"`,
+			want{ok: true, source: "containerd", level: LevelError, op: OpSandboxRemove, outcome: OutcomeFailed,
+				keys: Keys{Sandbox: "9a8b7c6d5e4f30211a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081"}}},
+		{"logfmt containerd netns busy", `time="2026-11-21T09:10:01.123456789Z" level=error msg="PodSandboxStatus for \"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\" failed" error="failed to get sandbox ip: check network namespace closed: remove netns: unlinkat /var/run/netns/cni-11112222-3333-4444-5555-666677778888: device or resource busy"`,
+			want{ok: true, level: LevelError, op: OpSandboxRemove, outcome: OutcomeFailed, errno: "EBUSY",
+				keys: Keys{Sandbox: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}}},
+		{"umount output quoted alone", `Nov 21 09:10:01 node-1 kubelet[812]: Output: umount: can't unmount /var/lib/kubelet/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes/kubernetes.io~csi/pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f/mount: Invalid argument`,
+			want{ok: true, op: OpUnmount, outcome: OutcomeFailed, errno: "EINVAL", permanent: false, keys: Keys{PV: "pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f"}}},
+		{"mount output quoted alone", `Nov 21 09:10:01 node-1 kubelet[812]: mount: wrong fs type, bad option, bad superblock on /dev/sdc,`,
+			want{ok: true, op: OpMount, outcome: OutcomeFailed, keys: Keys{Device: "/dev/sdc"}}},
+		{"path in a field of its own", `E1121 09:10:01.000000 helper.go:75 fuse mount helper exited, pid: 31, path: /var/lib/nomad/csi/staging/web/data-b, error: signal: killed`,
+			want{ok: true, op: OpMount, outcome: OutcomeFailed, keys: Keys{Path: "/var/lib/nomad/csi/staging/web/data-b"}}},
+		{"path in a JSON field", `{"level":"error","msg":"mount helper exited","target_path":"/var/lib/nomad/csi/per-alloc/abc/data-c/rw","error":"signal: killed"}`,
+			want{ok: true, level: LevelError, outcome: OutcomeFailed, keys: Keys{Path: "/var/lib/nomad/csi/per-alloc/abc/data-c/rw"}}},
+		{"pod volume dir removal busy", `E1121 09:10:01.000000     812 kubelet_volumes.go:154] orphaned pod found, but error occurred: remove /var/lib/k0s/kubelet/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes/kubernetes.io~projected/kube-api-access-x1y2z: device or resource busy`,
+			want{ok: true, op: OpTeardown, outcome: OutcomeFailed, errno: "EBUSY", keys: Keys{PodUID: "0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d"}}},
 		{"rust tracing mayastor", `2026-11-21T09:10:01.123456Z ERROR csi_node::node: NodeStageVolume failed volume_id="ec4e66fd-3b33-4439-b504-d49aba53da26" error=Status { code: Internal, message: "Failed to stage volume ec4e66fd-3b33-4439-b504-d49aba53da26: failed to connect to nvmf target: connection timed out" }`,
 			want{ok: true, level: LevelError, op: OpStage, outcome: OutcomeFailed, errno: "ETIMEDOUT", keys: Keys{Handle: "ec4e66fd-3b33-4439-b504-d49aba53da26"}}},
 		{"host-path gRPC success", `2026-11-21T09:10:01.000000000Z stderr F I1121 09:10:01.000000       1 server.go:104] GRPC call: /csi.v1.Node/NodePublishVolume`,
@@ -117,6 +134,7 @@ func TestParseFormats(t *testing.T) {
 			check("PV", ev.Keys.PV, w.keys.PV, "")
 			check("handle", ev.Keys.Handle, w.keys.Handle, "")
 			check("device", ev.Keys.Device, w.keys.Device, "")
+			check("sandbox", ev.Keys.Sandbox, w.keys.Sandbox, "")
 			check("path", ev.Keys.Path, w.keys.Path, "")
 			check("server", ev.Keys.Server, w.keys.Server, "")
 			check("portal", ev.Keys.Portal, w.keys.Portal, "")
@@ -196,5 +214,72 @@ func itoa(i int) string {
 func TestResolves(t *testing.T) {
 	if !Resolves(OpPublish, OpMount) || !Resolves(OpStage, OpStage) || Resolves(OpStage, OpMount) || Resolves(OpUnmount, OpMount) {
 		t.Fatal("Resolves pairs operations wrongly")
+	}
+}
+
+// A driver that logs its request as "<Method>: called with args {...}"
+// and then a "GRPC error" without a method: the error is that call's, on
+// the volume its request names.
+func TestCalledWithArgsRequest(t *testing.T) {
+	p := NewParser(ref)
+	lines := []string{
+		`I1121 09:10:01.000000       1 nodeserver.go:541] NodeExpandVolume: called with args {"capacity_range":{"required_bytes":1073741824},"volume_id":"5b0e1f2a-3c4d-4e5f-8a9b-0c1d2e3f4a5b","volume_path":"/var/lib/kubelet/plugins/kubernetes.io/csi/pv/data-0/globalmount"}`,
+		`E1121 09:10:01.100000       1 utils.go:92] [ID:4711] GRPC error: rpc error: code = Internal desc = could not resize the file system: exit status 1`,
+	}
+	var ev Event
+	var ok bool
+	for _, l := range lines {
+		ev, ok = p.Parse([]byte(l))
+	}
+	if !ok || ev.Op != OpResize || ev.Outcome != OutcomeFailed || ev.Keys.Handle != "5b0e1f2a-3c4d-4e5f-8a9b-0c1d2e3f4a5b" {
+		t.Fatalf("got ok=%v op=%q outcome=%v keys=%+v", ok, ev.Op, ev.Outcome, ev.Keys)
+	}
+}
+
+// A driver's failed call that names no object is about the object the
+// records just before it named (the mount command it ran); not about one
+// named many records earlier.
+func TestFailedCallTakesTheObjectJustBefore(t *testing.T) {
+	const pv = "pvc-2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f"
+	cmd := `executing mount command: mount -t nfs 10.0.0.9:/export/` + pv + ` /var/lib/kubelet/plugins/kubernetes.io/csi/nfs.example.com/0a1b2c/globalmount`
+	fail := `{"level":"error","message":"handler error - method: NodeStageVolume error: {\"code\":32,\"stderr\":\"mount.nfs: access denied by server\"}","timestamp":"2026-11-21T09:10:02.000Z"}`
+	read := func(lines ...string) (Event, bool) {
+		p := NewParser(ref)
+		var ev Event
+		var ok bool
+		for _, l := range lines {
+			ev, ok = p.Parse([]byte(l))
+		}
+		return ev, ok
+	}
+	ev, ok := read(cmd, fail)
+	if !ok || ev.Op != OpStage || ev.Keys.PV != pv {
+		t.Errorf("got ok=%v op=%q keys=%+v", ok, ev.Op, ev.Keys)
+	}
+	lines := []string{cmd}
+	for i := 0; i < maxLookback+1; i++ {
+		lines = append(lines, `{"level":"info","message":"new request - method: Probe","timestamp":"2026-11-21T09:10:01.000Z"}`)
+	}
+	if ev, _ := read(append(lines, fail)...); ev.Keys.PV != "" {
+		t.Errorf("an object named %d records before taken as the call's: %+v", maxLookback+1, ev.Keys)
+	}
+}
+
+// mount-utils writes a failed mount's arguments and output on lines of
+// their own; when the error's head is cut, the output's failure is about
+// what the arguments line just before it named.
+func TestMountOutputTakesItsArguments(t *testing.T) {
+	p := NewParser(ref)
+	lines := []string{
+		`Mounting arguments: -t cifs -o vers=3.0,<masked> //files.example.net/share-a /var/lib/kubelet/plugins/kubernetes.io/csi/pv/share-a/globalmount`,
+		`Output: mount error(13): Permission denied`,
+	}
+	var ev Event
+	var ok bool
+	for _, l := range lines {
+		ev, ok = p.Parse([]byte(l))
+	}
+	if !ok || ev.Op != OpMount || ev.Outcome != OutcomeFailed || !strings.Contains(ev.Keys.Path+ev.Keys.Server, "share-a") {
+		t.Fatalf("got ok=%v op=%q outcome=%v keys=%+v", ok, ev.Op, ev.Outcome, ev.Keys)
 	}
 }
