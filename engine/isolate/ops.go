@@ -246,7 +246,7 @@ func OpenRegular(path string, flags int) (int, error) {
 		return -1, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return -1, &os.PathError{Op: "read", Path: path, Err: &notRegular{fileKind(st.Mode)}}
+		return -1, &os.PathError{Op: "read", Path: path, Err: &notRegular{kind: fileKind(st.Mode), dir: st.Mode&unix.S_IFMT == unix.S_IFDIR}}
 	}
 	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), flags|unix.O_CLOEXEC, 0)
 	if err == nil {
@@ -262,20 +262,30 @@ func OpenRegular(path string, flags int) (int, error) {
 	var again unix.Stat_t
 	if err := unix.Fstat(fd, &again); err != nil || again.Dev != st.Dev || again.Ino != st.Ino {
 		_ = unix.Close(fd)
-		return -1, &os.PathError{Op: "read", Path: path, Err: &notRegular{"a file that changed while it was opened"}}
+		return -1, &os.PathError{Op: "read", Path: path, Err: &notRegular{kind: "a file that changed while it was opened"}}
 	}
 	return fd, nil
 }
 
 // notRegular says what a path named as a file is instead; it is
-// ErrNotRegular and, across a worker's pipe, EINVAL.
-type notRegular struct{ kind string }
+// ErrNotRegular and, across a worker's pipe, EISDIR for a directory (a
+// caller that takes directories, as --config-file does, tells it so) and
+// EINVAL for the rest.
+type notRegular struct {
+	kind string
+	dir  bool
+}
 
 func (e *notRegular) Error() string {
 	return "it is " + e.kind + ", not a regular file, so it is not read (a device gives endless bytes, a FIFO waits for a writer)"
 }
 func (e *notRegular) Is(target error) bool { return target == ErrNotRegular }
-func (e *notRegular) Unwrap() error        { return unix.EINVAL }
+func (e *notRegular) Unwrap() error {
+	if e.dir {
+		return unix.EISDIR
+	}
+	return unix.EINVAL
+}
 
 // fileKind words a file type for a customer.
 func fileKind(mode uint32) string {
