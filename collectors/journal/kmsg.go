@@ -10,9 +10,9 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/collectors/internal/shared"
 	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/human"
 )
@@ -94,8 +94,9 @@ func (j *journalRun) kmsg(ctx context.Context, budget int64) layout.JournalSourc
 		return s
 	}
 	// /dev/kmsg is the running kernel's, whatever --root says: so is the
-	// boot time its offsets count from.
-	btime := shared.BootTime(&collectors.Env{Common: collectors.Common{Proc: "/proc"}})
+	// boot time its offsets count from, asked of the kernel itself (a
+	// proc tree under --root may be another machine's, or absent).
+	btime := kernelBootTime()
 	w := newEntryWindow(budget, false, false)
 	recs := newEntryWindow(int64(len(r.Data))+1, false, true)
 	_, _ = recs.Write(r.Data)
@@ -175,4 +176,14 @@ func (k KmsgRecord) AppendText(dst []byte, boot time.Time) []byte {
 	dst = fmt.Appendf(dst, "[%5d.%06d] ", k.Usec/1e6, k.Usec%1e6)
 	dst = append(dst, k.Message...)
 	return append(dst, '\n')
+}
+
+// kernelBootTime is the running kernel's boot time as dmesg -T reckons it:
+// now less CLOCK_BOOTTIME; zero when the clock cannot be read.
+func kernelBootTime() time.Time {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return time.Time{}
+	}
+	return time.Now().Add(-time.Duration(ts.Nano()))
 }
