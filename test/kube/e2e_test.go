@@ -743,7 +743,7 @@ func TestHostRunNoToken(t *testing.T) {
 	// The least-privilege token: everything but the pprof dumps, and the
 	// one remedy left is the pprof opt-in.
 	if st := fixed.status(t, "kubelet"); st.Status != "ok" &&
-		(st.Status != "partial" || len(st.Remedies) != 1 || !strings.Contains(strings.Join(st.Remedies[0].Fix, "\n"), "rbac-pprof.yaml")) {
+		(st.Status != "partial" || len(st.Remedies) != 1 || !strings.Contains(strings.Join(st.Remedies[0].Fix, "\n"), "nodesnap manifests rbac rbac-pprof")) {
 		t.Errorf("with the printed fix, kubelet collector: %s %v %+v", st.Status, st.Notes, st.Remedies)
 	}
 	if pods := podNames(t, fixed.file(t, "kubelet/pods.json")); !contains(pods, "e2e/volume-user") {
