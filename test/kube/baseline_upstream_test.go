@@ -25,7 +25,12 @@ func requireUpstreamDriver(t *testing.T, c *cluster) string {
 	return strings.TrimSpace(string(b))
 }
 
-// TestUpstreamHostpathDriverHealthyNode: a healthy node running the real
+// TestUpstreamHostpathDriverHealthyNode runs first (go test runs a
+// package's test files in name order, and this file's name sorts before
+// every other's): the node is healthy only until the incident tests leave
+// their stuck volumes and orphaned pods behind.
+//
+// A healthy node running the real
 // csi-driver-host-path, registered through the real node-driver-registrar,
 // with a pod using one of its volumes. The kubelet registered it; nodesnap
 // finds its pod's logs by what the pod mounts (its names carry no "csi"),
