@@ -32,7 +32,10 @@ func (p *Parser) classify(r *record) {
 		}
 	} else if r.reqID != "" {
 		ev.Method = p.methods[r.reqID]
-	} else if strings.Contains(text, "GRPC error") || strings.Contains(text, "GRPC response") {
+	} else if strings.Contains(text, "GRPC error") || strings.Contains(text, "GRPC response") ||
+		strings.HasPrefix(ev.Component, "grpc.") && ev.Level >= LevelError {
+		// A call's error or response (Python gRPC's server logger
+		// "grpc._server" for its failure): the last call's.
 		ev.Method = p.last
 	}
 	if ev.Method == "" {
@@ -52,6 +55,17 @@ func (p *Parser) classify(r *record) {
 	if strings.Contains(text, "GRPC request") || strings.Contains(text, "requests {") || strings.Contains(text, "GRPC call") && strings.Contains(text, "{") ||
 		ev.Method != "" && strings.Contains(text, "{") && !strings.Contains(text, "rror") && !strings.Contains(text, "GRPC response") {
 		p.request(r)
+	} else if ev.Method != "" && ev.Level != LevelUnknown && ev.Level <= LevelInfo && !strings.Contains(text, "rror") && !strings.Contains(text, "fail") && !strings.Contains(text, "GRPC response") {
+		// A driver's line announcing its call on an object
+		// ("NodePublishVolume on volume \"x\""): the error that follows
+		// without an object of its own is about it.
+		if k := keysOf(r); k != (Keys{}) {
+			if r.reqID == "" {
+				p.lastKeys = k
+			} else {
+				p.setKeys(r.reqID, k)
+			}
+		}
 	} else if r.reqID != "" && r.reqVol == "" {
 		// A request's own lines (trident's requestID=...): what they
 		// name is the request's.
@@ -61,6 +75,18 @@ func (p *Parser) classify(r *record) {
 	}
 	r.lower = strings.ToLower(text)
 	ev.Op = operation(text, r.lower, ev.Method, ev.Source)
+	if ev.Op == OpNone && !ev.Kubelet && ev.Source != "kernel" && (strings.Contains(text, "iqn.") || strings.Contains(text, ":3260")) {
+		// A record about an iSCSI target or portal (a driver's or
+		// iscsiadm's): its operation is the target's login, whatever
+		// the verb (discovery, session, node list).
+		ev.Op = OpAttach
+	}
+	if ev.Op == OpNone && !ev.Kubelet && ev.Source != "kernel" && ev.Level >= LevelError && (strings.Contains(text, "pvc-") || strings.Contains(text, "/dev/")) {
+		// A driver's error about a volume or a device without a verb of
+		// its own ("failed to get serial num for disk pvc-... at device
+		// path /dev/x"): a failed call on it.
+		ev.Op = OpCSICall
+	}
 	if ev.Op == OpNone && !ev.Kubelet && (strings.Contains(text, "GRPC error") || strings.Contains(text, "rpc error: code =")) {
 		// A driver's failed call whose method its log does not say.
 		ev.Op = OpCSICall
@@ -96,7 +122,7 @@ func (p *Parser) classify(r *record) {
 			ev.Keys.Merge(p.lastKeys)
 		}
 	}
-	if ev.Outcome == OutcomeFailed && (ev.Method != "" || ev.Op == OpCSICall || ev.Op == OpMount || ev.Op == OpUnmount) && !ev.Kubelet && !ev.Storage() && p.recentAge <= maxLookback {
+	if ev.Outcome == OutcomeFailed && (ev.Method != "" || ev.Op == OpCSICall || ev.Op == OpMount || ev.Op == OpUnmount || ev.Op == OpAttach || ev.Op == OpFormat || ev.Op == OpStage || ev.Op == OpPublish) && !ev.Kubelet && !ev.Storage() && p.recentAge <= maxLookback {
 		// A driver's failed call that names no object: the records just
 		// before it (the mount command it ran, the device it waited
 		// for) name it.
@@ -207,7 +233,10 @@ var methodOps = map[string]Op{
 
 var (
 	reKernelIO = regexp.MustCompile(`I/O error|blk_update_request|print_req_error|EXT4-fs error|XFS \([^)]*\): .*(?:error|shutdown|Corruption)|Buffer I/O|critical medium error|remaining active paths: 0`)
-	reVerb     = regexp.MustCompile(`\b(unmount|umount|unstage|unpublish|detach|unmap|mkfs|format|resize2fs|xfs_growfs|resize|expand|attach|login|mount|stage|publish|map)(?:ing|ed|s)?\b`)
+	reVerb     = regexp.MustCompile(`\b(unmount|umount|unstage|unpublish|detach|unmap|mkfs|format|resize2fs|xfs_growfs|resize|expand|attach|login|mount|stage|stag|publish|map)(?:ing|ed|s)?\b`)
+	// reCamelVerb is a verb opening a function's name in a driver's own
+	// message ("AttachDisk: ...", "formatAndMount failed").
+	reCamelVerb = regexp.MustCompile(`\b(?:Unmount|Umount|Unstage|Unpublish|Detach|Unmap|Format|Resize|Expand|Attach|Login|Mount|Stage|Publish|Map|unmount|umount|unstage|unpublish|detach|unmap|format|resize|expand|attach|login|mount|stage|publish)[A-Z]\w*`)
 )
 
 // operation is the storage operation a record is about: a CSI method
@@ -242,13 +271,21 @@ func operation(text, lower, method, source string) Op {
 	}
 	m := reVerb.FindStringSubmatch(lower)
 	if m == nil {
-		return OpNone
+		c := reCamelVerb.FindString(text)
+		if c == "" {
+			return OpNone
+		}
+		if m = reVerb.FindStringSubmatch(strings.ToLower(camelWords(c))); m == nil {
+			return OpNone
+		}
 	}
 	switch strings.ToLower(m[1]) {
 	case "unmount", "umount":
 		return OpUnmount
 	case "unstage":
 		return OpUnstage
+	case "stag":
+		return OpStage
 	case "unpublish":
 		return OpUnpublish
 	case "detach":
@@ -269,6 +306,19 @@ func operation(text, lower, method, source string) Op {
 		return OpMap
 	}
 	return OpMount
+}
+
+// camelWords spaces a CamelCase name into its words ("AttachDisk" is
+// "Attach Disk").
+func camelWords(s string) string {
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && c >= 'A' && c <= 'Z' {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 var (
@@ -394,7 +444,13 @@ var (
 	reWWID   = regexp.MustCompile(`\b(?:wwid|WWID|serial)[\s:="']+([0-9A-Za-z_.-]{8,})`)
 	reNFSSrv = regexp.MustCompile(`(?:^|[\s"'=(])((?:\d{1,3}\.){3}\d{1,3}:/[^\s"',;)]*|[A-Za-z0-9][-A-Za-z0-9.]*\.[A-Za-z]{2,}:/[^\s"',;)]*|//[A-Za-z0-9][-A-Za-z0-9.]*/[^\s"',;)]+)`)
 	reDev    = regexp.MustCompile(`(/dev/(?:disk/by-[a-z-]+/[^\s"'\\,;:)\]}]+|[a-z][a-z0-9_-]*\d[a-z0-9]*|[a-z]{2,}[a-z]\b))`)
-	reVolID  = regexp.MustCompile(`"?\b(?:volume_?id|volume_?ID|volumeHandle|VolumeId|VolumeID|VOLUME_ID)"?\s*[:=]\s*\\*"?([^\s"\\,}\]]+)`)
+	// reVolCall is a volume named in the call form drivers print
+	// ("volume(id)", "volumeID(id)", "volume(\"id\")").
+	reVolCall = regexp.MustCompile(`\bvolume(?:_?id|ID|Id)?\(\\*"?([^()\s"\\]+)\\*"?\)`)
+	// rePyOSError is Python's OSError with its file ("[Errno 2] No such
+	// file or directory: '/x'").
+	rePyOSError = regexp.MustCompile(`\[Errno \d+\] [^:]+: '(/[^']+)'`)
+	reVolID     = regexp.MustCompile(`"?\b(?:volume_?id|volume_?ID|volumeHandle|VolumeId|VolumeID|VOLUME_ID)"?\s*[:=]\s*\\*"?([^\s"\\,}\]]+)`)
 	// rePathField is a path a record gives in a field of its own ("path:
 	// /x", "target_path=/x", "\"staging_target_path\":\"/x\""), in any
 	// driver's form.
@@ -409,14 +465,25 @@ var (
 func keysOf(r *record) Keys {
 	text := r.text
 	o := signatures.Extract([]byte(text))
-	k := Keys{PodUID: o.PodUID, Pod: o.Pod, Volume: o.Volume, Device: o.Device, Path: o.Path}
+	// A quoted device or path ('/dev/sdd', as Python prints a file)
+	// ends at its quote.
+	k := Keys{PodUID: o.PodUID, Pod: o.Pod, Volume: o.Volume, Device: strings.TrimRight(o.Device, "'"), Path: strings.TrimRight(o.Path, "'")}
 	if v := r.get("pod", "podName"); v != "" && k.Pod == "" {
 		k.Pod = v
 	}
 	if v := r.get("podUID", "pod_uid", "podUid"); v != "" && k.PodUID == "" {
 		k.PodUID = v
 	}
+	if m := matchIf(reVolCall, text, "olume("); m != nil {
+		k.Handle = m[1]
+		if strings.Contains(k.Volume, m[1]) || strings.HasSuffix(m[1], k.Volume) {
+			k.Volume = ""
+		}
+	}
 	for _, f := range handleFields {
+		if k.Handle != "" {
+			break
+		}
 		if v := r.get(f); v != "" && !strings.ContainsAny(v, " {") {
 			k.Handle = v
 			break
@@ -451,13 +518,16 @@ func keysOf(r *record) Keys {
 	}
 	if m := matchIf(reNFSSrv, text, ":/", "//"); m != nil {
 		k.Server = m[1]
-	} else if o.Server != "" {
+	} else if plausibleServer(o.Server) {
 		k.Server = o.Server
 	}
 	if k.Device == "" {
 		if m := matchIf(reDev, text, "/dev/"); m != nil && m[1] != "/dev/null" && m[1] != "/dev/fuse" {
 			k.Device = m[1]
 		}
+	}
+	if m := matchIf(rePyOSError, text, "[Errno"); m != nil && k.Path == "" {
+		k.Path = m[1]
 	}
 	if k.Path == "" {
 		if m := matchIf(rePathField, text, "ath:", "ath=", "ath\"", "ath\\", "ath :"); m != nil {
@@ -475,6 +545,13 @@ func keysOf(r *record) Keys {
 		}
 	}
 	return k
+}
+
+// plausibleServer says whether a "server ..." a record names can be a
+// server: a host with a dot, an address, or host:port ("server msg=",
+// "NewServer: create" are not).
+func plausibleServer(s string) bool {
+	return s != "" && strings.ContainsAny(s, ".:0123456789[")
 }
 
 // matchIf runs re on s only when s holds one of the words the pattern

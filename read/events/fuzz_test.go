@@ -17,6 +17,9 @@ func FuzzParse(f *testing.F) {
 		`ID: 1 Req-ID: 0001 GRPC error: rpc error: code = Internal desc = mount failed`,
 		`time="x" level=error msg="failed to remove rootfs" error="unmount /run/x/rootfs: device or resource busy"`,
 		`[12345.678901] Buffer I/O error on dev rbd0`,
+		`2026-11-21 09:10:01,123:ERROR:grpc._server:Exception calling application: [Errno 2] No such file or directory: '/x'`,
+		`2026-11-21T09:10:01.000000000Z E1121 09:10:01.000000 1 f.go:1] volume(a#b) failed`,
+		`level=error msg="AttachDisk: x" output="1.2.3.4:3260,1 iqn.2001-05.com.example:x"`,
 		`{"a":{"b":[1,2,{"c":"\u0000"}]},"msg":"\"`, `"unterminated`, `E0101 00:00:00.0 1 f.go:1] "x" k="v\"`,
 	} {
 		f.Add([]byte(s))

@@ -29,6 +29,11 @@ func (p *Parser) prefixes(r *record, b []byte) []byte {
 				}
 			}
 			host, ident, pid, after, ok := syslogTail(rest)
+			if !cri && !ok && reKlog.Match(rest) {
+				// A reader's stamp before the writer's own header
+				// (kubectl logs --timestamps): a transport's prefix.
+				cri = true
+			}
 			if !cri && !ok {
 				// Not a transport's prefix: the writer's own stamp
 				// (Rust tracing, logrus text): the body reads it.

@@ -94,6 +94,19 @@ func TestParseFormats(t *testing.T) {
 			want{ok: true, op: OpUnmount, outcome: OutcomeSucceeded}},
 		{"zap GRPC error naming its volume by a bare UUID", `{"level":"error","ts":"2026-11-21T09:10:11Z","logger":"driver.node","msg":"GRPC error","error":"rpc error: code = NotFound desc = failed to find LV: 2f0a7c6e-1b9d-4e3f-8a5c-7d6e5f4a3b2c"}`,
 			want{ok: true, level: LevelError, op: OpCSICall, outcome: OutcomeFailed, code: "NotFound", permanent: true, keys: Keys{Handle: "2f0a7c6e-1b9d-4e3f-8a5c-7d6e5f4a3b2c"}}},
+		{"a function name's verb", `time="2026-11-21T09:10:01Z" level=error msg="AttachDisk: volume d-0a1b2c3d4e5f6a7b8c9d could not find its device /dev/vdc"`,
+			want{ok: true, level: LevelError, op: OpAttach, outcome: OutcomeFailed, keys: Keys{Device: "/dev/vdc"}}},
+		{"volume in the call form", `E1121 09:10:01.000000       1 utils.go:81] GRPC error: rpc error: code = Internal desc = volume(share-01#data) mount //files.example.net/data on /var/lib/kubelet/plugins/kubernetes.io/csi/smb.example.com/0a1b/globalmount failed: permission denied`,
+			want{ok: true, level: LevelError, outcome: OutcomeFailed, code: "Internal", errno: "EACCES", keys: Keys{Handle: "share-01#data"}}},
+		{"a word after server is no server", `level=error ts=2026-11-21T09:10:01Z component=grpc-server msg="handler failed" err="rpc error: code = Internal desc = failed to stage volume pvc-2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f"`,
+			want{ok: true, level: LevelError, outcome: OutcomeFailed, code: "Internal", keys: Keys{PV: "pvc-2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f"}}},
+		{"Python logging", `2026-11-21 09:10:01,123:ERROR:node:NodeStageVolume failed for pvc-2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f: [Errno 5] Input/output error: '/dev/sdd'`,
+			want{ok: true, level: LevelError, op: OpStage, outcome: OutcomeFailed, errno: "EIO", permanent: true, keys: Keys{PV: "pvc-2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f", Device: "/dev/sdd"}}},
+		{"a reader's stamp before klog", `2026-11-21T09:10:01.000000000Z E1121 09:10:01.000000       1 node.go:300] failed to find the serial of disk pvc-2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f at /dev/nvme3n1`,
+			want{ok: true, level: LevelError, op: OpCSICall, outcome: OutcomeFailed, keys: Keys{PV: "pvc-2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f"}}},
+		{"an iSCSI target's failure without a verb", `time="2026-11-21T09:10:01Z" level=error msg="could not parse the sessions" output="10.0.0.7:3260,1 iqn.2001-05.com.example:storage.lun7"`,
+			want{ok: true, level: LevelError, op: OpAttach, outcome: OutcomeFailed, keys: Keys{IQN: "iqn.2001-05.com.example:storage.lun7", Portal: "10.0.0.7:3260"}}},
+		{"iSCSI session info is no failure", `iscsid: Connection1:0 to [target: iqn.2001-05.com.example:storage.lun7, portal: 10.0.0.7,3260] through [iface: default] is operational now`, want{ok: false}},
 		{"ordinary noise", `I1121 09:10:01.000000     812 kubelet.go:2355] "SyncLoop UPDATE" source="api" pods=["default/web-0"]`, want{ok: false}},
 		{"stats noise", `E0511 19:25:35.523245    2583 summary.go:92] Failed to get system container stats for "/system.slice/kubelet.service": failed to get cgroup stats`, want{ok: false}},
 	}
@@ -281,5 +294,29 @@ func TestMountOutputTakesItsArguments(t *testing.T) {
 	}
 	if !ok || ev.Op != OpMount || ev.Outcome != OutcomeFailed || !strings.Contains(ev.Keys.Path+ev.Keys.Server, "share-a") {
 		t.Fatalf("got ok=%v op=%q outcome=%v keys=%+v", ok, ev.Op, ev.Outcome, ev.Keys)
+	}
+}
+
+// A driver's line announcing a call on an object (no request dump, no
+// error) gives the objects of the call's error that names none; Python
+// gRPC's server logger reports the last call's failure.
+func TestAnnouncedCallNamesItsError(t *testing.T) {
+	read := func(lines ...string) Event {
+		p := NewParser(ref)
+		var ev Event
+		for _, l := range lines {
+			ev, _ = p.Parse([]byte(l))
+		}
+		return ev
+	}
+	ev := read(`I1121 09:10:01.000000       1 node.go:118] NodePublishVolume on volume "share-0a1b2c3d" has options ro`,
+		`E1121 09:10:01.100000       1 utils.go:103] /csi.v1.Node/NodePublishVolume failed with error: rpc error: code = PermissionDenied desc = access refused`)
+	if ev.Outcome != OutcomeFailed || ev.Op != OpPublish || ev.Keys.Volume != "share-0a1b2c3d" {
+		t.Errorf("announced call: got op=%q outcome=%v keys=%+v", ev.Op, ev.Outcome, ev.Keys)
+	}
+	ev = read(`2026-11-21 09:10:01,000:DEBUG:csi:Executing method '/csi.v1.Node/NodeStageVolume', with request:`,
+		`2026-11-21 09:10:01,100:ERROR:grpc._server:Exception calling application: [Errno 2] No such file or directory: '/var/lib/kubelet/plugins/kubernetes.io/csi/pv/data-01/globalmount'`)
+	if ev.Outcome != OutcomeFailed || ev.Method != "NodeStageVolume" || ev.Keys.Path != "/var/lib/kubelet/plugins/kubernetes.io/csi/pv/data-01/globalmount" {
+		t.Errorf("Python gRPC failure: got method=%q outcome=%v keys=%+v", ev.Method, ev.Outcome, ev.Keys)
 	}
 }

@@ -12,12 +12,24 @@ var (
 	// reLevelWord is a level word opening a body: "[ERROR] msg",
 	// "ERROR: msg", "E msg".
 	reLevelWord = regexp.MustCompile(`^\[?(ERROR|ERRO|WARN|WARNING|INFO|DEBUG|FATAL|error|warn|warning)\]?[: ]`)
+	// rePyLogging is Python logging's "%(asctime)s:%(levelname)s:%(name)s:"
+	// ("2023-11-23 22:56:20,694:ERROR:grpc._server: msg").
+	rePyLogging = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})[: ](DEBUG|INFO|WARNING|ERROR|CRITICAL)[: ]([\w.]+):\s?`)
 )
 
 // stampLevelBody reads a record that opens with its writer's stamp and
 // a level word (Rust tracing, logrus text): then a message, or logfmt
 // fields with a msg.
 func (p *Parser) stampLevelBody(r *record, b []byte, depth int) ([]byte, bool) {
+	if m := rePyLogging.FindSubmatch(b); m != nil {
+		if t, ok := parseStamp(string(m[1]) + "." + string(m[2])); ok && r.ev.Time.IsZero() {
+			r.ev.Time = t
+		}
+		r.ev.Level = levelWord(string(m[3]))
+		r.ev.Component = string(m[4])
+		r.msg = string(b[len(m[0]):])
+		return nil, true
+	}
 	m := reStampLevel.FindSubmatch(b)
 	if m == nil {
 		return nil, false
