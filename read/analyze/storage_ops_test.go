@@ -247,3 +247,28 @@ func TestPodVolumeDirBusyIsATeardownBusy(t *testing.T) {
 	f := only(t, r, "volume-teardown-busy")
 	wantIn(t, "summary", f.Subject+" "+f.Summary, uid)
 }
+
+// multipathd's paths, in whatever checker's words: a path still down at
+// the end of the journal is a warning naming it; one reinstated after is
+// information, saying so.
+func TestMultipathdPathState(t *testing.T) {
+	files := func(lines ...string) map[string][]byte {
+		return map[string][]byte{
+			"host/summary.json":      []byte(`{"hostname":"node1"}`),
+			"journal/multipathd.log": []byte(strings.Join(lines, "\n") + "\n"),
+		}
+	}
+	down := `Nov 21 09:10:01 node1 multipathd[900]: mpathq: sdx - frobcheck reports path is down`
+	r := analyzeFiles(t, files(down))
+	f := only(t, r, "storage-operation-failing")
+	if f.Subject != "/dev/sdx" || f.Severity != analyze.Warning {
+		t.Errorf("subject %q severity %s:\n%s", f.Subject, f.Severity, dump(r))
+	}
+	wantIn(t, "summary", f.Summary, "mpathq")
+	r = analyzeFiles(t, files(down, `Nov 21 09:10:31 node1 multipathd[900]: mpathq: sdx - frobcheck reports path is up`))
+	f = only(t, r, "storage-operation-failing")
+	if f.Severity != analyze.Info {
+		t.Errorf("a path reinstated after is %s:\n%s", f.Severity, dump(r))
+	}
+	wantIn(t, "summary", f.Summary, "succeeded")
+}

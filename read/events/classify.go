@@ -21,6 +21,14 @@ func (p *Parser) classify(r *record) {
 	if ev.Source == "" && strings.HasPrefix(r.msg, "kernel: ") {
 		ev.Source = "kernel"
 	}
+	if ev.Source == "multipathd" || ev.Source == "kernel" || ev.Source == "" && !strings.Contains(text, "/") {
+		r.lower = strings.ToLower(text)
+		if ev.Source == "multipathd" || operation(text, r.lower, "", "kernel") == OpNone {
+			if deviceRecord(r) {
+				return
+			}
+		}
+	}
 	// The CSI method: named in the record, or the one its request (or
 	// the log's last call) was for.
 	if m := matchIf(reMethod, text, "csi.v"); m != nil {

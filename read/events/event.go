@@ -123,6 +123,9 @@ type Keys struct {
 	Portal string
 	IQN    string
 	WWID   string
+	// Map is a device-mapper multipath map's alias ("mpatha") when the
+	// record names it by its alias rather than its WWID.
+	Map string
 	// Sandbox is a runtime's pod sandbox or container ID (64 hex
 	// digits), read from a record about a sandbox's removal or a
 	// container's rootfs: the object of those operations.
@@ -188,7 +191,7 @@ func (e *Event) Storage() bool {
 		return false
 	}
 	k := e.Keys
-	if k.Volume != "" || k.PV != "" || k.Handle != "" || k.Device != "" || k.Path != "" || k.Server != "" || k.Portal != "" || k.IQN != "" || k.WWID != "" || k.Sandbox != "" {
+	if k.Volume != "" || k.PV != "" || k.Handle != "" || k.Device != "" || k.Path != "" || k.Server != "" || k.Portal != "" || k.IQN != "" || k.WWID != "" || k.Map != "" || k.Sandbox != "" {
 		return true
 	}
 	return e.Op == OpMount && (k.Pod != "" || k.PodUID != "")
@@ -226,7 +229,7 @@ func (k Keys) Object() (kind, value string) {
 	for _, c := range []struct{ kind, v string }{
 		{"sandbox", k.Sandbox},
 		{"volume", k.Handle}, {"volume", k.PV}, {"volume", k.Volume}, {"device", k.Device}, {"path", k.Path},
-		{"iSCSI target", k.IQN}, {"iSCSI portal", k.Portal}, {"WWID", k.WWID}, {"server", k.Server},
+		{"iSCSI target", k.IQN}, {"iSCSI portal", k.Portal}, {"WWID", k.WWID}, {"multipath map", k.Map}, {"server", k.Server},
 		{"pod", k.PodUID}, {"pod", k.Pod},
 	} {
 		if c.v != "" {
@@ -240,7 +243,7 @@ func (k Keys) Object() (kind, value string) {
 // repeats.
 func (k Keys) All() []string {
 	var out []string
-	for _, v := range []string{k.Sandbox, k.Handle, k.PV, k.Volume, k.Device, k.Path, k.IQN, k.Portal, k.WWID, k.Server, k.Pod, k.PodUID} {
+	for _, v := range []string{k.Sandbox, k.Handle, k.PV, k.Volume, k.Device, k.Path, k.IQN, k.Portal, k.WWID, k.Map, k.Server, k.Pod, k.PodUID} {
 		if v != "" && !contains(out, v) {
 			out = append(out, v)
 		}
@@ -266,6 +269,7 @@ func (k *Keys) Merge(o Keys) {
 	fill(&k.Portal, o.Portal)
 	fill(&k.IQN, o.IQN)
 	fill(&k.WWID, o.WWID)
+	fill(&k.Map, o.Map)
 	fill(&k.Sandbox, o.Sandbox)
 }
 

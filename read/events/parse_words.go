@@ -94,7 +94,9 @@ var (
 		[]byte("quests {"), []byte("ublishVolume"), []byte("tageVolume"), []byte("xpandVolume"), []byte("questID"), []byte("quest_id"),
 		// mount(8)'s and umount(8)'s own failures, as a caller's log
 		// quotes their output on lines of their own.
-		[]byte("rong fs type"), []byte("ad superblock"), []byte("an't unmount"), []byte("an't mount"), []byte("nvalid argument")}
+		[]byte("rong fs type"), []byte("ad superblock"), []byte("an't unmount"), []byte("an't mount"), []byte("nvalid argument"),
+		// multipathd's paths going down and up.
+		[]byte("multipathd")}
 	successWords = [][]byte{[]byte("ucce"), []byte("kipp"), []byte("lready"), []byte("g to do"), []byte("ompleted"), []byte("has been")}
 	// opWords are the words of a storage operation (a success of
 	// anything else is not read).

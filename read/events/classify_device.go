@@ -1,0 +1,86 @@
+package events
+
+import (
+	"regexp"
+	"strings"
+)
+
+// The storage daemons and the kernel write a device's state in one
+// structure whatever their wording: multipathd "<map>: <path> - <what>"
+// or "<path>: <what>", dev_printk "<driver> <device>: <what>", a block
+// driver's "<driver>: <device>: <what>". The device (or the map's WWID)
+// is the object; the words of a path's or device's state are the
+// outcome; the operation is the device's I/O.
+
+var (
+	// reMultipathd is multipathd's record: a map (alias or WWID) or a
+	// path, then optionally " <path> - ", then what happened.
+	reMultipathd = regexp.MustCompile(`^([\w.:-]+): (?:([a-z]+\d*[a-z]*\d*) - )?(.+)$`)
+	// reKernelDev is a kernel record about a block device (dev_printk's
+	// "nvme nvme2: ...", "rbd: rbd0: ...", a disk's own "nvme2n1: ...").
+	reKernelDev = regexp.MustCompile(`^(?:[\w-]+:? )?((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+(?:n\d+)?|rbd\d+|nbd\d+|dm-\d+|md\d+|drbd\d+)):? `)
+	reWWIDLike  = regexp.MustCompile(`^(?:[0-9a-f]{16,}|(?:eui|naa|wwn|nqn)\.[\w.:-]+)$`)
+	reBlockDev  = regexp.MustCompile(`^(?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|md\d+)$`)
+	// reNegErrno is a kernel's negative errno ("status: -19", ": -13").
+	reNegErrno = regexp.MustCompile(`[:=] ?-\d{1,3}\b`)
+)
+
+// pathDown and pathUp are the words of a path's or device's state.
+var (
+	pathDown = []string{"is down", "path down", "state down", "offline", "fail", "faulty", "error", "timeout", "timed out", "not ready", "remaining active paths: 0", "removing"}
+	pathUp   = []string{"is up", "path up", "state = up", "reinstate", "is operational"}
+)
+
+// deviceRecord reads a storage daemon's or the kernel's record about a
+// device; ok is false when the record is not one.
+func deviceRecord(r *record) bool {
+	ev := &r.ev
+	msg := strings.TrimSpace(r.msg)
+	lower := strings.ToLower(msg)
+	var k Keys
+	switch {
+	case ev.Source == "multipathd":
+		m := reMultipathd.FindStringSubmatch(msg)
+		if m == nil {
+			return false
+		}
+		obj, path := m[1], m[2]
+		switch {
+		case path != "":
+			k.Device = "/dev/" + path
+		case reBlockDev.MatchString(obj):
+			k.Device = "/dev/" + obj
+		}
+		switch {
+		case reWWIDLike.MatchString(obj):
+			k.WWID = obj
+		case !reBlockDev.MatchString(obj):
+			k.Map = obj
+		}
+	case ev.Source == "kernel" || ev.Source == "":
+		m := reKernelDev.FindStringSubmatch(msg)
+		if m == nil {
+			return false
+		}
+		k.Device = "/dev/" + m[1]
+	default:
+		return false
+	}
+	down := containsAny(lower, pathDown...) || ev.Source != "multipathd" && reNegErrno.MatchString(msg)
+	up := containsAny(lower, pathUp...)
+	switch {
+	case down && !up:
+		ev.Outcome = OutcomeFailed
+	case up && !down:
+		ev.Outcome = OutcomeSucceeded
+	default:
+		return false
+	}
+	ev.Op = OpIO
+	ev.Keys = k
+	ev.Msg = msg
+	if ev.Outcome == OutcomeFailed {
+		ev.Err = errorOf(r)
+	}
+	return true
+}
