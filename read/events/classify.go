@@ -38,6 +38,10 @@ func (p *Parser) classify(r *record) {
 			// A new call: the last request's objects are not its.
 			p.lastKeys = Keys{}
 		}
+	} else if m := matchIf(reGRPCMethod, text, "GRPC "); m != nil {
+		// "GRPC NodeGetVolumeStats <id>": a call by its method's name.
+		ev.Method = m[1]
+		p.remember(r.reqID, m[1])
 	} else if r.reqID != "" {
 		ev.Method = p.methods[r.reqID]
 	} else if strings.Contains(text, "GRPC error") || strings.Contains(text, "GRPC response") ||
@@ -67,7 +71,15 @@ func (p *Parser) classify(r *record) {
 		// A driver's line announcing its call on an object
 		// ("NodePublishVolume on volume \"x\""): the error that follows
 		// without an object of its own is about it.
-		if k := keysOf(r); k != (Keys{}) {
+		k := keysOf(r)
+		if k.Handle == "" && k.PV == "" {
+			// A call names its volume by its ID: a UUID that is not the
+			// request's own.
+			if u := reUUID.FindString(r.msg); u != "" && !strings.Contains(r.reqID, u) && u != k.PodUID && !strings.Contains(k.Path, u) {
+				k.Handle = u
+			}
+		}
+		if k != (Keys{}) {
 			if r.reqID == "" {
 				p.lastKeys = k
 			} else {
@@ -95,7 +107,7 @@ func (p *Parser) classify(r *record) {
 		// path /dev/x"): a failed call on it.
 		ev.Op = OpCSICall
 	}
-	if ev.Op == OpNone && !ev.Kubelet && (strings.Contains(text, "GRPC error") || strings.Contains(text, "rpc error: code =")) {
+	if ev.Op == OpNone && !ev.Kubelet && (strings.Contains(text, "GRPC error") || strings.Contains(text, "rpc error: code =") || ev.Method != "" && ev.Level >= LevelError) {
 		// A driver's failed call whose method its log does not say.
 		ev.Op = OpCSICall
 	}
@@ -316,6 +328,18 @@ func operation(text, lower, method, source string) Op {
 	return OpMount
 }
 
+// upperCamel writes a code's upper snake name in CamelCase ("NOT_FOUND"
+// is "NotFound").
+func upperCamel(s string) string {
+	var b strings.Builder
+	for _, w := range strings.Split(strings.ToLower(s), "_") {
+		if w != "" {
+			b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+		}
+	}
+	return b.String()
+}
+
 // camelWords spaces a CamelCase name into its words ("AttachDisk" is
 // "Attach Disk").
 func camelWords(s string) string {
@@ -331,7 +355,13 @@ func camelWords(s string) string {
 
 var (
 	reCode = regexp.MustCompile(`code = (\w+)`)
-	reExit = regexp.MustCompile(`(?:exit status|exit code|exited with|exit code:|status code) ?(\d+)`)
+	// reGRPCMethod is a CSI method named after "GRPC" without its
+	// service path.
+	reGRPCMethod = regexp.MustCompile(`\bGRPC ((?:Node|Controller)[A-Z]\w+)`)
+	// reCodeUpper is a gRPC code as Python's grpc.StatusCode names it
+	// ("with NOT_FOUND").
+	reCodeUpper = regexp.MustCompile(`\b(NOT_FOUND|PERMISSION_DENIED|INVALID_ARGUMENT|DEADLINE_EXCEEDED|ALREADY_EXISTS|FAILED_PRECONDITION|RESOURCE_EXHAUSTED|UNAVAILABLE|INTERNAL|ABORTED|UNIMPLEMENTED|UNAUTHENTICATED|DATA_LOSS|OUT_OF_RANGE)\b`)
+	reExit      = regexp.MustCompile(`(?:exit status|exit code|exited with|exit code:|status code) ?(\d+)`)
 	// errnos are the phrases that name an errno, as strerror and the
 	// kernel write them.
 	errnos = []struct{ phrase, errno string }{
@@ -360,6 +390,11 @@ func errorOf(r *record) Error {
 		e.Code = m[1]
 		if name, ok := grpcCodes[m[1]]; ok {
 			e.Code = name
+		}
+	}
+	if e.Code == "" && r.ev.Method != "" {
+		if m := reCodeUpper.FindStringSubmatch(text); m != nil {
+			e.Code = upperCamel(m[1])
 		}
 	}
 	lower := r.lower

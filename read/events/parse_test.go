@@ -314,6 +314,11 @@ func TestAnnouncedCallNamesItsError(t *testing.T) {
 	if ev.Outcome != OutcomeFailed || ev.Op != OpPublish || ev.Keys.Volume != "share-0a1b2c3d" {
 		t.Errorf("announced call: got op=%q outcome=%v keys=%+v", ev.Op, ev.Outcome, ev.Keys)
 	}
+	ev = read(`2026-11-21 09:10:01 4242 INFO acme_csi.common [req-0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d - - -] => GRPC NodeExpandVolume 5b6c7d8e-9f0a-4b1c-8d2e-3f4a5b6c7d8e`,
+		`2026-11-21 09:10:02 4242 ERROR acme_csi.common [req-0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d - - -] !! GRPC NodeExpandVolume failed in 1s with PERMISSION_DENIED (not allowed): Exception`)
+	if ev.Outcome != OutcomeFailed || ev.Method != "NodeExpandVolume" || ev.Err.Code != "PermissionDenied" || ev.Keys.Handle != "5b6c7d8e-9f0a-4b1c-8d2e-3f4a5b6c7d8e" {
+		t.Errorf("oslo.log request: got method=%q outcome=%v code=%q keys=%+v", ev.Method, ev.Outcome, ev.Err.Code, ev.Keys)
+	}
 	ev = read(`2026-11-21 09:10:01,000:DEBUG:csi:Executing method '/csi.v1.Node/NodeStageVolume', with request:`,
 		`2026-11-21 09:10:01,100:ERROR:grpc._server:Exception calling application: [Errno 2] No such file or directory: '/var/lib/kubelet/plugins/kubernetes.io/csi/pv/data-01/globalmount'`)
 	if ev.Outcome != OutcomeFailed || ev.Method != "NodeStageVolume" || ev.Keys.Path != "/var/lib/kubelet/plugins/kubernetes.io/csi/pv/data-01/globalmount" {

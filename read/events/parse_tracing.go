@@ -14,7 +14,11 @@ var (
 	reLevelWord = regexp.MustCompile(`^\[?(ERROR|ERRO|WARN|WARNING|INFO|DEBUG|FATAL|error|warn|warning)\]?[: ]`)
 	// rePyLogging is Python logging's "%(asctime)s:%(levelname)s:%(name)s:"
 	// ("2023-11-23 22:56:20,694:ERROR:grpc._server: msg").
-	rePyLogging = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})[: ](DEBUG|INFO|WARNING|ERROR|CRITICAL)[: ]([\w.]+):\s?`)
+	// reOsloLogging is OpenStack oslo.log's "%(asctime)s %(process)d
+	// %(levelname)s %(name)s [%(request_id)s ...] %(message)s" (ember-csi,
+	// cinderlib), the process field any word.
+	reOsloLogging = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) (?:\S+ )?(DEBUG|INFO|WARNING|ERROR|CRITICAL) ([\w.]+) (?:\[(req-[0-9a-f-]{36})[^\]]*\] )?`)
+	rePyLogging   = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})[: ](DEBUG|INFO|WARNING|ERROR|CRITICAL)[: ]([\w.]+):\s?`)
 )
 
 // stampLevelBody reads a record that opens with its writer's stamp and
@@ -27,6 +31,16 @@ func (p *Parser) stampLevelBody(r *record, b []byte, depth int) ([]byte, bool) {
 		}
 		r.ev.Level = levelWord(string(m[3]))
 		r.ev.Component = string(m[4])
+		r.msg = string(b[len(m[0]):])
+		return nil, true
+	}
+	if m := reOsloLogging.FindSubmatch(b); m != nil {
+		if t, ok := parseStamp(string(m[1])); ok && r.ev.Time.IsZero() {
+			r.ev.Time = t
+		}
+		r.ev.Level = levelWord(string(m[2]))
+		r.ev.Component = string(m[3])
+		r.reqID = string(m[4])
 		r.msg = string(b[len(m[0]):])
 		return nil, true
 	}
