@@ -21,7 +21,7 @@ func (p *Parser) classify(r *record) {
 	if ev.Source == "" && strings.HasPrefix(r.msg, "kernel: ") {
 		ev.Source = "kernel"
 	}
-	if ev.Source == "multipathd" || ev.Source == "kernel" || ev.Source == "" && !strings.Contains(text, "/") {
+	if ev.Source == "multipathd" || ev.Source == "kernel" {
 		r.lower = strings.ToLower(text)
 		if ev.Source == "multipathd" || operation(text, r.lower, "", "kernel") == OpNone {
 			if deviceRecord(r) {
@@ -101,7 +101,7 @@ func (p *Parser) classify(r *record) {
 		// the verb (discovery, session, node list).
 		ev.Op = OpAttach
 	}
-	if ev.Op == OpNone && !ev.Kubelet && ev.Source != "kernel" && ev.Level >= LevelError && (strings.Contains(text, "pvc-") || strings.Contains(text, "/dev/")) {
+	if ev.Op == OpNone && !ev.Kubelet && ev.Source != "kernel" && ev.Level >= LevelError && (strings.Contains(text, "pvc-") || reBlockPath.MatchString(text)) {
 		// A driver's error about a volume or a device without a verb of
 		// its own ("failed to get serial num for disk pvc-... at device
 		// path /dev/x"): a failed call on it.
@@ -355,6 +355,9 @@ func camelWords(s string) string {
 
 var (
 	reCode = regexp.MustCompile(`code = (\w+)`)
+	// reBlockPath is a block device's path (not /dev/null, /dev/kmsg,
+	// /dev/shm, a terminal).
+	reBlockPath = regexp.MustCompile(`/dev/(?:sd[a-z]|vd[a-z]|xvd|nvme\d|rbd\d|nbd\d|dm-\d|mapper/|disk/|md\d|drbd\d|longhorn/|loop\d)`)
 	// reGRPCMethod is a CSI method named after "GRPC" without its
 	// service path.
 	reGRPCMethod = regexp.MustCompile(`\bGRPC ((?:Node|Controller)[A-Z]\w+)`)

@@ -106,6 +106,8 @@ func TestParseFormats(t *testing.T) {
 			want{ok: true, level: LevelError, op: OpCSICall, outcome: OutcomeFailed, keys: Keys{PV: "pvc-2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f"}}},
 		{"an iSCSI target's failure without a verb", `time="2026-11-21T09:10:01Z" level=error msg="could not parse the sessions" output="10.0.0.7:3260,1 iqn.2001-05.com.example:storage.lun7"`,
 			want{ok: true, level: LevelError, op: OpAttach, outcome: OutcomeFailed, keys: Keys{IQN: "iqn.2001-05.com.example:storage.lun7", Portal: "10.0.0.7:3260"}}},
+		{"a character device's error is no storage failure", `time="2026-11-21T09:10:01Z" level=error msg="could not open /dev/kmsg for the kernel's messages" error="permission denied"`, want{ok: false}},
+		{"a program's own words before a colon are no disk", `E1121 09:10:01.000000       1 client.go:40] cloud sdk: request timeout`, want{ok: false}},
 		{"iSCSI session info is no failure", `iscsid: Connection1:0 to [target: iqn.2001-05.com.example:storage.lun7, portal: 10.0.0.7,3260] through [iface: default] is operational now`, want{ok: false}},
 		{"ordinary noise", `I1121 09:10:01.000000     812 kubelet.go:2355] "SyncLoop UPDATE" source="api" pods=["default/web-0"]`, want{ok: false}},
 		{"stats noise", `E0511 19:25:35.523245    2583 summary.go:92] Failed to get system container stats for "/system.slice/kubelet.service": failed to get cgroup stats`, want{ok: false}},
