@@ -101,7 +101,8 @@ func (p *Parser) classify(r *record) {
 		// the verb (discovery, session, node list).
 		ev.Op = OpAttach
 	}
-	if ev.Op == OpNone && !ev.Kubelet && ev.Source != "kernel" && ev.Level >= LevelError && (strings.Contains(text, "pvc-") || reBlockPath.MatchString(text)) {
+	if ev.Op == OpNone && !ev.Kubelet && ev.Source != "kernel" && ev.Level >= LevelError &&
+		(strings.Contains(text, "pvc-") || reBlockPath.MatchString(text) || strings.Contains(r.lower, "volume") && reUUID.MatchString(text)) {
 		// A driver's error about a volume or a device without a verb of
 		// its own ("failed to get serial num for disk pvc-... at device
 		// path /dev/x"): a failed call on it.
@@ -489,9 +490,15 @@ var (
 	reIQN    = regexp.MustCompile(`\b(iqn\.\d{4}-\d\d\.[A-Za-z0-9.:_-]+)`)
 	reWWID   = regexp.MustCompile(`\b(?:wwid|WWID|serial)[\s:="']+([0-9A-Za-z_.-]{8,})`)
 	reNFSSrv = regexp.MustCompile(`(?:^|[\s"'=(])((?:\d{1,3}\.){3}\d{1,3}:/[^\s"',;)]*|[A-Za-z0-9][-A-Za-z0-9.]*\.[A-Za-z]{2,}:/[^\s"',;)]*|//[A-Za-z0-9][-A-Za-z0-9.]*/[^\s"',;)]+)`)
-	reDev    = regexp.MustCompile(`(/dev/(?:disk/by-[a-z-]+/[^\s"'\\,;:)\]}]+|[a-z][a-z0-9_-]*\d[a-z0-9]*|[a-z]{2,}[a-z]\b))`)
+	reDev    = regexp.MustCompile(`(/dev/(?:disk/[a-z0-9_-]+/[^\s"'\\,;:()\]}]+|[a-z][a-z0-9_-]*\d[a-z0-9]*|[a-z]{2,}[a-z]\b))`)
 	// reVolCall is a volume named in the call form drivers print
 	// ("volume(id)", "volumeID(id)", "volume(\"id\")").
+	// reHashHandle is a CSI volume handle of csi-lib's drivers (nfs,
+	// smb, azurefile, blob): fields joined by '#', one a PV's name.
+	reHashHandle = regexp.MustCompile(`[A-Za-z0-9][A-Za-z0-9._/-]*#[A-Za-z0-9._/#-]*pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}[A-Za-z0-9._#-]*`)
+	// reARMDisk is an Azure Resource Manager disk's ID, azuredisk's
+	// handle.
+	reARMDisk = regexp.MustCompile(`/subscriptions/[0-9a-fA-F-]{36}/resource[Gg]roups/[^/\s"()]+/providers/Microsoft\.Compute/disks/[^/\s"()\\,]+`)
 	reVolCall = regexp.MustCompile(`\bvolume(?:_?id|ID|Id)?\(\\*"?([^()\s"\\]+)\\*"?\)`)
 	// rePyOSError is Python's OSError with its file ("[Errno 2] No such
 	// file or directory: '/x'").
@@ -520,7 +527,11 @@ func keysOf(r *record) Keys {
 	if v := r.get("podUID", "pod_uid", "podUid"); v != "" && k.PodUID == "" {
 		k.PodUID = v
 	}
-	if m := matchIf(reVolCall, text, "olume("); m != nil {
+	if m := matchIf(reHashHandle, text, "#"); m != nil {
+		k.Handle = strings.TrimRight(m[0], ".")
+	} else if m := matchIf(reARMDisk, text, "/subscriptions/"); m != nil {
+		k.Handle = m[0]
+	} else if m := matchIf(reVolCall, text, "olume("); m != nil {
 		k.Handle = m[1]
 		if strings.Contains(k.Volume, m[1]) || strings.HasSuffix(m[1], k.Volume) {
 			k.Volume = ""
