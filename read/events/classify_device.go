@@ -29,6 +29,11 @@ var (
 var (
 	pathDown = []string{"is down", "path down", "state down", "offline", "fail", "faulty", "error", "timeout", "timed out", "not ready", "remaining active paths: 0", "removing"}
 	pathUp   = []string{"is up", "path up", "state = up", "reinstate", "is operational"}
+	// deviceDown are the kernel's words of a device lost: its driver
+	// says much at boot that is no failure ("Shutdown timeout set to",
+	// "failed to set APST feature"), so only a device's state (and a
+	// negative errno) count.
+	deviceDown = []string{"offline", "not ready", "removing", "timeout,", "timed out", "i/o error", "medium error", "dead"}
 )
 
 // deviceRecord reads a storage daemon's or the kernel's record about a
@@ -66,7 +71,10 @@ func deviceRecord(r *record) bool {
 	default:
 		return false
 	}
-	down := containsAny(lower, pathDown...) || ev.Source != "multipathd" && reNegErrno.MatchString(msg)
+	down := containsAny(lower, pathDown...)
+	if ev.Source != "multipathd" {
+		down = containsAny(lower, deviceDown...) || reNegErrno.MatchString(msg)
+	}
 	up := containsAny(lower, pathUp...)
 	switch {
 	case down && !up:

@@ -24,6 +24,9 @@ func TestDeviceRecords(t *testing.T) {
 		{`[  406.733605] rbd: rbd3: failed to acquire lock: -13`, true, OutcomeFailed, Keys{Device: "/dev/rbd3"}},
 		{`Nov 21 09:10:01 node1 kernel: nvme nvme0: 8/0/0 default/read/poll queues`, false, OutcomeNone, Keys{}},
 		{`[    2.000000] sd 2:0:0:0: [sdb] Attached SCSI removable disk`, false, OutcomeNone, Keys{}},
+		{`[    1.500000] nvme nvme0: Shutdown timeout set to 8 seconds`, false, OutcomeNone, Keys{}},
+		{`[    1.500000] nvme nvme0: failed to set APST feature (2)`, false, OutcomeNone, Keys{}},
+		{`[11457.533097] nvme nvme5: I/O 0 QID 0 timeout, reset controller`, true, OutcomeFailed, Keys{Device: "/dev/nvme5"}},
 	}
 	for _, c := range cases {
 		ev, ok := NewParser(ref).Parse([]byte(c.line))
