@@ -507,11 +507,15 @@ var (
 	// rePathField is a path a record gives in a field of its own ("path:
 	// /x", "target_path=/x", "\"staging_target_path\":\"/x\""), in any
 	// driver's form.
-	rePathField = regexp.MustCompile(`(?i)\b(?:staging_?target_?path|target_?path|mount_?path|volume_?path|path)"?\s*[:=]\s*\\*"?(/[^\s"\\,;}\]]{2,})`)
+	rePathField = regexp.MustCompile(`(?i)\b(?:staging[-_]?target[-_]?path|target[-_]?path|mount[-_]?path|volume[-_]?path|path)"?\s*[:=]\s*\\*"?(/[^\s"\\,;}\]]{2,})`)
 	reSandbox   = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
 	reKDev      = regexp.MustCompile(`(?:\bdev |\bdevice |\(|\bon dev )((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|loop\d+|md\d+)\d*)`)
 	// volume fields: the handle a driver logs in a field of its own.
-	handleFields = []string{"volume_id", "volumeID", "volumeId", "VolumeId", "volumeHandle", "volume", "vol_id", "volid", "volumeid", "volname", "pvName", "pv", "VolumeID"}
+	handleFields = []string{"volume_id", "volumeID", "volumeId", "VolumeId", "volumeHandle", "volume", "vol_id", "volid", "volumeid", "volname", "pvName", "pv", "VolumeID",
+		// go-kit's hyphenated keys (hcloud's volume-id=, volume-name=)
+		"volume-id", "volume-name", "volume_name"}
+	// deviceFields: a device a driver logs in a field of its own.
+	deviceFields = []string{"device", "devicePath", "device_path", "device-path", "dev", "DevicePath"}
 )
 
 // keysOf reads every object key a record names.
@@ -577,6 +581,14 @@ func keysOf(r *record) Keys {
 		k.Server = m[1]
 	} else if plausibleServer(o.Server) {
 		k.Server = o.Server
+	}
+	if k.Device == "" {
+		for _, f := range deviceFields {
+			if v := r.get(f); strings.HasPrefix(v, "/dev/") && reBlockPath.MatchString(v) {
+				k.Device = v
+				break
+			}
+		}
 	}
 	if k.Device == "" {
 		if m := matchIf(reDev, text, "/dev/"); m != nil && m[1] != "/dev/null" && m[1] != "/dev/fuse" {

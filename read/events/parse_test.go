@@ -112,6 +112,8 @@ func TestParseFormats(t *testing.T) {
 			want{ok: true, level: LevelError, outcome: OutcomeFailed, code: "Internal", keys: Keys{Handle: "/subscriptions/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d/resourceGroups/rg-x/providers/Microsoft.Compute/disks/data-7", Device: "/dev/disk/cloud/scsi0/lun9"}}},
 		{"a driver's error about a volume by its UUID, without a verb", "2026-11-21T09:10:01.123Z\tERROR\tnode/node.go:210\tcannot read the block size of volume \"5b6c7d8e-9f0a-4b1c-8d2e-3f4a5b6c7d8e\": exit status 1",
 			want{ok: true, level: LevelError, op: OpCSICall, outcome: OutcomeFailed, exit: 1, keys: Keys{Handle: "5b6c7d8e-9f0a-4b1c-8d2e-3f4a5b6c7d8e"}}},
+		{"go-kit's hyphenated keys", `level=error ts=2026-11-21T09:10:01Z component=linux-mount-service msg="failed to stage" volume-id=4711 staging-target-path=/var/lib/kubelet/plugins/kubernetes.io/csi/pv/data/globalmount device-path=/dev/disk/by-id/scsi-0ACME_Volume_4711`,
+			want{ok: true, level: LevelError, op: OpStage, outcome: OutcomeFailed, keys: Keys{Handle: "4711", Path: "/var/lib/kubelet/plugins/kubernetes.io/csi/pv/data/globalmount", Device: "/dev/disk/by-id/scsi-0ACME_Volume_4711"}}},
 		{"a character device's error is no storage failure", `time="2026-11-21T09:10:01Z" level=error msg="could not open /dev/kmsg for the kernel's messages" error="permission denied"`, want{ok: false}},
 		{"a program's own words before a colon are no disk", `E1121 09:10:01.000000       1 client.go:40] cloud sdk: request timeout`, want{ok: false}},
 		{"iSCSI session info is no failure", `iscsid: Connection1:0 to [target: iqn.2001-05.com.example:storage.lun7, portal: 10.0.0.7,3260] through [iface: default] is operational now`, want{ok: false}},
