@@ -1,0 +1,174 @@
+package events
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/nodesnap/nodesnap/signatures"
+)
+
+// The object keys of a record: the volume's handle and PV, the device,
+// the path, the iSCSI target and portal, the server, in every writer's
+// spelling (fields by name, the call form, a handle's own structure).
+
+var (
+	reUUID   = regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	rePV     = regexp.MustCompile(`pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	reHandle = regexp.MustCompile(`\b(?:csi-vol-[0-9a-f-]{36}|vol-[0-9a-f]{8,17}|0001-00[0-9a-f]{2}-[0-9a-zA-Z._-]+-[0-9a-f]{16}-[0-9a-f-]{36})\b`)
+	rePortal = regexp.MustCompile(`\b((?:\d{1,3}\.){3}\d{1,3}:3260)\b`)
+	reIQN    = regexp.MustCompile(`\b(iqn\.\d{4}-\d\d\.[A-Za-z0-9.:_-]+)`)
+	reWWID   = regexp.MustCompile(`\b(?:wwid|WWID|serial)[\s:="']+([0-9A-Za-z_.-]{8,})`)
+	reNFSSrv = regexp.MustCompile(`(?:^|[\s"'=(])((?:\d{1,3}\.){3}\d{1,3}:/[^\s"',;)]*|[A-Za-z0-9][-A-Za-z0-9.]*\.[A-Za-z]{2,}:/[^\s"',;)]*|//[A-Za-z0-9][-A-Za-z0-9.]*/[^\s"',;)]+)`)
+	reDev    = regexp.MustCompile(`(/dev/(?:disk/[a-z0-9_-]+/[^\s"'\\,;:()\]}]+|[a-z][a-z0-9_-]*\d[a-z0-9]*|[a-z]{2,}[a-z]\b))`)
+	// reVolCall is a volume named in the call form drivers print
+	// ("volume(id)", "volumeID(id)", "volume(\"id\")").
+	// reHashHandle is a CSI volume handle of csi-lib's drivers (nfs,
+	// smb, azurefile, blob): fields joined by '#', one a PV's name.
+	reHashHandle = regexp.MustCompile(`[A-Za-z0-9][A-Za-z0-9._/-]*#[A-Za-z0-9._/#-]*pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}[A-Za-z0-9._#-]*`)
+	// reARMDisk is an Azure Resource Manager disk's ID, azuredisk's
+	// handle.
+	reARMDisk = regexp.MustCompile(`/subscriptions/[0-9a-fA-F-]{36}/resource[Gg]roups/[^/\s"()]+/providers/Microsoft\.Compute/disks/[^/\s"()\\,]+`)
+	reVolCall = regexp.MustCompile(`\bvolume(?:_?id|ID|Id)?\(\\*"?([^()\s"\\]+)\\*"?\)`)
+	// rePyOSError is Python's OSError with its file ("[Errno 2] No such
+	// file or directory: '/x'").
+	rePyOSError = regexp.MustCompile(`\[Errno \d+\] [^:]+: '(/[^']+)'`)
+	reVolID     = regexp.MustCompile(`"?\b(?:volume_?id|volume_?ID|volumeHandle|VolumeId|VolumeID|VOLUME_ID)"?\s*[:=]\s*\\*"?([^\s"\\,}\]]+)`)
+	// rePathField is a path a record gives in a field of its own ("path:
+	// /x", "target_path=/x", "\"staging_target_path\":\"/x\""), in any
+	// driver's form.
+	rePathField = regexp.MustCompile(`(?i)\b(?:staging[-_]?target[-_]?path|target[-_]?path|mount[-_]?path|volume[-_]?path|path)"?\s*[:=]\s*\\*"?(/[^\s"\\,;}\]]{2,})`)
+	reSandbox   = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+	reKDev      = regexp.MustCompile(`(?:\bdev |\bdevice |\(|\bon dev )((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|loop\d+|md\d+)\d*)`)
+	// volume fields: the handle a driver logs in a field of its own.
+	handleFields = []string{"volume_id", "volumeID", "volumeId", "VolumeId", "volumeHandle", "volume", "vol_id", "volid", "volumeid", "volname", "pvName", "pv", "VolumeID",
+		// go-kit's hyphenated keys (hcloud's volume-id=, volume-name=)
+		"volume-id", "volume-name", "volume_name"}
+	// deviceFields: a device a driver logs in a field of its own.
+	deviceFields = []string{"device", "devicePath", "device_path", "device-path", "dev", "DevicePath"}
+)
+
+// keysOf reads every object key a record names.
+func keysOf(r *record) Keys {
+	text := r.text
+	o := signatures.Extract([]byte(text))
+	// A quoted device or path ('/dev/sdd', as Python prints a file)
+	// ends at its quote.
+	k := Keys{PodUID: o.PodUID, Pod: o.Pod, Volume: o.Volume, Device: strings.TrimRight(o.Device, "'"), Path: strings.TrimRight(o.Path, "'")}
+	if v := r.get("pod", "podName"); v != "" && k.Pod == "" {
+		k.Pod = v
+	}
+	if v := r.get("podUID", "pod_uid", "podUid"); v != "" && k.PodUID == "" {
+		k.PodUID = v
+	}
+	if m := matchIf(reHashHandle, text, "#"); m != nil {
+		k.Handle = strings.TrimRight(m[0], ".")
+	} else if m := matchIf(reARMDisk, text, "/subscriptions/"); m != nil {
+		k.Handle = m[0]
+	} else if m := matchIf(reVolCall, text, "olume("); m != nil {
+		k.Handle = m[1]
+		if strings.Contains(k.Volume, m[1]) || strings.HasSuffix(m[1], k.Volume) {
+			k.Volume = ""
+		}
+	}
+	for _, f := range handleFields {
+		if k.Handle != "" {
+			break
+		}
+		if v := r.get(f); v != "" && !strings.ContainsAny(v, " {") {
+			k.Handle = v
+			break
+		}
+	}
+	if i := strings.LastIndexByte(k.Volume, '^'); i >= 0 && k.Handle == "" {
+		// kubernetes.io/csi/<driver>^<handle>
+		k.Handle = k.Volume[i+1:]
+	}
+	if m := matchIf(reVolID, text, "olume", "VOLUME"); m != nil && k.Handle == "" {
+		k.Handle = m[1]
+	}
+	if m := matchIf(reHandle, text, "vol-", "0001-"); m != nil && k.Handle == "" {
+		k.Handle = m[0]
+	}
+	if m := matchIf(rePV, text, "pvc-"); m != nil {
+		k.PV = m[0]
+	}
+	if k.Volume == k.PV || k.Volume == k.Handle || strings.HasSuffix(k.Volume, "^"+k.Handle) && k.Handle != "" {
+		k.Volume = ""
+	}
+	if m := matchIf(rePortal, text, ":3260"); m != nil {
+		k.Portal = m[1]
+	} else if v := r.get("portal", "portalIP", "targetPortal", "portal_ip", "TargetPortal"); v != "" && !strings.ContainsAny(v, " {") {
+		k.Portal = v
+	}
+	if m := matchIf(reIQN, text, "iqn."); m != nil {
+		k.IQN = strings.TrimRight(m[1], ".:,")
+	}
+	if m := matchIf(reWWID, text, "wwid", "WWID", "serial"); m != nil {
+		k.WWID = m[1]
+	}
+	if m := matchIf(reNFSSrv, text, ":/", "//"); m != nil {
+		k.Server = m[1]
+	} else if plausibleServer(o.Server) {
+		k.Server = o.Server
+	}
+	if k.Device == "" {
+		for _, f := range deviceFields {
+			if v := r.get(f); strings.HasPrefix(v, "/dev/") && reBlockPath.MatchString(v) {
+				k.Device = v
+				break
+			}
+		}
+	}
+	if k.Device == "" {
+		if m := matchIf(reDev, text, "/dev/"); m != nil && m[1] != "/dev/null" && m[1] != "/dev/fuse" {
+			k.Device = m[1]
+		}
+	}
+	if m := matchIf(rePyOSError, text, "[Errno"); m != nil && k.Path == "" {
+		k.Path = m[1]
+	}
+	if k.Path == "" {
+		if m := matchIf(rePathField, text, "ath:", "ath=", "ath\"", "ath\\", "ath :"); m != nil {
+			k.Path = strings.TrimRight(m[1], ".")
+		}
+	}
+	if r.ev.Op == OpSandboxRemove || r.ev.Op == OpRootfsUnmount {
+		// A runtime names the sandbox or container it removes by its
+		// 64-hex ID (CRI's, containerd's, CRI-O's and dockerd's form).
+		k.Sandbox = reSandbox.FindString(text)
+	}
+	if k.Device == "" && (r.ev.Op == OpIO || r.ev.Source == "kernel") {
+		if m := matchIf(reKDev, text, "dev"); m != nil {
+			k.Device = "/dev/" + m[1]
+		}
+	}
+	return k
+}
+
+// plausibleServer says whether a "server ..." a record names can be a
+// server: a host with a dot, an address, or host:port ("server msg=",
+// "NewServer: create" are not).
+func plausibleServer(s string) bool {
+	return s != "" && strings.ContainsAny(s, ".:0123456789[")
+}
+
+// matchIf runs re on s only when s holds one of the words the pattern
+// cannot match without (a plain search is far cheaper than the regular
+// expression on a long line).
+func matchIf(re *regexp.Regexp, s string, words ...string) []string {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return re.FindStringSubmatch(s)
+		}
+	}
+	return nil
+}
+
+func containsAny(s string, words ...string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
