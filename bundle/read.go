@@ -391,9 +391,19 @@ func ManifestBudget(size int64) int64 {
 // ReadManifest returns the manifest and its raw bytes, reading only the
 // first entry.
 func ReadManifest(ctx context.Context, p string) (*Manifest, []byte, error) {
+	return readManifest(func(fn func(Entry) error) error { return Walk(ctx, p, DefaultLimits, fn) })
+}
+
+// ReadManifestFrom is ReadManifest of a bundle stream (a .tar.gz or
+// .tar.zst file already opened).
+func ReadManifestFrom(ctx context.Context, r io.Reader) (*Manifest, []byte, error) {
+	return readManifest(func(fn func(Entry) error) error { return WalkReader(ctx, r, DefaultLimits, fn) })
+}
+
+func readManifest(walk WalkFunc) (*Manifest, []byte, error) {
 	var raw []byte
 	errFound := errors.New("found")
-	err := Walk(ctx, p, DefaultLimits, func(e Entry) error {
+	err := walk(func(e Entry) error {
 		if e.Name != ManifestName {
 			return Stop(fmt.Errorf("%w: the first entry is %q, not %s", ErrUnsafe, e.Name, ManifestName))
 		}
