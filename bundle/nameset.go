@@ -7,20 +7,29 @@ import "hash/maphash"
 // entries: a map keyed by the names themselves hashed each name twice per
 // entry and rehashed every string as it grew, most of the walk's own cost
 // on a bundle of a million empty entries (issue 43). Here each name is
-// hashed once to 64 bits; the map holds those, and the names sit in one
-// byte arena, compared only when two hashes meet (a repeat, or a true
-// collision, which goes to a small exact map).
+// hashed once to 64 bits and looked up and inserted in one probe of an
+// open-addressing table of those hashes (a Go map of them took a lookup
+// and an insert, two probes, per name); the names sit in one byte arena,
+// compared only when two hashes meet (a repeat, or a true collision,
+// which goes to a small exact map).
 type nameSet struct {
 	seed  maphash.Seed
 	hash  func(string) uint64 // nil: maphash with seed (tests force collisions)
-	first map[uint64]int      // hash → index of the first name with it
+	slots []nameSlot          // power-of-two length, linear probing; h 0 is empty
+	used  int
 	arena []byte
 	ends  []int               // name i is arena[ends[i-1]:ends[i]]
 	more  map[string]struct{} // names whose hash another name had first
 }
 
+// nameSlot is the first name met with hash h: name i.
+type nameSlot struct {
+	h uint64
+	i int
+}
+
 func newNameSet() *nameSet {
-	return &nameSet{seed: maphash.MakeSeed(), first: map[uint64]int{}}
+	return &nameSet{seed: maphash.MakeSeed()}
 }
 
 func (s *nameSet) name(i int) string {
@@ -39,21 +48,51 @@ func (s *nameSet) add(name string) (seen bool) {
 	} else {
 		h = maphash.String(s.seed, name)
 	}
-	if i, ok := s.first[h]; ok {
-		if s.name(i) == name {
-			return true
-		}
-		if _, ok := s.more[name]; ok {
-			return true
-		}
-		if s.more == nil {
-			s.more = map[string]struct{}{}
-		}
-		s.more[name] = struct{}{}
-		return false
+	if h == 0 {
+		h = 1 // 0 marks an empty slot; names that hash to 0 and 1 share a hash
 	}
-	s.first[h] = len(s.ends)
-	s.arena = append(s.arena, name...)
-	s.ends = append(s.ends, len(s.arena))
-	return false
+	if 4*(s.used+1) > 3*len(s.slots) {
+		s.grow()
+	}
+	mask := uint64(len(s.slots) - 1)
+	for j := h & mask; ; j = (j + 1) & mask {
+		sl := &s.slots[j]
+		switch sl.h {
+		case 0:
+			*sl = nameSlot{h: h, i: len(s.ends)}
+			s.used++
+			s.arena = append(s.arena, name...)
+			s.ends = append(s.ends, len(s.arena))
+			return false
+		case h:
+			if s.name(sl.i) == name {
+				return true
+			}
+			if _, ok := s.more[name]; ok {
+				return true
+			}
+			if s.more == nil {
+				s.more = map[string]struct{}{}
+			}
+			s.more[name] = struct{}{}
+			return false
+		}
+	}
+}
+
+// grow doubles the table (1,024 slots at first) and puts every hash back.
+func (s *nameSet) grow() {
+	old := s.slots
+	s.slots = make([]nameSlot, max(1024, 2*len(old)))
+	mask := uint64(len(s.slots) - 1)
+	for _, sl := range old {
+		if sl.h == 0 {
+			continue
+		}
+		j := sl.h & mask
+		for s.slots[j].h != 0 {
+			j = (j + 1) & mask
+		}
+		s.slots[j] = sl
+	}
 }
