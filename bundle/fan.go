@@ -76,6 +76,7 @@ func Fan(ctx context.Context, p string, lim Limits, consumers ...func(WalkFunc) 
 			}
 		}()
 	}
+	buf := make([]byte, 64<<10) // one for the walk: an entry's bytes are passed on before the next
 	walkErr = Walk(ctx, p, lim, func(e Entry) error {
 		pws := make([]*io.PipeWriter, len(cs))
 		for i, c := range cs {
@@ -84,7 +85,6 @@ func Fan(ctx context.Context, p string, lim Limits, consumers ...func(WalkFunc) 
 			c.entries <- Entry{Name: e.Name, Size: e.Size, Reader: pr}
 		}
 		var rerr error
-		buf := make([]byte, 64<<10)
 		for rerr == nil {
 			var n int
 			n, rerr = e.Reader.Read(buf)

@@ -13,13 +13,19 @@ func TestNameSet(t *testing.T) {
 		names = append(names, fmt.Sprintf("junk/%07d", i))
 	}
 	for _, tc := range []struct {
-		desc string
-		hash func(string) uint64
+		desc  string
+		hash  func(string) uint64
+		arena uint64 // the arena's reach, when not the real one
 	}{
-		{"maphash", nil},
-		{"every hash the same", func(string) uint64 { return 42 }},
-		{"two hashes", func(s string) uint64 { return uint64(len(s) % 2) }},
+		{"maphash", nil, 0},
+		{"every hash the same", func(string) uint64 { return 42 }, 0},
+		{"two hashes", func(s string) uint64 { return uint64(len(s) % 2) }, 0},
+		{"the arena full after 100 bytes", nil, 100},
 	} {
+		reach := nameArenaMax
+		if tc.arena > 0 {
+			nameArenaMax = tc.arena
+		}
 		s := newNameSet()
 		s.hash = tc.hash
 		for _, n := range names {
@@ -35,6 +41,10 @@ func TestNameSet(t *testing.T) {
 		if s.add("not/added") != false || !s.add("not/added") {
 			t.Errorf("%s: a new name after the repeats", tc.desc)
 		}
+		if tc.arena > 0 && len(s.more) < len(names)-20 {
+			t.Errorf("%s: %d names in the exact map, want the names past the arena's reach", tc.desc, len(s.more))
+		}
+		nameArenaMax = reach
 	}
 }
 

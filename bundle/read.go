@@ -89,6 +89,7 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 	defer dec.Close()
 	tr := tar.NewReader(dec)
 	seen := newNameSet()
+	cr := &countReader{}
 	var total int64
 	count := 0
 	last := "" // the last entry read whole
@@ -138,9 +139,11 @@ func WalkReader(ctx context.Context, r io.Reader, lim Limits, fn func(Entry) err
 		total += hdr.Size
 		// tar.Reader already stops at hdr.Size; the counter makes a short
 		// entry (truncated archive) visible.
-		cr := &countReader{r: tr}
+		// One counter serves every entry (an Entry's Reader is valid only
+		// inside fn): no allocation per entry.
+		*cr = countReader{r: tr}
 		ferr := fn(Entry{Name: name, Size: hdr.Size, Reader: cr})
-		if ferr == nil {
+		if ferr == nil && cr.n < hdr.Size {
 			// Drain what fn left, so the checks below see the whole entry.
 			_, ferr = io.Copy(io.Discard, cr)
 			if ferr != nil {
@@ -334,10 +337,12 @@ func safeName(name string) (string, error) {
 	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "\\") || strings.ContainsRune(name, 0) {
 		return "", fmt.Errorf("%w: entry name %q is absolute or malformed", ErrUnsafe, name)
 	}
-	for _, part := range strings.Split(name, "/") {
+	for rest := name; rest != ""; {
+		part, after, _ := strings.Cut(rest, "/")
 		if part == ".." {
 			return "", fmt.Errorf("%w: entry name %q leaves the bundle (..)", ErrUnsafe, name)
 		}
+		rest = after
 	}
 	c := path.Clean(name)
 	if c != name || c == "." {
@@ -386,9 +391,19 @@ func ManifestBudget(size int64) int64 {
 // ReadManifest returns the manifest and its raw bytes, reading only the
 // first entry.
 func ReadManifest(ctx context.Context, p string) (*Manifest, []byte, error) {
+	return readManifest(func(fn func(Entry) error) error { return Walk(ctx, p, DefaultLimits, fn) })
+}
+
+// ReadManifestFrom is ReadManifest of a bundle stream (a .tar.gz or
+// .tar.zst file already opened).
+func ReadManifestFrom(ctx context.Context, r io.Reader) (*Manifest, []byte, error) {
+	return readManifest(func(fn func(Entry) error) error { return WalkReader(ctx, r, DefaultLimits, fn) })
+}
+
+func readManifest(walk WalkFunc) (*Manifest, []byte, error) {
 	var raw []byte
 	errFound := errors.New("found")
-	err := Walk(ctx, p, DefaultLimits, func(e Entry) error {
+	err := walk(func(e Entry) error {
 		if e.Name != ManifestName {
 			return Stop(fmt.Errorf("%w: the first entry is %q, not %s", ErrUnsafe, e.Name, ManifestName))
 		}

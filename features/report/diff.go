@@ -197,12 +197,25 @@ func countSection(bud *budget, id, title, what string, cs []diff.CountChange, wi
 		case c.New == 0:
 			mark = "-"
 		}
-		s.row(mark, c.Name, fmtCount(c.Old), fmtCount(c.New), signed(int64(c.New)-int64(c.Old)))
+		change := signed(int64(c.New) - int64(c.Old))
+		if c.NewAtLeast && !c.OldAtLeast {
+			change = "at least " + change
+		}
+		s.row(mark, c.Name, atLeast(fmtCount(c.Old), c.OldAtLeast), atLeast(fmtCount(c.New), c.NewAtLeast), change)
 	}
 	if withChart && len(cs) > 0 {
 		s.Chart = pairChart(title, cs, bud)
 	}
 	return s
+}
+
+// atLeast says a count is a lower bound (a directory dirshape did not
+// read to its end).
+func atLeast(count string, lower bool) string {
+	if lower {
+		return "at least " + count
+	}
+	return count
 }
 
 // pairChart draws, for the largest changes, the old count (grey) over the
@@ -231,7 +244,7 @@ func pairChart(title string, cs []diff.CountChange, bud *budget) *chart {
 		c.Rects = append(c.Rects, rect{X: chartLeft, Y: y, W: x(cc.Old), H: 11, Class: "old", Title: bud.take(fmt.Sprintf("%s: %d in the old bundle", cc.Name, cc.Old), 600)})
 		c.Rects = append(c.Rects, rect{X: chartLeft, Y: y + 12, W: x(cc.New), H: 11, Class: cls, Title: bud.take(fmt.Sprintf("%s: %d in the new bundle", cc.Name, cc.New), 600)})
 		c.Texts = append(c.Texts, label{X: chartLeft - 8, Y: y + 12, Anchor: "end", Class: "lbl", Text: cutLeft(cc.Name, 46)})
-		c.Texts = append(c.Texts, label{X: chartLeft + chartPlot + 8, Y: y + 12, Anchor: "start", Class: "note", Text: fmt.Sprintf("%s → %s (%s)", fmtCount(cc.Old), fmtCount(cc.New), signed(int64(cc.New)-int64(cc.Old)))})
+		c.Texts = append(c.Texts, label{X: chartLeft + chartPlot + 8, Y: y + 12, Anchor: "start", Class: "note", Text: fmt.Sprintf("%s → %s (%s)", atLeast(fmtCount(cc.Old), cc.OldAtLeast), atLeast(fmtCount(cc.New), cc.NewAtLeast), signed(int64(cc.New)-int64(cc.Old)))})
 	}
 	c.Lines = append(c.Lines, seg{X1: chartLeft, Y1: 6, X2: chartLeft, Y2: c.H - 6, Class: "axis"})
 	return c

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"html"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,30 @@ func TestDiffPageHostileAndBounded(t *testing.T) {
 	t.Logf("%d bytes", buf.Len())
 	if err := WriteDiff(&buf, nil); err == nil {
 		t.Error("WriteDiff(nil): no error")
+	}
+}
+
+// A directory dirshape stopped reading is "at least" so many on the page,
+// in its table and its chart, and an exact count is not.
+func TestDiffPageLowerBounds(t *testing.T) {
+	d := &diff.Diff{DirGrowth: []diff.CountChange{
+		{Name: "/var/lib/kubelet/pods/u1/volumes/x/data", Old: 60000, New: 1200000, NewAtLeast: true},
+		{Name: "/var/lib/kubelet/pods", Old: 1000, New: 70000},
+	}}
+	var buf bytes.Buffer
+	if err := WriteDiff(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	checkPage(t, buf.Bytes())
+	page := html.UnescapeString(buf.String())
+	for _, want := range []string{"at least 1,200,000", "at least +1,140,000", "60,000 → at least 1,200,000"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+	for _, not := range []string{"at least 60,000", "at least 70,000", "at least 1,000"} {
+		if strings.Contains(page, not) {
+			t.Errorf("the page says %q of an exact count", not)
+		}
 	}
 }

@@ -29,6 +29,7 @@ const (
 	opKmsg    = "watch-kmsg"
 	opJournal = "watch-journal"
 	opDirs    = "watch-dirs"
+	opSeed    = "watch-seed"
 )
 
 func init() {
@@ -36,6 +37,7 @@ func init() {
 	isolate.RegisterOp(opKmsg, isolate.Typed(readKmsg))
 	isolate.RegisterOp(opJournal, isolate.Typed(readJournal))
 	isolate.RegisterOp(opDirs, isolate.Typed(scanDirs))
+	isolate.RegisterOp(opSeed, isolate.Typed(seedStarts))
 }
 
 // TasksRequest asks for the tasks in D state.

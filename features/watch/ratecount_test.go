@@ -6,10 +6,15 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/naming"
+	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // The hour's count is read back from the bundles this host wrote: a
@@ -50,8 +55,13 @@ func TestRateSeededFromBundles(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "nodesnap-node-1-20261128T113000Z.tar.gz"), filepath.Join(dir, "nodesnap-node-1-20261128T115500Z.tar.gz")); err != nil {
 		t.Fatal(err)
 	}
+	// A FIFO named as a bundle of the hour: not a bundle, not waited on.
+	if err := syscall.Mkfifo(filepath.Join(dir, "nodesnap-node-1-20261128T115100Z.tar.gz"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pool := seedPool(t, seedTimeout)
 	var r rateLimit
-	if err := r.seed(dir, now); err != nil {
+	if err := r.seed(context.Background(), pool, dir, now); err != nil {
 		t.Fatal(err)
 	}
 	if len(r.starts) != 2 {
@@ -64,8 +74,75 @@ func TestRateSeededFromBundles(t *testing.T) {
 		t.Errorf("a 3rd collection refused with max 3 an hour")
 	}
 	var empty rateLimit
-	if err := empty.seed(filepath.Join(dir, "missing"), now); err != nil || len(empty.starts) != 0 {
+	if err := empty.seed(context.Background(), pool, filepath.Join(dir, "missing"), now); err != nil || len(empty.starts) != 0 {
 		t.Errorf("a missing directory: %v, %v", err, empty.starts)
+	}
+}
+
+func seedPool(t *testing.T, timeout time.Duration) *isolate.Pool {
+	pool := isolate.NewPool(1, timeout)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// seedReturns runs seed and fails the test if it has not returned after
+// a minute: the old seed, in the watcher's own process, never returned.
+func seedReturns(t *testing.T, pool *isolate.Pool, dir string, now time.Time) (rateLimit, error) {
+	t.Helper()
+	type result struct {
+		r   rateLimit
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r rateLimit
+		err := r.seed(context.Background(), pool, dir, now)
+		done <- result{r, err}
+	}()
+	select {
+	case res := <-done:
+		return res.r, res.err
+	case <-time.After(time.Minute):
+		t.Fatalf("reading the output directory %s blocked the watcher", dir)
+	}
+	return rateLimit{}, nil
+}
+
+// The output directory is a hung mount (a FUSE server that stopped
+// answering, an NFS server gone): listing it waits for ever, and the old
+// seed listed it in the watcher's own process, which never got further.
+// Read by a worker under a deadline, the watch goes on, its hour's count
+// from 0, and says why.
+func TestRateSeedHungOutputDir(t *testing.T) {
+	f := testkit.HungFUSE(t, "", testkit.FUSEStartHung())
+	r, err := seedReturns(t, seedPool(t, 2*time.Second), f.Mountpoint(), time.Now())
+	if err == nil || !strings.Contains(err.Error(), "did not finish within") {
+		t.Fatalf("seed of a hung directory: %v, want an error saying it did not finish", err)
+	}
+	if len(r.starts) != 0 {
+		t.Errorf("counted %v from a hung directory", r.starts)
+	}
+}
+
+// A hung FUSE mount planted in the output directory under a bundle's
+// name: lstat(2) of it waits for ever, and the old seed made it in the
+// watcher. The directory's own listing says it is a directory, which is
+// no bundle, so it is not even looked at; the real bundle beside it
+// still counts.
+func TestRateSeedHungMountInOutputDir(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now().UTC().Truncate(time.Second)
+	host, _ := os.Hostname()
+	real := naming.Name{Host: naming.SafeHost(host), Time: now.Add(-10 * time.Minute)}
+	writeBundleAt(t, filepath.Join(dir, real.String()), host, real.Time)
+	planted := naming.Name{Host: naming.SafeHost(host), Time: now.Add(-5 * time.Minute)}
+	testkit.HungFUSE(t, filepath.Join(dir, planted.String()), testkit.FUSEStartHung())
+	r, err := seedReturns(t, seedPool(t, 10*time.Second), dir, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.starts) != 1 || !r.starts[0].Equal(real.Time) {
+		t.Fatalf("counted %v, want the one real bundle at %v", r.starts, real.Time)
 	}
 }
 

@@ -11,8 +11,11 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/naming"
+	"github.com/nodesnap/nodesnap/engine/isolate"
 )
 
 // Observation is what a signal saw in one round, for one trigger.
@@ -125,29 +128,74 @@ func (r *rateLimit) add(now time.Time) { r.starts = append(r.starts, now) }
 // shared (/var/tmp, mode 1777), and a name is something anyone can give a
 // file. A name dated in the future is not a collection that happened: it
 // is ignored.
-func (r *rateLimit) seed(dir string, now time.Time) error {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+//
+// The directory and the manifests in it are read in an isolated worker of
+// pool, under its deadline (opSeed), never in the watcher itself: a FIFO
+// or a hung mount planted where the bundles are costs the worker and the
+// deadline, and the hour's count then starts at 0, said by the error.
+func (r *rateLimit) seed(ctx context.Context, pool *isolate.Pool, dir string, now time.Time) error {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs // the worker resolves paths from "/"
+	}
+	var res SeedResult
+	if err := pool.Do(ctx, opSeed, SeedRequest{Dir: dir, Now: now, UID: os.Geteuid(), Max: maxSeeded}, &res); err != nil {
+		var he *isolate.HungError
+		if errors.As(err, &he) {
+			return fmt.Errorf("reading %s for the collections of the last hour did not finish within %s (a hung mount or a file that blocks in it?)", dir, pool.Timeout())
 		}
 		return fmt.Errorf("reading %s for the collections of the last hour: %w", dir, err)
 	}
-	cut := now.Add(-time.Hour)
-	for _, e := range ents {
-		n, ok := naming.ParseName(e.Name())
-		if !ok || !n.Time.After(cut) || n.Time.After(now) {
-			continue
-		}
-		if len(r.starts) >= maxSeeded {
-			break
-		}
-		if ownBundle(filepath.Join(dir, e.Name()), n) {
-			r.starts = append(r.starts, n.Time)
-		}
-	}
+	r.starts = append(r.starts, res.Starts...)
 	sort.Slice(r.starts, func(i, j int) bool { return r.starts[i].Before(r.starts[j]) })
 	return nil
+}
+
+// seedTimeout bounds the reading of the output directory at start.
+const seedTimeout = 20 * time.Second
+
+// SeedRequest asks for the start times of the bundles in Dir that this
+// host's nodesnap (running as UID) wrote in the hour before Now.
+type SeedRequest struct {
+	Dir string    `json:"dir"`
+	Now time.Time `json:"now"`
+	UID int       `json:"uid"`
+	Max int       `json:"max"`
+}
+
+// SeedResult holds those start times, at most Max.
+type SeedResult struct {
+	Starts []time.Time `json:"starts,omitempty"`
+}
+
+// seedStarts is opSeed, in a worker.
+func seedStarts(rq SeedRequest) (any, error) {
+	ents, err := os.ReadDir(rq.Dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return SeedResult{}, nil
+		}
+		return nil, err
+	}
+	cut := rq.Now.Add(-time.Hour)
+	var res SeedResult
+	for _, e := range ents {
+		n, ok := naming.ParseName(e.Name())
+		if !ok || !n.Time.After(cut) || n.Time.After(rq.Now) {
+			continue
+		}
+		if len(res.Starts) >= rq.Max {
+			break
+		}
+		if t := e.Type(); t&fs.ModeType != 0 {
+			// The listing says what it is without a stat: a directory (a
+			// mount point, perhaps hung), a link, a FIFO is no bundle.
+			continue
+		}
+		if ownBundle(filepath.Join(rq.Dir, e.Name()), n, rq.UID) {
+			res.Starts = append(res.Starts, n.Time)
+		}
+	}
+	return res, nil
 }
 
 // maxSeeded bounds the bundles seed opens: far more than any
@@ -155,27 +203,39 @@ func (r *rateLimit) seed(dir string, now time.Time) error {
 const maxSeeded = 1000
 
 // ownBundle says whether the file at p, named n, is a bundle this host's
-// nodesnap wrote: a regular file (not a link) owned by the user nodesnap
-// runs as (collect writes its bundles as that user; a planted file
-// belongs to whoever planted it), whose manifest, the archive's first
-// entry, names the host and the start time its name says (a bundle
+// nodesnap wrote: a regular file (not a link) owned by uid, the user
+// nodesnap runs as (collect writes its bundles as that user; a planted
+// file belongs to whoever planted it), whose manifest, the archive's
+// first entry, names the host and the start time its name says (a bundle
 // encrypted with --encrypt-to cannot be opened here: owner and a size
-// above zero do).
-func ownBundle(p string, n naming.Name) bool {
+// above zero do). It runs in a worker (seedStarts); the file is opened
+// only as the regular file it was found to be, so a FIFO put in its place
+// meanwhile is not waited on.
+func ownBundle(p string, n naming.Name, uid int) bool {
 	fi, err := os.Lstat(p)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
 		return false
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || int(st.Uid) != os.Geteuid() {
+	if !ok || int(st.Uid) != uid {
 		return false
 	}
 	if n.Encrypted {
 		return true
 	}
+	fd, err := isolate.OpenRegular(p, unix.O_RDONLY|unix.O_NOCTTY)
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer func() { _ = f.Close() }() // read-only: nothing to lose
+	var ost unix.Stat_t
+	if unix.Fstat(fd, &ost) != nil || ost.Dev != st.Dev || ost.Ino != st.Ino {
+		return false // not the file looked at: swapped meanwhile
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	m, _, err := bundle.ReadManifest(ctx, p)
+	m, _, err := bundle.ReadManifestFrom(ctx, f)
 	if err != nil {
 		return false
 	}

@@ -115,8 +115,15 @@ func (w *Watcher) Run(ctx context.Context) error {
 	sctx, stopSignals := context.WithCancel(ctx)
 	defer stopSignals()
 	w.sigs.start(sctx)
+	// Its own worker, not the scan pool's: the output directory is the
+	// watcher's own, not a path under --root.
+	seeder := isolate.NewPool(1, seedTimeout)
+	var seeded rateLimit
+	err := seeded.seed(ctx, seeder, cfg.OutputDir, time.Now())
+	seeder.Close()
 	w.mu.Lock()
-	err := w.rate.seed(cfg.OutputDir, time.Now())
+	w.rate.starts = append(w.rate.starts, seeded.starts...)
+	sort.Slice(w.rate.starts, func(i, j int) bool { return w.rate.starts[i].Before(w.rate.starts[j]) })
 	w.mu.Unlock()
 	if err != nil {
 		// Counted from now only: said, not fatal.

@@ -104,6 +104,10 @@ func analyze(ctx context.Context, opts Options, walk func(bundle.Limits, func(bu
 				return bundle.Stop(err)
 			}
 			st.manifest = m
+			st.listed = make(map[string]bool, len(m.Files))
+			for _, f := range m.Files {
+				st.listed[f.Path] = false
+			}
 			st.logs.ref = m.StartedAt
 			st.filesRead++
 			st.bytesRead += int64(len(raw))
@@ -111,7 +115,9 @@ func analyze(ctx context.Context, opts Options, walk func(bundle.Limits, func(bu
 		}
 		st.filesRead++
 		st.bytesRead += e.Size
-		st.names[e.Name] = true
+		if _, ok := st.listed[e.Name]; ok {
+			st.listed[e.Name] = true
+		}
 		return st.consume(ctx, e)
 	})
 	var te *bundle.TruncatedError

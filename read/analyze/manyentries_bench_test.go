@@ -8,12 +8,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/read/analyze"
+	"github.com/nodesnap/nodesnap/test/skip"
 )
 
 // withEmptyEntries copies the .tar.gz bundle at p with n empty entries
@@ -111,5 +113,41 @@ func BenchmarkAnalyzeEmptyEntries(b *testing.B) {
 				b.Logf("%d entries added: %d files read, %v", n, r.FilesRead, time.Since(start).Round(time.Millisecond))
 			}
 		})
+	}
+}
+
+// TestWriteEmptyEntriesBundle writes, for test/bench/many_entries.sh, the
+// healthy fixture's bundle with NODESNAP_BENCH_EMPTY_ENTRIES (default
+// 1,000,000) empty entries added to the file NODESNAP_BENCH_EMPTY_BUNDLE,
+// and checks that the walk finds every one of them.
+func TestWriteEmptyEntriesBundle(t *testing.T) {
+	keep := skip.OptIn(t, "NODESNAP_BENCH_EMPTY_BUNDLE", "writing a bundle of many empty entries for the readers' benchmark")
+	n := 1_000_000
+	if v := os.Getenv("NODESNAP_BENCH_EMPTY_ENTRIES"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 0 {
+			t.Fatalf("NODESNAP_BENCH_EMPTY_ENTRIES=%q is not a count", v)
+		}
+	}
+	base := makeBundle(t, fixture(t, "healthy"), bundle.Gzip)
+	want := 0
+	if err := bundle.Walk(context.Background(), base, bundle.DefaultLimits, func(bundle.Entry) error { want++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	want += n
+	p := withEmptyEntries(t, base, n)
+	got := 0
+	if err := bundle.Walk(context.Background(), p, bundle.DefaultLimits, func(bundle.Entry) error { got++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("the bundle holds %d entries, want %d", got, want)
+	}
+	data, err := os.ReadFile(p)
+	if err == nil {
+		err = os.WriteFile(keep, data, 0o644)
+	}
+	if err != nil {
+		t.Fatalf("keeping the bundle: %v", err)
 	}
 }

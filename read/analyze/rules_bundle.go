@@ -197,7 +197,7 @@ func ruleTruncated(st *state) {
 	var missing []string
 	var missingBytes int64
 	for _, f := range m.Files {
-		if !st.names[f.Path] || f.Path == te.Entry {
+		if !st.listed[f.Path] || f.Path == te.Entry {
 			missing = append(missing, f.Path)
 			missingBytes += f.Size
 		}

@@ -22,9 +22,10 @@ type state struct {
 	unreadable []unreadable
 	// truncated says where the archive ended early, if it did.
 	truncated *bundle.TruncatedError
-	// names are the entries read (a truncated bundle's missing files are
-	// the manifest's others).
-	names     map[string]bool
+	// listed holds the manifest's files, true once read (a truncated
+	// bundle's missing files are the others). Only listed names are kept:
+	// an entry the manifest does not list costs no memory here (issue 43).
+	listed    map[string]bool
 	filesRead int
 	bytesRead int64
 
@@ -129,7 +130,6 @@ type unreadable struct {
 func newState() *state {
 	return &state{
 		present:        map[string]bool{},
-		names:          map[string]bool{},
 		procs:          map[int]*procInfo{},
 		nsInfo:         map[uint64]*nsInfo{},
 		selfNS:         map[uint64]string{},

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/nodesnap/nodesnap/read/analyze"
@@ -127,6 +128,23 @@ type CountChange struct {
 	Name string `json:"name"`
 	Old  uint64 `json:"old"`
 	New  uint64 `json:"new"`
+	// OldAtLeast and NewAtLeast say the count is a lower bound: the
+	// directory was not read to its end (dirshape's budget).
+	OldAtLeast bool `json:"old_at_least,omitempty"`
+	NewAtLeast bool `json:"new_at_least,omitempty"`
+}
+
+// OldText and NewText write the counts, "at least N" for a lower bound.
+func (c CountChange) OldText() string { return countText(c.Old, c.OldAtLeast) }
+
+// NewText: see OldText.
+func (c CountChange) NewText() string { return countText(c.New, c.NewAtLeast) }
+
+func countText(n uint64, atLeast bool) string {
+	if atLeast {
+		return "at least " + strconv.FormatUint(n, 10)
+	}
+	return strconv.FormatUint(n, 10)
 }
 
 // Changed reports whether anything worth a reader's attention changed
@@ -184,7 +202,7 @@ func Compare(a, b *Snapshot) *Diff {
 	if both(SourceContainers, "CRI containers (runtime/*/cri-containers.json)") {
 		for _, k := range slices.Sorted(maps.Keys(b.Containers)) {
 			if old, ok := a.Containers[k]; ok && b.Containers[k] > old {
-				d.ContainerRestart = append(d.ContainerRestart, CountChange{k, uint64(old), uint64(b.Containers[k])})
+				d.ContainerRestart = append(d.ContainerRestart, CountChange{Name: k, Old: uint64(old), New: uint64(b.Containers[k])})
 			}
 		}
 	}
@@ -194,7 +212,7 @@ func Compare(a, b *Snapshot) *Diff {
 	if both(SourceGoroutines, "the kubelet's goroutines (kubelet/goroutine-debug2.txt)") {
 		add := func(name string, o, n int) {
 			if notable(o, n) {
-				d.Goroutines = append(d.Goroutines, CountChange{name, uint64(o), uint64(n)})
+				d.Goroutines = append(d.Goroutines, CountChange{Name: name, Old: uint64(o), New: uint64(n)})
 			}
 		}
 		add("(all)", a.GoroutineTotal, b.GoroutineTotal)
@@ -205,7 +223,7 @@ func Compare(a, b *Snapshot) *Diff {
 	for _, id := range unionKeys(a.Report.Signatures, b.Report.Signatures) {
 		o, n := a.Report.Signatures[id], b.Report.Signatures[id]
 		if o != n {
-			d.Signatures = append(d.Signatures, CountChange{id, uint64(o), uint64(n)})
+			d.Signatures = append(d.Signatures, CountChange{Name: id, Old: uint64(o), New: uint64(n)})
 		}
 	}
 	d.LogWindowDiffers = d.Old.LogWindowSeconds != d.New.LogWindowSeconds
@@ -273,10 +291,13 @@ func comparePods(d *Diff, a, b *Snapshot) {
 }
 
 func compareDirs(d *Diff, a, b *Snapshot) {
+	// The best figures are compared (a count cut short by dirshape's
+	// budget, or its inode's estimate when larger: DirShapeDir.Size), and
+	// a lower bound is said to be one.
 	for _, p := range slices.Sorted(maps.Keys(b.Dirs)) {
 		old, nw := a.Dirs[p], b.Dirs[p]
 		if nw > old && nw-old >= max(dirGrowthMin, old/10) {
-			d.DirGrowth = append(d.DirGrowth, CountChange{p, old, nw})
+			d.DirGrowth = append(d.DirGrowth, CountChange{Name: p, Old: old, New: nw, OldAtLeast: a.DirsAtLeast[p], NewAtLeast: b.DirsAtLeast[p]})
 		}
 	}
 	sort.SliceStable(d.DirGrowth, func(i, j int) bool {
@@ -284,7 +305,7 @@ func compareDirs(d *Diff, a, b *Snapshot) {
 	})
 	for _, r := range unionKeys(a.Deleting, b.Deleting) {
 		if a.Deleting[r] != b.Deleting[r] {
-			d.DeletingChange = append(d.DeletingChange, CountChange{r, a.Deleting[r], b.Deleting[r]})
+			d.DeletingChange = append(d.DeletingChange, CountChange{Name: r, Old: a.Deleting[r], New: b.Deleting[r]})
 		}
 	}
 }

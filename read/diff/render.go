@@ -207,7 +207,7 @@ func (t *textOut) counts(title string, cs []CountChange) {
 			t.item("… and %d more (--json lists all)", len(cs)-maxListed)
 			return
 		}
-		t.item("%9d → %-9d %s", c.Old, c.New, c.Name)
+		t.item("%9s → %-9s %s", c.OldText(), c.NewText(), c.Name)
 	}
 }
 

@@ -64,10 +64,13 @@ type Snapshot struct {
 	Pods map[string]Pod `json:"-"`
 	// Containers are CRI containers: "pod uid/name" → attempt.
 	Containers map[string]uint32 `json:"-"`
-	// Dirs are dirshape's largest directories: path → entries; Deleting
-	// is .deleting~ names per root.
-	Dirs     map[string]uint64 `json:"-"`
-	Deleting map[string]uint64 `json:"-"`
+	// Dirs are dirshape's largest directories: path → entries (the best
+	// figure, layout.DirShapeDir.Size); DirsAtLeast holds the paths whose
+	// figure is a lower bound (a scan stopped at its budget: "at least").
+	// Deleting is .deleting~ names per root.
+	Dirs        map[string]uint64 `json:"-"`
+	DirsAtLeast map[string]bool   `json:"-"`
+	Deleting    map[string]uint64 `json:"-"`
 	// Goroutines counts the kubelet's goroutines (debug=2 dump) by their
 	// first frame outside Go's standard library; GoroutineTotal is all.
 	Goroutines     map[string]int `json:"-"`
@@ -399,7 +402,13 @@ func (s *Snapshot) readShape(r io.Reader) error {
 		s.Deleting[root.Path] = root.DeletingCount
 		for _, l := range root.Largest {
 			if len(s.Dirs) < maxKept {
-				s.Dirs[l.Path] = l.Entries
+				s.Dirs[l.Path] = l.Size()
+				if l.LowerBound() {
+					if s.DirsAtLeast == nil {
+						s.DirsAtLeast = map[string]bool{}
+					}
+					s.DirsAtLeast[l.Path] = true
+				}
 			}
 		}
 	}
