@@ -312,7 +312,14 @@ func (st *state) nameObjects() {
 			continue
 		}
 		if f.Subject == notNamed {
+			// The lines' events name what their wording did not.
 			f.Subject = extra[0]
+			if strings.Contains(f.Summary, notNamed) {
+				f.Summary = strings.Replace(f.Summary, notNamed, extra[0], 1)
+				if extra = extra[1:]; len(extra) == 0 {
+					continue
+				}
+			}
 		}
 		f.Summary += " (its lines name " + strings.Join(extra, ", ") + ")"
 	}

@@ -61,12 +61,23 @@ func (p *Parser) classify(r *record) {
 	}
 	r.lower = strings.ToLower(text)
 	ev.Op = operation(text, r.lower, ev.Method, ev.Source)
+	if ev.Kubelet && ev.Method == "" {
+		if op := kubeletRecordOp(ev.Component, text); op != OpNone {
+			ev.Op = op
+		}
+	}
 	if ev.Op == OpNone && !ev.Kubelet && (strings.Contains(text, "GRPC error") || strings.Contains(text, "rpc error: code =")) {
 		// A driver's failed call whose method its log does not say.
 		ev.Op = OpCSICall
 	}
 	ev.Err = errorOf(r)
 	ev.Outcome = outcome(r)
+	if ev.Outcome == OutcomeFailed && ev.Level == LevelDebug {
+		// Its writer logged the failure as a detail (containerd's
+		// "failed to delete task" for a task already gone): it
+		// expected it.
+		ev.Outcome = OutcomeNone
+	}
 	if ev.Outcome == OutcomeNone {
 		return
 	}
@@ -227,7 +238,8 @@ func operation(text, lower, method, source string) Op {
 		// whatever its root): the volume's teardown.
 		return OpTeardown
 	}
-	if strings.Contains(lower, "rootfs") && (strings.Contains(lower, "unmount") || strings.Contains(lower, "remove") || strings.Contains(lower, "delete") || strings.Contains(lower, "unlinkat")) {
+	if strings.Contains(lower, "rootfs") && (strings.Contains(lower, "unmount") || strings.Contains(lower, "remove") || strings.Contains(lower, "delete") || strings.Contains(lower, "unlinkat")) ||
+		runtimeStorage(lower) {
 		return OpRootfsUnmount
 	}
 	if strings.Contains(lower, "netns") || strings.Contains(lower, "network namespace") || strings.Contains(lower, "removepodsandbox") || strings.Contains(lower, "stoppodsandbox") {
@@ -240,11 +252,20 @@ func operation(text, lower, method, source string) Op {
 	if source == "kernel" {
 		return OpNone
 	}
-	m := reVerb.FindStringSubmatch(lower)
-	if m == nil {
+	verb := ""
+	for _, m := range reVerb.FindAllStringSubmatchIndex(lower, 8) {
+		if m[0] > 0 && lower[m[0]-1] == '-' {
+			// A command line's flag (--publish-binary, -mount-path): not
+			// what the record did.
+			continue
+		}
+		verb = lower[m[2]:m[3]]
+		break
+	}
+	if verb == "" {
 		return OpNone
 	}
-	switch strings.ToLower(m[1]) {
+	switch verb {
 	case "unmount", "umount":
 		return OpUnmount
 	case "unstage":
@@ -321,8 +342,12 @@ func errorOf(r *record) Error {
 		if i := strings.Index(msg, "GRPC error: "); i >= 0 {
 			msg = msg[i+len("GRPC error: "):]
 		}
-	} else if r.msg != "" {
+	} else if r.msg != "" && !strings.Contains(r.msg, msg) {
+		// The error field's value, unless the message holds it
+		// already (a klog text line's "err=..." read as a field).
 		msg = r.msg + ": " + msg
+	} else if r.msg != "" {
+		msg = r.msg
 	}
 	e.Message = trimMessage(msg)
 	return e
@@ -463,6 +488,9 @@ func keysOf(r *record) Keys {
 		if m := matchIf(rePathField, text, "ath:", "ath=", "ath\"", "ath\\", "ath :"); m != nil {
 			k.Path = strings.TrimRight(m[1], ".")
 		}
+	}
+	if r.ev.Kubelet {
+		kubeletKeys(r, &k)
 	}
 	if r.ev.Op == OpSandboxRemove || r.ev.Op == OpRootfsUnmount {
 		// A runtime names the sandbox or container it removes by its

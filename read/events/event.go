@@ -206,7 +206,13 @@ func (e *Event) Permanent() (bool, string) {
 	case "EIO", "ENODEV", "EUCLEAN", "EROFS", "ENXIO":
 		return true, e.Err.Errno
 	}
-	switch e.Err.Code {
+	code := e.Err.Code
+	if code == "NotFound" && (e.Op == OpRootfsUnmount || e.Op == OpSandboxRemove) {
+		// A container or sandbox the runtime cannot find to remove is
+		// gone already.
+		code = ""
+	}
+	switch code {
 	case "NotFound", "PermissionDenied", "InvalidArgument":
 		return true, "gRPC " + e.Err.Code
 	}
