@@ -29,7 +29,16 @@ var kubeletFileOps = map[string]Op{
 // of the kubelet's operations: its source file's (OpNone when the file
 // logs more than one kind of operation).
 func kubeletRecordOp(component, text string) Op {
-	if component == "" || hasKubeletOp(text) {
+	if hasKubeletOp(text) {
+		return OpNone
+	}
+	if reVolumeMount.MatchString(text) {
+		// A container's volumeMount (the pod spec's own word): preparing
+		// it (its subPath) is mounting the pod's volume into the
+		// container.
+		return OpMount
+	}
+	if component == "" {
 		return OpNone
 	}
 	c := component
@@ -44,6 +53,9 @@ var (
 	// reKubeletPod is the kubelet's text form of a pod before structured
 	// logging: pod "name_namespace" (with "(uid)" after it from 1.5 on).
 	reKubeletPod = regexp.MustCompile(`\bpod \\?"([a-z0-9][-a-z0-9.]*)_([a-z0-9][-a-z0-9]*)(?:\(([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\))?\\?"`)
+	// reVolumeMount is a container's volumeMount named in a kubelet's
+	// message: volumeMount "data", volumeMount 'data'.
+	reVolumeMount = regexp.MustCompile(`\bvolumeMount ["']([^"']+)["']`)
 	// reUIDPrefix is the pod UID a unique volume name of a pod's own
 	// volume starts with: kubernetes.io/configmap/<uid>-<name>.
 	reUIDPrefix = regexp.MustCompile(`^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(.+)$`)
@@ -58,6 +70,9 @@ func kubeletKeys(r *record, k *Keys) {
 				k.PodUID = m[3]
 			}
 		}
+	}
+	if m := reVolumeMount.FindStringSubmatch(r.text); m != nil && k.Volume == "" {
+		k.Volume = m[1]
 	}
 	uniq := r.get("uniqueName", "volume", "volumeName")
 	if spec := r.get("volumeSpecName", "outerVolumeSpecName", "innerVolumeSpecName"); spec != "" {
