@@ -18,8 +18,9 @@ import (
 
 // fallbacks reads what the journal did not give: everything when journald
 // is unusable, else only the subjects whose journal source came back empty
-// or failed (a kubelet logging to /var/log/kubelet.log, a journald that
-// does not read the kernel log).
+// or failed (a kubelet logging to /var/log/kubelet.log or, on RKE2, to
+// /var/lib/rancher/rke2/agent/logs/kubelet.log; a journald that does not
+// read the kernel log).
 func (j *journalRun) fallbacks(ctx context.Context, usable bool) {
 	need := func(subject string) bool {
 		if subject == "kernel" && !j.o.Kernel {
@@ -45,6 +46,10 @@ func (j *journalRun) fallbacks(ctx context.Context, usable bool) {
 		{"daemon.log", "/var/log/daemon.log", "system"},
 		{"kern.log", "/var/log/kern.log", "kernel"},
 		{"kubelet.log", "/var/log/kubelet.log", "kubelet"},
+		// RKE2 runs the kubelet as a process of its own that logs to a
+		// file (--log-file), not to the journal: without it an RKE2
+		// node has no kubelet log at all.
+		{"rke2-kubelet.log", "/var/lib/rancher/rke2/agent/logs/kubelet.log", "kubelet"},
 	}
 	for _, f := range files {
 		if need(f.subject) {
