@@ -17,6 +17,9 @@ func FuzzParse(f *testing.F) {
 		`ID: 1 Req-ID: 0001 GRPC error: rpc error: code = Internal desc = mount failed`,
 		`time="x" level=error msg="failed to remove rootfs" error="unmount /run/x/rootfs: device or resource busy"`,
 		`[12345.678901] Buffer I/O error on dev rbd0`,
+		`E0101 00:00:00.0 1 desired_state_of_world_populator.go:1] "Error processing volume" err="x" pod="ns/p" volume="kubernetes.io/configmap/5b0e2c1a-7d3f-4e8a-9c6b-1f2e3d4c5b6a-" uniqueName="a/b^"`,
+		`E0101 00:00:00.0 1 kubelet.go:1] Unable to mount volumes for pod "a_b(": exit status 32 volumeMount "`,
+		`msg="failed to clean up after shim disconnected" error="open /run/containerd/io.containerd.runtime.v2.task/k8s.io/x/runtime: exit status 1" id=- -publish`,
 		`{"a":{"b":[1,2,{"c":"\u0000"}]},"msg":"\"`, `"unterminated`, `E0101 00:00:00.0 1 f.go:1] "x" k="v\"`,
 	} {
 		f.Add([]byte(s))
