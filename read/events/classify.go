@@ -78,6 +78,13 @@ func (p *Parser) classify(r *record) {
 		// expected it.
 		ev.Outcome = OutcomeNone
 	}
+	if ev.Outcome == OutcomeFailed && ev.Op == OpRootfsUnmount && ev.Level == LevelWarning && r.get("error", "err") == "" {
+		// A runtime's warning about a container's storage with no
+		// error of its own: another record quoted whole in its message
+		// (containerd's "cleanup warnings" of a shim's cleanup that
+		// went on), not a removal that failed.
+		ev.Outcome = OutcomeNone
+	}
 	if ev.Outcome == OutcomeNone {
 		return
 	}
