@@ -61,6 +61,8 @@ func TestKubeletAndRuntimeStructure(t *testing.T) {
 		{name: "a runtime's warning with an error of its own is a failure", ok: true, op: OpRootfsUnmount, outcome: OutcomeFailed,
 			line: `time="2026-03-01T10:00:00.000000000Z" level=warning msg="failed to cleanup rootfs mount" error="failed to unmount target /run/containerd/io.containerd.runtime.v2.task/k8s.io/` + ctr + `/rootfs: device or resource busy"`,
 			keys: Keys{Sandbox: ctr}},
+		{name: "a bundle that is no container's is not a runtime's", ok: false,
+			line: `time="2026-03-01T10:00:00Z" level=error msg="Failed to delete support bundle" error="bundle sb-2 not found"`},
 		{name: "shim cleanup without a failure", ok: false,
 			line: `time="2026-03-01T10:00:00.000000000Z" level=info msg="cleaning up dead shim" namespace=k8s.io`},
 		{name: "kubelet_volumes.go cleaning up is no failure", ok: false,

@@ -9,8 +9,9 @@ package events
 // sentence. The container's 64-hex ID is the object (keysOf).
 
 // runtimeStorage tells a runtime's record about removing or unmounting
-// a container's storage.
+// a container's storage: it names the container by its 64-hex ID (a
+// "bundle" or a "shim" without one is some other program's).
 func runtimeStorage(lower string) bool {
 	return containsAny(lower, "io.containerd.runtime.v", "shim", "bundle", "/merged", "mounted layer", "overlay-containers/", "root filesystem") &&
-		containsAny(lower, "delete", "clean", "remov", "unmount", "umount", "unlinkat")
+		containsAny(lower, "delete", "clean", "remov", "unmount", "umount", "unlinkat") && reSandbox.MatchString(lower)
 }
