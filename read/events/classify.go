@@ -443,7 +443,7 @@ func keysOf(r *record) Keys {
 	o := signatures.Extract([]byte(text))
 	k := Keys{PodUID: o.PodUID, Pod: o.Pod, Volume: o.Volume, Device: o.Device, Path: o.Path}
 	if v := r.get("pod", "podName"); v != "" && k.Pod == "" {
-		k.Pod = v
+		k.Pod = podObject(v)
 	}
 	if v := r.get("podUID", "pod_uid", "podUid"); v != "" && k.PodUID == "" {
 		k.PodUID = v

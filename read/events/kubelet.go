@@ -61,6 +61,22 @@ var (
 	reUIDPrefix = regexp.MustCompile(`^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(.+)$`)
 )
 
+// reKObj is klog's JSON form of an object reference (klog.KObj):
+// {"name":"web-0","namespace":"shop"}.
+var reKObj = regexp.MustCompile(`^\{\s*"name"\s*:\s*"([^"]+)"\s*,\s*"namespace"\s*:\s*"([^"]*)"\s*\}$`)
+
+// podObject is a pod field's value as "namespace/name": klog's text form
+// already is; its JSON form is an object.
+func podObject(v string) string {
+	if m := reKObj.FindStringSubmatch(strings.TrimSpace(v)); m != nil {
+		if m[2] == "" {
+			return m[1]
+		}
+		return m[2] + "/" + m[1]
+	}
+	return v
+}
+
 // kubeletKeys reads the objects of a kubelet's record from its own keys.
 func kubeletKeys(r *record, k *Keys) {
 	if k.Pod == "" {
@@ -75,6 +91,10 @@ func kubeletKeys(r *record, k *Keys) {
 		k.Volume = m[1]
 	}
 	uniq := r.get("uniqueName", "volume", "volumeName")
+	if uniq == "" && strings.HasPrefix(k.Volume, "kubernetes.io/") {
+		// The text form's (UniqueName: "kubernetes.io/<plugin>/...").
+		uniq = k.Volume
+	}
 	if spec := r.get("volumeSpecName", "outerVolumeSpecName", "innerVolumeSpecName"); spec != "" {
 		k.Volume = spec
 	}
