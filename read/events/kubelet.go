@@ -56,6 +56,11 @@ var (
 	// reVolumeMount is a container's volumeMount named in a kubelet's
 	// message: volumeMount "data", volumeMount 'data'.
 	reVolumeMount = regexp.MustCompile(`\bvolumeMount ["']([^"']+)["']`)
+	// reUnmountedVolumes is the list of a pod's volumes not mounted yet
+	// in the kubelet's sync error, in every version's form:
+	// "unmounted volumes=[a b]", "list of unmounted volumes=[a]",
+	// "list of unattached/unmounted volumes=[a b]".
+	reUnmountedVolumes = regexp.MustCompile(`unmounted volumes=\[([^\]]*)\]`)
 	// reUIDPrefix is the pod UID a unique volume name of a pod's own
 	// volume starts with: kubernetes.io/configmap/<uid>-<name>.
 	reUIDPrefix = regexp.MustCompile(`^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(.+)$`)
@@ -89,6 +94,13 @@ func kubeletKeys(r *record, k *Keys) {
 	}
 	if m := reVolumeMount.FindStringSubmatch(r.text); m != nil && k.Volume == "" {
 		k.Volume = m[1]
+	}
+	if m := reUnmountedVolumes.FindStringSubmatch(r.text); m != nil && k.Volume == "" {
+		// The volumes a pod waits for (its sync's error): the first
+		// one is the object with the pod; the list is in the message.
+		if f := strings.Fields(m[1]); len(f) > 0 {
+			k.Volume = f[0]
+		}
 	}
 	uniq := r.get("uniqueName", "volume", "volumeName")
 	if uniq == "" && strings.HasPrefix(k.Volume, "kubernetes.io/") {
