@@ -54,3 +54,19 @@ func TestRuntimeShimCleanupIsAContainerRemoval(t *testing.T) {
 		}
 	}
 }
+
+// The kubelet failing to reach a plugin's socket is surfaced with the
+// socket, at info: its gRPC channel reconnects by itself.
+func TestKubeletPluginSocketConnectionIsInfo(t *testing.T) {
+	const sock = "/var/lib/kubelet/plugins/disk.example.com/csi.sock"
+	line := `Nov 21 09:10:01 node1 kubelet[812]: W1121 09:10:01.683705     812 logging.go:59] [core] [Channel #12 SubChannel #13] grpc: addrConn.createTransport failed to connect to {Addr: "` + sock + `", ServerName: "localhost", }. Err: connection error: desc = "transport: Error while dialing: dial unix ` + sock + `: connect: connection refused"`
+	r := analyzeFiles(t, map[string][]byte{
+		"host/summary.json":   []byte(`{"hostname":"node1"}`),
+		"journal/kubelet.log": []byte(line + "\n"),
+	})
+	f := only(t, r, "csi-node-operation-failed")
+	if f.Subject != sock || f.Severity != analyze.Info {
+		t.Errorf("subject %q severity %s:\n%s", f.Subject, f.Severity, dump(r))
+	}
+	wantIn(t, "summary", f.Summary, "reconnects by itself")
+}

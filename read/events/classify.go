@@ -66,6 +66,11 @@ func (p *Parser) classify(r *record) {
 			ev.Op = op
 		}
 	}
+	if ev.Op == OpNone && ev.Method == "" && pluginConnection(text, r.lower) != "" {
+		// A client failing to reach a plugin's socket: the transport,
+		// not an operation on a volume.
+		ev.Op = OpConnect
+	}
 	if ev.Op == OpNone && !ev.Kubelet && (strings.Contains(text, "GRPC error") || strings.Contains(text, "rpc error: code =")) {
 		// A driver's failed call whose method its log does not say.
 		ev.Op = OpCSICall
@@ -498,6 +503,12 @@ func keysOf(r *record) Keys {
 	}
 	if r.ev.Kubelet {
 		kubeletKeys(r, &k)
+	}
+	if r.ev.Op == OpConnect {
+		// The socket is the object.
+		if s := pluginConnection(r.text, r.lower); s != "" {
+			k.Path = s
+		}
 	}
 	if r.ev.Op == OpSandboxRemove || r.ev.Op == OpRootfsUnmount {
 		// A runtime names the sandbox or container it removes by its

@@ -77,6 +77,10 @@ const (
 	// OpCSICall is a CSI driver's call whose method its log does not
 	// name.
 	OpCSICall Op = "CSI call"
+	// OpConnect is a client's connection to a plugin's socket under the
+	// kubelet's plugin directories (the kubelet's gRPC channel to a CSI
+	// node plugin).
+	OpConnect Op = "plugin connection"
 )
 
 // Outcome says whether a record reports an operation failing or

@@ -82,6 +82,21 @@ func podObject(v string) string {
 	return v
 }
 
+// rePluginSocket is a plugin's socket in the kubelet's plugin
+// directories (plugins/, plugins_registry/, a distribution's
+// csi-plugins/), as the kubelet's gRPC client names it; a driver names
+// its own socket inside its container (/csi/csi.sock), not this.
+var rePluginSocket = regexp.MustCompile(`(/[^\s"'{},]*/(?:plugins|plugins_registry|csi-plugins)/[^\s"'{},]*\.sock)\b`)
+
+// pluginConnection is the socket of a record about connecting to a
+// plugin's socket, "" when it is not one.
+func pluginConnection(text, lower string) string {
+	if !strings.Contains(lower, ".sock") || !strings.Contains(lower, "connect") {
+		return ""
+	}
+	return rePluginSocket.FindString(text)
+}
+
 // kubeletKeys reads the objects of a kubelet's record from its own keys.
 func kubeletKeys(r *record, k *Keys) {
 	if k.Pod == "" {

@@ -72,6 +72,10 @@ func TestKubeletAndRuntimeStructure(t *testing.T) {
 			keys: Keys{Sandbox: ctr}},
 		{name: "a bundle that is no container's is not a runtime's", ok: false,
 			line: `time="2026-03-01T10:00:00Z" level=error msg="Failed to delete support bundle" error="bundle sb-2 not found"`},
+		{name: "the kubelet's gRPC channel to a plugin's socket failing", ok: true, op: OpConnect, outcome: OutcomeFailed,
+			line: `Dec 29 10:55:03 gpu-7 kubelet[4417]: W1229 10:55:03.683705    4417 logging.go:59] [core] [Channel #12 SubChannel #13] grpc: addrConn.createTransport failed to connect to {Addr: "/var/lib/kubelet/plugins/disk.example.com/csi.sock", ServerName: "localhost", }. Err: connection error: desc = "transport: Error while dialing: dial unix /var/lib/kubelet/plugins/disk.example.com/csi.sock: connect: connection refused"`},
+		{name: "a driver's own socket inside its container is not the kubelet's channel", ok: false,
+			line: `W1229 10:55:03.683705       1 connection.go:170] Still connecting to unix:///csi/csi.sock`},
 		{name: "shim cleanup without a failure", ok: false,
 			line: `time="2026-03-01T10:00:00.000000000Z" level=info msg="cleaning up dead shim" namespace=k8s.io`},
 		{name: "kubelet_volumes.go cleaning up is no failure", ok: false,
@@ -85,6 +89,9 @@ func TestKubeletAndRuntimeStructure(t *testing.T) {
 			}
 			if !ok {
 				return
+			}
+			if c.op == OpConnect && ev.Keys.Path != "/var/lib/kubelet/plugins/disk.example.com/csi.sock" {
+				t.Errorf("socket %q", ev.Keys.Path)
 			}
 			if ev.Op != c.op || ev.Outcome != c.outcome {
 				t.Errorf("op %q outcome %v, want %q %v", ev.Op, ev.Outcome, c.op, c.outcome)
