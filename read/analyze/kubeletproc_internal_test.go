@@ -18,6 +18,8 @@ func TestIsKubeletProcWrappers(t *testing.T) {
 		{"sh", "/bin/sh -c tail -f /var/log/kubelet.log", false},
 		{"grep", "grep kubelet", false},
 		{"journalctl", "journalctl -u kubelet", false},
+		{"du", "du -sh /var/lib/kubelet", false},
+		{"ls", "ls /var/lib/kubelet", false},
 	}
 	for _, c := range cases {
 		if got := isKubeletProc(&procInfo{Comm: c.comm, Cmdline: c.cmdline}); got != c.want {

@@ -240,8 +240,9 @@ func isKubeletProc(p *procInfo) bool {
 	if strings.HasPrefix(p.Cmdline, "k3s server") || strings.HasPrefix(p.Cmdline, "k3s agent") {
 		return true
 	}
-	if b := path.Base(arg(1)); strings.HasPrefix(arg(1), "/") && (b == "kubelet" || b == "kubelite") {
-		// A wrapper given the kubelet's binary by its path to run (Deckhouse's
+	if b := path.Base(arg(1)); strings.HasPrefix(arg(1), "/") && strings.Contains(arg(1), "bin/") && (b == "kubelet" || b == "kubelite") {
+		// A wrapper given the kubelet's binary by its path in a bin
+		// directory to run (not /var/lib/kubelet, a directory) (Deckhouse's
 		// d8-kubelet-forker /usr/bin/kubelet, OpenShift's kubenswrapper,
 		// a shell's exec): its lines are the kubelet's.
 		return true
