@@ -181,7 +181,7 @@ func (j *journalRun) verdict(usable bool) error {
 			if n := j.idx.Journald.JournalFiles; n > 0 {
 				what = fmt.Sprintf("the node's journal files (%d)", n)
 			}
-			j.env.Partialf("no logs could be collected: %s could not be read (%s), and none of /var/log/{messages,syslog,daemon.log,kern.log,kubelet.log}, dmesg or /dev/kmsg gave anything", what, j.idx.FallbackReason)
+			j.env.Partialf("no logs could be collected: %s could not be read (%s), and none of /var/log/{messages,syslog,daemon.log,kern.log,kubelet.log}, RKE2's kubelet log, dmesg or /dev/kmsg gave anything", what, j.idx.FallbackReason)
 			return nil
 		}
 		if n := j.idx.Journald.JournalFiles; n > 0 {

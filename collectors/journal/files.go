@@ -18,8 +18,10 @@ import (
 
 // fallbacks reads what the journal did not give: everything when journald
 // is unusable, else only the subjects whose journal source came back empty
-// or failed (a kubelet logging to /var/log/kubelet.log, a journald that
-// does not read the kernel log).
+// or failed (a kubelet logging to /var/log/kubelet.log or, on RKE2, to
+// /var/lib/rancher/rke2/agent/logs/kubelet.log; k3s's and RKE2's own
+// containerd logging to a file; a journald that does not read the
+// kernel log).
 func (j *journalRun) fallbacks(ctx context.Context, usable bool) {
 	need := func(subject string) bool {
 		if subject == "kernel" && !j.o.Kernel {
@@ -34,6 +36,8 @@ func (j *journalRun) fallbacks(ctx context.Context, usable bool) {
 			return j.o.Kernel && !j.subject["kernel"]
 		case "kubelet":
 			return j.wantsUnit("kubelet") && !j.subject["kubelet"]
+		case "containerd":
+			return j.wantsUnit("containerd") && !j.subject["containerd"]
 		}
 		return false
 	}
@@ -45,6 +49,15 @@ func (j *journalRun) fallbacks(ctx context.Context, usable bool) {
 		{"daemon.log", "/var/log/daemon.log", "system"},
 		{"kern.log", "/var/log/kern.log", "kernel"},
 		{"kubelet.log", "/var/log/kubelet.log", "kubelet"},
+		// RKE2 runs the kubelet as a process of its own that logs to a
+		// file (--log-file), not to the journal: without it an RKE2
+		// node has no kubelet log at all.
+		{"rke2-kubelet.log", "/var/lib/rancher/rke2/agent/logs/kubelet.log", "kubelet"},
+		// k3s and RKE2 run their own containerd, which logs to a file
+		// (not the journal): a container's rootfs or sandbox removal
+		// failing is only there.
+		{"k3s-containerd.log", "/var/lib/rancher/k3s/agent/containerd/containerd.log", "containerd"},
+		{"rke2-containerd.log", "/var/lib/rancher/rke2/agent/containerd/containerd.log", "containerd"},
 	}
 	for _, f := range files {
 		if need(f.subject) {

@@ -633,6 +633,24 @@ func TestJournalWithoutJournald(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(logs, "kubelet.log"), big.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// RKE2's kubelet logs to a file of its own, not to the journal.
+	rke2 := filepath.Join(root, "var/lib/rancher/rke2/agent/logs")
+	if err := os.MkdirAll(rke2, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rke2Line := kubeletLine(7, " rke2") + "\n"
+	if err := os.WriteFile(filepath.Join(rke2, "kubelet.log"), []byte(rke2Line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// k3s's own containerd logs to a file of its own too.
+	k3sCtrd := filepath.Join(root, "var/lib/rancher/k3s/agent/containerd")
+	if err := os.MkdirAll(k3sCtrd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const k3sCtrdLine = `time="2026-11-21T09:00:00Z" level=error msg="failed to remove rootfs" error="unmount rootfs: device or resource busy"` + "\n"
+	if err := os.WriteFile(filepath.Join(k3sCtrd, "containerd.log"), []byte(k3sCtrdLine), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	const secret = "fixtureSignatureMessages01"
 
 	check := func(t *testing.T, c *bundle.Contents, kernelKind string) {
@@ -650,7 +668,8 @@ func TestJournalWithoutJournald(t *testing.T) {
 			t.Errorf("sources.json: backend %q fallback %q journald %+v", s.Backend, s.FallbackReason, s.Journald)
 		}
 		for name, want := range map[string]string{"messages": layout.JournalOK, "kern.log": layout.JournalOK,
-			"kubelet.log": layout.JournalOK, "daemon.log": layout.JournalOK, "syslog": layout.JournalMissing} {
+			"kubelet.log": layout.JournalOK, "daemon.log": layout.JournalOK, "syslog": layout.JournalMissing, "rke2-kubelet.log": layout.JournalOK,
+			"k3s-containerd.log": layout.JournalOK, "rke2-containerd.log": layout.JournalMissing} {
 			if got := sourceNamed(t, s, "file", name); got.Status != want {
 				t.Errorf("%s: status %q, want %q (%+v)", name, got.Status, want, got)
 			}
@@ -659,6 +678,12 @@ func TestJournalWithoutJournald(t *testing.T) {
 		fixture, _ := os.ReadFile("testdata/journal/messages")
 		if want := strings.Replace(string(fixture), "Bearer eyJhbGciOiJSUzI1NiIsImtpZCI6ImZpeHR1cmUifQ.eyJzdWIiOiJzeXN0ZW06bm9kZTpub2RlLTcifQ."+secret, "Bearer [REDACTED]", 1); msgs != want {
 			t.Errorf("files/messages:\n%s\nwant:\n%s", msgs, want)
+		}
+		if got := string(c.Files["journal/files/k3s-containerd.log"]); got != k3sCtrdLine {
+			t.Errorf("files/k3s-containerd.log: %q, want %q", got, k3sCtrdLine)
+		}
+		if got := string(c.Files["journal/files/rke2-kubelet.log"]); got != rke2Line {
+			t.Errorf("files/rke2-kubelet.log: %q, want %q", got, rke2Line)
 		}
 		if got := string(c.Files["journal/files/daemon.log"]); got != daemonLine {
 			t.Errorf("files/daemon.log: %q, want %q", got, daemonLine)

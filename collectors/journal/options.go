@@ -40,7 +40,14 @@ type Options struct {
 
 // Defaults of the journal collector.
 var (
-	DefaultJournalUnits = append([]string{"kubelet", "containerd", "crio", "docker"}, StorageDaemonUnits...)
+	DefaultJournalUnits = append(append([]string{"kubelet", "containerd", "crio", "docker"}, KubeletDistributionUnits...), StorageDaemonUnits...)
+	// KubeletDistributionUnits are the units of distributions that run
+	// the kubelet inside their own process or service (k3s and RKE2's
+	// servers and agents, k0s's worker and controller, MicroK8s's
+	// kubelite): on their nodes no kubelet.service logs anything, and
+	// the kubelet's lines are in these. A unit the node does not run
+	// gives no file.
+	KubeletDistributionUnits = []string{"k3s", "k3s-agent", "rke2-server", "rke2-agent", "k0sworker", "k0scontroller", "snap.microk8s.daemon-kubelite"}
 	// StorageDaemonUnits are the daemons of the node's storage stack: a
 	// multipath path checker failing, an iSCSI session dropped or refused,
 	// an NFS lock or id-mapping daemon gone are the cause of a volume's

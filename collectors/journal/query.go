@@ -29,6 +29,8 @@ var unitIdentifiers = map[string][]string{
 	// The NFS daemons log as their programs (rpc.statd …), not their units.
 	"rpc-statd": {"rpc.statd", "sm-notify"}, "nfs-idmapd": {"rpc.idmapd"}, "nfs-mountd": {"rpc.mountd"},
 	"nfs-server": {"rpc.nfsd", "exportfs"}, "iscsi": {"iscsiadm"},
+	// MicroK8s's snap unit logs under the snap's app name.
+	"snap.microk8s.daemon-kubelite": {"microk8s.daemon-kubelite"},
 }
 
 // coredumpMessageID is systemd-coredump's MESSAGE_ID: a crash of the unit's

@@ -47,3 +47,32 @@ func TestJournalStorageDaemonsByDefault(t *testing.T) {
 		t.Errorf("journal/nfs-server.log exists, yet no NFS server ran")
 	}
 }
+
+// The distributions that run the kubelet inside a service of their own
+// (k3s, MicroK8s's kubelite under its snap's app name) are collected
+// without a flag: their journal is the kubelet's.
+func TestJournalKubeletDistributionsByDefault(t *testing.T) {
+	j := startJournald(t)
+	id := nonce(t)
+	lines := map[string]string{
+		"k3s":                      `E1121 09:10:01.000000    3936 reconciler_common.go:158] "operationExecutor.UnmountVolume failed" ` + id,
+		"microk8s.daemon-kubelite": `E1121 09:10:02.000000    2636 nestedpendingoperations.go:348] Operation for volume failed ` + id,
+	}
+	for ident, l := range lines {
+		j.cat(t, ident, []string{l})
+		j.waitFor(t, "SYSLOG_IDENTIFIER="+ident, l)
+	}
+	journalFlags(t, "--journal-dir="+j.Dir)
+	c, _ := collectJournal(t, []string{"journal"}, collectors.Common{})
+	if r := journalResult(t, c); r.Status != bundle.StatusOK {
+		t.Fatalf("journal status %q (%s)", r.Status, r.Error)
+	}
+	for file, ident := range map[string]string{"k3s.log": "k3s", "snap.microk8s.daemon-kubelite.log": "microk8s.daemon-kubelite"} {
+		if got := string(c.Files["journal/"+file]); !strings.Contains(got, lines[ident]) {
+			t.Errorf("journal/%s lacks %s's line: %q", file, ident, got)
+		}
+	}
+	if _, ok := c.Files["journal/rke2-server.log"]; ok {
+		t.Errorf("journal/rke2-server.log exists, yet no RKE2 ran")
+	}
+}

@@ -70,7 +70,7 @@ var _ = document(
 	RuleDoc{
 		ID: idCSINodeOpFailed, Severity: "info or warning",
 		Title:    "CSI driver's node operation failing",
-		Meaning:  "The CSI driver's node service reports that an operation on a volume failed: unmounting its target or staging path or releasing its device (a warning), or any other node call (stage, publish, expand ...) read from the driver's log in any format, with the newest error verbatim and its severity from state (see storage-operation-failing). The kubelet retries; the pod, or the volume's detach, waits.",
+		Meaning:  "The CSI driver's node service reports that an operation on a volume failed: unmounting its target or staging path or releasing its device (a warning), or any other node call (stage, publish, expand ...) read from the driver's log in any format, with the newest error verbatim and its severity from state (see storage-operation-failing); or the kubelet failing to connect to the driver's socket under its plugin directories (info: the gRPC client reconnects by itself, and a mount waiting on it fails on its own). The kubelet retries; the pod, or the volume's detach, waits.",
 		Evidence: "The CSI driver's log, per volume.",
 		Fix:      "Read the driver's error; find what holds the path or device (mount-held-in-foreign-namespace, openfiles/holders.json) and release it.",
 	},

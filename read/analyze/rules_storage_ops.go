@@ -89,6 +89,13 @@ func (st *state) opState(g *opGroup) (Severity, string) {
 	if g.permanent != "" {
 		return Warning, "the error is permanent by its nature (" + g.permanent + "): retrying does not mend it"
 	}
+	if g.op == events.OpConnect {
+		// A gRPC channel to a plugin's socket reconnects by itself (a
+		// plugin restarting refuses it for a moment): the failure that
+		// matters is the operation that waited on it, a finding of its
+		// own when it failed.
+		return Info, "a connection to the plugin's socket failed; the client reconnects by itself, and an operation that waits on it fails on its own"
+	}
 	if g.op == events.OpSandboxRemove && g.newest.Errno != "EBUSY" {
 		// A sandbox's network teardown (a CNI delete) failing holds no
 		// volume: the runtime retries it with the pod's removal. Only a
@@ -312,7 +319,14 @@ func (st *state) nameObjects() {
 			continue
 		}
 		if f.Subject == notNamed {
+			// The lines' events name what their wording did not.
 			f.Subject = extra[0]
+			if strings.Contains(f.Summary, notNamed) {
+				f.Summary = strings.Replace(f.Summary, notNamed, extra[0], 1)
+				if extra = extra[1:]; len(extra) == 0 {
+					continue
+				}
+			}
 		}
 		f.Summary += " (its lines name " + strings.Join(extra, ", ") + ")"
 	}
@@ -336,6 +350,8 @@ func opFinding(g *opGroup) (id, title string) {
 		return idContainerRemove, "Runtime fails to remove a container"
 	case g.op == events.OpIO:
 		return idStorageOpFailing, "Storage I/O failing"
+	case g.op == events.OpConnect:
+		return idCSINodeOpFailed, "CSI driver's node operation failing"
 	case driver:
 		return idCSINodeOpFailed, "CSI driver's node operation failing"
 	case !g.kubelet:

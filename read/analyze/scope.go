@@ -207,7 +207,8 @@ func (st *state) kubelet() *kubeletProc {
 // it is rather than its name alone: the kubelet binary; hyperkube run as
 // "hyperkube kubelet"; the kubelet inside k3s ("k3s server|agent", also
 // the process titles k3s-server/k3s-agent); MicroK8s' kubelite; the
-// all-in-one "openshift start [node]" of OpenShift 3; a process given the
+// all-in-one "openshift start [node]" of OpenShift 3; a wrapper whose
+// first argument is the kubelet's binary; a process given the
 // kubelet's own flags (--kubeconfig with --root-dir or --container-runtime-
 // endpoint and a kubelet config), whatever its binary is named.
 func isKubeletProc(p *procInfo) bool {
@@ -239,6 +240,13 @@ func isKubeletProc(p *procInfo) bool {
 	if strings.HasPrefix(p.Cmdline, "k3s server") || strings.HasPrefix(p.Cmdline, "k3s agent") {
 		return true
 	}
+	if b := path.Base(arg(1)); strings.HasPrefix(arg(1), "/") && strings.Contains(arg(1), "bin/") && (b == "kubelet" || b == "kubelite") {
+		// A wrapper given the kubelet's binary by its path in a bin
+		// directory to run (not /var/lib/kubelet, a directory) (Deckhouse's
+		// d8-kubelet-forker /usr/bin/kubelet, OpenShift's kubenswrapper,
+		// a shell's exec): its lines are the kubelet's.
+		return true
+	}
 	kubeconfig, kubeletOnly := false, false
 	for _, a := range f[1:] {
 		switch {
@@ -252,11 +260,12 @@ func isKubeletProc(p *procInfo) bool {
 }
 
 // kubeletIdents are the journal identifiers a kubelet's lines come with:
-// its own, a wrapper's (CoreOS kubelet-wrapper, a shell), a distribution's
+// its own, a wrapper's (CoreOS kubelet-wrapper, OpenShift's kubenswrapper,
+// Deckhouse's d8-kubelet-forker, a shell), a distribution's
 // process or unit (k3s, rke2, MicroK8s, hyperkube, OpenShift's node).
 var kubeletIdents = map[string]bool{"kubelet": true, "kubelet-wrapper": true, "hyperkube": true, "k3s": true, "k3s-server": true, "k3s-agent": true,
 	"kubelite": true, "microk8s.daemon-kubelite": true, "microk8s.daemon-kubelet": true, "origin-node": true, "atomic-openshift-node": true, "openshift": true,
-	"k0s": true, "k0sworker": true, "rke2": true}
+	"k0s": true, "k0sworker": true, "rke2": true, "kubenswrapper": true, "d8-kubelet-forker": true}
 
 // flagValue is the value of --name=value or --name value in a command line.
 func flagValue(cmdline, name string) string {

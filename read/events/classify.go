@@ -93,6 +93,16 @@ func (p *Parser) classify(r *record) {
 	}
 	r.lower = strings.ToLower(text)
 	ev.Op = operation(text, r.lower, ev.Method, ev.Source)
+	if ev.Kubelet && ev.Method == "" {
+		if op := kubeletRecordOp(ev.Component, text); op != OpNone {
+			ev.Op = op
+		}
+	}
+	if ev.Op == OpNone && ev.Method == "" && pluginConnection(text, r.lower) != "" {
+		// A client failing to reach a plugin's socket: the transport,
+		// not an operation on a volume.
+		ev.Op = OpConnect
+	}
 	if ev.Op == OpNone && !ev.Kubelet && ev.Source != "kernel" && (strings.Contains(text, "iqn.") || strings.Contains(text, ":3260")) {
 		// A record about an iSCSI target or portal (a driver's or
 		// iscsiadm's): its operation is the target's login, whatever
@@ -112,6 +122,19 @@ func (p *Parser) classify(r *record) {
 	}
 	ev.Err = errorOf(r)
 	ev.Outcome = outcome(r)
+	if ev.Outcome == OutcomeFailed && ev.Level == LevelDebug {
+		// Its writer logged the failure as a detail (containerd's
+		// "failed to delete task" for a task already gone): it
+		// expected it.
+		ev.Outcome = OutcomeNone
+	}
+	if ev.Outcome == OutcomeFailed && ev.Op == OpRootfsUnmount && ev.Level == LevelWarning && r.get("error", "err") == "" {
+		// A runtime's warning about a container's storage with no
+		// error of its own: another record quoted whole in its message
+		// (containerd's "cleanup warnings" of a shim's cleanup that
+		// went on), not a removal that failed.
+		ev.Outcome = OutcomeNone
+	}
 	if ev.Outcome == OutcomeNone {
 		return
 	}
@@ -275,7 +298,8 @@ func operation(text, lower, method, source string) Op {
 		// whatever its root): the volume's teardown.
 		return OpTeardown
 	}
-	if strings.Contains(lower, "rootfs") && (strings.Contains(lower, "unmount") || strings.Contains(lower, "remove") || strings.Contains(lower, "delete") || strings.Contains(lower, "unlinkat")) {
+	if strings.Contains(lower, "rootfs") && (strings.Contains(lower, "unmount") || strings.Contains(lower, "remove") || strings.Contains(lower, "delete") || strings.Contains(lower, "unlinkat")) ||
+		runtimeStorage(lower) {
 		return OpRootfsUnmount
 	}
 	if strings.Contains(lower, "netns") || strings.Contains(lower, "network namespace") || strings.Contains(lower, "removepodsandbox") || strings.Contains(lower, "stoppodsandbox") {
@@ -288,17 +312,28 @@ func operation(text, lower, method, source string) Op {
 	if source == "kernel" {
 		return OpNone
 	}
-	m := reVerb.FindStringSubmatch(lower)
-	if m == nil {
+	verb := ""
+	for _, m := range reVerb.FindAllStringSubmatchIndex(lower, 8) {
+		if m[0] > 0 && lower[m[0]-1] == '-' {
+			// A command line's flag (--publish-binary, -mount-path): not
+			// what the record did.
+			continue
+		}
+		verb = lower[m[2]:m[3]]
+		break
+	}
+	if verb == "" {
 		c := reCamelVerb.FindString(text)
 		if c == "" {
 			return OpNone
 		}
-		if m = reVerb.FindStringSubmatch(strings.ToLower(camelWords(c))); m == nil {
+		m := reVerb.FindStringSubmatch(strings.ToLower(camelWords(c)))
+		if m == nil {
 			return OpNone
 		}
+		verb = strings.ToLower(m[1])
 	}
-	switch strings.ToLower(m[1]) {
+	switch verb {
 	case "unmount", "umount":
 		return OpUnmount
 	case "unstage":
@@ -416,8 +451,12 @@ func errorOf(r *record) Error {
 		if i := strings.Index(msg, "GRPC error: "); i >= 0 {
 			msg = msg[i+len("GRPC error: "):]
 		}
-	} else if r.msg != "" {
+	} else if r.msg != "" && !strings.Contains(r.msg, msg) {
+		// The error field's value, unless the message holds it
+		// already (a klog text line's "err=..." read as a field).
 		msg = r.msg + ": " + msg
+	} else if r.msg != "" {
+		msg = r.msg
 	}
 	e.Message = trimMessage(msg)
 	return e

@@ -55,7 +55,7 @@ func keysOf(r *record) Keys {
 	// ends at its quote.
 	k := Keys{PodUID: o.PodUID, Pod: o.Pod, Volume: o.Volume, Device: strings.TrimRight(o.Device, "'"), Path: strings.TrimRight(o.Path, "'")}
 	if v := r.get("pod", "podName"); v != "" && k.Pod == "" {
-		k.Pod = v
+		k.Pod = podObject(v)
 	}
 	if v := r.get("podUID", "pod_uid", "podUid"); v != "" && k.PodUID == "" {
 		k.PodUID = v
@@ -130,6 +130,15 @@ func keysOf(r *record) Keys {
 	if k.Path == "" {
 		if m := matchIf(rePathField, text, "ath:", "ath=", "ath\"", "ath\\", "ath :"); m != nil {
 			k.Path = strings.TrimRight(m[1], ".")
+		}
+	}
+	if r.ev.Kubelet {
+		kubeletKeys(r, &k)
+	}
+	if r.ev.Op == OpConnect {
+		// The socket is the object.
+		if s := pluginConnection(r.text, r.lower); s != "" {
+			k.Path = s
 		}
 	}
 	if r.ev.Op == OpSandboxRemove || r.ev.Op == OpRootfsUnmount {

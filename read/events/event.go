@@ -77,6 +77,10 @@ const (
 	// OpCSICall is a CSI driver's call whose method its log does not
 	// name.
 	OpCSICall Op = "CSI call"
+	// OpConnect is a client's connection to a plugin's socket under the
+	// kubelet's plugin directories (the kubelet's gRPC channel to a CSI
+	// node plugin).
+	OpConnect Op = "plugin connection"
 )
 
 // Outcome says whether a record reports an operation failing or
@@ -209,7 +213,13 @@ func (e *Event) Permanent() (bool, string) {
 	case "EIO", "ENODEV", "EUCLEAN", "EROFS", "ENXIO":
 		return true, e.Err.Errno
 	}
-	switch e.Err.Code {
+	code := e.Err.Code
+	if code == "NotFound" && (e.Op == OpRootfsUnmount || e.Op == OpSandboxRemove) {
+		// A container or sandbox the runtime cannot find to remove is
+		// gone already.
+		code = ""
+	}
+	switch code {
 	case "NotFound", "PermissionDenied", "InvalidArgument":
 		return true, "gRPC " + e.Err.Code
 	}

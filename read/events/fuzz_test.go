@@ -23,6 +23,9 @@ func FuzzParse(f *testing.F) {
 		`[1.0] nvme nvme2: Removing after probe failure status: -19`,
 		`2026-11-21T09:10:01.000000000Z E1121 09:10:01.000000 1 f.go:1] volume(a#b) failed`,
 		`level=error msg="AttachDisk: x" output="1.2.3.4:3260,1 iqn.2001-05.com.example:x"`,
+		`E0101 00:00:00.0 1 desired_state_of_world_populator.go:1] "Error processing volume" err="x" pod="ns/p" volume="kubernetes.io/configmap/5b0e2c1a-7d3f-4e8a-9c6b-1f2e3d4c5b6a-" uniqueName="a/b^"`,
+		`E0101 00:00:00.0 1 kubelet.go:1] Unable to mount volumes for pod "a_b(": exit status 32 volumeMount "`,
+		`msg="failed to clean up after shim disconnected" error="open /run/containerd/io.containerd.runtime.v2.task/k8s.io/x/runtime: exit status 1" id=- -publish`,
 		`{"a":{"b":[1,2,{"c":"\u0000"}]},"msg":"\"`, `"unterminated`, `E0101 00:00:00.0 1 f.go:1] "x" k="v\"`,
 	} {
 		f.Add([]byte(s))
