@@ -128,7 +128,11 @@ func NewClient(ctx context.Context, o ClientOptions) (*Client, error) {
 
 // httpClientTransport lets a raw request (a POST policy's form) go through
 // whatever HTTP client the SDK was given.
-type httpClientTransport struct{ c interface{ Do(*http.Request) (*http.Response, error) } }
+type httpClientTransport struct {
+	c interface {
+		Do(*http.Request) (*http.Response, error)
+	}
+}
 
 func (t httpClientTransport) RoundTrip(r *http.Request) (*http.Response, error) { return t.c.Do(r) }
 
