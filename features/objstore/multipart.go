@@ -93,7 +93,7 @@ func (c *Client) findUpload(ctx context.Context, loc Location, key string) strin
 	var id string
 	var newest time.Time
 	for _, u := range out.Uploads {
-		if aws.ToString(u.Key) != key || u.ChecksumAlgorithm != types.ChecksumAlgorithmSha256 {
+		if aws.ToString(u.Key) != key || (u.ChecksumAlgorithm != "" && u.ChecksumAlgorithm != types.ChecksumAlgorithmSha256) {
 			continue
 		}
 		if t := aws.ToTime(u.Initiated); id == "" || t.After(newest) {
