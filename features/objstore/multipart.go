@@ -174,7 +174,7 @@ func (c *Client) sendPart(ctx context.Context, loc Location, key, uploadID strin
 		return err
 	}
 	body := &progressReader{r: io.NewSectionReader(f, p.off, p.len)}
-	sctx, stop := stallWatch(ctx, body, o.StallTimeout)
+	sctx, stop := stallWatch(ctx, body, o.StallTimeout, o.PartTimeout)
 	defer stop()
 	in := &s3.UploadPartInput{Bucket: aws.String(loc.Bucket), Key: aws.String(key), UploadId: aws.String(uploadID),
 		PartNumber: aws.Int32(p.num), Body: body, ContentLength: aws.Int64(p.len),
@@ -243,8 +243,13 @@ func (p *progressReader) Seek(off int64, whence int) (int64, error) {
 }
 
 // stallWatch is ctx, cancelled when body moves no byte for timeout (a
-// peer that stopped reading: the socket's buffer is full).
-func stallWatch(ctx context.Context, body *progressReader, timeout time.Duration) (context.Context, func()) {
+// peer that stopped reading: the socket's buffer is full), or after limit
+// when it is not 0.
+func stallWatch(ctx context.Context, body *progressReader, timeout, limit time.Duration) (context.Context, func()) {
+	var cancelLimit context.CancelFunc = func() {}
+	if limit > 0 {
+		ctx, cancelLimit = context.WithTimeout(ctx, limit)
+	}
 	sctx, cancel := context.WithCancelCause(ctx)
 	body.last.Store(time.Now().UnixNano())
 	done := make(chan struct{})
@@ -263,5 +268,5 @@ func stallWatch(ctx context.Context, body *progressReader, timeout time.Duration
 			}
 		}
 	}()
-	return sctx, func() { close(done); cancel(nil) }
+	return sctx, func() { close(done); cancel(nil); cancelLimit() }
 }

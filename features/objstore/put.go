@@ -62,6 +62,10 @@ type PutOptions struct {
 	Backoff time.Duration
 	// StallTimeout abandons a request that moves no byte for this long.
 	StallTimeout time.Duration
+	// PartTimeout bounds each request that carries bytes (a part, or the
+	// single PUT); 0: none. The whole upload has no deadline of its own
+	// but the caller's context.
+	PartTimeout time.Duration
 	// SSE is "", SSEAES256 or SSEKMS; KMSKeyID with SSEKMS.
 	SSE      string
 	KMSKeyID string
@@ -238,7 +242,7 @@ func (c *Client) putSingle(ctx context.Context, loc Location, key string, f *os.
 			ContentType: aws.String(contentType(key)), ChecksumAlgorithm: types.ChecksumAlgorithmSha256, ChecksumSHA256: aws.String(sum64)}
 		o.sse(in)
 		var err error
-		stallCtx, stop := stallWatch(ctx, body, o.StallTimeout)
+		stallCtx, stop := stallWatch(ctx, body, o.StallTimeout, o.PartTimeout)
 		out, err = c.s3.PutObject(stallCtx, in, unsignedPayload, noRetry)
 		stop()
 		res.BytesSent += body.n.Load()
