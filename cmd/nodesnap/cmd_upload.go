@@ -75,7 +75,7 @@ AWS_ENDPOINT_URL_S3 (or AWS_ENDPOINT_URL), addressed path-style. Bundles of twic
 more go in parts; the store checks each part's x-amz-checksum-sha256, and a part a dropped
 connection cut is sent again after asking the store which parts it holds (an interrupted run's
 upload of the same bundle is continued too); --timeout then bounds each part, not the whole.
-With --policy FILE (or $`+UploadPolicyEnv+`), a POST policy from 'nodesnap upload-policy', no
+With --policy FILE (or $` + UploadPolicyEnv + `), a POST policy from 'nodesnap upload-policy', no
 credential is needed at all: the bundle is posted under the policy's prefix.
 
 ` + exitHelp("0  the bundle was uploaded", "1  fatal: the bundle could not be read", exitLineUsage, "5  the upload failed (after its retries); the bundle is unchanged on disk"),
