@@ -27,7 +27,7 @@ const bucket = "bundles"
 
 // standIn writes size random (incompressible) bytes as a bundle's file
 // name and returns its path and sha256.
-func standIn(t *testing.T, size int64) (string, string) {
+func standIn(t testing.TB, size int64) (string, string) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "nodesnap-node1-20261207T101500Z.tar.gz")
 	f, err := os.Create(p)
