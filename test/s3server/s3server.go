@@ -232,6 +232,9 @@ func (s *Server) ready(ctx context.Context, buckets []string) error {
 			}
 			cancel()
 			if err != nil && !alreadyOwned(err) {
+				if code(err) == "InvalidBucketName" {
+					return err
+				}
 				last = err
 				break
 			}
@@ -256,11 +259,16 @@ func (s *Server) ready(ctx context.Context, buckets []string) error {
 }
 
 func alreadyOwned(err error) bool {
-	var owned interface{ ErrorCode() string }
-	if errors.As(err, &owned) {
-		return owned.ErrorCode() == "BucketAlreadyOwnedByYou" || owned.ErrorCode() == "BucketAlreadyExists"
+	return code(err) == "BucketAlreadyOwnedByYou" || code(err) == "BucketAlreadyExists"
+}
+
+// code is the S3 error code in err, or "".
+func code(err error) string {
+	var ae interface{ ErrorCode() string }
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
 	}
-	return false
+	return ""
 }
 
 // stop kills the server's process group (its own pid's) and removes its
