@@ -144,7 +144,11 @@ func (d *destination) Upload(ctx context.Context, path string, size int64, sum s
 			CAFile: d.o.CAFile, UserAgent: "nodesnap/" + toolVersion(), SHA256: sum, Log: d.Log})
 	} else {
 		res.Method = "PUT"
-		po := objstore.PutOptions{PartSize: int64(d.s.partSize), Threshold: 2 * int64(d.s.partSize), Retries: d.o.Retries, Backoff: d.o.Backoff,
+		retries := d.o.Retries
+		if retries == 0 {
+			retries = -1 // --upload-retries 0: none
+		}
+		po := objstore.PutOptions{PartSize: int64(d.s.partSize), Threshold: 2 * int64(d.s.partSize), Retries: retries, Backoff: d.o.Backoff,
 			StallTimeout: d.o.StallTimeout, PartTimeout: d.o.Timeout, SSE: d.s.sse, KMSKeyID: d.s.kmsKeyID, SHA256: sum, Log: d.Log}
 		r, err = d.store.Put(ctx, d.loc, name, path, po)
 		if r.Parts > 0 {

@@ -3,6 +3,7 @@ package objstore
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -97,7 +98,7 @@ func TestPutSmallAndMultipart(t *testing.T) {
 		parts int
 	}{{48 << 10, 0}, {40 << 20, 8}} {
 		path, sum := standIn(t, tc.size)
-		name := filepath.Base(path)
+		name := fmt.Sprintf("nodesnap-node1-20261207T10150%dZ.tar.gz", tc.parts)
 		res, err := c.Put(context.Background(), loc, name, path, PutOptions{PartSize: 5 << 20, Threshold: 5 << 20})
 		if err != nil {
 			t.Fatalf("%d bytes: %v", tc.size, err)
