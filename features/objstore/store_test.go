@@ -3,11 +3,11 @@ package objstore
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
