@@ -177,6 +177,8 @@ func Start(t testing.TB, buckets ...string) *Server {
 		"-s3.port.iceberg=0", "-s3.port.lance=0",
 		"-webdav=false", "-admin.ui=false", "-admin.port.legacy=0",
 		"-master.telemetry=false",
+		// As S3 does: a PUT to a bucket that does not exist is refused.
+		"-s3.autoCreateBucket=false",
 		"-s3.config=" + filepath.Join(dir, "s3.json"),
 		"-filer.localSocket=" + filepath.Join(dir, "f.sock"),
 		"-s3.localSocket=" + filepath.Join(dir, "s.sock"),
