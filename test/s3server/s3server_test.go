@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 
@@ -50,5 +51,10 @@ func TestStartServesOnLoopbackAndCleansUp(t *testing.T) {
 	}
 	if _, err := net.Dial("tcp", s.Addr); err == nil {
 		t.Errorf("%s still accepts connections", s.Addr)
+	}
+	for _, p := range append(s.sockets, s.Dir) {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s is left behind", p)
+		}
 	}
 }
