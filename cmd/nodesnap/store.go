@@ -158,7 +158,8 @@ func (d *destination) Upload(ctx context.Context, path string, size int64, sum s
 	d.Object = &r
 	res.URL, res.Attempts, res.DurationSeconds = r.URL, max(r.Rounds, 1), r.DurationSeconds
 	if err != nil {
-		res.Error = err.Error()
+		// "upload to URL failed: ..." is said by the caller.
+		res.Error = strings.TrimPrefix(strings.TrimPrefix(err.Error(), "uploading to "+r.URL+": "), "posting to "+r.URL+": ")
 		var se *objstore.StoreError
 		if errors.As(err, &se) {
 			res.StatusCode = se.Status
