@@ -153,6 +153,15 @@ func TestUploadCommandToS3(t *testing.T) {
 		t.Errorf("with a wrong secret: exit %d\n%s", r.code, r.stderr)
 	}
 	t.Logf("with a wrong secret:\n%s", r.stderr)
+	// The http(s)-only flags are refused with s3://, before anything is sent.
+	hf := filepath.Join(t.TempDir(), "headers")
+	if err := os.WriteFile(hf, []byte("Authorization: Bearer x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runNodesnap(t, 60*time.Second, s.Env(), "upload", "--headers-file", hf, p, "s3://bundles/x/")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--headers-file") {
+		t.Errorf("--headers-file with s3://: exit %d\n%s", r.code, r.stderr)
+	}
 }
 
 // A timer with a POST policy: the policy is minted once (0600), and two
