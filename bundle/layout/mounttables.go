@@ -25,9 +25,12 @@ const MountsFormat = 2
 
 // MountTable is one distinct mount table of format 2.
 type MountTable struct {
-	// Hash names the table: the first 128 bits of the sha256 of its lines
-	// without their mount IDs (the parents given as lines of the table),
-	// in hex. Namespaces refer to it by this.
+	// Hash names the table: the first 128 bits, in hex, of an HMAC-SHA256
+	// of its lines without their mount IDs (the parents given as lines of
+	// the table), keyed with a key drawn for the run and not kept. It
+	// names the table within its bundle only: the same table has another
+	// hash in another bundle, and nothing of the table can be guessed
+	// from it. Namespaces refer to it by this.
 	Hash string `json:"hash"`
 	// Mounts is the table, numbered as its first namespace numbers it.
 	Mounts []NamespaceMount `json:"mounts"`

@@ -293,7 +293,7 @@ func collect(ctx context.Context, env *collectors.Env) error {
 		// A table the same as one parsed already but for its mount IDs
 		// is not parsed again: finish numbers that one's mounts as its.
 		// A cut table is never shared.
-		if s, ok := shapeOf(r.Data); ok && !r.Truncated && share.known(i, s) {
+		if s, ok := share.shapeOf(r.Data); ok && !r.Truncated && share.known(i, s) {
 			tables.put(i, h, r.Data)
 			return
 		}

@@ -53,7 +53,7 @@ func shareTables(b *testing.B, rep *layout.MountsReport, tables [][]byte) {
 	b.Helper()
 	share := newTableShare(len(tables))
 	for i, t := range tables {
-		if s, ok := shapeOf(t); ok && !share.known(i, s) {
+		if s, ok := share.shapeOf(t); ok && !share.known(i, s) {
 			share.keep(i, rep.Namespaces[i].Mounts, true)
 		}
 	}

@@ -2,6 +2,8 @@ package mounts
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
@@ -25,8 +27,10 @@ type tableShape struct {
 // shapeOf reads the first two fields (mount ID, parent ID) of every line
 // of a raw table. ok is false for an empty table, or when a line has no
 // such fields or an ID appears twice: such a table is kept as it is, not
-// shared.
-func shapeOf(data []byte) (s tableShape, ok bool) {
+// shared. The hash is keyed with the run's own key (never written), so
+// that it names the table within the bundle and says nothing of what the
+// table held before redaction.
+func (t *tableShare) shapeOf(data []byte) (s tableShape, ok bool) {
 	if len(data) == 0 {
 		return tableShape{}, false
 	}
@@ -58,7 +62,7 @@ func shapeOf(data []byte) (s tableShape, ok bool) {
 		s.ids = append(s.ids, id)
 		lines = append(lines, line{parent, rest})
 	}
-	h := sha256.New()
+	h := hmac.New(sha256.New, t.key)
 	var num []byte
 	for _, l := range lines {
 		num = num[:0]
@@ -96,6 +100,7 @@ func cutInt(b []byte) (n int, rest []byte, ok bool) {
 // tableShare remembers, while tables arrive (from several goroutines),
 // the first parsed copy of each shape, so that the others are not parsed.
 type tableShare struct {
+	key    []byte // the hashes' key: random, for this run only
 	mu     sync.Mutex
 	parsed map[string][]layout.NamespaceMount
 	// shapes[i] is namespace i's shape, hash "" when not shared.
@@ -103,7 +108,9 @@ type tableShare struct {
 }
 
 func newTableShare(n int) *tableShare {
-	return &tableShare{parsed: map[string][]layout.NamespaceMount{}, shapes: make([]tableShape, n)}
+	key := make([]byte, 32)
+	rand.Read(key) // never fails (Go 1.24)
+	return &tableShare{key: key, parsed: map[string][]layout.NamespaceMount{}, shapes: make([]tableShape, n)}
 }
 
 // known records namespace i's shape and says whether a table of that

@@ -65,6 +65,8 @@ func TestShapeOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	share := newTableShare(0)
+	shapeOf := share.shapeOf
 	a, ok := shapeOf(host)
 	if !ok {
 		t.Fatal("the host's table has no shape")
@@ -91,6 +93,11 @@ func TestShapeOf(t *testing.T) {
 	if c, ok := shapeOf([]byte(strings.Join(lines[:len(lines)-2], "") + "\n")); !ok || c.hash == a.hash {
 		t.Error("a line fewer: the same hash")
 	}
+	// Another run's key: another name for the same table, so a hash
+	// in a bundle cannot be matched against guessed tables.
+	if c, ok := newTableShare(0).shapeOf(host); !ok || c.hash == a.hash || len(c.hash) != 32 {
+		t.Errorf("another run's hash of the same table: %q (ok %v), this run's %q", c.hash, ok, a.hash)
+	}
 	for _, raw := range []string{"", "x 1 0:1 / / rw - tmpfs t rw\n", "5 1 0:1 / / rw - tmpfs t rw\n5 5 0:2 / /a rw - tmpfs t rw\n", "5\n", "-5 1 0:1 / / rw - tmpfs t rw\n"} {
 		if _, ok := shapeOf([]byte(raw)); ok {
 			t.Errorf("%q: shared", raw)
@@ -115,7 +122,7 @@ func TestTableShareIsParsing(t *testing.T) {
 		share := newTableShare(len(raws))
 		nss := make([]layout.MountNamespace, len(raws))
 		for _, i := range arrival {
-			if s, ok := shapeOf(raws[i]); ok && share.known(i, s) {
+			if s, ok := share.shapeOf(raws[i]); ok && share.known(i, s) {
 				continue
 			}
 			nss[i].Mounts = parsed(t, raws[i])
