@@ -139,9 +139,11 @@ func flip(b []byte, i int) []byte {
 	return c
 }
 
-// A manifest of schema version 1 (no manifest_sha256) still reads; one of
-// version 2 without it, or whose bytes changed after it was sealed, is
-// refused by the decode every reader does.
+// A manifest of schema version 1 (no manifest_sha256) still reads, and
+// one of version 2 (sealed, before mounts.json's format 2); one of version
+// 2 or 3 without it, or whose bytes changed after it was sealed, is
+// refused by the decode every reader does, and so is a version newer
+// than this code's.
 func TestManifestChecksumVersions(t *testing.T) {
 	sealed, err := bundle.MarshalManifest(minimalManifest())
 	if err != nil {
@@ -154,18 +156,36 @@ func TestManifestChecksumVersions(t *testing.T) {
 	if err := json.Unmarshal(sealed, &m); err != nil {
 		t.Fatal(err)
 	}
-	if m["schema_version"] != float64(2) || len(m["manifest_sha256"].(string)) != 64 {
+	if m["schema_version"] != float64(bundle.SchemaVersion) || bundle.SchemaVersion != 3 || len(m["manifest_sha256"].(string)) != 64 {
 		t.Fatalf("written as %v, %v", m["schema_version"], m["manifest_sha256"])
 	}
+	sealed2 := bytes.Replace(sealed, []byte(`"schema_version": 3`), []byte(`"schema_version": 2`), 1)
+	if err := bundle.SealManifest(sealed2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bundle.ParseManifest(sealed2); err != nil || bytes.Equal(sealed2, sealed) {
+		t.Errorf("a sealed version 2 manifest: %v", err)
+	}
+	newer := bytes.Replace(sealed, []byte(`"schema_version": 3`), []byte(`"schema_version": 4`), 1)
+	if err := bundle.SealManifest(newer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bundle.ParseManifest(newer); err == nil || !strings.Contains(err.Error(), "version 4 is not supported") {
+		t.Errorf("a version 4 manifest: %v", err)
+	}
 	delete(m, "manifest_sha256")
+	v3, _ := json.Marshal(m)
+	m["schema_version"] = 2
 	v2, _ := json.Marshal(m)
 	m["schema_version"] = 1
 	v1, _ := json.Marshal(m)
 	if _, err := bundle.ParseManifest(v1); err != nil {
 		t.Errorf("a version 1 manifest without a checksum: %v", err)
 	}
-	if _, err := bundle.ParseManifest(v2); err == nil || !strings.Contains(err.Error(), "no checksum") {
-		t.Errorf("a version 2 manifest without a checksum: %v", err)
+	for _, b := range [][]byte{v2, v3} {
+		if _, err := bundle.ParseManifest(b); err == nil || !strings.Contains(err.Error(), "no checksum") {
+			t.Errorf("a manifest without a checksum (%.40s...): %v", b, err)
+		}
 	}
 	edited := bytes.Replace(sealed, []byte(`"n1"`), []byte(`"n2"`), 1)
 	if _, err := bundle.ParseManifest(edited); err == nil || !strings.Contains(err.Error(), "own checksum") {

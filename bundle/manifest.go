@@ -10,8 +10,11 @@ import (
 )
 
 // SchemaVersion of manifest.json this code writes. It reads every version
-// from MinSchemaVersion: version 1 is version 2 without ManifestSHA256.
-const SchemaVersion = 2
+// from MinSchemaVersion: version 1 is version 2 without ManifestSHA256;
+// version 3 is version 2 whose mounts/mounts.json may be of format 2
+// (each distinct mount table once, layout.MountsFormat), which a reader
+// of version 2 would read as namespaces without mounts.
+const SchemaVersion = 3
 
 // MinSchemaVersion is the oldest manifest this code reads.
 const MinSchemaVersion = 1

@@ -6,6 +6,10 @@ import "github.com/nodesnap/nodesnap/internal/procfs"
 
 // MountsReport is mounts/mounts.json.
 type MountsReport struct {
+	// Format is mounts.json's format: absent (1) in bundles written
+	// before 2026-12-07, where every namespace carries its own mounts;
+	// MountsFormat since. Readers refuse a format above MountsFormat.
+	Format int `json:"format,omitempty"`
 	// HostNamespace is the inode of pid 1's mount namespace (0 if it could
 	// not be read, e.g. in a container without the host's pid namespace).
 	HostNamespace uint64 `json:"host_namespace"`
@@ -14,6 +18,9 @@ type MountsReport struct {
 	Processes int `json:"processes"`
 	Tasks     int `json:"tasks"`
 	TasksGone int `json:"tasks_gone,omitempty"`
+	// Tables (format 2) holds each distinct mount table once, before the
+	// namespaces that refer to it by its hash (MountNamespace.Table).
+	Tables []MountTable `json:"tables,omitempty"`
 	// Namespaces lists every mount namespace found, the host's first.
 	Namespaces []MountNamespace `json:"namespaces"`
 	// Devices is the index: every device (major:minor) mounted in any
@@ -87,7 +94,20 @@ type MountNamespace struct {
 	ProcessCount int                `json:"process_count"`
 	TaskCount    int                `json:"task_count"`
 	Processes    []NamespaceProcess `json:"processes"`
-	Mounts       []NamespaceMount   `json:"mounts"`
+	// Mounts is the namespace's table, parsed. In format 2 it is empty
+	// when Table names the table instead (ExpandMountTables fills it).
+	Mounts []NamespaceMount `json:"mounts,omitempty"`
+	// Table (format 2) is the hash of this namespace's table in
+	// MountsReport.Tables. Namespaces whose tables differ only in their
+	// mount IDs (every copy of a namespace numbers its mounts anew) share
+	// one; MountIDs and RootParents give this namespace's numbers.
+	Table string `json:"table,omitempty"`
+	// MountIDs are the namespace's mount IDs, mount by mount in the
+	// table's order, as runs [first, count] of consecutive IDs.
+	MountIDs [][2]int `json:"mount_ids,omitempty"`
+	// RootParents are the parent IDs of the mounts whose parent is not in
+	// the table (the namespace's root mount), in the table's order.
+	RootParents []int `json:"root_parents,omitempty"`
 	// BadLines are mountinfo lines that could not be parsed (kept in the
 	// raw file).
 	BadLines  []procfs.LineError `json:"bad_lines,omitempty"`

@@ -272,6 +272,7 @@ func collect(ctx context.Context, env *collectors.Env) error {
 		cands[i] = e.candidates
 	}
 	tables := newMntTables(env, len(order))
+	share := newTableShare(len(order))
 	env.Host().TaskMountinfos(scanCtx, cands, tables.maxTable(), hostfs.MountinfoReaders(), func(i int, r hostfs.MountinfoResult) {
 		mns := &rep.Namespaces[i]
 		ns := mns.Inode
@@ -288,17 +289,30 @@ func collect(ctx context.Context, env *collectors.Env) error {
 		if r.Truncated {
 			env.Partialf("mount namespace %d: mountinfo longer than %d bytes (the file size cap); the mounts after the cut are missing", ns, tables.maxTable())
 		}
+		h := layout.MountinfoHeader{Inode: ns, PID: r.From.PID, TID: r.From.TID, Host: mns.Host, Truncated: r.Truncated}
+		// A table the same as one parsed already but for its mount IDs
+		// is not parsed again: finish numbers that one's mounts as its.
+		// A cut table is never shared.
+		if s, ok := share.shapeOf(r.Data); ok && !r.Truncated && share.known(i, s) {
+			tables.put(i, h, r.Data)
+			return
+		}
 		mounts, bad := procfs.ParseMountInfo(r.Data)
 		mns.Mounts = make([]layout.NamespaceMount, len(mounts))
 		for j, m := range mounts {
 			mns.Mounts[j] = layout.NamespaceMount{Mount: m, PropagationType: PropagationType(m.Propagation), Class: procfs.Classify(m).String()}
 		}
 		mns.BadLines = bad
-		tables.put(i, layout.MountinfoHeader{Inode: ns, PID: r.From.PID, TID: r.From.TID, Host: mns.Host, Truncated: r.Truncated}, r.Data)
+		share.keep(i, mns.Mounts, len(bad) == 0)
+		tables.put(i, h, r.Data)
 	})
 	names, err := tables.close()
 	if err != nil {
 		return err
+	}
+	rep.Format = layout.MountsFormat
+	if rep.Tables, err = share.finish(rep.Namespaces); err != nil {
+		return fmt.Errorf("sharing the mount tables: %w", err)
 	}
 	for i := range rep.Namespaces {
 		mns := &rep.Namespaces[i]

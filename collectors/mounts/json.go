@@ -42,12 +42,34 @@ func writeReport(env *collectors.Env, rep *layout.MountsReport) error {
 func encodeReport(w io.Writer, rep *layout.MountsReport) error {
 	bw := &jsonlines.Writer{W: w}
 	head := *rep
-	head.Namespaces, head.Devices = nil, nil
+	head.Namespaces, head.Devices, head.Tables = nil, nil, nil
 	bw.Object(struct {
 		*layout.MountsReport
+		Tables     *struct{} `json:"tables,omitempty"`
 		Namespaces *struct{} `json:"namespaces,omitempty"`
 		Devices    *struct{} `json:"devices,omitempty"`
 	}{MountsReport: &head})
+	var buf []byte
+	mounts := func(ms []layout.NamespaceMount) {
+		bw.Str(`,"mounts":[`)
+		for j := range ms {
+			bw.Sep(j)
+			buf = appendMount(buf[:0], &ms[j])
+			bw.Bytes(buf)
+		}
+		bw.Str("\n]}")
+	}
+	// The tables first: a reader streaming the namespaces knows them.
+	if len(rep.Tables) > 0 {
+		bw.Str(`,"tables":[`)
+		for i := range rep.Tables {
+			bw.Sep(i)
+			bw.Str(`{"hash":`)
+			bw.Value(rep.Tables[i].Hash)
+			mounts(rep.Tables[i].Mounts)
+		}
+		bw.Str("\n]")
+	}
 	bw.Str(`,"namespaces":[`)
 	for i := range rep.Namespaces {
 		ns := &rep.Namespaces[i]
@@ -59,14 +81,12 @@ func encodeReport(w io.Writer, rep *layout.MountsReport) error {
 		}{MountNamespace: ns})
 		bw.Str(`,"processes":`)
 		bw.Value(jsonlines.NonNil(ns.Processes))
-		bw.Str(`,"mounts":[`)
-		var buf []byte
-		for j := range ns.Mounts {
-			bw.Sep(j)
-			buf = appendMount(buf[:0], &ns.Mounts[j])
-			bw.Bytes(buf)
+		if ns.Table != "" {
+			// Its mounts are its table's, numbered by mount_ids.
+			bw.Str("}")
+			continue
 		}
-		bw.Str("\n]}")
+		mounts(ns.Mounts)
 	}
 	bw.Str("\n],\n\"devices\":[")
 	for i := range rep.Devices {

@@ -47,11 +47,42 @@ func benchReport(b *testing.B, n int) (*layout.MountsReport, [][]byte) {
 	return rep, tables
 }
 
+// shareTables makes rep format 2 as the collector does: each distinct
+// table once.
+func shareTables(b *testing.B, rep *layout.MountsReport, tables [][]byte) {
+	b.Helper()
+	share := newTableShare(len(tables))
+	for i, t := range tables {
+		if s, ok := share.shapeOf(t); ok && !share.known(i, s) {
+			share.keep(i, rep.Namespaces[i].Mounts, true)
+		}
+	}
+	var err error
+	rep.Format = layout.MountsFormat
+	if rep.Tables, err = share.finish(rep.Namespaces); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // What the collector writes at 1,000 single-task namespaces once the
 // tables are read: the tables file and mounts.json through the redactor
 // (Write), and mounts.json's JSON alone (Encode).
+//
+// Format1 is mounts.json with every namespace's mounts in it (before
+// 2026-12-07), Format2 each distinct table once.
 func BenchmarkMountsWrite1000(b *testing.B) {
-	rep, tables := benchReport(b, 1000)
+	rep1, tables := benchReport(b, 1000)
+	rep2, _ := benchReport(b, 1000)
+	shareTables(b, rep2, tables)
+	for _, f := range []struct {
+		name string
+		rep  *layout.MountsReport
+	}{{"Format1", rep1}, {"Format2", rep2}} {
+		b.Run(f.name, func(b *testing.B) { benchWrite(b, f.rep, tables) })
+	}
+}
+
+func benchWrite(b *testing.B, rep *layout.MountsReport, tables [][]byte) {
 	b.Run("Encode", func(b *testing.B) {
 		for b.Loop() {
 			if err := encodeReport(io.Discard, rep); err != nil {

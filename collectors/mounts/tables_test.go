@@ -11,6 +11,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/collectors"
 	"github.com/nodesnap/nodesnap/engine/supervisor/supervisortest"
+	"github.com/nodesnap/nodesnap/internal/procfs"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
@@ -33,6 +34,10 @@ func TestMountsTablesFile(t *testing.T) {
 	if len(rep.Namespaces) == 0 || !rep.Namespaces[0].Host {
 		t.Fatalf("first namespace is not the host's")
 	}
+	if rep.Format != layout.MountsFormat || len(rep.Tables) == 0 {
+		t.Errorf("mounts.json of format %d with %d tables, want format %d", rep.Format, len(rep.Tables), layout.MountsFormat)
+	}
+	byShape := map[string][]string{} // a holder's kernel table without IDs → the tables its namespace names
 	first, ok := b.Files["mounts/"+layout.MountinfoTablesFile]
 	if !ok || !bytes.HasPrefix(first, []byte(fmt.Sprintf("==> mnt:[%d] ", rep.Namespaces[0].Inode))) {
 		t.Errorf("mounts/%s does not start with the host's table: %.100q", layout.MountinfoTablesFile, first)
@@ -57,7 +62,51 @@ func TestMountsTablesFile(t *testing.T) {
 			if len(ns.Mounts) != bytes.Count(want, []byte("\n")) {
 				t.Errorf("namespace %d: %d mounts parsed from %d lines", ns.Inode, len(ns.Mounts), bytes.Count(want, []byte("\n")))
 			}
+			// Its own mount IDs and parents, whichever namespace's
+			// numbers its table carries.
+			kms, _ := procfs.ParseMountInfo(want)
+			for j := range min(len(kms), len(ns.Mounts)) {
+				if got := ns.Mounts[j]; got.ID != kms[j].ID || got.ParentID != kms[j].ParentID || got.MountPoint != kms[j].MountPoint {
+					t.Errorf("namespace %d, mount %d: %d %d %s, the kernel says %d %d %s", ns.Inode, j, got.ID, got.ParentID, got.MountPoint, kms[j].ID, kms[j].ParentID, kms[j].MountPoint)
+				}
+			}
+			// The device index names its mounts by its own IDs too.
+			ids := map[int]string{}
+			for _, m := range kms {
+				ids[m.ID] = m.MountPoint
+			}
+			for _, d := range rep.Devices {
+				for _, dn := range d.Namespaces {
+					for _, m := range dn.Mounts {
+						if mp, ok := ids[m.MountID]; dn.Namespace == ns.Inode && (!ok || mp != m.MountPoint) {
+							t.Errorf("device %s, namespace %d: mount %d at %s, the kernel has %q there", d.Dev, ns.Inode, m.MountID, m.MountPoint, mp)
+						}
+					}
+				}
+			}
+			byShape[withoutIDs(want)] = append(byShape[withoutIDs(want)], ns.Table)
 		}
+	}
+	// Copies of one namespace made at once share one table in mounts.json:
+	// holders whose kernel tables are the same but for the IDs name the
+	// same table, and others another.
+	tables := map[string]string{}
+	for shape, names := range byShape {
+		for _, n := range names {
+			if n == "" || n != names[0] {
+				t.Errorf("holders with one table (but for IDs) name tables %q", names)
+				break
+			}
+		}
+		if other, ok := tables[names[0]]; ok && other != shape {
+			t.Errorf("table %s names two different tables", names[0])
+		}
+		tables[names[0]] = shape
+	}
+	// Eight copies made one after the other: only the machine's mounts
+	// changing between every two of them would leave none sharing.
+	if len(byShape) == 0 || len(byShape) >= len(holders) {
+		t.Errorf("%d holders' tables in %d shapes: none shared", len(holders), len(byShape))
 	}
 	for name := range b.Files {
 		if strings.HasPrefix(name, layout.MountinfoPath) {
@@ -69,4 +118,28 @@ func TestMountsTablesFile(t *testing.T) {
 			t.Errorf("holder %d's namespace %d: no table", h.Pid, h.NSInode)
 		}
 	}
+}
+
+// withoutIDs is a raw table with each line's mount ID and parent ID given
+// as the line numbers they name in it ("-" outside the table).
+func withoutIDs(raw []byte) string {
+	lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	at := map[string]int{}
+	for i, l := range lines {
+		at[strings.SplitN(l, " ", 2)[0]] = i
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		f := strings.SplitN(l, " ", 3)
+		if len(f) < 3 {
+			b.WriteString(l + "\n")
+			continue
+		}
+		if p, ok := at[f[1]]; ok {
+			fmt.Fprintf(&b, "%d %s\n", p, f[2])
+		} else {
+			fmt.Fprintf(&b, "- %s\n", f[2])
+		}
+	}
+	return b.String()
 }

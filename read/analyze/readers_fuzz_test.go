@@ -40,6 +40,8 @@ func FuzzReaders(f *testing.F) {
 			f.Add(uint8(slices.Index(fuzzPaths, "cluster/objects.json")), b)
 		}
 	}
+	// mounts.json of format 2: a table shared by two namespaces.
+	f.Add(uint8(slices.Index(fuzzPaths, "mounts/mounts.json")), []byte(mountsFormat2Seed))
 	// The tables file of the newer layout, from incident 002's two tables.
 	if tables, err := tablesFromFixture("incident002-rbd-held-in-namespace"); err == nil {
 		f.Add(uint8(len(fuzzPaths)-1), tables)
@@ -68,3 +70,9 @@ func FuzzReaders(f *testing.F) {
 		}
 	})
 }
+
+// mountsFormat2Seed is a small mounts.json of format 2: one table, the
+// host's namespace and a copy naming it with their own IDs.
+const mountsFormat2Seed = `{"format":2,"host_namespace":1,"tables":[{"hash":"a","mounts":[{"mount_id":26,"parent_id":1,"major":254,"minor":0,"root":"/","mount_point":"/","options":["rw"],"propagation":{},"fs_type":"ext4","source":"/dev/vda","super_options":"rw","propagation_type":"private","class":"block"},` +
+	`{"mount_id":27,"parent_id":26,"major":7,"minor":3,"root":"/","mount_point":"/mnt/held","options":["rw"],"propagation":{},"fs_type":"ext4","source":"/dev/loop3","super_options":"rw","propagation_type":"private","class":"block"}]}],` +
+	`"namespaces":[{"inode":1,"host":true,"table":"a","mount_ids":[[26,1],[40,1]],"root_parents":[1],"processes":[]},{"inode":2,"table":"a","mount_ids":[[90,2]],"root_parents":[89],"processes":[{"pid":7,"comm":"x","threads":1}]}],"devices":[]}`

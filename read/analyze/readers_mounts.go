@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -17,12 +18,28 @@ import (
 // Readers of the mounts collector's files: mounts.json's namespaces and devices, and the raw mount tables.
 
 // readMounts reads mounts/mounts.json (layout.MountsReport), one
-// mount and one device at a time.
+// mount and one device at a time. Format 2's tables are kept (within
+// maxMounts) until the end of the file, where every namespace that names
+// one gets its mounts from it, numbered as its own: the namespaces are
+// then taken in their order, as format 1 gives them.
 func (st *state) readMounts(_ string, r io.Reader) error {
 	st.mountsSeen = true
 	dec := jsonstream.NewDecoder(r)
+	mt := &mountTables{byHash: map[string]*tableRecs{}}
+	var nss []nsRead
+	newer := false
 	err := jsonstream.WalkObject(dec, func(key string) error {
 		switch key {
+		case "format":
+			var f int
+			if err := dec.Decode(&f); err != nil {
+				return err
+			}
+			if err := layout.CheckMountsFormat(f); err != nil {
+				newer = true
+				return err
+			}
+			return nil
 		case "host_namespace":
 			return dec.Decode(&st.hostNS)
 		case "nodesnap":
@@ -41,27 +58,118 @@ func (st *state) readMounts(_ string, r io.Reader) error {
 			}
 			st.selfMounts = &ms
 			return nil
+		case "tables":
+			return jsonstream.WalkArray(dec, func() error { return mt.read(dec) })
 		case "namespaces":
-			return jsonstream.WalkArray(dec, func() error { return st.readMountNamespace(dec) })
+			return jsonstream.WalkArray(dec, func() error {
+				n, err := st.readMountNamespace(dec, mt.kept)
+				if err == nil {
+					mt.kept += len(n.mounts)
+					nss = append(nss, n)
+				}
+				return err
+			})
 		case "devices":
 			return jsonstream.WalkArray(dec, func() error { return st.readDevice(dec) })
 		}
 		return jsonstream.SkipValue(dec)
 	})
-	if err != nil {
-		return err
+	// What was read before an error is kept, as a reader of format 1
+	// kept it namespace by namespace; a format this code does not know
+	// is not interpreted at all.
+	var errs []error
+	for i := range nss {
+		if newer {
+			break
+		}
+		if err := st.addMountNamespace(&nss[i], mt); err != nil && len(errs) < 10 {
+			errs = append(errs, err)
+		}
 	}
 	for i := range st.mounts {
 		if st.hostNS != 0 && st.mounts[i].NS == st.hostNS {
 			st.mounts[i].Host = true
 		}
 	}
+	if err != nil {
+		return err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
 	return jsonstream.EndOfInput(dec)
 }
 
-func (st *state) readMountNamespace(dec *json.Decoder) error {
-	ni := &nsInfo{}
-	var mounts []mountRec
+// mountTables are format 2's tables as read so far.
+type mountTables struct {
+	byHash map[string]*tableRecs
+	// kept counts the mounts held, of tables and namespaces, against
+	// maxMounts.
+	kept int
+}
+
+type tableRecs struct {
+	mounts       []mountRec
+	ids, parents []int
+	cut          bool // past maxMounts: its namespaces are not read
+}
+
+// read reads one table of mounts.json's tables.
+func (mt *mountTables) read(dec *json.Decoder) error {
+	t := &tableRecs{}
+	var hash string
+	err := jsonstream.WalkObject(dec, func(key string) error {
+		switch key {
+		case "hash":
+			return dec.Decode(&hash)
+		case "mounts":
+			return jsonstream.WalkArray(dec, func() error {
+				var m layout.NamespaceMount
+				if err := dec.Decode(&m); err != nil {
+					return err
+				}
+				if mt.kept >= maxMounts {
+					t.cut = true
+					return nil
+				}
+				mt.kept++
+				t.mounts = append(t.mounts, mountRecOf(&m))
+				t.ids, t.parents = append(t.ids, m.ID), append(t.parents, m.ParentID)
+				return nil
+			})
+		}
+		return jsonstream.SkipValue(dec)
+	})
+	if err != nil {
+		return err
+	}
+	if _, dup := mt.byHash[hash]; !dup {
+		mt.byHash[hash] = t
+	}
+	return nil
+}
+
+func mountRecOf(m *layout.NamespaceMount) mountRec {
+	return mountRec{ID: m.ID, ParentID: m.ParentID, Dev: m.Dev(), Major: m.Major,
+		Root: m.Root, MountPoint: m.MountPoint, FSType: m.FSType, Source: m.Source,
+		Propagation: m.Propagation.String(), Class: m.Class}
+}
+
+// nsRead is one namespace of mounts.json as read: its mounts, or (format
+// 2) its table's hash and its numbers.
+type nsRead struct {
+	ni          *nsInfo
+	mounts      []mountRec
+	table       string
+	ids         [][2]int
+	rootParents []int
+}
+
+// readMountNamespace reads one namespace; kept is how many mounts are
+// held already.
+func (st *state) readMountNamespace(dec *json.Decoder, kept int) (nsRead, error) {
+	n := nsRead{ni: &nsInfo{}}
+	ni := n.ni
 	err := jsonstream.WalkObject(dec, func(key string) error {
 		switch key {
 		case "inode":
@@ -74,6 +182,12 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 			return dec.Decode(&ni.ProcessCount)
 		case "nodesnap":
 			return dec.Decode(&ni.Nodesnap)
+		case "table":
+			return dec.Decode(&n.table)
+		case "mount_ids":
+			return dec.Decode(&n.ids)
+		case "root_parents":
+			return dec.Decode(&n.rootParents)
 		case "processes":
 			return jsonstream.WalkArray(dec, func() error {
 				if len(ni.Processes) >= maxNSProcesses {
@@ -92,19 +206,43 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 				if err := dec.Decode(&m); err != nil {
 					return err
 				}
-				if len(st.mounts)+len(mounts) >= maxMounts {
+				if kept+len(n.mounts) >= maxMounts {
 					return nil
 				}
-				mounts = append(mounts, mountRec{ID: m.ID, ParentID: m.ParentID, Dev: m.Dev(), Major: m.Major,
-					Root: m.Root, MountPoint: m.MountPoint, FSType: m.FSType, Source: m.Source,
-					Propagation: m.Propagation.String(), Class: m.Class})
+				n.mounts = append(n.mounts, mountRecOf(&m))
 				return nil
 			})
 		}
 		return jsonstream.SkipValue(dec)
 	})
-	if err != nil {
-		return err
+	return n, err
+}
+
+// addMountNamespace records one namespace read, its mounts from its table
+// when it names one. A table missing, or numbers that do not fit it, is
+// an error; the namespace is recorded without mounts all the same.
+func (st *state) addMountNamespace(n *nsRead, mt *mountTables) error {
+	ni, mounts := n.ni, n.mounts
+	var terr error
+	if n.table != "" && mounts == nil {
+		t := mt.byHash[n.table]
+		switch {
+		case t == nil:
+			terr = fmt.Errorf("mount namespace %d: its table %q is not in mounts.json", ni.Inode, n.table)
+		case t.cut || len(st.mounts) >= maxMounts:
+			// Past the bound, as format 1's mounts would be.
+		default:
+			ids, parents, err := layout.RenumberMounts(t.ids, t.parents, n.ids, n.rootParents)
+			if err != nil {
+				terr = fmt.Errorf("mount namespace %d: %w", ni.Inode, err)
+				break
+			}
+			mounts = make([]mountRec, len(t.mounts))
+			for j := range mounts {
+				mounts[j] = t.mounts[j]
+				mounts[j].ID, mounts[j].ParentID = ids[j], parents[j]
+			}
+		}
 	}
 	if ni.Host && st.hostNS == 0 {
 		st.hostNS = ni.Inode
@@ -123,7 +261,7 @@ func (st *state) readMountNamespace(dec *json.Decoder) error {
 		st.mountinfoPath[ni.Inode] = layout.DirMounts + "/" + ni.Mountinfo
 	}
 	st.nsInfo[ni.Inode] = ni
-	return nil
+	return terr
 }
 
 // deviceLite is a device of the index with its namespaces left raw: only

@@ -22,6 +22,8 @@ func FuzzReaders(f *testing.F) {
 	}
 	f.Add([]byte(`{"items":[{"metadata":{"uid":"u"},"state":"SANDBOX_READY"}],"containers":[{"metadata":{"name":"c","attempt":4}}]}`))
 	f.Add([]byte("kubernetes_build_info{git_version=\"v1.34.0\"} 1\n"))
+	// mounts.json of format 2: the host's namespace names its table.
+	f.Add([]byte(`{"format":2,"host_namespace":1,"tables":[{"hash":"a","mounts":[{"mount_id":26,"parent_id":1,"mount_point":"/","fs_type":"ext4"}]}],"namespaces":[{"inode":1,"host":true,"table":"a","mount_ids":[[26,1]],"root_parents":[1]}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s := &Snapshot{HostMounts: map[string]string{}, ForeignDevices: map[string]string{}, Hung: map[string]bool{},
 			DState: map[string]string{}, Pods: map[string]Pod{}, Containers: map[string]uint32{},

@@ -288,12 +288,52 @@ func (s *Snapshot) skip(why string) {
 func (s *Snapshot) readMounts(r io.Reader) error {
 	dec := json.NewDecoder(jsonstream.Compact(r))
 	var hostNS uint64
+	// Format 2: the tables, and the host's if it names one (resolved at
+	// the end: the tables may come after the namespaces).
+	tables := map[string][]Mount{}
+	kept := 0
+	var hostTable string
 	err := jsonstream.WalkObject(dec, func(key string) error {
 		switch key {
+		case "format":
+			var f int
+			if err := dec.Decode(&f); err != nil {
+				return err
+			}
+			return layout.CheckMountsFormat(f)
 		case "host_namespace":
 			return dec.Decode(&hostNS)
+		case "tables":
+			return jsonstream.WalkArray(dec, func() error {
+				var t struct {
+					Hash   string `json:"hash"`
+					Mounts []struct {
+						MountPoint string `json:"mount_point"`
+						FSType     string `json:"fs_type"`
+					} `json:"mounts"`
+				}
+				if err := dec.Decode(&t); err != nil {
+					return err
+				}
+				if _, dup := tables[t.Hash]; dup || kept >= maxKept {
+					return nil
+				}
+				ms := make([]Mount, 0, min(len(t.Mounts), maxKept-kept))
+				for _, m := range t.Mounts[:cap(ms)] {
+					ms = append(ms, Mount{Mountpoint: m.MountPoint, FSType: m.FSType})
+				}
+				kept += len(ms)
+				tables[t.Hash] = ms
+				return nil
+			})
 		case "namespaces":
-			return jsonstream.WalkArray(dec, func() error { return s.readNamespace(dec, hostNS) })
+			return jsonstream.WalkArray(dec, func() error {
+				t, err := s.readNamespace(dec, hostNS)
+				if t != "" {
+					hostTable = t
+				}
+				return err
+			})
 		case "devices":
 			return jsonstream.WalkArray(dec, func() error {
 				var d layout.MountDevice
@@ -311,21 +351,32 @@ func (s *Snapshot) readMounts(r io.Reader) error {
 	if err != nil {
 		return err
 	}
+	if hostTable != "" {
+		ms, ok := tables[hostTable]
+		if !ok {
+			return fmt.Errorf("the host's mount table %q is not in mounts.json", hostTable)
+		}
+		s.keepHostMounts(ms)
+	}
 	return jsonstream.EndOfInput(dec)
 }
 
 // readNamespace reads one namespace of mounts.json, keeping its mounts
-// if it is the host's (which it says before or after them).
-func (s *Snapshot) readNamespace(dec *json.Decoder, hostNS uint64) error {
+// if it is the host's (which it says before or after them). When the
+// host's names its table instead (format 2), it returns the table's hash.
+func (s *Snapshot) readNamespace(dec *json.Decoder, hostNS uint64) (hostTable string, err error) {
 	var inode uint64
 	var host bool
+	var table string
 	var mounts []Mount
-	err := jsonstream.WalkObject(dec, func(key string) error {
+	err = jsonstream.WalkObject(dec, func(key string) error {
 		switch key {
 		case "inode":
 			return dec.Decode(&inode)
 		case "host":
 			return dec.Decode(&host)
+		case "table":
+			return dec.Decode(&table)
 		case "mounts":
 			return jsonstream.WalkArray(dec, func() error {
 				var m struct {
@@ -344,14 +395,21 @@ func (s *Snapshot) readNamespace(dec *json.Decoder, hostNS uint64) error {
 		return jsonstream.SkipValue(dec)
 	})
 	if err != nil || !(host || (hostNS != 0 && inode == hostNS)) {
-		return err
+		return "", err
 	}
+	if table != "" && mounts == nil {
+		return table, nil
+	}
+	s.keepHostMounts(mounts)
+	return "", nil
+}
+
+func (s *Snapshot) keepHostMounts(mounts []Mount) {
 	for _, m := range mounts {
 		if len(s.HostMounts) < maxKept {
 			s.HostMounts[m.Mountpoint] = m.FSType
 		}
 	}
-	return nil
 }
 
 // readTasks keeps the tasks in D state, one task at a time.

@@ -185,7 +185,7 @@ nodesnap_run() {
 	local b
 	b=$(ls "$dir"/*.tar.gz)
 	bundle_file "$b" manifest.json | jq -r --arg c "$coll" '.collectors[] | select(.name==$c) | "\(.duration_seconds * 1000 | floor) \(.status)"' >>"$work/$name.own"
-	cp "$b" "$work/last-$coll.tar.gz"
+	cp "$b" "$work/last-$name.tar.gz"
 }
 catmi() { cat /proc/*/task/*/mountinfo >/dev/null 2>&1 || true; }
 export -f catmi
@@ -264,9 +264,23 @@ found_ns=$(bundle_file "$work/last-mounts.tar.gz" mounts/mounts.json | jq '.name
 found_tasks=$(bundle_file "$work/last-mounts.tar.gz" mounts/mounts.json | jq '.tasks')
 # Every namespace's mounts: another process's namespace with thousands of
 # mounts on a shared machine changes the figures more than the load does.
-found_mounts=$(bundle_file "$work/last-mounts.tar.gz" mounts/mounts.json | jq '[.namespaces[].mounts | length] | add')
+# (format 2 keeps each distinct table once: a namespace naming one has
+# as many mounts as its mount_ids runs count)
+found_mounts=$(bundle_file "$work/last-mounts.tar.gz" mounts/mounts.json | jq '[.namespaces[] | if .table then ([.mount_ids[][1]] | add) else (.mounts // [] | length) end] | add')
 loop_ns=$(bundle_file "$work/last-mounts.tar.gz" mounts/mounts.json | jq --arg d "$majmin" '[.devices[] | select(.dev==$d) | .namespaces[]] | length')
 echo "mounts: $found_ns namespaces, $found_tasks tasks, $found_mounts mounts in all; $loopdev mounted in $loop_ns namespaces"
+# mounts_size BUNDLE: "<mounts.json bytes> bytes (format <n>, <t> distinct
+# tables), raw tables <mountinfo*.txt bytes> bytes"
+mounts_size() {
+	local j raw
+	j=$(bundle_file "$1" mounts/mounts.json | wc -c)
+	raw=$(tar -tzvf "$1" | awk '$NF ~ /\/mounts\/mountinfo(-[0-9]+)?\.txt$/ || $NF ~ /\/mounts\/ns\// {s += $3} END {print s + 0}')
+	echo "$j bytes ($(bundle_file "$1" mounts/mounts.json | jq -r '"format \(.format // 1), \(.tables // [] | length) distinct tables"')), raw tables $raw bytes"
+}
+echo "mounts.json: $(mounts_size "$work/last-mounts.tar.gz")"
+if [ -n "$BASELINE" ]; then
+	echo "baseline mounts.json: $(mounts_size "$work/last-base_mounts.tar.gz")"
+fi
 maj=${majmin%%:*}
 min=${majmin##*:}
 hexdev=$(printf '0x%x' $(((maj << 8) | min)))

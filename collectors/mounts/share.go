@@ -1,0 +1,172 @@
+package mounts
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"sync"
+
+	"github.com/nodesnap/nodesnap/bundle/layout"
+)
+
+// One copy of each distinct mount table (mounts.json format 2, see
+// bundle/layout's MountTable): namespaces whose tables are the same but
+// for their mount IDs share one, which is parsed once and written once.
+
+// tableShape is a raw table's identity without its mount IDs, and the
+// numbers that make it one namespace's.
+type tableShape struct {
+	hash        string
+	ids         []int
+	rootParents []int
+}
+
+// shapeOf reads the first two fields (mount ID, parent ID) of every line
+// of a raw table. ok is false for an empty table, or when a line has no
+// such fields or an ID appears twice: such a table is kept as it is, not
+// shared. The hash is keyed with the run's own key (never written), so
+// that it names the table within the bundle and says nothing of what the
+// table held before redaction.
+func (t *tableShare) shapeOf(data []byte) (s tableShape, ok bool) {
+	if len(data) == 0 {
+		return tableShape{}, false
+	}
+	type line struct {
+		parent int
+		rest   []byte
+	}
+	lines := make([]line, 0, bytes.Count(data, []byte{'\n'})+1)
+	at := make(map[int]int, cap(lines))
+	for len(data) > 0 {
+		l := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			l, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(l) == 0 {
+			continue
+		}
+		id, rest, ok1 := cutInt(l)
+		parent, rest, ok2 := cutInt(rest)
+		if !ok1 || !ok2 {
+			return tableShape{}, false
+		}
+		if _, dup := at[id]; dup {
+			return tableShape{}, false
+		}
+		at[id] = len(lines)
+		s.ids = append(s.ids, id)
+		lines = append(lines, line{parent, rest})
+	}
+	h := hmac.New(sha256.New, t.key)
+	var num []byte
+	for _, l := range lines {
+		num = num[:0]
+		if p, in := at[l.parent]; in {
+			num = strconv.AppendInt(num, int64(p), 10)
+		} else {
+			num = append(num, '-')
+			s.rootParents = append(s.rootParents, l.parent)
+		}
+		num = append(num, ' ')
+		h.Write(num)
+		h.Write(l.rest)
+		h.Write([]byte{'\n'})
+	}
+	sum := h.Sum(nil)
+	s.hash = hex.EncodeToString(sum[:16])
+	return s, true
+}
+
+// cutInt cuts a decimal number and the one space after it off b.
+func cutInt(b []byte) (n int, rest []byte, ok bool) {
+	i := bytes.IndexByte(b, ' ')
+	if i <= 0 || i > 18 {
+		return 0, nil, false
+	}
+	for _, c := range b[:i] {
+		if c < '0' || c > '9' {
+			return 0, nil, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, b[i+1:], true
+}
+
+// tableShare remembers, while tables arrive (from several goroutines),
+// the first parsed copy of each shape, so that the others are not parsed.
+type tableShare struct {
+	key    []byte // the hashes' key: random, for this run only
+	mu     sync.Mutex
+	parsed map[string][]layout.NamespaceMount
+	// shapes[i] is namespace i's shape, hash "" when not shared.
+	shapes []tableShape
+}
+
+func newTableShare(n int) *tableShare {
+	key := make([]byte, 32)
+	rand.Read(key) // never fails (Go 1.24)
+	return &tableShare{key: key, parsed: map[string][]layout.NamespaceMount{}, shapes: make([]tableShape, n)}
+}
+
+// known records namespace i's shape and says whether a table of that
+// shape has been parsed already (then namespace i's need not be).
+func (t *tableShare) known(i int, s tableShape) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.shapes[i] = s
+	_, ok := t.parsed[s.hash]
+	return ok
+}
+
+// keep records namespace i's parsed table as its shape's copy; a table
+// with lines that could not be parsed is not shared.
+func (t *tableShare) keep(i int, mounts []layout.NamespaceMount, shareable bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.shapes[i]
+	if s.hash == "" {
+		return
+	}
+	if !shareable {
+		t.shapes[i] = tableShape{}
+		return
+	}
+	if _, ok := t.parsed[s.hash]; !ok {
+		t.parsed[s.hash] = mounts
+	}
+}
+
+// finish gives every sharing namespace its mounts (numbered as its own),
+// its table's hash and numbers, and returns the tables, each once, in the
+// order of the first namespace that has it (the host's first). Called
+// once every table has arrived.
+func (t *tableShare) finish(nss []layout.MountNamespace) ([]layout.MountTable, error) {
+	var tables []layout.MountTable
+	seen := map[string]bool{}
+	for i := range nss {
+		s := t.shapes[i]
+		ns := &nss[i]
+		if s.hash == "" || ns.Error != "" {
+			continue
+		}
+		ns.Table, ns.MountIDs, ns.RootParents = s.hash, layout.MountIDRuns(s.ids), s.rootParents
+		if ns.Mounts == nil {
+			src := t.parsed[s.hash]
+			ms, err := layout.NamespaceTableMounts(&layout.MountTable{Mounts: src}, ns)
+			if err != nil {
+				return nil, err
+			}
+			ns.Mounts = ms
+		}
+		if !seen[s.hash] {
+			seen[s.hash] = true
+			tables = append(tables, layout.MountTable{Hash: s.hash, Mounts: ns.Mounts})
+		}
+	}
+	return tables, nil
+}
