@@ -210,6 +210,11 @@ func (p *pass) keyValue(ks, ke int) {
 			p.valueSpan(j, ve, rule, contStop)
 		}
 		return
+	case !quoted && dashes == 0 && spacedBefore && sep == 0 && j < len(line) && !isStop(line[j]):
+		// "using api key Kx8a...": a daemon's prose naming the value it
+		// prints, with nothing between them.
+		p.proseValue(qs, j)
+		return
 	default:
 		return
 	}

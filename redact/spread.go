@@ -143,8 +143,14 @@ func spreadable(v []byte) bool {
 	if distinct < 4 || digits == len(v) {
 		return false // "********", a timestamp, a port list
 	}
-	// Lower-case words and names (kube-system, csi.ceph.com) are names.
-	return digits+upper+other > 0 && !hasToken(v)
+	// Lower-case words and names (kube-system, csi.ceph.com) are names;
+	// but a long run of letters with no separator in it
+	// ("abcdefghijabcdefghijabcd" as a .pgpass password) is not a word
+	// a node's text uses for anything else.
+	if digits+upper+other == 0 && (len(v) < 20 || bytes.ContainsAny(v, "-.")) {
+		return false
+	}
+	return !hasToken(v)
 }
 
 // spreadRecorder collects the hashes a Redactor's Writers produce.

@@ -98,6 +98,11 @@ func TestSpreadableValues(t *testing.T) {
 		"CHANGE_ME_PLEASE":           true,
 		"hunter2hunter2":             true,
 		"two words":                  false,
+		"internationalisation":       true,
+		"qwertyuiopasdfghjklzxcvb":   true,
+		"csi-rbdplugin-provisioner":  false,
+		"kubernetes.io.volume.csi":   false,
+		"passwordless":               false,
 	} {
 		if got := spreadable([]byte(v)); got != want {
 			t.Errorf("spreadable(%q) = %v, want %v", v, got, want)
