@@ -87,6 +87,16 @@ a lower-case word or name, but a run of 20 or more letters with no '-' or '.' in
 of one character such as ` + "`********`" + `) are looked for. Binary artifacts are left
 alone.
 
+Environments a collection reads but does not write feed the same pass: the environment of each
+CSI node plugin container (from its OCI config, as the ` + "`csi`" + ` collector finds the plugins) and the
+pods' ` + "`env`" + ` values the ` + "`kubelet`" + ` collector drops from ` + "`pods.json`" + `. Each variable is read as a line of an env
+file would be; what the rules would mask there (` + "`DRIVER_API_KEY=x`" + `, not ` + "`CSI_ENDPOINT=unix:///csi/csi.sock`" + `)
+is masked wherever the bundle holds it, a driver's log printing it bare included.
+
+` + "`nodesnap redact`" + ` ends with the same pass over the new bundle: a value its rules mask in one file is
+masked in every other, counted as ` + "`" + SpreadRule + "`" + `, and the files' sizes and digests in the new manifest
+follow.
+
 A command line is redacted once, as the line a process table shows, and that result is what both
 ` + "`processes/ps.txt`" + ` and ` + "`processes/tasks.json`" + ` hold.
 

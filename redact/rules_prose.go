@@ -113,7 +113,8 @@ func isDottedName(v []byte) bool {
 
 // loginArg handles "<program> login <token>" (vault login s.Xy..., a CLI
 // logging in with a token given as its argument): line[s:e] is " login ".
-// The program is the first word of the line's text; the argument goes
+// The program is the first word of the line's text or of a table's
+// column; the argument goes
 // unless it is a flag, a URL or a host (docker login registry.example.com
 // names a registry, not a secret).
 func (p *pass) loginArg(s, e int) {
@@ -126,10 +127,15 @@ func (p *pass) loginArg(s, e int) {
 	if ts >= s {
 		return
 	}
-	for i := ts; i < s; i++ {
-		if isSpace(line[i]) {
-			return // the program is not the first word: prose
-		}
+	// The program: the first word of the text, or a word that starts a
+	// column of a table (after a tab or two spaces, as ps prints its
+	// COMMAND); anything else is prose.
+	ps := s
+	for ps > ts && !isSpace(line[ps-1]) {
+		ps--
+	}
+	if ps > ts && line[ps-1] != '\t' && !(ps-2 >= ts && line[ps-2] == ' ') {
+		return
 	}
 	vs := e
 	ve := vs

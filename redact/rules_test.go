@@ -393,6 +393,8 @@ func ruleCases() []ruleCase {
 		pos("node-credential", "vault login sample_node_root_1", "vault login [REDACTED]", 1),
 		neg("node-credential", "docker login registry.example.com:5000"),
 		neg("node-credential", "successful login recorded for admin"),
+		neg("node-credential", "kubelet: user login root_admin1 from 10.0.0.1"),
+		pos("node-credential", "   2666    2666 S futex_do_wait            vault login sample_node_root_1", "   2666    2666 S futex_do_wait            vault login [REDACTED]", 1),
 	}
 }
 

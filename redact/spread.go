@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"hash"
 	"hash/maphash"
+	"io"
 	"net/url"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -245,4 +247,30 @@ func encodedForms(v []byte) [][]byte {
 		forms = append(forms, []byte(q))
 	}
 	return forms
+}
+
+// RecordEnv records, for the last pass, the values r's rules would mask in
+// an environment ("NAME=value" each, as an env file holds them) that is
+// not itself written: a CSI container's environment read from its OCI
+// config, the pods' env the kubelet collector drops whole. A secret
+// variable's value printed bare in a log is then masked there too. Nothing
+// is recorded unless RecordMasked was called.
+func (r *Redactor) RecordEnv(env []string) {
+	if r.spread == nil || len(env) == 0 {
+		return
+	}
+	w := r.NewWriter(io.Discard)
+	for _, kv := range env {
+		if !strings.Contains(kv, "=") {
+			continue
+		}
+		line := strings.Map(func(c rune) rune {
+			if c == '\n' || c == '\r' {
+				return ' '
+			}
+			return c
+		}, kv)
+		_, _ = io.WriteString(w, line+"\n")
+	}
+	_ = w.Close()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nodesnap/nodesnap/redact"
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
@@ -32,7 +34,10 @@ import (
 // Places: file:<path> (read by default), config:<path> (given with
 // --config-file), cmdline (a running process's argv, split at spaces),
 // journal:<identifier>, podlog:<container> (a CSI pod's CRI log), mount
-// (the source of a tmpfs mount).
+// (the source of a tmpfs mount), ocienv (the environment of a CSI
+// container's OCI config, read but never written). Rows of kind
+// env-elsewhere are secrets a bundle holds bare, known for one only from
+// such an environment.
 
 type holdoutRow struct {
 	id, kind, place, source, value, context string
@@ -71,7 +76,7 @@ func TestCollectSecretsHoldout(t *testing.T) {
 	var argvs [][]string
 	journal := map[string][]string{}
 	podlogs := map[string]*bytes.Buffer{}
-	var mounts []string
+	var mounts, ociEnv []string
 	const podDir = "kube-system_csi-holdoutplugin-7f9c2_4b6a8c0e-1d3f-4a5b-8c7d-9e0f1a2b3c4d"
 	plant := func(place, text string) {
 		kind, arg, _ := strings.Cut(place, ":")
@@ -102,6 +107,8 @@ func TestCollectSecretsHoldout(t *testing.T) {
 			}
 		case "mount":
 			mounts = append(mounts, text)
+		case "ocienv":
+			ociEnv = append(ociEnv, text)
 		default:
 			t.Fatalf("unknown place %q", place)
 		}
@@ -133,6 +140,9 @@ func TestCollectSecretsHoldout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if len(ociEnv) > 0 {
+		writeOCIConfig(t, root, ociEnv)
+	}
 	for _, argv := range argvs {
 		startHeldProcess(t, argv)
 	}
@@ -154,23 +164,87 @@ func TestCollectSecretsHoldout(t *testing.T) {
 		jargs = append(jargs, "--journal-match", "SYSLOG_IDENTIFIER="+ident)
 	}
 
-	out := t.TempDir()
-	args := []string{"collect", "--output-dir", out, "--root", root, "--proc", "/proc", "--timeout", "100s",
-		"--only", "nodeconfig,processes,journal,csi,mounts", "--journal-dir", j.Dir, "--journal-kernel=false"}
-	for _, p := range configFiles {
-		args = append(args, "--config-file", p)
-	}
-	r := runNodesnap(t, 150*time.Second, nil, append(args, jargs...)...)
-	if r.code != exitOK && r.code != exitPartial {
-		t.Fatalf("collect exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
-	p := bundlePath(t, out)
-	if d := os.Getenv("NODESNAP_CORPUS_BUNDLE_TO"); d != "" {
-		if b, err := os.ReadFile(p); err == nil {
-			_ = os.WriteFile(filepath.Join(d, "holdout-"+filepath.Base(p)), b, 0o600)
+	collect := func(extra ...string) (string, runResult) {
+		out := t.TempDir()
+		args := []string{"collect", "--output-dir", out, "--root", root, "--proc", "/proc", "--timeout", "100s",
+			"--only", "nodeconfig,processes,journal,csi,mounts", "--journal-dir", j.Dir, "--journal-kernel=false"}
+		for _, p := range configFiles {
+			args = append(args, "--config-file", p)
 		}
+		r := runNodesnap(t, 150*time.Second, nil, append(append(args, jargs...), extra...)...)
+		if r.code != exitOK && r.code != exitPartial {
+			t.Fatalf("collect exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		p := bundlePath(t, out)
+		if d := os.Getenv("NODESNAP_CORPUS_BUNDLE_TO"); d != "" {
+			if b, err := os.ReadFile(p); err == nil {
+				_ = os.WriteFile(filepath.Join(d, "holdout-"+filepath.Base(p)), b, 0o600)
+			}
+		}
+		return p, r
 	}
-	checkHoldout(t, p, r, secrets, keep)
+	t.Run("collect", func(t *testing.T) {
+		p, r := collect()
+		checkHoldout(t, p, r, secrets, keep)
+	})
+
+	// nodesnap redact of a bundle collected with every rule off: the same
+	// values in the shapes nodesnap writes must go as well, the last pass
+	// over the whole bundle included. Values known only from what a
+	// collection reads but does not write (a CSI container's OCI
+	// environment) are not in such a bundle's reach.
+	t.Run("redact", func(t *testing.T) {
+		cfg := filepath.Join(t.TempDir(), "off.yaml")
+		if err := os.WriteFile(cfg, []byte("disable: ["+strings.Join(redact.BuiltinRuleNames(), ", ")+"]\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := collect("--redact-config", cfg)
+		var reach []holdoutRow
+		for _, s := range secrets {
+			if s.kind != "env-elsewhere" {
+				reach = append(reach, s)
+			}
+		}
+		clean := filepath.Join(t.TempDir(), "clean.tar.gz")
+		rr := runNodesnap(t, 120*time.Second, nil, "redact", "--output-file", clean, raw)
+		if rr.code != exitOK {
+			t.Fatalf("nodesnap redact exit %d\nstdout:\n%s\nstderr:\n%s", rr.code, rr.stdout, rr.stderr)
+		}
+		checkHoldout(t, clean, rr, reach, keep)
+	})
+}
+
+// writeOCIConfig writes, under root, the OCI config of a running CSI node
+// plugin container (it mounts the kubelet's plugin registration
+// directory) whose environment is env, where containerd keeps it.
+func writeOCIConfig(t *testing.T, root string, env []string) {
+	t.Helper()
+	cfg := map[string]any{
+		"ociVersion": "1.1.0",
+		"process":    map[string]any{"args": []string{"/csi-holdoutplugin"}, "env": env},
+		"mounts": []map[string]any{
+			{"destination": "/registration", "source": "/var/lib/kubelet/plugins_registry", "type": "bind"},
+			{"destination": "/csi", "source": "/var/lib/kubelet/plugins/holdout.csi.example.com", "type": "bind"},
+		},
+		"annotations": map[string]string{
+			"io.kubernetes.cri.container-type":    "container",
+			"io.kubernetes.cri.container-name":    "csi-plugin",
+			"io.kubernetes.cri.sandbox-name":      "csi-holdoutplugin-7f9c2",
+			"io.kubernetes.cri.sandbox-namespace": "kube-system",
+			"io.kubernetes.cri.sandbox-uid":       "4b6a8c0e-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+		},
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "run/containerd/io.containerd.runtime.v2.task/k8s.io/3f9a1c0e7b5d2a4c6e8f0a1b3c5d7e9f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // checkHoldout counts the values found in the bundle (in any form
