@@ -169,7 +169,7 @@ type spreadRecorder struct {
 	done     map[uint64]bool
 	recorded int         // values recorded, at most maxSpreadValues
 	all      []ValueHash // every hash recorded (distinct values; see Masked)
-	new      []ValueHash // not yet taken (TakeMasked)
+	taken    int         // all[:taken] were returned by TakeMasked
 }
 
 // RecordMasked makes every Writer of r record the values it masks, as
@@ -229,7 +229,6 @@ func (s *spreadRecorder) add(v []byte) {
 // value once), so no set is kept of them: Masked drops what coincides.
 func (s *spreadRecorder) put(h ValueHash) {
 	s.all = append(s.all, h)
-	s.new = append(s.new, h)
 }
 
 // TakeMasked returns the hashes recorded since the last call (see
@@ -242,8 +241,12 @@ func (r *Redactor) TakeMasked() []ValueHash {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := s.new
-	s.new = nil
+	// A full slice expression: what the caller holds is never appended to.
+	out := s.all[s.taken:len(s.all):len(s.all)]
+	s.taken = len(s.all)
+	if len(out) == 0 {
+		return nil
+	}
 	return out
 }
 
