@@ -22,8 +22,11 @@ func (p *pass) proseValue(qs, j int) bool {
 	}
 	ve := j
 	for ve < len(line) && !isSpace(line[ve]) && line[ve] != 0 && line[ve] != '"' && line[ve] != '\'' &&
-		line[ve] != ')' && line[ve] != ']' && line[ve] != '}' && line[ve] != ',' && line[ve] != ';' && line[ve] != '<' && line[ve] != '>' {
+		line[ve] != ')' && line[ve] != '[' && line[ve] != ']' && line[ve] != '}' && line[ve] != ',' && line[ve] != ';' && line[ve] != '<' && line[ve] != '>' {
 		ve++
+	}
+	if ve < len(line) && line[ve] == '[' {
+		return false // "token0001=[REDACTED]": a key whose value went already
 	}
 	for ve > j && (line[ve-1] == '.' || line[ve-1] == ':') {
 		ve-- // the end of a sentence
