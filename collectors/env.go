@@ -157,6 +157,16 @@ func (e *Env) sendMasked() {
 	}
 }
 
+// RecordEnvironment tells the run's last pass what the secret variables of
+// an environment hold ("NAME=value" each) when the environment itself is
+// not written: a CSI container's, read from its OCI config; the pods' env
+// the kubelet collector drops. Only what the redactor would mask in an env
+// file is recorded, as keyed hashes, never the values.
+func (e *Env) RecordEnvironment(env []string) {
+	e.red.RecordEnv(env)
+	e.sendMasked()
+}
+
 // RedactArgv redacts a command line given as its arguments, once, for
 // every file it goes to (a text table and a JSON record alike: see
 // redact.Redactor.Argv); the counts go to each of those files with

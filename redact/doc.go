@@ -52,7 +52,12 @@ starting with ` + "`export`" + `, a unit's ` + "`Environment=`" + ` line) a vari
 (` + "`TS_KEY`, `NAME_KEY`, `X_RESTRICTED_KEY`, `AGENT_PRIVATE`" + `) holds what it says: its value goes whatever
 it looks like, unless it is a path, a number or a boolean. Words are whole words of the name:
 ` + "`KEYBOARD`" + ` is no key. A daemon's log line that names the secret it prints (` + "`CHAP secret used: x`" + `,
-` + "`password: x`, `token: x`" + `) loses a value of 8 or more letters and digits.
+` + "`password: x`, `token: x`" + `) loses a value of 8 or more letters and digits; one that prints it right
+after the word, with nothing between (` + "`using api key x`, `sync with key x`, `server token x`" + `), loses a
+value that looks generated (16 or more letters and digits spread over many characters, not a path, a
+URL, a host name or an id of dashed parts). A token of three or more dotted base64url parts with long,
+mixed first and last parts (a Discord bot token) goes wherever it stands, and so does the argument of a
+program's ` + "`login`" + ` (` + "`vault login <token>`" + `) unless it is a flag, a URL or a host.
 
 ## Files that are a secret
 
@@ -78,8 +83,19 @@ records what its redactor masked as keyed hashes (never the value; the key is ma
 and never written), and before the archive is written a last pass over the staged text files finds
 every other copy and masks it; the manifest counts those as ` + "`" + SpreadRule + "`" + `, per file and in its totals.
 Only values of ` + fmt.Sprint(SpreadMin) + ` to ` + fmt.Sprint(SpreadMax) + ` bytes that are one token and not ordinary text (a path, a number,
-a lower-case word or name, a run of one character such as ` + "`********`" + `) are looked for. Binary artifacts are left
+a lower-case word or name, but a run of 20 or more letters with no '-' or '.' in it is looked for, a run
+of one character such as ` + "`********`" + `) are looked for. Binary artifacts are left
 alone.
+
+Environments a collection reads but does not write feed the same pass: the environment of each
+CSI node plugin container (from its OCI config, as the ` + "`csi`" + ` collector finds the plugins) and the
+pods' ` + "`env`" + ` values the ` + "`kubelet`" + ` collector drops from ` + "`pods.json`" + `. Each variable is read as a line of an env
+file would be; what the rules would mask there (` + "`DRIVER_API_KEY=x`" + `, not ` + "`CSI_ENDPOINT=unix:///csi/csi.sock`" + `)
+is masked wherever the bundle holds it, a driver's log printing it bare included.
+
+` + "`nodesnap redact`" + ` ends with the same pass over the new bundle: a value its rules mask in one file is
+masked in every other, counted as ` + "`" + SpreadRule + "`" + `, and the files' sizes and digests in the new manifest
+follow.
 
 A command line is redacted once, as the line a process table shows, and that result is what both
 ` + "`processes/ps.txt`" + ` and ` + "`processes/tasks.json`" + ` hold.

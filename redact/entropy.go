@@ -29,7 +29,9 @@ func (p *pass) entropyAssignment() {
 		vs++
 	}
 	ve := vs
-	for ve < len(line) && (isB64(line[ve]) || isB64URL(line[ve])) {
+	// Dots too: tokens of dotted parts (a Discord bot token, a JWT
+	// without its header) are one value.
+	for ve < len(line) && (isB64(line[ve]) || isB64URL(line[ve]) || line[ve] == '.') {
 		ve++
 	}
 	pad := ve

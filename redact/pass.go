@@ -13,9 +13,13 @@ type edit struct {
 	prio int32
 	open contKind // how the value ends if it runs past the piece
 	obf  bool     // an obfuscation token (never merged with other edits)
-	cat  int8     // obfuscation category
-	repl string
-	orig string // obfuscation: the normalised original, for the mapping
+	// fallback: proposed by a rule that reads only the words around the
+	// value; dropped where a rule knowing the value's format claimed any
+	// of it (see (*pass).fallback).
+	fallback bool
+	cat      int8 // obfuscation category
+	repl     string
+	orig     string // obfuscation: the normalised original, for the mapping
 }
 
 // Priorities: lower goes first. Edits that finish what an earlier line or
@@ -93,6 +97,17 @@ func (p *pass) redact(s, e int, rule int32, open contKind) {
 	if e > s && !hasToken(p.line[s:e]) {
 		p.add(s, e, rule, prioOf(rule), open, Marker)
 	}
+}
+
+// fallback proposes masking line[s:e] under rule without covering it: the
+// keywords inside it (ghp_, AKIA, eyJ, hvs.) still run their rules, and
+// where one of them claims any of the value, its edit stands alone.
+func (p *pass) fallback(s, e int, rule int32) {
+	v := p.line[s:e]
+	if e <= s || p.w.r.off[rule] || hasToken(v) || bytes.Contains(v, []byte(Marker)) {
+		return
+	}
+	p.cands = append(p.cands, edit{s: s, e: e, rule: rule, prio: prioOf(rule), open: contStop, repl: Marker, fallback: true})
 }
 
 // run finds the candidate edits of every rule in the piece.
@@ -173,6 +188,8 @@ func (p *pass) run() {
 			p.webhookPath(ev.end)
 		case kwOwn:
 			p.ownSecret(k.arg, s)
+		case kwLogin:
+			p.loginArg(s, ev.end)
 		case kwScanner:
 			if t := &scannerTriggers[k.arg]; t.exact && bytes.HasPrefix(p.line[s:], []byte(t.kw)) ||
 				!t.exact && (len(t.kw) == int(k.n) || hasFoldPrefix(p.line, s, t.kw)) {
@@ -184,6 +201,7 @@ func (p *pass) run() {
 	if p.start {
 		p.entropyAssignment()
 	}
+	p.dottedTokens()
 	p.bootstrapTokens()
 	for _, i := range r.always {
 		p.runRegex(i)
@@ -285,6 +303,11 @@ func (w *Writer) acceptInto(acc []edit, base int, c edit) []edit {
 		// A generated rule's match is the whole token, prefix and all;
 		// the rule that claimed its body first kept the prefix, which
 		// says what kind of credential was there.
+		return acc
+	}
+	if c.fallback {
+		// Masked only where no rule that knows the value's format claimed
+		// it; that rule's edit stands as it is.
 		return acc
 	}
 	merged.s = min(merged.s, c.s)

@@ -210,6 +210,12 @@ func (p *pass) keyValue(ks, ke int) {
 			p.valueSpan(j, ve, rule, contStop)
 		}
 		return
+	case !quoted && dashes == 0 && spacedBefore && sep == 0 && j < len(line) && !isStop(line[j]) && isAlnum(name[len(name)-1]):
+		// "using api key Kx8a...": a daemon's prose naming the value it
+		// prints, with nothing between them (a word, not the end of a
+		// PEM header's "KEY-----").
+		p.proseValue(qs, j)
+		return
 	default:
 		return
 	}

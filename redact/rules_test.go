@@ -371,6 +371,30 @@ func ruleCases() []ruleCase {
 		pos("jwt", "accepted "+base64.RawURLEncoding.EncodeToString([]byte("{\n  \"alg\": \"HS256\",\n  \"typ\": \"JWT\"\n}"))+".eyJzdWIiOiIxIn0.c2lnbmF0dXJlLWJ5dGVz",
 			"accepted [REDACTED]", 1),
 		neg("jwt", "accepted "+base64.RawURLEncoding.EncodeToString([]byte("{\n  \"name\": \"x\"\n}"))+".eyJzdWIiOiIxIn0.c2ln"),
+
+		// Prose naming the value it prints, with nothing between them.
+		pos("high-entropy-value", "geo client: using api key Qm7Zt2Lk9Wx4Rv8Pn3Ys6Hd1", "geo client: using api key [REDACTED]", 1),
+		pos("high-entropy-value", "list sync with key 9f8e7d6c5b4a39281706f5e4d3c2b1a0-eu7 ok", "list sync with key [REDACTED] ok", 1),
+		pos("high-entropy-value", "joined with server token 5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b.", "joined with server token [REDACTED].", 1),
+		neg("high-entropy-value", "secret csi-rbd-secret not found in namespace kube-system"),
+		neg("high-entropy-value", "lock key pvc-7d3f1a2b-9c8e-4f6a-b5d4-3e2f1a0b9c8d held by node-1"),
+		neg("high-entropy-value", "token expired at 2026-12-07T10:00:00Z for kube-system/csi-node-sa1"),
+		neg("high-entropy-value", "added public key AAAAC3NzaC1lZDI1NTE5AAAAIGx7Qm9Pz2Lk4Ws8Rt1Vn6Yd3"),
+		neg("high-entropy-value", "reading key node-2.us-east-1.compute.internal from cache"),
+		neg("high-entropy-value", "token sha256:0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6071 pinned"),
+		// Dotted generated tokens anywhere (a Discord bot token's shape).
+		pos("high-entropy-value", "notifier ready (bot OTk4NzY1NDMyMTAxMjM0NTY3.Xq9Lm2.pR7sT1uV3wX5yZ8aB0cD2eF4gH6iJ)",
+			"notifier ready (bot [REDACTED])", 1),
+		neg("high-entropy-value", "loaded k8s.io/kubernetes/pkg/volume/csi.csiAttacher.WaitForAttach from vendor/k8s.io/kubernetes/pkg/volume/csi/csi_attacher.go"),
+		// A Telegram bot token, the bot's id staying.
+		pos("vendor-token", "GET https://api.telegram.org/bot5566778899:AAF3kLm9Pq2Rs7Tu1Vw4Xy8Za0Bc6De5Fg7/getMe 200",
+			"GET https://api.telegram.org/bot5566778899:AA[REDACTED]/getMe 200", 1),
+		// A program's "login <token>"; a registry or URL stays.
+		pos("node-credential", "vault login sample_node_root_1", "vault login [REDACTED]", 1),
+		neg("node-credential", "docker login registry.example.com:5000"),
+		neg("node-credential", "successful login recorded for admin"),
+		neg("node-credential", "kubelet: user login root_admin1 from 10.0.0.1"),
+		pos("node-credential", "   2666    2666 S futex_do_wait            vault login sample_node_root_1", "   2666    2666 S futex_do_wait            vault login [REDACTED]", 1),
 	}
 }
 

@@ -11,8 +11,11 @@ import (
 	"fmt"
 	"hash"
 	"hash/maphash"
+	"io"
 	"net/url"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -38,7 +41,9 @@ const SpreadMin = 8
 const SpreadMax = 4096
 
 // maxSpreadValues bounds what one Redactor records (each value is up to
-// four hashes: itself, base64 with and without padding, URL-encoded).
+// three hashes: itself, its unpadded base64, URL-encoded); the values seen
+// and not recorded (not spreadable) are remembered up to four times as
+// many.
 const maxSpreadValues = 1 << 16
 
 // SpreadKey is a run's key for the hashes of masked values: made by the
@@ -143,8 +148,14 @@ func spreadable(v []byte) bool {
 	if distinct < 4 || digits == len(v) {
 		return false // "********", a timestamp, a port list
 	}
-	// Lower-case words and names (kube-system, csi.ceph.com) are names.
-	return digits+upper+other > 0 && !hasToken(v)
+	// Lower-case words and names (kube-system, csi.ceph.com) are names;
+	// but a long run of letters with no separator in it
+	// ("abcdefghijabcdefghijabcd" as a .pgpass password) is not a word
+	// a node's text uses for anything else.
+	if digits+upper+other == 0 && (len(v) < 20 || bytes.ContainsAny(v, "-.")) {
+		return false
+	}
+	return !hasToken(v)
 }
 
 // spreadRecorder collects the hashes a Redactor's Writers produce.
@@ -153,9 +164,12 @@ type spreadRecorder struct {
 	mac  *summer // under mu
 	seed maphash.Seed
 	mu   sync.Mutex
-	done map[uint64]bool // maphash of values already hashed
-	out  map[ValueHash]bool
-	new  []ValueHash // not yet taken (TakeMasked)
+	// done: maphash of each value seen → whether it was recorded (false:
+	// not spreadable), so a value masked again costs one map lookup.
+	done     map[uint64]bool
+	recorded int         // values recorded, at most maxSpreadValues
+	all      []ValueHash // every hash recorded (distinct values; see Masked)
+	taken    int         // all[:taken] were returned by TakeMasked
 }
 
 // RecordMasked makes every Writer of r record the values it masks, as
@@ -164,7 +178,7 @@ func (r *Redactor) RecordMasked(key SpreadKey) {
 	if !key.Valid() {
 		return
 	}
-	r.spread = &spreadRecorder{key: key, mac: key.summer(), seed: maphash.MakeSeed(), done: map[uint64]bool{}, out: map[ValueHash]bool{}}
+	r.spread = &spreadRecorder{key: key, mac: key.summer(), seed: maphash.MakeSeed(), done: make(map[uint64]bool, 1024)}
 }
 
 // Masked returns the hashes of the values r's Writers masked so far (each
@@ -176,27 +190,33 @@ func (r *Redactor) Masked() []ValueHash {
 		return nil
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]ValueHash, 0, len(s.out))
-	for h := range s.out {
-		out = append(out, h)
-	}
+	out := slices.Clone(s.all)
+	s.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Sum < out[j].Sum })
-	return out
+	// Two values' forms may coincide (one value the base64 of another).
+	return slices.CompactFunc(out, func(a, b ValueHash) bool { return a == b })
 }
 
 func (s *spreadRecorder) add(v []byte) {
 	v = bytes.Trim(v, "\"'`,;")
-	if !spreadable(v) {
+	if len(v) < SpreadMin || len(v) > SpreadMax {
 		return
 	}
 	id := maphash.Bytes(s.seed, v)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done[id] || len(s.done) >= maxSpreadValues {
+	if _, seen := s.done[id]; seen || len(s.done) >= 4*maxSpreadValues {
 		return
 	}
-	s.done[id] = true
+	ok := spreadable(v)
+	if ok && s.recorded >= maxSpreadValues {
+		return
+	}
+	s.done[id] = ok
+	if !ok {
+		return
+	}
+	s.recorded++
 	s.put(s.key.hash(v, s.mac))
 	for _, f := range encodedForms(v) {
 		if len(f) >= SpreadMin && len(f) <= SpreadMax {
@@ -205,11 +225,10 @@ func (s *spreadRecorder) add(v []byte) {
 	}
 }
 
+// put records h. Distinct values have distinct hashes (done keeps each
+// value once), so no set is kept of them: Masked drops what coincides.
 func (s *spreadRecorder) put(h ValueHash) {
-	if !s.out[h] {
-		s.out[h] = true
-		s.new = append(s.new, h)
-	}
+	s.all = append(s.all, h)
 }
 
 // TakeMasked returns the hashes recorded since the last call (see
@@ -222,21 +241,49 @@ func (r *Redactor) TakeMasked() []ValueHash {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := s.new
-	s.new = nil
+	// A full slice expression: what the caller holds is never appended to.
+	out := s.all[s.taken:len(s.all):len(s.all)]
+	s.taken = len(s.all)
+	if len(out) == 0 {
+		return nil
+	}
 	return out
 }
 
-// encodedForms are the other spellings of v a bundle may hold: base64
-// (padded and not) and URL-encoded.
+// encodedForms are the other spellings of v a bundle may hold: base64 and
+// URL-encoded. The base64 is looked for without its padding: the padded
+// form starts with it, so a copy of either is found, its '=' left after
+// the marker.
 func encodedForms(v []byte) [][]byte {
-	b64 := base64.StdEncoding.EncodeToString(v)
-	forms := [][]byte{[]byte(b64)}
-	if raw := base64.RawStdEncoding.EncodeToString(v); raw != b64 {
-		forms = append(forms, []byte(raw))
-	}
+	forms := [][]byte{[]byte(base64.RawStdEncoding.EncodeToString(v))}
 	if q := url.QueryEscape(string(v)); q != string(v) {
 		forms = append(forms, []byte(q))
 	}
 	return forms
+}
+
+// RecordEnv records, for the last pass, the values r's rules would mask in
+// an environment ("NAME=value" each, as an env file holds them) that is
+// not itself written: a CSI container's environment read from its OCI
+// config, the pods' env the kubelet collector drops whole. A secret
+// variable's value printed bare in a log is then masked there too. Nothing
+// is recorded unless RecordMasked was called.
+func (r *Redactor) RecordEnv(env []string) {
+	if r.spread == nil || len(env) == 0 {
+		return
+	}
+	w := r.NewWriter(io.Discard)
+	for _, kv := range env {
+		if !strings.Contains(kv, "=") {
+			continue
+		}
+		line := strings.Map(func(c rune) rune {
+			if c == '\n' || c == '\r' {
+				return ' '
+			}
+			return c
+		}, kv)
+		_, _ = io.WriteString(w, line+"\n")
+	}
+	_ = w.Close()
 }

@@ -98,9 +98,46 @@ func TestSpreadableValues(t *testing.T) {
 		"CHANGE_ME_PLEASE":           true,
 		"hunter2hunter2":             true,
 		"two words":                  false,
+		"internationalisation":       true,
+		"qwertyuiopasdfghjklzxcvb":   true,
+		"csi-rbdplugin-provisioner":  false,
+		"kubernetes.io.volume.csi":   false,
+		"passwordless":               false,
 	} {
 		if got := spreadable([]byte(v)); got != want {
 			t.Errorf("spreadable(%q) = %v, want %v", v, got, want)
 		}
+	}
+}
+
+// An environment that is not written (a container's OCI config) still
+// tells the last pass what its secret variables hold; its other values
+// (paths, names, endpoints) are not looked for.
+func TestRecordEnv(t *testing.T) {
+	key, err := NewSpreadKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Default()
+	r.RecordEnv([]string{"DRIVER_API_KEY=Qz81mPplainEnvValue"}) // before RecordMasked: nothing
+	r.RecordMasked(key)
+	if len(r.Masked()) != 0 {
+		t.Fatal("recorded before RecordMasked")
+	}
+	const secret = "Qz81mPplainEnvValue"
+	r.RecordEnv([]string{"CSI_ENDPOINT=unix:///csi/csi.sock", "NODE_ID=worker-7.example.internal", "DRIVER_API_KEY=" + secret, "NOVALUE"})
+	p := filepath.Join(t.TempDir(), "0.log")
+	body := "driver started on worker-7.example.internal at unix:///csi/csi.sock\nconnected with " + secret + "\n"
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp := Spread{Key: key, Values: r.Masked()}
+	n, err := sp.MaskFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if n != 1 || bytes.Contains(b, []byte(secret)) || !bytes.Contains(b, []byte("worker-7.example.internal at unix:///csi/csi.sock")) {
+		t.Fatalf("masked %d: %q", n, b)
 	}
 }

@@ -95,6 +95,9 @@ var vendorTokens = []vendorToken{
 	// Google API keys and OAuth client secrets
 	{prefix: "AIza", min: 30, al: alWordDash, bound: true},
 	{prefix: "GOCSPX-", min: 20, al: alWordDash, bound: true},
+	// Telegram bot tokens, <bot id>:AA<33>, also in the API's URL path
+	// (api.telegram.org/bot<id>:AA...): the bot id stays.
+	{prefix: ":AA", min: 31, al: alWordDash, mixed: true},
 	// Docker Hub personal and organisation access tokens
 	{prefix: "dckr_pat_", min: 20, al: alWordDash, bound: true},
 	{prefix: "dckr_oat_", min: 20, al: alWordDash, bound: true},
@@ -170,6 +173,9 @@ func (p *pass) vendor(i int32, s, e int) {
 	vt := &vendorTokens[i]
 	if vt.bound && s > 0 && (isAlnum(line[s-1]) || line[s-1] == '_') {
 		return
+	}
+	if vt.prefix == ":AA" && (s == 0 || !isDigit(line[s-1])) {
+		return // a Telegram token follows its bot's numeric id
 	}
 	if vt.prefix == "sk-" {
 		// The kind of key stays with the prefix: sk-proj-, sk-ant-api03-.

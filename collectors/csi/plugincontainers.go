@@ -56,6 +56,11 @@ type PluginContainer struct {
 	Container string `json:"container,omitempty"`
 	// Reason says which mount makes it one.
 	Reason string `json:"reason"`
+	// Env is the container's environment ("NAME=value"), never written:
+	// its secret values are recorded for the run's last pass
+	// (collectors.Env.RecordEnvironment), so a driver logging one bare
+	// does not leak it.
+	Env []string `json:"env,omitempty"`
 }
 
 // ociConfig is what is read of an OCI runtime config.
@@ -68,6 +73,9 @@ type ociConfig struct {
 	Linux       *struct {
 		CgroupsPath string `json:"cgroupsPath"`
 	} `json:"linux"`
+	Process *struct {
+		Env []string `json:"env"`
+	} `json:"process"`
 }
 
 // The pod of a container, in the annotations containerd (io.kubernetes.cri.*)
@@ -138,6 +146,9 @@ func ParsePluginContainer(data []byte, kubeletDir string) (pc PluginContainer, o
 		PodUID: annotation(cfg.Annotations, annPodUID), Pod: annotation(cfg.Annotations, annPod),
 		Namespace: annotation(cfg.Annotations, annNamespace), Container: annotation(cfg.Annotations, annContainer),
 		Reason: reason,
+	}
+	if cfg.Process != nil {
+		pc.Env = cfg.Process.Env
 	}
 	if pc.PodUID == "" && cfg.Linux != nil {
 		if m := cgroupPodUID.FindStringSubmatch(cfg.Linux.CgroupsPath); m != nil {
@@ -272,6 +283,7 @@ func (c *csiRun) pluginPods(ctx context.Context) map[string]string {
 	}
 	c.inv.Errors = append(c.inv.Errors, res.Errors...)
 	for _, pc := range res.Containers {
+		c.env.RecordEnvironment(pc.Env)
 		r := "a container " + pc.Reason
 		if pc.Container != "" {
 			r = fmt.Sprintf("container %q %s", pc.Container, pc.Reason)

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -504,15 +505,38 @@ func TestKubeletScrubberSplitWrites(t *testing.T) {
 	}
 }
 
+// PodEnv lists the literal env values of every container, and only
+// those: a valueFrom entry has none.
+func TestPodEnv(t *testing.T) {
+	got := kubelet.PodEnv([]byte(`{"items":[{"spec":{"containers":[{"name":"csi-plugin","env":[
+		{"name":"CSI_ENDPOINT","value":"unix:///csi/csi.sock"},
+		{"name":"DRIVER_API_KEY","value":"Qz81mPplain"},
+		{"name":"NODE_ID","valueFrom":{"fieldRef":{"fieldPath":"spec.nodeName"}}}]}],
+		"initContainers":[{"env":[{"name":"INIT_TOKEN","value":"x9"}]}]}}]}`))
+	sort.Strings(got)
+	want := []string{"CSI_ENDPOINT=unix:///csi/csi.sock", "DRIVER_API_KEY=Qz81mPplain", "INIT_TOKEN=x9"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("PodEnv = %q, want %q", got, want)
+	}
+	if kubelet.PodEnv([]byte("not json")) != nil {
+		t.Fatal("PodEnv of a non-JSON answer")
+	}
+}
+
 func FuzzRedactPodSecrets(f *testing.F) {
 	f.Add([]byte(`{"items":[{"spec":{"containers":[{"env":[{"name":"A","value":"x"}]}]}}]}`))
 	f.Add([]byte(`{"metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"}}}`))
 	f.Add([]byte(`[1, "env", {"env": {"value": 3}}]`))
 	f.Add([]byte(`{"env":[{"value":"a"},{"value":""}],`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// Every env value PodEnv reports is one RedactPodSecrets drops.
+		env := kubelet.PodEnv(data)
 		out, n, err := kubelet.RedactPodSecrets(data)
 		if err != nil {
 			return
+		}
+		if n < len(env) {
+			t.Fatalf("PodEnv found %d values, RedactPodSecrets dropped %d", len(env), n)
 		}
 		if !json.Valid(out) {
 			t.Fatalf("output is not JSON: %s", out)

@@ -58,6 +58,40 @@ func RedactPodSecrets(data []byte) ([]byte, int, error) {
 	return buf.Bytes(), n, nil
 }
 
+// PodEnv returns the pods' environment variables in the kubelet's /pods
+// answer as "NAME=value" (entries with a literal value only), for the
+// run's last pass: RedactPodSecrets drops the values from pods.json, but a
+// driver may print one bare in its log. Not JSON: none.
+func PodEnv(data []byte) []string {
+	var v any
+	if json.Unmarshal(data, &v) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(v any, key string)
+	walk = func(v any, key string) {
+		switch t := v.(type) {
+		case map[string]any:
+			if key == "env" {
+				name, _ := t["name"].(string)
+				if val, ok := t["value"].(string); ok && name != "" && val != "" {
+					out = append(out, name+"="+val)
+				}
+				return
+			}
+			for ck, cv := range t {
+				walk(cv, ck)
+			}
+		case []any:
+			for _, e := range t {
+				walk(e, key)
+			}
+		}
+	}
+	walk(v, "")
+	return out
+}
+
 func kubeletRedactPodValue(v any, key string) int {
 	n := 0
 	switch t := v.(type) {

@@ -79,6 +79,7 @@ func (k *kubeletRun) saveWithin(ep kubeletEndpoint, body io.Reader, limit int64)
 		out := data
 		n := 0
 		if ep.pods {
+			k.env.RecordEnvironment(PodEnv(data))
 			red, cnt, perr := RedactPodSecrets(data)
 			n = cnt
 			if perr != nil {

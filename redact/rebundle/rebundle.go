@@ -55,6 +55,13 @@ func Reredact(ctx context.Context, in, out string, red *redact.Redactor, opts Op
 		return w, nil, wrapSpace(fmt.Errorf("creating a staging directory beside %s: %w", out, err))
 	}
 	defer os.RemoveAll(staging)
+	// One answer per value, as collect gives: what this pass masks in one
+	// file is masked in every other (see spreadStaged).
+	key, err := redact.NewSpreadKey()
+	if err != nil {
+		return w, nil, err
+	}
+	red.RecordMasked(key)
 
 	var m *bundle.Manifest
 	byPath := map[string]*bundle.FileEntry{}
@@ -150,6 +157,9 @@ func Reredact(ctx context.Context, in, out string, red *redact.Redactor, opts Op
 		}
 	}
 	m.Files = kept
+	if err := spreadStaged(staging, m, redact.Spread{Key: key, Values: red.Masked()}); err != nil {
+		return w, nil, err
+	}
 	m.Redaction.Rules, m.Redaction.Total = map[string]int{}, 0
 	for _, fe := range m.Files {
 		for rule, n := range fe.Redactions {
@@ -177,6 +187,50 @@ func Reredact(ctx context.Context, in, out string, red *redact.Redactor, opts Op
 		return w, nil, err
 	}
 	return w, m, nil
+}
+
+// spreadStaged is collect's last pass over a re-redaction: every value a
+// rule masked anywhere in the bundle is masked in every other text file
+// too (its base64 and URL-encoded forms as well), counted as
+// redact.SpreadRule, and the file's size and digest in the manifest follow.
+func spreadStaged(staging string, m *bundle.Manifest, sp redact.Spread) error {
+	if len(sp.Values) == 0 {
+		return nil
+	}
+	byPath := map[string]*bundle.FileEntry{}
+	var paths []string
+	for i := range m.Files {
+		fe := &m.Files[i]
+		if fe.Kind == bundle.KindBinary {
+			continue
+		}
+		p := filepath.Join(staging, filepath.FromSlash(fe.Path))
+		byPath[p] = fe
+		paths = append(paths, p)
+	}
+	masked, err := sp.MaskFiles(paths)
+	if err != nil {
+		return wrapSpace(err)
+	}
+	for p, n := range masked {
+		fe := byPath[p]
+		if fe.Redactions == nil {
+			fe.Redactions = map[string]int{}
+		}
+		fe.Redactions[redact.SpreadRule] += n
+		f, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("re-reading %s after the last masking pass: %w", fe.Path, err)
+		}
+		h := sha256.New()
+		size, err := io.Copy(h, f)
+		_ = f.Close() // read-only
+		if err != nil {
+			return fmt.Errorf("re-reading %s after the last masking pass: %w", fe.Path, err)
+		}
+		fe.Size, fe.SHA256 = size, hex.EncodeToString(h.Sum(nil))
+	}
+	return nil
 }
 
 type countWriter struct {
