@@ -2,6 +2,7 @@ package analyze_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -70,8 +71,31 @@ func TestFindingOfEveryClass(t *testing.T) {
 // analyzeLines analyses a healthy bundle whose kubelet log holds lines.
 func analyzeLines(t *testing.T, lines ...string) *analyze.Report {
 	t.Helper()
+	return analyzeLinesOf(t, "kubelet", lines...)
+}
+
+// hostWriters are the catalogue's sources that write to the node's
+// journal; every other source is a CSI driver, whose lines a node keeps
+// in its plugin container's log.
+var hostWriters = map[string]bool{"kubelet": true, "containerd": true, "dockerd": true, "cri-o": true, "mount-utils": true}
+
+// analyzeLinesOf analyses a healthy bundle holding lines where their
+// source writes them: the kubelet's journal for the kubelet and what runs
+// in it (mount-utils) and the runtimes, else a CSI driver's container
+// log (CRI format) — a driver's own wording never comes from the kubelet
+// bare.
+func analyzeLinesOf(t *testing.T, source string, lines ...string) *analyze.Report {
+	t.Helper()
 	files := maps.Clone(fixture(t, "healthy"))
-	files["journal/kubelet.log"] = []byte(strings.Join(lines, "\n") + "\n")
+	if hostWriters[source] {
+		files["journal/kubelet.log"] = []byte(strings.Join(lines, "\n") + "\n")
+	} else {
+		var b strings.Builder
+		for i, l := range lines {
+			fmt.Fprintf(&b, "2024-01-02T03:04:%02d.678901000Z stderr F %s\n", 5+i, l)
+		}
+		files["csi/podlogs/kube-system_"+source+"-node-x7k2p/"+source+"/0.log"] = []byte(b.String())
+	}
 	rep, err := analyze.AnalyzeFile(context.Background(), makeBundle(t, files, bundle.Gzip), analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +127,7 @@ func TestGeneratedLinesFindings(t *testing.T) {
 			}
 		}
 		total++
-		rep := analyzeLines(t, lines...)
+		rep := analyzeLinesOf(t, f.Source, lines...)
 		fs := findings(rep, want)
 		if len(fs) == 0 {
 			t.Errorf("%s %s %q: no %s finding; got %v\n  %s", f.Source, f.Versions, f.Format, want, ids(rep), strings.Join(lines, "\n  "))
