@@ -61,12 +61,14 @@ failed, interrupted), the reason, the bundle, its sha256 and the durations. A no
 fails does not fail the others: partial results are the point.
 
 The run creates, in namespace -n (made, with Pod Security Admission's privileged level,
-if missing), for each node: a pod, a ServiceAccount named as the pod, and a ClusterRole and
-ClusterRoleBinding of that name allowing get on that node's nodes/pods, nodes/healthz,
-nodes/configz, nodes/metrics and nodes/stats, and no other node's (for the kubelet
-collector; each pod gets a 10-minute token of its own). With --kubelet-pprof the role also
-has nodes/proxy on that node, for the goroutine dumps and heap profile: that permission
-also allows exec into every pod of the node, for as long as the run lasts. Everything is
+if missing), a pod for each node, and for the run a ServiceAccount, a ClusterRole and a
+ClusterRoleBinding named as the run allowing get on the run's nodes' nodes/pods,
+nodes/healthz, nodes/configz, nodes/metrics and nodes/stats, and no other node's (for the
+kubelet collector; each pod gets a 10-minute token). With --kubelet-pprof each node gets
+its own three, named as its pod, with nodes/proxy on that node alone, for the goroutine
+dumps and heap profile: that permission also allows exec into every pod of the node, for
+as long as the run lasts. One watch follows all the pods; the client sends at most 50
+requests a second. Everything is
 labelled with the run's id and deleted at the end, also after Ctrl-C; a second Ctrl-C
 abandons the clean-up and prints what was left. A run whose client dies leaves its objects
 behind with an expiry (annotation nodesnap/expires): its pods end by themselves, and the
@@ -112,7 +114,7 @@ prints fleet.json's content instead of the summary.
 	f.DurationVar(&o.collectTimeout, "collect-timeout", 2*time.Minute, "nodesnap collect's --timeout on each node")
 	f.StringVar(&o.image, "image", "", "nodesnap's image (default "+DefaultImageRepo+":<this version>)")
 	f.BoolVar(&o.noRBAC, "no-rbac", false, "create no RBAC: run as the nodesnap ServiceAccount in -n of 'nodesnap manifests rbac' (nodesnap-pprof of rbac-pprof with --kubelet-pprof)")
-	f.BoolVar(&o.pprof, "kubelet-pprof", false, "also take each kubelet's goroutine dumps and heap profile: the node's role then has get on nodes/proxy for that node, which also allows exec into its pods while the run lasts")
+	f.BoolVar(&o.pprof, "kubelet-pprof", false, "also take each kubelet's goroutine dumps and heap profile: each node then gets a role of its own with get on nodes/proxy for that node, which also allows exec into its pods while the run lasts")
 	f.StringVar(&o.outputDir, "output-dir", "", "directory for the bundles and fleet.json (default ./nodesnap-fleet-<UTC time>); must not hold a fleet.json")
 	addOutputFlag(cmd, &o.output, "text", "json")
 	return cmd

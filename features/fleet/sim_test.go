@@ -188,7 +188,7 @@ func (s *sim) Exec(ctx context.Context, _, pod, container string, cmd []string, 
 func (s *sim) options(dir string) Options {
 	return Options{
 		Client: fromClientset(s.cs), PodIO: s, All: true, Image: "nodesnap:test", OutputDir: dir,
-		NodeTimeout: 2 * time.Second, NotReadyGrace: 50 * time.Millisecond, PollInterval: 5 * time.Millisecond,
+		NodeTimeout: 2 * time.Second, NotReadyGrace: 50 * time.Millisecond,
 		MaxParallel: 4, Version: "test",
 	}
 }
