@@ -40,6 +40,8 @@ type CoreV1 interface {
 	Nodes() Resource[*corev1.Node, *corev1.NodeList]
 	Namespaces() Resource[*corev1.Namespace, *corev1.NamespaceList]
 	ServiceAccounts(namespace string) Resource[*corev1.ServiceAccount, *corev1.ServiceAccountList]
+	// Secrets hold a run's upload URLs (fleet collect --to).
+	Secrets(namespace string) Resource[*corev1.Secret, *corev1.SecretList]
 	Pods(namespace string) Pods
 	// RESTClient reaches subresources (exec).
 	RESTClient() rest.Interface
@@ -181,6 +183,10 @@ func (c coreClient) Namespaces() Resource[*corev1.Namespace, *corev1.NamespaceLi
 
 func (c coreClient) ServiceAccounts(ns string) Resource[*corev1.ServiceAccount, *corev1.ServiceAccountList] {
 	return newResource[corev1.ServiceAccount, corev1.ServiceAccountList](c.rc, c.params, ns, "serviceaccounts")
+}
+
+func (c coreClient) Secrets(ns string) Resource[*corev1.Secret, *corev1.SecretList] {
+	return newResource[corev1.Secret, corev1.SecretList](c.rc, c.params, ns, "secrets")
 }
 
 func (c coreClient) Pods(ns string) Pods {

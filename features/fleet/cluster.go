@@ -57,6 +57,8 @@ type created struct {
 	// (named as the run), or one per node with --kubelet-pprof.
 	identities map[string]identity
 	pods       map[string]bool
+	// secrets are the run's Secrets of upload URLs (fleet collect --to).
+	secrets map[string]made
 	// forcePods are pods no kubelet took on: a graceful delete would wait
 	// for a kubelet that may never answer.
 	forcePods map[string]bool
@@ -299,6 +301,11 @@ func (c *created) cleanup(ctx context.Context, runID string) []string {
 		}
 		if id.sa.ok && !gone(cs.CoreV1().ServiceAccounts(c.ns).Delete(ctx, name, del(id.sa))) {
 			left = append(left, "serviceaccount "+c.ns+"/"+name)
+		}
+	}
+	for name, m := range c.secrets {
+		if !gone(cs.CoreV1().Secrets(c.ns).Delete(ctx, name, del(m))) {
+			left = append(left, "secret "+c.ns+"/"+name)
 		}
 	}
 	if c.namespace && !othersIn(ctx, cs, c.ns, runID) && !nsGone(cs.CoreV1().Namespaces().Delete(ctx, c.ns, metav1.DeleteOptions{})) {

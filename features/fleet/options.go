@@ -58,9 +58,13 @@ type Options struct {
 	// that is NotReady, is given up (node-not-ready).
 	NotReadyGrace time.Duration
 
-	// OutputDir receives one bundle per node and fleet.json.
+	// OutputDir receives one bundle per node and fleet.json (with Store,
+	// fleet.json alone).
 	OutputDir string
-	Version   string
+	// Store, when set, is where each node's pod uploads its bundle itself
+	// (fleet collect --to): nothing is copied through exec.
+	Store   Store
+	Version string
 
 	// Progress, when set, is called whenever a node's row changes.
 	Progress func(NodeResult)

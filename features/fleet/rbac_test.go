@@ -168,11 +168,21 @@ func TestSweepExpired(t *testing.T) {
 	if _, err := s.cs.RbacV1().ClusterRoleBindings().Create(ctx, binding(other, "cluster-admin"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The run's Secrets of upload URLs; another run's name under its label
+	// is not its own.
+	for _, name := range []string{secretName(deadRun, 0), "nodesnap-fleet-cafef00d-upload-0"} {
+		if _, err := s.cs.CoreV1().Secrets("nodesnap").Create(ctx, &corev1.Secret{ObjectMeta: meta(name, "", past, true)}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	rep, err := Run(ctx, s.options(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"clusterrole " + old, "clusterrole " + deadRun, "clusterrolebinding " + old, "clusterrolebinding " + deadRun,
+	if _, err := s.cs.CoreV1().Secrets("nodesnap").Get(ctx, "nodesnap-fleet-cafef00d-upload-0", metav1.GetOptions{}); err != nil {
+		t.Errorf("another run's Secret name under this run's label was removed: %v", err)
+	}
+	want := []string{"secret nodesnap/" + secretName(deadRun, 0),"clusterrole " + old, "clusterrole " + deadRun, "clusterrolebinding " + old, "clusterrolebinding " + deadRun,
 		"serviceaccount nodesnap/" + old, "serviceaccount nodesnap/" + deadRun}
 	got := slices.Clone(rep.Swept)
 	slices.Sort(got)

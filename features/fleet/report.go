@@ -47,7 +47,11 @@ type NodeResult struct {
 	Pod   string `json:"pod,omitempty"`
 	// Bundle is the bundle's file name in the output directory; NodePath
 	// its path on the node.
-	Bundle   string `json:"bundle,omitempty"`
+	Bundle string `json:"bundle,omitempty"`
+	// Object is where the node's pod uploaded its bundle (fleet collect
+	// --to), once the store holds it: s3://bucket/prefix/run/node.tar.gz,
+	// its sha256 beside it (.sha256).
+	Object   string `json:"object,omitempty"`
 	NodePath string `json:"node_path,omitempty"`
 	Size     int64  `json:"size,omitempty"`
 	// SHA256 is the node's own checksum of the bundle, which the copy

@@ -61,7 +61,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// What earlier runs left behind (their client died) and is past its
 	// time goes first.
 	rep.Swept = sweepExpired(gctx, o.Client, o.Namespace, time.Now())
-	c := &created{client: o.Client, ns: o.Namespace, pods: map[string]bool{}, forcePods: map[string]bool{},
+	c := &created{client: o.Client, ns: o.Namespace, pods: map[string]bool{}, forcePods: map[string]bool{}, secrets: map[string]made{},
 		identities: map[string]identity{}, expires: time.Now().Add(o.Timeout + cleanupTimeout).UTC().Format(time.RFC3339)}
 	r := &runner{o: &o, runID: runID, rows: rows, c: c, board: newBoard()}
 	var names []string
@@ -81,7 +81,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if sa == "" {
 			rep.ServiceAccount = "one per node, named as its pod"
 		}
+		if o.Store != nil {
+			r.uploads, err = c.makeUploads(gctx, &o, runID, names)
+		}
+	}
+	if err == nil {
 		r.collectAll(ctx, gctx)
+		if o.Store != nil {
+			sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			err = r.checkStored(sctx)
+			scancel()
+		}
 	} else {
 		for i := range rows {
 			if rows[i].Status == "" {
@@ -103,6 +113,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.finish()
 	if werr := writeReport(o.OutputDir, rep); werr != nil {
 		err = errors.Join(err, werr)
+	}
+	if o.Store != nil && len(rep.Nodes) > 0 {
+		// Beside the bundles, for fleet analyze of the store.
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		if werr := storeReport(sctx, o.Store, runID, rep); werr != nil {
+			err = errors.Join(err, werr)
+		}
+		scancel()
 	}
 	return rep, err
 }
@@ -197,6 +215,8 @@ type runner struct {
 	board *board
 	mu    sync.Mutex
 	rows  []NodeResult
+	// uploads, with Options.Store, say where each node's upload URL is.
+	uploads *uploads
 }
 
 // update changes a node's row under the lock and reports it.
@@ -308,6 +328,9 @@ func (r *runner) drive(ictx, gctx, nctx context.Context, i int, name string, cre
 	}
 	// The kubelet ends the pod by itself if this process dies.
 	pod.Spec.ActiveDeadlineSeconds = ptr(int64((o.NodeTimeout + cleanupTimeout) / time.Second))
+	if r.uploads != nil {
+		r.uploads.uploadTo(pod, node)
+	}
 	if o.PodHook != nil {
 		o.PodHook(node, pod)
 	}
@@ -347,6 +370,8 @@ func (r *runner) drive(ictx, gctx, nctx context.Context, i int, name string, cre
 			return v.status, v.reason + r.logTail(nctx, name)
 		case v.status != "":
 			return v.status, v.reason
+		case v.ready && o.Store != nil:
+			return r.stored(ictx, gctx, nctx, i, name, v.message)
 		case v.ready:
 			return r.copyBack(ictx, gctx, nctx, i, name)
 		}

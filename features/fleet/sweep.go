@@ -46,6 +46,13 @@ func sweepExpired(ctx context.Context, cs Client, ns string, now time.Time) (rem
 			}
 		}
 	}
+	if l, err := cs.CoreV1().Secrets(ns).List(ctx, sel); err == nil {
+		for _, o := range l.Items {
+			if expired(o.ObjectMeta) && gone(cs.CoreV1().Secrets(ns).Delete(ctx, o.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &o.UID}})) {
+				removed = append(removed, "secret "+ns+"/"+o.Name)
+			}
+		}
+	}
 	if l, err := cs.RbacV1().ClusterRoleBindings().List(ctx, sel); err == nil {
 		for _, o := range l.Items {
 			// A run's binding binds its role of the same name to its
@@ -89,6 +96,9 @@ func fleetMade(m metav1.ObjectMeta) bool {
 	switch {
 	case m.Labels[ManagedByLabel] != ManagedBy, !runIDPattern.MatchString(run), builtIn(m):
 		return false
+	}
+	if sm := secretNamePattern.FindStringSubmatch(m.Name); sm != nil {
+		return sm[1] == run // its Secrets of upload URLs
 	}
 	return m.Name == run || (node != "" && m.Name == podName(run, node))
 }
