@@ -182,7 +182,7 @@ func TestSweepExpired(t *testing.T) {
 	if _, err := s.cs.CoreV1().Secrets("nodesnap").Get(ctx, "nodesnap-fleet-cafef00d-upload-0", metav1.GetOptions{}); err != nil {
 		t.Errorf("another run's Secret name under this run's label was removed: %v", err)
 	}
-	want := []string{"secret nodesnap/" + secretName(deadRun, 0),"clusterrole " + old, "clusterrole " + deadRun, "clusterrolebinding " + old, "clusterrolebinding " + deadRun,
+	want := []string{"secret nodesnap/" + secretName(deadRun, 0), "clusterrole " + old, "clusterrole " + deadRun, "clusterrolebinding " + old, "clusterrolebinding " + deadRun,
 		"serviceaccount nodesnap/" + old, "serviceaccount nodesnap/" + deadRun}
 	got := slices.Clone(rep.Swept)
 	slices.Sort(got)
