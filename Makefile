@@ -28,7 +28,7 @@ test: test-kernel
 	 else echo "make test: e2e-k8s skipped: it needs root (a kubelet, containerd and mounts)"; fi
 
 ## test-kernel: the unit and real-kernel tests, without the Kubernetes e2e
-test-kernel: vet
+test-kernel: vet s3-server
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
 	$(GO) -C release test -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory bench-smoke
@@ -68,6 +68,12 @@ driver-words:
 redact-rules:
 	$(GO) -C redact/rulegen run . -out ../rules_scanner.go -examples ../corpusgen/scanner_examples.json
 	$(GO) test -count=1 -run 'TestRedactionDocUpToDate' ./redact -update
+
+## s3-server: the S3-compatible store the object-storage tests run against (SeaweedFS,
+## built from its module source into the e2e cache; about 10 minutes cold, nothing when cached)
+.PHONY: s3-server
+s3-server:
+	GO=$(GO) test/s3server/build.sh
 
 ## test-short: the tests that need neither root nor long runs
 test-short:

@@ -21,6 +21,7 @@ import (
 	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/engine/outputdir"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
+	"github.com/nodesnap/nodesnap/features/objstore"
 	"github.com/nodesnap/nodesnap/features/upload"
 	"github.com/nodesnap/nodesnap/internal/cliflag"
 	"github.com/nodesnap/nodesnap/internal/human"
@@ -54,6 +55,7 @@ type collectOptions struct {
 	minFreeSet       bool
 	outputDirSet     bool
 	upload           upload.Options
+	store            storeFlags
 	redaction        redactFlags
 	// exitZeroIfWritten makes statuses 3 and 5 (a bundle was written)
 	// exit 0, for a Kubernetes init container.
@@ -194,9 +196,10 @@ is the bundle's path on the node.
 	f.StringVar(&o.hostOutputDir, "host-output-dir", "", "the output directory as the host sees it, when nodesnap runs in a container with a host directory mounted at --output-dir: the last line printed names the bundle's path on the host")
 	inSection(f, "General", "allow-non-root")
 	inSection(f, "Unattended runs (cron, systemd, Kubernetes)", "quiet", "keep", "lock-wait", "min-free", "exit-zero-if-written", "host-output-dir")
-	f.StringVar(&o.upload.URL, "upload", "", "after writing the bundle, upload it to this http(s) URL (default $"+UploadURLEnv+")")
+	f.StringVar(&o.upload.URL, "upload", "", "after writing the bundle, upload it to this http(s) URL, or under its own name to s3://bucket/prefix/ (default $"+UploadURLEnv+")")
 	cliflag.MarkURL(f, "upload")
 	addUploadFlags(&o.upload, f, "upload-")
+	addStoreFlags(&o.store, f, "upload-")
 	sectionOfNew(f, "Upload")
 	for _, s := range collectors.All() {
 		if s.Flags != nil {
@@ -231,6 +234,8 @@ type collectResult struct {
 	// Removed lists the old bundles --keep removed.
 	Removed []string       `json:"removed,omitempty"`
 	Upload  *upload.Result `json:"upload,omitempty"`
+	// Object is what an s3:// or POST-policy upload put in the store.
+	Object *objstore.Result `json:"object,omitempty"`
 	// ExitStatus is the status nodesnap exits with (see --help).
 	ExitStatus int `json:"exit_status"`
 }
@@ -341,12 +346,9 @@ func runCollect(ctx context.Context, o *collectOptions, flags *pflag.FlagSet, ar
 	if o.upload.URL == "" {
 		o.upload.URL = os.Getenv(UploadURLEnv)
 	}
-	var up *upload.Uploader
-	if o.upload.URL != "" {
-		var err error
-		if up, err = newUploader(&o.upload, "upload-", stderr); err != nil {
-			return err
-		}
+	up, err := newDestination(ctx, &o.upload, &o.store, "upload-", stderr)
+	if err != nil {
+		return err
 	}
 	specs, err := supervisor.Select(o.only, o.skip)
 	if err != nil {
@@ -361,7 +363,7 @@ func runCollect(ctx context.Context, o *collectOptions, flags *pflag.FlagSet, ar
 	// nodesnap never carries its own secrets: what the command line (or
 	// the environment) gave it, the processes collector would find again
 	// in its own /proc/<pid>/cmdline, and an error might quote.
-	redaction = withOwnSecrets(redaction, append(cliflag.HiddenValues(flags, argv), cliflag.URLSecrets(o.upload.URL)...))
+	redaction = withOwnSecrets(redaction, append(append(cliflag.HiddenValues(flags, argv), cliflag.URLSecrets(o.upload.URL)...), storeSecrets()...))
 	outDir := o.outputDir
 	if o.outputFile != "" {
 		outDir = filepath.Dir(o.outputFile)
@@ -537,6 +539,9 @@ func runCollect(ctx context.Context, o *collectOptions, flags *pflag.FlagSet, ar
 		cr := collectResult{Path: res.Bundle.Path, HostPath: hostPath, Size: res.Bundle.Size, SHA256: res.Bundle.SHA256,
 			SHA256File: res.Bundle.SumFile, Encrypted: len(o.encryptTo) > 0, Status: status,
 			Collectors: map[string]string{}, Missing: lossLines(res.Manifest), Remedies: manifestRemedies(res.Manifest), Removed: removed, Upload: ur, ExitStatus: exit}
+		if up != nil && ur.OK {
+			cr.Object = up.Object
+		}
 		for _, c := range res.Manifest.Collectors {
 			cr.Collectors[c.Name] = c.Status
 		}
@@ -574,6 +579,8 @@ func runCollect(ctx context.Context, o *collectOptions, flags *pflag.FlagSet, ar
 		switch {
 		case ur == nil:
 			fmt.Fprintln(stdout, "Attach this file to the ticket:")
+		case ur.OK && up.Object != nil:
+			fmt.Fprintf(stdout, "Uploaded to %s: nothing more to attach. A copy is kept here:\n", storeSummary(up.Object))
 		case ur.OK:
 			fmt.Fprintf(stdout, "Uploaded to %s (HTTP %d): nothing more to attach. A copy is kept here:\n", ur.URL, ur.StatusCode)
 		default:

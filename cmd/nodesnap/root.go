@@ -50,6 +50,7 @@ with a deadline.
 		newInspectCommand(),
 		newManifestsCommand(),
 		newUploadCommand(),
+		newUploadPolicyCommand(),
 		newValidateCommand(),
 		newRedactCommand(),
 		newReportCommand(),

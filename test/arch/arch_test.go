@@ -37,11 +37,12 @@ var floors = []struct {
 	{"read/diff", []string{"read/analyze", "read/goroutinedump", "bundle", "signatures", "internal"}},
 	{"read/fleetview", []string{"read/analyze", "read/goroutinedump", "bundle", "signatures", "internal"}},
 	{"features/upload", []string{"bundle", "internal"}},
+	{"features/objstore", []string{"bundle", "internal"}},
 	{"features/fleet", []string{"bundle", "internal"}},
 	{"features/report", []string{"read/analyze", "read/diff", "read/fleetview", "read/goroutinedump", "bundle", "signatures", "internal"}},
 	{"features/watch", []string{"engine/supervisor", "engine/outputdir", "engine/isolate", "collectors", "bundle", "redact", "signatures", "internal"}},
 	{"deploy", nil},
-	{"cmd", []string{"deploy", "features/report", "features/watch", "features/fleet", "features/upload", "read/analyze", "read/diff", "read/fleetview", "read/goroutinedump",
+	{"cmd", []string{"deploy", "features/report", "features/watch", "features/fleet", "features/upload", "features/objstore", "read/analyze", "read/diff", "read/fleetview", "read/goroutinedump",
 		"engine/supervisor", "engine/outputdir", "engine/isolate", "collectors", "bundle", "redact", "signatures", "internal"}},
 	// test/ holds the suites and fixtures: it may use anything.
 	{"test", []string{"*"}},
