@@ -22,6 +22,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/naming"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/features/fleet"
+	"github.com/nodesnap/nodesnap/features/objstore"
 	"github.com/nodesnap/nodesnap/internal/termsafe"
 )
 
@@ -33,6 +34,7 @@ type fleetCollectOptions struct {
 	timeout, nodeTimeout           time.Duration
 	collectTimeout                 time.Duration
 	image, outputDir, output       string
+	to                             string
 }
 
 var fleetExitHelp = exitHelp("0  every node's bundle is complete and verified",
@@ -80,6 +82,17 @@ Deadlines: --node-timeout bounds one node from its pod's creation to its bundle 
 --timeout the whole run; --collect-timeout is collect's own deadline on the node. A pod
 that no kubelet takes on, on a NotReady node, is given up after 30s.
 
+With --to s3://bucket/prefix/ nothing is copied back: the run signs, for each node, a URL
+that allows one PUT of <prefix><run id>/<node>.tar.gz until the run's deadline, puts the
+URLs in Secrets of the run (200 nodes each; no URL in any pod spec), and each pod's collect
+uploads its own bundle there. The run learns each result from its watch of the pods, then
+lists the store once and keeps a node's bundle only where the store holds an object of the
+size the node wrote; its .sha256 (the node's checksum) and fleet.json are written beside it.
+'nodesnap fleet analyze s3://bucket/prefix/' reads them back, each checked against its
+.sha256. The store's credentials are the AWS SDK's chain (environment, shared files, web
+identity, instance metadata); an S3-compatible store is named by $AWS_ENDPOINT_URL_S3, which
+the nodes must reach too.
+
 On a terminal, a live line per node; otherwise a line per node as it ends. --output json
 prints fleet.json's content instead of the summary.
 
@@ -97,7 +110,11 @@ prints fleet.json's content instead of the summary.
   kubectl nodesnap fleet collect --all --no-rbac
 
   # then: which nodes share which finding
-  nodesnap fleet analyze ./case-1234`,
+  nodesnap fleet analyze ./case-1234
+
+  # a thousand nodes: each uploads its own bundle to the store, nothing through the API server
+  nodesnap fleet collect --all --max-parallel 100 --to s3://support-cases/case-1234/
+  nodesnap fleet analyze s3://support-cases/case-1234/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runFleetCollect(cmd.Context(), o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -115,6 +132,7 @@ prints fleet.json's content instead of the summary.
 	f.StringVar(&o.image, "image", "", "nodesnap's image (default "+DefaultImageRepo+":<this version>)")
 	f.BoolVar(&o.noRBAC, "no-rbac", false, "create no RBAC: run as the nodesnap ServiceAccount in -n of 'nodesnap manifests rbac' (nodesnap-pprof of rbac-pprof with --kubelet-pprof)")
 	f.BoolVar(&o.pprof, "kubelet-pprof", false, "also take each kubelet's goroutine dumps and heap profile: each node then gets a role of its own with get on nodes/proxy for that node, which also allows exec into its pods while the run lasts")
+	f.StringVar(&o.to, "to", "", "have each node's pod upload its bundle to this s3://bucket/prefix/ (under <run id>/<node>.tar.gz, its .sha256 and fleet.json beside it) with a URL signed for that key alone; no bundle passes through the API server (credentials: the AWS SDK's chain; endpoint: $AWS_ENDPOINT_URL_S3)")
 	f.StringVar(&o.outputDir, "output-dir", "", "directory for the bundles and fleet.json (default ./nodesnap-fleet-<UTC time>); must not hold a fleet.json")
 	addOutputFlag(cmd, &o.output, "text", "json")
 	return cmd
@@ -139,6 +157,11 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 	if o.selector != "" {
 		if _, err := labels.Parse(o.selector); err != nil {
 			return &supervisor.UsageError{Msg: fmt.Sprintf("-l %q is not a label selector: %v", o.selector, err)}
+		}
+	}
+	if o.to != "" {
+		if _, err := objstore.ParseURL(o.to); err != nil {
+			return &supervisor.UsageError{Msg: "--to: " + err.Error()}
 		}
 	}
 	if o.image == "" {
@@ -170,6 +193,14 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 	cs, err := fleet.NewClient(cfg)
 	if err != nil {
 		return fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	var store fleet.Store
+	if o.to != "" {
+		st, err := newFleetStore(ctx, o.to)
+		if err != nil {
+			return err
+		}
+		store = st
 	}
 
 	// The first signal interrupts the run (the clean-up still runs); the
@@ -204,7 +235,7 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 		Names: names, Selector: o.selector, All: o.all,
 		Namespace: o.namespace, Image: o.image, NoRBAC: o.noRBAC, Pprof: o.pprof,
 		MaxParallel: o.maxParallel, Timeout: o.timeout, NodeTimeout: o.nodeTimeout, CollectTimeout: o.collectTimeout,
-		OutputDir: o.outputDir, Version: toolVersion(), Progress: disp.update, Abandon: abandon,
+		OutputDir: o.outputDir, Version: toolVersion(), Progress: disp.update, Abandon: abandon, Store: store,
 	}
 	rep, err := fleet.Run(ctx, fo)
 	disp.finish()
@@ -223,7 +254,7 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 	}
 	if len(rep.Leftovers) > 0 {
 		fmt.Fprintf(stderr, "nodesnap: left in the cluster (delete them with: kubectl delete %s -l %s -A; kubectl delete clusterrole,clusterrolebinding -l %s):\n",
-			"pods,serviceaccounts", fleet.RunSelector(rep.RunID), fleet.RunSelector(rep.RunID))
+			"pods,serviceaccounts,secrets", fleet.RunSelector(rep.RunID), fleet.RunSelector(rep.RunID))
 		for _, l := range rep.Leftovers {
 			fmt.Fprintln(stderr, "  "+l)
 		}
@@ -252,7 +283,7 @@ func writeFleetSummary(w io.Writer, rep *fleet.Report, dir string) {
 	for _, n := range rep.Nodes {
 		what := n.Reason
 		if n.Status.HasBundle() {
-			what = n.Bundle
+			what = firstOf(n.Bundle, n.Object)
 			if n.Reason != "" {
 				what += " (" + n.Reason + ")"
 			}
@@ -284,4 +315,11 @@ func defaultImage(version string) (string, error) {
 			"name one with --image (make image builds %s:<git describe> and prints its name), or build this binary with make build, whose default image is the one make image builds from the same commit", version, DefaultImageRepo)}
 	}
 	return DefaultImageRepo + ":" + version, nil
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
