@@ -26,7 +26,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -238,10 +240,12 @@ func createScaleNodes(t *testing.T, cs kubernetes.Interface, label, value string
 	}
 }
 
-// creations counts the fleet's objects as the API server announces them.
+// creations counts the fleet's objects as the API server announces them,
+// each once (by UID).
 type creations struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu   sync.Mutex
+	n    map[string]int
+	seen map[types.UID]bool
 }
 
 func (c *creations) get(kind string) int {
@@ -250,45 +254,99 @@ func (c *creations) get(kind string) int {
 	return c.n[kind]
 }
 
-// countCreations watches, until the test ends, every kind a run creates
-// with the fleet's label, and counts what is added.
+// countCreations follows, until the test ends, every kind a run creates
+// with the fleet's label, and counts what is added. A watch the API server
+// closes (a watcher it finds slow under load) is taken up again where it
+// ended, so that no creation is missed.
 func countCreations(t *testing.T, cs kubernetes.Interface) *creations {
-	c := &creations{n: map[string]int{}}
-	opts := metav1.ListOptions{LabelSelector: fleet.ManagedByLabel + "=" + fleet.ManagedBy}
+	c := &creations{n: map[string]int{}, seen: map[types.UID]bool{}}
+	sel := fleet.ManagedByLabel + "=" + fleet.ManagedBy
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	for kind, w := range map[string]func() (watch.Interface, error){
-		"pods":                func() (watch.Interface, error) { return cs.CoreV1().Pods("").Watch(ctx, opts) },
-		"secrets":             func() (watch.Interface, error) { return cs.CoreV1().Secrets("").Watch(ctx, opts) },
-		"serviceaccounts":     func() (watch.Interface, error) { return cs.CoreV1().ServiceAccounts("").Watch(ctx, opts) },
-		"clusterroles":        func() (watch.Interface, error) { return cs.RbacV1().ClusterRoles().Watch(ctx, opts) },
-		"clusterrolebindings": func() (watch.Interface, error) { return cs.RbacV1().ClusterRoleBindings().Watch(ctx, opts) },
-	} {
-		wi, err := w()
+	type lister func(metav1.ListOptions) (string, error)
+	type watcher func(metav1.ListOptions) (watch.Interface, error)
+	kinds := map[string]struct {
+		list  lister
+		watch watcher
+	}{
+		"pods": {func(o metav1.ListOptions) (string, error) {
+			l, err := cs.CoreV1().Pods("").List(ctx, o)
+			if err != nil {
+				return "", err
+			}
+			return l.ResourceVersion, nil
+		}, func(o metav1.ListOptions) (watch.Interface, error) { return cs.CoreV1().Pods("").Watch(ctx, o) }},
+		"secrets": {func(o metav1.ListOptions) (string, error) {
+			l, err := cs.CoreV1().Secrets("").List(ctx, o)
+			if err != nil {
+				return "", err
+			}
+			return l.ResourceVersion, nil
+		}, func(o metav1.ListOptions) (watch.Interface, error) { return cs.CoreV1().Secrets("").Watch(ctx, o) }},
+		"serviceaccounts": {func(o metav1.ListOptions) (string, error) {
+			l, err := cs.CoreV1().ServiceAccounts("").List(ctx, o)
+			if err != nil {
+				return "", err
+			}
+			return l.ResourceVersion, nil
+		}, func(o metav1.ListOptions) (watch.Interface, error) {
+			return cs.CoreV1().ServiceAccounts("").Watch(ctx, o)
+		}},
+		"clusterroles": {func(o metav1.ListOptions) (string, error) {
+			l, err := cs.RbacV1().ClusterRoles().List(ctx, o)
+			if err != nil {
+				return "", err
+			}
+			return l.ResourceVersion, nil
+		}, func(o metav1.ListOptions) (watch.Interface, error) { return cs.RbacV1().ClusterRoles().Watch(ctx, o) }},
+		"clusterrolebindings": {func(o metav1.ListOptions) (string, error) {
+			l, err := cs.RbacV1().ClusterRoleBindings().List(ctx, o)
+			if err != nil {
+				return "", err
+			}
+			return l.ResourceVersion, nil
+		}, func(o metav1.ListOptions) (watch.Interface, error) {
+			return cs.RbacV1().ClusterRoleBindings().Watch(ctx, o)
+		}},
+	}
+	for kind, k := range kinds {
+		rv, err := k.list(metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
-			t.Fatalf("watching %s: %v", kind, err)
+			t.Fatalf("listing %s: %v", kind, err)
 		}
 		wg.Add(1)
-		go func(kind string, wi watch.Interface) {
+		go func() {
 			defer wg.Done()
-			defer wi.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case ev, ok := <-wi.ResultChan():
-					if !ok {
-						return
+			for ctx.Err() == nil {
+				wi, err := k.watch(metav1.ListOptions{LabelSelector: sel, ResourceVersion: rv})
+				if err != nil {
+					if ctx.Err() == nil {
+						t.Logf("watching %s from %s: %v", kind, rv, err)
+						time.Sleep(200 * time.Millisecond)
 					}
-					if ev.Type == watch.Added {
-						c.mu.Lock()
-						c.n[kind]++
-						c.mu.Unlock()
-					}
+					continue
 				}
+				for ev := range wi.ResultChan() {
+					if ev.Type == watch.Error {
+						t.Errorf("watching %s: %v (creations may be missed)", kind, apierrors.FromObject(ev.Object))
+						break
+					}
+					m, err := meta.Accessor(ev.Object)
+					if err != nil {
+						continue
+					}
+					rv = m.GetResourceVersion()
+					c.mu.Lock()
+					if !c.seen[m.GetUID()] {
+						c.seen[m.GetUID()] = true
+						c.n[kind]++
+					}
+					c.mu.Unlock()
+				}
+				wi.Stop()
 			}
-		}(kind, wi)
+		}()
 	}
 	return c
 }
