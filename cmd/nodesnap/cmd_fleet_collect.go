@@ -35,6 +35,8 @@ type fleetCollectOptions struct {
 	collectTimeout                 time.Duration
 	image, outputDir, output       string
 	to                             string
+	qps                            float32
+	burst                          int
 }
 
 var fleetExitHelp = exitHelp("0  every node's bundle is complete and verified",
@@ -132,6 +134,8 @@ prints fleet.json's content instead of the summary.
 	f.StringVar(&o.image, "image", "", "nodesnap's image (default "+DefaultImageRepo+":<this version>)")
 	f.BoolVar(&o.noRBAC, "no-rbac", false, "create no RBAC: run as the nodesnap ServiceAccount in -n of 'nodesnap manifests rbac' (nodesnap-pprof of rbac-pprof with --kubelet-pprof)")
 	f.BoolVar(&o.pprof, "kubelet-pprof", false, "also take each kubelet's goroutine dumps and heap profile: each node then gets a role of its own with get on nodes/proxy for that node, which also allows exec into its pods while the run lasts")
+	f.Float32Var(&o.qps, "kube-api-qps", 50, "requests a second the run sends to the API server at most (its pods' creations and deletions, one watch, the clean-up)")
+	f.IntVar(&o.burst, "kube-api-burst", 100, "requests the run may send at once above --kube-api-qps")
 	f.StringVar(&o.to, "to", "", "have each node's pod upload its bundle to this s3://bucket/prefix/ (under <run id>/<node>.tar.gz, its .sha256 and fleet.json beside it) with a URL signed for that key alone; no bundle passes through the API server (credentials: the AWS SDK's chain; endpoint: $AWS_ENDPOINT_URL_S3)")
 	f.StringVar(&o.outputDir, "output-dir", "", "directory for the bundles and fleet.json (default ./nodesnap-fleet-<UTC time>); must not hold a fleet.json")
 	addOutputFlag(cmd, &o.output, "text", "json")
@@ -142,8 +146,8 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 	if err := checkOutput(o.output, "text", "json"); err != nil {
 		return err
 	}
-	if o.maxParallel <= 0 || o.timeout <= 0 || o.nodeTimeout <= 0 || o.collectTimeout <= 0 {
-		return &supervisor.UsageError{Msg: "--max-parallel, --timeout, --node-timeout and --collect-timeout must be positive"}
+	if o.maxParallel <= 0 || o.timeout <= 0 || o.nodeTimeout <= 0 || o.collectTimeout <= 0 || o.qps <= 0 || o.burst <= 0 {
+		return &supervisor.UsageError{Msg: "--max-parallel, --timeout, --node-timeout, --collect-timeout, --kube-api-qps and --kube-api-burst must be positive"}
 	}
 	chosen := 0
 	for _, c := range []bool{len(names) > 0, o.selector != "", o.all} {
@@ -186,9 +190,12 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 	if ctxName == "" {
 		ctxName = raw.CurrentContext
 	}
-	// Pod creations and node reads for hundreds of nodes: above client-go's
-	// default of 5 requests a second, as kubectl is.
-	cfg.QPS, cfg.Burst = 50, 100
+	// Pod creations and deletions for hundreds of nodes: above client-go's
+	// default of 5 requests a second, as kubectl is; one budget for the
+	// whole client (fleet.NewClient). The API server's priority and
+	// fairness answers 429 with Retry-After beyond its share, which
+	// client-go waits out.
+	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.UserAgent = "nodesnap-fleet/" + toolVersion()
 	cs, err := fleet.NewClient(cfg)
 	if err != nil {
