@@ -115,3 +115,21 @@ func FuzzParseChecksum(f *testing.F) {
 		}
 	})
 }
+
+// The output directory of fleet collect --to holds fleet.json alone: its
+// nodes are named with where their bundles are, not as failures without
+// a word.
+func TestLoadStoreRunDirectory(t *testing.T) {
+	dir := t.TempDir()
+	fj := `{"nodes":[{"node":"node-a","status":"ok","object":"s3://b/case/run/node-a.tar.gz"}]}`
+	if err := os.WriteFile(filepath.Join(dir, fleetview.FleetFile), []byte(fj), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v, err := fleetview.Load(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Missing) != 1 || !strings.Contains(v.Missing[0].Error, "s3://b/case/run/node-a.tar.gz") {
+		t.Errorf("missing %+v, want node-a named with its object", v.Missing)
+	}
+}
