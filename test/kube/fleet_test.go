@@ -89,7 +89,7 @@ func removeNewHostBundles(t *testing.T) {
 func checkNothingLeft(t *testing.T, c *cluster) {
 	t.Helper()
 	sel := fleet.ManagedByLabel + "=" + fleet.ManagedBy
-	if out := c.k(t, "", "get", "pods,serviceaccounts,clusterroles,clusterrolebindings,namespaces", "-A", "-l", sel, "-o", "name"); strings.TrimSpace(out) != "" {
+	if out := c.k(t, "", "get", "pods,serviceaccounts,secrets,clusterroles,clusterrolebindings,namespaces", "-A", "-l", sel, "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Errorf("the fleet run left in the cluster:\n%s", out)
 	}
 	if out := c.k(t, "", "get", "namespace", "nodesnap", "-o", "name"); strings.TrimSpace(out) != "namespace/nodesnap" {
