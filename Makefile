@@ -70,7 +70,8 @@ redact-rules:
 	$(GO) test -count=1 -run 'TestRedactionDocUpToDate' ./redact -update
 
 ## s3-server: the S3-compatible store the object-storage tests run against (SeaweedFS,
-## built from its module source into the e2e cache; about 10 minutes cold, nothing when cached)
+## built from its module source into the e2e cache; 38 minutes cold on a loaded 2-core machine,
+## nothing when cached)
 .PHONY: s3-server
 s3-server:
 	GO=$(GO) test/s3server/build.sh

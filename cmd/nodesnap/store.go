@@ -144,7 +144,11 @@ func (d *destination) Upload(ctx context.Context, path string, size int64, sum s
 			CAFile: d.o.CAFile, UserAgent: "nodesnap/" + toolVersion(), SHA256: sum, Log: d.Log})
 	} else {
 		res.Method = "PUT"
-		po := objstore.PutOptions{PartSize: int64(d.s.partSize), Threshold: 2 * int64(d.s.partSize), Retries: d.o.Retries, Backoff: d.o.Backoff,
+		retries := d.o.Retries
+		if retries == 0 {
+			retries = -1 // --upload-retries 0: none
+		}
+		po := objstore.PutOptions{PartSize: int64(d.s.partSize), Threshold: 2 * int64(d.s.partSize), Retries: retries, Backoff: d.o.Backoff,
 			StallTimeout: d.o.StallTimeout, PartTimeout: d.o.Timeout, SSE: d.s.sse, KMSKeyID: d.s.kmsKeyID, SHA256: sum, Log: d.Log}
 		r, err = d.store.Put(ctx, d.loc, name, path, po)
 		if r.Parts > 0 {
@@ -154,7 +158,8 @@ func (d *destination) Upload(ctx context.Context, path string, size int64, sum s
 	d.Object = &r
 	res.URL, res.Attempts, res.DurationSeconds = r.URL, max(r.Rounds, 1), r.DurationSeconds
 	if err != nil {
-		res.Error = err.Error()
+		// "upload to URL failed: ..." is said by the caller.
+		res.Error = strings.TrimPrefix(strings.TrimPrefix(err.Error(), "uploading to "+r.URL+": "), "posting to "+r.URL+": ")
 		var se *objstore.StoreError
 		if errors.As(err, &se) {
 			res.StatusCode = se.Status

@@ -141,10 +141,26 @@ func TestUploadCommandToS3(t *testing.T) {
 		t.Errorf("JSON: %+v", got)
 	}
 	checkBundlesInStore(t, s, out, "case-7/", 1)
-	// A bucket that does not exist: exit 5, in words, no secret.
+	// A bucket that does not exist, a wrong secret: exit 5, in words,
+	// no secret, no query.
 	r = runNodesnap(t, 60*time.Second, s.Env(), "upload", p, "s3://no-such-bucket/x/")
-	if r.code != exitUploadFailed || !strings.Contains(r.stderr, "no-such-bucket") || strings.Contains(r.stderr+r.stdout, s.SecretKey) {
+	if r.code != exitUploadFailed || !strings.Contains(r.stderr, "the bucket no-such-bucket does not exist") || strings.Contains(r.stderr+r.stdout, s.SecretKey) {
 		t.Errorf("to a missing bucket: exit %d\n%s", r.code, r.stderr)
+	}
+	t.Logf("to a missing bucket:\n%s", r.stderr)
+	r = runNodesnap(t, 60*time.Second, append(s.Env(), "AWS_SECRET_ACCESS_KEY=wrong-secret-0123456789"), "upload", p, "s3://bundles/x/")
+	if r.code != exitUploadFailed || !strings.Contains(r.stderr, "SignatureDoesNotMatch") || strings.Contains(r.stderr+r.stdout, "wrong-secret") || strings.Contains(r.stderr, "?") {
+		t.Errorf("with a wrong secret: exit %d\n%s", r.code, r.stderr)
+	}
+	t.Logf("with a wrong secret:\n%s", r.stderr)
+	// The http(s)-only flags are refused with s3://, before anything is sent.
+	hf := filepath.Join(t.TempDir(), "headers")
+	if err := os.WriteFile(hf, []byte("Authorization: Bearer x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runNodesnap(t, 60*time.Second, s.Env(), "upload", "--headers-file", hf, p, "s3://bundles/x/")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--headers-file") {
+		t.Errorf("--headers-file with s3://: exit %d\n%s", r.code, r.stderr)
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -49,7 +51,6 @@ type Client struct {
 	presign  *s3.PresignClient
 	endpoint string // "" for AWS itself
 	region   string
-	http     *http.Client
 	creds    aws.CredentialsProvider
 }
 
@@ -61,36 +62,33 @@ const caFileLimit = 4 << 20
 // path-style (http://host/bucket/key), which every S3-compatible store
 // serves; AWS itself keeps virtual-hosted addressing.
 func NewClient(ctx context.Context, o ClientOptions) (*Client, error) {
-	hc := o.HTTPClient
-	if hc == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.Proxy = http.ProxyFromEnvironment
-		tr.DialContext = (&net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-		tr.TLSHandshakeTimeout = 15 * time.Second
-		tr.ResponseHeaderTimeout = 2 * time.Minute
-		tr.ExpectContinueTimeout = 2 * time.Second
-		hc = &http.Client{Transport: tr}
+	var hc config.HTTPClient = o.HTTPClient
+	if o.HTTPClient == nil {
+		// Buildable, so that a CA bundle (CAFile, AWS_CA_BUNDLE) can
+		// be added to it.
+		hc = awshttp.NewBuildableClient().WithDialerOptions(func(d *net.Dialer) {
+			d.Timeout = 15 * time.Second
+			d.KeepAlive = 30 * time.Second
+		}).WithTransportOptions(func(tr *http.Transport) {
+			tr.Proxy = http.ProxyFromEnvironment
+			tr.TLSHandshakeTimeout = 15 * time.Second
+			tr.ResponseHeaderTimeout = 2 * time.Minute
+			tr.ExpectContinueTimeout = 2 * time.Second
+		})
 	}
 	loads := []func(*config.LoadOptions) error{config.WithHTTPClient(hc)}
 	if o.Region != "" {
 		loads = append(loads, config.WithRegion(o.Region))
 	}
 	if o.CAFile != "" {
+		if o.HTTPClient != nil {
+			return nil, errors.New("objstore: CAFile and HTTPClient are exclusive")
+		}
 		b, err := readCAFile(o.CAFile)
 		if err != nil {
 			return nil, err
 		}
-		if o.HTTPClient != nil {
-			return nil, errors.New("objstore: CAFile and HTTPClient are exclusive")
-		}
 		loads = append(loads, config.WithCustomCABundle(bytes.NewReader(b)))
-		// WithCustomCABundle needs a buildable client: let the SDK make it.
-		loads[0] = config.WithHTTPClient(awshttp.NewBuildableClient().WithDialerOptions(func(d *net.Dialer) {
-			d.Timeout = 15 * time.Second
-		}).WithTransportOptions(func(tr *http.Transport) {
-			tr.TLSHandshakeTimeout = 15 * time.Second
-			tr.ResponseHeaderTimeout = 2 * time.Minute
-		}))
 	}
 	if o.UserAgent != "" {
 		loads = append(loads, config.WithAppID(sanitizeAppID(o.UserAgent)))
@@ -103,11 +101,6 @@ func NewClient(ctx context.Context, o ClientOptions) (*Client, error) {
 		cfg.Region = DefaultRegion
 	}
 	c := &Client{region: cfg.Region, creds: cfg.Credentials}
-	if bc, ok := cfg.HTTPClient.(*http.Client); ok {
-		c.http = bc
-	} else {
-		c.http = &http.Client{Transport: httpClientTransport{cfg.HTTPClient}}
-	}
 	c.s3 = s3.NewFromConfig(cfg, func(so *s3.Options) {
 		if o.Endpoint != "" {
 			so.BaseEndpoint = aws.String(o.Endpoint)
@@ -125,16 +118,6 @@ func NewClient(ctx context.Context, o ClientOptions) (*Client, error) {
 	c.presign = s3.NewPresignClient(c.s3)
 	return c, nil
 }
-
-// httpClientTransport lets a raw request (a POST policy's form) go through
-// whatever HTTP client the SDK was given.
-type httpClientTransport struct {
-	c interface {
-		Do(*http.Request) (*http.Response, error)
-	}
-}
-
-func (t httpClientTransport) RoundTrip(r *http.Request) (*http.Response, error) { return t.c.Do(r) }
 
 // sanitizeAppID keeps what the SDK accepts in its app id (letters,
 // digits and a few marks, 50 at most).
@@ -274,7 +257,17 @@ func explain(err error, loc Location) error {
 		if strings.Contains(err.Error(), "failed to refresh cached credentials") || strings.Contains(err.Error(), "no EC2 IMDS role found") {
 			return &StoreError{Words: "no AWS credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or run with a role (IRSA, instance profile)", err: err}
 		}
-		return err
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			// The SDK's message quotes the whole request URL, query
+			// included: say what failed, and where, without it.
+			host := ""
+			if u, perr := url.Parse(ue.URL); perr == nil {
+				host = u.Host
+			}
+			return &scrubbed{msg: fmt.Sprintf("the connection to the store (%s) failed: %s", host, withoutQueries(ue.Err.Error())), err: err}
+		}
+		return &scrubbed{msg: withoutQueries(err.Error()), err: err}
 	}
 	code := ae.ErrorCode()
 	words := ae.ErrorMessage()
@@ -307,6 +300,21 @@ func explain(err error, loc Location) error {
 	}
 	return &StoreError{Code: code, Status: status, Words: words, err: err}
 }
+
+// scrubbed is an error whose message was rid of URL queries; it still
+// wraps the SDK's error.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (s *scrubbed) Error() string { return s.msg }
+func (s *scrubbed) Unwrap() error { return s.err }
+
+var urlQuery = regexp.MustCompile(`(?i)(https?://[^\s"'?]*)\?[^\s"']*`)
+
+// withoutQueries cuts the query off every URL in s.
+func withoutQueries(s string) string { return urlQuery.ReplaceAllString(s, "$1?…") }
 
 // apiCode is the store's error code in err, or "".
 func apiCode(err error) string {

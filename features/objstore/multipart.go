@@ -2,11 +2,14 @@ package objstore
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,7 +59,9 @@ func (c *Client) putMultipart(ctx context.Context, loc Location, key string, f *
 					if err := hashPart(f, p); err != nil {
 						return err
 					}
-					if aws.ToString(sp.ChecksumSHA256) == p.sum64 {
+					if same, err := storedIsPart(f, p, sp); err != nil {
+						return err
+					} else if same {
 						p.etag = aws.ToString(sp.ETag)
 						res.PartsReused++
 					}
@@ -101,6 +106,25 @@ func (c *Client) findUpload(ctx context.Context, loc Location, key string) strin
 		}
 	}
 	return id
+}
+
+// storedIsPart tells whether the part the store holds is p: by its
+// sha256 when the store lists one, else by its ETag, the MD5 of a part's
+// bytes on S3 and most compatible stores (not under SSE-KMS, where it is
+// not sent again only if the sha256 says so).
+func storedIsPart(f *os.File, p *part, sp types.Part) (bool, error) {
+	if c := aws.ToString(sp.ChecksumSHA256); c != "" {
+		return c == p.sum64, nil
+	}
+	etag := strings.Trim(aws.ToString(sp.ETag), `"`)
+	if len(etag) != 32 {
+		return false, nil
+	}
+	h := md5.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, p.off, p.len)); err != nil {
+		return false, fmt.Errorf("reading the bundle: %w", err)
+	}
+	return strings.EqualFold(etag, hex.EncodeToString(h.Sum(nil))), nil
 }
 
 // listParts is every part the store holds of the upload, by number.

@@ -2,6 +2,8 @@ package objstore
 
 import (
 	"errors"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -128,4 +130,20 @@ func FuzzReadPolicy(f *testing.F) {
 			t.Fatalf("accepted %q as %+v", s, p)
 		}
 	})
+}
+
+// A transport error's message, which the SDK makes from the request URL,
+// reaches the user without the URL's query.
+func TestErrorsCarryNoQuery(t *testing.T) {
+	inner := &url.Error{Op: "Put", URL: "http://127.0.0.1:9/bundles/k?partNumber=4&uploadId=u-secret&X-Amz-Signature=s-secret", Err: errors.New("write: connection reset by peer")}
+	err := explain(fmt.Errorf("operation error S3: UploadPart, request send failed, %w", inner), Location{Bucket: "bundles"})
+	if strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "127.0.0.1:9") || !strings.Contains(err.Error(), "connection reset") {
+		t.Errorf("explain: %q", err)
+	}
+	if !errors.Is(err, inner) {
+		t.Error("the SDK's error is no longer wrapped")
+	}
+	if got := withoutQueries(`Put "https://h/b/k?X-Amz-Signature=abc": EOF`); strings.Contains(got, "abc") {
+		t.Errorf("withoutQueries: %q", got)
+	}
 }

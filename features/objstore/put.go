@@ -55,7 +55,8 @@ type PutOptions struct {
 	Threshold   int64
 	Concurrency int
 	// Retries: rounds after the first in which a part failed (each
-	// round first asks the store which parts it holds).
+	// round first asks the store which parts it holds); 0 takes
+	// DefaultRetries, a negative number none.
 	Retries int
 	// Backoff is the wait before the first further round, doubled for
 	// each next one (at most 30s); 0: one second.
@@ -116,8 +117,10 @@ func (o *PutOptions) fill() error {
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
 	}
-	if o.Retries < 0 {
-		return errors.New("retries must be 0 or more")
+	if o.Retries == 0 {
+		o.Retries = DefaultRetries
+	} else if o.Retries < 0 {
+		o.Retries = 0
 	}
 	if o.Backoff == 0 {
 		o.Backoff = time.Second

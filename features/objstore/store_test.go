@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -27,7 +28,7 @@ const bucket = "bundles"
 
 // standIn writes size random (incompressible) bytes as a bundle's file
 // name and returns its path and sha256.
-func standIn(t *testing.T, size int64) (string, string) {
+func standIn(t testing.TB, size int64) (string, string) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "nodesnap-node1-20261207T101500Z.tar.gz")
 	f, err := os.Create(p)
@@ -97,7 +98,7 @@ func TestPutSmallAndMultipart(t *testing.T) {
 		parts int
 	}{{48 << 10, 0}, {40 << 20, 8}} {
 		path, sum := standIn(t, tc.size)
-		name := filepath.Base(path)
+		name := fmt.Sprintf("nodesnap-node1-20261207T10150%dZ.tar.gz", tc.parts)
 		res, err := c.Put(context.Background(), loc, name, path, PutOptions{PartSize: 5 << 20, Threshold: 5 << 20})
 		if err != nil {
 			t.Fatalf("%d bytes: %v", tc.size, err)
@@ -339,5 +340,36 @@ func TestPostPolicyManyKeysOnePrefix(t *testing.T) {
 	}
 	if _, err := s.Client().HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("elsewhere/x.tar.gz")}); err == nil {
 		t.Error("the object outside the prefix exists")
+	}
+}
+
+// TestPutSSE: with SSE AES256, the store says each object (single PUT,
+// parts, and the .sha256) is encrypted at rest, and gives the bytes back.
+func TestPutSSE(t *testing.T) {
+	s := s3server.Start(t, bucket)
+	c := storeClient(t, s, "")
+	loc := Location{Bucket: bucket, Prefix: "sse/"}
+	for _, size := range []int64{48 << 10, 12 << 20} {
+		path, sum := standIn(t, size)
+		name := fmt.Sprintf("b-%d.tar.gz", size)
+		res, err := c.Put(context.Background(), loc, name, path, PutOptions{PartSize: 5 << 20, Threshold: 5 << 20, SSE: SSEAES256})
+		if err != nil {
+			t.Fatalf("%d bytes: %v", size, err)
+		}
+		for _, k := range []string{res.Key, res.SumKey} {
+			h, err := s.Client().HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.ServerSideEncryption != types.ServerSideEncryptionAes256 {
+				t.Errorf("%s: server-side encryption %q, want AES256", k, h.ServerSideEncryption)
+			}
+		}
+		if got, _ := objectSum(t, s, res.Key); got != sum {
+			t.Errorf("%d bytes: sha256 %s, want %s", size, got, sum)
+		}
+	}
+	if _, err := c.Put(context.Background(), loc, "x", "/dev/null", PutOptions{SSE: "rot13"}); err == nil {
+		t.Error("an unknown SSE was accepted")
 	}
 }

@@ -72,7 +72,7 @@ type Config struct {
 	Root      string `yaml:"root"`
 	OutputDir string `yaml:"output_dir"`
 	Keep      int    `yaml:"keep"`
-	// Upload is a URL every bundle is sent to (it reaches the collection
+	// Upload is a URL, or s3://bucket/prefix/, every bundle is sent to (it reaches the collection
 	// in its environment, never on a command line).
 	Upload string `yaml:"upload"`
 	// CollectArgs are further arguments of `nodesnap collect`.

@@ -59,6 +59,7 @@ type Server struct {
 	AccessKey, SecretKey string
 	Dir                  string
 	cmd                  *exec.Cmd
+	sockets              []string
 	done                 chan struct{}
 }
 
@@ -162,7 +163,7 @@ func Start(t testing.TB, buckets ...string) *Server {
 	if err := os.Mkdir(data, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	p, err := freePorts(8)
+	p, err := freePorts(10)
 	if err != nil {
 		t.Fatalf("finding free ports: %v", err)
 	}
@@ -176,7 +177,10 @@ func Start(t testing.TB, buckets ...string) *Server {
 		"-volume.port=" + strconv.Itoa(p[6]), "-volume.port.grpc=" + strconv.Itoa(p[7]),
 		"-s3.port.iceberg=0", "-s3.port.lance=0",
 		"-webdav=false", "-admin.ui=false", "-admin.port.legacy=0",
+		"-admin.port=" + strconv.Itoa(p[8]), "-admin.port.grpc=" + strconv.Itoa(p[9]),
 		"-master.telemetry=false",
+		// As S3 does: a PUT to a bucket that does not exist is refused.
+		"-s3.autoCreateBucket=false",
 		"-s3.config=" + filepath.Join(dir, "s3.json"),
 		"-filer.localSocket=" + filepath.Join(dir, "f.sock"),
 		"-s3.localSocket=" + filepath.Join(dir, "s.sock"),
@@ -195,6 +199,12 @@ func Start(t testing.TB, buckets ...string) *Server {
 		t.Fatalf("starting %s: %v", bin, err)
 	}
 	s.cmd = cmd
+	// The server makes a unix socket in /tmp for each gRPC port, whatever
+	// TMPDIR says; a killed server leaves them.
+	for _, kv := range [][2]string{{"s3", "1"}, {"master", "3"}, {"filer", "5"}, {"volume", "7"}, {"admin", "9"}} {
+		i, _ := strconv.Atoi(kv[1])
+		s.sockets = append(s.sockets, fmt.Sprintf("/tmp/seaweedfs-%s-grpc-%d.sock", kv[0], p[i]))
+	}
 	go func() { _ = cmd.Wait(); close(s.done) }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -232,6 +242,9 @@ func (s *Server) ready(ctx context.Context, buckets []string) error {
 			}
 			cancel()
 			if err != nil && !alreadyOwned(err) {
+				if code(err) == "InvalidBucketName" {
+					return err
+				}
 				last = err
 				break
 			}
@@ -256,11 +269,16 @@ func (s *Server) ready(ctx context.Context, buckets []string) error {
 }
 
 func alreadyOwned(err error) bool {
-	var owned interface{ ErrorCode() string }
-	if errors.As(err, &owned) {
-		return owned.ErrorCode() == "BucketAlreadyOwnedByYou" || owned.ErrorCode() == "BucketAlreadyExists"
+	return code(err) == "BucketAlreadyOwnedByYou" || code(err) == "BucketAlreadyExists"
+}
+
+// code is the S3 error code in err, or "".
+func code(err error) string {
+	var ae interface{ ErrorCode() string }
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
 	}
-	return false
+	return ""
 }
 
 // stop kills the server's process group (its own pid's) and removes its
@@ -272,6 +290,11 @@ func (s *Server) stop(t testing.TB) {
 		case <-s.done:
 		case <-time.After(10 * time.Second):
 			t.Errorf("SeaweedFS (pid %d) did not exit after SIGKILL", s.cmd.Process.Pid)
+		}
+	}
+	for _, p := range s.sockets {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			_ = os.Remove(p)
 		}
 	}
 	if err := os.RemoveAll(s.Dir); err != nil {

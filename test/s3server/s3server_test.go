@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 
@@ -17,16 +18,16 @@ import (
 func TestStartServesOnLoopbackAndCleansUp(t *testing.T) {
 	var s *Server
 	t.Run("serve", func(t *testing.T) {
-		s = Start(t, "b1")
+		s = Start(t, "first-bucket")
 		if host, _, _ := net.SplitHostPort(s.Addr); host != "127.0.0.1" {
 			t.Fatalf("listening on %s, want loopback", s.Addr)
 		}
 		ctx := context.Background()
 		c := s.Client()
-		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("b1"), Key: aws.String("k"), Body: strings.NewReader("hello")}); err != nil {
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("first-bucket"), Key: aws.String("k"), Body: strings.NewReader("hello")}); err != nil {
 			t.Fatal(err)
 		}
-		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("b1"), Key: aws.String("k")})
+		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("first-bucket"), Key: aws.String("k")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +37,7 @@ func TestStartServesOnLoopbackAndCleansUp(t *testing.T) {
 			t.Fatalf("got %q", b)
 		}
 		bad := ClientFor(s.Endpoint, s.AccessKey, "not-the-secret")
-		if _, err := bad.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("b1"), Key: aws.String("x"), Body: strings.NewReader("x")}); err == nil {
+		if _, err := bad.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("first-bucket"), Key: aws.String("x"), Body: strings.NewReader("x")}); err == nil {
 			t.Fatal("a wrong secret was accepted: the store is not checking signatures")
 		}
 	})
@@ -50,5 +51,10 @@ func TestStartServesOnLoopbackAndCleansUp(t *testing.T) {
 	}
 	if _, err := net.Dial("tcp", s.Addr); err == nil {
 		t.Errorf("%s still accepts connections", s.Addr)
+	}
+	for _, p := range append(s.sockets, s.Dir) {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s is left behind", p)
+		}
 	}
 }
