@@ -40,7 +40,7 @@ E2E_STATE ?= /var/lib/nodesnap-e2e
 E2E_K8S   ?= v1.34.4
 # E2E_RUN=TestJobInPod runs only the e2e tests it matches (go test -run).
 E2E_RUN   ?=
-e2e-k8s: build image
+e2e-k8s: build image s3-server
 	@test/kube/cluster.sh down
 	NODESNAP_E2E_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) test/kube/cluster.sh up
 	@status=0; \

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodesnap/nodesnap/features/objstore"
 	"github.com/nodesnap/nodesnap/read/analyze"
 	"github.com/nodesnap/nodesnap/read/fleetview"
 )
@@ -32,7 +33,7 @@ As a kubectl plugin (the binary installed as kubectl-nodesnap), the same command
 func newFleetAnalyzeCommand() *cobra.Command {
 	output := "text"
 	cmd := &cobra.Command{
-		Use:   "analyze DIR",
+		Use:   "analyze DIR|s3://BUCKET/PREFIX/",
 		Short: "Analyse a directory of bundles together: which nodes have which finding, which nodes differ",
 		Long: `Analyze reads every bundle of DIR (those its fleet.json names, as 'nodesnap fleet
 collect' writes it; without one, every *.tar.gz, *.tar.zst and *.tgz in it that is not
@@ -42,17 +43,28 @@ have and they lack, another kernel, a partial bundle. Nodes fleet.json lists wit
 bundle are named with the reason. 'nodesnap analyze BUNDLE' gives one node's details;
 'nodesnap report DIR' writes the same as one HTML page.
 
+Given s3://bucket/prefix/ (where 'fleet collect --to' put them), it reads every bundle
+under it from the store, four at a time, each streamed and checked against the .sha256
+beside it: a bundle whose bytes do not match, or that has none, is named with the
+error and none of its findings counts. Each run's fleet.json there names the nodes
+without a bundle. Credentials and endpoint are the AWS SDK's, as for 'fleet collect --to'.
+
 ` + exitHelp("0  no finding of severity warning or critical", "1  fatal: no bundle of DIR could be read", exitLineUsage,
 			"3  a finding of severity warning or critical on at least one node"),
 		Example: `  nodesnap fleet collect --all --output-dir ./case-1234
   nodesnap fleet analyze ./case-1234
-  nodesnap fleet analyze -o json ./case-1234 | jq '.differences'`,
+  nodesnap fleet analyze -o json ./case-1234 | jq '.differences'
+  nodesnap fleet analyze s3://support-cases/case-1234/`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, "text", "json"); err != nil {
 				return err
 			}
-			v, err := fleetview.Load(cmd.Context(), args[0])
+			load := fleetview.Load
+			if objstore.IsURL(args[0]) {
+				load = loadStoreFleet
+			}
+			v, err := load(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/nodesnap/nodesnap/bundle/naming"
 	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/features/fleet"
+	"github.com/nodesnap/nodesnap/features/objstore"
 	"github.com/nodesnap/nodesnap/internal/termsafe"
 )
 
@@ -33,6 +34,9 @@ type fleetCollectOptions struct {
 	timeout, nodeTimeout           time.Duration
 	collectTimeout                 time.Duration
 	image, outputDir, output       string
+	to                             string
+	qps                            float32
+	burst                          int
 }
 
 var fleetExitHelp = exitHelp("0  every node's bundle is complete and verified",
@@ -61,12 +65,14 @@ failed, interrupted), the reason, the bundle, its sha256 and the durations. A no
 fails does not fail the others: partial results are the point.
 
 The run creates, in namespace -n (made, with Pod Security Admission's privileged level,
-if missing), for each node: a pod, a ServiceAccount named as the pod, and a ClusterRole and
-ClusterRoleBinding of that name allowing get on that node's nodes/pods, nodes/healthz,
-nodes/configz, nodes/metrics and nodes/stats, and no other node's (for the kubelet
-collector; each pod gets a 10-minute token of its own). With --kubelet-pprof the role also
-has nodes/proxy on that node, for the goroutine dumps and heap profile: that permission
-also allows exec into every pod of the node, for as long as the run lasts. Everything is
+if missing), a pod for each node, and for the run a ServiceAccount, a ClusterRole and a
+ClusterRoleBinding named as the run allowing get on the run's nodes' nodes/pods,
+nodes/healthz, nodes/configz, nodes/metrics and nodes/stats, and no other node's (for the
+kubelet collector; each pod gets a 10-minute token). With --kubelet-pprof each node gets
+its own three, named as its pod, with nodes/proxy on that node alone, for the goroutine
+dumps and heap profile: that permission also allows exec into every pod of the node, for
+as long as the run lasts. One watch follows all the pods; the client sends at most 50
+requests a second. Everything is
 labelled with the run's id and deleted at the end, also after Ctrl-C; a second Ctrl-C
 abandons the clean-up and prints what was left. A run whose client dies leaves its objects
 behind with an expiry (annotation nodesnap/expires): its pods end by themselves, and the
@@ -77,6 +83,17 @@ rbac-pprof.yaml with --kubelet-pprof), applied by an admin, is used.
 Deadlines: --node-timeout bounds one node from its pod's creation to its bundle saved;
 --timeout the whole run; --collect-timeout is collect's own deadline on the node. A pod
 that no kubelet takes on, on a NotReady node, is given up after 30s.
+
+With --to s3://bucket/prefix/ nothing is copied back: the run signs, for each node, a URL
+that allows one PUT of <prefix><run id>/<node>.tar.gz until the run's deadline, puts the
+URLs in Secrets of the run (200 nodes each; no URL in any pod spec), and each pod's collect
+uploads its own bundle there. The run learns each result from its watch of the pods, then
+lists the store once and keeps a node's bundle only where the store holds an object of the
+size the node wrote; its .sha256 (the node's checksum) and fleet.json are written beside it.
+'nodesnap fleet analyze s3://bucket/prefix/' reads them back, each checked against its
+.sha256. The store's credentials are the AWS SDK's chain (environment, shared files, web
+identity, instance metadata); an S3-compatible store is named by $AWS_ENDPOINT_URL_S3, which
+the nodes must reach too.
 
 On a terminal, a live line per node; otherwise a line per node as it ends. --output json
 prints fleet.json's content instead of the summary.
@@ -95,7 +112,11 @@ prints fleet.json's content instead of the summary.
   kubectl nodesnap fleet collect --all --no-rbac
 
   # then: which nodes share which finding
-  nodesnap fleet analyze ./case-1234`,
+  nodesnap fleet analyze ./case-1234
+
+  # a thousand nodes: each uploads its own bundle to the store, nothing through the API server
+  nodesnap fleet collect --all --max-parallel 100 --to s3://support-cases/case-1234/
+  nodesnap fleet analyze s3://support-cases/case-1234/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runFleetCollect(cmd.Context(), o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -112,7 +133,10 @@ prints fleet.json's content instead of the summary.
 	f.DurationVar(&o.collectTimeout, "collect-timeout", 2*time.Minute, "nodesnap collect's --timeout on each node")
 	f.StringVar(&o.image, "image", "", "nodesnap's image (default "+DefaultImageRepo+":<this version>)")
 	f.BoolVar(&o.noRBAC, "no-rbac", false, "create no RBAC: run as the nodesnap ServiceAccount in -n of 'nodesnap manifests rbac' (nodesnap-pprof of rbac-pprof with --kubelet-pprof)")
-	f.BoolVar(&o.pprof, "kubelet-pprof", false, "also take each kubelet's goroutine dumps and heap profile: the node's role then has get on nodes/proxy for that node, which also allows exec into its pods while the run lasts")
+	f.BoolVar(&o.pprof, "kubelet-pprof", false, "also take each kubelet's goroutine dumps and heap profile: each node then gets a role of its own with get on nodes/proxy for that node, which also allows exec into its pods while the run lasts")
+	f.Float32Var(&o.qps, "kube-api-qps", 50, "requests a second the run sends to the API server at most (its pods' creations and deletions, one watch, the clean-up)")
+	f.IntVar(&o.burst, "kube-api-burst", 100, "requests the run may send at once above --kube-api-qps")
+	f.StringVar(&o.to, "to", "", "have each node's pod upload its bundle to this s3://bucket/prefix/ (under <run id>/<node>.tar.gz, its .sha256 and fleet.json beside it) with a URL signed for that key alone; no bundle passes through the API server (credentials: the AWS SDK's chain; endpoint: $AWS_ENDPOINT_URL_S3)")
 	f.StringVar(&o.outputDir, "output-dir", "", "directory for the bundles and fleet.json (default ./nodesnap-fleet-<UTC time>); must not hold a fleet.json")
 	addOutputFlag(cmd, &o.output, "text", "json")
 	return cmd
@@ -122,8 +146,8 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 	if err := checkOutput(o.output, "text", "json"); err != nil {
 		return err
 	}
-	if o.maxParallel <= 0 || o.timeout <= 0 || o.nodeTimeout <= 0 || o.collectTimeout <= 0 {
-		return &supervisor.UsageError{Msg: "--max-parallel, --timeout, --node-timeout and --collect-timeout must be positive"}
+	if o.maxParallel <= 0 || o.timeout <= 0 || o.nodeTimeout <= 0 || o.collectTimeout <= 0 || o.qps <= 0 || o.burst <= 0 {
+		return &supervisor.UsageError{Msg: "--max-parallel, --timeout, --node-timeout, --collect-timeout, --kube-api-qps and --kube-api-burst must be positive"}
 	}
 	chosen := 0
 	for _, c := range []bool{len(names) > 0, o.selector != "", o.all} {
@@ -137,6 +161,11 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 	if o.selector != "" {
 		if _, err := labels.Parse(o.selector); err != nil {
 			return &supervisor.UsageError{Msg: fmt.Sprintf("-l %q is not a label selector: %v", o.selector, err)}
+		}
+	}
+	if o.to != "" {
+		if _, err := objstore.ParseURL(o.to); err != nil {
+			return &supervisor.UsageError{Msg: "--to: " + err.Error()}
 		}
 	}
 	if o.image == "" {
@@ -161,13 +190,24 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 	if ctxName == "" {
 		ctxName = raw.CurrentContext
 	}
-	// Pod creations and node reads for hundreds of nodes: above client-go's
-	// default of 5 requests a second, as kubectl is.
-	cfg.QPS, cfg.Burst = 50, 100
+	// Pod creations and deletions for hundreds of nodes: above client-go's
+	// default of 5 requests a second, as kubectl is; one budget for the
+	// whole client (fleet.NewClient). The API server's priority and
+	// fairness answers 429 with Retry-After beyond its share, which
+	// client-go waits out.
+	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.UserAgent = "nodesnap-fleet/" + toolVersion()
 	cs, err := fleet.NewClient(cfg)
 	if err != nil {
 		return fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	var store fleet.Store
+	if o.to != "" {
+		st, err := newFleetStore(ctx, o.to)
+		if err != nil {
+			return err
+		}
+		store = st
 	}
 
 	// The first signal interrupts the run (the clean-up still runs); the
@@ -202,7 +242,7 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 		Names: names, Selector: o.selector, All: o.all,
 		Namespace: o.namespace, Image: o.image, NoRBAC: o.noRBAC, Pprof: o.pprof,
 		MaxParallel: o.maxParallel, Timeout: o.timeout, NodeTimeout: o.nodeTimeout, CollectTimeout: o.collectTimeout,
-		OutputDir: o.outputDir, Version: toolVersion(), Progress: disp.update, Abandon: abandon,
+		OutputDir: o.outputDir, Version: toolVersion(), Progress: disp.update, Abandon: abandon, Store: store,
 	}
 	rep, err := fleet.Run(ctx, fo)
 	disp.finish()
@@ -221,7 +261,7 @@ func runFleetCollect(ctx context.Context, o *fleetCollectOptions, names []string
 	}
 	if len(rep.Leftovers) > 0 {
 		fmt.Fprintf(stderr, "nodesnap: left in the cluster (delete them with: kubectl delete %s -l %s -A; kubectl delete clusterrole,clusterrolebinding -l %s):\n",
-			"pods,serviceaccounts", fleet.RunSelector(rep.RunID), fleet.RunSelector(rep.RunID))
+			"pods,serviceaccounts,secrets", fleet.RunSelector(rep.RunID), fleet.RunSelector(rep.RunID))
 		for _, l := range rep.Leftovers {
 			fmt.Fprintln(stderr, "  "+l)
 		}
@@ -250,7 +290,7 @@ func writeFleetSummary(w io.Writer, rep *fleet.Report, dir string) {
 	for _, n := range rep.Nodes {
 		what := n.Reason
 		if n.Status.HasBundle() {
-			what = n.Bundle
+			what = firstOf(n.Bundle, n.Object)
 			if n.Reason != "" {
 				what += " (" + n.Reason + ")"
 			}
@@ -282,4 +322,11 @@ func defaultImage(version string) (string, error) {
 			"name one with --image (make image builds %s:<git describe> and prints its name), or build this binary with make build, whose default image is the one make image builds from the same commit", version, DefaultImageRepo)}
 	}
 	return DefaultImageRepo + ":" + version, nil
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

@@ -105,6 +105,9 @@ func TestFleetCollectUsage(t *testing.T) {
 		{"fleet", "collect", "-l", "a==,"},
 		{"fleet", "collect", "--all", "--output", "yaml"},
 		{"fleet", "collect", "--all", "--node-timeout", "0s"},
+		{"fleet", "collect", "--all", "--to", "s3://Not_A_Bucket/case/"},
+		{"fleet", "collect", "--all", "--kube-api-qps", "0"},
+		{"fleet", "collect", "--all", "--to", "s3://bucket/case/?x=1"},
 		{"fleet", "analyze"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

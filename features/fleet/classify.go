@@ -28,6 +28,9 @@ type verdict struct {
 	// container statuses).
 	acked                    bool
 	collectStart, collectEnd time.Time
+	// message is the collect container's termination message: collect's
+	// result, where it is written there (see resultOf).
+	message string
 }
 
 // Pod failure reasons set by the kubelet when it refuses a pod at
@@ -67,6 +70,7 @@ func classify(pod *corev1.Pod, node *corev1.Node, created, now time.Time, notRea
 		case s.Terminated != nil:
 			started = true
 			v.collectStart, v.collectEnd = s.Terminated.StartedAt.Time, s.Terminated.FinishedAt.Time
+			v.message = s.Terminated.Message
 			if s.Terminated.ExitCode != 0 {
 				v.status, v.collectFailed = StatusFailed, true
 				v.reason = fmt.Sprintf("the collection ended with exit status %d%s: no bundle was written", s.Terminated.ExitCode, detail(s.Terminated.Reason, s.Terminated.Message))

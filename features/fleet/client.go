@@ -3,7 +3,9 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 // Client is the part of the Kubernetes API a run uses: nodes, pods,
@@ -36,6 +40,8 @@ type CoreV1 interface {
 	Nodes() Resource[*corev1.Node, *corev1.NodeList]
 	Namespaces() Resource[*corev1.Namespace, *corev1.NamespaceList]
 	ServiceAccounts(namespace string) Resource[*corev1.ServiceAccount, *corev1.ServiceAccountList]
+	// Secrets hold a run's upload URLs (fleet collect --to).
+	Secrets(namespace string) Resource[*corev1.Secret, *corev1.SecretList]
 	Pods(namespace string) Pods
 	// RESTClient reaches subresources (exec).
 	RESTClient() rest.Interface
@@ -55,10 +61,12 @@ type Resource[T, L runtime.Object] interface {
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
-// Pods adds the log subresource.
+// Pods adds the log subresource and a watch: a run follows its pods
+// with one watch, not a request per pod.
 type Pods interface {
 	Resource[*corev1.Pod, *corev1.PodList]
 	GetLogs(name string, opts *corev1.PodLogOptions) *rest.Request
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // kube holds the scheme of the API groups a run uses, built on first use:
@@ -94,6 +102,13 @@ func NewClient(cfg *rest.Config) (Client, error) {
 		// Before the transport is built: it is the transport that sends it.
 		base.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
+	if base.RateLimiter == nil && base.QPS > 0 {
+		// One budget for both API groups' clients: each would otherwise
+		// make its own and the run could send twice the rate.
+		base.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(base.QPS, max(base.Burst, 1))
+	}
+	counter := &requestCount{}
+	base.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{rt: rt, n: counter} })
 	cfg = &base
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -118,12 +133,34 @@ func NewClient(cfg *rest.Config) (Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client{core: coreClient{rc: core, params: k.params}, rbac: rbacClient{rc: rbac, params: k.params}}, nil
+	return &client{core: coreClient{rc: core, params: k.params}, rbac: rbacClient{rc: rbac, params: k.params}, n: counter}, nil
 }
 
 type client struct {
 	core coreClient
 	rbac rbacClient
+	n    *requestCount
+}
+
+// Requests is the number of requests sent to the API server so far (a
+// watch is one, however long it lasts).
+func (c *client) Requests() int64 { return c.n.n.Load() }
+
+// requestCounter is a Client that counts its requests (NewClient's), for
+// the report.
+type requestCounter interface{ Requests() int64 }
+
+type requestCount struct{ n atomic.Int64 }
+
+// countingTransport counts the requests that reach the API server.
+type countingTransport struct {
+	rt http.RoundTripper
+	n  *requestCount
+}
+
+func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.n.n.Add(1)
+	return t.rt.RoundTrip(req)
 }
 
 func (c *client) CoreV1() CoreV1 { return c.core }
@@ -146,6 +183,10 @@ func (c coreClient) Namespaces() Resource[*corev1.Namespace, *corev1.NamespaceLi
 
 func (c coreClient) ServiceAccounts(ns string) Resource[*corev1.ServiceAccount, *corev1.ServiceAccountList] {
 	return newResource[corev1.ServiceAccount, corev1.ServiceAccountList](c.rc, c.params, ns, "serviceaccounts")
+}
+
+func (c coreClient) Secrets(ns string) Resource[*corev1.Secret, *corev1.SecretList] {
+	return newResource[corev1.Secret, corev1.SecretList](c.rc, c.params, ns, "secrets")
 }
 
 func (c coreClient) Pods(ns string) Pods {
@@ -225,6 +266,17 @@ func (r *resource[T, L]) List(ctx context.Context, opts metav1.ListOptions) (*L,
 	out := new(L)
 	err := r.req("GET").VersionedParams(&opts, r.params).Timeout(timeout).Do(ctx).Into(any(out).(runtime.Object))
 	return out, err
+}
+
+// Watch is client-go's: the list's changes from opts.ResourceVersion on,
+// as a stream of events.
+func (r *resource[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	opts.Watch = true
+	return r.req("GET").VersionedParams(&opts, r.params).Timeout(timeout).Watch(ctx)
 }
 
 func (r *resource[T, L]) Create(ctx context.Context, obj *T, opts metav1.CreateOptions) (*T, error) {

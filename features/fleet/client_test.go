@@ -16,6 +16,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 )
 
@@ -54,6 +56,15 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		role.UID = "uid-1"
 		w.WriteHeader(http.StatusCreated)
 		_ = json.NewEncoder(w).Encode(role)
+	case r.URL.Path == "/api/v1/namespaces/ns1/pods" && r.URL.Query().Get("watch") == "true":
+		// Two events, then the watch ends as a server's timeout ends it.
+		enc := json.NewEncoder(w)
+		for _, phase := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning} {
+			pod := corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+				ObjectMeta: metav1.ObjectMeta{Name: "p1", ResourceVersion: "7"}, Status: corev1.PodStatus{Phase: phase}}
+			raw, _ := json.Marshal(pod)
+			_ = enc.Encode(metav1.WatchEvent{Type: "MODIFIED", Object: runtime.RawExtension{Raw: raw}})
+		}
 	case strings.HasSuffix(r.URL.Path, "/log"):
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "the log\n")
@@ -113,6 +124,19 @@ func TestNewClient(t *testing.T) {
 		}
 	}
 	api.mu.Unlock()
+	w, err := c.CoreV1().Pods("ns1").Watch(ctx, metav1.ListOptions{LabelSelector: "a=b", ResourceVersion: "5"})
+	if err != nil {
+		t.Fatalf("watching pods: %v", err)
+	}
+	var phases []corev1.PodPhase
+	for ev := range w.ResultChan() {
+		if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Modified {
+			phases = append(phases, p.Status.Phase)
+		}
+	}
+	if len(phases) != 2 || phases[1] != corev1.PodRunning {
+		t.Errorf("watched phases %v, want Pending then Running", phases)
+	}
 	err = c.CoreV1().Pods("ns1").Delete(ctx, "p1", metav1.DeleteOptions{})
 	var se *apierrors.StatusError
 	if !errors.As(err, &se) {
@@ -124,7 +148,12 @@ func TestNewClient(t *testing.T) {
 		"GET /api/v1/nodes?labelSelector=a%3Db",
 		"POST /apis/rbac.authorization.k8s.io/v1/clusterroles",
 		"GET /api/v1/namespaces/ns1/pods/p1/log?container=c1&limitBytes=100",
+		"GET /api/v1/namespaces/ns1/pods?labelSelector=a%3Db&resourceVersion=5&watch=true",
 		"DELETE /api/v1/namespaces/ns1/pods/p1",
+	}
+	// The run's report counts what reached the server.
+	if n := c.(requestCounter).Requests(); n != int64(len(want)) {
+		t.Errorf("the client counted %d requests, want %d", n, len(want))
 	}
 	if strings.Join(api.seen, "\n") != strings.Join(want, "\n") {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(api.seen, "\n"), strings.Join(want, "\n"))

@@ -26,6 +26,9 @@ func (c csCore) Namespaces() Resource[*corev1.Namespace, *corev1.NamespaceList] 
 func (c csCore) ServiceAccounts(ns string) Resource[*corev1.ServiceAccount, *corev1.ServiceAccountList] {
 	return c.cs.CoreV1().ServiceAccounts(ns)
 }
+func (c csCore) Secrets(ns string) Resource[*corev1.Secret, *corev1.SecretList] {
+	return c.cs.CoreV1().Secrets(ns)
+}
 func (c csCore) Pods(ns string) Pods        { return c.cs.CoreV1().Pods(ns) }
 func (c csCore) RESTClient() rest.Interface { return c.cs.CoreV1().RESTClient() }
 

@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodesnap/nodesnap/features/fleet/podspec"
 )
@@ -51,24 +52,38 @@ type created struct {
 	namespace bool // the namespace itself
 	// expires is the run's ExpiresAnnotation.
 	expires string
-	// identities are the per-node ServiceAccounts, each with its
-	// ClusterRole and ClusterRoleBinding of the same name.
+	// identities are the ServiceAccounts the run made, each with its
+	// ClusterRole and ClusterRoleBinding of the same name: the run's one
+	// (named as the run), or one per node with --kubelet-pprof.
 	identities map[string]identity
 	pods       map[string]bool
+	// secrets are the run's Secrets of upload URLs (fleet collect --to).
+	secrets map[string]made
 	// forcePods are pods no kubelet took on: a graceful delete would wait
 	// for a kubelet that may never answer.
 	forcePods map[string]bool
 }
 
-// identity is what exists of one node's ServiceAccount, ClusterRole and
-// ClusterRoleBinding.
-type identity struct{ sa, role, binding bool }
+// identity is what exists of one ServiceAccount, ClusterRole and
+// ClusterRoleBinding of a run: the UID of each (empty: not created), so
+// that the clean-up deletes the very object the run made and nothing
+// created meanwhile under its name.
+type identity struct{ sa, role, binding made }
 
-// setup makes the namespace when missing. With --no-rbac it returns the
-// ServiceAccount of deploy/kubernetes/rbac.yaml (rbac-pprof.yaml's with
-// --kubelet-pprof) for every pod; otherwise "" (each node gets its own,
-// see nodeIdentity).
-func setup(ctx context.Context, o *Options, runID string, c *created) (string, error) {
+// made is one object a run created: its UID (empty where the API server
+// gave none, as client-go's fake does not).
+type made struct {
+	ok  bool
+	uid types.UID
+}
+
+// setup makes the namespace when missing, and the identity every pod of
+// the run runs as: with --no-rbac the ServiceAccount of
+// deploy/kubernetes/rbac.yaml (rbac-pprof.yaml's with --kubelet-pprof);
+// otherwise one ServiceAccount, ClusterRole and ClusterRoleBinding named
+// as the run (runIdentity), whatever the number of nodes. It returns ""
+// with --kubelet-pprof: each node then gets its own (nodeIdentity).
+func setup(ctx context.Context, o *Options, runID string, nodes []string, c *created) (string, error) {
 	cs := o.Client
 	labels := runLabels(runID)
 	got, err := cs.CoreV1().Namespaces().Get(ctx, o.Namespace, metav1.GetOptions{})
@@ -99,7 +114,10 @@ func setup(ctx context.Context, o *Options, runID string, c *created) (string, e
 		return "", fmt.Errorf("reading namespace %s: %w", o.Namespace, err)
 	}
 	if !o.NoRBAC {
-		return "", nil
+		if o.Pprof || len(nodes) == 0 {
+			return "", nil
+		}
+		return runID, c.makeIdentity(ctx, o, runID, runID, "", nodes)
 	}
 	sa, file := podspec.ServiceAccount, "deploy/kubernetes/rbac.yaml"
 	if o.Pprof {
@@ -113,17 +131,32 @@ func setup(ctx context.Context, o *Options, runID string, c *created) (string, e
 
 // nodeIdentity makes one node's ServiceAccount (named name, as its pod),
 // and a ClusterRole and ClusterRoleBinding of the same name that let it
-// get that node's kubelet subresources and no other node's: a token taken
-// from one node's pod reaches no other kubelet. With --kubelet-pprof the
-// role also has nodes/proxy, for that node alone.
+// get that node's kubelet subresources and nodes/proxy, and no other
+// node's: with --kubelet-pprof, whose nodes/proxy allows exec into every
+// pod of a node, a token taken from one node's pod reaches no other
+// kubelet. That costs three objects per node; without it the run has one
+// identity for all its nodes (runIdentity).
 func (c *created) nodeIdentity(ctx context.Context, o *Options, runID, node, name string) error {
+	return c.makeIdentity(ctx, o, runID, name, node, []string{node})
+}
+
+// makeIdentity creates a ServiceAccount, ClusterRole and ClusterRoleBinding
+// named name whose role gets the kubelet subresources of nodes (and
+// nodes/proxy with --kubelet-pprof) and no other node's, and what the
+// cluster collector reads through the API (get and list, no Secret).
+// node, when set, is the one node the objects are for (their
+// NodeAnnotation).
+func (c *created) makeIdentity(ctx context.Context, o *Options, runID, name, node string, nodes []string) error {
 	cs := o.Client
 	meta := metav1.ObjectMeta{Name: name, Labels: runLabels(runID),
-		Annotations: map[string]string{NodeAnnotation: node, ExpiresAnnotation: c.expires}}
+		Annotations: map[string]string{ExpiresAnnotation: c.expires}}
+	if node != "" {
+		meta.Annotations[NodeAnnotation] = node
+	}
 	c.mu.Lock()
 	done := c.identities[name]
 	c.mu.Unlock()
-	if done.binding {
+	if done.binding.ok {
 		return nil
 	}
 	record := func(f func(*identity)) {
@@ -133,32 +166,45 @@ func (c *created) nodeIdentity(ctx context.Context, o *Options, runID, node, nam
 		c.identities[name] = id
 		c.mu.Unlock()
 	}
+	who := "the run's"
+	if node != "" {
+		who = "the node's"
+	}
 	sameta := meta
 	sameta.Namespace = o.Namespace
-	if _, err := cs.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: sameta}, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the node's service account %s/%s: %w", o.Namespace, name, err)
+	sa, err := cs.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: sameta}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating %s service account %s/%s: %w", who, o.Namespace, name, err)
 	}
-	record(func(id *identity) { id.sa = true })
-	// The node's kubelet subresources, and what the cluster collector
-	// reads of the node's view through the API (get and list, no Secret).
-	rules := append(podspec.KubeletRules(node), podspec.ClusterRules()...)
+	record(func(id *identity) { id.sa = made{true, sa.UID} })
+	rules := append(nodeRules(podspec.KubeletRules(""), nodes), podspec.ClusterRules()...)
 	if o.Pprof {
-		rules = append(rules, podspec.PprofRules(node)...)
+		rules = append(rules, nodeRules(podspec.PprofRules(""), nodes)...)
 	}
-	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: meta, Rules: rules}, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the node's ClusterRole %s (get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics, nodes/stats of node %s; or use --no-rbac after nodesnap manifests rbac | kubectl apply -f -): %w", name, node, err)
+	role, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: meta, Rules: rules}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating %s ClusterRole %s (get on nodes/pods, nodes/healthz, nodes/configz, nodes/metrics, nodes/stats of the run's nodes; or use --no-rbac after nodesnap manifests rbac | kubectl apply -f -): %w", who, name, err)
 	}
-	record(func(id *identity) { id.role = true })
+	record(func(id *identity) { id.role = made{true, role.UID} })
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: meta,
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: o.Namespace}},
 	}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the node's ClusterRoleBinding %s: %w", name, err)
+	b, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating %s ClusterRoleBinding %s: %w", who, name, err)
 	}
-	record(func(id *identity) { id.binding = true })
+	record(func(id *identity) { id.binding = made{true, b.UID} })
 	return nil
+}
+
+// nodeRules limits rules to the named nodes.
+func nodeRules(rules []rbacv1.PolicyRule, nodes []string) []rbacv1.PolicyRule {
+	for i := range rules {
+		rules[i].ResourceNames = append([]string(nil), nodes...)
+	}
+	return rules
 }
 
 func merge(a, b map[string]string) map[string]string {
@@ -235,24 +281,41 @@ func (c *created) cleanup(ctx context.Context, runID string) []string {
 	left := c.waitPodsGone(ctx, runID)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	gone := func(err error) bool { return err == nil || apierrors.IsNotFound(err) }
+	// By name and UID: the object this run made, never one made since
+	// under its name.
+	del := func(m made) metav1.DeleteOptions {
+		if m.uid == "" {
+			return metav1.DeleteOptions{}
+		}
+		return metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &m.uid}}
+	}
+	// A conflict is a precondition that failed: the object of that name
+	// is another one, and the run's is gone.
+	gone := func(err error) bool { return err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) }
 	for name, id := range c.identities {
-		if id.binding && !gone(cs.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})) {
+		if id.binding.ok && !gone(cs.RbacV1().ClusterRoleBindings().Delete(ctx, name, del(id.binding))) {
 			left = append(left, "clusterrolebinding "+name)
 		}
-		if id.role && !gone(cs.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})) {
+		if id.role.ok && !gone(cs.RbacV1().ClusterRoles().Delete(ctx, name, del(id.role))) {
 			left = append(left, "clusterrole "+name)
 		}
-		if id.sa && !gone(cs.CoreV1().ServiceAccounts(c.ns).Delete(ctx, name, metav1.DeleteOptions{})) {
+		if id.sa.ok && !gone(cs.CoreV1().ServiceAccounts(c.ns).Delete(ctx, name, del(id.sa))) {
 			left = append(left, "serviceaccount "+c.ns+"/"+name)
 		}
 	}
-	if c.namespace && !othersIn(ctx, cs, c.ns, runID) && !gone(cs.CoreV1().Namespaces().Delete(ctx, c.ns, metav1.DeleteOptions{})) {
+	for name, m := range c.secrets {
+		if !gone(cs.CoreV1().Secrets(c.ns).Delete(ctx, name, del(m))) {
+			left = append(left, "secret "+c.ns+"/"+name)
+		}
+	}
+	if c.namespace && !othersIn(ctx, cs, c.ns, runID) && !nsGone(cs.CoreV1().Namespaces().Delete(ctx, c.ns, metav1.DeleteOptions{})) {
 		left = append(left, "namespace "+c.ns)
 	}
 	sort.Strings(left)
 	return left
 }
+
+func nsGone(err error) bool { return err == nil || apierrors.IsNotFound(err) }
 
 // waitPodsGone waits until no pod of the run is left, or ctx ends; it
 // returns the pods still there.

@@ -27,6 +27,17 @@ type CollectResult struct {
 	Status     string   `json:"status"`
 	Missing    []string `json:"missing"`
 	ExitStatus int      `json:"exit_status"`
+	// Upload is the upload's outcome, when the pod uploaded the bundle
+	// (fleet collect --to).
+	Upload *UploadResult `json:"upload,omitempty"`
+}
+
+// UploadResult is what collect's result says of its upload.
+type UploadResult struct {
+	OK         bool   `json:"ok"`
+	StatusCode int    `json:"status_code,omitempty"`
+	Error      string `json:"error,omitempty"`
+	Attempts   int    `json:"attempts,omitempty"`
 }
 
 // resultLogLimit bounds what is read of the collect container's log: the

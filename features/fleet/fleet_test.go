@@ -34,10 +34,11 @@ func checkClean(t *testing.T, s *sim, nsCreated bool) {
 	sas, _ := s.cs.CoreV1().ServiceAccounts("").List(ctx, metav1.ListOptions{})
 	roles, _ := s.cs.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
 	bindings, _ := s.cs.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	secrets, _ := s.cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
 	nss, _ := s.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-	if n := len(pods.Items) + len(sas.Items) + len(roles.Items) + len(bindings.Items); n != 0 {
-		t.Errorf("left in the cluster: %d pods, %d service accounts, %d cluster roles, %d bindings",
-			len(pods.Items), len(sas.Items), len(roles.Items), len(bindings.Items))
+	if n := len(pods.Items) + len(sas.Items) + len(roles.Items) + len(bindings.Items) + len(secrets.Items); n != 0 {
+		t.Errorf("left in the cluster: %d pods, %d service accounts, %d cluster roles, %d bindings, %d secrets",
+			len(pods.Items), len(sas.Items), len(roles.Items), len(bindings.Items), len(secrets.Items))
 	}
 	if nsCreated && len(nss.Items) != 0 {
 		t.Errorf("the run's namespace is left: %v", nss.Items[0].Name)

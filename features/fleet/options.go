@@ -22,7 +22,6 @@ const (
 	DefaultTimeout       = 30 * time.Minute
 	DefaultNodeTimeout   = 5 * time.Minute
 	DefaultNotReadyGrace = 30 * time.Second
-	DefaultPollInterval  = 2 * time.Second
 	// cleanupTimeout bounds the clean-up at the end of a run.
 	cleanupTimeout = 2 * time.Minute
 )
@@ -58,11 +57,14 @@ type Options struct {
 	// NotReadyGrace: a pod that no kubelet takes on within it, on a node
 	// that is NotReady, is given up (node-not-ready).
 	NotReadyGrace time.Duration
-	PollInterval  time.Duration
 
-	// OutputDir receives one bundle per node and fleet.json.
+	// OutputDir receives one bundle per node and fleet.json (with Store,
+	// fleet.json alone).
 	OutputDir string
-	Version   string
+	// Store, when set, is where each node's pod uploads its bundle itself
+	// (fleet collect --to): nothing is copied through exec.
+	Store   Store
+	Version string
 
 	// Progress, when set, is called whenever a node's row changes.
 	Progress func(NodeResult)
@@ -110,7 +112,6 @@ func (o *Options) defaults() error {
 	o.Timeout = cmp.Or(o.Timeout, DefaultTimeout)
 	o.NodeTimeout = cmp.Or(o.NodeTimeout, DefaultNodeTimeout)
 	o.NotReadyGrace = cmp.Or(o.NotReadyGrace, DefaultNotReadyGrace)
-	o.PollInterval = cmp.Or(o.PollInterval, DefaultPollInterval)
 	o.CollectTimeout = cmp.Or(o.CollectTimeout, 2*time.Minute)
 	switch {
 	case o.MaxParallel < 0:

@@ -18,16 +18,19 @@ import (
 	"github.com/nodesnap/nodesnap/features/fleet/podspec"
 )
 
-// Each node's pod runs as a ServiceAccount of its own whose role names
-// that node alone: a token taken from one node's pod reaches no other
-// kubelet. nodes/proxy (exec into pods) only with Pprof, and then for the
-// one node too; the pods leave pprof out otherwise.
-func TestPerNodeRoles(t *testing.T) {
+// The run's pods share one ServiceAccount, ClusterRole and binding named
+// as the run, whatever the number of nodes, whose kubelet rules name the
+// run's nodes and no other. With Pprof (nodes/proxy, which allows exec
+// into a node's pods) each node's pod runs as an identity of its own
+// whose role names that node alone: a token taken from one node's pod
+// reaches no other kubelet. The pods leave pprof out otherwise.
+func TestRunRoles(t *testing.T) {
 	for _, pprof := range []bool{false, true} {
-		s := newSim(t, map[string]behaviour{"a": healthy, "b": healthy}, 512)
+		s := newSim(t, map[string]behaviour{"a": healthy, "b": healthy, "c": healthy}, 512)
 		var mu sync.Mutex
 		roles := map[string]*rbacv1.ClusterRole{}
 		bindings := map[string]*rbacv1.ClusterRoleBinding{}
+		sas := map[string]bool{}
 		pods := map[string]*corev1.Pod{}
 		s.cs.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 			mu.Lock()
@@ -37,6 +40,8 @@ func TestPerNodeRoles(t *testing.T) {
 				roles[o.Name] = o.DeepCopy()
 			case *rbacv1.ClusterRoleBinding:
 				bindings[o.Name] = o.DeepCopy()
+			case *corev1.ServiceAccount:
+				sas[o.Name] = true
 			case *corev1.Pod:
 				pods[o.Name] = o.DeepCopy()
 			}
@@ -48,37 +53,46 @@ func TestPerNodeRoles(t *testing.T) {
 		if err != nil || rep.ExitStatus != ExitAllOK {
 			t.Fatalf("pprof %v: %v %+v", pprof, err, rep)
 		}
-		if len(pods) != 2 || len(roles) != 2 || len(bindings) != 2 {
-			t.Fatalf("pprof %v: %d pods, %d roles, %d bindings; want one of each per node", pprof, len(pods), len(roles), len(bindings))
+		identities := 1
+		if pprof {
+			identities = 3
+		}
+		if len(pods) != 3 || len(roles) != identities || len(bindings) != identities || len(sas) != identities {
+			t.Fatalf("pprof %v: %d pods, %d service accounts, %d roles, %d bindings; want %d of each identity object",
+				pprof, len(pods), len(sas), len(roles), len(bindings), identities)
 		}
 		for name, p := range pods {
 			node := p.Spec.NodeName
-			if p.Spec.ServiceAccountName != name {
-				t.Errorf("pod %s runs as %q, want its own service account", name, p.Spec.ServiceAccountName)
+			sa, nodes := rep.RunID, []string{"a", "b", "c"}
+			if pprof {
+				sa, nodes = name, []string{node}
 			}
-			b := bindings[name]
-			if b == nil || b.RoleRef.Name != name || len(b.Subjects) != 1 || b.Subjects[0].Name != name {
-				t.Errorf("binding %s %+v does not tie role %s to service account %s", name, b, name, name)
+			if p.Spec.ServiceAccountName != sa {
+				t.Errorf("pod %s runs as %q, want %q", name, p.Spec.ServiceAccountName, sa)
 			}
-			role := roles[name]
+			b := bindings[sa]
+			if b == nil || b.RoleRef.Name != sa || len(b.Subjects) != 1 || b.Subjects[0].Name != sa || !sas[sa] {
+				t.Errorf("binding %s %+v does not tie role %s to service account %s", sa, b, sa, sa)
+			}
+			role := roles[sa]
 			if role == nil {
-				t.Fatalf("no role %s", name)
+				t.Fatalf("no role %s", sa)
 			}
 			proxy := false
 			for _, r := range role.Rules {
 				// The cluster collector's reads (get and list of the
 				// node's view through the API, no Secret) cannot be cut
-				// to one node by name; every kubelet subresource is.
+				// to nodes by name; every kubelet subresource is.
 				if slices.ContainsFunc(podspec.ClusterRules(), func(c rbacv1.PolicyRule) bool { return reflect.DeepEqual(c, r) }) {
 					continue
 				}
-				if !slices.Equal(r.ResourceNames, []string{node}) || !slices.Equal(r.Verbs, []string{"get"}) {
-					t.Errorf("role %s rule %+v: want get on node %s alone", name, r, node)
+				if !slices.Equal(r.ResourceNames, nodes) || !slices.Equal(r.Verbs, []string{"get"}) {
+					t.Errorf("role %s rule %+v: want get on nodes %v alone", sa, r, nodes)
 				}
 				proxy = proxy || slices.Contains(r.Resources, "nodes/proxy")
 			}
 			if proxy != pprof {
-				t.Errorf("role %s: nodes/proxy %v with pprof %v", name, proxy, pprof)
+				t.Errorf("role %s: nodes/proxy %v with pprof %v", sa, proxy, pprof)
 			}
 			args := strings.Join(p.Spec.InitContainers[0].Args, " ")
 			if strings.Contains(args, "--kubelet-pprof=false") == pprof {
@@ -86,6 +100,11 @@ func TestPerNodeRoles(t *testing.T) {
 			}
 			if _, err := time.Parse(time.RFC3339, p.Annotations[ExpiresAnnotation]); err != nil {
 				t.Errorf("pod %s has no expiry: %v", name, p.Annotations)
+			}
+		}
+		for name, r := range roles {
+			if _, err := time.Parse(time.RFC3339, r.Annotations[ExpiresAnnotation]); err != nil || !fleetMade(r.ObjectMeta) {
+				t.Errorf("role %s has no expiry or would not be swept as the fleet's: %v %v", name, r.Labels, r.Annotations)
 			}
 		}
 		checkClean(t, s, true)
@@ -126,6 +145,10 @@ func TestSweepExpired(t *testing.T) {
 		{"cluster-admin", "node-old", past, true},
 		{"system:kube-controller-manager", "node-old", past, true},
 		{old + "x", "node-old", past, true},
+		// The run's one identity, named as the run; another run's name
+		// under this run's label is not this run's.
+		{deadRun, "", past, true},
+		{"nodesnap-fleet-cafef00d", "", past, true},
 	} {
 		m := meta(c.name, c.node, c.expires, c.ours)
 		if _, err := s.cs.CoreV1().ServiceAccounts("nodesnap").Create(ctx, &corev1.ServiceAccount{ObjectMeta: m}, metav1.CreateOptions{}); err != nil {
@@ -145,17 +168,29 @@ func TestSweepExpired(t *testing.T) {
 	if _, err := s.cs.RbacV1().ClusterRoleBindings().Create(ctx, binding(other, "cluster-admin"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The run's Secrets of upload URLs; another run's name under its label
+	// is not its own.
+	for _, name := range []string{secretName(deadRun, 0), "nodesnap-fleet-cafef00d-upload-0"} {
+		if _, err := s.cs.CoreV1().Secrets("nodesnap").Create(ctx, &corev1.Secret{ObjectMeta: meta(name, "", past, true)}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	rep, err := Run(ctx, s.options(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"clusterrole " + old, "clusterrolebinding " + old, "serviceaccount nodesnap/" + old}
+	if _, err := s.cs.CoreV1().Secrets("nodesnap").Get(ctx, "nodesnap-fleet-cafef00d-upload-0", metav1.GetOptions{}); err != nil {
+		t.Errorf("another run's Secret name under this run's label was removed: %v", err)
+	}
+	want := []string{"secret nodesnap/" + secretName(deadRun, 0), "clusterrole " + old, "clusterrole " + deadRun, "clusterrolebinding " + old, "clusterrolebinding " + deadRun,
+		"serviceaccount nodesnap/" + old, "serviceaccount nodesnap/" + deadRun}
 	got := slices.Clone(rep.Swept)
 	slices.Sort(got)
+	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("swept %q, want %q", got, want)
 	}
-	for _, name := range []string{current, "foreign", "cluster-admin", "system:kube-controller-manager", old + "x"} {
+	for _, name := range []string{current, "foreign", "cluster-admin", "system:kube-controller-manager", old + "x", "nodesnap-fleet-cafef00d"} {
 		if _, err := s.cs.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{}); err != nil {
 			t.Errorf("clusterrole %s removed: %v", name, err)
 		}

@@ -47,7 +47,11 @@ type NodeResult struct {
 	Pod   string `json:"pod,omitempty"`
 	// Bundle is the bundle's file name in the output directory; NodePath
 	// its path on the node.
-	Bundle   string `json:"bundle,omitempty"`
+	Bundle string `json:"bundle,omitempty"`
+	// Object is where the node's pod uploaded its bundle (fleet collect
+	// --to), once the store holds it: s3://bucket/prefix/run/node.tar.gz,
+	// its sha256 beside it (.sha256).
+	Object   string `json:"object,omitempty"`
 	NodePath string `json:"node_path,omitempty"`
 	Size     int64  `json:"size,omitempty"`
 	// SHA256 is the node's own checksum of the bundle, which the copy
@@ -78,8 +82,9 @@ type Report struct {
 	Context   string `json:"context,omitempty"`
 	Namespace string `json:"namespace"`
 	Image     string `json:"image"`
-	// ServiceAccount the pods ran as: one per node, named as its pod and
-	// allowed that node's kubelet alone, or deploy/kubernetes/rbac.yaml's
+	// ServiceAccount the pods ran as: the run's own, named as the run and
+	// allowed the run's nodes' kubelets alone (one per node, named as its
+	// pod, with --kubelet-pprof), or deploy/kubernetes/rbac.yaml's
 	// (rbac-pprof.yaml's) with --no-rbac.
 	ServiceAccount string    `json:"service_account,omitempty"`
 	Selection      string    `json:"selection"`
@@ -95,8 +100,12 @@ type Report struct {
 	Leftovers []string `json:"leftovers,omitempty"`
 	// Swept are objects of earlier runs, past their expiry, that this
 	// run removed before it started (their client had died).
-	Swept      []string `json:"swept,omitempty"`
-	ExitStatus int      `json:"exit_status"`
+	Swept []string `json:"swept,omitempty"`
+	// APIRequests is the number of requests the run sent to the API
+	// server through its client (a watch counts once; exec's streams,
+	// each on a connection of its own, are not counted).
+	APIRequests int64 `json:"api_requests,omitempty"`
+	ExitStatus  int   `json:"exit_status"`
 }
 
 // Exit statuses of a fleet run.

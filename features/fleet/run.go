@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/features/fleet/podspec"
@@ -59,21 +61,37 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// What earlier runs left behind (their client died) and is past its
 	// time goes first.
 	rep.Swept = sweepExpired(gctx, o.Client, o.Namespace, time.Now())
-	c := &created{client: o.Client, ns: o.Namespace, pods: map[string]bool{}, forcePods: map[string]bool{},
+	c := &created{client: o.Client, ns: o.Namespace, pods: map[string]bool{}, forcePods: map[string]bool{}, secrets: map[string]made{},
 		identities: map[string]identity{}, expires: time.Now().Add(o.Timeout + cleanupTimeout).UTC().Format(time.RFC3339)}
 	r := &runner{o: &o, runID: runID, rows: rows, c: c, board: newBoard()}
-	sa, err := setup(gctx, &o, runID, c)
-	if err == nil && sa == "" && len(rows) > 0 {
-		// The first node's identity now: a user who may not create RBAC
-		// learns it before any pod, not once per node.
-		err = c.nodeIdentity(gctx, &o, runID, rows[0].Node, podName(runID, rows[0].Node))
+	var names []string
+	for _, row := range rows {
+		if row.Status == "" {
+			names = append(names, row.Node)
+		}
+	}
+	sa, err := setup(gctx, &o, runID, names, c)
+	if err == nil && sa == "" && len(names) > 0 {
+		// The first node's identity now (--kubelet-pprof): a user who
+		// may not create RBAC learns it before any pod, not once per node.
+		err = c.nodeIdentity(gctx, &o, runID, names[0], podName(runID, names[0]))
 	}
 	if err == nil {
 		r.sa, rep.ServiceAccount = sa, sa
 		if sa == "" {
 			rep.ServiceAccount = "one per node, named as its pod"
 		}
+		if o.Store != nil {
+			r.uploads, err = c.makeUploads(gctx, &o, runID, names)
+		}
+	}
+	if err == nil {
 		r.collectAll(ctx, gctx)
+		if o.Store != nil {
+			sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			err = r.checkStored(sctx)
+			scancel()
+		}
 	} else {
 		for i := range rows {
 			if rows[i].Status == "" {
@@ -89,9 +107,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	ccancel()
 	rep.Interrupted = ctx.Err() != nil
 	rep.Ended = time.Now().UTC()
+	if rc, ok := o.Client.(requestCounter); ok {
+		rep.APIRequests = rc.Requests()
+	}
 	rep.finish()
 	if werr := writeReport(o.OutputDir, rep); werr != nil {
 		err = errors.Join(err, werr)
+	}
+	if o.Store != nil && len(rep.Nodes) > 0 {
+		// Beside the bundles, for fleet analyze of the store.
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		if werr := storeReport(sctx, o.Store, runID, rep); werr != nil {
+			err = errors.Join(err, werr)
+		}
+		scancel()
 	}
 	return rep, err
 }
@@ -186,6 +215,8 @@ type runner struct {
 	board *board
 	mu    sync.Mutex
 	rows  []NodeResult
+	// uploads, with Options.Store, say where each node's upload URL is.
+	uploads *uploads
 }
 
 // update changes a node's row under the lock and reports it.
@@ -200,12 +231,15 @@ func (r *runner) update(i int, f func(*NodeResult)) {
 }
 
 // collectAll runs every node, at most MaxParallel at once, while one
-// poller lists the run's pods for all of them (one request per interval,
-// whatever the number of nodes).
+// watch follows the run's pods for all of them.
 func (r *runner) collectAll(ictx, gctx context.Context) {
 	pctx, stop := context.WithCancel(gctx)
 	defer stop()
-	go r.board.poll(pctx, r.o.Client, r.o.Namespace, RunSelector(r.runID), r.o.PollInterval)
+	go r.board.follow(pctx, r.o.Client, r.o.Namespace, RunSelector(r.runID))
+	select {
+	case <-r.board.ready:
+	case <-gctx.Done():
+	}
 	sem := make(chan struct{}, r.o.MaxParallel)
 	var wg sync.WaitGroup
 	for i := range r.rows {
@@ -294,6 +328,9 @@ func (r *runner) drive(ictx, gctx, nctx context.Context, i int, name string, cre
 	}
 	// The kubelet ends the pod by itself if this process dies.
 	pod.Spec.ActiveDeadlineSeconds = ptr(int64((o.NodeTimeout + cleanupTimeout) / time.Second))
+	if r.uploads != nil {
+		r.uploads.uploadTo(pod, node)
+	}
 	if o.PodHook != nil {
 		o.PodHook(node, pod)
 	}
@@ -333,6 +370,8 @@ func (r *runner) drive(ictx, gctx, nctx context.Context, i int, name string, cre
 			return v.status, v.reason + r.logTail(nctx, name)
 		case v.status != "":
 			return v.status, v.reason
+		case v.ready && o.Store != nil:
+			return r.stored(ictx, gctx, nctx, i, name, v.message)
 		case v.ready:
 			return r.copyBack(ictx, gctx, nctx, i, name)
 		}
@@ -457,15 +496,22 @@ func firstNonEmpty(a, b string) string {
 
 func ptr[T any](v T) *T { return &v }
 
-// board holds the latest list of the run's pods, refreshed by one poller;
-// each node's goroutine waits on it for a change.
+// board holds the run's pods as one watch reports them; each node's
+// goroutine waits on it for a change. It holds only what classify reads
+// of a pod (its status), and a pod only until it is deleted: the run
+// keeps at most --max-parallel pods at once, so the board stays that
+// small whatever the number of nodes.
 type board struct {
 	mu      sync.Mutex
 	pods    map[string]*corev1.Pod
 	changed chan struct{}
-	// lastErr is the last list's error ("" once one succeeds), for the
-	// reason of nodes that time out meanwhile.
+	// lastErr is the last list's or watch's error ("" once one
+	// succeeds), for the reason of nodes that time out meanwhile.
 	lastErr string
+	// ready is closed once the watch is up (or its first attempt failed):
+	// pods are created after it, so that none of their changes is missed.
+	ready     chan struct{}
+	readyOnce sync.Once
 }
 
 func (b *board) listError() string {
@@ -474,39 +520,140 @@ func (b *board) listError() string {
 	return b.lastErr
 }
 
-func newBoard() *board { return &board{pods: map[string]*corev1.Pod{}, changed: make(chan struct{})} }
+func newBoard() *board {
+	return &board{pods: map[string]*corev1.Pod{}, changed: make(chan struct{}), ready: make(chan struct{})}
+}
 
-// get returns a pod as last listed (nil: not seen) and a channel closed at
-// the next refresh.
+// get returns a pod as last seen (nil: not seen) and a channel closed at
+// the next change.
 func (b *board) get(name string) (*corev1.Pod, <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.pods[name], b.changed
 }
 
-func (b *board) poll(ctx context.Context, cs Client, ns, selector string, every time.Duration) {
-	for {
-		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err == nil {
+// notify wakes the waiting nodes; it is called with b.mu held.
+func (b *board) notify() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+func (b *board) setErr(err error) {
+	b.mu.Lock()
+	b.lastErr = err.Error()
+	b.mu.Unlock()
+}
+
+// slim is what the board keeps of a pod.
+func slim(p *corev1.Pod) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, ResourceVersion: p.ResourceVersion,
+		DeletionTimestamp: p.DeletionTimestamp}, Status: p.Status}
+}
+
+// watchTimeout is how long one watch request lasts at most (the API
+// server's own limit is longer); it is spread so that many runs do not
+// come back at once.
+func watchTimeout() *int64 {
+	return ptr(int64(240 + mrand.IntN(120)))
+}
+
+// follow lists the run's pods once and then watches them, continuing
+// each watch where the last one ended: a request per few minutes,
+// whatever the number of nodes. A watch the server says is too old (410
+// Gone) starts again from a list.
+func (b *board) follow(ctx context.Context, cs Client, ns, selector string) {
+	defer b.readyOnce.Do(func() { close(b.ready) })
+	rv := ""
+	retry := time.Duration(0)
+	pause := func(err error) bool {
+		b.setErr(err)
+		b.readyOnce.Do(func() { close(b.ready) })
+		retry = min(max(retry*2, 250*time.Millisecond), 10*time.Second)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(retry):
+			return true
+		}
+	}
+	for ctx.Err() == nil {
+		if rv == "" {
+			list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+			if err != nil {
+				if ctx.Err() != nil || !pause(fmt.Errorf("listing the run's pods: %w", err)) {
+					return
+				}
+				continue
+			}
 			m := make(map[string]*corev1.Pod, len(list.Items))
 			for i := range list.Items {
-				m[list.Items[i].Name] = &list.Items[i]
+				m[list.Items[i].Name] = slim(&list.Items[i])
 			}
 			b.mu.Lock()
 			b.pods, b.lastErr = m, ""
-			close(b.changed)
-			b.changed = make(chan struct{})
+			b.notify()
 			b.mu.Unlock()
-		} else if ctx.Err() == nil {
-			b.mu.Lock()
-			b.lastErr = err.Error()
-			b.mu.Unlock()
+			rv = list.ResourceVersion
 		}
-		// A failed list is retried; each node's deadline bounds the wait.
+		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv,
+			AllowWatchBookmarks: true, TimeoutSeconds: watchTimeout()})
+		if err != nil {
+			if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
+				rv = ""
+			}
+			if ctx.Err() != nil || !pause(fmt.Errorf("watching the run's pods: %w", err)) {
+				return
+			}
+			continue
+		}
+		b.readyOnce.Do(func() { close(b.ready) })
+		rv = b.drain(ctx, w, rv)
+		retry = 0
+	}
+}
+
+// drain applies a watch's events to the board until the watch ends, and
+// returns the resource version to continue from ("" to list again).
+func (b *board) drain(ctx context.Context, w watch.Interface, rv string) string {
+	defer w.Stop()
+	for {
+		var ev watch.Event
+		var ok bool
 		select {
 		case <-ctx.Done():
-			return
-		case <-time.After(every):
+			return rv
+		case ev, ok = <-w.ResultChan():
+		}
+		if !ok {
+			return rv
+		}
+		switch ev.Type {
+		case watch.Added, watch.Modified, watch.Deleted:
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod {
+				continue
+			}
+			b.mu.Lock()
+			if ev.Type == watch.Deleted {
+				delete(b.pods, p.Name)
+			} else {
+				b.pods[p.Name] = slim(p)
+			}
+			b.lastErr = ""
+			b.notify()
+			b.mu.Unlock()
+			rv = p.ResourceVersion
+		case watch.Bookmark:
+			if p, isPod := ev.Object.(*corev1.Pod); isPod {
+				rv = p.ResourceVersion
+			}
+		case watch.Error:
+			err := apierrors.FromObject(ev.Object)
+			b.setErr(fmt.Errorf("watching the run's pods: %w", err))
+			if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
+				return ""
+			}
+			return rv
 		}
 	}
 }

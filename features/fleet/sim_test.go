@@ -52,7 +52,11 @@ type sim struct {
 	mu     sync.Mutex
 	nodes  map[string]*simNode
 	execs  int
+	logs   int
 	podsOn map[string]string // pod → node
+	// onCreate, when set, sees each pod as it is created, after its
+	// node's kubelet set its status.
+	onCreate func(pod *corev1.Pod, n *simNode)
 }
 
 func seedOf(node string) uint64 {
@@ -102,6 +106,9 @@ func newSim(t testing.TB, nodes map[string]behaviour, size int64) *sim {
 		s.mu.Unlock()
 		if n != nil {
 			kubelet(pod, n.b)
+			if s.onCreate != nil {
+				s.onCreate(pod, n)
+			}
 		}
 		return false, nil, nil // the tracker stores the pod as changed
 	})
@@ -156,6 +163,9 @@ func (s *sim) nodeOf(pod string) (string, *simNode) {
 
 // Logs is the collect container's log: collect's JSON result.
 func (s *sim) Logs(_ context.Context, _, pod, _ string, _ int64) ([]byte, error) {
+	s.mu.Lock()
+	s.logs++
+	s.mu.Unlock()
 	node, n := s.nodeOf(pod)
 	if n == nil {
 		return nil, fmt.Errorf("no pod %s", pod)
@@ -188,7 +198,7 @@ func (s *sim) Exec(ctx context.Context, _, pod, container string, cmd []string, 
 func (s *sim) options(dir string) Options {
 	return Options{
 		Client: fromClientset(s.cs), PodIO: s, All: true, Image: "nodesnap:test", OutputDir: dir,
-		NodeTimeout: 2 * time.Second, NotReadyGrace: 50 * time.Millisecond, PollInterval: 5 * time.Millisecond,
+		NodeTimeout: 2 * time.Second, NotReadyGrace: 50 * time.Millisecond,
 		MaxParallel: 4, Version: "test",
 	}
 }

@@ -15,7 +15,8 @@ import (
 // ClusterRoleBindings, the pods. Its pods end by themselves (their
 // activeDeadlineSeconds) and their tokens expire with them; the objects
 // carry ExpiresAnnotation, and every fleet call first removes the ones of
-// earlier runs whose time has passed.
+// earlier runs whose time has passed. A run's RBAC objects are named as
+// the run (one set for all its nodes), a pod as the run and its node.
 
 // sweepExpired deletes the objects of earlier fleet runs in namespace ns
 // (and the cluster-scoped ones) whose ExpiresAnnotation has passed, and
@@ -42,6 +43,13 @@ func sweepExpired(ctx context.Context, cs Client, ns string, now time.Time) (rem
 		for _, o := range l.Items {
 			if expired(o.ObjectMeta) && gone(cs.CoreV1().Pods(ns).Delete(ctx, o.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &o.UID}})) {
 				removed = append(removed, "pod "+ns+"/"+o.Name)
+			}
+		}
+	}
+	if l, err := cs.CoreV1().Secrets(ns).List(ctx, sel); err == nil {
+		for _, o := range l.Items {
+			if expired(o.ObjectMeta) && gone(cs.CoreV1().Secrets(ns).Delete(ctx, o.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &o.UID}})) {
+				removed = append(removed, "secret "+ns+"/"+o.Name)
 			}
 		}
 	}
@@ -78,17 +86,21 @@ var runIDPattern = regexp.MustCompile(`^nodesnap-fleet-[0-9a-f]{8}$`)
 
 // fleetMade says whether an object's metadata proves it one a fleet run
 // made (see sweepExpired): the fleet's label, a run id newRunID would
-// make, and the name that run gives the node its annotation names; never
-// a system: object, one the API server bootstraps or reconciles, or one
-// in a kube- namespace.
+// make, and a name that run gives: the run's id itself (its one
+// ServiceAccount, ClusterRole and binding), or the name it gives the node
+// its annotation names (a pod; a node's own identity with
+// --kubelet-pprof); never a system: object, one the API server bootstraps
+// or reconciles, or one in a kube- namespace.
 func fleetMade(m metav1.ObjectMeta) bool {
 	run, node := m.Labels[RunLabel], m.Annotations[NodeAnnotation]
 	switch {
-	case m.Labels[ManagedByLabel] != ManagedBy, !runIDPattern.MatchString(run), node == "",
-		m.Name != podName(run, node), builtIn(m):
+	case m.Labels[ManagedByLabel] != ManagedBy, !runIDPattern.MatchString(run), builtIn(m):
 		return false
 	}
-	return true
+	if sm := secretNamePattern.FindStringSubmatch(m.Name); sm != nil {
+		return sm[1] == run // its Secrets of upload URLs
+	}
+	return m.Name == run || (node != "" && m.Name == podName(run, node))
 }
 
 // builtIn says whether an object is one Kubernetes itself makes or owns.

@@ -81,6 +81,7 @@ type fleetRow struct {
 	Status    string `json:"status"`
 	Reason    string `json:"reason"`
 	Bundle    string `json:"bundle"`
+	Object    string `json:"object"`
 	Durations struct {
 		Total float64 `json:"total"`
 	} `json:"durations"`
@@ -141,6 +142,10 @@ func LoadWith(ctx context.Context, dir string, opt Options) (*View, error) {
 			n := Node{Name: r.Node, Bundle: r.Bundle, FleetStatus: r.Status, Reason: r.Reason, Seconds: r.Durations.Total}
 			if r.Bundle == "" || filepath.Base(r.Bundle) != r.Bundle || !IsBundleName(r.Bundle) {
 				n.Bundle, n.Error = "", r.Status+": "+r.Reason
+				if r.Bundle == "" && r.Object != "" {
+					// fleet collect --to: the bundle is in the store.
+					n.Error = r.Status + ": the bundle is in the object store at " + r.Object + " (nodesnap fleet analyze with the s3:// location reads it)"
+				}
 				missing = append(missing, n)
 				continue
 			}

@@ -89,7 +89,7 @@ func removeNewHostBundles(t *testing.T) {
 func checkNothingLeft(t *testing.T, c *cluster) {
 	t.Helper()
 	sel := fleet.ManagedByLabel + "=" + fleet.ManagedBy
-	if out := c.k(t, "", "get", "pods,serviceaccounts,clusterroles,clusterrolebindings,namespaces", "-A", "-l", sel, "-o", "name"); strings.TrimSpace(out) != "" {
+	if out := c.k(t, "", "get", "pods,serviceaccounts,secrets,clusterroles,clusterrolebindings,namespaces", "-A", "-l", sel, "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Errorf("the fleet run left in the cluster:\n%s", out)
 	}
 	if out := c.k(t, "", "get", "namespace", "nodesnap", "-o", "name"); strings.TrimSpace(out) != "namespace/nodesnap" {
@@ -152,17 +152,18 @@ func TestFleetCollect(t *testing.T) {
 	if g.Status != fleet.StatusNotReady || !strings.Contains(g.Reason, "NotReady") {
 		t.Errorf("%s: %s %q; want node-not-ready", ghost, g.Status, g.Reason)
 	}
-	if rep.ServiceAccount != "one per node, named as its pod" {
-		t.Errorf("the pods ran as %q, not a service account of their own each", rep.ServiceAccount)
+	if rep.ServiceAccount != rep.RunID {
+		t.Errorf("the pods ran as %q, not the run's own service account %s", rep.ServiceAccount, rep.RunID)
 	}
 	p := filepath.Join(dir, real.Bundle)
 	if out, err := exec.Command(testkit.Binary(t), "validate", p).CombinedOutput(); err != nil {
 		t.Fatalf("validate %s: %v\n%s", p, err, out)
 	}
 	inFleet := &run{path: p, b: readBundle(t, p)}
-	// The kubelet refuses anonymous requests: ok means the node's token
-	// (bound, through its own ClusterRoleBinding, to this node's read
-	// subresources alone, no nodes/proxy) was accepted, pprof left out.
+	// The kubelet refuses anonymous requests: ok means the run's token
+	// (bound, through the run's ClusterRoleBinding, to the run's nodes'
+	// read subresources alone, no nodes/proxy) was accepted, pprof left
+	// out.
 	if st := inFleet.status(t, "kubelet"); st.Status != "ok" {
 		t.Errorf("kubelet collector in the fleet's pod: %s %s %v", st.Status, st.Error, st.Notes)
 	}
