@@ -100,7 +100,7 @@ func TestFleetScaleStore(t *testing.T) {
 		"--kubeconfig", c.kubeconfig, "--image", c.image(t), "--output-dir", dir,
 		"--max-parallel", "100", "--node-timeout", "5m", "--timeout", "20m", "--output", "json"}
 	cmd := exec.CommandContext(rctx, testkit.Binary(t), args...)
-	cmd.Env = append(append(os.Environ(), srv.Env()...), "AWS_CA_BUNDLE=")
+	cmd.Env = append(os.Environ(), srv.Env()...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	start := time.Now()
@@ -503,7 +503,7 @@ func TestFleetToStore(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testkit.Binary(t), "fleet", "collect", c.node, "--to", "s3://nodesnap-e2e/real/",
 		"--kubeconfig", c.kubeconfig, "--image", c.image(t), "--output-dir", dir, "--node-timeout", "4m")
-	cmd.Env = append(append(os.Environ(), srv.Env()...), "AWS_CA_BUNDLE=")
+	cmd.Env = append(os.Environ(), srv.Env()...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
