@@ -83,12 +83,27 @@ func order(roots []*analyzer) ([]*analyzer, error) {
 // runAnalyzers runs roots and what they require. A panic or an error in
 // one analyzer is an internal-error finding; the ones that require it do
 // not run, the others do.
+//
+// An analyzer sees the findings of what it requires, directly or not,
+// and of nothing else (st.findings during its run is that view, in the
+// graph's stable order): what runs beside it in another order cannot
+// change what it reads. What it adds, it owns; a rule that edits the
+// findings it reads (the storage operations' and the pods' rules) edits
+// their owners' copies, and one that drops some (the pods' rule merges
+// findings) takes over the findings it read.
 func (st *state) runAnalyzers(roots []*analyzer) {
 	list, err := order(roots)
 	if err != nil {
 		st.internalError("analyzers", err.Error(), "")
 		return
 	}
+	canon := list
+	if analyzerOrderHook != nil {
+		list = analyzerOrderHook(list)
+	}
+	// owned holds each analyzer's findings; nil's are the ones made
+	// before the analyzers ran (the transients' settling).
+	owned := map[*analyzer][]Finding{nil: st.findings}
 	results := map[*analyzer]any{}
 	failed := map[*analyzer]bool{}
 	for _, a := range list {
@@ -104,6 +119,7 @@ func (st *state) runAnalyzers(roots []*analyzer) {
 			failed[a] = true
 			continue
 		}
+		view := st.viewFor(a, canon, owned)
 		res, err := st.runOne(p)
 		if err == nil && a.ResultType != nil && res != nil && reflect.TypeOf(res) != a.ResultType {
 			err = fmt.Errorf("analyzer %s returned a %T, declared %s", a.Name, res, a.ResultType)
@@ -111,10 +127,75 @@ func (st *state) runAnalyzers(roots []*analyzer) {
 		if err != nil {
 			failed[a] = true
 			st.internalError(a.Name, err.Error(), "")
-			continue
+		} else {
+			results[a] = res
 		}
-		results[a] = res
+		settle(a, view, st.findings, owned)
 	}
+	st.findings = nil
+	for _, a := range append([]*analyzer{nil}, canon...) {
+		st.findings = append(st.findings, owned[a]...)
+	}
+}
+
+// analyzerOrderHook, set by tests only, reorders the analyzers (a valid
+// order still: every analyzer after what it requires).
+var analyzerOrderHook func([]*analyzer) []*analyzer
+
+// share is one owner's part of a view.
+type share struct {
+	owner *analyzer
+	n     int
+}
+
+// viewFor sets st.findings to the findings a may read: the ones made
+// before the analyzers, and those of everything it requires, in canon's
+// order. It returns whose they are.
+func (st *state) viewFor(a *analyzer, canon []*analyzer, owned map[*analyzer][]Finding) []share {
+	reads := map[*analyzer]bool{}
+	var walk func(*analyzer)
+	walk = func(x *analyzer) {
+		for _, r := range x.Requires {
+			if !reads[r] {
+				reads[r] = true
+				walk(r)
+			}
+		}
+	}
+	walk(a)
+	view := []share{{nil, len(owned[nil])}}
+	fs := append([]Finding(nil), owned[nil]...)
+	for _, b := range canon {
+		if reads[b] {
+			view = append(view, share{b, len(owned[b])})
+			fs = append(fs, owned[b]...)
+		}
+	}
+	st.findings = fs
+	return view
+}
+
+// settle gives back what an analyzer left in its view: the read findings
+// (edited or not) to their owners, the ones it added to it. When it
+// dropped some, it owns every finding it read.
+func settle(a *analyzer, view []share, out []Finding, owned map[*analyzer][]Finding) {
+	n := 0
+	for _, s := range view {
+		n += s.n
+	}
+	if len(out) < n {
+		for _, s := range view {
+			owned[s.owner] = nil
+		}
+		owned[a] = out
+		return
+	}
+	i := 0
+	for _, s := range view {
+		owned[s.owner] = out[i : i+s.n : i+s.n]
+		i += s.n
+	}
+	owned[a] = append(owned[a], out[n:]...)
 }
 
 // runOne runs one analyzer, a panic turned into an error.
