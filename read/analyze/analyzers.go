@@ -15,13 +15,12 @@ import (
 // their results. The order is the graph's, not a hand-kept list.
 //
 // The extraction stage is an analyzer (events: the storage operations'
-// events in scope, grouped by operation and object), and so is the rule
-// that makes a finding of every failing operation no other finding names
-// (storageOps, which requires events and the rules that name causes).
-// The older rules still read the shared state; each runs through an
-// adapter (legacyAnalyzer) that declares the rule before it as its
-// requirement, which keeps their order until they are ported one by one
-// (docs/decisions/read.md).
+// events in scope, grouped by operation and object); every rule is one
+// too, requiring what it reads (rule.reads in state.go): the rules whose
+// findings it reads, the ones that claim log lines before it reads what
+// is left unclaimed, the events. There is no other order: any order the
+// graph allows gives the same report (TestAnalyzersAnyOrder), and a rule
+// sees the findings of what it requires only (viewFor).
 
 // Analyzer is one rule or stage of the analysis.
 type analyzer struct {
@@ -226,29 +225,6 @@ func (st *state) internalError(name, msg, stack string) {
 	st.add(f)
 }
 
-// legacyAnalyzer adapts a rule over the shared state: it requires the
-// rule before it, which keeps the older rules' order (the ones that join
-// evidence claim their log lines first), and what legacyNeeds says it
-// reads besides the state.
-func legacyAnalyzer(r rule, after *analyzer) *analyzer {
-	a := &analyzer{Name: r.name, Run: func(p *pass) (any, error) {
-		r.run(p.st)
-		return nil, nil
-	}}
-	if after != nil {
-		a.Requires = []*analyzer{after}
-	}
-	a.Requires = append(a.Requires, legacyNeeds[r.name]...)
-	return a
-}
-
-// legacyNeeds are the analyzers a legacy rule reads through the state:
-// the catalogue's mount findings take their severity from the events'
-// state (stateSeverity).
-var legacyNeeds = map[string][]*analyzer{
-	"catalogue-logs": {eventsAnalyzer},
-}
-
 // opResult is the events analyzer's result.
 type opResult struct {
 	// Groups are the failures in scope, by operation and object.
@@ -269,24 +245,42 @@ var eventsAnalyzer = &analyzer{
 	},
 }
 
-// analyzers returns the rules as a graph: the legacy rules in their
-// order, the events stage, and the storage operations' rule after both.
+// analyzers returns the rules as a graph: each requires the rules whose
+// findings, claimed log lines or state it reads (rules' reads), the
+// events stage where it reads the storage operations' events. The
+// graph's stable order (order) is the rules list's, which is also the
+// order of the findings a rule reads.
 func analyzers() []*analyzer {
-	var prev *analyzer
+	byName := map[string]*analyzer{eventsAnalyzer.Name: eventsAnalyzer}
 	var roots []*analyzer
 	for _, r := range rules {
-		a := legacyAnalyzer(r, prev)
-		if r.name == "storage-operations" {
-			a = &analyzer{Name: r.name, Requires: []*analyzer{eventsAnalyzer, prev}, ResultType: reflect.TypeOf(0),
-				Run: func(p *pass) (any, error) {
-					res := p.ResultOf[eventsAnalyzer].(*opResult)
-					before := len(p.st.findings)
-					ruleStorageOps(p.st, res.Groups)
-					return len(p.st.findings) - before, nil
-				}}
+		a := ruleAnalyzer(r)
+		for _, n := range r.reads {
+			req := byName[n]
+			if req == nil {
+				// A rule may read only what the list holds before it.
+				panic("analyzer " + r.name + " reads " + n + ", which is not before it in the rules list")
+			}
+			a.Requires = append(a.Requires, req)
 		}
+		byName[r.name] = a
 		roots = append(roots, a)
-		prev = a
 	}
 	return roots
+}
+
+// ruleAnalyzer makes an analyzer of a rule; its result is the number of
+// findings it added.
+func ruleAnalyzer(r rule) *analyzer {
+	a := &analyzer{Name: r.name, ResultType: reflect.TypeOf(0)}
+	a.Run = func(p *pass) (any, error) {
+		before := len(p.st.findings)
+		if r.name == "storage-operations" {
+			ruleStorageOps(p.st, p.ResultOf[eventsAnalyzer].(*opResult).Groups)
+		} else {
+			r.run(p.st)
+		}
+		return len(p.st.findings) - before, nil
+	}
+	return a
 }
