@@ -119,7 +119,12 @@ func (st *state) runAnalyzers(roots []*analyzer) {
 			continue
 		}
 		view := st.viewFor(a, canon, owned)
+		if signatureHook != nil {
+			name := a.Name
+			st.logs.touched = func(sig string) { signatureHook(name, sig) }
+		}
 		res, err := st.runOne(p)
+		st.logs.touched = nil
 		if err == nil && a.ResultType != nil && res != nil && reflect.TypeOf(res) != a.ResultType {
 			err = fmt.Errorf("analyzer %s returned a %T, declared %s", a.Name, res, a.ResultType)
 		}
@@ -140,6 +145,10 @@ func (st *state) runAnalyzers(roots []*analyzer) {
 // analyzerOrderHook, set by tests only, reorders the analyzers (a valid
 // order still: every analyzer after what it requires).
 var analyzerOrderHook func([]*analyzer) []*analyzer
+
+// signatureHook, set by tests only, is told which analyzer reads the
+// unclaimed lines of which signature.
+var signatureHook func(analyzer, sig string)
 
 // share is one owner's part of a view.
 type share struct {
