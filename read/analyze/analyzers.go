@@ -278,18 +278,78 @@ func analyzers() []*analyzer {
 	return roots
 }
 
-// ruleAnalyzer makes an analyzer of a rule; its result is the number of
-// findings it added.
+// ruleAnalyzer makes an analyzer of a rule: its own result, or for a
+// rule over the state the number of findings it added.
 func ruleAnalyzer(r rule) *analyzer {
+	if r.analyze != nil {
+		return &analyzer{Name: r.name, ResultType: r.result, Run: r.analyze}
+	}
 	a := &analyzer{Name: r.name, ResultType: reflect.TypeOf(0)}
 	a.Run = func(p *pass) (any, error) {
 		before := len(p.st.findings)
-		if r.name == "storage-operations" {
-			ruleStorageOps(p.st, p.ResultOf[eventsAnalyzer].(*opResult).Groups)
-		} else {
-			r.run(p.st)
-		}
+		r.run(p.st)
 		return len(p.st.findings) - before, nil
 	}
 	return a
+}
+
+// needs makes the run of a rule that reads the result (of type R) of the
+// analyzer named req, which its reads list.
+func needs[R any](req string, run func(*state, R)) func(*pass) (any, error) {
+	return func(p *pass) (any, error) {
+		for a, res := range p.ResultOf {
+			if a.Name == req {
+				r, ok := res.(R)
+				if !ok {
+					return nil, fmt.Errorf("the result of %s is a %T, not what this rule reads", req, res)
+				}
+				run(p.st, r)
+				return nil, nil
+			}
+		}
+		return nil, fmt.Errorf("it reads %s, which it does not require", req)
+	}
+}
+
+// hungResult is what the hung-mounts rule tells the rules that read it.
+type hungResult struct {
+	// Devices are the devices its findings name.
+	Devices []string
+	// KubeletExplained is set when one of them carries the kubelet's
+	// stuck goroutines and failing healthz (the kubelet rule then says
+	// no more of it).
+	KubeletExplained bool
+}
+
+func hungMountsPass(p *pass) (any, error) {
+	st := p.st
+	before := len(st.findings)
+	ruleHungMounts(st)
+	res := &hungResult{KubeletExplained: st.kubeletExplained}
+	for _, f := range st.findings[before:] {
+		if f.ID == idHungMount {
+			res.Devices = append(res.Devices, f.Subject)
+		}
+	}
+	return res, nil
+}
+
+// dirsResult is what the directories rule tells the rules that read it.
+type dirsResult struct {
+	// Huge are the huge directories it found (and those past ext4's
+	// link limit), by path.
+	Huge []string
+}
+
+func directoriesPass(p *pass) (any, error) {
+	st := p.st
+	before := len(st.findings)
+	ruleDirectories(st)
+	res := &dirsResult{}
+	for _, f := range st.findings[before:] {
+		if f.ID == idHugeDir || f.ID == idNlinkOverflow {
+			res.Huge = append(res.Huge, f.Subject)
+		}
+	}
+	return res, nil
 }

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -437,6 +438,10 @@ var _ = document(
 type rule struct {
 	name string
 	run  func(*state)
+	// analyze, instead of run, reads its requirements' results from the
+	// pass and returns its own, of type result.
+	analyze func(*pass) (any, error)
+	result  reflect.Type
 	// reads are the rules (or "events") whose results it reads: their
 	// findings, the log lines they claimed, the state they leave
 	// (kubeletExplained, the log lines set aside). It runs after them and
@@ -470,18 +475,18 @@ var rules = []rule{
 	{name: "csi", run: ruleCSI, reads: []string{"mount-held-in-foreign-namespace"}},
 	// Claims teardown, orphan, FUSE, hung-task, ceph, NFS and sync-loop
 	// lines after the two above.
-	{name: "hung-mounts", run: ruleHungMounts, reads: []string{"mount-held-in-foreign-namespace", "csi"}},
+	{name: "hung-mounts", analyze: hungMountsPass, result: reflect.TypeOf(&hungResult{}), reads: []string{"mount-held-in-foreign-namespace", "csi"}},
 	// Reads the hung mounts' findings (a stuck device they name) and
 	// claims hung-task and ceph lines after them.
-	{name: "storage-clients", run: ruleStorageClients, reads: []string{"hung-mounts"}},
+	{name: "storage-clients", analyze: needs("hung-mounts", func(st *state, h *hungResult) { ruleStorageClients(st, h.Devices) }), reads: []string{"hung-mounts"}},
 	// Reads kubeletExplained (a hung mount carries the kubelet's stuck
 	// goroutines) and claims sync-loop and PLEG lines after it.
-	{name: "kubelet", run: ruleKubelet, reads: []string{"hung-mounts"}},
+	{name: "kubelet", analyze: needs("hung-mounts", func(st *state, h *hungResult) { ruleKubelet(st, h.KubeletExplained) }), reads: []string{"hung-mounts"}},
 	// Claims deleting, teardown, rmdir, orphan and unlinkat lines after
 	// the rules that claim them first.
-	{name: "directories", run: ruleDirectories, reads: []string{"mount-held-in-foreign-namespace", "csi", "hung-mounts"}},
+	{name: "directories", analyze: directoriesPass, result: reflect.TypeOf(&dirsResult{}), reads: []string{"mount-held-in-foreign-namespace", "csi", "hung-mounts"}},
 	// Reads the huge directories found.
-	{name: "runtime", run: ruleRuntimeLock, reads: []string{"directories"}},
+	{name: "runtime", analyze: needs("directories", func(st *state, d *dirsResult) { ruleRuntimeLock(st, d.Huge) }), reads: []string{"directories"}},
 	// The log-signature rules: what no claimer used.
 	{name: "volume-logs", run: ruleVolumeLogs, reads: claimers},
 	// Also reads the events' state (stateSeverity).
@@ -490,7 +495,7 @@ var rules = []rule{
 	{name: "kernel-storage", run: ruleKernelStorage, reads: claimers},
 	// Each failing storage operation no cause names (it reads their
 	// findings, claims and the lines set aside as history).
-	{name: "storage-operations", reads: append([]string{"events"}, causes...)},
+	{name: "storage-operations", analyze: needs("events", func(st *state, ev *opResult) { ruleStorageOps(st, ev.Groups) }), reads: append([]string{"events"}, causes...)},
 	{name: "bundle", run: ruleBundle},
 	// The lines set aside: by scopeLogs, and by the kernel's NFS rule.
 	{name: "earlier-log-lines", run: ruleEarlierLogs, reads: []string{"kernel-logs"}},
