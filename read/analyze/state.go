@@ -489,8 +489,8 @@ var rules = []rule{
 	{name: "runtime", analyze: needs("directories", func(st *state, d *dirsResult) { ruleRuntimeLock(st, d.Huge) }), reads: []string{"directories"}},
 	// The log-signature rules: what no claimer used.
 	{name: "volume-logs", run: ruleVolumeLogs, reads: claimers},
-	// Also reads the events' state (stateSeverity).
-	{name: "catalogue-logs", run: ruleCatalogueLogs, reads: append([]string{"events"}, claimers...)},
+	// Also reads the events' groups (stateSeverity).
+	{name: "catalogue-logs", analyze: needs("events", ruleCatalogueLogs), reads: append([]string{"events"}, claimers...)},
 	{name: "kernel-logs", run: ruleKernelLogs, reads: claimers},
 	{name: "kernel-storage", run: ruleKernelStorage, reads: claimers},
 	// Each failing storage operation no cause names (it reads their
