@@ -15,13 +15,12 @@ import (
 // their results. The order is the graph's, not a hand-kept list.
 //
 // The extraction stage is an analyzer (events: the storage operations'
-// events in scope, grouped by operation and object), and so is the rule
-// that makes a finding of every failing operation no other finding names
-// (storageOps, which requires events and the rules that name causes).
-// The older rules still read the shared state; each runs through an
-// adapter (legacyAnalyzer) that declares the rule before it as its
-// requirement, which keeps their order until they are ported one by one
-// (docs/decisions/read.md).
+// events in scope, grouped by operation and object); every rule is one
+// too, requiring what it reads (rule.reads in state.go): the rules whose
+// findings it reads, the ones that claim log lines before it reads what
+// is left unclaimed, the events. There is no other order: any order the
+// graph allows gives the same report (TestAnalyzersAnyOrder), and a rule
+// sees the findings of what it requires only (viewFor).
 
 // Analyzer is one rule or stage of the analysis.
 type analyzer struct {
@@ -83,12 +82,27 @@ func order(roots []*analyzer) ([]*analyzer, error) {
 // runAnalyzers runs roots and what they require. A panic or an error in
 // one analyzer is an internal-error finding; the ones that require it do
 // not run, the others do.
+//
+// An analyzer sees the findings of what it requires, directly or not,
+// and of nothing else (st.findings during its run is that view, in the
+// graph's stable order): what runs beside it in another order cannot
+// change what it reads. What it adds, it owns; a rule that edits the
+// findings it reads (the storage operations' and the pods' rules) edits
+// their owners' copies, and one that drops some (the pods' rule merges
+// findings) takes over the findings it read.
 func (st *state) runAnalyzers(roots []*analyzer) {
 	list, err := order(roots)
 	if err != nil {
 		st.internalError("analyzers", err.Error(), "")
 		return
 	}
+	canon := list
+	if analyzerOrderHook != nil {
+		list = analyzerOrderHook(list)
+	}
+	// owned holds each analyzer's findings; nil's are the ones made
+	// before the analyzers ran (the transients' settling).
+	owned := map[*analyzer][]Finding{nil: st.findings}
 	results := map[*analyzer]any{}
 	failed := map[*analyzer]bool{}
 	for _, a := range list {
@@ -104,17 +118,92 @@ func (st *state) runAnalyzers(roots []*analyzer) {
 			failed[a] = true
 			continue
 		}
+		view := st.viewFor(a, canon, owned)
+		if signatureHook != nil {
+			name := a.Name
+			st.logs.touched = func(sig string) { signatureHook(name, sig) }
+		}
 		res, err := st.runOne(p)
+		st.logs.touched = nil
 		if err == nil && a.ResultType != nil && res != nil && reflect.TypeOf(res) != a.ResultType {
 			err = fmt.Errorf("analyzer %s returned a %T, declared %s", a.Name, res, a.ResultType)
 		}
 		if err != nil {
 			failed[a] = true
 			st.internalError(a.Name, err.Error(), "")
-			continue
+		} else {
+			results[a] = res
 		}
-		results[a] = res
+		settle(a, view, st.findings, owned)
 	}
+	st.findings = nil
+	for _, a := range append([]*analyzer{nil}, canon...) {
+		st.findings = append(st.findings, owned[a]...)
+	}
+}
+
+// analyzerOrderHook, set by tests only, reorders the analyzers (a valid
+// order still: every analyzer after what it requires).
+var analyzerOrderHook func([]*analyzer) []*analyzer
+
+// signatureHook, set by tests only, is told which analyzer reads the
+// unclaimed lines of which signature.
+var signatureHook func(analyzer, sig string)
+
+// share is one owner's part of a view.
+type share struct {
+	owner *analyzer
+	n     int
+}
+
+// viewFor sets st.findings to the findings a may read: the ones made
+// before the analyzers, and those of everything it requires, in canon's
+// order. It returns whose they are.
+func (st *state) viewFor(a *analyzer, canon []*analyzer, owned map[*analyzer][]Finding) []share {
+	reads := map[*analyzer]bool{}
+	var walk func(*analyzer)
+	walk = func(x *analyzer) {
+		for _, r := range x.Requires {
+			if !reads[r] {
+				reads[r] = true
+				walk(r)
+			}
+		}
+	}
+	walk(a)
+	view := []share{{nil, len(owned[nil])}}
+	fs := append([]Finding(nil), owned[nil]...)
+	for _, b := range canon {
+		if reads[b] {
+			view = append(view, share{b, len(owned[b])})
+			fs = append(fs, owned[b]...)
+		}
+	}
+	st.findings = fs
+	return view
+}
+
+// settle gives back what an analyzer left in its view: the read findings
+// (edited or not) to their owners, the ones it added to it. When it
+// dropped some, it owns every finding it read.
+func settle(a *analyzer, view []share, out []Finding, owned map[*analyzer][]Finding) {
+	n := 0
+	for _, s := range view {
+		n += s.n
+	}
+	if len(out) < n {
+		for _, s := range view {
+			owned[s.owner] = nil
+		}
+		owned[a] = out
+		return
+	}
+	i := 0
+	for _, s := range view {
+		owned[s.owner] = out[i : i+s.n : i+s.n]
+		i += s.n
+	}
+	owned[a] = append(owned[a], out[n:]...)
 }
 
 // runOne runs one analyzer, a panic turned into an error.
@@ -145,29 +234,6 @@ func (st *state) internalError(name, msg, stack string) {
 	st.add(f)
 }
 
-// legacyAnalyzer adapts a rule over the shared state: it requires the
-// rule before it, which keeps the older rules' order (the ones that join
-// evidence claim their log lines first), and what legacyNeeds says it
-// reads besides the state.
-func legacyAnalyzer(r rule, after *analyzer) *analyzer {
-	a := &analyzer{Name: r.name, Run: func(p *pass) (any, error) {
-		r.run(p.st)
-		return nil, nil
-	}}
-	if after != nil {
-		a.Requires = []*analyzer{after}
-	}
-	a.Requires = append(a.Requires, legacyNeeds[r.name]...)
-	return a
-}
-
-// legacyNeeds are the analyzers a legacy rule reads through the state:
-// the catalogue's mount findings take their severity from the events'
-// state (stateSeverity).
-var legacyNeeds = map[string][]*analyzer{
-	"catalogue-logs": {eventsAnalyzer},
-}
-
 // opResult is the events analyzer's result.
 type opResult struct {
 	// Groups are the failures in scope, by operation and object.
@@ -188,24 +254,102 @@ var eventsAnalyzer = &analyzer{
 	},
 }
 
-// analyzers returns the rules as a graph: the legacy rules in their
-// order, the events stage, and the storage operations' rule after both.
+// analyzers returns the rules as a graph: each requires the rules whose
+// findings, claimed log lines or state it reads (rules' reads), the
+// events stage where it reads the storage operations' events. The
+// graph's stable order (order) is the rules list's, which is also the
+// order of the findings a rule reads.
 func analyzers() []*analyzer {
-	var prev *analyzer
+	byName := map[string]*analyzer{eventsAnalyzer.Name: eventsAnalyzer}
 	var roots []*analyzer
 	for _, r := range rules {
-		a := legacyAnalyzer(r, prev)
-		if r.name == "storage-operations" {
-			a = &analyzer{Name: r.name, Requires: []*analyzer{eventsAnalyzer, prev}, ResultType: reflect.TypeOf(0),
-				Run: func(p *pass) (any, error) {
-					res := p.ResultOf[eventsAnalyzer].(*opResult)
-					before := len(p.st.findings)
-					ruleStorageOps(p.st, res.Groups)
-					return len(p.st.findings) - before, nil
-				}}
+		a := ruleAnalyzer(r)
+		for _, n := range r.reads {
+			req := byName[n]
+			if req == nil {
+				// A rule may read only what the list holds before it.
+				panic("analyzer " + r.name + " reads " + n + ", which is not before it in the rules list")
+			}
+			a.Requires = append(a.Requires, req)
 		}
+		byName[r.name] = a
 		roots = append(roots, a)
-		prev = a
 	}
 	return roots
+}
+
+// ruleAnalyzer makes an analyzer of a rule: its own result, or for a
+// rule over the state the number of findings it added.
+func ruleAnalyzer(r rule) *analyzer {
+	if r.analyze != nil {
+		return &analyzer{Name: r.name, ResultType: r.result, Run: r.analyze}
+	}
+	a := &analyzer{Name: r.name, ResultType: reflect.TypeOf(0)}
+	a.Run = func(p *pass) (any, error) {
+		before := len(p.st.findings)
+		r.run(p.st)
+		return len(p.st.findings) - before, nil
+	}
+	return a
+}
+
+// needs makes the run of a rule that reads the result (of type R) of the
+// analyzer named req, which its reads list.
+func needs[R any](req string, run func(*state, R)) func(*pass) (any, error) {
+	return func(p *pass) (any, error) {
+		for a, res := range p.ResultOf {
+			if a.Name == req {
+				r, ok := res.(R)
+				if !ok {
+					return nil, fmt.Errorf("the result of %s is a %T, not what this rule reads", req, res)
+				}
+				run(p.st, r)
+				return nil, nil
+			}
+		}
+		return nil, fmt.Errorf("it reads %s, which it does not require", req)
+	}
+}
+
+// hungResult is what the hung-mounts rule tells the rules that read it.
+type hungResult struct {
+	// Devices are the devices its findings name.
+	Devices []string
+	// KubeletExplained is set when one of them carries the kubelet's
+	// stuck goroutines and failing healthz (the kubelet rule then says
+	// no more of it).
+	KubeletExplained bool
+}
+
+func hungMountsPass(p *pass) (any, error) {
+	st := p.st
+	before := len(st.findings)
+	ruleHungMounts(st)
+	res := &hungResult{KubeletExplained: st.kubeletExplained}
+	for _, f := range st.findings[before:] {
+		if f.ID == idHungMount {
+			res.Devices = append(res.Devices, f.Subject)
+		}
+	}
+	return res, nil
+}
+
+// dirsResult is what the directories rule tells the rules that read it.
+type dirsResult struct {
+	// Huge are the huge directories it found (and those past ext4's
+	// link limit), by path.
+	Huge []string
+}
+
+func directoriesPass(p *pass) (any, error) {
+	st := p.st
+	before := len(st.findings)
+	ruleDirectories(st)
+	res := &dirsResult{}
+	for _, f := range st.findings[before:] {
+		if f.ID == idHugeDir || f.ID == idNlinkOverflow {
+			res.Huge = append(res.Huge, f.Subject)
+		}
+	}
+	return res, nil
 }

@@ -91,3 +91,56 @@ func TestAnalysisGraph(t *testing.T) {
 		t.Errorf("order %v", pos)
 	}
 }
+
+// A rule sees the findings of what it requires and nothing else; its
+// edits of them reach the report, and one that drops findings takes over
+// the ones it read. needs hands a rule its requirement's typed result, and
+// refuses one it does not require.
+func TestAnalyzerFindingsView(t *testing.T) {
+	st := newState()
+	seen := map[string][]string{}
+	look := func(name string, p *pass) {
+		for _, f := range p.st.findings {
+			seen[name] = append(seen[name], f.ID)
+		}
+	}
+	x := &analyzer{Name: "x", ResultType: reflect.TypeOf(&dirsResult{}), Run: func(p *pass) (any, error) {
+		p.Report(Finding{ID: "from-x"})
+		return &dirsResult{Huge: []string{"/big"}}, nil
+	}}
+	y := &analyzer{Name: "y", Run: func(p *pass) (any, error) {
+		look("y", p)
+		p.Report(Finding{ID: "from-y"})
+		return nil, nil
+	}}
+	var huge []string
+	z := &analyzer{Name: "z", Requires: []*analyzer{x}, Run: func(p *pass) (any, error) {
+		look("z", p)
+		p.st.findings[0].Summary = "edited by z"
+		_, err := needs("x", func(_ *state, d *dirsResult) { huge = d.Huge })(p)
+		return nil, err
+	}}
+	w := &analyzer{Name: "w", Requires: []*analyzer{z, y}, Run: func(p *pass) (any, error) {
+		look("w", p)
+		if len(p.st.findings) == 2 && p.st.findings[1].Summary != "edited by z" {
+			t.Errorf("z's edit of x's finding is lost: %q", p.st.findings[1].Summary)
+		}
+		p.st.findings = p.st.findings[:1]
+		return nil, nil
+	}}
+	lost := &analyzer{Name: "lost", Run: needs("x", func(*state, *dirsResult) {})}
+	st.runAnalyzers([]*analyzer{y, x, z, w, lost})
+	if len(seen["y"]) != 0 || strings.Join(seen["z"], " ") != "from-x" || strings.Join(seen["w"], " ") != "from-y from-x" {
+		t.Errorf("views: %v", seen)
+	}
+	if strings.Join(huge, " ") != "/big" {
+		t.Errorf("z read x's result as %v", huge)
+	}
+	var ids []string
+	for _, f := range st.findings {
+		ids = append(ids, f.ID+":"+f.Summary)
+	}
+	if len(ids) != 2 || ids[0] != "from-y:" || !strings.HasPrefix(ids[1], idInternalError+":rule lost: it reads x") {
+		t.Errorf("findings after the run: %q", ids)
+	}
+}

@@ -11,11 +11,12 @@
 // When the walk ends, the rules (rules_*.go, one file per family) join
 // those facts into findings: one finding per cause, with the evidence from
 // every collector that saw it. Rules are analyzers (analyzers.go) that
-// declare what they require and run in the graph's order. Rules that join
-// several collectors run first and claim the log lines they use; the
-// generic log rules then report only what no cause explained, and every
-// failing storage operation no finding names is a finding of its own
-// (rules_storage_ops.go), its severity from state.
+// require what they read (rule.reads in state.go) and run in any order the
+// graph allows, each seeing the findings of what it requires only. Rules
+// that join several collectors claim the log lines they use; the generic
+// log rules require them and report only what no cause explained, and
+// every failing storage operation no finding names is a finding of its
+// own (rules_storage_ops.go), its severity from state.
 //
 // Finding IDs are stable. Each is documented next to its rule
 // (document(RuleDoc{...}) in rules_*.go): what it means, its evidence and

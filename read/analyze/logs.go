@@ -87,6 +87,9 @@ type sigHits struct {
 	// the index's budget spent).
 	Overflow int
 	budget   *int
+	// id is the signature; index the log index it is in.
+	id    string
+	index *logIndex
 }
 
 const (
@@ -124,6 +127,9 @@ type logIndex struct {
 	lines      int
 	// ops are the storage operations' events of every log.
 	ops *opIndex
+	// touched, set while an analyzer runs under a test's watch, is
+	// called with a signature whose unclaimed lines are read.
+	touched func(sig string)
 }
 
 func newLogIndex() *logIndex {
@@ -134,7 +140,7 @@ func newLogIndex() *logIndex {
 func (x *logIndex) get(id string) *sigHits {
 	s := x.sigs[id]
 	if s == nil {
-		s = &sigHits{keys: map[string]*keyHits{}, budget: &x.budget}
+		s = &sigHits{keys: map[string]*keyHits{}, budget: &x.budget, id: id, index: x}
 		x.sigs[id] = s
 	}
 	return s
@@ -142,6 +148,9 @@ func (x *logIndex) get(id string) *sigHits {
 
 // unclaimed returns the keys no finding has used yet.
 func (s *sigHits) unclaimed() []*keyHits {
+	if s.index != nil && s.index.touched != nil {
+		s.index.touched(s.id)
+	}
 	var out []*keyHits
 	for _, k := range s.order {
 		if kh := s.keys[k]; !kh.claimed {

@@ -205,7 +205,8 @@ func always(s Severity) func(*keyHits) (Severity, string) {
 	return func(*keyHits) (Severity, string) { return s, "" }
 }
 
-func ruleCatalogueLogs(st *state) {
+func ruleCatalogueLogs(st *state, ops *opResult) {
+	stateSeverity := func(k *keyHits) (Severity, string) { return st.stateSeverity(ops.Groups, k) }
 	teardown := func(k *keyHits, subj string) (string, string, []string) {
 		expl := "The kubelet's TearDown of the volume fails and is retried with exponential backoff; the pod stays Terminating until it succeeds."
 		rem := []string{"Read the wrapped error in the lines; check the volume's directory on the node (findmnt, ls -la) and what keeps it from being removed."}
@@ -224,13 +225,13 @@ func ruleCatalogueLogs(st *state) {
 				"The kubelet cannot unmap the block volume's device from the pod or from its global map path: something still uses the device.",
 				[]string{"Find who holds the device: lsof <device>; grep <device> /proc/*/task/*/mountinfo; release it and let the kubelet retry."}
 		})
-	st.catalogueFinding(sigMountFailed, idMountFailed, signatures.KeyVolume, st.stateSeverity, "Volume mount failing",
+	st.catalogueFinding(sigMountFailed, idMountFailed, signatures.KeyVolume, stateSeverity, "Volume mount failing",
 		func(k *keyHits, subj string) (string, string, []string) {
 			return fmt.Sprintf("mounting volume %s fails%s (%s)", subj, st.ofPod(k), plural(k.Count, "time", "times")),
 				"The kubelet cannot set the volume up for its pod (MountVolume.SetUp, MountDevice or WaitForAttach failed); the pod stays ContainerCreating while it retries.",
 				[]string{"Read the wrapped error in the lines: the CSI driver's or the mount command's own words name the cause."}
 		})
-	st.catalogueFinding(sigAttachTimeout, idPodNotMounted, signatures.KeyPod, st.stateSeverity, "Pod waiting for its volumes to mount",
+	st.catalogueFinding(sigAttachTimeout, idPodNotMounted, signatures.KeyPod, stateSeverity, "Pod waiting for its volumes to mount",
 		func(k *keyHits, subj string) (string, string, []string) {
 			return fmt.Sprintf("pod %s waits for its volumes to attach or mount (%s)", subj, plural(k.Count, "time", "times")),
 				"The kubelet gave up waiting for the pod's volumes and retries its sync; the pod stays ContainerCreating.",

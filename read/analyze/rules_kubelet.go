@@ -181,10 +181,10 @@ func goroutineEvidence(gs []goroutine, what string) []Evidence {
 	return out
 }
 
-func ruleKubelet(st *state) {
+func ruleKubelet(st *state, explained bool) {
 	syncBad := st.syncloopBad()
 	stuck := st.stuckCleanup()
-	if !st.kubeletExplained {
+	if !explained {
 		longest := 0
 		for _, g := range stuck {
 			longest = max(longest, g.Minutes)

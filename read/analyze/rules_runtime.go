@@ -27,7 +27,7 @@ var _ = document(
 	},
 )
 
-func ruleRuntimeLock(st *state) {
+func ruleRuntimeLock(st *state, huge []string) {
 	for _, d := range st.runtimeDump {
 		var removers []goroutine
 		for _, g := range d.Kept {
@@ -92,10 +92,8 @@ func ruleRuntimeLock(st *state) {
 			samples = append(samples, d.WaiterSample[k])
 		}
 		f.Evidence = append(f.Evidence, goroutineEvidence(samples, "goroutines waiting for the lock it holds")...)
-		for _, h := range st.findings {
-			if h.ID == idHugeDir || h.ID == idNlinkOverflow {
-				f.Explanation += " Huge directory in this bundle: " + h.Subject + "."
-			}
+		for _, h := range huge {
+			f.Explanation += " Huge directory in this bundle: " + h + "."
 		}
 		f.Remediation = []string{
 			"Let the removal finish if it is close (watch the directory's entry count fall), or restart the runtime to release the lock (systemctl restart " + runtimeName + "); the volume directory is then left to delete.",

@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,11 +65,11 @@ var _ = document(
 	},
 )
 
-func ruleStorageClients(st *state) {
+func ruleStorageClients(st *state, hung []string) {
 	if st.storage == nil {
 		return
 	}
-	st.stuckWithoutProbe()
+	st.stuckWithoutProbe(hung)
 	st.nfsServers()
 	st.cephClients()
 	st.iscsiSessions()
@@ -316,16 +317,10 @@ func humanSeconds(n int) string {
 }
 
 // stuckWithoutProbe reports verdicts about devices no hung-mount finding
-// names (not mounted, or mountprobe did not run).
-func (st *state) stuckWithoutProbe() {
+// names (hung: not mounted, or mountprobe did not run).
+func (st *state) stuckWithoutProbe(hung []string) {
 	for _, ks := range st.storage.Stuck {
-		covered := false
-		for _, f := range st.findings {
-			if f.ID == idHungMount && f.Subject == ks.Dev {
-				covered = true
-			}
-		}
-		if covered {
+		if slices.Contains(hung, ks.Dev) {
 			continue
 		}
 		mps := st.devMountpoints(ks.Dev)

@@ -393,12 +393,13 @@ func errDetail(e events.Error) string {
 }
 
 // stateSeverity is the severity of a signature's lines about setting a
-// volume up, from the state of the operations they name (opState), and
-// the reason; without a group, from the lines' own end.
-func (st *state) stateSeverity(k *keyHits) (Severity, string) {
+// volume up, from the state of the operations of groups (the events
+// analyzer's) they name (opState), and the reason; without a group, from
+// the lines' own end.
+func (st *state) stateSeverity(groups []*opGroup, k *keyHits) (Severity, string) {
 	cands := []string{k.Key, k.Objects.Volume, k.Objects.PodUID, k.Objects.Pod, k.Objects.Device, k.Objects.Path}
 	best, why, found := Info, "", false
-	for _, g := range st.opGroups {
+	for _, g := range groups {
 		if !mountOp(g.op) || !anyKey(g.keys.All(), cands) {
 			continue
 		}

@@ -2,6 +2,8 @@ package analyze
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -436,30 +438,68 @@ var _ = document(
 type rule struct {
 	name string
 	run  func(*state)
+	// analyze, instead of run, reads its requirements' results from the
+	// pass and returns its own, of type result.
+	analyze func(*pass) (any, error)
+	result  reflect.Type
+	// reads are the rules (or "events") whose results it reads: their
+	// findings, the log lines they claimed, the state they leave
+	// (kubeletExplained, the log lines set aside). It runs after them and
+	// sees their findings only; nothing else orders the rules.
+	reads []string
 }
 
-// rules run in this order: the ones that join evidence from several
-// collectors into one cause come first and claim the log lines they use,
-// so that the generic log-signature rules report only what no cause
-// explained.
+// Groups of rules that others read as a whole.
+var (
+	// claimers join evidence from several collectors into one cause and
+	// claim the log lines they use, so that the log-signature rules
+	// report only what no cause explained.
+	claimers = []string{"mount-held-in-foreign-namespace", "csi", "hung-mounts", "storage-clients", "kubelet", "directories"}
+	// causes are the rules that name a cause: the storage operations'
+	// rule reports each failing operation none of them names.
+	causes = append(slices.Clone(claimers), "runtime", "volume-logs", "catalogue-logs", "kernel-logs", "kernel-storage")
+	// reported is every rule before the API's view, which is joined to
+	// every finding.
+	reported = append(slices.Clone(causes), "storage-operations", "bundle", "earlier-log-lines")
+)
+
+// rules are the analysis, each after what it reads. Their order in this
+// list is the graph's stable order, not a constraint: a rule lists in
+// reads every rule whose result it needs.
 var rules = []rule{
-	{"mount-held-in-foreign-namespace", ruleHeldMounts},
-	{"csi", ruleCSI},
-	{"hung-mounts", ruleHungMounts},
-	{"storage-clients", ruleStorageClients},
-	{"kubelet", ruleKubelet},
-	{"directories", ruleDirectories},
-	{"runtime", ruleRuntimeLock},
-	{"volume-logs", ruleVolumeLogs},
-	{"catalogue-logs", ruleCatalogueLogs},
-	{"kernel-logs", ruleKernelLogs},
-	{"kernel-storage", ruleKernelStorage},
-	// After every rule that names a cause: each failing storage
-	// operation no finding names yet.
-	{"storage-operations", func(st *state) { ruleStorageOps(st, st.opGroups) }},
-	{"bundle", ruleBundle},
-	{"earlier-log-lines", ruleEarlierLogs},
+	// Claims the volume log lines (volumeSigs) that name a mount it finds
+	// held in another namespace.
+	{name: "mount-held-in-foreign-namespace", run: ruleHeldMounts},
+	// Reads the held mounts' findings (a mount already explained) and
+	// claims teardown and orphan lines after them.
+	{name: "csi", run: ruleCSI, reads: []string{"mount-held-in-foreign-namespace"}},
+	// Claims teardown, orphan, FUSE, hung-task, ceph, NFS and sync-loop
+	// lines after the two above.
+	{name: "hung-mounts", analyze: hungMountsPass, result: reflect.TypeOf(&hungResult{}), reads: []string{"mount-held-in-foreign-namespace", "csi"}},
+	// Reads the hung mounts' findings (a stuck device they name) and
+	// claims hung-task and ceph lines after them.
+	{name: "storage-clients", analyze: needs("hung-mounts", func(st *state, h *hungResult) { ruleStorageClients(st, h.Devices) }), reads: []string{"hung-mounts"}},
+	// Reads kubeletExplained (a hung mount carries the kubelet's stuck
+	// goroutines) and claims sync-loop and PLEG lines after it.
+	{name: "kubelet", analyze: needs("hung-mounts", func(st *state, h *hungResult) { ruleKubelet(st, h.KubeletExplained) }), reads: []string{"hung-mounts"}},
+	// Claims deleting, teardown, rmdir, orphan and unlinkat lines after
+	// the rules that claim them first.
+	{name: "directories", analyze: directoriesPass, result: reflect.TypeOf(&dirsResult{}), reads: []string{"mount-held-in-foreign-namespace", "csi", "hung-mounts"}},
+	// Reads the huge directories found.
+	{name: "runtime", analyze: needs("directories", func(st *state, d *dirsResult) { ruleRuntimeLock(st, d.Huge) }), reads: []string{"directories"}},
+	// The log-signature rules: what no claimer used.
+	{name: "volume-logs", run: ruleVolumeLogs, reads: claimers},
+	// Also reads the events' groups (stateSeverity).
+	{name: "catalogue-logs", analyze: needs("events", ruleCatalogueLogs), reads: append([]string{"events"}, claimers...)},
+	{name: "kernel-logs", run: ruleKernelLogs, reads: claimers},
+	{name: "kernel-storage", run: ruleKernelStorage, reads: claimers},
+	// Each failing storage operation no cause names (it reads their
+	// findings, claims and the lines set aside as history).
+	{name: "storage-operations", analyze: needs("events", func(st *state, ev *opResult) { ruleStorageOps(st, ev.Groups) }), reads: append([]string{"events"}, causes...)},
+	{name: "bundle", run: ruleBundle},
+	// The lines set aside: by scopeLogs, and by the kernel's NFS rule.
+	{name: "earlier-log-lines", run: ruleEarlierLogs, reads: []string{"kernel-logs"}},
 	// Last: the API's view joined to every finding above.
-	{"volume-attachments", ruleVolumeAttachments},
-	{"pods", rulePods},
+	{name: "volume-attachments", run: ruleVolumeAttachments, reads: reported},
+	{name: "pods", run: rulePods, reads: append(slices.Clone(reported), "volume-attachments")},
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -186,6 +187,7 @@ func (st *state) dropStaleNFSOK() {
 		rl, kl := r.lastHit(), k.lastHit()
 		if rl != nil && kl != nil && rl.Path == kl.Path && rl.Line.N < kl.Line.N {
 			delete(ok.keys, k.Key)
+			ok.order = slices.DeleteFunc(ok.order, func(o string) bool { return o == k.Key })
 		}
 	}
 }
