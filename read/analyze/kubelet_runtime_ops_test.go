@@ -21,10 +21,10 @@ func TestRKE2KubeletLogFileIsRead(t *testing.T) {
 		"journal/files/rke2-kubelet.log": []byte(strings.Join(lines, "\n") + "\n"),
 	})
 	f := only(t, r, "volume-mount-failed")
-	if f.Subject != "data" || f.Severity != analyze.Warning {
+	if f.Subject != "data of pod shop/db-0" || f.Severity != analyze.Warning {
 		t.Errorf("subject %q severity %s:\n%s", f.Subject, f.Severity, dump(r))
 	}
-	wantIn(t, "summary", f.Summary, "mount of volume data fails (2 times", "shop/db-0", "still failing")
+	wantIn(t, "summary", f.Summary, "mount of volume data of pod shop/db-0 fails (2 times", "still failing")
 }
 
 // A runtime that cannot clean up a dead shim's bundle: a container

@@ -238,7 +238,7 @@ func (e *Event) Permanent() (bool, string) {
 func (k Keys) Object() (kind, value string) {
 	for _, c := range []struct{ kind, v string }{
 		{"sandbox", k.Sandbox},
-		{"volume", k.Handle}, {"volume", k.PV}, {"volume", k.Volume}, {"device", k.Device}, {"path", k.Path},
+		{"volume", k.Handle}, {"volume", k.PV}, {"volume", k.podVolume()}, {"device", k.Device}, {"path", k.Path},
 		{"iSCSI target", k.IQN}, {"iSCSI portal", k.Portal}, {"WWID", k.WWID}, {"multipath map", k.Map}, {"server", k.Server},
 		{"pod", k.PodUID}, {"pod", k.Pod},
 	} {
@@ -249,11 +249,27 @@ func (k Keys) Object() (kind, value string) {
 	return "", ""
 }
 
+// podVolume is the volume key, qualified by its pod when the name is one
+// a pod's spec gives its volume ("data", "config": unique only within
+// the pod, so two pods' failures on their own "data" are two objects, and
+// one pod's success does not mend another's). A name with a plugin's
+// path, a handle's separator or a PV's form is global and stays as is.
+func (k Keys) podVolume() string {
+	pod := k.Pod
+	if pod == "" {
+		pod = k.PodUID
+	}
+	if k.Volume == "" || pod == "" || strings.HasPrefix(k.Volume, "pvc-") || strings.ContainsAny(k.Volume, "/^:#") {
+		return k.Volume
+	}
+	return k.Volume + " of pod " + pod
+}
+
 // All returns every key the record names, most specific first, without
 // repeats.
 func (k Keys) All() []string {
 	var out []string
-	for _, v := range []string{k.Sandbox, k.Handle, k.PV, k.Volume, k.Device, k.Path, k.IQN, k.Portal, k.WWID, k.Map, k.Server, k.Pod, k.PodUID} {
+	for _, v := range []string{k.Sandbox, k.Handle, k.PV, k.podVolume(), k.Device, k.Path, k.IQN, k.Portal, k.WWID, k.Map, k.Server, k.Pod, k.PodUID} {
 		if v != "" && !contains(out, v) {
 			out = append(out, v)
 		}
