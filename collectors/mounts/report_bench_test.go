@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,11 +26,16 @@ func benchReport(b *testing.B, n int) (*layout.MountsReport, [][]byte) {
 	rep := &layout.MountsReport{HostNamespace: 4026531840, Processes: n + 1, Tasks: n + 1}
 	var tables [][]byte
 	for i := 0; i <= n; i++ {
-		// Each namespace numbers its mounts anew.
+		// Each namespace numbers its mounts anew: its own IDs, its
+		// parents numbered the same way (the root's parent outside).
 		var t strings.Builder
 		for _, l := range strings.SplitAfter(string(host), "\n") {
-			if id, rest, ok := strings.Cut(l, " "); ok {
-				fmt.Fprintf(&t, "%d%d %s", i, len(id), rest)
+			id, rest, ok1 := strings.Cut(l, " ")
+			parent, rest, ok2 := strings.Cut(rest, " ")
+			n, err1 := strconv.Atoi(id)
+			p, err2 := strconv.Atoi(parent)
+			if ok1 && ok2 && err1 == nil && err2 == nil {
+				fmt.Fprintf(&t, "%d %d %s", i*100000+n, i*100000+p, rest)
 			}
 		}
 		data := []byte(t.String())
