@@ -174,6 +174,20 @@ type MountDevice struct {
 	// but only in nodesnap's own namespaces: not flagged.
 	OnlyInNodesnapNamespaces bool                   `json:"only_in_nodesnap_namespaces,omitempty"`
 	Namespaces               []MountDeviceNamespace `json:"namespaces"`
+	// Tables (format 3) names the namespaces whose entries are left out
+	// of Namespaces because their table says all of it: each mounts the
+	// device exactly where its table does, and its entry is made from
+	// its namespaces[] record (see ExpandDeviceTables).
+	Tables []MountDeviceTable `json:"tables,omitempty"`
+}
+
+// MountDeviceTable is, under one device, the namespaces of one shared
+// table (format 3) whose device entries are not written out.
+type MountDeviceTable struct {
+	// Table is the hash of the table in MountsReport.Tables.
+	Table string `json:"table"`
+	// Namespaces are the inodes of the namespaces naming that table.
+	Namespaces []uint64 `json:"namespaces"`
 }
 
 // MountDeviceNamespace is one namespace mounting a device.

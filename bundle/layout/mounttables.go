@@ -19,9 +19,16 @@ import (
 // same after its first two fields and every mount's parent is the same
 // line of the table (or outside it in both).
 
+// Format 3 also keeps the device index from repeating those tables: a
+// device's entry names, per shared table, the namespaces that mount it
+// exactly as their table does (MountDevice.Tables) instead of listing
+// each one's mounts and processes (see devicetables.go). A reader of
+// format 2 would take such a device as held by fewer namespaces, so it
+// is a new format, which such a reader refuses.
+
 // MountsFormat is the mounts.json format this code writes and the newest
 // it reads (MountsReport.Format).
-const MountsFormat = 2
+const MountsFormat = 3
 
 // MountTable is one distinct mount table of format 2.
 type MountTable struct {
@@ -161,6 +168,9 @@ func ExpandMountTables(rep *MountsReport) error {
 			continue
 		}
 		ns.Mounts = ms
+	}
+	if err := ExpandDeviceTables(rep); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -123,6 +123,8 @@ func FuzzExpandMountTables(f *testing.F) {
 	f.Add([]byte(`{"format":2,"tables":[{"hash":"a","mounts":[{"mount_id":26,"parent_id":1},{"mount_id":27,"parent_id":26}]}],"namespaces":[{"inode":1,"table":"a","mount_ids":[[100,2]],"root_parents":[9]}]}`))
 	f.Add([]byte(`{"format":2,"tables":[{"hash":"a","mounts":[{"mount_id":1,"parent_id":1}]}],"namespaces":[{"inode":1,"table":"a","mount_ids":[[9223372036854775807,1]],"root_parents":[]}]}`))
 	f.Add([]byte(`{"tables":[],"namespaces":[{"table":"x","mount_ids":[[0,-5]]}]}`))
+	// Format 3: a device naming two namespaces of table a, one twice.
+	f.Add([]byte(`{"format":3,"tables":[{"hash":"a","mounts":[{"mount_id":26,"parent_id":1,"major":7,"minor":3,"class":"block"}]}],"namespaces":[{"inode":1,"table":"a","mount_ids":[[100,1]],"root_parents":[9]},{"inode":2,"table":"a","mount_ids":[[200,1]],"root_parents":[9]}],"devices":[{"dev":"7:3","major":7,"minor":3,"namespaces":[],"tables":[{"table":"a","namespaces":[1,2,2]}]}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var rep MountsReport
 		if json.Unmarshal(b, &rep) != nil {
@@ -141,6 +143,11 @@ func FuzzExpandMountTables(f *testing.F) {
 			}
 			if len(ns.Mounts) != n {
 				t.Errorf("namespace %d: %d mounts from runs counting %d", ns.Inode, len(ns.Mounts), n)
+			}
+		}
+		for _, d := range rep.Devices {
+			if len(d.Tables) > 0 {
+				t.Errorf("device %s: its tables left after expanding", d.Dev)
 			}
 		}
 	})

@@ -86,6 +86,9 @@ func TestCollectOwnNamespaceNotEvidence(t *testing.T) {
 	if err := json.Unmarshal(c.Files["mounts/mounts.json"], &rep); err != nil {
 		t.Fatal(err)
 	}
+	if err := layout.ExpandMountTables(&rep); err != nil {
+		t.Fatal(err)
+	}
 	ns := rep.Nodesnap
 	if ns == nil || ns.MountNamespace != self.MountNamespace || !slices.Equal(ns.Namespaces, []uint64{self.MountNamespace}) {
 		t.Fatalf("mounts.json nodesnap block %+v, want namespace %d", ns, self.MountNamespace)

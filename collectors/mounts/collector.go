@@ -356,5 +356,7 @@ func collect(ctx context.Context, env *collectors.Env) error {
 			rep.Devices[i].OnlyOutsideHostNamespace = false
 		}
 	}
+	// Format 3: a device lists a shared table's namespaces by name only.
+	layout.CompactDeviceIndex(&rep)
 	return writeReport(env, &rep)
 }

@@ -74,14 +74,11 @@ func BuildMountDeviceIndex(nss []layout.MountNamespace) []layout.MountDevice {
 			}
 			i, ok := cur[k]
 			if !ok {
-				dn := layout.MountDeviceNamespace{Namespace: ns.Inode, Host: ns.Host, ProcessCount: ns.ProcessCount}
-				if !ns.Host {
-					// Enough to name the holders; the full list is in
-					// namespaces[] once, not repeated for every device
-					// the namespace mounts (it made mounts.json
-					// quadratic on a node with many namespaces).
-					dn.Processes = ns.Processes[:min(len(ns.Processes), layout.MaxDeviceNamespaceProcesses)]
-				}
+				// Enough to name the holders; the full list of processes
+				// is in namespaces[] once, not repeated for every device
+				// the namespace mounts (it made mounts.json quadratic on
+				// a node with many namespaces).
+				dn := layout.DeviceNamespaceOf(&ns, nil)
 				d.Namespaces = append(d.Namespaces, dn)
 				i = len(d.Namespaces) - 1
 				cur[k] = i
@@ -89,10 +86,7 @@ func BuildMountDeviceIndex(nss []layout.MountNamespace) []layout.MountDevice {
 					d.InHostNamespace = true
 				}
 			}
-			d.Namespaces[i].Mounts = append(d.Namespaces[i].Mounts, layout.MountDeviceMount{
-				MountID: m.ID, MountPoint: m.MountPoint, Root: m.Root, Source: m.Source,
-				FSType: m.FSType, Propagation: m.Propagation.String(),
-			})
+			d.Namespaces[i].Mounts = append(d.Namespaces[i].Mounts, layout.DeviceMountOf(&m))
 		}
 	}
 	sort.Slice(keys, func(i, j int) bool {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,11 +26,16 @@ func benchReport(b *testing.B, n int) (*layout.MountsReport, [][]byte) {
 	rep := &layout.MountsReport{HostNamespace: 4026531840, Processes: n + 1, Tasks: n + 1}
 	var tables [][]byte
 	for i := 0; i <= n; i++ {
-		// Each namespace numbers its mounts anew.
+		// Each namespace numbers its mounts anew: its own IDs, its
+		// parents numbered the same way (the root's parent outside).
 		var t strings.Builder
 		for _, l := range strings.SplitAfter(string(host), "\n") {
-			if id, rest, ok := strings.Cut(l, " "); ok {
-				fmt.Fprintf(&t, "%d%d %s", i, len(id), rest)
+			id, rest, ok1 := strings.Cut(l, " ")
+			parent, rest, ok2 := strings.Cut(rest, " ")
+			n, err1 := strconv.Atoi(id)
+			p, err2 := strconv.Atoi(parent)
+			if ok1 && ok2 && err1 == nil && err2 == nil {
+				fmt.Fprintf(&t, "%d %d %s", i*100000+n, i*100000+p, rest)
 			}
 		}
 		data := []byte(t.String())
@@ -69,26 +75,35 @@ func shareTables(b *testing.B, rep *layout.MountsReport, tables [][]byte) {
 // (Write), and mounts.json's JSON alone (Encode).
 //
 // Format1 is mounts.json with every namespace's mounts in it (before
-// 2026-12-07), Format2 each distinct table once.
+// 2026-12-07), Format2 each distinct table once, Format3 also the device
+// index naming a shared table's namespaces instead of repeating them.
 func BenchmarkMountsWrite1000(b *testing.B) {
 	rep1, tables := benchReport(b, 1000)
 	rep2, _ := benchReport(b, 1000)
 	shareTables(b, rep2, tables)
+	rep3, _ := benchReport(b, 1000)
+	shareTables(b, rep3, tables)
+	layout.CompactDeviceIndex(rep3)
 	for _, f := range []struct {
 		name string
 		rep  *layout.MountsReport
-	}{{"Format1", rep1}, {"Format2", rep2}} {
+	}{{"Format1", rep1}, {"Format2", rep2}, {"Format3", rep3}} {
 		b.Run(f.name, func(b *testing.B) { benchWrite(b, f.rep, tables) })
 	}
 }
 
 func benchWrite(b *testing.B, rep *layout.MountsReport, tables [][]byte) {
+	var size countWriter
+	if err := encodeReport(&size, rep); err != nil {
+		b.Fatal(err)
+	}
 	b.Run("Encode", func(b *testing.B) {
 		for b.Loop() {
 			if err := encodeReport(io.Discard, rep); err != nil {
 				b.Fatal(err)
 			}
 		}
+		b.ReportMetric(float64(size), "json-bytes")
 	})
 	b.Run("Write", func(b *testing.B) {
 		for b.Loop() {
@@ -106,4 +121,23 @@ func benchWrite(b *testing.B, rep *layout.MountsReport, tables [][]byte) {
 			}
 		}
 	})
+}
+
+// countWriter counts the bytes written to it.
+type countWriter int
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	*c += countWriter(len(p))
+	return len(p), nil
+}
+
+// Making the device index and naming the shared tables' namespaces in it,
+// as the collector does before writing, at 1,000 namespaces.
+func BenchmarkMountsDeviceIndex1000(b *testing.B) {
+	rep, tables := benchReport(b, 1000)
+	shareTables(b, rep, tables)
+	for b.Loop() {
+		rep.Devices = BuildMountDeviceIndex(rep.Namespaces)
+		layout.CompactDeviceIndex(rep)
+	}
 }

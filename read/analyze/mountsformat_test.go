@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
@@ -12,7 +13,8 @@ import (
 )
 
 // Every reader of mounts.json reads format 1 (bundles before 2026-12-07)
-// and format 2 (each distinct table once) to the same result: analyze's
+// and formats 2 and 3 (each distinct table once; format 3's devices naming
+// the namespaces of a table instead of repeating them) to the same result: analyze's
 // whole report, over every fixture that has a mounts.json, with the
 // tables before or after the namespaces, and with copies of a namespace
 // that share one table.
@@ -21,7 +23,7 @@ func TestMountsFormat2ReadsAsFormat1(t *testing.T) {
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no fixture with a mounts.json: %v", err)
 	}
-	shared := 0
+	shared, byTable, heldByTable := 0, 0, 0
 	for _, p := range dirs {
 		name := filepath.Base(filepath.Dir(filepath.Dir(p)))
 		v1, err := os.ReadFile(p)
@@ -57,12 +59,32 @@ func TestMountsFormat2ReadsAsFormat1(t *testing.T) {
 			if len(r.Tables) > len(r.Namespaces)-3 {
 				t.Errorf("%s: %d tables for %d namespaces of which 3 copies", name, len(r.Tables), len(r.Namespaces))
 			}
+			// Format 3: the copies' device entries are named, not written.
+			for _, d := range r.Devices {
+				if len(d.Tables) == 0 {
+					continue
+				}
+				byTable++
+				if d.OnlyOutsideHostNamespace {
+					heldByTable++
+				}
+				for _, n := range d.Namespaces {
+					for _, g := range d.Tables {
+						if slices.Contains(g.Namespaces, n.Namespace) {
+							t.Errorf("%s: device %s lists namespace %d both in full and by its table", name, d.Dev, n.Namespace)
+						}
+					}
+				}
+			}
 			shared++
 			check("with 3 copies of a namespace", c)
 		}
 	}
 	if shared == 0 {
 		t.Error("no fixture has a namespace besides the host's to copy")
+	}
+	if byTable == 0 || heldByTable == 0 {
+		t.Errorf("%d devices name their namespaces by table, %d of them held only outside the host's namespace: the device index's format 3 is not tried", byTable, heldByTable)
 	}
 }
 

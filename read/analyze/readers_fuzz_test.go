@@ -42,6 +42,8 @@ func FuzzReaders(f *testing.F) {
 	}
 	// mounts.json of format 2: a table shared by two namespaces.
 	f.Add(uint8(slices.Index(fuzzPaths, "mounts/mounts.json")), []byte(mountsFormat2Seed))
+	// Format 3: a device held in two copies, named by their table.
+	f.Add(uint8(slices.Index(fuzzPaths, "mounts/mounts.json")), []byte(mountsFormat3Seed))
 	// The tables file of the newer layout, from incident 002's two tables.
 	if tables, err := tablesFromFixture("incident002-rbd-held-in-namespace"); err == nil {
 		f.Add(uint8(len(fuzzPaths)-1), tables)
@@ -76,3 +78,12 @@ func FuzzReaders(f *testing.F) {
 const mountsFormat2Seed = `{"format":2,"host_namespace":1,"tables":[{"hash":"a","mounts":[{"mount_id":26,"parent_id":1,"major":254,"minor":0,"root":"/","mount_point":"/","options":["rw"],"propagation":{},"fs_type":"ext4","source":"/dev/vda","super_options":"rw","propagation_type":"private","class":"block"},` +
 	`{"mount_id":27,"parent_id":26,"major":7,"minor":3,"root":"/","mount_point":"/mnt/held","options":["rw"],"propagation":{},"fs_type":"ext4","source":"/dev/loop3","super_options":"rw","propagation_type":"private","class":"block"}]}],` +
 	`"namespaces":[{"inode":1,"host":true,"table":"a","mount_ids":[[26,1],[40,1]],"root_parents":[1],"processes":[]},{"inode":2,"table":"a","mount_ids":[[90,2]],"root_parents":[89],"processes":[{"pid":7,"comm":"x","threads":1}]}],"devices":[]}`
+
+// mountsFormat3Seed is a small mounts.json of format 3: two copies of a
+// namespace share a table, and the loop device mounted only there names
+// them by it.
+const mountsFormat3Seed = `{"format":3,"host_namespace":1,"tables":[{"hash":"a","mounts":[{"mount_id":26,"parent_id":1,"major":254,"minor":0,"root":"/","mount_point":"/","options":["rw"],"propagation":{},"fs_type":"ext4","source":"/dev/vda","super_options":"rw","propagation_type":"private","class":"block"},` +
+	`{"mount_id":27,"parent_id":26,"major":7,"minor":3,"root":"/","mount_point":"/var/lib/kubelet/plugins/held","options":["rw"],"propagation":{},"fs_type":"ext4","source":"/dev/loop3","super_options":"rw","propagation_type":"private","class":"block"}]}],` +
+	`"namespaces":[{"inode":1,"host":true,"processes":[],"mounts":[{"mount_id":20,"parent_id":1,"major":254,"minor":0,"root":"/","mount_point":"/","options":["rw"],"propagation":{"shared":1},"fs_type":"ext4","source":"/dev/vda","super_options":"rw","propagation_type":"shared","class":"block"}]},` +
+	`{"inode":2,"table":"a","mount_ids":[[90,2]],"root_parents":[89],"processes":[{"pid":7,"comm":"x","threads":1}]},{"inode":3,"table":"a","mount_ids":[[95,2]],"root_parents":[94],"processes":[{"pid":8,"comm":"y","threads":1}]}],` +
+	`"devices":[{"dev":"7:3","major":7,"minor":3,"sources":["/dev/loop3"],"fs_types":["ext4"],"class":"block","in_host_namespace":false,"only_outside_host_namespace":true,"namespaces":[],"tables":[{"table":"a","namespaces":[2,3]}]}]}`

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -27,6 +28,7 @@ func (st *state) readMounts(_ string, r io.Reader) error {
 	dec := jsonstream.NewDecoder(r)
 	mt := &mountTables{byHash: map[string]*tableRecs{}}
 	var nss []nsRead
+	var devs []deviceRead
 	newer := false
 	err := jsonstream.WalkObject(dec, func(key string) error {
 		switch key {
@@ -70,7 +72,7 @@ func (st *state) readMounts(_ string, r io.Reader) error {
 				return err
 			})
 		case "devices":
-			return jsonstream.WalkArray(dec, func() error { return st.readDevice(dec) })
+			return jsonstream.WalkArray(dec, func() error { return st.readDevice(dec, &devs) })
 		}
 		return jsonstream.SkipValue(dec)
 	})
@@ -83,6 +85,11 @@ func (st *state) readMounts(_ string, r io.Reader) error {
 			break
 		}
 		if err := st.addMountNamespace(&nss[i], mt); err != nil && len(errs) < 10 {
+			errs = append(errs, err)
+		}
+	}
+	if !newer {
+		if err := st.addDevices(devs, nss, mt); err != nil && len(errs) < 10 {
 			errs = append(errs, err)
 		}
 	}
@@ -279,9 +286,18 @@ type deviceLite struct {
 	InHostNamespace          bool                `json:"in_host_namespace"`
 	OnlyOutsideHostNamespace bool                `json:"only_outside_host_namespace"`
 	Namespaces               json.RawMessage     `json:"namespaces"`
+	Tables                   json.RawMessage     `json:"tables"`
 }
 
-func (st *state) readDevice(dec *json.Decoder) error {
+// deviceRead is a device of the index that may be held outside the
+// host's namespace, as read: its namespaces named by table (format 3)
+// are filled once the tables and namespaces are all read.
+type deviceRead struct {
+	d      layout.MountDevice
+	tables []layout.MountDeviceTable
+}
+
+func (st *state) readDevice(dec *json.Decoder, devs *[]deviceRead) error {
 	// Most devices are mounted in the host's namespace: their raw bytes
 	// say so, and decoding them (each carries its namespaces' process
 	// lists) would cost more than the rest of the analysis.
@@ -305,7 +321,8 @@ func (st *state) readDevice(dec *json.Decoder) error {
 	}
 	// Of the rest, a container's own tmpfs and overlay mounts are most:
 	// not a block device, and no kubelet or runtime path in sight.
-	if rawHas(raw, `"major": 0,`, `"major":0,`) && !containsAny(raw, dataPathMarkers) {
+	// (A device naming tables has its mount points there, not here.)
+	if rawHas(raw, `"major": 0,`, `"major":0,`) && !containsAny(raw, dataPathMarkers) && !bytes.Contains(raw, []byte(`"tables"`)) {
 		return nil
 	}
 	var l deviceLite
@@ -322,14 +339,120 @@ func (st *state) readDevice(dec *json.Decoder) error {
 			return fmt.Errorf("device %s: %w", l.Dev, err)
 		}
 	}
-	if !heldCandidate(&d) {
-		return nil
+	var tables []layout.MountDeviceTable
+	if len(l.Tables) > 0 {
+		if err := json.Unmarshal(l.Tables, &tables); err != nil {
+			return fmt.Errorf("device %s: %w", l.Dev, err)
+		}
 	}
-	if _, ok := st.devices[d.Dev]; !ok {
-		st.deviceOrder = append(st.deviceOrder, d.Dev)
+	if len(*devs) < maxDevicesRead {
+		*devs = append(*devs, deviceRead{d: d, tables: tables})
 	}
-	st.devices[d.Dev] = &deviceRec{MountDevice: d}
 	return nil
+}
+
+// maxDevicesRead bounds the devices held outside the host's namespace
+// kept until the end of mounts.json.
+const maxDevicesRead = 100000
+
+// addDevices records the devices read that may be held outside the host's
+// namespace, in their order, each namespace a device names by its table
+// given the entry its record and table make (format 3 read as format 1).
+func (st *state) addDevices(devs []deviceRead, nss []nsRead, mt *mountTables) error {
+	var errs []error
+	var pos map[uint64]int
+	numbers := map[uint64][]int{} // a namespace's mount IDs, table line by line
+	for k := range devs {
+		d := &devs[k].d
+		if len(devs[k].tables) > 0 {
+			if pos == nil {
+				pos = make(map[uint64]int, len(nss))
+				for i := range nss {
+					if _, dup := pos[nss[i].ni.Inode]; !dup {
+						pos[nss[i].ni.Inode] = i
+					}
+				}
+			}
+			if err := expandDeviceTables(d, devs[k].tables, nss, pos, mt, numbers); err != nil && len(errs) < 10 {
+				errs = append(errs, err)
+			}
+		}
+		if !heldCandidate(d) {
+			continue
+		}
+		if _, ok := st.devices[d.Dev]; !ok {
+			st.deviceOrder = append(st.deviceOrder, d.Dev)
+		}
+		st.devices[d.Dev] = &deviceRec{MountDevice: *d}
+	}
+	return errors.Join(errs...)
+}
+
+// expandDeviceTables gives device d an entry for each namespace its tables
+// name, as layout.ExpandDeviceTables does, from the namespaces and tables
+// as analyze holds them.
+func expandDeviceTables(d *layout.MountDevice, tables []layout.MountDeviceTable, nss []nsRead, pos map[uint64]int, mt *mountTables, numbers map[uint64][]int) error {
+	seen := map[uint64]bool{}
+	for k := range d.Namespaces {
+		seen[d.Namespaces[k].Namespace] = true
+	}
+	var errs []error
+	for _, g := range tables {
+		t := mt.byHash[g.Table]
+		var lines []int
+		if t != nil {
+			for j := range t.mounts {
+				if t.mounts[j].Dev == d.Dev && t.mounts[j].Class != procfs.ClassPseudo.String() {
+					lines = append(lines, j)
+				}
+			}
+		}
+		for _, inode := range g.Namespaces {
+			i, ok := pos[inode]
+			switch {
+			case !ok || nss[i].table != g.Table || t == nil:
+				errs = append(errs, fmt.Errorf("device %s: mount namespace %d is not one of table %q", d.Dev, inode, g.Table))
+				continue
+			case seen[inode]:
+				errs = append(errs, fmt.Errorf("device %s: mount namespace %d is listed twice", d.Dev, inode))
+				continue
+			case len(lines) == 0 && !t.cut:
+				errs = append(errs, fmt.Errorf("device %s: mount namespace %d does not mount it", d.Dev, inode))
+				continue
+			}
+			seen[inode] = true
+			n := &nss[i]
+			ids, ok := numbers[inode]
+			if !ok {
+				var err error
+				if ids, _, err = layout.RenumberMounts(t.ids, t.parents, n.ids, n.rootParents); err != nil {
+					ids = nil // its namespace says so already
+				}
+				numbers[inode] = ids
+			}
+			var ms []layout.MountDeviceMount
+			for _, j := range lines {
+				m := &t.mounts[j]
+				id := 0
+				if j < len(ids) {
+					id = ids[j]
+				}
+				ms = append(ms, layout.MountDeviceMount{MountID: id, MountPoint: m.MountPoint, Root: m.Root,
+					Source: m.Source, FSType: m.FSType, Propagation: m.Propagation})
+			}
+			ns := layout.MountNamespace{Inode: inode, Host: n.ni.Host, Nodesnap: n.ni.Nodesnap,
+				ProcessCount: n.ni.ProcessCount, Processes: n.ni.Processes}
+			d.Namespaces = append(d.Namespaces, layout.DeviceNamespaceOf(&ns, ms))
+		}
+	}
+	at := func(k int) int {
+		if i, ok := pos[d.Namespaces[k].Namespace]; ok {
+			return i
+		}
+		return len(nss)
+	}
+	sort.SliceStable(d.Namespaces, func(a, b int) bool { return at(a) < at(b) })
+	return errors.Join(errs...)
 }
 
 // rawBool finds `"key": true|false` in a JSON object's bytes, at any depth

@@ -267,7 +267,8 @@ found_tasks=$(bundle_file "$work/last-mounts.tar.gz" mounts/mounts.json | jq '.t
 # (format 2 keeps each distinct table once: a namespace naming one has
 # as many mounts as its mount_ids runs count)
 found_mounts=$(bundle_file "$work/last-mounts.tar.gz" mounts/mounts.json | jq '[.namespaces[] | if .table then ([.mount_ids[][1]] | add) else (.mounts // [] | length) end] | add')
-loop_ns=$(bundle_file "$work/last-mounts.tar.gz" mounts/mounts.json | jq --arg d "$majmin" '[.devices[] | select(.dev==$d) | .namespaces[]] | length')
+# (format 3 names a shared table's namespaces under a device's tables)
+loop_ns=$(bundle_file "$work/last-mounts.tar.gz" mounts/mounts.json | jq --arg d "$majmin" '[.devices[] | select(.dev==$d) | (.namespaces | length), ([.tables[]?.namespaces | length] | add // 0)] | add')
 echo "mounts: $found_ns namespaces, $found_tasks tasks, $found_mounts mounts in all; $loopdev mounted in $loop_ns namespaces"
 # mounts_size BUNDLE: "<mounts.json bytes> bytes (format <n>, <t> distinct
 # tables), raw tables <mountinfo*.txt bytes> bytes"

@@ -18,8 +18,8 @@ import (
 	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
-// The real collector's mounts.json (format 2: copies of a namespace share
-// one table) and the same file written out as format 1 (every namespace
+// The real collector's mounts.json (format 3: copies of a namespace share
+// one table, and the device index names them by it) and the same file written out as format 1 (every namespace
 // with its own mounts, as bundles before 2026-12-07 hold it) read to the
 // same analysis, incident 002 named in both: a loop device mounted on the
 // host, copied into three private namespaces, unmounted on the host.
@@ -49,6 +49,20 @@ func TestRealMountsFormat2ReadsAsFormat1(t *testing.T) {
 	}
 	if rep.Format != layout.MountsFormat || len(rep.Tables) == 0 || len(rep.Tables) >= len(rep.Namespaces) {
 		t.Fatalf("mounts.json of format %d, %d tables for %d namespaces: the holders' copies share none", rep.Format, len(rep.Tables), len(rep.Namespaces))
+	}
+	// Format 3: the loop device's holders, copies of one namespace, are
+	// named by their table, not written out.
+	dev := fmt.Sprintf("%d:%d", loop.Major, loop.Minor)
+	named := 0
+	for _, d := range rep.Devices {
+		for _, g := range d.Tables {
+			if d.Dev == dev {
+				named += len(g.Namespaces)
+			}
+		}
+	}
+	if named < 2 {
+		t.Errorf("the loop device names %d of its holders by their table, want at least 2 of 3", named)
 	}
 	if err := layout.ExpandMountTables(&rep); err != nil {
 		t.Fatal(err)
@@ -85,7 +99,6 @@ func TestRealMountsFormat2ReadsAsFormat1(t *testing.T) {
 	if !bytes.Equal(b1, b2) {
 		t.Errorf("format 2 reads differently from format 1:\n%s\nformat 1:\n%s", b2, b1)
 	}
-	dev := fmt.Sprintf("%d:%d", loop.Major, loop.Minor)
 	for _, r := range []*analyze.Report{r1, r2} {
 		f := bySubject(t, r, "mount-held-in-foreign-namespace", dev)
 		for _, h := range holders {

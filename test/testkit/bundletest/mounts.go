@@ -15,9 +15,10 @@ import (
 // result. The hash here is not the collector's (readers take it as a
 // name only).
 
-// MountsFormat2 writes a format-1 mounts.json as format 2 would hold it: each
-// distinct table once (the same but for mount IDs is the same), every
-// namespace naming its table with its own numbers. tablesLast moves the
+// MountsFormat2 writes a format-1 mounts.json as formats 2 and 3 hold it:
+// each distinct table once (the same but for mount IDs is the same), every
+// namespace naming its table with its own numbers, and (format 3) every
+// device naming those namespaces its table says all of. tablesLast moves the
 // tables after the namespaces, which a reader must take as well.
 func MountsFormat2(t testing.TB, v1 []byte, tablesLast bool) []byte {
 	t.Helper()
@@ -58,7 +59,14 @@ func MountsFormat2(t testing.TB, v1 []byte, tablesLast bool) []byte {
 			seen[hash] = true
 			rep.Tables = append(rep.Tables, layout.MountTable{Hash: hash, Mounts: ns.Mounts})
 		}
-		ns.Table, ns.MountIDs, ns.RootParents, ns.Mounts = hash, layout.MountIDRuns(ids), roots, nil
+		ns.Table, ns.MountIDs, ns.RootParents = hash, layout.MountIDRuns(ids), roots
+	}
+	// Format 3: the devices name the namespaces their tables say all of.
+	layout.CompactDeviceIndex(&rep)
+	for i := range rep.Namespaces {
+		if rep.Namespaces[i].Table != "" {
+			rep.Namespaces[i].Mounts = nil
+		}
 	}
 	rep.Format = layout.MountsFormat
 	if !tablesLast {
