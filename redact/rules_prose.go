@@ -202,8 +202,12 @@ func (p *pass) dottedTokens() {
 	if len(line) < 50 {
 		return // shorter than the shortest token
 	}
+	dots := p.findDots()
+	if len(dots) < 2 {
+		return // three parts at least
+	}
 	i := 0
-	for _, dot := range p.findDots() {
+	for _, dot := range dots {
 		if dot < i {
 			continue // inside the parts read from an earlier dot
 		}
@@ -228,6 +232,9 @@ func (p *pass) dottedTokens() {
 		if dot-s < 20 || s > 0 && (line[s-1] == '.' || isB64URL(line[s-1])) {
 			continue
 		}
+		if hasPrefixStr(line[s:], "eyJ") {
+			continue // a JWT is the JWT rule's (its later dots follow a part, not a first part)
+		}
 		// The parts after the first.
 		parts, e, last := 1, dot, 0
 		for e < len(line) && line[e] == '.' {
@@ -246,8 +253,8 @@ func (p *pass) dottedTokens() {
 		if parts < 3 || last < 20 || e-s < 50 || e < len(line) && (line[e] == '/' || line[e] == '=') {
 			continue
 		}
-		if s >= p.coverS && e <= p.coverE || hasPrefixStr(line[s:], "eyJ") {
-			continue // a rule masks it already; a JWT is the JWT rule's
+		if s >= p.coverS && e <= p.coverE {
+			continue // a rule masks it already
 		}
 		if !randomLooking(line[s:e]) {
 			continue
