@@ -23,6 +23,10 @@ type matcher struct {
 	next16   []uint16
 	hitMin16 uint32
 	hits16   [][]int32
+	// recip16 is 2^32/nclass rounded up: a state's row (s/nclass, where s
+	// is below 2^16) is (s*recip16)>>32, a multiply instead of a divide
+	// per keyword hit.
+	recip16 uint64
 	// hits[state/nclass] lists the keywords (indexes into the words the
 	// matcher was built from) that end in that state.
 	hits [][]int32
@@ -147,6 +151,7 @@ func (m *matcher) build16(states int) {
 			m.hitMin16 = n * nc
 		}
 	}
+	m.recip16 = (1<<32 + uint64(nc) - 1) / uint64(nc)
 	m.next16 = make([]uint16, len(m.next))
 	m.hits16 = make([][]int32, states)
 	for s := 0; s < states; s++ {
@@ -185,7 +190,7 @@ func (m *matcher) scan16(line []byte, ev []event) []event {
 	for i, b := range line {
 		s = uint32(next[s+uint32(class[b])])
 		if s >= hitMin {
-			for _, k := range m.hits16[s/m.nclass] {
+			for _, k := range m.hits16[(uint64(s)*m.recip16)>>32] {
 				ev = append(ev, event{kw: k, end: i + 1})
 			}
 		}

@@ -44,3 +44,17 @@ func ruleCasesText() []byte {
 	}
 	return b
 }
+
+// TestMatcherRowMultiply: the multiply scan16 uses for a state's row is
+// the division it replaces, for every state of every class count the
+// 16-bit table can hold.
+func TestMatcherRowMultiply(t *testing.T) {
+	for nc := uint64(1); nc <= 256; nc++ {
+		recip := (1<<32 + nc - 1) / nc
+		for s := uint64(0); s < 1<<16; s += nc {
+			if got := (s * recip) >> 32; got != s/nc {
+				t.Fatalf("nclass %d, state %d: row %d, want %d", nc, s, got, s/nc)
+			}
+		}
+	}
+}

@@ -51,6 +51,8 @@ type pass struct {
 	ran        []int   // regex rules already run on this piece
 	ranScanner []int32 // generated scanner rules already run on this piece
 	bootDone   bool    // bootstrap tokens looked for in this piece
+	dots       []int   // where the piece's dots are (findDots)
+	dotsDone   bool    // dots holds this piece's
 	pending    []scannerHit
 	kindS      int8 // the line's JSON "kind": 0 not looked for yet, 1 Secret, 2 other, 3 none
 	ts         int  // where the text begins after a log prefix; -1 not worked out yet
@@ -68,6 +70,7 @@ func (p *pass) begin(line []byte, start bool) {
 	p.ran = p.ran[:0]
 	p.ranScanner = p.ranScanner[:0]
 	p.bootDone = false
+	p.dotsDone = false
 	p.pending = p.pending[:0]
 	p.kindS = 0
 	p.ts = -1
@@ -114,8 +117,13 @@ func (p *pass) fallback(s, e int, rule int32) {
 func (p *pass) run() {
 	r := p.w.r
 	p.events = r.m.scan(p.line, p.events[:0])
+	p.dots, p.dotsDone = p.dots[:0], true
 	for _, ev := range p.events {
 		k := &r.kws[ev.kw]
+		if k.kind == kwDot {
+			p.dots = append(p.dots, ev.end-1)
+			continue
+		}
 		s := ev.end - int(k.n)
 		if k.exact != nil && string(p.line[s:ev.end]) != string(k.exact) {
 			continue

@@ -227,6 +227,7 @@ const (
 	kwOwn                      // the start of one of nodesnap's own secrets (arg: index in own)
 	kwScanner                  // a keyword of a generated scanner rule (arg: index in scannerRules)
 	kwLogin                    // " login ": a tool's "<program> login <token>"
+	kwDot                      // ".": listed for the rules that start at a dot (see findDots)
 )
 
 type keyword struct {
@@ -345,6 +346,9 @@ func newBuilder() *builder {
 	b.word([]byte("@"), keyword{kind: kwAt, exact: []byte("@")})
 	word(kwHook, 0, "/hooks/", "/webhook/", "/webhooks/", "/webhookb2/", "/incomingwebhook/")
 	word(kwLogin, 0, " login ")
+	// Every dot, from the same scan: the dotted-token and bootstrap-token
+	// rules start at one, and no second pass over the line looks for them.
+	word(kwDot, 0, ".")
 	b.addScannerWords()
 	return b
 }

@@ -71,13 +71,16 @@ func (p *pass) bootstrapTokens() {
 	}
 	p.bootDone = true
 	line := p.line
-	for off := 6; off+17 <= len(line); {
-		k := bytes.IndexByte(line[off:len(line)-16], '.')
-		if k < 0 {
+	if len(line) < 23 {
+		return
+	}
+	for _, i := range p.findDots() {
+		if i < 6 {
+			continue
+		}
+		if i+17 > len(line) {
 			return
 		}
-		i := off + k
-		off = i + 1
 		if c := line[i+1]; !isDigit(c) && (c < 'a' || c > 'z') {
 			continue
 		}

@@ -199,20 +199,41 @@ func hostLike(v []byte) bool {
 // and last part of mixed case and digits.
 func (p *pass) dottedTokens() {
 	line := p.line
+	if len(line) < 50 {
+		return // shorter than the shortest token
+	}
+	dots := p.findDots()
+	if len(dots) < 2 {
+		return // three parts at least
+	}
 	i := 0
-	for i < len(line) {
-		k := bytes.IndexByte(line[i:], '.')
-		if k < 0 {
-			return
+	for _, dot := range dots {
+		if dot < i {
+			continue // inside the parts read from an earlier dot
 		}
-		dot := i + k
+		// The cheap tests first, as almost every dot of a log line ends a
+		// file name, a host's label or a number: a first part needs 20
+		// bytes before the dot, a second part 5 base64url bytes and a dot
+		// after it.
+		if dot < 20 {
+			continue
+		}
+		f := dot + 1
+		for f < len(line) && f-dot <= 5 && isB64URL(line[f]) {
+			f++
+		}
+		if f-dot-1 < 5 {
+			continue
+		}
 		s := dot
 		for s > 0 && dot-s < 256 && isB64URL(line[s-1]) {
 			s--
 		}
 		if dot-s < 20 || s > 0 && (line[s-1] == '.' || isB64URL(line[s-1])) {
-			i = dot + 1
 			continue
+		}
+		if hasPrefixStr(line[s:], "eyJ") {
+			continue // a JWT is the JWT rule's (its later dots follow a part, not a first part)
 		}
 		// The parts after the first.
 		parts, e, last := 1, dot, 0
@@ -232,12 +253,33 @@ func (p *pass) dottedTokens() {
 		if parts < 3 || last < 20 || e-s < 50 || e < len(line) && (line[e] == '/' || line[e] == '=') {
 			continue
 		}
-		if s >= p.coverS && e <= p.coverE || hasPrefixStr(line[s:], "eyJ") {
-			continue // a rule masks it already; a JWT is the JWT rule's
+		if s >= p.coverS && e <= p.coverE {
+			continue // a rule masks it already
 		}
 		if !randomLooking(line[s:e]) {
 			continue
 		}
 		p.fallback(s, e, ruleEntropy)
+	}
+}
+
+// findDots lists where the piece's dots are, for the rules that start at
+// a dot (dotted tokens, bootstrap tokens): the keyword matcher's scan
+// lists them (kwDot) as it reads the line, into a slice the pass keeps;
+// this finds them when no scan ran.
+func (p *pass) findDots() []int {
+	if p.dotsDone {
+		return p.dots
+	}
+	p.dotsDone = true
+	line := p.line
+	p.dots = p.dots[:0]
+	for i := 0; ; {
+		k := bytes.IndexByte(line[i:], '.')
+		if k < 0 {
+			return p.dots
+		}
+		p.dots = append(p.dots, i+k)
+		i += k + 1
 	}
 }

@@ -125,14 +125,14 @@ func spreadable(v []byte) bool {
 	if len(v) < SpreadMin || len(v) > SpreadMax || v[0] == '/' || bytes.Contains(v, []byte("REDACTED")) {
 		return false
 	}
-	var seen [256]bool
+	var seen [4]uint64 // a bit per byte value: 32 bytes to clear, not 256
 	distinct, digits, upper, other := 0, 0, 0, 0
 	for _, c := range v {
 		if c <= ' ' || c == 0x7f {
 			return false
 		}
-		if !seen[c] {
-			seen[c] = true
+		if bit := uint64(1) << (c & 63); seen[c>>6]&bit == 0 {
+			seen[c>>6] |= bit
 			distinct++
 		}
 		switch {
@@ -167,10 +167,19 @@ type spreadRecorder struct {
 	// done: maphash of each value seen → whether it was recorded (false:
 	// not spreadable), so a value masked again costs one map lookup.
 	done     map[uint64]bool
-	recorded int         // values recorded, at most maxSpreadValues
-	all      []ValueHash // every hash recorded (distinct values; see Masked)
-	taken    int         // all[:taken] were returned by TakeMasked
+	recorded int // values recorded, at most maxSpreadValues
+	// chunks hold every hash recorded (distinct values; see Masked), n of
+	// them: appending never copies the hashes already recorded, as
+	// growing one slice did (a fifth of recording a new value).
+	chunks [][]ValueHash
+	n      int
+	taken  int    // the first taken hashes were returned by TakeMasked
+	enc    []byte // scratch for a value's encoded forms (under mu)
 }
+
+// Chunks of hashes start small (a collector masks a handful of values)
+// and grow to spreadChunkMax.
+const spreadChunkMin, spreadChunkMax = 64, 4096
 
 // RecordMasked makes every Writer of r record the values it masks, as
 // hashes under key (see Masked). It must be called before r is used.
@@ -190,7 +199,7 @@ func (r *Redactor) Masked() []ValueHash {
 		return nil
 	}
 	s.mu.Lock()
-	out := slices.Clone(s.all)
+	out := s.since(0)
 	s.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Sum < out[j].Sum })
 	// Two values' forms may coincide (one value the base64 of another).
@@ -218,17 +227,39 @@ func (s *spreadRecorder) add(v []byte) {
 	}
 	s.recorded++
 	s.put(s.key.hash(v, s.mac))
-	for _, f := range encodedForms(v) {
+	s.enc = appendEncodedForms(s.enc[:0], v, func(f []byte) {
 		if len(f) >= SpreadMin && len(f) <= SpreadMax {
 			s.put(s.key.hash(f, s.mac))
 		}
-	}
+	})
 }
 
 // put records h. Distinct values have distinct hashes (done keeps each
 // value once), so no set is kept of them: Masked drops what coincides.
 func (s *spreadRecorder) put(h ValueHash) {
-	s.all = append(s.all, h)
+	if k := len(s.chunks); k == 0 || len(s.chunks[k-1]) == cap(s.chunks[k-1]) {
+		size := spreadChunkMin
+		if k > 0 {
+			size = min(2*cap(s.chunks[k-1]), spreadChunkMax)
+		}
+		s.chunks = append(s.chunks, make([]ValueHash, 0, size))
+	}
+	last := &s.chunks[len(s.chunks)-1]
+	*last = append(*last, h)
+	s.n++
+}
+
+// since returns a copy of the hashes recorded from the from-th on.
+func (s *spreadRecorder) since(from int) []ValueHash {
+	out := make([]ValueHash, 0, s.n-from)
+	at := 0
+	for _, c := range s.chunks {
+		if at+len(c) > from {
+			out = append(out, c[max(0, from-at):]...)
+		}
+		at += len(c)
+	}
+	return out
 }
 
 // TakeMasked returns the hashes recorded since the last call (see
@@ -241,25 +272,36 @@ func (r *Redactor) TakeMasked() []ValueHash {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// A full slice expression: what the caller holds is never appended to.
-	out := s.all[s.taken:len(s.all):len(s.all)]
-	s.taken = len(s.all)
-	if len(out) == 0 {
+	if s.taken == s.n {
 		return nil
 	}
+	out := s.since(s.taken)
+	s.taken = s.n
 	return out
 }
 
-// encodedForms are the other spellings of v a bundle may hold: base64 and
-// URL-encoded. The base64 is looked for without its padding: the padded
-// form starts with it, so a copy of either is found, its '=' left after
-// the marker.
-func encodedForms(v []byte) [][]byte {
-	forms := [][]byte{[]byte(base64.RawStdEncoding.EncodeToString(v))}
-	if q := url.QueryEscape(string(v)); q != string(v) {
-		forms = append(forms, []byte(q))
+// appendEncodedForms calls each with each of the other spellings of v a
+// bundle may hold: base64 and URL-encoded. The base64 is looked for
+// without its padding: the padded form starts with it, so a copy of
+// either is found, its '=' left after the marker. The forms are written
+// into buf (returned, for reuse): no allocation for a value that needs
+// no URL-encoding.
+func appendEncodedForms(buf, v []byte, each func([]byte)) []byte {
+	buf = base64.RawStdEncoding.AppendEncode(buf[:0], v)
+	each(buf)
+	for _, c := range v {
+		if !urlUnreserved(c) {
+			buf = append(buf[:0], url.QueryEscape(string(v))...)
+			each(buf)
+			break
+		}
 	}
-	return forms
+	return buf
+}
+
+// urlUnreserved: what url.QueryEscape leaves as it is.
+func urlUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~'
 }
 
 // RecordEnv records, for the last pass, the values r's rules would mask in
