@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+
+	"github.com/nodesnap/nodesnap/read/events"
 )
 
 // Goroutine dumps are read wherever they are, not only where the kubelet
@@ -99,7 +101,7 @@ func logMessage(rec []byte) []byte {
 	if i := bytes.Index(b[:min(len(b), 160)], []byte("]: ")); i > 0 {
 		return b[i+3:]
 	}
-	if len(b) > 20 && isDigits(b[:4]) && b[4] == '-' {
+	if len(b) > 20 && events.IsDigits(b[:4]) && b[4] == '-' {
 		if sp := bytes.IndexByte(b, ' '); sp > 0 {
 			return b[sp+1:]
 		}

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/nodesnap/nodesnap/read/events"
 )
 
 // What a log line says about where and when it was written: its time, the
@@ -48,7 +50,7 @@ func parseLogMeta(b []byte, ref time.Time) logMeta {
 	var m logMeta
 	rest := b
 	switch {
-	case len(b) >= 20 && isDigits(b[:4]) && b[4] == '-' && b[10] == 'T':
+	case len(b) >= 20 && events.IsDigits(b[:4]) && b[4] == '-' && b[10] == 'T':
 		// journalctl -o short-iso-precise, dmesg --time-format iso, a
 		// CRI container log: an RFC 3339 time, a space.
 		sp := bytes.IndexByte(b, ' ')
@@ -72,7 +74,7 @@ func parseLogMeta(b []byte, ref time.Time) logMeta {
 		day, err1 := strconv.Atoi(string(bytes.TrimSpace(b[4:6])))
 		clock, err2 := time.Parse("15:04:05", string(b[7:15]))
 		if err1 == nil && err2 == nil {
-			m.Time = withYear(months[string(b[:3])], day, clock, ref)
+			m.Time = events.WithYear(months[string(b[:3])], day, clock, ref)
 		}
 		rest = b[16:]
 	}
@@ -94,7 +96,7 @@ func parseLogMeta(b []byte, ref time.Time) logMeta {
 			mon, _ := strconv.Atoi(string(k[1]))
 			day, _ := strconv.Atoi(string(k[2]))
 			if clock, err := time.Parse("15:04:05.999999999", string(k[3])); err == nil && mon >= 1 && mon <= 12 {
-				m.Time = withYear(time.Month(mon), day, clock, ref)
+				m.Time = events.WithYear(time.Month(mon), day, clock, ref)
 			}
 		}
 	}
@@ -102,26 +104,4 @@ func parseLogMeta(b []byte, ref time.Time) logMeta {
 		m.Node = string(n[1])
 	}
 	return m
-}
-
-// withYear dates a month, day and clock time in UTC, in the year that puts
-// it no later than a day after ref (ref's year when ref is zero).
-func withYear(mon time.Month, day int, clock time.Time, ref time.Time) time.Time {
-	if ref.IsZero() {
-		ref = time.Now()
-	}
-	t := time.Date(ref.Year(), mon, day, clock.Hour(), clock.Minute(), clock.Second(), clock.Nanosecond(), time.UTC)
-	if t.After(ref.Add(24 * time.Hour)) {
-		t = t.AddDate(-1, 0, 0)
-	}
-	return t
-}
-
-func isDigits(b []byte) bool {
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return len(b) > 0
 }

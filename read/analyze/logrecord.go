@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/nodesnap/nodesnap/read/events"
 )
 
 // A log record is what one write of a logger is. Mostly one line, but a
@@ -162,11 +164,11 @@ func headerAt(b []byte) bool {
 		return true
 	case c >= '0' && c <= '9':
 		// 2023-04-18T13:01:48..., 2021/09/06 ..., 13:01:48 ...
-		return len(b) >= 8 && (isDigits(b[:4]) && (b[4] == '-' || b[4] == '/') ||
-			isDigits(b[:2]) && b[2] == ':' && isDigits(b[3:5]) && b[5] == ':')
+		return len(b) >= 8 && (events.IsDigits(b[:4]) && (b[4] == '-' || b[4] == '/') ||
+			events.IsDigits(b[:2]) && b[2] == ':' && events.IsDigits(b[3:5]) && b[5] == ':')
 	case c == 'I' || c == 'W' || c == 'E' || c == 'F':
 		// klog: I0517 11:57:29.743900
-		if len(b) >= 11 && isDigits(b[1:5]) && b[5] == ' ' && isDigits(b[6:8]) && b[8] == ':' {
+		if len(b) >= 11 && events.IsDigits(b[1:5]) && b[5] == ' ' && events.IsDigits(b[6:8]) && b[8] == ':' {
 			return true
 		}
 	}
@@ -212,7 +214,7 @@ func looksLikeStack(b []byte) bool {
 // a partial line, 'F' for a full one, 0 when the line is not one.
 func criTag(b []byte) byte {
 	sp := bytes.IndexByte(b, ' ')
-	if sp < 20 || sp > 40 || !isDigits(b[:4]) || b[4] != '-' || b[10] != 'T' {
+	if sp < 20 || sp > 40 || !events.IsDigits(b[:4]) || b[4] != '-' || b[10] != 'T' {
 		return 0
 	}
 	rest := b[sp+1:]

@@ -22,7 +22,7 @@ func (p *Parser) klogBody(r *record, b []byte) ([]byte, bool) {
 		mon, _ := strconv.Atoi(string(m[2]))
 		day, _ := strconv.Atoi(string(m[3]))
 		if clock, err := time.Parse("15:04:05.999999999", string(m[4])); err == nil && mon >= 1 && mon <= 12 {
-			r.ev.Time = withYear(time.Month(mon), day, clock, p.Ref)
+			r.ev.Time = WithYear(time.Month(mon), day, clock, p.Ref)
 		}
 	}
 	rest := b[len(m[0]):]

@@ -16,7 +16,7 @@ var months = map[string]time.Month{"Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May"
 func (p *Parser) prefixes(r *record, b []byte) []byte {
 	for range 3 {
 		switch {
-		case len(b) >= 20 && isDigits(b[:4]) && b[4] == '-' && b[10] == 'T':
+		case len(b) >= 20 && IsDigits(b[:4]) && b[4] == '-' && b[10] == 'T':
 			sp := bytes.IndexByte(b, ' ')
 			if sp < 0 {
 				return b
@@ -51,7 +51,7 @@ func (p *Parser) prefixes(r *record, b []byte) []byte {
 			day, err1 := strconv.Atoi(string(bytes.TrimSpace(b[4:6])))
 			clock, err2 := time.Parse("15:04:05", string(b[7:15]))
 			if err1 == nil && err2 == nil {
-				r.ev.Time = withYear(months[string(b[:3])], day, clock, p.Ref)
+				r.ev.Time = WithYear(months[string(b[:3])], day, clock, p.Ref)
 			}
 			rest := b[15:]
 			// "Jun 17 20:18:09.123456" (a precise syslog stamp)

@@ -20,9 +20,10 @@ func parseStamp(s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// withYear dates a month, day and clock time in UTC, in the year that puts
-// it no later than a day after ref.
-func withYear(mon time.Month, day int, clock time.Time, ref time.Time) time.Time {
+// WithYear dates a month, day and clock time in UTC, in the year that puts
+// it no later than a day after ref (now when ref is zero): a syslog
+// stamp carries no year.
+func WithYear(mon time.Month, day int, clock time.Time, ref time.Time) time.Time {
 	if ref.IsZero() {
 		ref = time.Now()
 	}
@@ -33,7 +34,8 @@ func withYear(mon time.Month, day int, clock time.Time, ref time.Time) time.Time
 	return t
 }
 
-func isDigits(b []byte) bool {
+// IsDigits tells a non-empty run of ASCII digits.
+func IsDigits(b []byte) bool {
 	for _, c := range b {
 		if c < '0' || c > '9' {
 			return false

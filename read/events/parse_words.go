@@ -110,7 +110,7 @@ func klogWarnOrError(b []byte) bool {
 	head := b[:min(len(b), 160)]
 	for i := 0; i+6 <= len(head); i++ {
 		c := head[i]
-		if (c == 'E' || c == 'W') && (i == 0 || head[i-1] == ' ' || head[i-1] == '"') && isDigits(head[i+1:i+5]) && head[i+5] == ' ' {
+		if (c == 'E' || c == 'W') && (i == 0 || head[i-1] == ' ' || head[i-1] == '"') && IsDigits(head[i+1:i+5]) && head[i+5] == ' ' {
 			return true
 		}
 	}

@@ -178,19 +178,7 @@ func LoadWith(ctx context.Context, dir string, opt Options) (*View, error) {
 		go func(n *Node) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			rep, err := analyze.AnalyzeFile(ctx, filepath.Join(dir, n.Bundle), analyze.Options{})
-			if err != nil {
-				n.Error = err.Error()
-				return
-			}
-			for i := range rep.Findings {
-				f := &rep.Findings[i]
-				f.Evidence, f.Explanation, f.Remediation = nil, "", nil
-			}
-			n.Report, n.Status, n.Kernel = rep, rep.BundleStatus, rep.Kernel
-			if n.Name == "" {
-				n.Name = rep.Hostname
-			}
+			n.fill(analyze.AnalyzeFile(ctx, filepath.Join(dir, n.Bundle), analyze.Options{}))
 		}(&nodes[i])
 	}
 	wg.Wait()
@@ -329,4 +317,21 @@ func (v *View) Worst() (analyze.Severity, bool) {
 		return analyze.Info, false
 	}
 	return v.Findings[0].Severity, true
+}
+
+// fill keeps a node's analysis without what a fleet view does not show
+// (each finding's evidence, explanation and remedy), or its error.
+func (n *Node) fill(rep *analyze.Report, err error) {
+	if err != nil {
+		n.Error = err.Error()
+		return
+	}
+	for i := range rep.Findings {
+		f := &rep.Findings[i]
+		f.Evidence, f.Explanation, f.Remediation = nil, "", nil
+	}
+	n.Report, n.Status, n.Kernel = rep, rep.BundleStatus, rep.Kernel
+	if n.Name == "" {
+		n.Name = rep.Hostname
+	}
 }

@@ -47,19 +47,7 @@ func LoadSources(ctx context.Context, where string, srcs []Source, missing []Nod
 		go func(n *Node, src Source) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			rep, err := readSource(ctx, src)
-			if err != nil {
-				n.Error = err.Error()
-				return
-			}
-			for i := range rep.Findings {
-				f := &rep.Findings[i]
-				f.Evidence, f.Explanation, f.Remediation = nil, "", nil
-			}
-			n.Report, n.Status, n.Kernel = rep, rep.BundleStatus, rep.Kernel
-			if n.Name == "" {
-				n.Name = rep.Hostname
-			}
+			n.fill(readSource(ctx, src))
 		}(&nodes[i], srcs[i])
 	}
 	wg.Wait()
