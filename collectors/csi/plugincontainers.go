@@ -30,6 +30,7 @@ import (
 
 	"github.com/nodesnap/nodesnap/collectors/hostfs"
 	"github.com/nodesnap/nodesnap/engine/isolate"
+	"github.com/nodesnap/nodesnap/internal/inroot"
 )
 
 const opPluginContainers = "csi.plugincontainers"
@@ -184,14 +185,17 @@ const maxOCIConfig = 4 << 20
 func pluginContainersOp(rq pluginContainersRequest) (any, error) {
 	res := pluginContainersResult{Containers: []PluginContainer{}}
 	for _, dir := range rq.Dirs {
-		f, err := os.Open(dir)
-		if errors.Is(err, fs.ErrNotExist) {
+		// Resolved inside the boundary: a runtime directory that is a
+		// link (or under one) leads nowhere outside --root.
+		fd, err := inroot.Process().Open(dir, unix.O_RDONLY|unix.O_DIRECTORY)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOENT) {
 			continue
 		}
 		if err != nil {
 			res.Errors = append(res.Errors, fmt.Sprintf("listing %s: %v", dir, err))
 			continue
 		}
+		f := os.NewFile(uintptr(fd), dir)
 		names, err := f.Readdirnames(rq.Max)
 		_ = f.Close() // read-only: nothing to lose
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -201,10 +205,10 @@ func pluginContainersOp(rq pluginContainersRequest) (any, error) {
 		for _, n := range names {
 			// A container's directory is a directory: a symbolic link
 			// there is not followed (it could lead out of the root).
-			if st, err := os.Lstat(path.Join(dir, n)); err != nil || !st.IsDir() {
+			if mode, err := lstatIn(path.Join(dir, n)); err != nil || mode != unix.S_IFDIR {
 				continue
 			}
-			if st, err := os.Lstat(path.Join(dir, n, "userdata")); err == nil && !st.IsDir() {
+			if mode, err := lstatIn(path.Join(dir, n, "userdata")); err == nil && mode != unix.S_IFDIR {
 				continue
 			}
 			for _, rel := range []string{"config.json", "userdata/config.json"} {
@@ -233,7 +237,7 @@ func pluginContainersOp(rq pluginContainersRequest) (any, error) {
 // symbolic link (a runtime's state directory holds none; one planted there
 // is not followed out of the root).
 func readNoFollow(p string, max int64) ([]byte, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := inroot.Process().Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
@@ -254,6 +258,21 @@ func readNoFollow(p string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: larger than %d bytes", p, max)
 	}
 	return data, nil
+}
+
+// lstatIn is the type of what p names (not followed if a link), p
+// resolved inside the boundary.
+func lstatIn(p string) (uint32, error) {
+	fd, err := inroot.Process().Open(p, unix.O_PATH|unix.O_NOFOLLOW)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = unix.Close(fd) }() // an O_PATH descriptor: nothing to lose
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return 0, err
+	}
+	return st.Mode & unix.S_IFMT, nil
 }
 
 // pluginPods finds the CSI node plugin containers by their mounts and

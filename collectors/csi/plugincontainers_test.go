@@ -170,6 +170,25 @@ func TestCSIPluginPodsFoundByMounts(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Nor a runtime's directory that is an absolute link: it is resolved
+	// inside the root, where its target does not exist.
+	escape := t.TempDir()
+	escCfg := filepath.Join(escape, "iii", "config.json")
+	if err := os.MkdirAll(filepath.Dir(escCfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(escCfg, ociConfig(t, containerdAnn(appUID, "app-0", "default", "app", "container"), "",
+		ociMount{"/registration", "/var/lib/kubelet/plugins_registry"}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k3s := filepath.Join(root, "run/k3s/containerd/io.containerd.runtime.v2.task/k8s.io")
+	if err := os.MkdirAll(filepath.Dir(k3s), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(escape, k3s); err != nil {
+		t.Fatal(err)
+	}
+
 	supervisortest.Flags(t, "csi", stateGlobs)
 	b := supervisortest.Collect(t, "csi", collectors.Common{Root: root, Proc: proc})
 	if b.Res.Status != bundle.StatusOK {
