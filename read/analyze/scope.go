@@ -212,6 +212,11 @@ func (st *state) kubelet() *kubeletProc {
 // kubelet's own flags (--kubeconfig with --root-dir or --container-runtime-
 // endpoint and a kubelet config), whatever its binary is named.
 func isKubeletProc(p *procInfo) bool {
+	if p.UID != 0 {
+		// The node's kubelet runs as root (as collection requires
+		// before it trusts one): a user's process of that name is not it.
+		return false
+	}
 	switch p.Comm {
 	case "kubelet", "kubelite", "k3s-server", "k3s-agent":
 		return true

@@ -158,6 +158,8 @@ type procInfo struct {
 	Cmdline string `json:"cmdline,omitempty"`
 	MountNS uint64 `json:"mnt_ns,omitempty"`
 	Kernel  bool   `json:"kernel_thread,omitempty"`
+	// UID is the process's real uid (0 in bundles that predate it).
+	UID int `json:"uid"`
 	// Start is when the process started (zero when unknown).
 	Start time.Time `json:"start_time,omitzero"`
 	// PodUID and ContainerID come from the process's cgroup.
