@@ -422,25 +422,9 @@ func (cc corpusCheck) check(t *testing.T, label, p string, r runResult) {
 	leaked := 0
 	for _, s := range secrets {
 		found := ""
-	search:
 		for _, nd := range s.needles {
-			for _, form := range needleForms(nd) {
-				for _, n := range names {
-					b := everything[n]
-					if i := bytes.Index(b, []byte(form)); i >= 0 {
-						ls := bytes.LastIndexByte(b[:i], '\n') + 1
-						le := bytes.IndexByte(b[i:], '\n')
-						if le < 0 {
-							le = len(b) - i
-						}
-						line := b[ls : i+le]
-						if len(line) > 300 {
-							line = line[:300]
-						}
-						found = fmt.Sprintf("%q in %s: %s", form, n, line)
-						break search
-					}
-				}
+			if found = findLeak(everything, names, nd); found != "" {
+				break
 			}
 		}
 		if found != "" {
@@ -525,4 +509,28 @@ func (cc corpusCheck) check(t *testing.T, label, p string, r runResult) {
 	}
 	t.Logf("%s: secrets corpus: %d of %d secrets leaked; %d of %d values to keep lost; %d redactions %v",
 		label, leaked, len(secrets), lost, len(keep), c.Manifest.Redaction.Total, c.Manifest.Redaction.Rules)
+}
+
+// findLeak says where any form of value (needleForms) stands in the
+// bundle's files, in the order of names, with the line around it; "" when
+// nowhere.
+func findLeak(everything map[string][]byte, names []string, value string) string {
+	for _, form := range needleForms(value) {
+		for _, n := range names {
+			b := everything[n]
+			if i := bytes.Index(b, []byte(form)); i >= 0 {
+				ls := bytes.LastIndexByte(b[:i], '\n') + 1
+				le := bytes.IndexByte(b[i:], '\n')
+				if le < 0 {
+					le = len(b) - i
+				}
+				line := b[ls : i+le]
+				if len(line) > 300 {
+					line = line[:300]
+				}
+				return fmt.Sprintf("%q in %s: %s", form, n, line)
+			}
+		}
+	}
+	return ""
 }

@@ -268,26 +268,7 @@ func checkHoldout(t *testing.T, p string, r runResult, secrets, keep []holdoutRo
 	leakedValues := map[string]bool{}
 	rows := 0
 	for _, s := range secrets {
-		found := ""
-	search:
-		for _, form := range needleForms(s.value) {
-			for _, n := range names {
-				b := everything[n]
-				if i := bytes.Index(b, []byte(form)); i >= 0 {
-					ls := bytes.LastIndexByte(b[:i], '\n') + 1
-					le := bytes.IndexByte(b[i:], '\n')
-					if le < 0 {
-						le = len(b) - i
-					}
-					line := b[ls : i+le]
-					if len(line) > 300 {
-						line = line[:300]
-					}
-					found = fmt.Sprintf("%q in %s: %s", form, n, line)
-					break search
-				}
-			}
-		}
+		found := findLeak(everything, names, s.value)
 		if found != "" {
 			rows++
 			leakedValues[s.value] = true
