@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -20,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+
+	"github.com/nodesnap/nodesnap/internal/cafile"
 )
 
 // ClientOptions configure NewClient. The zero value is the SDK's standard
@@ -54,8 +55,8 @@ type Client struct {
 	creds    aws.CredentialsProvider
 }
 
-// caFileLimit bounds a CA file: a bundle of every public CA is 200 KiB.
-const caFileLimit = 4 << 20
+// caFileTimeout bounds the read of a CA file a user names.
+const caFileTimeout = 10 * time.Second
 
 // NewClient loads the SDK's configuration (credentials, region, endpoint)
 // and makes a client of the store. A custom endpoint is addressed
@@ -84,7 +85,7 @@ func NewClient(ctx context.Context, o ClientOptions) (*Client, error) {
 		if o.HTTPClient != nil {
 			return nil, errors.New("objstore: CAFile and HTTPClient are exclusive")
 		}
-		b, err := readCAFile(o.CAFile)
+		b, err := cafile.Read(o.CAFile, caFileTimeout)
 		if err != nil {
 			return nil, err
 		}
@@ -133,22 +134,6 @@ func sanitizeAppID(s string) string {
 		s = s[:50]
 	}
 	return s
-}
-
-func readCAFile(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, fmt.Errorf("the CA file: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, caFileLimit+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading the CA file %s: %w", p, err)
-	}
-	if len(b) > caFileLimit || !bytes.Contains(b, []byte("-----BEGIN CERTIFICATE-----")) {
-		return nil, fmt.Errorf("%s holds no PEM certificate (-----BEGIN CERTIFICATE-----)", p)
-	}
-	return b, nil
 }
 
 // Endpoint is the custom endpoint the client uses ("" for AWS).

@@ -29,6 +29,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/internal/cafile"
 )
 
 // PolicyEnv names the environment variable that gives collect and upload
@@ -319,7 +320,7 @@ func postClient(o PostOptions) (*http.Client, error) {
 	tr.TLSHandshakeTimeout = 15 * time.Second
 	tr.ResponseHeaderTimeout = 2 * time.Minute
 	if o.CAFile != "" {
-		b, err := readCAFile(o.CAFile)
+		b, err := cafile.Read(o.CAFile, caFileTimeout)
 		if err != nil {
 			return nil, err
 		}

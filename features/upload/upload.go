@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nodesnap/nodesnap/internal/cafile"
 	"github.com/nodesnap/nodesnap/internal/cliflag"
 )
 
@@ -615,26 +616,10 @@ func retryAfter(v string) time.Duration {
 	return 0
 }
 
-// maxCAFile bounds a CA file: a bundle of every public CA is 200 KiB.
-const maxCAFile = 4 << 20
-
 // caPoolBounded is the system's CA pool and the certificates of the PEM
-// file p, read within timeout (see bounded).
+// file p, read within timeout.
 func caPoolBounded(p string, timeout time.Duration) (*x509.CertPool, error) {
-	ctx, cancel := context.WithTimeoutCause(context.Background(), timeout, fmt.Errorf("%s could not be read within %s", p, timeout))
-	defer cancel()
-	b, err := bounded(ctx, func() ([]byte, error) {
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		b, err := io.ReadAll(io.LimitReader(f, maxCAFile+1))
-		if err == nil && len(b) > maxCAFile {
-			err = fmt.Errorf("%s is larger than %d MiB: not a CA file", p, maxCAFile>>20)
-		}
-		return b, err
-	}, nil)
+	b, err := cafile.Read(p, timeout)
 	if err != nil {
 		return nil, err
 	}
