@@ -283,7 +283,12 @@ var (
 		// "for volume: 268e7aa8-..." (vsphere-csi's wording)
 		`|\b[Vv]olume:?\s+([A-Za-z0-9_.^/-]*[0-9-][A-Za-z0-9_.^/-]*)`)
 	reDevice = regexp.MustCompile(`(/dev/(?:rbd|nbd|sd|xvd|vd|nvme|dm-|mapper/|loop|longhorn/)[^\s"\\:,;)\]}]*)`)
-	rePath   = regexp.MustCompile(`(/(?:var/lib|run|var/run|mnt|data|opt|home|srv)/[^\s"\\:,;)\]}]+)`)
+	// A path starts where a path can: not inside another path's
+	// component (the "/data/..." of "/var/data/..."), under one of the
+	// roots node storage lives in, /var/<any> included (microk8s's
+	// /var/snap/microk8s/common/var/lib/kubelet, a kubelet root moved to
+	// /var/data/kubelet).
+	rePath   = regexp.MustCompile(`(?:^|[^A-Za-z0-9_.~-])(/(?:var/[A-Za-z0-9_.-]+|run|mnt|data|opt|home|srv)/[^\s"\\:,;)\]}]+)`)
 	reServer = regexp.MustCompile(`nfs: server (\S+)|libceph: (mon\d+ \S+)|(?:server|Server)[=:\s]+` + q + `?([A-Za-z0-9][-A-Za-z0-9.:\[\]]+)`)
 	reTask   = regexp.MustCompile(`task (\S+?:\d+) blocked`)
 )

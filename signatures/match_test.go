@@ -97,6 +97,16 @@ func TestExtract(t *testing.T) {
 		{`remove /var/lib/kubelet/pods/` + uid + `/volumes/kubernetes.io~csi/pvc-9/mount: device or resource busy`,
 			Objects{PodUID: uid, Volume: "pvc-9", Path: "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~csi/pvc-9/mount"}},
 		{`nfs: server 10.1.2.3 not responding`, Objects{Server: "10.1.2.3"}},
+		// A path is taken whole, from where it starts: a kubelet root
+		// under /var/<any>, microk8s's snap tree, a path in brackets, a
+		// file:/// URL; never a tail of another path.
+		{`unmounter failed to load volume data file [/var/data/kubelet/pods/` + uid + `/volumes/kubernetes.io~csi/pvc-9/mount]: open`,
+			Objects{PodUID: uid, Volume: "pvc-9", Path: "/var/data/kubelet/pods/" + uid + "/volumes/kubernetes.io~csi/pvc-9/mount"}},
+		{`remove /var/snap/microk8s/common/var/lib/kubelet/pods/` + uid + `/volumes/kubernetes.io~csi/pvc-9/mount: device or resource busy`,
+			Objects{PodUID: uid, Volume: "pvc-9", Path: "/var/snap/microk8s/common/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~csi/pvc-9/mount"}},
+		{`mount file:///var/lib/docker/volumes/x failed`, Objects{Path: "/var/lib/docker/volumes/x"}},
+		{`/data/k8s/pv1 is not a mountpoint`, Objects{Path: "/data/k8s/pv1"}},
+		{`exec /usr/local/bin/data/tool: exit status 1`, Objects{}},
 		// vsphere-csi's "for volume: <id>, err: ...".
 		{`msg="/csi.v1.Node/NodeUnpublishVolume: REP 0491: rpc error: code = Internal desc = error getting block device for volume: 268e7aa8-754e-4869-a5c2-258f87232f6c, err: lstat devtmpfs: no such file or directory"`,
 			Objects{Volume: "268e7aa8-754e-4869-a5c2-258f87232f6c"}},

@@ -281,15 +281,16 @@ var mountCheckFuncs = []string{"IsLikelyNotMountPoint", "IsNotMountPoint", "IsMo
 // stat or mount-point check: in a syscall for at least a minute (a debug=2
 // dump says so), or, without a state (debug=1), under such a check.
 func (g *goroutine) stuckInMountCheck() bool {
-	hit := false
+	return g.inMountCheck() && g.State == "syscall" && g.Minutes >= 1
+}
+
+// inMountCheck says whether a goroutine's stack is under a stat or
+// mount-point check, whatever its state.
+func (g *goroutine) inMountCheck() bool {
 	for _, fn := range mountCheckFuncs {
 		if g.has(fn) {
-			hit = true
-			break
+			return true
 		}
 	}
-	if !hit {
-		return false
-	}
-	return g.State == "syscall" && g.Minutes >= 1
+	return false
 }

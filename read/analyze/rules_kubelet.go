@@ -27,7 +27,7 @@ var _ = document(
 	RuleDoc{
 		ID: "kubelet-syncloop-unhealthy", Severity: "info, warning or critical",
 		Title:    "The kubelet's sync loop is stuck",
-		Meaning:  "The kubelet's healthz reports `[-]syncloop failed` (critical): its main loop has not run for minutes, so pods are neither started nor cleaned up. When no hung mount explains it, the finding names the goroutines the loop waits on (often pod cleanup stuck on a volume). From the kubelet's log alone it is a warning; and info, lines that may be history, when the healthz collected now says `[+]syncloop ok`, or when the newest line is more than 15 minutes before the collection (plus 14 hours when its zone is unknown) and nothing of the collection's own time (healthz, goroutine dump, a kubelet thread blocked in the kernel) shows the loop stuck. No Pending pod is chained to an info one.",
+		Meaning:  "The kubelet's healthz reports `[-]syncloop failed` (critical): its main loop has not run for minutes, so pods are neither started nor cleaned up. When no hung mount explains it, the finding names the goroutines the loop waits on (often pod cleanup stuck on a volume); a goroutine dump showing the kubelet's main goroutine (goroutine 1, which runs its start) in a system call of a stat or mount-point check is a start that never reaches the loop, a warning even when the dump does not say for how long. From the kubelet's log alone it is a warning; and info, lines that may be history, when the healthz collected now says `[+]syncloop ok`, or when the newest line is more than 15 minutes before the collection (plus 14 hours when its zone is unknown) and nothing of the collection's own time (healthz, goroutine dump, a kubelet thread blocked in the kernel) shows the loop stuck. No Pending pod is chained to an info one.",
 		Evidence: "`kubelet/healthz.txt`, `kubelet/goroutine-debug2.txt` (the stuck goroutines), the kubelet log.",
 		Fix:      "Find what the stuck goroutines wait on (a mount, a runtime call) and fix that; then restart the kubelet (`systemctl restart kubelet`) if the loop does not resume.",
 	},
@@ -184,14 +184,15 @@ func goroutineEvidence(gs []goroutine, what string) []Evidence {
 func ruleKubelet(st *state, explained bool) {
 	syncBad := st.syncloopBad()
 	stuck := st.stuckCleanup()
+	start := st.stuckStart()
 	if !explained {
 		longest := 0
 		for _, g := range stuck {
 			longest = max(longest, g.Minutes)
 		}
 		logs := st.logs.sigs[sigSyncLoop]
-		if len(syncBad) > 0 || (len(stuck) > 0 && longest >= 2) || (logs != nil && len(logs.unclaimed()) > 0) {
-			st.syncloopFinding(syncBad, stuck)
+		if len(syncBad) > 0 || (len(stuck) > 0 && longest >= 2) || len(start) > 0 || (logs != nil && len(logs.unclaimed()) > 0) {
+			st.syncloopFinding(syncBad, append(stuck, start...))
 		}
 	}
 	// Other failing health checks.
@@ -253,6 +254,8 @@ func (st *state) syncloopFinding(syncBad []Line, stuck []goroutine) {
 		f.Summary = history
 	case earlier:
 		f.Summary = "earlier: the kubelet logged that its sync loop took longer than expected; at collection time its healthz says " + strings.TrimSpace(st.syncloopOK().Text)
+	case len(stuck) > 0 && onlyMain(stuck):
+		f.Summary = "the kubelet's start is stuck: " + describeGoroutines(stuck) + "; the dump does not say for how long"
 	case len(stuck) > 0:
 		f.Summary = "the kubelet's pod cleanup is stuck: " + describeGoroutines(stuck)
 	case len(syncBad) > 0:
@@ -262,7 +265,9 @@ func (st *state) syncloopFinding(syncBad []Line, stuck []goroutine) {
 	}
 	f.Explanation += "The kubelet's sync loop starts, updates and cleans up every pod; when one iteration does not return, no pod on the node changes state any more: " +
 		"new pods stay Pending/ContainerCreating and deleted ones Terminating. "
-	if len(stuck) > 0 {
+	if len(stuck) > 0 && onlyMain(stuck) {
+		f.Explanation += startExplanation + st.hungContext()
+	} else if len(stuck) > 0 {
 		f.Explanation += "The goroutine dump shows it in pod housekeeping (HandlePodCleanups → cleanupOrphanedPodDirs), which stat()s the volume paths of deleted pods: " +
 			"a path on a mount that hangs keeps it there forever (incident 003). " + st.hungContext()
 	}

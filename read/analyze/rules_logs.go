@@ -235,6 +235,7 @@ func (st *state) teardownBusy() {
 		}
 		f.Explanation = strings.TrimSpace(b.String())
 		f.Evidence = append(k.evidence(sigWhat[sigTeardownBusy]), f.Evidence...)
+		st.claimSameLines(&f, k, sigUnlinkatBusy)
 		rem = append(rem, "Find what keeps it busy: findmnt "+shellQuote(st.subject(k, signatures.KeyPath))+"; grep the volume in /proc/*/task/*/mountinfo; lsof +D on the directory.")
 		f.Remediation = rem
 		st.add(f)
