@@ -239,7 +239,7 @@ func (k Keys) Object() (kind, value string) {
 	for _, c := range []struct{ kind, v string }{
 		{"sandbox", k.Sandbox},
 		{"volume", k.Handle}, {"volume", k.PV}, {"volume", k.podVolume()}, {"device", k.Device}, {"path", k.Path},
-		{"iSCSI target", k.IQN}, {"iSCSI portal", k.Portal}, {"WWID", k.WWID}, {"multipath map", k.Map}, {"server", k.Server},
+		{k.targetKind(), k.IQN}, {"iSCSI portal", k.Portal}, {"WWID", k.WWID}, {"multipath map", k.Map}, {"server", k.Server},
 		{"pod", k.PodUID}, {"pod", k.Pod},
 	} {
 		if c.v != "" {
@@ -247,6 +247,15 @@ func (k Keys) Object() (kind, value string) {
 		}
 	}
 	return "", ""
+}
+
+// targetKind names the kind of a target's name: an NVMe-oF subsystem's
+// NQN, else an iSCSI IQN.
+func (k Keys) targetKind() string {
+	if strings.HasPrefix(k.IQN, "nqn.") {
+		return "NVMe-oF target"
+	}
+	return "iSCSI target"
 }
 
 // podVolume is the volume key, qualified by its pod when the name is one
