@@ -40,10 +40,16 @@ func (p *Parser) classify(r *record) {
 		// "GRPC NodeGetVolumeStats <id>": a call by its method's name.
 		ev.Method = m[1]
 		p.remember(r.reqID, m[1])
+	} else if reCSIMethodName.MatchString(r.fn) {
+		// The function its writer logged it from is the call's
+		// (Python logging's location): the error that follows in
+		// gRPC's own server is this call's.
+		ev.Method = r.fn
+		p.remember(r.reqID, r.fn)
 	} else if r.reqID != "" {
 		ev.Method = p.methods[r.reqID]
 	} else if strings.Contains(text, "GRPC error") || strings.Contains(text, "GRPC response") ||
-		strings.HasPrefix(ev.Component, "grpc.") && ev.Level >= LevelError {
+		pyGRPCServerFailure(r) && ev.Level >= LevelError {
 		// A call's error or response (Python gRPC's server logger
 		// "grpc._server" for its failure): the last call's.
 		ev.Method = p.last
@@ -103,10 +109,11 @@ func (p *Parser) classify(r *record) {
 		// not an operation on a volume.
 		ev.Op = OpConnect
 	}
-	if ev.Op == OpNone && !ev.Kubelet && ev.Source != "kernel" && (strings.Contains(text, "iqn.") || strings.Contains(text, ":3260")) {
-		// A record about an iSCSI target or portal (a driver's or
-		// iscsiadm's): its operation is the target's login, whatever
-		// the verb (discovery, session, node list).
+	if ev.Op == OpNone && !ev.Kubelet && ev.Source != "kernel" && (strings.Contains(text, "iqn.") || strings.Contains(text, ":3260") || reNQN.MatchString(text)) {
+		// A record about an iSCSI or NVMe-oF target or portal (a
+		// driver's, iscsiadm's, nvme's): its operation is the target's
+		// login or connect, whatever the verb (discovery, session,
+		// node list, connect).
 		ev.Op = OpAttach
 	}
 	if ev.Op == OpNone && !ev.Kubelet && ev.Source != "kernel" && ev.Level >= LevelError &&

@@ -17,9 +17,21 @@ var (
 	reHandle = regexp.MustCompile(`\b(?:csi-vol-[0-9a-f-]{36}|vol-[0-9a-f]{8,17}|0001-00[0-9a-f]{2}-[0-9a-zA-Z._-]+-[0-9a-f]{16}-[0-9a-f-]{36})\b`)
 	rePortal = regexp.MustCompile(`\b((?:\d{1,3}\.){3}\d{1,3}:3260)\b`)
 	reIQN    = regexp.MustCompile(`\b(iqn\.\d{4}-\d\d\.[A-Za-z0-9.:_-]+)`)
-	reWWID   = regexp.MustCompile(`\b(?:wwid|WWID|serial)[\s:="']+([0-9A-Za-z_.-]{8,})`)
-	reNFSSrv = regexp.MustCompile(`(?:^|[\s"'=(])((?:\d{1,3}\.){3}\d{1,3}:/[^\s"',;)]*|[A-Za-z0-9][-A-Za-z0-9.]*\.[A-Za-z]{2,}:/[^\s"',;)]*|//[A-Za-z0-9][-A-Za-z0-9.]*/[^\s"',;)]+)`)
-	reDev    = regexp.MustCompile(`(/dev/(?:disk/[a-z0-9_-]+/[^\s"'\\,;:()\]}]+|[a-z][a-z0-9_-]*\d[a-z0-9]*|[a-z]{2,}[a-z]\b))`)
+	// reNQN is an NVMe-oF subsystem's qualified name, the target an
+	// NVMe/TCP or RDMA connect names (an IQN's counterpart).
+	reNQN = regexp.MustCompile(`\b(nqn\.\d{4}-\d\d\.[A-Za-z0-9.:_-]+)`)
+	// reDevKey is a kernel block device's bare name a driver gives under
+	// a device key ("device: dm-2", "dev=sdb").
+	reDevKey = regexp.MustCompile(`(?i)\b(?:device|dev|disk)["']?\s*[:=]\s*\\*["']?((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|drbd\d+)(?:p?\d+)?)\b`)
+	// rePodKey is a pod a driver names under a pod key in its text
+	// ("mountpod: x", "podName=x", "pod_name: \"x\""): a DNS-1123 name.
+	rePodKey = regexp.MustCompile(`(?i)\b(?:mount[-_]?pod|pod[-_]?name)["']?\s*[:=]\s*\\*["']?([a-z0-9](?:[-a-z0-9.]*[a-z0-9])?)`)
+	// reVolUUID is a volume's ID under a "volume" key in a record's text
+	// ("mount failed: volume=<uuid>, error=..."): a UUID's shape.
+	reVolUUID = regexp.MustCompile(`\bvolume\s*=\s*\\*"?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b`)
+	reWWID    = regexp.MustCompile(`\b(?:wwid|WWID|serial)[\s:="']+([0-9A-Za-z_.-]{8,})`)
+	reNFSSrv  = regexp.MustCompile(`(?:^|[\s"'=(])((?:\d{1,3}\.){3}\d{1,3}:/[^\s"',;)]*|[A-Za-z0-9][-A-Za-z0-9.]*\.[A-Za-z]{2,}:/[^\s"',;)]*|//[A-Za-z0-9][-A-Za-z0-9.]*/[^\s"',;)]+)`)
+	reDev     = regexp.MustCompile(`(/dev/(?:disk/[a-z0-9_-]+/[^\s"'\\,;:()\]}]+|[a-z][a-z0-9_-]*\d[a-z0-9]*|[a-z]{2,}[a-z]\b))`)
 	// reVolCall is a volume named in the call form drivers print
 	// ("volume(id)", "volumeID(id)", "volume(\"id\")").
 	// reHashHandle is a CSI volume handle of csi-lib's drivers (nfs,
@@ -102,6 +114,18 @@ func keysOf(r *record) Keys {
 	}
 	if m := matchIf(reIQN, text, "iqn."); m != nil {
 		k.IQN = strings.TrimRight(m[1], ".:,")
+	} else if m := matchIf(reNQN, text, "nqn."); m != nil {
+		k.IQN = strings.TrimRight(m[1], ".:,")
+	}
+	if k.Handle == "" {
+		if m := matchIf(reVolUUID, text, "volume"); m != nil {
+			k.Handle = m[1]
+		}
+	}
+	if k.Pod == "" {
+		if m := matchIf(rePodKey, strings.ToLower(text), "pod"); m != nil {
+			k.Pod = m[1]
+		}
 	}
 	if m := matchIf(reWWID, text, "wwid", "WWID", "serial"); m != nil {
 		k.WWID = m[1]
@@ -122,6 +146,11 @@ func keysOf(r *record) Keys {
 	if k.Device == "" {
 		if m := matchIf(reDev, text, "/dev/"); m != nil && m[1] != "/dev/null" && m[1] != "/dev/fuse" {
 			k.Device = m[1]
+		}
+	}
+	if k.Device == "" {
+		if m := reDevKey.FindStringSubmatch(text); m != nil {
+			k.Device = "/dev/" + m[1]
 		}
 	}
 	if m := matchIf(rePyOSError, text, "[Errno"); m != nil && k.Path == "" {

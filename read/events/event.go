@@ -2,7 +2,7 @@
 // happened to which storage object, whatever wrote it and in whatever
 // format. A record of the kubelet, a CSI node plugin (klog text or
 // structured, JSON lines of zap, logrus or klog, logfmt, Rust tracing,
-// ceph-csi's "ID: n Req-ID: x" prefixes), a container runtime, a storage
+// Python logging, ceph-csi's "ID: n Req-ID: x" prefixes), a container runtime, a storage
 // daemon (iscsid, multipathd) or the kernel becomes one Event: its time,
 // source and component, level, the operation (mount, stage, publish,
 // attach, teardown, I/O ...), every object key it carries (pod, volume,
@@ -239,7 +239,7 @@ func (k Keys) Object() (kind, value string) {
 	for _, c := range []struct{ kind, v string }{
 		{"sandbox", k.Sandbox},
 		{"volume", k.Handle}, {"volume", k.PV}, {"volume", k.podVolume()}, {"device", k.Device}, {"path", k.Path},
-		{"iSCSI target", k.IQN}, {"iSCSI portal", k.Portal}, {"WWID", k.WWID}, {"multipath map", k.Map}, {"server", k.Server},
+		{k.targetKind(), k.IQN}, {"iSCSI portal", k.Portal}, {"WWID", k.WWID}, {"multipath map", k.Map}, {"server", k.Server},
 		{"pod", k.PodUID}, {"pod", k.Pod},
 	} {
 		if c.v != "" {
@@ -247,6 +247,15 @@ func (k Keys) Object() (kind, value string) {
 		}
 	}
 	return "", ""
+}
+
+// targetKind names the kind of a target's name: an NVMe-oF subsystem's
+// NQN, else an iSCSI IQN.
+func (k Keys) targetKind() string {
+	if strings.HasPrefix(k.IQN, "nqn.") {
+		return "NVMe-oF target"
+	}
+	return "iSCSI target"
 }
 
 // podVolume is the volume key, qualified by its pod when the name is one

@@ -27,6 +27,9 @@ func FuzzParse(f *testing.F) {
 		`E0101 00:00:00.0 1 kubelet.go:1] Unable to mount volumes for pod "a_b(": exit status 32 volumeMount "`,
 		`msg="failed to clean up after shim disconnected" error="open /run/containerd/io.containerd.runtime.v2.task/k8s.io/x/runtime: exit status 1" id=- -publish`,
 		`{"a":{"b":[1,2,{"c":"\u0000"}]},"msg":"\"`, `"unterminated`, `E0101 00:00:00.0 1 f.go:1] "x" k="v\"`,
+		`2026-11-21 09:10:01.000001 77 [ERROR]: [requestID:12] check device: dm-3 is a partition device failed`,
+		`[2026-11-21 09:10:01,123] ERROR [_server - 454:_call_behavior] - Exception calling application: [1]  volume=x`,
+		`{"level":"debug","msg":"a"} {"level":"error","msg":"nvme connect nqn.2020-01.io.x:y failed"} {`, `{"a":1}{"b":2}`, `[2026-01-01 00:00:00]`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -55,6 +55,9 @@ type record struct {
 	text, lower string
 	// reqID is ceph-csi's "ID: n"; reqVol its "Req-ID: x".
 	reqID, reqVol string
+	// fn is the function its writer logged it from, when the header
+	// names one (Python logging's location).
+	fn string
 }
 
 type field struct{ k, v string }
@@ -80,6 +83,19 @@ var (
 // object; the event is then incomplete (Incomplete tells a failure that
 // names no object).
 func (p *Parser) Parse(rec []byte) (ev Event, ok bool) {
+	if recs := jsonRecords(rec); recs != nil {
+		// Several JSON records on one line: each in turn, the first
+		// failure (else the last event) for the line.
+		for _, one := range recs {
+			e, isOK := p.Parse(one)
+			if isOK && (!ok || ev.Outcome != OutcomeFailed) {
+				ev, ok = e, true
+			} else if !ok && e.Incomplete() {
+				ev = e
+			}
+		}
+		return ev, ok
+	}
 	p.recentAge++
 	if !mayMatter(rec) {
 		p.noteRecent(rec)
@@ -139,6 +155,7 @@ func (p *Parser) split(rec []byte) record {
 	if r.msg == "" {
 		r.msg = string(b)
 	}
+	pyLocation(&r)
 	requestPrefix(&r)
 	var t strings.Builder
 	t.WriteString(r.msg)

@@ -67,6 +67,18 @@ func (p *Parser) prefixes(r *record, b []byte) []byte {
 				r.ev.Source, r.ev.PID, rest = ident, pid, after
 			}
 			b = rest
+		case len(b) > 3 && b[0] == '[' && reISOBracket.Match(b):
+			// A writer's own date and time in brackets (Python
+			// logging's "[%(asctime)s]"): not the kernel's ring.
+			m := reISOBracket.FindSubmatch(b)
+			stamp := string(m[1])
+			if len(m[2]) > 0 {
+				stamp += "." + string(m[2])
+			}
+			if t, ok := parseStamp(stamp + string(m[3])); ok && r.ev.Time.IsZero() {
+				r.ev.Time, r.ev.Zoned = t, len(m[3]) > 0
+			}
+			b = bytes.TrimLeft(b[len(m[0]):], " ")
 		case len(b) > 3 && b[0] == '[':
 			// dmesg: "[  123.456789] message" or "[Thu May 14 ...] message".
 			end := bytes.IndexByte(b, ']')
@@ -130,6 +142,9 @@ var reCephID = regexp.MustCompile(`^ID: (\d+)(?: Req-ID: (\S+))? `)
 func requestPrefix(r *record) {
 	if m := reCephID.FindStringSubmatch(r.msg); m != nil {
 		r.reqID, r.reqVol = m[1], m[2]
+		r.msg = r.msg[len(m[0]):]
+	} else if m := reBracketRequest.FindStringSubmatch(r.msg); m != nil {
+		r.reqID = m[1]
 		r.msg = r.msg[len(m[0]):]
 	} else if id := r.get("requestID", "request_id", "reqID", "req_id", "RequestID"); id != "" {
 		r.reqID = id

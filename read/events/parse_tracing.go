@@ -7,8 +7,10 @@ import (
 
 var (
 	// reStampLevel is an RFC 3339 stamp and a level word: Rust tracing
-	// ("2024-01-01T00:00:00.000Z ERROR target: msg"), and other loggers.
-	reStampLevel = regexp.MustCompile(`^(\d{4}-\d\d-\d\d[T ][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?)\s+\[?(TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|error|warn|warning|info|debug)\]?\s+(?:([A-Za-z_][\w:.-]*(?:::[\w.-]+)*):\s)?`)
+	// ("2024-01-01T00:00:00.000Z ERROR target: msg"), and other loggers,
+	// some with the process's number between them and the level in
+	// brackets ("2023-06-09 12:17:49.110490 3234490 [ERROR]: msg").
+	reStampLevel = regexp.MustCompile(`^(\d{4}-\d\d-\d\d[T ][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?)\s+(?:\d+\s+)?\[?(TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|error|warn|warning|info|debug)\]?:?\s+(?:([A-Za-z_][\w:.-]*(?:::[\w.-]+)*):\s)?`)
 	// reLevelWord is a level word opening a body: "[ERROR] msg",
 	// "ERROR: msg", "E msg".
 	reLevelWord = regexp.MustCompile(`^\[?(ERROR|ERRO|WARN|WARNING|INFO|DEBUG|FATAL|error|warn|warning)\]?[: ]`)

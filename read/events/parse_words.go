@@ -104,13 +104,13 @@ var (
 		[]byte("/dev/"), []byte("map"), []byte("Map"), []byte("ormat"), []byte("esize"), []byte("xpand"), []byte("ogin"), []byte("perational")}
 )
 
-// klogWarnOrError tells a record with a klog header of level E or W near
-// its start ("E1121 09:10:01.000000 ...").
+// klogWarnOrError tells a record with a klog header of level E, W or F
+// (fatal) near its start ("E1121 09:10:01.000000 ...").
 func klogWarnOrError(b []byte) bool {
 	head := b[:min(len(b), 160)]
 	for i := 0; i+6 <= len(head); i++ {
 		c := head[i]
-		if (c == 'E' || c == 'W') && (i == 0 || head[i-1] == ' ' || head[i-1] == '"') && IsDigits(head[i+1:i+5]) && head[i+5] == ' ' {
+		if (c == 'E' || c == 'W' || c == 'F') && (i == 0 || head[i-1] == ' ' || head[i-1] == '"') && IsDigits(head[i+1:i+5]) && head[i+5] == ' ' {
 			return true
 		}
 	}
