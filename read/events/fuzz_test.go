@@ -27,6 +27,8 @@ func FuzzParse(f *testing.F) {
 		`E0101 00:00:00.0 1 kubelet.go:1] Unable to mount volumes for pod "a_b(": exit status 32 volumeMount "`,
 		`msg="failed to clean up after shim disconnected" error="open /run/containerd/io.containerd.runtime.v2.task/k8s.io/x/runtime: exit status 1" id=- -publish`,
 		`{"a":{"b":[1,2,{"c":"\u0000"}]},"msg":"\"`, `"unterminated`, `E0101 00:00:00.0 1 f.go:1] "x" k="v\"`,
+		`E0101 00:00:00.0 1 kubelet.go:1] "Unable to attach or mount volumes for pod; skipping pod" err="unmounted volumes=[data]" pod="n`,
+		`E0101 00:00:00.0 1 f.go:1] failed to open volume data file [x/var/data/kubelet/pods/5b0e2c1a-7d3f-4e8a-9c6b-1f2e3d4c5b6a/volumes/a~b/c/mount]`,
 	} {
 		f.Add([]byte(s))
 	}
