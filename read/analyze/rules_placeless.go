@@ -40,10 +40,9 @@ func (st *state) foldPlaceless(idx []int) {
 	drop := map[int]bool{}
 	for _, i := range idx {
 		f := st.findings[i]
-		marker := f.Subject + " of pod "
 		into := -1
 		for j, g := range st.findings {
-			if j == i || drop[j] || g.ID != f.ID || !strings.Contains(g.Subject+"\n"+g.Summary, marker) {
+			if j == i || drop[j] || g.ID != f.ID || !namesVolumeOfPod(g.Subject+"\n"+g.Summary, f.Subject) {
 				continue
 			}
 			if into >= 0 {
@@ -70,6 +69,24 @@ func (st *state) foldPlaceless(idx []int) {
 		}
 	}
 	st.findings = kept
+}
+
+// namesVolumeOfPod says whether text names the volume v of a pod ("v of
+// pod ns/name"), v a whole name ("data" is not named by "metadata of
+// pod").
+func namesVolumeOfPod(text, v string) bool {
+	marker := v + " of pod "
+	for at := 0; ; {
+		i := strings.Index(text[at:], marker)
+		if i < 0 {
+			return false
+		}
+		i += at
+		if i == 0 || !strings.ContainsRune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.", rune(text[i-1])) {
+			return true
+		}
+		at = i + len(marker)
+	}
 }
 
 // mergeEvidence adds b's lines to a's evidence of the same file, in line
