@@ -278,6 +278,8 @@ func (st *state) nameObjects() {
 	if len(byLine) == 0 {
 		return
 	}
+	var placeless []int
+	defer func() { st.foldPlaceless(placeless) }()
 	for i := range st.findings {
 		f := &st.findings[i]
 		var extra []string
@@ -321,6 +323,9 @@ func (st *state) nameObjects() {
 		if f.Subject == notNamed {
 			// The lines' events name what their wording did not.
 			f.Subject = extra[0]
+			if v := podLocalVolume(own); v != "" && v == extra[0] {
+				placeless = append(placeless, i)
+			}
 			if strings.Contains(f.Summary, notNamed) {
 				f.Summary = strings.Replace(f.Summary, notNamed, extra[0], 1)
 				if extra = extra[1:]; len(extra) == 0 {

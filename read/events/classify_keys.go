@@ -65,11 +65,11 @@ func keysOf(r *record) Keys {
 	o := signatures.Extract([]byte(text))
 	// A quoted device or path ('/dev/sdd', as Python prints a file)
 	// ends at its quote.
-	k := Keys{PodUID: o.PodUID, Pod: o.Pod, Volume: o.Volume, Device: strings.TrimRight(o.Device, "'"), Path: strings.TrimRight(o.Path, "'")}
-	if v := r.get("pod", "podName"); v != "" && k.Pod == "" {
+	k := Keys{PodUID: o.PodUID, Pod: o.Pod, Volume: o.Volume, Device: strings.TrimRight(o.Device, "'"), Path: wholePath(text, strings.TrimRight(o.Path, "'"))}
+	if v := r.getWhole("pod", "podName"); v != "" && k.Pod == "" {
 		k.Pod = podObject(v)
 	}
-	if v := r.get("podUID", "pod_uid", "podUid"); v != "" && k.PodUID == "" {
+	if v := r.getWhole("podUID", "pod_uid", "podUid"); v != "" && k.PodUID == "" {
 		k.PodUID = v
 	}
 	if m := matchIf(reHashHandle, text, "#"); m != nil {
@@ -86,7 +86,7 @@ func keysOf(r *record) Keys {
 		if k.Handle != "" {
 			break
 		}
-		if v := r.get(f); v != "" && !strings.ContainsAny(v, " {") {
+		if v := r.getWhole(f); v != "" && !strings.ContainsAny(v, " {") {
 			k.Handle = v
 			break
 		}
@@ -109,7 +109,7 @@ func keysOf(r *record) Keys {
 	}
 	if m := matchIf(rePortal, text, ":3260"); m != nil {
 		k.Portal = m[1]
-	} else if v := r.get("portal", "portalIP", "targetPortal", "portal_ip", "TargetPortal"); v != "" && !strings.ContainsAny(v, " {") {
+	} else if v := r.getWhole("portal", "portalIP", "targetPortal", "portal_ip", "TargetPortal"); v != "" && !strings.ContainsAny(v, " {") {
 		k.Portal = v
 	}
 	if m := matchIf(reIQN, text, "iqn."); m != nil {

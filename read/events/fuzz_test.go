@@ -30,6 +30,8 @@ func FuzzParse(f *testing.F) {
 		`2026-11-21 09:10:01.000001 77 [ERROR]: [requestID:12] check device: dm-3 is a partition device failed`,
 		`[2026-11-21 09:10:01,123] ERROR [_server - 454:_call_behavior] - Exception calling application: [1]  volume=x`,
 		`{"level":"debug","msg":"a"} {"level":"error","msg":"nvme connect nqn.2020-01.io.x:y failed"} {`, `{"a":1}{"b":2}`, `[2026-01-01 00:00:00]`,
+		`E0101 00:00:00.0 1 kubelet.go:1] "Unable to attach or mount volumes for pod; skipping pod" err="unmounted volumes=[data]" pod="n`,
+		`E0101 00:00:00.0 1 f.go:1] failed to open volume data file [x/var/data/kubelet/pods/5b0e2c1a-7d3f-4e8a-9c6b-1f2e3d4c5b6a/volumes/a~b/c/mount]`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -117,12 +117,12 @@ func kubeletKeys(r *record, k *Keys) {
 			k.Volume = f[0]
 		}
 	}
-	uniq := r.get("uniqueName", "volume", "volumeName")
+	uniq := r.getWhole("uniqueName", "volume", "volumeName")
 	if uniq == "" && strings.HasPrefix(k.Volume, "kubernetes.io/") {
 		// The text form's (UniqueName: "kubernetes.io/<plugin>/...").
 		uniq = k.Volume
 	}
-	if spec := r.get("volumeSpecName", "outerVolumeSpecName", "innerVolumeSpecName"); spec != "" {
+	if spec := r.getWhole("volumeSpecName", "outerVolumeSpecName", "innerVolumeSpecName"); spec != "" {
 		k.Volume = spec
 	}
 	if uniq == "" {

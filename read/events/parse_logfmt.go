@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // logfmtBody reads a logfmt record ("time=... level=error msg=...").
@@ -75,7 +76,9 @@ func unquote(b []byte) (s string, after []byte, ok bool) {
 			continue
 		case '"':
 			q := string(b[:i+1])
-			if u, err := strconv.Unquote(q); err == nil {
+			if u, err := strconv.Unquote(q); err == nil && (utf8.ValidString(u) || !utf8.ValidString(q)) {
+				// A \x80 escape in valid text would make the value
+				// invalid UTF-8: such a value keeps its escapes.
 				return u, b[i+1:], true
 			}
 			return strings.ReplaceAll(q[1:len(q)-1], `\"`, `"`), b[i+1:], true
