@@ -178,6 +178,60 @@ func mentioned(fs []Finding, keys []string) bool {
 	return false
 }
 
+// covers says whether a finding already tells what a group says: it
+// names one of the group's objects, and it is not only about the other
+// side of the object's life — a finding drawn from an object's unmount
+// failing does not explain its mount failing (the mount's error, often the
+// cause, would be lost), nor a setup failure its teardown's.
+func (st *state) covers(g *opGroup, keys []string, byLine map[lineRef]*opGroup) bool {
+	for _, f := range st.findings {
+		if !mentioned([]Finding{f}, keys) {
+			continue
+		}
+		otherSide := false
+		for _, e := range f.Evidence {
+			for _, l := range e.Lines {
+				h := byLine[lineRef{e.Path, l.N}]
+				if h == nil {
+					continue
+				}
+				if a, b := opSide(h.op), opSide(g.op); a == 0 || b == 0 || a == b {
+					return true
+				}
+				otherSide = true
+			}
+		}
+		if !otherSide {
+			return true
+		}
+	}
+	return false
+}
+
+// opSide is +1 for the operations that bring a volume up on a node, -1 for
+// those that take it down, 0 for the rest (I/O, a bare CSI call, a plugin's
+// connection).
+func opSide(op events.Op) int {
+	switch op {
+	case events.OpMount, events.OpStage, events.OpPublish, events.OpAttach, events.OpMap, events.OpFormat, events.OpResize:
+		return 1
+	case events.OpUnmount, events.OpUnstage, events.OpUnpublish, events.OpTeardown, events.OpUnmap, events.OpDetach, events.OpRootfsUnmount, events.OpSandboxRemove:
+		return -1
+	}
+	return 0
+}
+
+// groupOfLine maps each log line an event group holds to its group.
+func (st *state) groupOfLine() map[lineRef]*opGroup {
+	byLine := map[lineRef]*opGroup{}
+	for _, g := range st.opGroups {
+		for _, h := range g.hits.hits() {
+			byLine[lineRef{h.Path, h.Line.N}] = g
+		}
+	}
+	return byLine
+}
+
 // lineRef is a line of a bundle file.
 type lineRef struct {
 	path string
@@ -220,9 +274,10 @@ func ruleStorageOps(st *state, groups []*opGroup) {
 	st.nameObjects()
 	n := 0
 	used := st.usedLines()
+	byLine := st.groupOfLine()
 	for _, g := range groups {
 		keys := g.keys.All()
-		if mentioned(st.findings, keys) || slices.ContainsFunc(g.hits.hits(), func(h logHit) bool { return used[lineRef{h.Path, h.Line.N}] }) {
+		if st.covers(g, keys, byLine) || slices.ContainsFunc(g.hits.hits(), func(h logHit) bool { return used[lineRef{h.Path, h.Line.N}] }) {
 			continue
 		}
 		if n == maxLogFindingsPerID {
@@ -269,12 +324,7 @@ func ruleStorageOps(st *state, groups []*opGroup) {
 // by one object (a path, a request's stage) names the volume, pod, device
 // or target the record carries too.
 func (st *state) nameObjects() {
-	byLine := map[lineRef]*opGroup{}
-	for _, g := range st.opGroups {
-		for _, h := range g.hits.hits() {
-			byLine[lineRef{h.Path, h.Line.N}] = g
-		}
-	}
+	byLine := st.groupOfLine()
 	if len(byLine) == 0 {
 		return
 	}
