@@ -146,6 +146,9 @@ func (st *state) subject(k *keyHits, kind signatures.KeyKind) string {
 			return s
 		}
 	}
+	if id := runtimeIDSubject(k); id != "" {
+		return id
+	}
 	return notNamed
 }
 
@@ -253,7 +256,7 @@ func ruleCatalogueLogs(st *state, ops *opResult) {
 			[]string{"Check the path on the node: findmnt " + shellQuote(subj) + "; if it is busy find the holder, if it hangs unmount it with umount -f then umount -l."}
 	}
 	st.catalogueFinding(sigUmountBusy, idUnmountFailed, signatures.KeyPath, always(Warning), "Unmount failing", unmount)
-	st.catalogueFinding(sigUnmountFailed, idUnmountFailed, signatures.KeyPath, always(Warning), "Unmount failing",
+	st.catalogueFinding(sigUnmountFailed, idUnmountFailed, signatures.KeyPath, unmountSeverity, "Unmount failing",
 		func(k *keyHits, subj string) (string, string, []string) {
 			return fmt.Sprintf("unmounting %s fails (%s)", subj, plural(k.Count, "time", "times")),
 				"An unmount fails with the error the lines quote: the mount is busy, already gone, or hangs on its server.",
