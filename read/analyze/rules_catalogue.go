@@ -75,9 +75,11 @@ var _ = document(
 		Fix:      "Read the driver's error; find what holds the path or device (mount-held-in-foreign-namespace, openfiles/holders.json) and release it.",
 	},
 	RuleDoc{
-		ID: idUnmountFailed, Severity: "warning",
-		Title:    "Unmount failing",
-		Meaning:  "An unmount by the kubelet's mount helper, a runtime or a CSI driver fails (its own error: busy, not mounted, the mount hangs).",
+		ID: idUnmountFailed, Severity: "info or warning",
+		Title: "Unmount failing",
+		Meaning: "An unmount by the kubelet's mount helper, a runtime or a CSI driver fails (its own error: busy, not mounted, the mount hangs). " +
+			"It is info when every failure is ENOENT (no such file or directory): the path is gone, so nothing is left mounted there (a runtime's cleanup of a mount that went with its container). " +
+			"A runtime's line that names no path is named by the 64-hex ID of its container or device.",
 		Evidence: "The log lines, per path.",
 		Fix:      "Check the path on the node (findmnt PATH); find what holds it and release it, or unmount it lazily (umount -l) once nothing needs it.",
 	},
