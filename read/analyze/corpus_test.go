@@ -55,7 +55,7 @@ import (
 // runtime cases (2026-12-08): 16 of 25 named and 1 of 8 benign warned
 // before; read by structure after (a file system's and a network file
 // system client's kernel records, an unmount's ENOENT): 22 of 25, 0 of
-// 8, and the corpus 98.1 % (307 of 313, none of 130 benign warned). The
+// 8, and the corpus 98.1 % (307 of 313, none of 131 benign warned). The
 // containerd shim call canceled rather than timed out stays a miss by
 // design: a canceled call says the caller left, which a restarted client
 // does as well as a hung shim, and without the caller's deadline beside
