@@ -72,3 +72,31 @@ func fsRecord(r *record) bool {
 	}
 	return true
 }
+
+// The block layer reports a request that failed in one structure
+// whatever its status: "<status> error, dev <dev>, sector <n>"
+// (blk_print_req_error, blk_update_request before it: "I/O", "critical
+// target", "critical medium", "timeout", "recoverable transport",
+// "critical nexus", "protection"...). The device is the object, its I/O
+// the operation.
+var reBlockError = regexp.MustCompile(`\b([a-z][a-z/ ]{0,40}) error, dev ([a-z][\w-]{1,31}), sector \d+`)
+
+// blockRecord reads the block layer's report of a failed request; ok is
+// false when the record is not one.
+func blockRecord(r *record) bool {
+	if !strings.Contains(r.msg, " error, dev ") {
+		return false
+	}
+	m := reBlockError.FindStringSubmatch(r.msg)
+	if m == nil {
+		return false
+	}
+	ev := &r.ev
+	ev.Op = OpIO
+	ev.Outcome = OutcomeFailed
+	ev.Keys = Keys{Device: "/dev/" + m[2]}
+	ev.Msg = strings.TrimSpace(r.msg)
+	r.lower = strings.ToLower(r.text)
+	ev.Err = errorOf(r)
+	return true
+}

@@ -44,3 +44,30 @@ func TestFileSystemRecords(t *testing.T) {
 		}
 	}
 }
+
+// The block layer's report of a failed request names its device
+// whatever the status it failed with.
+func TestBlockLayerRecords(t *testing.T) {
+	cases := []struct {
+		line, device, errno string
+	}{
+		{`[ 20.000001] critical target error, dev sdk, sector 1048576 op 0x1:(WRITE) flags 0x8800 phys_seg 1 prio class 2`, "/dev/sdk", ""},
+		{`Apr 04 05:06:07 node kernel: blk_update_request: recoverable transport error, dev sdj, sector 2048`, "/dev/sdj", ""},
+		{`[ 20.000002] timeout error, dev nvme2n1, sector 4096 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 0`, "/dev/nvme2n1", ""},
+		{`[ 20.000003] blk_print_req_error: I/O error, dev dm-9, sector 77 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0`, "/dev/dm-9", "EIO"},
+	}
+	for _, c := range cases {
+		ev, _ := NewParser(ref).Parse([]byte(c.line))
+		if ev.Op != OpIO || ev.Outcome != OutcomeFailed || ev.Keys.Device != c.device || c.errno != "" && ev.Err.Errno != c.errno {
+			t.Errorf("%s: op %q outcome %v device %q errno %q, want a failed I/O of %s", c.line, ev.Op, ev.Outcome, ev.Keys.Device, ev.Err.Errno, c.device)
+		}
+	}
+	for _, l := range []string{
+		`[ 20.000004] sd 2:0:0:0: [sdb] Attached SCSI disk`,
+		`[ 20.000005] systemd[1]: Started Journal Service; no error, device ready`,
+	} {
+		if ev, _ := NewParser(ref).Parse([]byte(l)); ev.Outcome == OutcomeFailed {
+			t.Errorf("%s: read as a failure (%+v)", l, ev)
+		}
+	}
+}

@@ -26,6 +26,9 @@ func FuzzParse(f *testing.F) {
 		`E0101 00:00:00.0 1 desired_state_of_world_populator.go:1] "Error processing volume" err="x" pod="ns/p" volume="kubernetes.io/configmap/5b0e2c1a-7d3f-4e8a-9c6b-1f2e3d4c5b6a-" uniqueName="a/b^"`,
 		`E0101 00:00:00.0 1 kubelet.go:1] Unable to mount volumes for pod "a_b(": exit status 32 volumeMount "`,
 		`msg="failed to clean up after shim disconnected" error="open /run/containerd/io.containerd.runtime.v2.task/k8s.io/x/runtime: exit status 1" id=- -publish`,
+		`[1.0] BTRFS error (device dm-0): bdev /dev/mapper/x errs: wr 0, rd 1, flush 0, corrupt 0, gen 0`,
+		`[1.0] XFS (sdb6): log I/O error -5`, `[1.0] CIFS: VFS: cifs_mount failed w/return code = -`,
+		`[1.0] critical target error, dev sdz, sector 1 op 0x1:(WRITE)`, `[1.0] EXT4-fs (x): (`,
 		`{"a":{"b":[1,2,{"c":"\u0000"}]},"msg":"\"`, `"unterminated`, `E0101 00:00:00.0 1 f.go:1] "x" k="v\"`,
 	} {
 		f.Add([]byte(s))
