@@ -75,9 +75,11 @@ var _ = document(
 		Fix:      "Read the driver's error; find what holds the path or device (mount-held-in-foreign-namespace, openfiles/holders.json) and release it.",
 	},
 	RuleDoc{
-		ID: idUnmountFailed, Severity: "warning",
-		Title:    "Unmount failing",
-		Meaning:  "An unmount by the kubelet's mount helper, a runtime or a CSI driver fails (its own error: busy, not mounted, the mount hangs).",
+		ID: idUnmountFailed, Severity: "info or warning",
+		Title: "Unmount failing",
+		Meaning: "An unmount by the kubelet's mount helper, a runtime or a CSI driver fails (its own error: busy, not mounted, the mount hangs). " +
+			"It is info when every failure is ENOENT (no such file or directory): the path is gone, so nothing is left mounted there (a runtime's cleanup of a mount that went with its container). " +
+			"A runtime's line that names no path is named by the 64-hex ID of its container or device.",
 		Evidence: "The log lines, per path.",
 		Fix:      "Check the path on the node (findmnt PATH); find what holds it and release it, or unmount it lazily (umount -l) once nothing needs it.",
 	},
@@ -145,6 +147,9 @@ func (st *state) subject(k *keyHits, kind signatures.KeyKind) string {
 		if s != "" {
 			return s
 		}
+	}
+	if id := runtimeIDSubject(k); id != "" {
+		return id
 	}
 	return notNamed
 }
@@ -253,7 +258,7 @@ func ruleCatalogueLogs(st *state, ops *opResult) {
 			[]string{"Check the path on the node: findmnt " + shellQuote(subj) + "; if it is busy find the holder, if it hangs unmount it with umount -f then umount -l."}
 	}
 	st.catalogueFinding(sigUmountBusy, idUnmountFailed, signatures.KeyPath, always(Warning), "Unmount failing", unmount)
-	st.catalogueFinding(sigUnmountFailed, idUnmountFailed, signatures.KeyPath, always(Warning), "Unmount failing",
+	st.catalogueFinding(sigUnmountFailed, idUnmountFailed, signatures.KeyPath, unmountSeverity, "Unmount failing",
 		func(k *keyHits, subj string) (string, string, []string) {
 			return fmt.Sprintf("unmounting %s fails (%s)", subj, plural(k.Count, "time", "times")),
 				"An unmount fails with the error the lines quote: the mount is busy, already gone, or hangs on its server.",

@@ -339,6 +339,9 @@ func (st *state) nameObjects() {
 		// a driver's wording that matched it does not make it a CSI
 		// driver's failure.
 		kubeletOwn, own := true, (*opGroup)(nil)
+		// runtimeOwn: every line is in a container runtime's own
+		// journal: the runtime's operation, not a CSI driver's.
+		runtimeOwn := true
 		for _, e := range f.Evidence {
 			for _, l := range e.Lines {
 				g := byLine[lineRef{e.Path, l.N}]
@@ -348,6 +351,7 @@ func (st *state) nameObjects() {
 				seen = true
 				runtimeOnly = runtimeOnly && !csiLog(e.Path) && (g.op == events.OpRootfsUnmount || g.op == events.OpSandboxRemove)
 				kubeletOwn = kubeletOwn && !csiLog(e.Path) && g.kubelet && g.newest.Code == "" && g.op != events.OpCSICall && !namesCSI(l.Text)
+				runtimeOwn = runtimeOwn && runtimeJournal(e.Path) && !namesCSI(l.Text)
 				own = g
 				for _, k := range g.keys.All() {
 					if len(extra) < 4 && !contains(extra, k) && !strings.Contains(f.Subject+"\n"+f.Summary, k) {
@@ -360,6 +364,12 @@ func (st *state) nameObjects() {
 			// The lines' writer and operation say what a wording
 			// alone could not: a runtime removing a container.
 			f.ID, f.Title = idContainerRemove, "Runtime fails to remove a container"
+		}
+		if seen && runtimeOwn && f.ID == idCSINodeOpFailed {
+			// A CSI driver's wording ("failed to unmount target")
+			// matched the runtime's own line: the finding is its
+			// operation's.
+			f.ID, f.Title = opFinding(own)
 		}
 		if seen && kubeletOwn && f.ID == idCSINodeOpFailed {
 			if id, title := opFinding(own); id != idCSINodeOpFailed && id != idStorageOpFailing {

@@ -19,6 +19,9 @@ func (p *Parser) classify(r *record) {
 	if ev.Source == "" && strings.HasPrefix(r.msg, "kernel: ") {
 		ev.Source = "kernel"
 	}
+	if ev.Source == "kernel" && (fsRecord(r) || blockRecord(r) || p.netfsRecord(r)) {
+		return
+	}
 	if ev.Source == "multipathd" || ev.Source == "kernel" {
 		r.lower = strings.ToLower(text)
 		if ev.Source == "multipathd" || operation(text, r.lower, "", "kernel") == OpNone {

@@ -334,9 +334,11 @@ func Resolves(op, failed Op) bool {
 	return pair(OpMount, OpPublish) || pair(OpTeardown, OpUnpublish) || pair(OpUnmount, OpTeardown) || pair(OpUnmount, OpUnpublish)
 }
 
-// trimMessage bounds a message, on a rune boundary.
+// trimMessage bounds a message, on a rune boundary. An escape a writer
+// quoted ("\x80" in a klog value) may unquote to a byte that is no
+// UTF-8: it is replaced, so a message stays text.
 func trimMessage(s string) string {
-	s = strings.TrimSpace(s)
+	s = strings.ToValidUTF8(strings.TrimSpace(s), "\uFFFD")
 	if len(s) <= MaxMessage {
 		return s
 	}

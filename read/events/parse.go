@@ -112,7 +112,8 @@ func (p *Parser) Parse(rec []byte) (ev Event, ok bool) {
 // noteRecent keeps the objects of a record that names a volume or a
 // device by path (most records name neither and cost two searches).
 func (p *Parser) noteRecent(rec []byte) {
-	if !bytes.Contains(rec, []byte("pvc-")) && !bytes.Contains(rec, []byte("/dev/disk/")) && !bytes.Contains(rec, []byte("ounting arguments:")) {
+	if !bytes.Contains(rec, []byte("pvc-")) && !bytes.Contains(rec, []byte("/dev/disk/")) && !bytes.Contains(rec, []byte("ounting arguments:")) &&
+		!bytes.Contains(rec, []byte("ttempting to mount")) {
 		return
 	}
 	r := record{text: string(rec)}

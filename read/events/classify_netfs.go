@@ -1,0 +1,62 @@
+package events
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// The kernel's network file system clients write a mount in two records
+// of one structure: the attempt, naming the share ("CIFS: Attempting to
+// mount //host/share"), and, when it fails, the client's own failure
+// with the negative errno it returns to mount(2) ("CIFS: VFS: cifs_mount
+// failed w/return code = -13", "CIFS VFS: ..."). The share is the object
+// and the operation its mount; the failure names the share of the
+// attempt before it when it names none itself.
+
+var (
+	// reNetFSClient is a kernel network file system client's record.
+	reNetFSClient = regexp.MustCompile(`^(?:CIFS|SMB3|NFS|NFSv4|ceph)(?::? VFS)?: (.+)$`)
+	// reReturnCode is the negative errno a client returns ("return code
+	// = -22", "rc = -13", "error -5").
+	reReturnCode = regexp.MustCompile(`(?:return code|rc|error|err)\s*=?\s*-(\d{1,3})\b`)
+)
+
+// kernelErrnos names the errnos a mount returns.
+var kernelErrnos = map[int]string{2: "ENOENT", 5: "EIO", 6: "ENXIO", 11: "EAGAIN", 13: "EACCES", 19: "ENODEV", 22: "EINVAL",
+	101: "ENETUNREACH", 110: "ETIMEDOUT", 111: "ECONNREFUSED", 112: "EHOSTDOWN", 113: "EHOSTUNREACH", 115: "EINPROGRESS", 126: "ENOKEY"}
+
+// netfsRecord reads a kernel network file system client's record about a
+// mount; ok is false when it reports no failure.
+func (p *Parser) netfsRecord(r *record) bool {
+	m := reNetFSClient.FindStringSubmatch(strings.TrimSpace(r.msg))
+	if m == nil {
+		return false
+	}
+	what := m[1]
+	if !strings.Contains(strings.ToLower(what), "mount") {
+		return false
+	}
+	rc := reReturnCode.FindStringSubmatch(what)
+	if rc == nil {
+		return false
+	}
+	k := keysOf(r)
+	ev := &r.ev
+	ev.Op = OpMount
+	ev.Outcome = OutcomeFailed
+	if k.Server == "" && p.recentAge <= maxLookback {
+		// The attempt just before names the share (noteRecent keeps
+		// it).
+		k.Merge(p.recent)
+	}
+	ev.Keys = k
+	ev.Msg = strings.TrimSpace(r.msg)
+	r.lower = strings.ToLower(r.text)
+	ev.Err = errorOf(r)
+	if ev.Err.Errno == "" {
+		n, _ := strconv.Atoi(rc[1])
+		ev.Err.Errno = kernelErrnos[n]
+	}
+	return true
+}
