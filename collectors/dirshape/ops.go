@@ -79,6 +79,8 @@ type dsLevel struct {
 	stOK      bool
 	cut       bool
 	nameBytes uint64
+	// counted: subdirectories listed but not entered (bigDir).
+	counted uint64
 	// delOf/delIdx: this directory is a leftover of that group.
 	delOf  *layout.DeletingGroup
 	delIdx int
@@ -109,6 +111,10 @@ type scanner struct {
 	noatime  bool
 	rootDev  uint64
 	groups   []*layout.DeletingGroup
+	// bigOpen is the number of big directories on the stack; counted
+	// the subdirectories listed in one but not entered (mayEnter).
+	bigOpen int
+	counted uint64
 }
 
 // ScanDirShape counts the entries below one root, depth first, holding one
@@ -363,8 +369,13 @@ func (s *scanner) entry(lv *dsLevel, typ uint8, name, nameZ []byte) {
 	} else if out.Entries&1023 == 0 && !s.deadline.IsZero() && time.Now().After(s.deadline) {
 		s.stopped = fmt.Sprintf("time budget of %s reached", s.req.MaxTime)
 	}
-	if isDir && s.stopped == "" && typ != typeMountDir && s.descend(lv, name, nameZ, delOf, delIdx) {
-		return
+	if isDir && s.stopped == "" && typ != typeMountDir {
+		if !s.mayEnter() {
+			lv.counted++
+			s.counted++
+		} else if s.descend(lv, name, nameZ, delOf, delIdx) {
+			return
+		}
 	}
 	if typ == typeMountDir {
 		s.mountNotEntered(name)
@@ -555,6 +566,9 @@ func (s *scanner) pop(partial bool) {
 	if lv.delOf != nil {
 		lv.delOf.Resolve(lv.delIdx, lv.entries, true, !partial)
 	}
+	if lv.big {
+		s.bigOpen--
+	}
 	_ = unix.Close(lv.fd)
 	s.stack = s.stack[:len(s.stack)-1]
 	if n := len(s.stack); n > 0 {
@@ -662,12 +676,18 @@ func (s *scanner) finalize(elapsed time.Duration) {
 		out.Status = layout.DirShapeBudget
 		out.CountsAreLowerBounds = true
 		out.StopReason = s.stopped + ": every count is a lower bound"
-	case s.cuts > 0:
+	case s.cuts > 0 || s.counted > 0:
 		out.Status = layout.DirShapeComplete
 		out.CountsAreLowerBounds = true
 		out.StopReason = s.firstCut
 		if s.cuts > 1 {
 			out.StopReason += fmt.Sprintf(" (and %d more huge directories left the same way)", s.cuts-1)
+		}
+		if s.counted > 0 {
+			if out.StopReason != "" {
+				out.StopReason += "; "
+			}
+			out.StopReason += fmt.Sprintf("%d subdirectories of huge directories were counted but not entered, so what they hold is not counted", s.counted)
 		}
 		if out.Unreadable > 0 || out.DepthLimited > 0 {
 			out.StopReason += fmt.Sprintf("; %d directories could not be read and %d were too deep to enter", out.Unreadable, out.DepthLimited)
