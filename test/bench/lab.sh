@@ -11,6 +11,7 @@
 # and incident 001. Needs root, FUSE and loop devices.
 # env: ROUNDS=3 COLD_ROUNDS=$ROUNDS LAB_ENTRIES=70000 LAB_NS=10 LAB_LINES=20000
 #      LAB_HOLD=FILE (keep the lab up while FILE exists; the collect command is written in it)
+#      LAB_BEFORE=BINARY (an earlier nodesnap, run in turn with this tree's, round by round)
 #      LAB_ARGS="extra collect flags" (e.g. LAB_ARGS="--dirshape-max-dir-time 0")
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -41,4 +42,4 @@ undo() {
 }
 trap undo EXIT
 NODESNAP_BENCH_LAB=1 LAB_STATE="$state" RESULTS_JSONL="$RESULTS_DIR/results.jsonl" ROUNDS="${ROUNDS:-3}" \
-  go test -count=1 -timeout 60m -run '^TestBenchLab$' -v ./test/faults/ | grep -E 'lab_test|^(ok|FAIL|---)'
+  go test -count=1 -timeout 60m -run '^TestBenchLab$' -v ./test/faults/ | grep -E '^ +[a-z_]+\.go:[0-9]+:|^(ok|FAIL|---)'

@@ -180,15 +180,35 @@ func TestBenchLab(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 	}
+	// LAB_BEFORE: an earlier binary, run in turn with this one, round by
+	// round, so that both meet the same load.
+	bins := []string{bin}
+	if before := os.Getenv("LAB_BEFORE"); before != "" {
+		bins = []string{before, bin}
+	}
 	t.Logf("machine: load average %s", loadavg())
-	warm := labRuns(t, bin, args, out, rounds, false)
-	coldRuns := labRuns(t, bin, args, out, cold, true)
+	warm := labRuns(t, bins, args, out, rounds, false)
+	coldRuns := labRuns(t, bins, args, out, cold, true)
 	t.Logf("machine: load average %s", loadavg())
 
-	for _, s := range []struct {
+	type set struct {
 		name string
 		r    []labRun
+	}
+	var sets []set
+	for _, k := range []struct {
+		name string
+		r    [][]labRun
 	}{{"warm", warm}, {"cold", coldRuns}} {
+		for i, r := range k.r {
+			name := k.name
+			if len(bins) > 1 {
+				name += [...]string{" before (LAB_BEFORE)", " after (this tree)"}[i]
+			}
+			sets = append(sets, set{name, r})
+		}
+	}
+	for _, s := range sets {
 		if len(s.r) == 0 {
 			continue
 		}
@@ -216,9 +236,9 @@ func TestBenchLab(t *testing.T) {
 	}
 
 	// The figures mean nothing unless the last bundle still shows the lab.
-	last := coldRuns
+	last := coldRuns[len(bins)-1]
 	if len(last) == 0 {
-		last = warm
+		last = warm[len(bins)-1]
 	}
 	if len(last) == 0 {
 		t.Fatal("no round ran")
@@ -244,58 +264,68 @@ type labRun struct {
 	statuses   string
 }
 
-// labRuns runs collect rounds times, dropping the page, dentry and inode
-// caches before each one when cold.
-func labRuns(t *testing.T, bin string, args []string, out string, rounds int, cold bool) []labRun {
+// labRuns runs collect rounds times with each binary in turn, dropping the
+// page, dentry and inode caches before each run when cold; the runs of
+// bins[i] are in runs[i].
+func labRuns(t *testing.T, bins []string, args []string, out string, rounds int, cold bool) [][]labRun {
 	t.Helper()
-	var runs []labRun
+	runs := make([][]labRun, len(bins))
 	for i := 0; i < rounds; i++ {
-		for _, e := range mustReadDir(out) {
-			os.Remove(filepath.Join(out, e))
-		}
-		if cold {
-			dropCaches(t)
-		}
-		start := time.Now()
-		cmd := exec.Command(bin, args...)
-		var stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-		err := cmd.Run()
-		r := labRun{wall: time.Since(start), collectors: map[string]time.Duration{}}
-		if cmd.ProcessState == nil {
-			t.Fatalf("collect: %v", err)
-		}
-		r.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-		if code := cmd.ProcessState.ExitCode(); code != 0 && code != 3 {
-			t.Fatalf("collect: exit %d\n%s", code, stderr.String())
-		}
-		for _, e := range mustReadDir(out) {
-			if !strings.HasSuffix(e, ".sha256") {
-				r.bundle = filepath.Join(out, e)
+		for b, bin := range bins {
+			r := labRun1(t, bin, args, out, cold)
+			kind := "warm"
+			if cold {
+				kind = "cold"
 			}
+			t.Logf("%s round %d, %s: %s (CPU %s) %s", kind, i+1, filepath.Base(filepath.Dir(bin))+"/"+filepath.Base(bin), r.wall.Round(time.Millisecond), r.cpu.Round(time.Millisecond), r.statuses)
+			if i < rounds-1 || b < len(bins)-1 {
+				// Keep the last bundle for the checks.
+				os.Remove(r.bundle)
+			}
+			runs[b] = append(runs[b], r)
 		}
-		m, _, err := bundle.ReadManifest(t.Context(), r.bundle)
-		if err != nil {
-			t.Fatalf("manifest of %s: %v", r.bundle, err)
-		}
-		var st []string
-		for _, c := range m.Collectors {
-			r.collectors[c.Name] = time.Duration(c.DurationSeconds * float64(time.Second))
-			st = append(st, c.Name+"="+c.Status)
-		}
-		r.statuses = strings.Join(st, " ")
-		kind := "warm"
-		if cold {
-			kind = "cold"
-		}
-		t.Logf("%s round %d: %s (CPU %s) %s", kind, i+1, r.wall.Round(time.Millisecond), r.cpu.Round(time.Millisecond), r.statuses)
-		if i < rounds-1 {
-			// Keep the last bundle for the checks.
-			os.Remove(r.bundle)
-		}
-		runs = append(runs, r)
 	}
 	return runs
+}
+
+// labRun1 runs one collection.
+func labRun1(t *testing.T, bin string, args []string, out string, cold bool) labRun {
+	t.Helper()
+	for _, e := range mustReadDir(out) {
+		os.Remove(filepath.Join(out, e))
+	}
+	if cold {
+		dropCaches(t)
+	}
+	start := time.Now()
+	cmd := exec.Command(bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	err := cmd.Run()
+	r := labRun{wall: time.Since(start), collectors: map[string]time.Duration{}}
+	if cmd.ProcessState == nil {
+		t.Fatalf("collect: %v", err)
+	}
+	r.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	if code := cmd.ProcessState.ExitCode(); code != 0 && code != 3 {
+		t.Fatalf("collect: exit %d\n%s", code, stderr.String())
+	}
+	for _, e := range mustReadDir(out) {
+		if !strings.HasSuffix(e, ".sha256") {
+			r.bundle = filepath.Join(out, e)
+		}
+	}
+	m, _, err := bundle.ReadManifest(t.Context(), r.bundle)
+	if err != nil {
+		t.Fatalf("manifest of %s: %v", r.bundle, err)
+	}
+	var st []string
+	for _, c := range m.Collectors {
+		r.collectors[c.Name] = time.Duration(c.DurationSeconds * float64(time.Second))
+		st = append(st, c.Name+"="+c.Status)
+	}
+	r.statuses = strings.Join(st, " ")
+	return r
 }
 
 // labCheck runs `nodesnap analyze --json` on the bundle: the huge
