@@ -59,6 +59,22 @@ func TestBenchLab(t *testing.T) {
 	n := newNode(t)
 	varlib := filepath.Join(n.root, "var/lib")
 
+	// Mount namespaces first and the held device next: a namespace copies
+	// the mounts that exist when it is made, and one holding a copy of the
+	// lab's filesystems would keep their loop devices busy after the test
+	// unmounted them.
+	labNamespaces(t, nss)
+	// The held device: mounted, held in a private namespace, unmounted on
+	// the host.
+	heldImg := t.TempDir()
+	state("image", heldImg)
+	held := testkit.LoopExt4(t, 32, testkit.LoopImageDir(heldImg))
+	state("mount", held.Mountpoint)
+	testkit.HoldInPrivateNamespace(t, held.Mountpoint)
+	if err := unix.Unmount(held.Mountpoint, 0); err != nil {
+		t.Fatal(err)
+	}
+
 	// /var/lib on an ext4 of its own, on a disk-backed image (not tmpfs):
 	// the files newNode wrote there are moved onto it.
 	img := t.TempDir()
@@ -94,17 +110,6 @@ func TestBenchLab(t *testing.T) {
 	t.Logf("creating %d subdirectories in %s", entries, big)
 	testkit.ManySubdirs(t, big, entries)
 
-	// The held device: mounted, held in a private namespace, unmounted on
-	// the host.
-	heldImg := t.TempDir()
-	state("image", heldImg)
-	held := testkit.LoopExt4(t, 32, testkit.LoopImageDir(heldImg))
-	state("mount", held.Mountpoint)
-	testkit.HoldInPrivateNamespace(t, held.Mountpoint)
-	if err := unix.Unmount(held.Mountpoint, 0); err != nil {
-		t.Fatal(err)
-	}
-
 	// A pod volume on a filesystem frozen with FIFREEZE, thawed before
 	// anything is unmounted.
 	frozenImg := t.TempDir()
@@ -131,6 +136,11 @@ func TestBenchLab(t *testing.T) {
 	// The hung ceph-fuse mount of an orphaned pod, and the kubelet
 	// stand-in's thread stuck in it (reaped last, once the mount is
 	// aborted).
+	// Past the FUSE cleanup, nodesnap's own workers left stuck on the
+	// mount (by design: it never waits on a task in D state) wake up and
+	// exit; the filesystems below are unmounted once they are gone.
+	var ours []string
+	t.Cleanup(func() { labWaitGone(t, ours, 30*time.Second) })
 	exited := make(chan struct{})
 	t.Cleanup(func() {
 		select {
@@ -151,8 +161,7 @@ func TestBenchLab(t *testing.T) {
 	t.Cleanup(func() { syscall.Kill(stuck.Process.Pid, syscall.SIGKILL) })
 	f.WaitBlocked(1, 10*time.Second)
 
-	// Mount namespaces, the kubelet's HTTPS endpoint and its log.
-	labNamespaces(t, nss)
+	// The kubelet's HTTPS endpoint and its log.
 	kurl, token := kubeletStandIn(t, n.root)
 	var logb strings.Builder
 	for i := 0; i < lines; i++ {
@@ -186,6 +195,7 @@ func TestBenchLab(t *testing.T) {
 	if before := os.Getenv("LAB_BEFORE"); before != "" {
 		bins = []string{before, bin}
 	}
+	ours = bins
 	t.Logf("machine: load average %s", loadavg())
 	warm := labRuns(t, bins, args, out, rounds, false)
 	coldRuns := labRuns(t, bins, args, out, cold, true)
@@ -482,4 +492,34 @@ func labCollectorNames(runs []labRun) []string {
 func loadavg() string {
 	b, _ := os.ReadFile("/proc/loadavg")
 	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+// labWaitGone waits until no process runs one of bins (by /proc/<pid>/exe,
+// a readlink that never blocks), or for timeout.
+func labWaitGone(t *testing.T, bins []string, timeout time.Duration) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, b := range bins {
+		if r, err := filepath.EvalSymlinks(b); err == nil {
+			want[r] = true
+		}
+	}
+	if len(want) == 0 {
+		return
+	}
+	var left []string
+	for end := time.Now().Add(timeout); ; time.Sleep(200 * time.Millisecond) {
+		left = left[:0]
+		for _, e := range mustReadDir("/proc") {
+			if exe, err := os.Readlink("/proc/" + e + "/exe"); err == nil && want[exe] {
+				left = append(left, e)
+			}
+		}
+		if len(left) == 0 || time.Now().After(end) {
+			break
+		}
+	}
+	if len(left) > 0 {
+		t.Logf("nodesnap processes still there after %s: %v", timeout, left)
+	}
 }
