@@ -78,8 +78,6 @@ type dsLevel struct {
 	stOK      bool
 	cut       bool
 	nameBytes uint64
-	// counted: subdirectories listed but not entered (bigDir).
-	counted uint64
 	// delOf/delIdx: this directory is a leftover of that group.
 	delOf  *layout.DeletingGroup
 	delIdx int
@@ -370,7 +368,6 @@ func (s *scanner) entry(lv *dsLevel, typ uint8, name, nameZ []byte) {
 	}
 	if isDir && s.stopped == "" && typ != typeMountDir {
 		if !s.mayEnter() {
-			lv.counted++
 			s.counted++
 		} else if s.descend(lv, name, nameZ, delOf, delIdx) {
 			return
