@@ -3,6 +3,7 @@ package faults
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -89,11 +90,7 @@ func TestBenchLab(t *testing.T) {
 	if err := unix.Mount(lib.Mountpoint, varlib, "", unix.MS_BIND, ""); err != nil {
 		t.Fatalf("bind %s: %v", varlib, err)
 	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(varlib, 0); err != nil {
-			unix.Unmount(varlib, unix.MNT_DETACH)
-		}
-	})
+	t.Cleanup(func() { labUnmount(t, varlib) })
 
 	// 38 leaked .deleting~ directories beside a volume.
 	csi := filepath.Join(varlib, "kubelet/pods", podUID, "volumes/kubernetes.io~csi")
@@ -125,11 +122,7 @@ func TestBenchLab(t *testing.T) {
 	if err := unix.Mount(frozenFS.Mountpoint, frozen, "", unix.MS_BIND, ""); err != nil {
 		t.Fatalf("bind %s: %v", frozen, err)
 	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(frozen, 0); err != nil {
-			unix.Unmount(frozen, unix.MNT_DETACH)
-		}
-	})
+	t.Cleanup(func() { labUnmount(t, frozen) })
 	state("frozen", frozen)
 	freeze(t, frozen)
 
@@ -521,5 +514,24 @@ func labWaitGone(t *testing.T, bins []string, timeout time.Duration) {
 	}
 	if len(left) > 0 {
 		t.Logf("nodesnap processes still there after %s: %v", timeout, left)
+	}
+}
+
+// labUnmount unmounts mp, waiting up to 30 s while it is busy (a process
+// that held it may still be exiting): an unmount that succeeds releases
+// the filesystem before it returns, so its loop device can be detached at
+// once; a lazy one, the last resort, releases it whenever the last user
+// lets go.
+func labUnmount(t *testing.T, mp string) {
+	t.Helper()
+	var err error
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if err = unix.Unmount(mp, 0); err == nil || !errors.Is(err, unix.EBUSY) || time.Now().After(end) {
+			break
+		}
+	}
+	if err != nil && !errors.Is(err, unix.EINVAL) {
+		t.Logf("unmount %s: %v; detaching it lazily", mp, err)
+		unix.Unmount(mp, unix.MNT_DETACH)
 	}
 }
