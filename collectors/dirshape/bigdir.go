@@ -20,6 +20,7 @@ const dsBigBufSize = 1 << 20
 // buffer.
 func (s *scanner) bigDir(lv *dsLevel) {
 	lv.big = true
+	s.bigOpen++
 	lv.bigSince = time.Now()
 	lv.stOK = unix.Fstat(lv.fd, &lv.st) == nil
 }
@@ -51,6 +52,24 @@ func (s *scanner) leaveBig(lv *dsLevel) bool {
 		lv.buf = s.bigBufs[depth]
 	}
 	return false
+}
+
+// mayEnter reports whether a subdirectory of the directory at the top of
+// the stack may be entered. Below a big directory past half its budget
+// it may not: the rest of that budget goes to listing the big directory
+// itself (its own count is what names it), not to opening each of its
+// children, which on a cold cache costs a disk read or two apiece.
+func (s *scanner) mayEnter() bool {
+	if s.bigOpen == 0 || s.req.MaxDirTime <= 0 {
+		return true
+	}
+	now := time.Now()
+	for i := range s.stack {
+		if lv := &s.stack[i]; lv.big && now.Sub(lv.bigSince) > s.req.MaxDirTime/2 {
+			return false
+		}
+	}
+	return true
 }
 
 // record reports the directory at the top of the stack: among the

@@ -84,7 +84,7 @@ func flags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&opts.Roots, "dirshape-root", opts.Roots, "dirshape: a directory to scan (host path; repeatable; default: the kubelet, runtime and CSI directories)")
 	fs.Uint64Var(&opts.MaxEntries, "dirshape-max-entries", opts.MaxEntries, "dirshape: stop scanning a root after this many entries (its counts are then lower bounds)")
 	fs.DurationVar(&opts.MaxTime, "dirshape-max-time", opts.MaxTime, "dirshape: stop scanning a root after this long (its counts are then lower bounds)")
-	fs.DurationVar(&opts.MaxDirTime, "dirshape-max-dir-time", opts.MaxDirTime, "dirshape: leave a huge directory after reading it this long (its count is then a lower bound, with its inode's estimate; 0: read it all)")
+	fs.DurationVar(&opts.MaxDirTime, "dirshape-max-dir-time", opts.MaxDirTime, "dirshape: leave a huge directory after reading it this long (its count is then a lower bound, with its inode's estimate; past half of it, its subdirectories are counted, not entered; 0: read it all)")
 	fs.IntVar(&opts.Top, "dirshape-top", opts.Top, "dirshape: how many of the largest directories to report per root")
 	fs.IntVar(&opts.MaxDepth, "dirshape-max-depth", opts.MaxDepth, "dirshape: deepest level a scan descends to (deeper directories are counted as such, not entered)")
 	fs.BoolVar(&opts.CrossMounts, "dirshape-cross-mounts", opts.CrossMounts, "dirshape: also scan the other mounts under each root (each as its own root; hung mounts are never entered)")

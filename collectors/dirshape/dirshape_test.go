@@ -537,3 +537,45 @@ func BenchmarkScanDirShape(b *testing.B) {
 	}
 	b.ReportMetric(float64(r.Entries)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
 }
+
+// A huge directory's subdirectories are entered only within its budget:
+// past it they are counted from the listing, not opened one by one (on a
+// cold cache a disk read or two apiece), and the counts below them are
+// lower bounds, said so.
+func TestDirShapeHugeDirChildrenCountedNotEntered(t *testing.T) {
+	const n = 3000 // some 96 KiB of records: more than one 32 KiB buffer
+	root := t.TempDir()
+	big := filepath.Join(root, "volumes", "leak", "_data")
+	if err := os.MkdirAll(big, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testkit.ManySubdirs(t, big, n)
+	for i := 0; i < n; i++ {
+		if err := os.WriteFile(filepath.Join(big, testkit.SubdirName(i), "f"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for i := 0; i < n; i++ {
+			os.Remove(filepath.Join(big, testkit.SubdirName(i), "f"))
+		}
+	})
+
+	// No budget: every subdirectory is entered, its file counted.
+	all := dirshape.ScanDirShape(dirshape.DirShapeScanRequest{Path: root, MaxDirTime: 0})
+	if !all.Complete || all.Files != n || all.Dirs != n+3 || strings.Contains(all.StopReason, "not entered") {
+		t.Errorf("unbounded scan: complete %v, %d files, %d dirs, reason %q; want complete, %d files, %d dirs", all.Complete, all.Files, all.Dirs, all.StopReason, n, n+3)
+	}
+	// A budget spent as soon as the directory is found huge: none of its
+	// subdirectories is entered, each one listed is still counted.
+	cut := dirshape.ScanDirShape(dirshape.DirShapeScanRequest{Path: root, MaxDirTime: time.Nanosecond})
+	if cut.Complete || !cut.CountsAreLowerBounds || !strings.Contains(cut.StopReason, "subdirectories of huge directories were counted but not entered") {
+		t.Errorf("budget-stopped scan: complete %v, lower bounds %v, reason %q", cut.Complete, cut.CountsAreLowerBounds, cut.StopReason)
+	}
+	if cut.Files != 0 || cut.Dirs < 4 || cut.Dirs >= n+3 {
+		t.Errorf("budget-stopped scan: %d files, %d dirs; want no file (no subdirectory entered) and some of the %d subdirectories counted", cut.Files, cut.Dirs, n)
+	}
+	if len(cut.Largest) == 0 || cut.Largest[0].Path != big || !cut.Largest[0].LowerBound() {
+		t.Errorf("budget-stopped scan: largest %+v; want %s first, a lower bound", cut.Largest, big)
+	}
+}

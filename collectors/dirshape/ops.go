@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sort"
 	"strings"
 	"time"
 	"unsafe"
@@ -109,6 +108,10 @@ type scanner struct {
 	noatime  bool
 	rootDev  uint64
 	groups   []*layout.DeletingGroup
+	// bigOpen is the number of big directories on the stack; counted
+	// the subdirectories listed in one but not entered (mayEnter).
+	bigOpen int
+	counted uint64
 }
 
 // ScanDirShape counts the entries below one root, depth first, holding one
@@ -363,8 +366,12 @@ func (s *scanner) entry(lv *dsLevel, typ uint8, name, nameZ []byte) {
 	} else if out.Entries&1023 == 0 && !s.deadline.IsZero() && time.Now().After(s.deadline) {
 		s.stopped = fmt.Sprintf("time budget of %s reached", s.req.MaxTime)
 	}
-	if isDir && s.stopped == "" && typ != typeMountDir && s.descend(lv, name, nameZ, delOf, delIdx) {
-		return
+	if isDir && s.stopped == "" && typ != typeMountDir {
+		if !s.mayEnter() {
+			s.counted++
+		} else if s.descend(lv, name, nameZ, delOf, delIdx) {
+			return
+		}
 	}
 	if typ == typeMountDir {
 		s.mountNotEntered(name)
@@ -555,6 +562,9 @@ func (s *scanner) pop(partial bool) {
 	if lv.delOf != nil {
 		lv.delOf.Resolve(lv.delIdx, lv.entries, true, !partial)
 	}
+	if lv.big {
+		s.bigOpen--
+	}
 	_ = unix.Close(lv.fd)
 	s.stack = s.stack[:len(s.stack)-1]
 	if n := len(s.stack); n > 0 {
@@ -637,47 +647,5 @@ func (s *scanner) pushTop(d layout.DirShapeDir) {
 		}
 		h[m], h[i] = h[i], h[m]
 		i = m
-	}
-}
-
-func (s *scanner) finalize(elapsed time.Duration) {
-	out := s.out
-	out.Largest = append(out.Largest, s.top...)
-	sort.SliceStable(out.Largest, func(i, j int) bool {
-		if a, b := out.Largest[i].Size(), out.Largest[j].Size(); a != b {
-			return a > b
-		}
-		return out.Largest[i].Path < out.Largest[j].Path
-	})
-	for _, g := range s.groups {
-		out.Deleting = append(out.Deleting, *g)
-	}
-	sort.SliceStable(out.Deleting, func(i, j int) bool { return out.Deleting[i].Parent < out.Deleting[j].Parent })
-	out.DurationMS = shared.Millis(elapsed)
-	if elapsed > 0 {
-		out.EntriesPerSecond = float64(int64(float64(out.Entries) / elapsed.Seconds()))
-	}
-	switch {
-	case s.stopped != "":
-		out.Status = layout.DirShapeBudget
-		out.CountsAreLowerBounds = true
-		out.StopReason = s.stopped + ": every count is a lower bound"
-	case s.cuts > 0:
-		out.Status = layout.DirShapeComplete
-		out.CountsAreLowerBounds = true
-		out.StopReason = s.firstCut
-		if s.cuts > 1 {
-			out.StopReason += fmt.Sprintf(" (and %d more huge directories left the same way)", s.cuts-1)
-		}
-		if out.Unreadable > 0 || out.DepthLimited > 0 {
-			out.StopReason += fmt.Sprintf("; %d directories could not be read and %d were too deep to enter", out.Unreadable, out.DepthLimited)
-		}
-	case out.Unreadable > 0 || out.DepthLimited > 0:
-		out.Status = layout.DirShapeComplete
-		out.CountsAreLowerBounds = true
-		out.StopReason = fmt.Sprintf("%d directories could not be read and %d were too deep to enter: counts below them are missing", out.Unreadable, out.DepthLimited)
-	default:
-		out.Status = layout.DirShapeComplete
-		out.Complete = true
 	}
 }

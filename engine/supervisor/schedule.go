@@ -30,9 +30,9 @@ func (r *run) schedule(specs []*collectors.Spec) {
 		selected[s.Name] = cr
 	}
 	r.results = selected
-	sem := make(chan struct{}, r.opts.Concurrency)
+	sem := newSlots(r.opts.Concurrency)
 	var wg sync.WaitGroup
-	for _, s := range specs {
+	for i, s := range specs {
 		cr := selected[s.Name]
 		wg.Add(1)
 		go func() {
@@ -46,16 +46,16 @@ func (r *run) schedule(specs []*collectors.Spec) {
 					}
 				}
 			}
-			select {
-			case sem <- struct{}{}:
-			case <-r.stopCtx.Done():
-			}
+			got := sem.acquire(r.stopCtx.Done(), s.DefaultTimeout, i)
 			if r.stopCtx.Err() != nil {
+				if got {
+					sem.release()
+				}
 				cr.res.Status = bundle.StatusSkipped
 				cr.res.Error = r.stopReason("before it could start")
 				return
 			}
-			defer func() { <-sem }()
+			defer sem.release()
 			if time.Until(r.collectD) <= 0 {
 				cr.res.Status = bundle.StatusSkipped
 				cr.res.Error = fmt.Sprintf("cut by --timeout %s: the run's deadline was reached before it could start", r.opts.Timeout)
@@ -66,6 +66,72 @@ func (r *run) schedule(specs []*collectors.Spec) {
 		}()
 	}
 	wg.Wait()
+}
+
+// slots are the run's --concurrency places. A freed place goes to the
+// waiting collector with the longest deadline (the order given breaks
+// ties): the longest work starts first instead of last, when the
+// collectors that wait for mountprobe all become ready at once. On a
+// cold cache dirshape and journal are mostly waiting on the disk, and
+// started first they overlap that with the others' CPU.
+type slots struct {
+	mu      sync.Mutex
+	free    int
+	waiting []*slotWaiter
+}
+
+type slotWaiter struct {
+	weight time.Duration
+	order  int
+	ready  chan struct{}
+}
+
+func newSlots(n int) *slots { return &slots{free: max(n, 1)} }
+
+// acquire waits for a place, or for done; it reports whether it got one.
+func (s *slots) acquire(done <-chan struct{}, weight time.Duration, order int) bool {
+	w := &slotWaiter{weight: weight, order: order, ready: make(chan struct{})}
+	s.mu.Lock()
+	s.waiting = append(s.waiting, w)
+	s.grant()
+	s.mu.Unlock()
+	select {
+	case <-w.ready:
+		return true
+	case <-done:
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, o := range s.waiting {
+		if o == w {
+			s.waiting = append(s.waiting[:i], s.waiting[i+1:]...)
+			return false
+		}
+	}
+	return true // granted meanwhile: the caller gives it back
+}
+
+func (s *slots) release() {
+	s.mu.Lock()
+	s.free++
+	s.grant()
+	s.mu.Unlock()
+}
+
+// grant hands free places to the heaviest waiters; s.mu is held.
+func (s *slots) grant() {
+	for s.free > 0 && len(s.waiting) > 0 {
+		best := 0
+		for i, w := range s.waiting {
+			if b := s.waiting[best]; w.weight > b.weight || (w.weight == b.weight && w.order < b.order) {
+				best = i
+			}
+		}
+		w := s.waiting[best]
+		s.waiting = append(s.waiting[:best], s.waiting[best+1:]...)
+		s.free--
+		close(w.ready)
+	}
 }
 
 func (r *run) stopReason(when string) string {
