@@ -94,7 +94,10 @@ var Classes = []Class{
 		KeyRe:   regexp.MustCompile(`UniqueName: ` + q + `([^"\\]+)|unmap device (/dev/[A-Za-z0-9]+)|rbd: unmap for spec \(([^)\s]+)\)|rbd args: \[unmap ([^\s\]]+)`),
 		Meaning: "the kubelet cannot unmount/unmap the device",
 		Words:   []string{"nmountDevice failed|nmap failed|failed to unmap|nmap for spec|rbd args: [unmap |is still in use|device is in use when|GetDeviceMountPath failed"},
-		Unless:  []string{"still mounted by other references", "in use by node", "ailed to check if device", "ountVolume.GetDeviceMountPath", "apVolume.GetDeviceMountPath"},
+		// The kubelet's per-pod unmap operations are unmap-volume-failed
+		// whatever their wrapped error says ("failed to unmap device from
+		// map path"): the operation's name says what failed, for which pod.
+		Unless:  []string{"still mounted by other references", "in use by node", "ailed to check if device", "ountVolume.GetDeviceMountPath", "apVolume.GetDeviceMountPath", "nmapVolume.UnmapBlockVolume failed", "nmapVolume.UnmapPodDevice failed"},
 		Example: `E0102 03:04:05.000000       1 nodeserver.go:900] ID: 77 Req-ID: 0001-0009-rook-ceph-0000000000000002-4f7c2d1e rbd: unmap for spec (replicapool/csi-vol-4f7c2d1e) failed (exit status 16): (rbd: sysfs write failed rbd: unmap failed: (16) Device or resource busy)`},
 	{ID: "unmap-volume-failed", Fallback: true, Sources: []string{"kubelet"}, Key: KeyVolume,
 		Meaning: "the kubelet cannot unmap a block volume from a pod",

@@ -34,6 +34,15 @@ func TestMatchLine(t *testing.T) {
 		{`E0102 nestedpendingoperations.go:348] Operation for "{volumeName:kubernetes.io/csi/rbd.csi.ceph.com^0001-x podName: nodeName:}" failed. Error: MountVolume.MountDevice failed for volume "pvc-1" (UniqueName: "kubernetes.io/csi/rbd.csi.ceph.com^0001-x") pod "web-0" (UID: "` + uid + `") : rpc error: code = Aborted desc = an operation with the given Volume ID 0001-x already exists`,
 			[]idKey{{"csi-operation-exists", "0001-x"}}},
 		{`E0102 nestedpendingoperations.go:348] MountVolume.SetUp failed for volume "pvc-1" : secret "x" not found`, []idKey{{"mount-failed", "pvc-1"}}},
+		// The kubelet's per-pod unmap of a block volume is named by its
+		// operation, not by the "failed to unmap" of the error it wraps; its
+		// global UnmountDevice stays the device's.
+		{`E0116 nestedpendingoperations.go:348] Operation for "{volumeName:kubernetes.io/csi/drv^pvc-1 podName:` + uid + ` nodeName:}" failed. Error: UnmapVolume.UnmapBlockVolume failed for volume "pvc-1" (UniqueName: "kubernetes.io/csi/drv^pvc-1") pod "` + uid + `" (UID: "` + uid + `") : blkUtil.DetachFileDevice failed. globalUnmapPath:, podUID: ` + uid + `, bindMount: true: failed to unmap device from map path. mapPath is empty`,
+			[]idKey{{"unmap-volume-failed", "kubernetes.io/csi/drv^pvc-1"}}},
+		{`E0116 nestedpendingoperations.go:348] Operation for "{volumeName:kubernetes.io/csi/drv^pvc-1 podName:` + uid + ` nodeName:}" failed. Error: UnmapVolume.UnmapPodDevice failed for volume "pvc-1" (UniqueName: "kubernetes.io/csi/drv^pvc-1") pod "` + uid + `" (UID: "` + uid + `") : failed to unmap device`,
+			[]idKey{{"unmap-volume-failed", "kubernetes.io/csi/drv^pvc-1"}}},
+		{`E0116 nestedpendingoperations.go:348] Operation for "{volumeName:kubernetes.io/csi/drv^pvc-1 podName: nodeName:}" failed. Error: UnmountDevice failed for volume "pvc-1" (UniqueName: "kubernetes.io/csi/drv^pvc-1") on node "n1" : the device is in use when it was no longer expected to be in use`,
+			[]idKey{{"unmount-device-failed", "kubernetes.io/csi/drv^pvc-1"}}},
 		// Case variants and an older wording without UniqueName.
 		{`E0412 reconciler.go:237] operationExecutor.UnmountVolume failed: UnmountVolume.Teardown failed for volume "pvc-1" : remove /var/lib/kubelet/pods/` + uid + `/volumes/kubernetes.io~csi/pvc-1/mount: directory not empty`,
 			[]idKey{{"teardown-not-empty", "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~csi/pvc-1/mount"}}},

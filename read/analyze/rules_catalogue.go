@@ -56,7 +56,7 @@ var _ = document(
 	RuleDoc{
 		ID: idMountFailed, Severity: "info or warning",
 		Title:    "Volume mount failing",
-		Meaning:  "MountVolume.SetUp, MountDevice or WaitForAttach of a volume fails: the pod stays ContainerCreating. Retries while a pod starts are common (a secret not yet there). Severity comes from state: a warning when the error is permanent (EIO, NotFound, mount's exit status 32 ...), when the mount is still failing at the end of the evidence, or when the pod is not running; info when a later mount of it succeeded or the failures stopped.",
+		Meaning:  "MountVolume.SetUp, MountDevice or WaitForAttach of a volume fails: the pod stays ContainerCreating. Retries while a pod starts are common (a secret not yet there). Severity comes from state: a warning when the error is permanent (EIO, NotFound, mount's exit status 32 ...), when the mount is still failing at the end of the evidence, or when the pod is not running; info when a later mount of it succeeded or the failures stopped, or when its one failure was its first try (retried after the kubelet's initial 500ms) in the kubelet's first minute (m=+ on the kubelet's clock): a kubelet starting. When the kubelet's error is that the CSI driver is not registered (\"driver name X not found in the list of registered CSI drivers\", in this or any other volume operation's finding), the finding names driver X and its node plugin's registration as the cause.",
 		Evidence: "The kubelet log: the mount errors, per volume.",
 		Fix:      "Read the wrapped error (the CSI driver's or the mount's own); fix the volume's source or the driver.",
 	},
@@ -196,7 +196,7 @@ func (st *state) catalogueFinding(sig, id string, kind signatures.KeyKind, sev f
 	text func(k *keyHits, subj string) (summary, explanation string, remediation []string)) {
 	st.eachUnclaimed(sig, id, func(k *keyHits) {
 		subj := st.subject(k, kind)
-		summary, expl, rem := text(k, subj)
+		summary, expl, rem := withUnregisteredDriver(k)(text(k, subj))
 		severity, why := sev(k)
 		if why != "" {
 			summary += ": " + why

@@ -44,7 +44,7 @@ var _ = document(
 	RuleDoc{
 		ID: "volume-unmount-device-failed", Severity: "info or warning",
 		Title:    "Kubelet cannot unmount or unmap a volume's device",
-		Meaning:  "UnmountDevice, or the `rbd unmap` behind it, fails: the device is still mapped and in use. Its command output, logged as a byte array, is decoded in the finding. An unstage or unmap failure of the kubelet that no signature knows is reported here too, its severity from state (see storage-operation-failing).",
+		Meaning:  "UnmountDevice, or the `rbd unmap` behind it, fails: the device is still mapped and in use. Its command output, logged as a byte array, is decoded in the finding. An unstage or unmap failure of the kubelet that no signature knows is reported here too, its severity from state (see storage-operation-failing). A block volume's unmap from one pod (UnmapVolume.UnmapBlockVolume, UnmapPodDevice) is named by that operation, whatever its wrapped error says.",
 		Evidence: "The kubelet log: the UnmountDevice errors, decoded.",
 		Fix:      "Find what holds the device (mount-held-in-foreign-namespace often names it), release it, and let the kubelet retry.",
 	},
@@ -169,7 +169,7 @@ func (st *state) notListed(id string, n, overflow int) {
 // simpleLogFindings makes one finding per unclaimed key of a signature.
 func (st *state) simpleLogFindings(sig, id string, sev Severity, title string, text func(*keyHits) (summary, explanation string, remediation []string)) {
 	st.eachUnclaimed(sig, id, func(k *keyHits) {
-		summary, expl, rem := text(k)
+		summary, expl, rem := withUnregisteredDriver(k)(text(k))
 		kind := signatures.KeyNone
 		if c := signatures.ByID(sig); c != nil {
 			kind = c.Key

@@ -113,6 +113,9 @@ func (st *state) opState(g *opGroup) (Severity, string) {
 	end := o.ends[g.lastPath]
 	last := g.hits.Newest
 	if last.IsZero() || end.IsZero() || end.Sub(last) < stillFailingFor {
+		if why, ok := firstTryAtStart(g); ok {
+			return Info, why
+		}
 		return Warning, "still failing at the end of the evidence, with no later success"
 	}
 	return Info, fmt.Sprintf("no failure after %s, %s before its log ends, and no success logged: it stopped failing", last.UTC().Format(time.RFC3339), end.Sub(last).Round(time.Second))
