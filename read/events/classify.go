@@ -333,7 +333,7 @@ func operation(text, lower, method, source string) Op {
 		break
 	}
 	if verb == "" {
-		c := reCamelVerb.FindString(text)
+		c := camelVerb(text)
 		if c == "" {
 			return OpNone
 		}

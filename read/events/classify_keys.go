@@ -163,6 +163,8 @@ func keysOf(r *record) Keys {
 	}
 	if r.ev.Kubelet {
 		kubeletKeys(r, &k)
+	} else if v := waitedVolume(r.text); v != "" && k.Volume == "" {
+		k.Volume = v
 	}
 	if r.ev.Op == OpConnect {
 		// The socket is the object.
