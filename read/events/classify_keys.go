@@ -123,8 +123,8 @@ func keysOf(r *record) Keys {
 		}
 	}
 	if k.Pod == "" {
-		if m := matchIf(rePodKey, strings.ToLower(text), "pod"); m != nil {
-			k.Pod = m[1]
+		if v := podUnderKey(text); v != "" {
+			k.Pod = v
 		}
 	}
 	if m := matchIf(reWWID, text, "wwid", "WWID", "serial"); m != nil {
@@ -195,6 +195,24 @@ func plausibleServer(s string) bool {
 // matchIf runs re on s only when s holds one of the words the pattern
 // cannot match without (a plain search is far cheaper than the regular
 // expression on a long line).
+// podUnderKey is the pod a record's text names under a pod key, or "":
+// a key left empty ("podName: nodeName:}") does not lend the next key's
+// name as its value.
+func podUnderKey(text string) string {
+	if !strings.Contains(text, "pod") && !strings.Contains(text, "Pod") && !strings.Contains(text, "POD") {
+		return ""
+	}
+	low := strings.ToLower(text)
+	m := rePodKey.FindStringSubmatchIndex(low)
+	if m == nil {
+		return ""
+	}
+	if end := m[3]; end < len(low) && (low[end] == ':' || low[end] == '=') {
+		return ""
+	}
+	return low[m[2]:m[3]]
+}
+
 func matchIf(re *regexp.Regexp, s string, words ...string) []string {
 	for _, w := range words {
 		if strings.Contains(s, w) {
