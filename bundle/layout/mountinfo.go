@@ -2,6 +2,8 @@ package layout
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"strconv"
 )
 
@@ -24,8 +26,17 @@ import (
 //	truncated      the table was cut at the size cap
 //	newline-added  the cut table did not end with a newline, and one was
 //	               added before the next header (it is not the table's)
+//	same-as=<inode> (mounts.json format 4) the table is not written: it is
+//	               the table of namespace <inode>, written earlier in the
+//	               same file, but for its mount IDs, which ids= and
+//	               outside= give (see RebuildMountinfo)
+//	ids=<first>+<count>,...  the namespace's mount IDs, line by line, as
+//	               runs of consecutive IDs
+//	outside=<id>,...  the parent IDs of the lines whose parent is not a
+//	               mount of the table, in line order
 //
-// Readers ignore words they do not know.
+// Readers ignore words they do not know; a reader that does not know
+// same-as refuses the bundle by its mounts.json format first.
 
 // MountinfoHeader is the header line of one table.
 type MountinfoHeader struct {
@@ -34,6 +45,11 @@ type MountinfoHeader struct {
 	Host         bool
 	Truncated    bool
 	NewlineAdded bool
+	// SameAs, IDs and Outside say the table is namespace SameAs's,
+	// renumbered (RebuildMountinfo); its own text is not written.
+	SameAs  uint64
+	IDs     [][2]int
+	Outside []int
 }
 
 const (
@@ -63,6 +79,28 @@ func FormatMountinfoHeader(h MountinfoHeader) string {
 	}
 	if h.NewlineAdded {
 		b = append(b, " newline-added"...)
+	}
+	if h.SameAs != 0 {
+		b = append(b, " same-as="...)
+		b = strconv.AppendUint(b, h.SameAs, 10)
+		b = append(b, " ids="...)
+		for i, r := range h.IDs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(r[0]), 10)
+			b = append(b, '+')
+			b = strconv.AppendInt(b, int64(r[1]), 10)
+		}
+		if len(h.Outside) > 0 {
+			b = append(b, " outside="...)
+			for i, p := range h.Outside {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendInt(b, int64(p), 10)
+			}
+		}
 	}
 	b = append(b, mountinfoHeaderClose...)
 	b = append(b, '\n')
@@ -109,6 +147,13 @@ func ParseMountinfoHeader(line []byte) (h MountinfoHeader, ok bool) {
 			h.Truncated, ok = true, true
 		case !kv && string(w) == "newline-added":
 			h.NewlineAdded, ok = true, true
+		case kv && string(k) == "same-as":
+			same, err := strconv.ParseUint(string(v), 10, 64)
+			h.SameAs, ok = same, err == nil && same != 0
+		case kv && string(k) == "ids":
+			h.IDs, ok = parseIDRuns(v)
+		case kv && string(k) == "outside":
+			h.Outside, ok = parseIDList(v)
 		default:
 			ok = true // a word of a later version
 		}
@@ -116,7 +161,57 @@ func ParseMountinfoHeader(line []byte) (h MountinfoHeader, ok bool) {
 			return MountinfoHeader{}, false
 		}
 	}
+	if h.SameAs == 0 {
+		h.IDs, h.Outside = nil, nil // no meaning alone
+	} else if len(h.IDs) == 0 || h.SameAs == h.Inode || h.Truncated || h.NewlineAdded {
+		return MountinfoHeader{}, false
+	}
 	return h, true
+}
+
+// parseIDRuns parses "first+count,first+count...".
+func parseIDRuns(v []byte) ([][2]int, bool) {
+	var runs [][2]int
+	for _, r := range bytes.Split(v, []byte(",")) {
+		a, c, found := bytes.Cut(r, []byte("+"))
+		if !found {
+			return nil, false
+		}
+		first, ok1 := atoiNonNegative(a)
+		count, ok2 := atoiPositive(c)
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		runs = append(runs, [2]int{first, count})
+	}
+	return runs, true
+}
+
+// parseIDList parses "id,id...".
+func parseIDList(v []byte) ([]int, bool) {
+	var ids []int
+	for _, s := range bytes.Split(v, []byte(",")) {
+		n, ok := atoiNonNegative(s)
+		if !ok {
+			return nil, false
+		}
+		ids = append(ids, n)
+	}
+	return ids, true
+}
+
+func atoiNonNegative(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }
 
 func atoiPositive(b []byte) (int, bool) {
@@ -124,19 +219,113 @@ func atoiPositive(b []byte) (int, bool) {
 	return n, err == nil && n > 0
 }
 
+// ErrMountinfoRebuild is returned for a table written by reference
+// (same-as) that cannot be rebuilt: its copy is missing, or its numbers do
+// not fit the copy (a damaged or hostile bundle).
+var ErrMountinfoRebuild = errors.New("a mount table written as another namespace's cannot be rebuilt")
+
+// RebuildMountinfo is the raw table of a namespace whose table is the
+// same as base's but for its mount IDs: every line of base with its
+// first two fields (mount ID, parent ID) replaced by the namespace's, ids
+// giving the IDs line by line (as runs) and outside the parents of the
+// lines whose parent is not a mount of base, in order. The rest of every
+// line, empty lines and the final newline (or its absence) are base's,
+// byte for byte. It allocates no more than base's size and the IDs.
+func RebuildMountinfo(base []byte, ids [][2]int, outside []int) ([]byte, error) {
+	var lines [][]byte // each line without its newline; nil for an empty one
+	var tids, tpar []int
+	for data := base; len(data) > 0; {
+		l := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			l, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(l) == 0 {
+			lines = append(lines, nil)
+			continue
+		}
+		id, rest, ok1 := cutMountID(l)
+		parent, rest, ok2 := cutMountID(rest)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("%w: a line of the copy does not start with two IDs", ErrMountinfoRebuild)
+		}
+		tids, tpar = append(tids, id), append(tpar, parent)
+		lines = append(lines, rest)
+	}
+	nids, nparents, err := RenumberMounts(tids, tpar, ids, outside)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMountinfoRebuild, err)
+	}
+	out := make([]byte, 0, len(base)+len(tids)*8)
+	j := 0
+	for k, rest := range lines {
+		if k > 0 {
+			out = append(out, '\n')
+		}
+		if rest == nil {
+			continue
+		}
+		out = strconv.AppendInt(out, int64(nids[j]), 10)
+		out = append(out, ' ')
+		out = strconv.AppendInt(out, int64(nparents[j]), 10)
+		out = append(out, ' ')
+		out = append(out, rest...)
+		j++
+	}
+	if len(base) > 0 && base[len(base)-1] == '\n' {
+		out = append(out, '\n')
+	}
+	return out, nil
+}
+
+// cutMountID cuts a decimal ID and the one space after it off b.
+func cutMountID(b []byte) (n int, rest []byte, ok bool) {
+	i := bytes.IndexByte(b, ' ')
+	if i <= 0 {
+		return 0, nil, false
+	}
+	n, ok = atoiNonNegative(b[:i])
+	return n, b[i+1:], ok
+}
+
 // EachMountinfoTable calls fn with every table of a tables file, as it was
-// read (an added newline removed). Bytes before the first header, which a
-// well-formed file does not have, are passed with a zero header.
-func EachMountinfoTable(data []byte, fn func(h MountinfoHeader, table []byte)) {
+// read (an added newline removed); a table written by reference (same-as)
+// is rebuilt from its copy, and err says why when it cannot be (table is
+// then nil). Bytes before the first header, which a well-formed file does
+// not have, are passed with a zero header.
+func EachMountinfoTable(data []byte, fn func(h MountinfoHeader, table []byte, err error)) {
 	var cur MountinfoHeader
+	copies := map[uint64][]byte{}
 	start, pos := 0, 0
 	emit := func(end int) {
 		t := data[start:end]
 		if cur.NewlineAdded {
 			t = bytes.TrimSuffix(t, []byte("\n"))
 		}
+		if cur.SameAs != 0 {
+			c, ok := copies[cur.SameAs]
+			switch {
+			case len(t) > 0:
+				fn(cur, nil, fmt.Errorf("%w: mount namespace %d has text of its own after its header", ErrMountinfoRebuild, cur.Inode))
+			case !ok:
+				fn(cur, nil, fmt.Errorf("%w: mount namespace %d's copy (namespace %d) is not before it in the file", ErrMountinfoRebuild, cur.Inode, cur.SameAs))
+			default:
+				r, err := RebuildMountinfo(c, cur.IDs, cur.Outside)
+				if err != nil {
+					err = fmt.Errorf("mount namespace %d: %w", cur.Inode, err)
+				}
+				fn(cur, r, err)
+			}
+			return
+		}
+		if cur.Inode != 0 && !cur.Truncated {
+			if _, dup := copies[cur.Inode]; !dup {
+				copies[cur.Inode] = t
+			}
+		}
 		if cur.Inode != 0 || len(t) > 0 {
-			fn(cur, t)
+			fn(cur, t, nil)
 		}
 	}
 	for pos < len(data) {

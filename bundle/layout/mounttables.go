@@ -28,7 +28,7 @@ import (
 
 // MountsFormat is the mounts.json format this code writes and the newest
 // it reads (MountsReport.Format).
-const MountsFormat = 3
+const MountsFormat = 4
 
 // MountTable is one distinct mount table of format 2.
 type MountTable struct {
