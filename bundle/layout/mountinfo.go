@@ -245,9 +245,8 @@ func RebuildMountinfo(base []byte, ids [][2]int, outside []int) ([]byte, error) 
 			lines = append(lines, nil)
 			continue
 		}
-		id, rest, ok1 := cutMountID(l)
-		parent, rest, ok2 := cutMountID(rest)
-		if !ok1 || !ok2 {
+		id, parent, rest, ok := CutMountIDs(l)
+		if !ok {
 			return nil, fmt.Errorf("%w: a line of the copy does not start with two IDs", ErrMountinfoRebuild)
 		}
 		tids, tpar = append(tids, id), append(tpar, parent)
@@ -277,6 +276,14 @@ func RebuildMountinfo(base []byte, ids [][2]int, outside []int) ([]byte, error) 
 		out = append(out, '\n')
 	}
 	return out, nil
+}
+
+// CutMountIDs cuts a mountinfo line's first two fields, its mount ID and
+// its parent's, each a decimal number followed by one space.
+func CutMountIDs(line []byte) (id, parent int, rest []byte, ok bool) {
+	id, rest, ok1 := cutMountID(line)
+	parent, rest, ok2 := cutMountID(rest)
+	return id, parent, rest, ok1 && ok2
 }
 
 // cutMountID cuts a decimal ID and the one space after it off b.
