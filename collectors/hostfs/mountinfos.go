@@ -23,7 +23,10 @@ import (
 // misses its deadline (a namespace whose mount lock a stuck mount
 // operation holds), each table of the batch is read again on its own, so
 // the namespace that hangs is found and named and the others are still
-// read: a hung table costs two deadlines instead of one.
+// read: a hung table costs two deadlines instead of one. Within one
+// answer, a table that is an earlier one's renumbered (copies of one
+// namespace) is sent as a reference to it with its own mount IDs, once
+// the worker has rebuilt it byte for byte (answerShare).
 
 // OpMountinfos reads several tasks' mountinfo files in one worker item.
 const OpMountinfos = "hostfs.mountinfos"
