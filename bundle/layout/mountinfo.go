@@ -232,8 +232,28 @@ var ErrMountinfoRebuild = errors.New("a mount table written as another namespace
 // line, empty lines and the final newline (or its absence) are base's,
 // byte for byte. It allocates no more than base's size and the IDs.
 func RebuildMountinfo(base []byte, ids [][2]int, outside []int) ([]byte, error) {
-	var lines [][]byte // each line without its newline; nil for an empty one
-	var tids, tpar []int
+	b, err := NewMountinfoBase(base)
+	if err != nil {
+		return nil, err
+	}
+	return b.Rebuild(ids, outside)
+}
+
+// MountinfoBase is a raw table read once to rebuild, or check, the tables
+// of many namespaces from it (see RebuildMountinfo).
+type MountinfoBase struct {
+	data  []byte
+	rests [][]byte // each line after its IDs; nil for an empty line
+	ids   []int    // the mounts' IDs and parents, line by line
+	par   []int
+	at    map[int]int // ID → its mount's index
+}
+
+// NewMountinfoBase reads base; it fails when a line does not start with
+// two IDs.
+func NewMountinfoBase(base []byte) (*MountinfoBase, error) {
+	n := bytes.Count(base, []byte{'\n'}) + 1
+	b := &MountinfoBase{data: base, rests: make([][]byte, 0, n), ids: make([]int, 0, n), par: make([]int, 0, n)}
 	for data := base; len(data) > 0; {
 		l := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -242,23 +262,67 @@ func RebuildMountinfo(base []byte, ids [][2]int, outside []int) ([]byte, error) 
 			data = nil
 		}
 		if len(l) == 0 {
-			lines = append(lines, nil)
+			b.rests = append(b.rests, nil)
 			continue
 		}
 		id, parent, rest, ok := CutMountIDs(l)
 		if !ok {
 			return nil, fmt.Errorf("%w: a line of the copy does not start with two IDs", ErrMountinfoRebuild)
 		}
-		tids, tpar = append(tids, id), append(tpar, parent)
-		lines = append(lines, rest)
+		b.ids, b.par = append(b.ids, id), append(b.par, parent)
+		b.rests = append(b.rests, rest)
 	}
-	nids, nparents, err := RenumberMounts(tids, tpar, ids, outside)
+	b.at = make(map[int]int, len(b.ids))
+	for j, id := range b.ids {
+		b.at[id] = j
+	}
+	return b, nil
+}
+
+// renumber is the namespace's IDs and parents, mount by mount.
+func (b *MountinfoBase) renumber(runs [][2]int, outside []int) (ids, parents []int, err error) {
+	n := len(b.ids)
+	ids = make([]int, 0, n)
+	for _, r := range runs {
+		if r[1] <= 0 || r[1] > n-len(ids) {
+			return nil, nil, fmt.Errorf("%w: %w: %d mounts in the table, more IDs given", ErrMountinfoRebuild, ErrMountTable, n)
+		}
+		for k := range r[1] {
+			ids = append(ids, r[0]+k)
+		}
+	}
+	if len(ids) != n {
+		return nil, nil, fmt.Errorf("%w: %w: %d mounts in the table, %d IDs given", ErrMountinfoRebuild, ErrMountTable, n, len(ids))
+	}
+	parents = make([]int, n)
+	k := 0
+	for j, p := range b.par {
+		if i, ok := b.at[p]; ok {
+			parents[j] = ids[i]
+			continue
+		}
+		if k >= len(outside) {
+			return nil, nil, fmt.Errorf("%w: %w: more mounts with a parent outside the table than outside parents given", ErrMountinfoRebuild, ErrMountTable)
+		}
+		parents[j] = outside[k]
+		k++
+	}
+	if k != len(outside) {
+		return nil, nil, fmt.Errorf("%w: %w: %d outside parents given, %d mounts with a parent outside the table", ErrMountinfoRebuild, ErrMountTable, len(outside), k)
+	}
+	return ids, parents, nil
+}
+
+// Rebuild is the table of the namespace numbered by ids and outside (see
+// RebuildMountinfo).
+func (b *MountinfoBase) Rebuild(ids [][2]int, outside []int) ([]byte, error) {
+	nids, nparents, err := b.renumber(ids, outside)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrMountinfoRebuild, err)
+		return nil, err
 	}
-	out := make([]byte, 0, len(base)+len(tids)*8)
+	out := make([]byte, 0, len(b.data)+len(b.ids)*8)
 	j := 0
-	for k, rest := range lines {
+	for k, rest := range b.rests {
 		if k > 0 {
 			out = append(out, '\n')
 		}
@@ -272,10 +336,45 @@ func RebuildMountinfo(base []byte, ids [][2]int, outside []int) ([]byte, error) 
 		out = append(out, rest...)
 		j++
 	}
-	if len(base) > 0 && base[len(base)-1] == '\n' {
+	if len(b.data) > 0 && b.data[len(b.data)-1] == '\n' {
 		out = append(out, '\n')
 	}
 	return out, nil
+}
+
+// Rebuilds says whether Rebuild(ids, outside) is want, without building
+// it.
+func (b *MountinfoBase) Rebuilds(want []byte, ids [][2]int, outside []int) bool {
+	nids, nparents, err := b.renumber(ids, outside)
+	if err != nil {
+		return false
+	}
+	var num [48]byte
+	j := 0
+	for k, rest := range b.rests {
+		if k > 0 {
+			if len(want) == 0 || want[0] != '\n' {
+				return false
+			}
+			want = want[1:]
+		}
+		if rest == nil {
+			continue
+		}
+		h := strconv.AppendInt(num[:0], int64(nids[j]), 10)
+		h = append(h, ' ')
+		h = strconv.AppendInt(h, int64(nparents[j]), 10)
+		h = append(h, ' ')
+		if !bytes.HasPrefix(want, h) || !bytes.HasPrefix(want[len(h):], rest) {
+			return false
+		}
+		want = want[len(h)+len(rest):]
+		j++
+	}
+	if len(b.data) > 0 && b.data[len(b.data)-1] == '\n' {
+		return len(want) == 1 && want[0] == '\n'
+	}
+	return len(want) == 0
 }
 
 // CutMountIDs cuts a mountinfo line's first two fields, its mount ID and

@@ -3,6 +3,7 @@ package layout_test
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
@@ -48,6 +49,20 @@ func TestRebuildMountinfo(t *testing.T) {
 		}
 		if err != nil && !errors.Is(err, layout.ErrMountinfoRebuild) {
 			t.Errorf("%s: error %v is not ErrMountinfoRebuild", tc.name, err)
+		}
+		// Rebuilds checks without building: true for what Rebuild
+		// gives, false for anything else.
+		b, berr := layout.NewMountinfoBase([]byte(tc.base))
+		if berr != nil {
+			continue
+		}
+		if got := b.Rebuilds([]byte(tc.want), tc.ids, tc.outside); got != !tc.err {
+			t.Errorf("%s: Rebuilds(want) %v", tc.name, got)
+		}
+		for _, other := range []string{tc.want + "\n", strings.TrimSuffix(tc.want, "\n"), strings.Replace(tc.want, "rw", "ro", 1), copyTable, ""} {
+			if other != tc.want && b.Rebuilds([]byte(other), tc.ids, tc.outside) {
+				t.Errorf("%s: Rebuilds(%q) true", tc.name, other)
+			}
 		}
 	}
 }
@@ -107,6 +122,13 @@ func FuzzRebuildMountinfo(f *testing.F) {
 		got, err := layout.RebuildMountinfo(base, ids, outside)
 		if err != nil {
 			return
+		}
+		mb, err := layout.NewMountinfoBase(base)
+		if err != nil {
+			t.Fatalf("rebuilt from a base that does not read: %v", err)
+		}
+		if !mb.Rebuilds(got, ids, outside) || mb.Rebuilds(append(bytes.Clone(got), 'x'), ids, outside) {
+			t.Fatalf("Rebuilds disagrees with Rebuild over %q", got)
 		}
 		gl, bl := bytes.Split(got, []byte("\n")), bytes.Split(base, []byte("\n"))
 		if len(gl) != len(bl) {

@@ -92,7 +92,7 @@ func mountinfosOp(rq MountinfosRequest) (any, error) {
 		if err != nil {
 			t = MountinfoTable{Err: err.Error()}
 		} else if share != nil && !t.Truncated {
-			share.add(&t, res.Tables, i)
+			share.add(&t, i)
 		}
 		total += int64(len(t.Data))
 		res.Tables = append(res.Tables, t)
@@ -109,30 +109,36 @@ func mountinfosOp(rq MountinfosRequest) (any, error) {
 // collision costs nothing but the check.
 type answerShare struct {
 	seed  maphash.Seed
-	first map[uint64]int // key → the table sent in full
+	first map[uint64]sentTable // key → the table sent in full
+}
+
+type sentTable struct {
+	i    int
+	base *layout.MountinfoBase
 }
 
 func newAnswerShare() *answerShare {
-	return &answerShare{seed: maphash.MakeSeed(), first: map[uint64]int{}}
+	return &answerShare{seed: maphash.MakeSeed(), first: map[uint64]sentTable{}}
 }
 
 // add makes t (table i of the answer, before it is appended to tables) a
 // reference when an earlier table of the answer rebuilds it.
-func (a *answerShare) add(t *MountinfoTable, tables []MountinfoTable, i int) {
+func (a *answerShare) add(t *MountinfoTable, i int) {
 	key, ids, outside, ok := a.shape(t.Data)
 	if !ok {
 		return
 	}
-	j, seen := a.first[key]
+	first, seen := a.first[key]
 	if !seen {
-		a.first[key] = i
+		if b, err := layout.NewMountinfoBase(t.Data); err == nil {
+			a.first[key] = sentTable{i, b}
+		}
 		return
 	}
-	b, err := layout.RebuildMountinfo(tables[j].Data, ids, outside)
-	if err != nil || !bytes.Equal(b, t.Data) {
+	if !first.base.Rebuilds(t.Data, ids, outside) {
 		return
 	}
-	*t = MountinfoTable{SameAs: j + 1, IDs: ids, Outside: outside}
+	*t = MountinfoTable{SameAs: first.i + 1, IDs: ids, Outside: outside}
 }
 
 // shape is data's key, its mount IDs as runs and the parents outside it;
@@ -264,6 +270,7 @@ func (f *FS) mountinfoBatch(ctx context.Context, proc string, namespaces [][]Tas
 			}
 			return
 		}
+		bases := map[int]*layout.MountinfoBase{} // the tables referred to, read once
 		for j, t := range res.Tables {
 			if t.SameAs != 0 {
 				// Rebuilt from the table it names, as the worker
@@ -273,7 +280,16 @@ func (f *FS) mountinfoBatch(ctx context.Context, proc string, namespaces [][]Tas
 					fallback(idx[j])
 					continue
 				}
-				b, err := layout.RebuildMountinfo(res.Tables[t.SameAs-1].Data, t.IDs, t.Outside)
+				base := bases[t.SameAs-1]
+				if base == nil {
+					var err error
+					if base, err = layout.NewMountinfoBase(res.Tables[t.SameAs-1].Data); err != nil {
+						fallback(idx[j])
+						continue
+					}
+					bases[t.SameAs-1] = base
+				}
+				b, err := base.Rebuild(t.IDs, t.Outside)
 				if err != nil {
 					fallback(idx[j])
 					continue

@@ -1,7 +1,6 @@
 package mounts
 
 import (
-	"bytes"
 	"fmt"
 	"sync"
 
@@ -58,7 +57,7 @@ type mntTable struct {
 
 type tableCopy struct {
 	inode uint64
-	data  []byte
+	base  *layout.MountinfoBase
 }
 
 // tablesPending bounds the bytes of tables waiting for their turn.
@@ -175,7 +174,9 @@ func (t *mntTables) write(p mntTable) (string, error) {
 		t.byRef++
 	} else if p.shape.hash != "" && !h.Truncated {
 		if _, ok := t.copies[p.shape.hash]; !ok {
-			t.copies[p.shape.hash] = tableCopy{h.Inode, p.data}
+			if b, err := layout.NewMountinfoBase(p.data); err == nil {
+				t.copies[p.shape.hash] = tableCopy{h.Inode, b}
+			}
 		}
 	}
 	return name, nil
@@ -197,8 +198,7 @@ func (t *mntTables) reference(p mntTable) (layout.MountinfoHeader, bool) {
 	if len(layout.FormatMountinfoHeader(h)) >= len(p.data) {
 		return layout.MountinfoHeader{}, false // no smaller
 	}
-	b, err := layout.RebuildMountinfo(c.data, h.IDs, h.Outside)
-	if err != nil || !bytes.Equal(b, p.data) {
+	if !c.base.Rebuilds(p.data, h.IDs, h.Outside) {
 		return layout.MountinfoHeader{}, false
 	}
 	return h, true
