@@ -20,6 +20,17 @@ func TestMountinfoHeader(t *testing.T) {
 		// A word of a later version is ignored.
 		{"==> mnt:[5] pid=2 tid=3 root=/x future <==", layout.MountinfoHeader{Inode: 5, PID: 2, TID: 3}, true},
 		{"==> mnt:[5] <==", layout.MountinfoHeader{Inode: 5}, true},
+		{"==> mnt:[6] pid=9 tid=9 same-as=5 ids=200+3,210+1 outside=22,23 <==", layout.MountinfoHeader{Inode: 6, PID: 9, TID: 9, SameAs: 5, IDs: [][2]int{{200, 3}, {210, 1}}, Outside: []int{22, 23}}, true},
+		{"==> mnt:[6] same-as=5 ids=200+3 <==", layout.MountinfoHeader{Inode: 6, SameAs: 5, IDs: [][2]int{{200, 3}}}, true},
+		// IDs without a copy mean nothing.
+		{"==> mnt:[6] ids=200+3 outside=1 <==", layout.MountinfoHeader{Inode: 6}, true},
+		{"==> mnt:[6] same-as=5 <==", layout.MountinfoHeader{}, false},
+		{"==> mnt:[6] same-as=6 ids=1+1 <==", layout.MountinfoHeader{}, false},
+		{"==> mnt:[6] same-as=5 ids=1+0 <==", layout.MountinfoHeader{}, false},
+		{"==> mnt:[6] same-as=5 ids=1-2 <==", layout.MountinfoHeader{}, false},
+		{"==> mnt:[6] same-as=5 ids=1+1 outside= <==", layout.MountinfoHeader{}, false},
+		{"==> mnt:[6] same-as=5 ids=1+1 truncated <==", layout.MountinfoHeader{}, false},
+		{"==> mnt:[6] same-as=0 ids=1+1 <==", layout.MountinfoHeader{}, false},
 		{"==> mnt:[0] pid=1 tid=1 <==", layout.MountinfoHeader{}, false},
 		{"==> mnt:[x] pid=1 tid=1 <==", layout.MountinfoHeader{}, false},
 		{"==> mnt:[5] pid=-1 tid=1 <==", layout.MountinfoHeader{}, false},
@@ -30,7 +41,7 @@ func TestMountinfoHeader(t *testing.T) {
 		{"", layout.MountinfoHeader{}, false},
 	} {
 		got, ok := layout.ParseMountinfoHeader([]byte(tc.line))
-		if ok != tc.ok || got != tc.want {
+		if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%q: %+v %v, want %+v %v", tc.line, got, ok, tc.want, tc.ok)
 		}
 	}
@@ -38,10 +49,11 @@ func TestMountinfoHeader(t *testing.T) {
 	for _, h := range []layout.MountinfoHeader{
 		{Inode: 4026531840, PID: 1, TID: 1, Host: true},
 		{Inode: 1<<64 - 1, PID: 1 << 22, TID: 1<<22 + 1, Truncated: true, NewlineAdded: true},
+		{Inode: 7, PID: 3, TID: 4, SameAs: 1<<64 - 1, IDs: [][2]int{{0, 1}, {4242, 35}}, Outside: []int{1, 0}},
 	} {
 		line := layout.FormatMountinfoHeader(h)
 		got, ok := layout.ParseMountinfoHeader([]byte(line))
-		if !ok || got != h || !layout.IsMountinfoHeader([]byte(line)) || line[len(line)-1] != '\n' {
+		if !ok || !reflect.DeepEqual(got, h) || !layout.IsMountinfoHeader([]byte(line)) || line[len(line)-1] != '\n' {
 			t.Errorf("%+v -> %q -> %+v %v", h, line, got, ok)
 		}
 	}
@@ -70,7 +82,10 @@ func TestEachMountinfoTable(t *testing.T) {
 		{"no final newline", layout.FormatMountinfoHeader(host) + "22 1 8:1 / / rw", []table{{host, "22 1 8:1 / / rw"}}},
 	} {
 		var got []table
-		layout.EachMountinfoTable([]byte(tc.file), func(h layout.MountinfoHeader, b []byte) {
+		layout.EachMountinfoTable([]byte(tc.file), func(h layout.MountinfoHeader, b []byte, err error) {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
 			got = append(got, table{h, string(b)})
 		})
 		if !reflect.DeepEqual(got, tc.want) {
@@ -90,12 +105,19 @@ func FuzzMountinfoTables(f *testing.F) {
 		for _, line := range bytes.Split(file, []byte("\n")) {
 			if h, ok := layout.ParseMountinfoHeader(line); ok {
 				back, ok2 := layout.ParseMountinfoHeader([]byte(layout.FormatMountinfoHeader(h)))
-				if !ok2 || back != h {
+				if !ok2 || !reflect.DeepEqual(back, h) {
 					t.Fatalf("%q -> %+v -> %+v %v", line, h, back, ok2)
 				}
 			}
 		}
-		layout.EachMountinfoTable(file, func(layout.MountinfoHeader, []byte) {})
+		layout.EachMountinfoTable(file, func(h layout.MountinfoHeader, b []byte, err error) {
+			if h.SameAs != 0 && err == nil {
+				// A rebuilt table has the copy's lines, renumbered.
+				if _, err := layout.RebuildMountinfo(b, h.IDs, h.Outside); err != nil {
+					t.Fatalf("a rebuilt table does not rebuild from itself: %v", err)
+				}
+			}
+		})
 		// Mount tables never hold a line starting with the header's
 		// opening: the kernel starts each line with a number.
 		for _, line := range bytes.Split(table, []byte("\n")) {
@@ -114,7 +136,7 @@ func FuzzMountinfoTables(f *testing.F) {
 			}
 		}
 		var got [][]byte
-		layout.EachMountinfoTable(w.Bytes(), func(h layout.MountinfoHeader, b []byte) {
+		layout.EachMountinfoTable(w.Bytes(), func(h layout.MountinfoHeader, b []byte, _ error) {
 			if int(h.Inode) != len(got)+1 {
 				t.Fatalf("table %d has inode %d", len(got)+1, h.Inode)
 			}

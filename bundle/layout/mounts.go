@@ -76,7 +76,9 @@ type MountNamespace struct {
 	Host bool `json:"host"`
 	// Mountinfo is the path, relative to the collector's directory, of
 	// the file holding the raw table: "mountinfo.txt" (the table follows
-	// its header line there, see FormatMountinfoHeader), or in bundles
+	// its header line there, see FormatMountinfoHeader; from format 4 the
+	// header may name another namespace's table instead, see
+	// RebuildMountinfo), or in bundles
 	// written before 2026-11-24 "ns/<inode>.mountinfo" (the file is the
 	// table).
 	Mountinfo string `json:"mountinfo,omitempty"`

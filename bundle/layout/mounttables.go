@@ -26,9 +26,16 @@ import (
 // format 2 would take such a device as held by fewer namespaces, so it
 // is a new format, which such a reader refuses.
 
+// Format 4 keeps the raw tables (mountinfo.txt) from repeating them as
+// well: a namespace whose table is one written before it in the same file
+// but for its mount IDs is written as its header alone, naming that copy
+// and giving its own IDs (see RebuildMountinfo). mounts.json is as in
+// format 3; the format says that its raw tables may be written so, which
+// a reader of format 3 would read as empty tables.
+
 // MountsFormat is the mounts.json format this code writes and the newest
 // it reads (MountsReport.Format).
-const MountsFormat = 3
+const MountsFormat = 4
 
 // MountTable is one distinct mount table of format 2.
 type MountTable struct {

@@ -1,14 +1,17 @@
 package hostfs
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
 
+	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/engine/isolate"
 )
 
@@ -20,7 +23,10 @@ import (
 // misses its deadline (a namespace whose mount lock a stuck mount
 // operation holds), each table of the batch is read again on its own, so
 // the namespace that hangs is found and named and the others are still
-// read: a hung table costs two deadlines instead of one.
+// read: a hung table costs two deadlines instead of one. Within one
+// answer, a table that is an earlier one's renumbered (copies of one
+// namespace) is sent as a reference to it with its own mount IDs, once
+// the worker has rebuilt it byte for byte (answerShare).
 
 // OpMountinfos reads several tasks' mountinfo files in one worker item.
 const OpMountinfos = "hostfs.mountinfos"
@@ -36,6 +42,9 @@ type MountinfosRequest struct {
 	Paths  []string `json:"paths"`
 	Max    int64    `json:"max"`
 	Budget int64    `json:"budget"`
+	// Share asks for a table the same as an earlier one of the answer but
+	// for its mount IDs to be answered by reference (MountinfoTable.SameAs).
+	Share bool `json:"share,omitempty"`
 }
 
 // MountinfosResult answers Paths in order; it may be shorter (Budget).
@@ -48,6 +57,12 @@ type MountinfoTable struct {
 	Data      []byte `json:"data,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
 	Err       string `json:"err,omitempty"`
+	// SameAs, when not 0, says the table is table SameAs-1 of the answer
+	// renumbered with IDs and Outside (layout.RebuildMountinfo), which
+	// the worker checked byte for byte; Data is then empty.
+	SameAs  int      `json:"same_as,omitempty"`
+	IDs     [][2]int `json:"ids,omitempty"`
+	Outside []int    `json:"outside,omitempty"`
 }
 
 // Defaults of a batch: the number of tables per request and the bytes an
@@ -64,6 +79,10 @@ func mountinfosOp(rq MountinfosRequest) (any, error) {
 	}
 	var res MountinfosResult
 	var total int64
+	var share *answerShare
+	if rq.Share {
+		share = newAnswerShare()
+	}
 	for i, p := range rq.Paths {
 		if i > 0 && total >= budget {
 			break
@@ -72,11 +91,95 @@ func mountinfosOp(rq MountinfosRequest) (any, error) {
 		t := MountinfoTable{Data: r.Data, Truncated: r.Truncated}
 		if err != nil {
 			t = MountinfoTable{Err: err.Error()}
+		} else if share != nil && !t.Truncated {
+			share.add(&t, i)
 		}
 		total += int64(len(t.Data))
 		res.Tables = append(res.Tables, t)
 	}
 	return res, nil
+}
+
+// answerShare finds, within one answer, the tables that are an earlier
+// one's renumbered: at a thousand namespaces copied from one, most of
+// the bytes a worker sends (and its caller decodes) are the same table.
+// The key is a hash of the table's lines without their IDs (each parent
+// given as a line of the table), seeded for the answer; a table is sent
+// by reference only once the earlier one rebuilds it byte for byte, so a
+// collision costs nothing but the check.
+type answerShare struct {
+	seed  maphash.Seed
+	first map[uint64]sentTable // key → the table sent in full
+}
+
+type sentTable struct {
+	i    int
+	base *layout.MountinfoBase
+}
+
+func newAnswerShare() *answerShare {
+	return &answerShare{seed: maphash.MakeSeed(), first: map[uint64]sentTable{}}
+}
+
+// add makes t (table i of the answer, before it is appended to tables) a
+// reference when an earlier table of the answer rebuilds it.
+func (a *answerShare) add(t *MountinfoTable, i int) {
+	key, ids, outside, ok := a.shape(t.Data)
+	if !ok {
+		return
+	}
+	first, seen := a.first[key]
+	if !seen {
+		if b, err := layout.NewMountinfoBase(t.Data); err == nil {
+			a.first[key] = sentTable{i, b}
+		}
+		return
+	}
+	if !first.base.Rebuilds(t.Data, ids, outside) {
+		return
+	}
+	*t = MountinfoTable{SameAs: first.i + 1, IDs: ids, Outside: outside}
+}
+
+// shape is data's key, its mount IDs as runs and the parents outside it;
+// ok is false for an empty table or one with a line without two IDs or
+// an ID twice (never shared).
+func (a *answerShare) shape(data []byte) (key uint64, runs [][2]int, outside []int, ok bool) {
+	if len(data) == 0 {
+		return 0, nil, nil, false
+	}
+	n := bytes.Count(data, []byte{'\n'}) + 1
+	ids, parents, rests := make([]int, 0, n), make([]int, 0, n), make([][]byte, 0, n)
+	at := make(map[int]int, n)
+	for rest := data; len(rest) > 0; {
+		l := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			l, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		id, parent, tail, ok := layout.CutMountIDs(l)
+		if _, dup := at[id]; !ok || dup {
+			return 0, nil, nil, false
+		}
+		at[id] = len(ids)
+		ids, parents, rests = append(ids, id), append(parents, parent), append(rests, tail)
+	}
+	var h maphash.Hash
+	h.SetSeed(a.seed)
+	var num [24]byte
+	for k, p := range parents {
+		if j, in := at[p]; in {
+			h.Write(strconv.AppendInt(num[:0], int64(j), 10))
+		} else {
+			h.WriteByte('-')
+			outside = append(outside, p)
+		}
+		h.WriteByte(' ')
+		h.Write(rests[k])
+		h.WriteByte('\n')
+	}
+	return h.Sum64(), layout.MountIDRuns(ids), outside, true
 }
 
 // MountinfoResult is the mount table of one namespace (see TaskMountinfo).
@@ -148,7 +251,7 @@ func (f *FS) mountinfoBatch(ctx context.Context, proc string, namespaces [][]Tas
 		}
 	}
 	for len(idx) > 0 && ctx.Err() == nil {
-		rq := MountinfosRequest{Paths: make([]string, len(idx)), Max: max, Budget: mountinfoBudget}
+		rq := MountinfosRequest{Paths: make([]string, len(idx)), Max: max, Budget: mountinfoBudget, Share: true}
 		for j, t := range tasks {
 			rq.Paths[j] = proc + "/" + taskDir(t) + "/mountinfo"
 		}
@@ -167,7 +270,32 @@ func (f *FS) mountinfoBatch(ctx context.Context, proc string, namespaces [][]Tas
 			}
 			return
 		}
+		bases := map[int]*layout.MountinfoBase{} // the tables referred to, read once
 		for j, t := range res.Tables {
+			if t.SameAs != 0 {
+				// Rebuilt from the table it names, as the worker
+				// checked; a reference that does not rebuild (it
+				// cannot, but it came over a pipe) is read again.
+				if t.SameAs-1 >= j || res.Tables[t.SameAs-1].SameAs != 0 || res.Tables[t.SameAs-1].Err != "" || res.Tables[t.SameAs-1].Truncated {
+					fallback(idx[j])
+					continue
+				}
+				base := bases[t.SameAs-1]
+				if base == nil {
+					var err error
+					if base, err = layout.NewMountinfoBase(res.Tables[t.SameAs-1].Data); err != nil {
+						fallback(idx[j])
+						continue
+					}
+					bases[t.SameAs-1] = base
+				}
+				b, err := base.Rebuild(t.IDs, t.Outside)
+				if err != nil {
+					fallback(idx[j])
+					continue
+				}
+				t.Data = b
+			}
 			if t.Err != "" {
 				// The task may have exited; the namespace's other
 				// tasks may still be there.

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +28,8 @@ type fakeRunner struct {
 	// failOne makes the first table of the first batch fail to read (its
 	// task exited between the batch's making and its reading).
 	failOne bool
+	// refs counts the tables answered by reference.
+	refs int
 }
 
 func (r *fakeRunner) run(ctx context.Context, _ time.Duration, op, target string, req, resp any) error {
@@ -49,6 +54,15 @@ func (r *fakeRunner) run(ctx context.Context, _ time.Duration, op, target string
 			rq.Paths = append([]string{"/proc/nonexistent/mountinfo"}, rq.Paths[1:]...)
 		}
 		out, err = mountinfosOp(rq)
+		if res, ok := out.(MountinfosResult); ok {
+			r.mu.Lock()
+			for _, t := range res.Tables {
+				if t.SameAs != 0 {
+					r.refs++
+				}
+			}
+			r.mu.Unlock()
+		}
 	case isolate.OpReadFile:
 		rq := req.(isolate.ReadFileRequest)
 		r.mu.Lock()
@@ -167,5 +181,70 @@ func TestMountinfosOp(t *testing.T) {
 	res, _ = mountinfosOp(MountinfosRequest{Paths: []string{p, p, p}, Max: 10, Budget: 15})
 	if n := len(res.(MountinfosResult).Tables); n != 2 {
 		t.Errorf("%d tables under a 15-byte budget of 10-byte tables, want 2", n)
+	}
+}
+
+// Tables the same but for their mount IDs cross from the worker once per
+// answer, the others by reference, and come back byte for byte: copies
+// of one namespace (IDs moved, the root's parent outside), a table of
+// other lines, one whose parents differ, one without a final newline.
+func TestTaskMountinfosShared(t *testing.T) {
+	proc := t.TempDir()
+	base := "612 611 0:77 / / rw,relatime - overlay overlay rw,lowerdir=/l\n" +
+		"613 612 0:5 / /proc rw - proc proc rw\n" +
+		"614 612 0:78 / /dev rw,nosuid - tmpfs tmpfs rw\n" +
+		"615 614 0:79 / /dev/pts rw - devpts devpts rw\n"
+	copyOf := func(off, root int) string {
+		return fmt.Sprintf("%d %d 0:77 / / rw,relatime - overlay overlay rw,lowerdir=/l\n"+
+			"%d %d 0:5 / /proc rw - proc proc rw\n"+
+			"%d %d 0:78 / /dev rw,nosuid - tmpfs tmpfs rw\n"+
+			"%d %d 0:79 / /dev/pts rw - devpts devpts rw\n", 612+off, root, 613+off, 612+off, 614+off, 612+off, 615+off, 614+off)
+	}
+	tables := []string{
+		base,
+		copyOf(1000, 611),
+		copyOf(2000, 7),
+		"1 0 8:1 / / rw - ext4 /dev/sda1 rw\n",
+		// /dev/pts under /proc instead of /dev: the same lines, another
+		// tree.
+		strings.Replace(copyOf(3000, 7), "3615 3614 ", "3615 3613 ", 1),
+		strings.TrimSuffix(copyOf(4000, 7), "\n"),
+		copyOf(5000, 9),
+	}
+	nss := make([][]Task, len(tables))
+	for i, tb := range tables {
+		dir := filepath.Join(proc, strconv.Itoa(100+i), "task", strconv.Itoa(100+i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "mountinfo"), []byte(tb), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("/", filepath.Join(dir, "root")); err != nil {
+			t.Fatal(err)
+		}
+		nss[i] = []Task{{PID: 100 + i, TID: 100 + i}}
+	}
+	fr := &fakeRunner{}
+	f := New(Config{Roots: Roots{Proc: proc}, Run: fr.run})
+	var mu sync.Mutex
+	got := map[int]string{}
+	f.TaskMountinfos(context.Background(), nss, 0, 1, func(i int, r MountinfoResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Err != nil {
+			t.Errorf("table %d: %v", i, r.Err)
+		}
+		got[i] = string(r.Data)
+	})
+	for i, want := range tables {
+		if got[i] != want {
+			t.Errorf("table %d came back as\n%q\nwant\n%q", i, got[i], want)
+		}
+	}
+	// 1, 2 and 6 are copies of 0; 4 is not (another tree), nor is 5 (no
+	// final newline, which the copy has).
+	if fr.refs != 3 || len(fr.singles) != 0 {
+		t.Errorf("%d tables by reference and %d read alone, want 3 and 0", fr.refs, len(fr.singles))
 	}
 }

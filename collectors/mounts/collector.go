@@ -293,8 +293,12 @@ func collect(ctx context.Context, env *collectors.Env) error {
 		// A table the same as one parsed already but for its mount IDs
 		// is not parsed again: finish numbers that one's mounts as its.
 		// A cut table is never shared.
-		if s, ok := share.shapeOf(r.Data); ok && !r.Truncated && share.known(i, s) {
-			tables.put(i, h, r.Data)
+		s, ok := share.shapeOf(r.Data)
+		if !ok || r.Truncated {
+			s = tableShape{}
+		}
+		if s.hash != "" && share.known(i, s) {
+			tables.put(i, h, r.Data, s)
 			return
 		}
 		mounts, bad := procfs.ParseMountInfo(r.Data)
@@ -304,7 +308,7 @@ func collect(ctx context.Context, env *collectors.Env) error {
 		}
 		mns.BadLines = bad
 		share.keep(i, mns.Mounts, len(bad) == 0)
-		tables.put(i, h, r.Data)
+		tables.put(i, h, r.Data, s)
 	})
 	names, err := tables.close()
 	if err != nil {

@@ -48,8 +48,11 @@ func mountsTable(t *testing.T, files map[string][]byte, ns *layout.MountNamespac
 		t.Fatalf("namespace %d: the bundle has no mounts/%s", ns.Inode, ns.Mountinfo)
 	}
 	var found [][]byte
-	layout.EachMountinfoTable(file, func(h layout.MountinfoHeader, b []byte) {
+	layout.EachMountinfoTable(file, func(h layout.MountinfoHeader, b []byte, err error) {
 		if h.Inode == ns.Inode {
+			if err != nil {
+				t.Errorf("namespace %d: %v", ns.Inode, err)
+			}
 			if h.PID != ns.ReadFrom.PID || h.TID != ns.ReadFrom.TID || h.Host != ns.Host || h.Truncated != ns.Truncated {
 				t.Errorf("namespace %d: header %+v disagrees with mounts.json %+v", ns.Inode, h, ns)
 			}

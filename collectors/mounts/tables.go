@@ -19,6 +19,12 @@ import (
 // by one) cost more than reading the tables. A file that would pass the
 // per-file cap is closed and the next tables go on in mountinfo-2.txt, so
 // no table is cut for sharing a file.
+//
+// A table the same as one already written in the same file but for its
+// mount IDs (same shape, see tableShape) is written as its header alone,
+// naming that copy and giving its own IDs (mounts.json format 4,
+// layout.RebuildMountinfo), and only once the copy rebuilds it byte for
+// byte: anything else is written in full.
 type mntTables struct {
 	env    *collectors.Env
 	budget int64 // bytes per file; 0 is no cap
@@ -35,11 +41,23 @@ type mntTables struct {
 	done         []bool
 	pending      map[int]mntTable
 	pendingBytes int64
+	// copies are the tables written in full in the current file, by
+	// shape hash.
+	copies map[string]tableCopy
+	// byRef counts the tables written as a reference to a copy.
+	byRef int
 }
 
 type mntTable struct {
 	h    layout.MountinfoHeader
 	data []byte
+	// shape is the table's shape; hash "" when it has none (never shared).
+	shape tableShape
+}
+
+type tableCopy struct {
+	inode uint64
+	base  *layout.MountinfoBase
 }
 
 // tablesPending bounds the bytes of tables waiting for their turn.
@@ -51,7 +69,8 @@ func tableSlack(budget int64) int64 { return min(4096, budget/4) + budget/64 }
 
 // newMntTables writes n tables, numbered from 0 in the order wanted.
 func newMntTables(env *collectors.Env, n int) *mntTables {
-	return &mntTables{env: env, budget: env.MaxFileBytes, names: make([]string, n), done: make([]bool, n), pending: map[int]mntTable{}}
+	return &mntTables{env: env, budget: env.MaxFileBytes, names: make([]string, n), done: make([]bool, n), pending: map[int]mntTable{},
+		copies: map[string]tableCopy{}}
 }
 
 // maxTable is the size at which one table is cut: it fits in a file of its
@@ -63,11 +82,12 @@ func (t *mntTables) maxTable() int64 {
 	return max(t.budget-tableSlack(t.budget), 1)
 }
 
-// put hands table i over; skip(i) says it will not come. Each i once.
-func (t *mntTables) put(i int, h layout.MountinfoHeader, data []byte) {
+// put hands table i over, with its shape (hash "" for none); skip(i) says
+// it will not come. Each i once.
+func (t *mntTables) put(i int, h layout.MountinfoHeader, data []byte, shape tableShape) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.pending[i] = mntTable{h, data}
+	t.pending[i] = mntTable{h, data, shape}
 	t.pendingBytes += int64(len(data))
 	t.flush(false)
 }
@@ -102,7 +122,7 @@ func (t *mntTables) flush(all bool) {
 		delete(t.pending, i)
 		t.pendingBytes -= int64(len(p.data))
 		t.done[i] = true
-		if name, err := t.write(p.h, p.data); err == nil {
+		if name, err := t.write(p); err == nil {
 			t.names[i] = name
 		}
 	}
@@ -110,17 +130,28 @@ func (t *mntTables) flush(all bool) {
 
 // write writes one table and returns the file (relative to the collector's
 // directory) that holds it.
-func (t *mntTables) write(h layout.MountinfoHeader, data []byte) (string, error) {
+func (t *mntTables) write(p mntTable) (string, error) {
+	h, data := p.h, p.data
 	h.NewlineAdded = len(data) > 0 && data[len(data)-1] != '\n'
-	head := layout.FormatMountinfoHeader(h)
 	if t.err != nil {
 		return "", t.err
 	}
+	if ref, ok := t.reference(p); ok {
+		h, data = ref, nil
+	}
+	head := layout.FormatMountinfoHeader(h)
 	if t.f != nil && t.budget > 0 && t.f.Written()+int64(len(head)+len(data))+1 > t.budget-t.budget/64 {
 		if t.err = t.f.Close(); t.err != nil {
 			return "", t.err
 		}
 		t.f = nil
+		if h.SameAs != 0 {
+			// The copy is in the file just closed: this one in full.
+			h, data = p.h, p.data
+			h.NewlineAdded = len(data) > 0 && data[len(data)-1] != '\n'
+			head = layout.FormatMountinfoHeader(h)
+		}
+		clear(t.copies)
 	}
 	if t.f == nil {
 		t.part++
@@ -139,7 +170,38 @@ func (t *mntTables) write(h layout.MountinfoHeader, data []byte) (string, error)
 		t.err = fmt.Errorf("writing %s: %w", name, t.err)
 		return "", t.err
 	}
+	if h.SameAs != 0 {
+		t.byRef++
+	} else if p.shape.hash != "" && !h.Truncated {
+		if _, ok := t.copies[p.shape.hash]; !ok {
+			if b, err := layout.NewMountinfoBase(p.data); err == nil {
+				t.copies[p.shape.hash] = tableCopy{h.Inode, b}
+			}
+		}
+	}
 	return name, nil
+}
+
+// reference is table p's header as a reference to the copy of its shape
+// written in the current file, when there is one and it rebuilds p's
+// table byte for byte.
+func (t *mntTables) reference(p mntTable) (layout.MountinfoHeader, bool) {
+	if p.shape.hash == "" || p.h.Truncated || t.f == nil {
+		return layout.MountinfoHeader{}, false
+	}
+	c, ok := t.copies[p.shape.hash]
+	if !ok {
+		return layout.MountinfoHeader{}, false
+	}
+	h := p.h
+	h.SameAs, h.IDs, h.Outside = c.inode, layout.MountIDRuns(p.shape.ids), p.shape.rootParents
+	if len(layout.FormatMountinfoHeader(h)) >= len(p.data) {
+		return layout.MountinfoHeader{}, false // no smaller
+	}
+	if !c.base.Rebuilds(p.data, h.IDs, h.Outside) {
+		return layout.MountinfoHeader{}, false
+	}
+	return h, true
 }
 
 // close writes the tables still waiting and closes the last file. names[i]

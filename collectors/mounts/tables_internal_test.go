@@ -37,7 +37,10 @@ func readTables(t *testing.T, dir string) (map[uint64][]byte, map[uint64]string,
 			t.Fatal(err)
 		}
 		sizes = append(sizes, int64(len(data)))
-		layout.EachMountinfoTable(data, func(h layout.MountinfoHeader, b []byte) {
+		layout.EachMountinfoTable(data, func(h layout.MountinfoHeader, b []byte, err error) {
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
 			if _, dup := tables[h.Inode]; dup || h.Inode == 0 {
 				t.Errorf("%s: table of namespace %d again (or bytes before a header)", name, h.Inode)
 			}
@@ -86,7 +89,7 @@ func TestMntTables(t *testing.T) {
 					tw.skip(-i)
 					continue
 				}
-				tw.put(i, layout.MountinfoHeader{Inode: uint64(1000 + i), PID: 10 + i, TID: 10 + i, Host: i == 0}, data[i])
+				tw.put(i, layout.MountinfoHeader{Inode: uint64(1000 + i), PID: 10 + i, TID: 10 + i, Host: i == 0}, data[i], tableShape{})
 			}
 			names, err := tw.close()
 			if err != nil {
@@ -142,7 +145,7 @@ func TestMntTablesRedacted(t *testing.T) {
 	tw := newMntTables(env, 1)
 	const secret = "hunter2hunter2"
 	line := "40 1 0:60 / /mnt/share rw - cifs //srv/share rw,username=bob,password=" + secret + "\n"
-	tw.put(0, layout.MountinfoHeader{Inode: 5, PID: 1, TID: 1}, []byte(line))
+	tw.put(0, layout.MountinfoHeader{Inode: 5, PID: 1, TID: 1}, []byte(line), tableShape{})
 	if _, err := tw.close(); err != nil {
 		t.Fatal(err)
 	}
@@ -152,5 +155,72 @@ func TestMntTablesRedacted(t *testing.T) {
 	}
 	if strings.Contains(string(got), secret) || !strings.Contains(string(got), "/mnt/share") {
 		t.Errorf("tables file:\n%s", got)
+	}
+}
+
+// A table the same as one written before but for its IDs is written as
+// its header alone and reads back byte for byte; a table of the same
+// shape hash whose text the copy does not rebuild (here a forged shape)
+// is written in full; past the per-file cap the copy is written again in
+// the new file, so that every reference has its copy in its own file.
+func TestMntTablesByReference(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cap   int64
+		forge bool // table 3 claims table 0's shape
+		// wantFull is the tables written in full.
+		wantFull []int
+		parts    int
+	}{
+		{"references", 0, false, []int{0, 3}, 1},
+		{"a forged shape is written in full", 0, true, []int{0, 3}, 1},
+		{"the copy again in each file", 1400, false, []int{0, 3, 4}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			env := collectors.StandaloneEnv("mounts", dir, collectors.Common{MaxFileBytes: tc.cap})
+			base := testTable(7, 12)
+			data := [][]byte{base, renumbered(t, base, 1000, 5), renumbered(t, base, 2000, 6), testTable(8, 12), renumbered(t, base, 3000, 1)}
+			share := newTableShare(len(data))
+			tw := newMntTables(env, len(data))
+			for i, d := range data {
+				s, ok := share.shapeOf(d)
+				if !ok {
+					t.Fatalf("table %d has no shape", i)
+				}
+				if i == 3 && tc.forge {
+					s0, _ := share.shapeOf(data[0])
+					s.hash = s0.hash
+				}
+				tw.put(i, layout.MountinfoHeader{Inode: uint64(1000 + i), PID: 10 + i, TID: 10 + i}, d, s)
+			}
+			if _, err := tw.close(); err != nil {
+				t.Fatal(err)
+			}
+			tables, _, _, sizes := readTables(t, dir)
+			for i, d := range data {
+				if !bytes.Equal(tables[uint64(1000+i)], d) {
+					t.Errorf("table %d came back as\n%q\nwant\n%q", i, tables[uint64(1000+i)], d)
+				}
+			}
+			var full []int
+			for part := 1; part <= len(sizes); part++ {
+				raw, err := os.ReadFile(filepath.Join(dir, layout.MountinfoTablesPart(part)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				layout.EachMountinfoTable(raw, func(h layout.MountinfoHeader, _ []byte, _ error) {
+					if h.SameAs == 0 {
+						full = append(full, int(h.Inode-1000))
+					}
+				})
+			}
+			if fmt.Sprint(full) != fmt.Sprint(tc.wantFull) || len(sizes) != tc.parts {
+				t.Errorf("written in full: %v in %d files (sizes %v), want %v in %d", full, len(sizes), sizes, tc.wantFull, tc.parts)
+			}
+			if tw.byRef != len(data)-len(tc.wantFull) {
+				t.Errorf("%d tables counted as references, want %d", tw.byRef, len(data)-len(tc.wantFull))
+			}
+		})
 	}
 }

@@ -16,7 +16,8 @@ import (
 )
 
 // Every namespace's raw table is in the tables file mounts.json names,
-// after its header, byte for byte as the kernel prints it, the host's
+// after its header, byte for byte as the kernel prints it (rebuilt from
+// the copy it names when written by reference, format 4), the host's
 // first, and no file per namespace. (Files past the per-file cap:
 // TestMntTables.)
 func TestMountsTablesFile(t *testing.T) {
@@ -107,6 +108,25 @@ func TestMountsTablesFile(t *testing.T) {
 	// changing between every two of them would leave none sharing.
 	if len(byShape) == 0 || len(byShape) >= len(holders) {
 		t.Errorf("%d holders' tables in %d shapes: none shared", len(holders), len(byShape))
+	}
+	// Format 4: a holder whose table is the same as one written before
+	// it (another holder's, but for the IDs) is written as its header
+	// alone, and was rebuilt byte for byte above from that copy.
+	byRef := 0
+	for name, data := range b.Files {
+		if !strings.HasPrefix(name, layout.MountinfoTablesPrefix) {
+			continue
+		}
+		layout.EachMountinfoTable(data, func(h layout.MountinfoHeader, _ []byte, _ error) {
+			for _, hd := range holders {
+				if hd.NSInode == h.Inode && h.SameAs != 0 {
+					byRef++
+				}
+			}
+		})
+	}
+	if byRef == 0 || byRef < len(holders)-len(byShape) {
+		t.Errorf("%d of %d holders' tables (in %d shapes) written by reference, want at least %d", byRef, len(holders), len(byShape), max(1, len(holders)-len(byShape)))
 	}
 	for name := range b.Files {
 		if strings.HasPrefix(name, layout.MountinfoPath) {

@@ -48,6 +48,9 @@ func FuzzReaders(f *testing.F) {
 	if tables, err := tablesFromFixture("incident002-rbd-held-in-namespace"); err == nil {
 		f.Add(uint8(len(fuzzPaths)-1), tables)
 	}
+	// Format 4: a table written as another's renumbered.
+	f.Add(uint8(len(fuzzPaths)-1), []byte("==> mnt:[5] pid=1 tid=1 <==\n26 1 254:0 / / rw - ext4 /dev/vda rw\n27 26 7:3 / /mnt/held rw - ext4 /dev/loop3 rw\n"+
+		"==> mnt:[6] pid=7 tid=7 same-as=5 ids=90+2 outside=89 <==\n==> mnt:[8] pid=9 tid=9 same-as=6 ids=1+1 <==\n"))
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
 		st := newState()
 		st.manifest = &bundle.Manifest{SchemaVersion: bundle.SchemaVersion}

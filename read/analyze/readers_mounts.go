@@ -504,12 +504,17 @@ func (st *state) readMountinfo(name string, r io.Reader) error {
 // every namespace's raw table after its header line
 // (layout.FormatMountinfoHeader). The header says which namespace the
 // lines that follow belong to, and whether it is the host's, so the file
-// reads the same before or after mounts.json.
+// reads the same before or after mounts.json. A table written as another
+// namespace's renumbered (same-as, mounts.json format 4) is rebuilt from
+// that copy, which comes before it in the same file (see
+// mountinfoCopies).
 func (st *state) readMountinfoTables(name string, r io.Reader) error {
 	var ns uint64
 	var host bool
-	return eachLine(r, func(b []byte, n int, cut bool) error {
+	copies := newMountinfoCopies()
+	err := eachLine(r, func(b []byte, n int, cut bool) error {
 		if layout.IsMountinfoHeader(b) {
+			copies.end()
 			h, ok := layout.ParseMountinfoHeader(b)
 			if !ok || cut {
 				ns = 0 // lines of a table nobody can name are not quoted
@@ -519,13 +524,29 @@ func (st *state) readMountinfoTables(name string, r io.Reader) error {
 			if _, ok := st.mountinfoPath[ns]; !ok {
 				st.mountinfoPath[ns] = name
 			}
+			if h.SameAs != 0 {
+				copies.rebuild(st, h, host)
+				ns = 0 // no text of its own
+				return nil
+			}
+			copies.begin(h)
 			return nil
 		}
 		if ns != 0 {
 			st.keepMountinfoLine(ns, host, b, n, cut)
+			copies.line(b, n, cut)
 		}
 		return nil
 	})
+	copies.end()
+	if n := len(copies.errs); n > 0 {
+		e := copies.errs[0]
+		if n > 1 {
+			e += fmt.Sprintf(" (and %d more such tables)", n-1)
+		}
+		st.unreadable = append(st.unreadable, unreadable{Path: name, Err: e})
+	}
+	return err
 }
 
 // keepMountinfoLine keeps line n of namespace ns's raw table when evidence
@@ -533,27 +554,35 @@ func (st *state) readMountinfoTables(name string, r io.Reader) error {
 // network or FUSE filesystem, or under a kubelet or runtime directory; in
 // the host's namespace only the last two.
 func (st *state) keepMountinfoLine(ns uint64, host bool, b []byte, n int, cut bool) {
+	id, anyNS, outside := mountinfoWanted(b)
+	if anyNS || (!host && outside) {
+		st.storeMountinfoLine(ns, id, n, b, cut)
+	}
+}
+
+// mountinfoWanted says whether evidence may quote a mountinfo line: in
+// any namespace (anyNS), or only outside the host's (outside).
+func mountinfoWanted(b []byte) (id int, anyNS, outside bool) {
 	ms, _ := procfs.ParseMountInfo(b)
 	if len(ms) != 1 {
-		return
+		return 0, false, false
 	}
 	m := ms[0]
 	class := procfs.Classify(m)
 	if class == procfs.ClassPseudo {
-		return
+		return m.ID, false, false
 	}
-	keep := class == procfs.ClassNetwork || class == procfs.ClassFUSE || dataPath(m.MountPoint)
-	if !host && m.Major != 0 {
-		keep = true
-	}
-	if !keep {
-		return
-	}
+	return m.ID, class == procfs.ClassNetwork || class == procfs.ClassFUSE || dataPath(m.MountPoint), m.Major != 0
+}
+
+// storeMountinfoLine keeps line n (b) as namespace ns's mount id's, within
+// the reader's bounds.
+func (st *state) storeMountinfoLine(ns uint64, id, n int, b []byte, cut bool) {
 	if len(st.mountinfoLines) >= maxMountinfoLines || st.mountinfoBytes >= maxMountinfoBytes {
 		st.mountinfoSpare++
 		return
 	}
 	l := keepLine(n, b, cut)
 	st.mountinfoBytes += len(l.Text)
-	st.mountinfoLines[nsMount{ns, m.ID}] = l
+	st.mountinfoLines[nsMount{ns, id}] = l
 }

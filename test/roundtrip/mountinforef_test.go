@@ -1,0 +1,97 @@
+package roundtrip_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nodesnap/nodesnap/bundle"
+	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors"
+	"github.com/nodesnap/nodesnap/engine/supervisor"
+	"github.com/nodesnap/nodesnap/read/analyze"
+	"github.com/nodesnap/nodesnap/test/testkit"
+)
+
+// Incident 002 held by three copies of one namespace (mounts.json format
+// 4): the copies after the first are written in mountinfo.txt as their
+// header alone, and analyze quotes each holder's line of the device as
+// the kernel prints it in that holder's namespace, its own IDs and all.
+func TestRealMountinfoByReferenceQuoted(t *testing.T) {
+	testkit.RequireRoot(t)
+	loop := testkit.LoopExt4(t, 16)
+	var holders []*testkit.Holder
+	for range 3 {
+		holders = append(holders, testkit.HoldInPrivateNamespace(t, loop.Mountpoint))
+	}
+	if err := unix.Unmount(loop.Mountpoint, 0); err != nil {
+		t.Fatalf("unmount %s on the host: %v", loop.Mountpoint, err)
+	}
+	dev := fmt.Sprintf("%d:%d", loop.Major, loop.Minor)
+	// Each holder's line of the device, as its namespace's kernel table
+	// has it.
+	want := map[uint64]string{}
+	for _, h := range holders {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", h.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(raw), "\n") {
+			if strings.Contains(l, " "+dev+" / "+loop.Mountpoint+" ") {
+				want[h.NSInode] = l
+			}
+		}
+		if want[h.NSInode] == "" {
+			t.Fatalf("holder %d: no line of %s in its mountinfo", h.Pid, dev)
+		}
+	}
+	res, err := supervisor.Run(context.Background(), supervisor.Options{OutputDir: t.TempDir(), Only: []string{"processes", "mounts", "openfiles"},
+		Timeout: 90 * time.Second, Common: collectors.Common{ProbeTimeout: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := bundle.ReadAll(context.Background(), res.Bundle.Path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byRef := 0
+	layout.EachMountinfoTable(c.Files["mounts/"+layout.MountinfoTablesFile], func(h layout.MountinfoHeader, b []byte, err error) {
+		if _, ok := want[h.Inode]; !ok {
+			return
+		}
+		if err != nil {
+			t.Errorf("namespace %d: %v", h.Inode, err)
+		}
+		if h.SameAs != 0 {
+			byRef++
+		}
+		if !bytes.Contains(b, []byte(want[h.Inode]+"\n")) {
+			t.Errorf("namespace %d's table lacks its line %q", h.Inode, want[h.Inode])
+		}
+	})
+	if byRef == 0 {
+		t.Errorf("none of the three copies' tables written by reference")
+	}
+	r, err := analyze.AnalyzeFile(context.Background(), res.Bundle.Path, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := bySubject(t, r, "mount-held-in-foreign-namespace", dev)
+	quoted := map[string]bool{}
+	for _, e := range evidenceFrom(f, "mounts/"+layout.MountinfoTablesFile) {
+		for _, l := range e.Lines {
+			quoted[l.Text] = true
+		}
+	}
+	for ns, l := range want {
+		if !quoted[l] {
+			t.Errorf("namespace %d: its line %q not quoted; quoted %v", ns, l, quoted)
+		}
+	}
+}
