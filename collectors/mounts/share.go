@@ -50,9 +50,8 @@ func (t *tableShare) shapeOf(data []byte) (s tableShape, ok bool) {
 		if len(l) == 0 {
 			continue
 		}
-		id, rest, ok1 := cutInt(l)
-		parent, rest, ok2 := cutInt(rest)
-		if !ok1 || !ok2 {
+		id, parent, rest, ok := layout.CutMountIDs(l)
+		if !ok {
 			return tableShape{}, false
 		}
 		if _, dup := at[id]; dup {
@@ -80,21 +79,6 @@ func (t *tableShare) shapeOf(data []byte) (s tableShape, ok bool) {
 	sum := h.Sum(nil)
 	s.hash = hex.EncodeToString(sum[:16])
 	return s, true
-}
-
-// cutInt cuts a decimal number and the one space after it off b.
-func cutInt(b []byte) (n int, rest []byte, ok bool) {
-	i := bytes.IndexByte(b, ' ')
-	if i <= 0 || i > 18 {
-		return 0, nil, false
-	}
-	for _, c := range b[:i] {
-		if c < '0' || c > '9' {
-			return 0, nil, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, b[i+1:], true
 }
 
 // tableShare remembers, while tables arrive (from several goroutines),
