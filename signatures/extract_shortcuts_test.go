@@ -47,6 +47,7 @@ var shortcutEdges = []string{
 	`volume 1f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d of pod 0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d`,
 	`aaaaaaaa-bbbb-cccc-dddd-eeeeffffffff-aaaa-bbbb-cccc-dddddddddddd pod=aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee`,
 	`pod 0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3`,
+	`(UniqueName: "kubernetes.io/projected/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d-kube-api-access") pod "web-0" (UID: "1f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d")`,
 	`-------- pod ====  "  0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d`,
 	`Pod "web-0_default(0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d)" is terminated`,
 	`(0f6a0c38- ( (0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d`,

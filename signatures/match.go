@@ -360,23 +360,31 @@ func matchIf(may bool, re *regexp.Regexp, line []byte) [][]byte {
 	return re.FindSubmatch(line)
 }
 
-// podUIDSubmatch is rePodUID's first match, read from where it can
-// start: a few bytes before the line's first UID. Every match holds a
-// UID right after its word and separators, and no match's word can
-// start inside an earlier UID (the words hold letters no UID has), so no
-// match starts before the first UID's word, and the expression has no
-// assertion that looks before its start.
+// podUIDSubmatch is rePodUID's first match, read UID by UID in the
+// window where a match with that UID can be: from its word (a few bytes
+// before it, past the separators) to its end. Every match holds a UID
+// right after its word and separators, and no match's word can start
+// inside an earlier UID (the words hold letters no UID has), so the
+// first UID with a match in its window holds the leftmost match, which
+// its window holds whole; the expression has no assertion that looks
+// outside the match.
 func podUIDSubmatch(line []byte) [][]byte {
-	u := firstUID(line)
-	if u < 0 {
-		return nil
+	for from := 0; ; {
+		u := firstUID(line[from:])
+		if u < 0 {
+			return nil
+		}
+		u += from
+		lo := u
+		for lo > 0 && strings.IndexByte("\t\n\f\r \"\\:=", line[lo-1]) >= 0 {
+			lo--
+		}
+		// The longest word, "orphaned pod", is 12 bytes.
+		if m := rePodUID.FindSubmatch(line[max(lo-12, 0) : u+36]); m != nil {
+			return m
+		}
+		from = u + 1
 	}
-	lo := u
-	for lo > 0 && strings.IndexByte("\t\n\f\r \"\\:=", line[lo-1]) >= 0 {
-		lo--
-	}
-	// The longest word, "orphaned pod", is 12 bytes.
-	return rePodUID.FindSubmatch(line[max(lo-12, 0):])
 }
 
 // firstUID is where the first UID of a line starts (-1: none).
