@@ -297,11 +297,15 @@ var (
 // (regular expressions; the matching itself is plain byte search).
 func Extract(line []byte) Objects {
 	var o Objects
-	if m := rePodFormat.FindSubmatch(line); m != nil {
+	// Each expression below without a literal of its own to start from
+	// runs only when the line holds what it cannot match without (a
+	// byte search costs far less than the expression on a long line;
+	// every log record that reports an operation is read here).
+	if m := matchIf(parenUID(line), rePodFormat, line); m != nil {
 		o.Pod, o.PodUID = string(m[2])+"/"+string(m[1]), string(m[3])
 	}
 	if o.PodUID == "" {
-		if m := rePodUID.FindSubmatch(line); m != nil {
+		if m := podUIDSubmatch(line); m != nil {
 			o.PodUID = string(m[1])
 		} else if m := rePodDir.FindSubmatch(line); m != nil {
 			o.PodUID = string(m[1])
@@ -310,11 +314,11 @@ func Extract(line []byte) Objects {
 	if o.Pod == "" {
 		if m := rePodJSON.FindSubmatch(line); m != nil {
 			o.Pod = string(m[2]) + "/" + string(m[1])
-		} else if m := rePodName.FindSubmatch(line); m != nil {
+		} else if m := podNameSubmatch(line); m != nil {
 			o.Pod = string(m[1])
 		}
 	}
-	if m := reUniqueName.FindSubmatch(line); m != nil {
+	if m := matchIf(hasNameColon(line), reUniqueName, line); m != nil {
 		o.Volume = first(m)
 	} else if m := reVolume.FindSubmatch(line); m != nil {
 		o.Volume = first(m)
@@ -325,10 +329,10 @@ func Extract(line []byte) Objects {
 	if m := rePath.FindSubmatch(line); m != nil {
 		o.Path = strings.TrimRight(string(m[1]), ".")
 	}
-	if m := reServer.FindSubmatch(line); m != nil {
+	if m := matchIf(bytes.Contains(line, []byte("erver")) || bytes.Contains(line, []byte("libceph: ")), reServer, line); m != nil {
 		o.Server = first(m)
 	}
-	if m := reTask.FindSubmatch(line); m != nil {
+	if m := matchIf(bytes.Contains(line, []byte(" blocked")), reTask, line); m != nil {
 		o.Task = string(m[1])
 	}
 	if o.Volume == "" && o.Path != "" {
@@ -351,6 +355,111 @@ func Extract(line []byte) Objects {
 		}
 	}
 	return o
+}
+
+// matchIf runs re on line when may says the line can match it.
+func matchIf(may bool, re *regexp.Regexp, line []byte) [][]byte {
+	if !may {
+		return nil
+	}
+	return re.FindSubmatch(line)
+}
+
+// podUIDSubmatch is rePodUID's first match, read UID by UID in the
+// window where a match with that UID can be: from its word (a few bytes
+// before it, past the separators) to its end. Every match holds a UID
+// right after its word and separators, and no match's word can start
+// inside an earlier UID (the words hold letters no UID has), so the
+// first UID with a match in its window holds the leftmost match, which
+// its window holds whole; the expression has no assertion that looks
+// outside the match.
+func podUIDSubmatch(line []byte) [][]byte {
+	for from := 0; ; {
+		u := firstUID(line[from:])
+		if u < 0 {
+			return nil
+		}
+		u += from
+		lo := u
+		for lo > 0 && strings.IndexByte("\t\n\f\r \"\\:=", line[lo-1]) >= 0 {
+			lo--
+		}
+		// The longest word, "orphaned pod", is 12 bytes.
+		if m := rePodUID.FindSubmatch(line[max(lo-12, 0) : u+36]); m != nil {
+			return m
+		}
+		from = u + 1
+	}
+}
+
+// firstUID is where the first UID of a line starts (-1: none).
+func firstUID(line []byte) int {
+	for i := 8; i < len(line); {
+		j := bytes.IndexByte(line[i:], '-')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		s := i - 8
+		if s+36 <= len(line) && isHex(line[s:i]) && isHex(line[i+1:i+5]) && line[i+5] == '-' && isHex(line[i+6:i+10]) &&
+			line[i+10] == '-' && isHex(line[i+11:i+15]) && line[i+15] == '-' && isHex(line[i+16:i+28]) {
+			return s
+		}
+		i++
+	}
+	return -1
+}
+
+// podNameSubmatch is rePodName's first match, read from the byte before
+// the line's first "pod" (its \b looks at that byte).
+func podNameSubmatch(line []byte) [][]byte {
+	i := bytes.Index(line, []byte("pod"))
+	if i < 0 {
+		return nil
+	}
+	return rePodName.FindSubmatch(line[max(i-1, 0):])
+}
+
+// parenUID tells a line with '(' before a UID's first eight hex digits
+// and their dash: what rePodFormat cannot match without.
+func parenUID(line []byte) bool {
+	for i := 0; ; {
+		j := bytes.IndexByte(line[i:], '(')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		if len(line)-i > 9 && line[i+8] == '-' && isHex(line[i:i+8]) {
+			return true
+		}
+	}
+}
+
+func isHex(b []byte) bool {
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// hasNameColon tells a line with "UniqueName:" or "volumeName:" in any
+// case: what reUniqueName cannot match without.
+func hasNameColon(line []byte) bool {
+	for i := 0; ; {
+		j := bytes.IndexByte(line[i:], ':')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		if i > 10 {
+			w := line[i-11 : i-1]
+			if bytes.EqualFold(w, []byte("uniquename")) || bytes.EqualFold(w, []byte("volumename")) {
+				return true
+			}
+		}
+	}
 }
 
 func first(m [][]byte) string {

@@ -174,11 +174,11 @@ func (p *Parser) classify(r *record) {
 			ev.Keys.Merge(p.lastKeys)
 		}
 	}
-	if ev.Outcome == OutcomeFailed && (ev.Method != "" || ev.Op == OpCSICall || ev.Op == OpMount || ev.Op == OpUnmount || ev.Op == OpAttach || ev.Op == OpFormat || ev.Op == OpStage || ev.Op == OpPublish) && !ev.Kubelet && !ev.Storage() && p.recentAge <= maxLookback {
+	if ev.Outcome == OutcomeFailed && (ev.Method != "" || ev.Op == OpCSICall || ev.Op == OpMount || ev.Op == OpUnmount || ev.Op == OpAttach || ev.Op == OpFormat || ev.Op == OpStage || ev.Op == OpPublish) && !ev.Kubelet && !ev.Storage() {
 		// A driver's failed call that names no object: the records just
 		// before it (the mount command it ran, the device it waited
 		// for) name it.
-		ev.Keys.Merge(p.recent)
+		ev.Keys.Merge(p.recentKeys())
 	}
 }
 
@@ -289,6 +289,9 @@ var (
 	// reCamelVerb is a verb opening a function's name in a driver's own
 	// message ("AttachDisk: ...", "formatAndMount failed").
 	reCamelVerb = regexp.MustCompile(`\b(?:Unmount|Umount|Unstage|Unpublish|Detach|Unmap|Format|Resize|Expand|Attach|Login|Mount|Stage|Publish|Map|unmount|umount|unstage|unpublish|detach|unmap|format|resize|expand|attach|login|mount|stage|publish)[A-Z]\w*`)
+	// verbLiterals: a record whose text in lower case holds none of
+	// them matches neither reVerb nor reCamelVerb.
+	verbLiterals = []string{"mount", "stag", "publish", "detach", "map", "mkfs", "format", "resize", "xfs_growfs", "expand", "attach", "login"}
 )
 
 // operation is the storage operation a record is about: a CSI method
@@ -320,6 +323,10 @@ func operation(text, lower, method, source string) Op {
 		return OpIO
 	}
 	if source == "kernel" {
+		return OpNone
+	}
+	if !containsAny(lower, verbLiterals...) {
+		// Neither expression below can match.
 		return OpNone
 	}
 	verb := ""
@@ -482,6 +489,9 @@ var (
 	// idempotent call, not a failure.
 	reNoOp    = regexp.MustCompile(`\b(?:un)?(?:mount|publish|stage)\w* skipped\b|\bskipp(?:ed|ing) (?:un)?(?:mount|publish|stage)|nothing to do|\balready (?:un)?mounted\b|\bnot mounted, skip|\bis not a mountpoint, deleting`)
 	reFailure = regexp.MustCompile(`\bfail(?:ed|s|ure)?\b|wrong fs type|bad superblock|\bdid not find\b|\bdoes not exist\b|\berror\b|\berr=|\bunable to\b|\bcannot\b|\bcan't\b|\bcould not\b|\btimed out\b|\brefused\b|\bdenied\b|\bbusy\b|\bnot found\b|\bexit status [1-9]`)
+	// failureLiterals: each match of reFailure holds one of them (the
+	// expression runs only on a record that does).
+	failureLiterals = []string{"fail", "err", "not ", "wrong fs", "bad super", "unable", "cannot", "can't", "timed out", "refused", "denied", "busy", "exit status"}
 )
 
 // outcome says whether a record reports its operation failing or
@@ -513,7 +523,7 @@ func outcome(r *record) Outcome {
 	if r.ev.Level >= LevelError && !succ && !strings.Contains(text, "GRPC call") && !strings.Contains(text, "GRPC request") {
 		return OutcomeFailed
 	}
-	failWords := reFailure.MatchString(lower)
+	failWords := containsAny(lower, failureLiterals...) && reFailure.MatchString(lower)
 	if !failWords && (r.ev.Level >= LevelError || r.ev.Err.Errno != "") && r.ev.Op == OpIO {
 		return OutcomeFailed
 	}

@@ -45,6 +45,8 @@ var (
 	// file or directory: '/x'").
 	rePyOSError = regexp.MustCompile(`\[Errno \d+\] [^:]+: '(/[^']+)'`)
 	reVolID     = regexp.MustCompile(`"?\b(?:volume_?id|volume_?ID|volumeHandle|VolumeId|VolumeID|VOLUME_ID)"?\s*[:=]\s*\\*"?([^\s"\\,}\]]+)`)
+	// volIDWords: every match of reVolID holds one.
+	volIDWords = []string{"olume_", "olumeid", "olumeI", "olumeHandle", "VOLUME_ID"}
 	// rePathField is a path a record gives in a field of its own ("path:
 	// /x", "target_path=/x", "\"staging_target_path\":\"/x\""), in any
 	// driver's form.
@@ -95,7 +97,7 @@ func keysOf(r *record) Keys {
 		// kubernetes.io/csi/<driver>^<handle>
 		k.Handle = k.Volume[i+1:]
 	}
-	if m := matchIf(reVolID, text, "olume", "VOLUME"); m != nil && k.Handle == "" {
+	if m := matchIf(reVolID, text, volIDWords...); m != nil && k.Handle == "" {
 		k.Handle = m[1]
 	}
 	if m := matchIf(reHandle, text, "vol-", "0001-"); m != nil && k.Handle == "" {

@@ -45,10 +45,10 @@ func (p *Parser) netfsRecord(r *record) bool {
 	ev := &r.ev
 	ev.Op = OpMount
 	ev.Outcome = OutcomeFailed
-	if k.Server == "" && p.recentAge <= maxLookback {
+	if k.Server == "" {
 		// The attempt just before names the share (noteRecent keeps
 		// it).
-		k.Merge(p.recent)
+		k.Merge(p.recentKeys())
 	}
 	ev.Keys = k
 	ev.Msg = strings.TrimSpace(r.msg)

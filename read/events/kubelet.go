@@ -53,6 +53,8 @@ var (
 	// reKubeletPod is the kubelet's text form of a pod before structured
 	// logging: pod "name_namespace" (with "(uid)" after it from 1.5 on).
 	reKubeletPod = regexp.MustCompile(`\bpod \\?"([a-z0-9][-a-z0-9.]*)_([a-z0-9][-a-z0-9]*)(?:\(([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\))?\\?"`)
+	// kubeletPodWords: every match of reKubeletPod holds one.
+	kubeletPodWords = []string{`pod "`, `pod \"`}
 	// reVolumeMount is a container's volumeMount named in a kubelet's
 	// message: volumeMount "data", volumeMount 'data'.
 	reVolumeMount = regexp.MustCompile(`\bvolumeMount ["']([^"']+)["']`)
@@ -100,14 +102,14 @@ func pluginConnection(text, lower string) string {
 // kubeletKeys reads the objects of a kubelet's record from its own keys.
 func kubeletKeys(r *record, k *Keys) {
 	if k.Pod == "" {
-		if m := reKubeletPod.FindStringSubmatch(r.text); m != nil {
+		if m := matchIf(reKubeletPod, r.text, kubeletPodWords...); m != nil {
 			k.Pod = m[2] + "/" + m[1]
 			if k.PodUID == "" {
 				k.PodUID = m[3]
 			}
 		}
 	}
-	if m := reVolumeMount.FindStringSubmatch(r.text); m != nil && k.Volume == "" {
+	if m := matchIf(reVolumeMount, r.text, "volumeMount "); m != nil && k.Volume == "" {
 		k.Volume = m[1]
 	}
 	if m := reUnmountedVolumes.FindStringSubmatch(r.text); m != nil && k.Volume == "" {

@@ -25,12 +25,26 @@ type Parser struct {
 	// then its error without the volume.
 	keys     map[string]Keys
 	lastKeys Keys
-	// recent is what the newest record that named a volume or a device
-	// path named (a command the driver ran, a device it waited for),
-	// recentAge how many records ago: a driver's failed call that names
-	// no object is about the object its records just before named.
-	recent    Keys
-	recentAge int
+	// recents are the newest records that may name a volume or a device
+	// path (a command the driver ran, a device it waited for), newest at
+	// nextRecent-1; seq counts records: a driver's failed call that names
+	// no object is about the object its records just before named. A
+	// record is read for its objects only when such a call needs it
+	// (most are never needed, and reading one costs a dozen regular
+	// expressions).
+	recents    [maxLookback + 1]recentRecord
+	nextRecent int
+	seq        int
+}
+
+// recentRecord is a record kept for its objects, read when first needed.
+type recentRecord struct {
+	raw []byte
+	seq int
+	// read says keys and names are set: names that keys hold a volume,
+	// a device, a path, an IQN or a server.
+	read, names bool
+	keys        Keys
 }
 
 // maxLookback is how many records before a driver's failed call may
@@ -96,7 +110,7 @@ func (p *Parser) Parse(rec []byte) (ev Event, ok bool) {
 		}
 		return ev, ok
 	}
-	p.recentAge++
+	p.seq++
 	if !mayMatter(rec) {
 		p.noteRecent(rec)
 		return Event{}, false
@@ -109,18 +123,40 @@ func (p *Parser) Parse(rec []byte) (ev Event, ok bool) {
 	return r.ev, r.ev.Storage()
 }
 
-// noteRecent keeps the objects of a record that names a volume or a
-// device by path (most records name neither and cost two searches).
+// noteRecent keeps a record that may name a volume or a device by path
+// (most records name neither and cost three searches), to be read by
+// recentKeys if a failure after it needs its objects.
 func (p *Parser) noteRecent(rec []byte) {
 	if !bytes.Contains(rec, []byte("pvc-")) && !bytes.Contains(rec, []byte("/dev/disk/")) && !bytes.Contains(rec, []byte("ounting arguments:")) &&
 		!bytes.Contains(rec, []byte("ttempting to mount")) {
 		return
 	}
-	r := record{text: string(rec)}
-	r.lower = strings.ToLower(r.text)
-	if k := keysOf(&r); k.PV != "" || k.Device != "" || k.IQN != "" || k.Path != "" || k.Server != "" {
-		p.recent, p.recentAge = k, 0
+	s := &p.recents[p.nextRecent]
+	p.nextRecent = (p.nextRecent + 1) % len(p.recents)
+	s.raw = append(s.raw[:0], rec...)
+	s.seq, s.read, s.names, s.keys = p.seq, false, false, Keys{}
+}
+
+// recentKeys returns the objects of the newest record at most maxLookback
+// records before this one that names a volume, a device, a path, an IQN
+// or a server (nothing when none does).
+func (p *Parser) recentKeys() Keys {
+	for n := 1; n <= len(p.recents); n++ {
+		s := &p.recents[(p.nextRecent-n+len(p.recents))%len(p.recents)]
+		if s.seq == 0 || p.seq-s.seq > maxLookback {
+			break
+		}
+		if !s.read {
+			r := record{text: string(s.raw)}
+			r.lower = strings.ToLower(r.text)
+			k := keysOf(&r)
+			s.read, s.names, s.keys = true, k.PV != "" || k.Device != "" || k.IQN != "" || k.Path != "" || k.Server != "", k
+		}
+		if s.names {
+			return s.keys
+		}
 	}
+	return Keys{}
 }
 
 // Incomplete says whether an event is an operation's failure that names

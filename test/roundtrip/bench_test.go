@@ -117,7 +117,7 @@ func BenchmarkAnalyzeLargeBundle(b *testing.B) {
 // largeBundle writes the benchmark bundle once per benchmark run.
 // NODESNAP_BENCH_BUNDLE names a file to keep the bundle in (and reuse
 // when it exists), to profile or to run nodesnap analyze on it by hand.
-func largeBundle(b *testing.B) string {
+func largeBundle(b testing.TB) string {
 	b.Helper()
 	keep := os.Getenv("NODESNAP_BENCH_BUNDLE")
 	if keep != "" {
@@ -402,6 +402,9 @@ func benchShape(w io.Writer) error {
 }
 
 func benchKubeletLog(w io.Writer) error {
+	if n := benchKubeletLines(); n > 0 {
+		return benchKubeletJournal(w, n)
+	}
 	for i := 0; i < benchLogLines; i++ {
 		var err error
 		if i%10000 == 5 {

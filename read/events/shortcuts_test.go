@@ -1,0 +1,76 @@
+package events
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The words the parser looks for before running an expression are words
+// no match of the expression is without: these checks hold that each
+// shortcut changes no event, on the parse tests' records, the corpus's
+// lines and any bytes.
+func checkShortcuts(t *testing.T, text string) {
+	t.Helper()
+	lower := strings.ToLower(text)
+	if reFailure.MatchString(lower) && !containsAny(lower, failureLiterals...) {
+		t.Errorf("reFailure matches %q, failureLiterals miss it", lower)
+	}
+	if (reVerb.MatchString(lower) || reCamelVerb.MatchString(text)) && !containsAny(lower, verbLiterals...) {
+		t.Errorf("a verb expression matches %q, verbLiterals miss it", text)
+	}
+	if reVolID.MatchString(text) && !containsAny(text, volIDWords...) {
+		t.Errorf("reVolID matches %q, volIDWords miss it", text)
+	}
+	if reKubeletPod.MatchString(text) && !containsAny(text, kubeletPodWords...) {
+		t.Errorf("reKubeletPod matches %q without its words", text)
+	}
+	if reVolumeMount.MatchString(text) && !strings.Contains(text, "volumeMount ") {
+		t.Errorf("reVolumeMount matches %q without its word", text)
+	}
+}
+
+var shortcutEdges = []string{
+	"Failed", "FAILS.", "failure:", "err=x", "Exit status 3", "CANNOT", "can't", "did not find", "does not exist", "Timed Out", "not found", "wrong fs type", "bad superblock",
+	"MountDevice", "formatAndMount", "StagingTargetPath", "unstaging", "NodeUnpublishVolume", "xfs_growfs", "mkfs.ext4", "resize2fs", "Login", "Unmap", "Detach", "mAp",
+	`volume_id: "x"`, `"volumeID":"x"`, `VOLUME_ID=x`, `volumeHandle=x`, `VolumeId=x`, `volumeid=x`, `volume_ID=x`,
+	`pod "web_default(0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d)"`, `pod \"web_default\"`, `volumeMount "data"`, `volumeMount 'data'`,
+}
+
+func TestShortcuts(t *testing.T) {
+	n := 0
+	for _, s := range shortcutEdges {
+		n++
+		checkShortcuts(t, s)
+	}
+	files, _ := filepath.Glob(filepath.Join("..", "..", "test", "corpus", "*", "*.txt"))
+	if len(files) == 0 {
+		t.Fatal("no corpus files under test/corpus")
+	}
+	for _, p := range files {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			n++
+			checkShortcuts(t, sc.Text())
+		}
+		_ = f.Close()
+	}
+	t.Logf("%d lines", n)
+}
+
+// FuzzShortcuts: the shortcuts hold on any bytes.
+func FuzzShortcuts(f *testing.F) {
+	for _, s := range shortcutEdges {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		checkShortcuts(t, text)
+	})
+}

@@ -1,0 +1,101 @@
+package signatures
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// Extract runs some expressions only on lines holding what they cannot
+// match without, and two from where their first match can start: these
+// checks hold that each shortcut changes no result, on the catalogue's
+// examples, the corpus's lines and lines made to sit on the edges.
+func checkExtractShortcuts(t *testing.T, line []byte) {
+	t.Helper()
+	if rePodFormat.Match(line) && !parenUID(line) {
+		t.Errorf("rePodFormat matches %q, parenUID says it cannot", line)
+	}
+	if reUniqueName.Match(line) && !hasNameColon(line) {
+		t.Errorf("reUniqueName matches %q, hasNameColon says it cannot", line)
+	}
+	if reServer.Match(line) && !bytes.Contains(line, []byte("erver")) && !bytes.Contains(line, []byte("libceph: ")) {
+		t.Errorf("reServer matches %q without its words", line)
+	}
+	if reTask.Match(line) && !bytes.Contains(line, []byte(" blocked")) {
+		t.Errorf("reTask matches %q without its word", line)
+	}
+	if got, want := podUIDSubmatch(line), rePodUID.FindSubmatch(line); !reflect.DeepEqual(got, want) {
+		t.Errorf("podUIDSubmatch(%q) = %q, rePodUID finds %q", line, got, want)
+	}
+	if got, want := podNameSubmatch(line), rePodName.FindSubmatch(line); !reflect.DeepEqual(got, want) {
+		t.Errorf("podNameSubmatch(%q) = %q, rePodName finds %q", line, got, want)
+	}
+}
+
+// shortcutEdges are lines on the shortcuts' edges: UIDs in every case
+// and place, words before them in every form, UIDs that overlap.
+var shortcutEdges = []string{
+	`orphaned pod "0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d" found`,
+	`ORPHANED POD 0F6A0C38-4A8B-4C57-9D2A-6E0C5A1B2C3D`,
+	`podUID=0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d`,
+	`pod_uid: \"0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d\"`,
+	`(UID: "0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d")`,
+	`podName:0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d nodeName:`,
+	`volume 1f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d of pod 0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d`,
+	`aaaaaaaa-bbbb-cccc-dddd-eeeeffffffff-aaaa-bbbb-cccc-dddddddddddd pod=aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee`,
+	`pod 0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3`,
+	`(UniqueName: "kubernetes.io/projected/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d-kube-api-access") pod "web-0" (UID: "1f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d")`,
+	`-------- pod ====  "  0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d`,
+	`Pod "web-0_default(0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d)" is terminated`,
+	`(0f6a0c38- ( (0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d`,
+	`pod="default/web-0"`, `xpod="default/web-0" pod=ns/name`, `apod: ns/n`, `pod\\\"=\"ns/a\"`, `pod`, `po`,
+	`UNIQUENAME: "kubernetes.io/csi/x^y"`, `(UniqueName: \"kubernetes.io/csi/x^y\")`, `volumeName:kubernetes.io/csi/a^b`, `uniquename:`,
+	`nfs: server 10.0.0.1 not responding`, `libceph: mon0 10.0.0.1:6789 session lost`, `Server=nfs.example.com`,
+	`INFO: task kworker/1:2:123 blocked for more than 120 seconds`,
+}
+
+func TestExtractShortcuts(t *testing.T) {
+	n := 0
+	check := func(line []byte) {
+		n++
+		checkExtractShortcuts(t, line)
+	}
+	for _, s := range shortcutEdges {
+		check([]byte(s))
+	}
+	for _, c := range Classes {
+		if c.Example != "" {
+			check([]byte(c.Example))
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join("..", "test", "corpus", "*", "*.txt"))
+	if len(files) == 0 {
+		t.Fatal("no corpus files under ../test/corpus")
+	}
+	for _, p := range files {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			check(sc.Bytes())
+		}
+		_ = f.Close()
+	}
+	t.Logf("%d lines", n)
+}
+
+// FuzzExtractShortcuts: the shortcuts hold on any bytes.
+func FuzzExtractShortcuts(f *testing.F) {
+	for _, s := range shortcutEdges {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		checkExtractShortcuts(t, line)
+	})
+}
