@@ -55,7 +55,7 @@ import (
 // storage drivers' threads (6 cases): 4 of 5 named before any change, 5
 // of 5 after; the corpus 99.0 % (290 of 293, none of 123 benign warned).
 // A fresh holdout of 33 kernel, storage daemon and
-// runtime cases (2026-12-08): 16 of 25 named and 1 of 8 benign warned
+// runtime cases (2026-12-07): 16 of 25 named and 1 of 8 benign warned
 // before; read by structure after (a file system's and a network file
 // system client's kernel records, an unmount's ENOENT): 22 of 25, 0 of
 // 8, and the corpus 98.1 % (307 of 313, none of 131 benign warned). The
