@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -165,24 +166,37 @@ func (p *Pool) DoTimeout(ctx context.Context, timeout time.Duration, op string, 
 		return fmt.Errorf("sending %s to a worker: %w", op, err)
 	}
 	var a reply
-	select {
-	case a = <-c.ch:
-	case <-timer.C:
-		tid, answered := p.abandon(w, id)
-		if answered {
-			a = <-c.ch
-			break
+	waited, slow := timeout, 0
+wait:
+	for {
+		select {
+		case a = <-c.ch:
+		case <-timer.C:
+			if slow < maxSlowExtensions && p.running(w, id) {
+				// On CPU or waiting for one, not for a file system or
+				// a device: a loaded node is slow, not hung.
+				slow++
+				waited += timeout
+				timer.Reset(timeout)
+				continue wait
+			}
+			tid, answered := p.abandon(w, id)
+			if answered {
+				a = <-c.ch
+				break
+			}
+			return &HungError{Op: op, Timeout: waited, Evidence: itemEvidence(w.child.PID(), tid)}
+		case <-ctx.Done():
+			// The caller gave up (its own deadline, or an interrupted run):
+			// the item did not hang and is not recorded as if it had. Its
+			// thread runs on in the worker, which keeps serving.
+			if _, answered := p.abandon(w, id); answered {
+				a = <-c.ch
+				break
+			}
+			return fmt.Errorf("%s abandoned: %w", op, ctx.Err())
 		}
-		return &HungError{Op: op, Timeout: timeout, Evidence: itemEvidence(w.child.PID(), tid)}
-	case <-ctx.Done():
-		// The caller gave up (its own deadline, or an interrupted run):
-		// the item did not hang and is not recorded as if it had. Its
-		// thread runs on in the worker, which keeps serving.
-		if _, answered := p.abandon(w, id); answered {
-			a = <-c.ch
-			break
-		}
-		return fmt.Errorf("%s abandoned: %w", op, ctx.Err())
+		break
 	}
 	if a.err != nil {
 		return fmt.Errorf("the worker running %s: %w", op, a.err)
@@ -200,6 +214,30 @@ func (p *Pool) DoTimeout(ctx context.Context, timeout time.Duration, op string, 
 
 // itemEvidence is where the thread serving an item is blocked; every
 // thread of the worker when it has not said which one serves it.
+// maxSlowExtensions is how many more deadlines an item gets while the
+// thread serving it is running or runnable when its deadline passes: up to
+// three deadlines in all. A thread stuck in a file system or a device
+// sleeps (D, or S in an interruptible wait) and gets none.
+const maxSlowExtensions = 2
+
+// running says whether the thread serving a call (the worker's main
+// thread until the worker says which) is in state R: on a CPU or waiting
+// for one. Read from our own child's /proc with a deadline.
+func (p *Pool) running(w *worker, id uint64) bool {
+	p.mu.Lock()
+	c := w.calls[id]
+	tid := 0
+	if c != nil {
+		tid = c.tid
+	}
+	p.mu.Unlock()
+	pid := w.child.PID()
+	if tid <= 0 {
+		tid = pid
+	}
+	return taskState(readProcBounded(filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(tid), "stat"))) == "R"
+}
+
 func itemEvidence(pid, tid int) *layout.HangEvidence {
 	var h *layout.HangEvidence
 	if tid > 0 {

@@ -77,7 +77,9 @@ func TestRunStatuses(t *testing.T) {
 	}, 64<<10)
 	dir := t.TempDir()
 	o := s.options(dir)
-	o.NodeTimeout = 500 * time.Millisecond
+	// The slow node never finishes; the others must not miss this on a
+	// loaded machine (500 ms did, at load 10-20).
+	o.NodeTimeout = 3 * time.Second
 	var progress []NodeResult
 	o.Progress = func(n NodeResult) { progress = append(progress, n) }
 	o.MaxParallel = 1 // Progress is then called from one goroutine at a time
@@ -93,7 +95,7 @@ func TestRunStatuses(t *testing.T) {
 		"part":  {StatusPartial, "journal: timed out"},
 		"full":  {StatusUnschedulable, "OutOfcpu"},
 		"noimg": {StatusImagePull, "ImagePullBackOff"},
-		"slow":  {StatusTimeout, "per-node deadline (--node-timeout 500ms) passed while collecting"},
+		"slow":  {StatusTimeout, "per-node deadline (--node-timeout 3s) passed while collecting"},
 		"dead":  {StatusNotReady, "NotReady (Ready=Unknown"},
 		"crash": {StatusFailed, "output directory /output is full"},
 	}
