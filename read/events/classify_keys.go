@@ -120,7 +120,7 @@ func keysOf(r *record) Keys {
 		k.IQN = strings.TrimRight(m[1], ".:,")
 	}
 	if k.Handle == "" {
-		if m := matchIf(reVolUUID, text, "volume"); m != nil {
+		if m := volUUIDSubmatch(text); m != nil {
 			k.Handle = m[1]
 		}
 	}
@@ -151,7 +151,7 @@ func keysOf(r *record) Keys {
 		}
 	}
 	if k.Device == "" {
-		if m := reDevKey.FindStringSubmatch(text); m != nil {
+		if m := devKeySubmatch(text); m != nil {
 			k.Device = "/dev/" + m[1]
 		}
 	}
