@@ -204,6 +204,12 @@ func podUnderKey(text string) string {
 	if !strings.Contains(text, "pod") && !strings.Contains(text, "Pod") && !strings.Contains(text, "POD") {
 		return ""
 	}
+	if m, ok := podKeySubmatchIndex(text); ok {
+		if m == nil || m[3] < len(text) && (text[m[3]] == ':' || text[m[3]] == '=') {
+			return ""
+		}
+		return strings.ToLower(text[m[2]:m[3]])
+	}
 	low := strings.ToLower(text)
 	m := rePodKey.FindStringSubmatchIndex(low)
 	if m == nil {

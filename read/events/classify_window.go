@@ -70,3 +70,51 @@ func sepAt(text string, j int, quote bool, seps string) bool {
 func isWordByte(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_'
 }
+
+// podKeySubmatchIndex is rePodKey's first match in text, as
+// FindStringSubmatchIndex gives it, for a record all ASCII (ok false
+// otherwise: Unicode lowering may move bytes, and the caller reads the
+// lowered copy whole). A match starts at "mount" or "pod" in any case
+// after a word boundary, then `[-_]?pod` or `[-_]?name`, then
+// `["']?\s*[:=]`. On ASCII, rePodKey's (?i) matches the record where it
+// matches its lowered copy, at the same bytes.
+func podKeySubmatchIndex(text string) (m []int, ok bool) {
+	for i := 0; i < len(text); i++ {
+		if text[i] >= 0x80 {
+			return nil, false
+		}
+	}
+	word := func(i int, w string) bool { return i+len(w) <= len(text) && strings.EqualFold(text[i:i+len(w)], w) }
+	dash := func(i int) int {
+		if i < len(text) && (text[i] == '-' || text[i] == '_') {
+			return i + 1
+		}
+		return i
+	}
+	for i := 0; i+3 <= len(text); i++ {
+		if c := text[i] | 0x20; c != 'm' && c != 'p' || !boundaryBefore(text, i) {
+			continue
+		}
+		end := -1
+		if word(i, "mount") {
+			if j := dash(i + 5); word(j, "pod") {
+				end = j + 3
+			}
+		} else if word(i, "pod") {
+			if j := dash(i + 3); word(j, "name") {
+				end = j + 4
+			}
+		}
+		if end >= 0 && sepAt(text, end, true, ":=") {
+			from := max(i-1, 0)
+			m := rePodKey.FindStringSubmatchIndex(text[from:])
+			for k := range m {
+				if m[k] >= 0 {
+					m[k] += from
+				}
+			}
+			return m, true
+		}
+	}
+	return nil, true
+}

@@ -34,6 +34,11 @@ func checkShortcuts(t *testing.T, text string) {
 	if got, want := devKeySubmatch(text), reDevKey.FindStringSubmatch(text); !reflect.DeepEqual(got, want) {
 		t.Errorf("devKeySubmatch(%q) = %q, reDevKey finds %q", text, got, want)
 	}
+	if m, ok := podKeySubmatchIndex(text); ok {
+		if want := rePodKey.FindStringSubmatchIndex(strings.ToLower(text)); !reflect.DeepEqual(m, want) {
+			t.Errorf("podKeySubmatchIndex(%q) = %v, rePodKey on its lowered copy finds %v", text, m, want)
+		}
+	}
 	if reVolumeMount.MatchString(text) && !strings.Contains(text, "volumeMount ") {
 		t.Errorf("reVolumeMount matches %q without its word", text)
 	}
@@ -45,6 +50,7 @@ var shortcutEdges = []string{
 	`volume_id: "x"`, `"volumeID":"x"`, `VOLUME_ID=x`, `volumeHandle=x`, `VolumeId=x`, `volumeid=x`, `volume_ID=x`,
 	`volume=0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d`, `xvolume=0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d volume = \"1f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d"`, `volume "x" volume=`, `volume`,
 	`MountDevice device=sdb`, `DEVICE: "nvme0n1p1"`, `dev='rbd0'`, `disk = vdb2 dev=sdc`, `_dev=sda dev:xvdf`, `dev"=sdz`, `DiSK:dm-3`, `diſk=sda`, `dis` + "\u212a" + `=sda`, `device:`, `d`,
+	`mountPod=juicefs-x`, `MOUNT_POD: "a"`, `mount-pod = b`, `podName=c pod_name: d`, `xpodname=e podname='f'`, `POD-NAME:G`, `mountpod`, `pod name=h`, `podname:`, `pod_name="i:"`, `Mountpod=İx`,
 	`pod "web_default(0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d)"`, `pod \"web_default\"`, `volumeMount "data"`, `volumeMount 'data'`,
 }
 
