@@ -30,6 +30,12 @@ func checkExtractShortcuts(t *testing.T, line []byte) {
 	if got, want := podUIDSubmatch(line), rePodUID.FindSubmatch(line); !reflect.DeepEqual(got, want) {
 		t.Errorf("podUIDSubmatch(%q) = %q, rePodUID finds %q", line, got, want)
 	}
+	if got, want := volumeSubmatch(line), reVolume.FindSubmatch(line); !reflect.DeepEqual(got, want) {
+		t.Errorf("volumeSubmatch(%q) = %q, reVolume finds %q", line, got, want)
+	}
+	if got, want := pathSubmatch(line), rePath.FindSubmatch(line); !reflect.DeepEqual(got, want) {
+		t.Errorf("pathSubmatch(%q) = %q, rePath finds %q", line, got, want)
+	}
 	if got, want := podNameSubmatch(line), rePodName.FindSubmatch(line); !reflect.DeepEqual(got, want) {
 		t.Errorf("podNameSubmatch(%q) = %q, rePodName finds %q", line, got, want)
 	}
@@ -54,6 +60,12 @@ var shortcutEdges = []string{
 	`pod="default/web-0"`, `xpod="default/web-0" pod=ns/name`, `apod: ns/n`, `pod\\\"=\"ns/a\"`, `pod`, `po`,
 	`UNIQUENAME: "kubernetes.io/csi/x^y"`, `(UniqueName: \"kubernetes.io/csi/x^y\")`, `volumeName:kubernetes.io/csi/a^b`, `uniquename:`,
 	`nfs: server 10.0.0.1 not responding`, `libceph: mon0 10.0.0.1:6789 session lost`, `Server=nfs.example.com`,
+	`VOLUME_ID=x`, `vOlUmE pvc-1`, `REQ-ID: 0001`, `ſpec.name=x`, `Spec.Name: x`, `for volume: 268e7aa8-1`, `Volume ID vol-1`, `volum`,
+	`xvolume pvc-1 volume pvc-2`, `for volume "a"`, `afor volume "a"`, `for  volume "a"`, `x ſpec.Name: a`, `ſPEC.NAME=b`, `aspec.name=c`, `volume_name=`, `volume`, `req-id`, `for vol`,
+	`pod=\"ns/a\"`, `podName:x pod = ns/b`, `pod\\\ " : ns/c`, `_pod=ns/d pod=ns/e`, `pod"=ns/f`, `pod""=ns/g pod:ns/h`, `pod=`, `pod`,
+	`/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes POD:0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d`, `PODNAME:"0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d"`, `podx 0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d`,
+	`/var/lib/kubelet/pods/x`, `x/var/lib/y /run/z`, `//var/a/b`, `./mnt/a /mnt/b`, `/data/`, `/data/x`, `a:/opt/x/y`, `/var//x /home/u/v`,
+	`/srv/"x" /var/log/pods/a`, `~/home/a /home/b`, `/var/`, `/`, `/run`, `-/run/a_/run/b /run/c.`,
 	`INFO: task kworker/1:2:123 blocked for more than 120 seconds`,
 }
 

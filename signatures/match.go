@@ -320,13 +320,13 @@ func Extract(line []byte) Objects {
 	}
 	if m := matchIf(hasNameColon(line), reUniqueName, line); m != nil {
 		o.Volume = first(m)
-	} else if m := reVolume.FindSubmatch(line); m != nil {
+	} else if m := volumeSubmatch(line); m != nil {
 		o.Volume = first(m)
 	}
 	if m := reDevice.FindSubmatch(line); m != nil {
 		o.Device = string(m[1])
 	}
-	if m := rePath.FindSubmatch(line); m != nil {
+	if m := pathSubmatch(line); m != nil {
 		o.Path = strings.TrimRight(string(m[1]), ".")
 	}
 	if m := matchIf(bytes.Contains(line, []byte("erver")) || bytes.Contains(line, []byte("libceph: ")), reServer, line); m != nil {
@@ -384,9 +384,14 @@ func podUIDSubmatch(line []byte) [][]byte {
 		for lo > 0 && strings.IndexByte("\t\n\f\r \"\\:=", line[lo-1]) >= 0 {
 			lo--
 		}
+		// Every word ends in "d" ("pod", "uid", "(UID" before its ':')
+		// or "e" ("podName" before its ':'), in any case, right before
+		// the separators.
 		// The longest word, "orphaned pod", is 12 bytes.
-		if m := rePodUID.FindSubmatch(line[max(lo-12, 0) : u+36]); m != nil {
-			return m
+		if lo > 0 && (lower(line[lo-1]) == 'd' || lower(line[lo-1]) == 'e') {
+			if m := rePodUID.FindSubmatch(line[max(lo-12, 0) : u+36]); m != nil {
+				return m
+			}
 		}
 		from = u + 1
 	}
@@ -410,14 +415,119 @@ func firstUID(line []byte) int {
 	return -1
 }
 
+// volumeSubmatch is reVolume's first match, read from the byte before
+// where its first match can start. Every match starts at one of its
+// words (case folded as (?i) folds: none of these letters has a fold
+// outside ASCII but the 's' of "spec.Name", which may be the two-byte
+// 'ſ'): at "volume", four bytes before it ("for volume"), at "req-id",
+// or up to two bytes before "pec.name". So no match starts before the
+// least of those; the byte before it is kept for the \b of the
+// unquoted form, and no match can start at that byte itself (it is
+// before every word), so the expression finds the same submatches.
+func volumeSubmatch(line []byte) [][]byte {
+	from := len(line)
+	if i := indexFold(line, "volume"); i >= 0 {
+		from = i - 4
+	}
+	if i := indexFold(line, "req-id"); i >= 0 && i < from {
+		from = i
+	}
+	if i := indexFold(line, "pec.name"); i >= 0 && i-2 < from {
+		from = i - 2
+	}
+	if from == len(line) {
+		return nil
+	}
+	return reVolume.FindSubmatch(line[max(from-1, 0):])
+}
+
+// indexFold is where w (lower case ASCII) first is in s in any ASCII
+// case (-1: nowhere).
+func indexFold(s []byte, w string) int {
+	for i := 0; i+len(w) <= len(s); i++ {
+		j := bytes.IndexAny(s[i:len(s)-len(w)+1], w[:1]+strings.ToUpper(w[:1]))
+		if j < 0 {
+			return -1
+		}
+		i += j
+		k := 1
+		for k < len(w) && lower(s[i+k]) == w[k] {
+			k++
+		}
+		if k == len(w) {
+			return i
+		}
+	}
+	return -1
+}
+
+// pathRoots are the roots rePath's path starts under, with the '/'
+// each is followed by: every match's path starts with '/' and one.
+var pathRoots = []string{"var/", "run/", "mnt/", "data/", "opt/", "home/", "srv/"}
+
+// pathSubmatch is rePath's first match, read from the byte before the
+// line's first '/' followed by one of pathRoots. Every match's path
+// starts at such a '/' and the match at most one byte before it, so no
+// match starts earlier; the expression run from there finds the same
+// submatches (its ^ at the new start cannot begin a path: the byte
+// after it is the '/', not a root's letter).
+func pathSubmatch(line []byte) [][]byte {
+	for i := 0; ; i++ {
+		j := bytes.IndexByte(line[i:], '/')
+		if j < 0 {
+			return nil
+		}
+		i += j
+		for _, r := range pathRoots {
+			if bytes.HasPrefix(line[i+1:], []byte(r)) {
+				return rePath.FindSubmatch(line[max(i-1, 0):])
+			}
+		}
+	}
+}
+
 // podNameSubmatch is rePodName's first match, read from the byte before
 // the line's first "pod" (its \b looks at that byte).
 func podNameSubmatch(line []byte) [][]byte {
-	i := bytes.Index(line, []byte("pod"))
-	if i < 0 {
-		return nil
+	for from := 0; ; {
+		i := bytes.Index(line[from:], []byte("pod"))
+		if i < 0 {
+			return nil
+		}
+		i += from
+		if podNameAt(line, i) {
+			return rePodName.FindSubmatch(line[max(i-1, 0):])
+		}
+		from = i + 1
 	}
-	return rePodName.FindSubmatch(line[max(i-1, 0):])
+}
+
+// podNameAt tells whether rePodName's words can start at line[i:], a
+// "pod": a word boundary before it, then what `\\*"?\s*[=:]` takes
+// (backslashes, a quote or none, white space, '=' or ':'), read byte
+// by byte (each part's bytes are none of the next part's, so there is
+// one way to read it). A match starts only where this holds, so the
+// first such "pod" is where the first match can start.
+func podNameAt(line []byte, i int) bool {
+	if i > 0 && isWordByte(line[i-1]) {
+		return false
+	}
+	j := i + len("pod")
+	for j < len(line) && line[j] == '\\' {
+		j++
+	}
+	if j < len(line) && line[j] == '"' {
+		j++
+	}
+	for j < len(line) && strings.IndexByte("\t\n\f\r ", line[j]) >= 0 {
+		j++
+	}
+	return j < len(line) && (line[j] == '=' || line[j] == ':')
+}
+
+// isWordByte is \w's byte: an ASCII letter, digit or '_'.
+func isWordByte(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_'
 }
 
 // parenUID tells a line with '(' before a UID's first eight hex digits

@@ -120,7 +120,7 @@ func keysOf(r *record) Keys {
 		k.IQN = strings.TrimRight(m[1], ".:,")
 	}
 	if k.Handle == "" {
-		if m := matchIf(reVolUUID, text, "volume"); m != nil {
+		if m := volUUIDSubmatch(text); m != nil {
 			k.Handle = m[1]
 		}
 	}
@@ -151,7 +151,7 @@ func keysOf(r *record) Keys {
 		}
 	}
 	if k.Device == "" {
-		if m := reDevKey.FindStringSubmatch(text); m != nil {
+		if m := devKeySubmatch(text); m != nil {
 			k.Device = "/dev/" + m[1]
 		}
 	}
@@ -203,6 +203,12 @@ func plausibleServer(s string) bool {
 func podUnderKey(text string) string {
 	if !strings.Contains(text, "pod") && !strings.Contains(text, "Pod") && !strings.Contains(text, "POD") {
 		return ""
+	}
+	if m, ok := podKeySubmatchIndex(text); ok {
+		if m == nil || m[3] < len(text) && (text[m[3]] == ':' || text[m[3]] == '=') {
+			return ""
+		}
+		return strings.ToLower(text[m[2]:m[3]])
 	}
 	low := strings.ToLower(text)
 	m := rePodKey.FindStringSubmatchIndex(low)

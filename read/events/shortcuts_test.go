@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -27,6 +28,17 @@ func checkShortcuts(t *testing.T, text string) {
 	if reKubeletPod.MatchString(text) && !containsAny(text, kubeletPodWords...) {
 		t.Errorf("reKubeletPod matches %q without its words", text)
 	}
+	if got, want := volUUIDSubmatch(text), reVolUUID.FindStringSubmatch(text); !reflect.DeepEqual(got, want) {
+		t.Errorf("volUUIDSubmatch(%q) = %q, reVolUUID finds %q", text, got, want)
+	}
+	if got, want := devKeySubmatch(text), reDevKey.FindStringSubmatch(text); !reflect.DeepEqual(got, want) {
+		t.Errorf("devKeySubmatch(%q) = %q, reDevKey finds %q", text, got, want)
+	}
+	if m, ok := podKeySubmatchIndex(text); ok {
+		if want := rePodKey.FindStringSubmatchIndex(strings.ToLower(text)); !reflect.DeepEqual(m, want) {
+			t.Errorf("podKeySubmatchIndex(%q) = %v, rePodKey on its lowered copy finds %v", text, m, want)
+		}
+	}
 	if reVolumeMount.MatchString(text) && !strings.Contains(text, "volumeMount ") {
 		t.Errorf("reVolumeMount matches %q without its word", text)
 	}
@@ -36,6 +48,9 @@ var shortcutEdges = []string{
 	"Failed", "FAILS.", "failure:", "err=x", "Exit status 3", "CANNOT", "can't", "did not find", "does not exist", "Timed Out", "not found", "wrong fs type", "bad superblock",
 	"MountDevice", "formatAndMount", "StagingTargetPath", "unstaging", "NodeUnpublishVolume", "xfs_growfs", "mkfs.ext4", "resize2fs", "Login", "Unmap", "Detach", "mAp",
 	`volume_id: "x"`, `"volumeID":"x"`, `VOLUME_ID=x`, `volumeHandle=x`, `VolumeId=x`, `volumeid=x`, `volume_ID=x`,
+	`volume=0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d`, `xvolume=0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d volume = \"1f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d"`, `volume "x" volume=`, `volume`,
+	`MountDevice device=sdb`, `DEVICE: "nvme0n1p1"`, `dev='rbd0'`, `disk = vdb2 dev=sdc`, `_dev=sda dev:xvdf`, `dev"=sdz`, `DiSK:dm-3`, `diſk=sda`, `dis` + "\u212a" + `=sda`, `device:`, `d`,
+	`mountPod=juicefs-x`, `MOUNT_POD: "a"`, `mount-pod = b`, `podName=c pod_name: d`, `xpodname=e podname='f'`, `POD-NAME:G`, `mountpod`, `pod name=h`, `podname:`, `pod_name="i:"`, `Mountpod=İx`,
 	`pod "web_default(0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d)"`, `pod \"web_default\"`, `volumeMount "data"`, `volumeMount 'data'`,
 }
 
