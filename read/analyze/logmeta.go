@@ -90,7 +90,7 @@ func parseLogMeta(b []byte, ref time.Time) logMeta {
 			m.Host, m.Ident = string(host), string(id)
 		}
 	}
-	if k := reKlog.FindSubmatch(rest); k != nil {
+	if k := klogSubmatch(rest); k != nil {
 		m.KlogPID, _ = strconv.Atoi(string(k[4]))
 		if m.Time.IsZero() {
 			mon, _ := strconv.Atoi(string(k[1]))
@@ -100,8 +100,48 @@ func parseLogMeta(b []byte, ref time.Time) logMeta {
 			}
 		}
 	}
-	if n := reNodeNamed.FindSubmatch(rest); n != nil {
+	if n := nodeNamedSubmatch(rest); n != nil {
 		m.Node = string(n[1])
 	}
 	return m
+}
+
+// klogSubmatch is reKlog.FindSubmatch(b), run only from where a match can
+// start: a match needs a level letter and four digits and a space, at the
+// start or after a blank; the expression runs from the blank before the
+// first such place (no match can start earlier, and the blank cannot start
+// one itself), and not at all when there is none.
+func klogSubmatch(b []byte) [][]byte {
+	for i := 0; i+6 <= len(b); i++ {
+		switch b[i] {
+		case 'I', 'W', 'E', 'F':
+		default:
+			continue
+		}
+		if i > 0 && !isRESpace(b[i-1]) || !events.IsDigits(b[i+1:i+5]) || b[i+5] != ' ' {
+			continue
+		}
+		return reKlog.FindSubmatch(b[max(i-1, 0):])
+	}
+	return nil
+}
+
+// isRESpace is a byte of the expressions' \s class.
+func isRESpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
+}
+
+// nodeNamedWords are the literals one of which every match of reNodeNamed
+// holds.
+var nodeNamedWords = [][]byte{[]byte("on node "), []byte("node="), []byte("nodeName"), []byte("NodeId:")}
+
+// nodeNamedSubmatch is reNodeNamed.FindSubmatch(b), skipped when b holds
+// none of the words a match must hold.
+func nodeNamedSubmatch(b []byte) [][]byte {
+	for _, w := range nodeNamedWords {
+		if bytes.Contains(b, w) {
+			return reNodeNamed.FindSubmatch(b)
+		}
+	}
+	return nil
 }
