@@ -557,7 +557,7 @@ func TestDirShapeHugeDirChildrenCountedNotEntered(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for i := 0; i < n; i++ {
-			os.Remove(filepath.Join(big, testkit.SubdirName(i), "f"))
+			_ = os.Remove(filepath.Join(big, testkit.SubdirName(i), "f"))
 		}
 	})
 

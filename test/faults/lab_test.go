@@ -113,7 +113,7 @@ func TestBenchLab(t *testing.T) {
 	state("image", frozenImg)
 	frozenFS := testkit.LoopExt4(t, 32, testkit.LoopImageDir(frozenImg))
 	state("mount", frozenFS.Mountpoint)
-	os.WriteFile(filepath.Join(frozenFS.Mountpoint, "data.db"), []byte("rows\n"), 0o600)
+	_ = os.WriteFile(filepath.Join(frozenFS.Mountpoint, "data.db"), []byte("rows\n"), 0o600)
 	frozen := filepath.Join(csi, "pvc-frozen/mount")
 	if err := os.MkdirAll(frozen, 0o750); err != nil {
 		t.Fatal(err)
@@ -150,8 +150,8 @@ func TestBenchLab(t *testing.T) {
 	if err := stuck.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { stuck.Wait(); close(exited) }()
-	t.Cleanup(func() { syscall.Kill(stuck.Process.Pid, syscall.SIGKILL) })
+	go func() { _ = stuck.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = syscall.Kill(stuck.Process.Pid, syscall.SIGKILL) })
 	f.WaitBlocked(1, 10*time.Second)
 
 	// The kubelet's HTTPS endpoint and its log.
@@ -232,8 +232,8 @@ func TestBenchLab(t *testing.T) {
 			"rounds": len(s.r), "entries": entries, "namespaces": nss, "lines": lines}
 		if p := os.Getenv("RESULTS_JSONL"); p != "" {
 			if f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-				json.NewEncoder(f).Encode(res)
-				f.Close()
+				_ = json.NewEncoder(f).Encode(res)
+				_ = f.Close()
 			}
 		}
 	}
@@ -254,7 +254,7 @@ func TestBenchLab(t *testing.T) {
 	// undo.
 	t.Cleanup(func() {
 		if p := os.Getenv("LAB_STATE"); p != "" && !t.Failed() {
-			os.Remove(p)
+			_ = os.Remove(p)
 		}
 	})
 }
@@ -283,7 +283,7 @@ func labRuns(t *testing.T, bins []string, args []string, out string, rounds int,
 			t.Logf("%s round %d, %s: %s (CPU %s) %s", kind, i+1, filepath.Base(filepath.Dir(bin))+"/"+filepath.Base(bin), r.wall.Round(time.Millisecond), r.cpu.Round(time.Millisecond), r.statuses)
 			if i < rounds-1 || b < len(bins)-1 {
 				// Keep the last bundle for the checks.
-				os.Remove(r.bundle)
+				_ = os.Remove(r.bundle)
 			}
 			runs[b] = append(runs[b], r)
 		}
@@ -295,7 +295,7 @@ func labRuns(t *testing.T, bins []string, args []string, out string, rounds int,
 func labRun1(t *testing.T, bin string, args []string, out string, cold bool) labRun {
 	t.Helper()
 	for _, e := range mustReadDir(out) {
-		os.Remove(filepath.Join(out, e))
+		_ = os.Remove(filepath.Join(out, e))
 	}
 	if cold {
 		dropCaches(t)
@@ -394,11 +394,11 @@ func freeze(t *testing.T, mp string) {
 		t.Fatal(err)
 	}
 	if err := unix.IoctlSetInt(fd, fiFreeze, 0); err != nil {
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		t.Fatalf("FIFREEZE %s: %v", mp, err)
 	}
 	t.Cleanup(func() {
-		defer unix.Close(fd)
+		defer func() { _ = unix.Close(fd) }()
 		if err := unix.IoctlSetInt(fd, fiThaw, 0); err != nil {
 			t.Errorf("FITHAW %s: %v (thaw it with fsfreeze -u)", mp, err)
 		}
@@ -427,8 +427,8 @@ func labNamespaces(t *testing.T, n int) {
 	var holders []*exec.Cmd
 	t.Cleanup(func() {
 		for _, c := range holders {
-			syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-			c.Wait()
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+			_ = c.Wait()
 		}
 	})
 	for i := 0; i < n; i++ {
@@ -453,8 +453,8 @@ func labState(t *testing.T) func(what, path string) {
 		if err != nil {
 			t.Fatalf("LAB_STATE: %v", err)
 		}
-		fmt.Fprintf(f, "%s %s\n", what, path)
-		f.Close()
+		_, _ = fmt.Fprintf(f, "%s %s\n", what, path)
+		_ = f.Close()
 	}
 }
 
@@ -532,6 +532,6 @@ func labUnmount(t *testing.T, mp string) {
 	}
 	if err != nil && !errors.Is(err, unix.EINVAL) {
 		t.Logf("unmount %s: %v; detaching it lazily", mp, err)
-		unix.Unmount(mp, unix.MNT_DETACH)
+		_ = unix.Unmount(mp, unix.MNT_DETACH)
 	}
 }
