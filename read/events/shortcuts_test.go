@@ -1,12 +1,12 @@
 package events
 
 import (
-	"bufio"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/nodesnap/nodesnap/internal/corpuslines"
 )
 
 // The words the parser looks for before running an expression are words
@@ -60,23 +60,7 @@ func TestShortcuts(t *testing.T) {
 		n++
 		checkShortcuts(t, s)
 	}
-	files, _ := filepath.Glob(filepath.Join("..", "..", "test", "corpus", "*", "*.txt"))
-	if len(files) == 0 {
-		t.Fatal("no corpus files under test/corpus")
-	}
-	for _, p := range files {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			n++
-			checkShortcuts(t, sc.Text())
-		}
-		_ = f.Close()
-	}
+	n += corpuslines.Each(t, filepath.Join("..", "..", "test", "corpus"), func(line []byte) { checkShortcuts(t, string(line)) })
 	t.Logf("%d lines", n)
 }
 
