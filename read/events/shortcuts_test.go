@@ -73,3 +73,22 @@ func FuzzShortcuts(f *testing.F) {
 		checkShortcuts(t, text)
 	})
 }
+
+// TestPodUnderKeyAnyCase: a pod key is read in every case rePodKey reads
+// it, outside ASCII too, and an empty key lends no name.
+func TestPodUnderKeyAnyCase(t *testing.T) {
+	for text, want := range map[string]string{
+		"pOdName=web-0":            "web-0",
+		"mOUNTpOD: X":              "x",
+		"PodName=a":                "a",
+		"MountPod=juicefs-b":       "juicefs-b",
+		"é pOd_name: c":            "c",
+		"podname: nodeName:":       "",
+		"no key here":              "",
+		"é nothing but ascii-less": "",
+	} {
+		if got := podUnderKey(text); got != want {
+			t.Errorf("podUnderKey(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
