@@ -1,12 +1,12 @@
 package signatures
 
 import (
-	"bufio"
 	"bytes"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/nodesnap/nodesnap/internal/corpuslines"
 )
 
 // Extract runs some expressions only on lines holding what they cannot
@@ -83,22 +83,7 @@ func TestExtractShortcuts(t *testing.T) {
 			check([]byte(c.Example))
 		}
 	}
-	files, _ := filepath.Glob(filepath.Join("..", "test", "corpus", "*", "*.txt"))
-	if len(files) == 0 {
-		t.Fatal("no corpus files under ../test/corpus")
-	}
-	for _, p := range files {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			check(sc.Bytes())
-		}
-		_ = f.Close()
-	}
+	n += corpuslines.Each(t, filepath.Join("..", "test", "corpus"), func(line []byte) { checkExtractShortcuts(t, line) })
 	t.Logf("%d lines", n)
 }
 

@@ -30,9 +30,6 @@ var (
 	reFSErrno = regexp.MustCompile(`(?:error|errno=|returned|err) ?(-\d{1,3})\b`)
 )
 
-// fsErrnos names the errnos file systems report.
-var fsErrnos = map[int]string{2: "ENOENT", 5: "EIO", 6: "ENXIO", 12: "ENOMEM", 19: "ENODEV", 22: "EINVAL", 28: "ENOSPC", 30: "EROFS", 117: "EUCLEAN"}
-
 // fsRecord reads a kernel file system's record about its device when
 // it reports a failure; ok is false otherwise (the record is read as any
 // other).
@@ -67,7 +64,7 @@ func fsRecord(r *record) bool {
 	if ev.Err.Errno == "" {
 		if e := reFSErrno.FindStringSubmatch(what); e != nil {
 			n, _ := strconv.Atoi(e[1][1:])
-			ev.Err.Errno = fsErrnos[n]
+			ev.Err.Errno = kernelErrnos[n]
 		}
 	}
 	return true

@@ -194,33 +194,31 @@ func plausibleServer(s string) bool {
 	return s != "" && strings.ContainsAny(s, ".:0123456789[")
 }
 
+// podUnderKey is the pod a record's text names under a pod key, or "":
+// a key left empty ("podName: nodeName:}") does not lend the next key's
+// name as its value. The key is read in any case, as rePodKey's (?i)
+// reads it ("pOdName=x" too).
+func podUnderKey(text string) string {
+	m, ok := podKeySubmatchIndex(text)
+	low := text
+	if !ok {
+		// Text outside ASCII: rePodKey on its lowered copy, which no
+		// fold leaves without "pod" when a key is there.
+		low = strings.ToLower(text)
+		if !strings.Contains(low, "pod") {
+			return ""
+		}
+		m = rePodKey.FindStringSubmatchIndex(low)
+	}
+	if m == nil || m[3] < len(low) && (low[m[3]] == ':' || low[m[3]] == '=') {
+		return ""
+	}
+	return strings.ToLower(low[m[2]:m[3]])
+}
+
 // matchIf runs re on s only when s holds one of the words the pattern
 // cannot match without (a plain search is far cheaper than the regular
 // expression on a long line).
-// podUnderKey is the pod a record's text names under a pod key, or "":
-// a key left empty ("podName: nodeName:}") does not lend the next key's
-// name as its value.
-func podUnderKey(text string) string {
-	if !strings.Contains(text, "pod") && !strings.Contains(text, "Pod") && !strings.Contains(text, "POD") {
-		return ""
-	}
-	if m, ok := podKeySubmatchIndex(text); ok {
-		if m == nil || m[3] < len(text) && (text[m[3]] == ':' || text[m[3]] == '=') {
-			return ""
-		}
-		return strings.ToLower(text[m[2]:m[3]])
-	}
-	low := strings.ToLower(text)
-	m := rePodKey.FindStringSubmatchIndex(low)
-	if m == nil {
-		return ""
-	}
-	if end := m[3]; end < len(low) && (low[end] == ':' || low[end] == '=') {
-		return ""
-	}
-	return low[m[2]:m[3]]
-}
-
 func matchIf(re *regexp.Regexp, s string, words ...string) []string {
 	for _, w := range words {
 		if strings.Contains(s, w) {

@@ -22,9 +22,12 @@ var (
 	reReturnCode = regexp.MustCompile(`(?:return code|rc|error|err)\s*=?\s*-(\d{1,3})\b`)
 )
 
-// kernelErrnos names the errnos a mount returns.
-var kernelErrnos = map[int]string{2: "ENOENT", 5: "EIO", 6: "ENXIO", 11: "EAGAIN", 13: "EACCES", 19: "ENODEV", 22: "EINVAL",
-	101: "ENETUNREACH", 110: "ETIMEDOUT", 111: "ECONNREFUSED", 112: "EHOSTDOWN", 113: "EHOSTUNREACH", 115: "EINPROGRESS", 126: "ENOKEY"}
+// kernelErrnos names the errnos the kernel's records give as numbers (a
+// file system's "error -5", a network client's "return code = -13"), by
+// the generic Linux numbering the node's kernel used, whatever machine
+// reads the bundle.
+var kernelErrnos = map[int]string{2: "ENOENT", 5: "EIO", 6: "ENXIO", 11: "EAGAIN", 12: "ENOMEM", 13: "EACCES", 19: "ENODEV", 22: "EINVAL",
+	28: "ENOSPC", 30: "EROFS", 101: "ENETUNREACH", 110: "ETIMEDOUT", 111: "ECONNREFUSED", 112: "EHOSTDOWN", 113: "EHOSTUNREACH", 115: "EINPROGRESS", 117: "EUCLEAN", 126: "ENOKEY"}
 
 // netfsRecord reads a kernel network file system client's record about a
 // mount; ok is false when it reports no failure.

@@ -1,12 +1,12 @@
 package events
 
 import (
-	"bufio"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/nodesnap/nodesnap/internal/corpuslines"
 )
 
 // The words the parser looks for before running an expression are words
@@ -60,23 +60,7 @@ func TestShortcuts(t *testing.T) {
 		n++
 		checkShortcuts(t, s)
 	}
-	files, _ := filepath.Glob(filepath.Join("..", "..", "test", "corpus", "*", "*.txt"))
-	if len(files) == 0 {
-		t.Fatal("no corpus files under test/corpus")
-	}
-	for _, p := range files {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			n++
-			checkShortcuts(t, sc.Text())
-		}
-		_ = f.Close()
-	}
+	n += corpuslines.Each(t, filepath.Join("..", "..", "test", "corpus"), func(line []byte) { checkShortcuts(t, string(line)) })
 	t.Logf("%d lines", n)
 }
 
@@ -88,4 +72,23 @@ func FuzzShortcuts(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		checkShortcuts(t, text)
 	})
+}
+
+// TestPodUnderKeyAnyCase: a pod key is read in every case rePodKey reads
+// it, outside ASCII too, and an empty key lends no name.
+func TestPodUnderKeyAnyCase(t *testing.T) {
+	for text, want := range map[string]string{
+		"pOdName=web-0":            "web-0",
+		"mOUNTpOD: X":              "x",
+		"PodName=a":                "a",
+		"MountPod=juicefs-b":       "juicefs-b",
+		"é pOd_name: c":            "c",
+		"podname: nodeName:":       "",
+		"no key here":              "",
+		"é nothing but ascii-less": "",
+	} {
+		if got := podUnderKey(text); got != want {
+			t.Errorf("podUnderKey(%q) = %q, want %q", text, got, want)
+		}
+	}
 }
