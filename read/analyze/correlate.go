@@ -63,6 +63,12 @@ func (st *state) claimLogs(f *Finding, tokens []string, sigs ...string) int {
 	if len(tokens) == 0 {
 		return 0
 	}
+	return st.claimWhere(f, func(k *keyHits) bool { return k.mentions(tokens) }, sigs...)
+}
+
+// claimWhere attaches to f, and claims, every unclaimed key of the given
+// signatures for which match holds. It returns how many keys it claimed.
+func (st *state) claimWhere(f *Finding, match func(*keyHits) bool, sigs ...string) int {
 	n := 0
 	for _, id := range sigs {
 		s := st.logs.sigs[id]
@@ -70,7 +76,7 @@ func (st *state) claimLogs(f *Finding, tokens []string, sigs ...string) int {
 			continue
 		}
 		for _, k := range s.unclaimed() {
-			if !k.mentions(tokens) {
+			if !match(k) {
 				continue
 			}
 			k.claimed = true

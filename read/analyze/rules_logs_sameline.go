@@ -8,36 +8,20 @@ package analyze
 // signatures' hits of that same line are the same event: the finding
 // claims them, so no second finding reads the line as something else.
 
-// lineAt is where a log line is: its file and line number.
-type lineAt struct {
-	path string
-	n    int
-}
-
-// claimSameLines attaches to f, and claims, every unclaimed key of the
-// given signatures that has a hit on one of the lines of k. It returns how
-// many keys it claimed.
+// claimSameLines attaches to f, and claims (claimWhere), every unclaimed
+// key of the given signatures that has a hit on one of the lines of k. It
+// returns how many keys it claimed.
 func (st *state) claimSameLines(f *Finding, k *keyHits, sigs ...string) int {
-	lines := map[lineAt]bool{}
+	lines := map[lineRef]bool{}
 	for _, h := range k.hits() {
-		lines[lineAt{h.Path, h.Line.N}] = true
+		lines[lineRef{h.Path, h.Line.N}] = true
 	}
-	n := 0
-	for _, id := range sigs {
-		s := st.logs.sigs[id]
-		if s == nil {
-			continue
-		}
-		for _, other := range s.unclaimed() {
-			for _, h := range other.hits() {
-				if lines[lineAt{h.Path, h.Line.N}] {
-					other.claimed = true
-					n++
-					f.addEvidence(other.evidence(sigWhat[id])...)
-					break
-				}
+	return st.claimWhere(f, func(other *keyHits) bool {
+		for _, h := range other.hits() {
+			if lines[lineRef{h.Path, h.Line.N}] {
+				return true
 			}
 		}
-	}
-	return n
+		return false
+	}, sigs...)
 }

@@ -45,11 +45,19 @@ func runtimeIDSubject(k *keyHits) string {
 }
 
 // runtimeJournal says whether a bundle file is a container runtime's own
-// journal (containerd's, CRI-O's, dockerd's unit): what its lines report
-// the runtime did, whatever words a CSI driver shares with it.
+// journal (containerd's, CRI-O's, dockerd's unit, or the log file of the
+// containerd k3s and RKE2 run, which logs to no journal): what its lines
+// report the runtime did, whatever words a CSI driver shares with it.
 func runtimeJournal(p string) bool {
 	name, ok := strings.CutPrefix(p, "journal/")
-	if !ok || strings.Contains(name, "/") {
+	if !ok {
+		return false
+	}
+	switch name {
+	case "files/k3s-containerd.log", "files/rke2-containerd.log":
+		return true
+	}
+	if strings.Contains(name, "/") {
 		return false
 	}
 	switch strings.TrimSuffix(name, ".log") {

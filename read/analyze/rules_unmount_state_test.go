@@ -42,6 +42,9 @@ func TestRuntimeJournal(t *testing.T) {
 		"journal/containerd.log": true, "journal/crio.log": true, "journal/docker.log": true,
 		"journal/kubelet.log": false, "journal/containerd.unverified.log": false, "journal/files/containerd.log": false,
 		"csi/podlogs/kube-system_ebs-csi-node-x/ebs-plugin/0.log": false,
+		// k3s and RKE2 run a containerd of their own that logs to a file.
+		"journal/files/k3s-containerd.log": true, "journal/files/rke2-containerd.log": true,
+		"journal/files/rke2-kubelet.log": false,
 	} {
 		if got := runtimeJournal(p); got != want {
 			t.Errorf("runtimeJournal(%q) = %v, want %v", p, got, want)
