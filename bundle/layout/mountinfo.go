@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 )
 
@@ -375,6 +376,52 @@ func (b *MountinfoBase) Rebuilds(want []byte, ids [][2]int, outside []int) bool 
 		return len(want) == 1 && want[0] == '\n'
 	}
 	return len(want) == 0
+}
+
+// MountinfoShape writes to w a raw table without its mount IDs, line by
+// line: the parent as the index of its line in the table ("-" when it is
+// not a mount of the table), a space, the rest of the line and a newline.
+// It returns the IDs in order and the parents outside the table. ok is
+// false when a line does not start with two IDs or an ID appears twice;
+// empty lines are skipped. Two tables of one shape (the same but for
+// their IDs) write the same bytes, so a hash of them keys the shape.
+func MountinfoShape(data []byte, w io.Writer) (ids, outside []int, ok bool) {
+	n := bytes.Count(data, []byte{'\n'}) + 1
+	ids = make([]int, 0, n)
+	parents, rests := make([]int, 0, n), make([][]byte, 0, n)
+	at := make(map[int]int, n)
+	for len(data) > 0 {
+		l := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			l, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(l) == 0 {
+			continue
+		}
+		id, parent, rest, ok := CutMountIDs(l)
+		if _, dup := at[id]; !ok || dup {
+			return nil, nil, false
+		}
+		at[id] = len(ids)
+		ids, parents, rests = append(ids, id), append(parents, parent), append(rests, rest)
+	}
+	var num []byte
+	for k, p := range parents {
+		num = num[:0]
+		if j, in := at[p]; in {
+			num = strconv.AppendInt(num, int64(j), 10)
+		} else {
+			num = append(num, '-')
+			outside = append(outside, p)
+		}
+		num = append(num, ' ')
+		w.Write(num)
+		w.Write(rests[k])
+		w.Write([]byte{'\n'})
+	}
+	return ids, outside, true
 }
 
 // CutMountIDs cuts a mountinfo line's first two fields, its mount ID and

@@ -1,7 +1,6 @@
 package hostfs
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"hash/maphash"
@@ -148,36 +147,11 @@ func (a *answerShare) shape(data []byte) (key uint64, runs [][2]int, outside []i
 	if len(data) == 0 {
 		return 0, nil, nil, false
 	}
-	n := bytes.Count(data, []byte{'\n'}) + 1
-	ids, parents, rests := make([]int, 0, n), make([]int, 0, n), make([][]byte, 0, n)
-	at := make(map[int]int, n)
-	for rest := data; len(rest) > 0; {
-		l := rest
-		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-			l, rest = rest[:i], rest[i+1:]
-		} else {
-			rest = nil
-		}
-		id, parent, tail, ok := layout.CutMountIDs(l)
-		if _, dup := at[id]; !ok || dup {
-			return 0, nil, nil, false
-		}
-		at[id] = len(ids)
-		ids, parents, rests = append(ids, id), append(parents, parent), append(rests, tail)
-	}
 	var h maphash.Hash
 	h.SetSeed(a.seed)
-	var num [24]byte
-	for k, p := range parents {
-		if j, in := at[p]; in {
-			h.Write(strconv.AppendInt(num[:0], int64(j), 10))
-		} else {
-			h.WriteByte('-')
-			outside = append(outside, p)
-		}
-		h.WriteByte(' ')
-		h.Write(rests[k])
-		h.WriteByte('\n')
+	ids, outside, ok := layout.MountinfoShape(data, &h)
+	if !ok {
+		return 0, nil, nil, false
 	}
 	return h.Sum64(), layout.MountIDRuns(ids), outside, true
 }

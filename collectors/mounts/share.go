@@ -1,12 +1,10 @@
 package mounts
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"strconv"
 	"sync"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
@@ -34,48 +32,12 @@ func (t *tableShare) shapeOf(data []byte) (s tableShape, ok bool) {
 	if len(data) == 0 {
 		return tableShape{}, false
 	}
-	type line struct {
-		parent int
-		rest   []byte
-	}
-	lines := make([]line, 0, bytes.Count(data, []byte{'\n'})+1)
-	at := make(map[int]int, cap(lines))
-	for len(data) > 0 {
-		l := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			l, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		if len(l) == 0 {
-			continue
-		}
-		id, parent, rest, ok := layout.CutMountIDs(l)
-		if !ok {
-			return tableShape{}, false
-		}
-		if _, dup := at[id]; dup {
-			return tableShape{}, false
-		}
-		at[id] = len(lines)
-		s.ids = append(s.ids, id)
-		lines = append(lines, line{parent, rest})
-	}
 	h := hmac.New(sha256.New, t.key)
-	var num []byte
-	for _, l := range lines {
-		num = num[:0]
-		if p, in := at[l.parent]; in {
-			num = strconv.AppendInt(num, int64(p), 10)
-		} else {
-			num = append(num, '-')
-			s.rootParents = append(s.rootParents, l.parent)
-		}
-		num = append(num, ' ')
-		h.Write(num)
-		h.Write(l.rest)
-		h.Write([]byte{'\n'})
+	ids, outside, ok := layout.MountinfoShape(data, h)
+	if !ok {
+		return tableShape{}, false
 	}
+	s.ids, s.rootParents = ids, outside
 	sum := h.Sum(nil)
 	s.hash = hex.EncodeToString(sum[:16])
 	return s, true

@@ -212,8 +212,6 @@ wait:
 	return nil
 }
 
-// itemEvidence is where the thread serving an item is blocked; every
-// thread of the worker when it has not said which one serves it.
 // maxSlowExtensions is how many more deadlines an item gets while the
 // thread serving it is running or runnable when its deadline passes: up to
 // three deadlines in all. A thread stuck in a file system or a device
@@ -238,6 +236,8 @@ func (p *Pool) running(w *worker, id uint64) bool {
 	return taskState(readProcBounded(filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(tid), "stat"))) == "R"
 }
 
+// itemEvidence is where the thread serving an item is blocked; every
+// thread of the worker when it has not said which one serves it.
 func itemEvidence(pid, tid int) *layout.HangEvidence {
 	var h *layout.HangEvidence
 	if tid > 0 {
