@@ -13,8 +13,9 @@
 #
 # Usage: [ROUNDS=5] [JOURNAL_LINES=1000000] [BASELINE=bin] [SAME=1] [NODESNAP=bin] test/bench/analyze_large.sh
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+# Before lib.sh, which would set its own default.
 ROUNDS=${ROUNDS:-5}
+. "$(dirname "$0")/lib.sh"
 JOURNAL_LINES=${JOURNAL_LINES:-1000000}
 SAME=${SAME:-}
 die() { echo "analyze_large: $*" >&2; exit 1; }

@@ -9,8 +9,9 @@
 #
 # Usage: [ROUNDS=3] [ENTRIES=1000000] [BASELINE=bin] [NODESNAP=bin] test/bench/many_entries.sh
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+# Before lib.sh, which would set its own default.
 ROUNDS=${ROUNDS:-3}
+. "$(dirname "$0")/lib.sh"
 ENTRIES=${ENTRIES:-1000000}
 die() { echo "many_entries: $*" >&2; exit 1; }
 [ -x /usr/bin/time ] || die "needs GNU time (/usr/bin/time) for the peak RSS"
