@@ -13,8 +13,9 @@
 #
 # Usage: [ROUNDS=5] [JOURNAL_LINES=1000000] [BASELINE=bin] [SAME=1] [NODESNAP=bin] test/bench/analyze_large.sh
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+# Before lib.sh, which would set its own default.
 ROUNDS=${ROUNDS:-5}
+. "$(dirname "$0")/lib.sh"
 JOURNAL_LINES=${JOURNAL_LINES:-1000000}
 SAME=${SAME:-}
 die() { echo "analyze_large: $*" >&2; exit 1; }
@@ -78,17 +79,7 @@ if [ -n "$BASELINE" ]; then
 	done
 fi
 
-col() { awk -v c="$1" '{ print $c }' "$2" | median; }
 printf '%-9s %-9s %9s %9s %9s\n' bundle binary wall_ms cpu_ms rss_kib
 for bn in "${bundles[@]}"; do
-	for which in "${bins[@]}"; do
-		f=$work/$bn-$which.runs
-		printf '%-9s %-9s %9d %9d %9d\n' "$bn" "$which" "$(col 1 "$f")" "$(col 2 "$f")" "$(col 3 "$f")"
-	done
-	if [ -n "$BASELINE" ]; then
-		n=$work/$bn-new.runs o=$work/$bn-base.runs
-		printf '%-9s %-9s %9s %9s %9s\n' "$bn" "new/base" "$(ratio "$(col 1 "$n")" "$(col 1 "$o")")" \
-			"$(ratio "$(col 2 "$n")" "$(col 2 "$o")")" "$(ratio "$(col 3 "$n")" "$(col 3 "$o")")"
-	fi
-	echo "{\"name\":\"analyze large bundle ($bn)\",\"nodesnap_ms\":$(col 1 "$work/$bn-new.runs"),\"cpu_ms\":$(col 2 "$work/$bn-new.runs"),\"rss_kib\":$(col 3 "$work/$bn-new.runs"),\"rounds\":$ROUNDS}" >>"$RESULTS_DIR/results.jsonl"
+	ab_rows "$work" "$bn" "analyze large bundle ($bn)"
 done

@@ -14,6 +14,8 @@
 #      LAB_BEFORE=BINARY (an earlier nodesnap, run in turn with this tree's, round by round)
 #      LAB_ARGS="extra collect flags" (e.g. LAB_ARGS="--dirshape-max-dir-time 0")
 set -euo pipefail
+# Before lib.sh, which would set its own default.
+ROUNDS=${ROUNDS:-3}
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "test/bench/lab.sh: needs root" >&2; exit 1; }
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -41,5 +43,5 @@ undo() {
 	rm -f "$state"
 }
 trap undo EXIT
-NODESNAP_BENCH_LAB=1 LAB_STATE="$state" RESULTS_JSONL="$RESULTS_DIR/results.jsonl" ROUNDS="${ROUNDS:-3}" \
+NODESNAP_BENCH_LAB=1 LAB_STATE="$state" RESULTS_JSONL="$RESULTS_DIR/results.jsonl" ROUNDS="$ROUNDS" \
   go test -count=1 -timeout 60m -run '^TestBenchLab$' -v ./test/faults/ | grep -E '^ +[a-z_]+\.go:[0-9]+:|^(ok|FAIL|---)'

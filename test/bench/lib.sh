@@ -49,3 +49,24 @@ side_by_side() {
   printf '%-28s nodesnap %6d ms   reference %6d ms   ratio %s\n' "$name" "$ma" "$mb" "$(ratio "$ma" "$mb")"
   echo "{\"name\":\"$name\",\"nodesnap_ms\":$ma,\"reference_ms\":$mb,\"ratio\":$(ratio "$ma" "$mb"),\"rounds\":$ROUNDS}" >>"$RESULTS_DIR/results.jsonl"
 }
+
+# ab_rows DIR KEY NAME: the medians of DIR/KEY-new.runs (and, with
+# BASELINE set, DIR/KEY-base.runs and the new/base ratios) as table rows,
+# each runs file's lines "wall_ms cpu_ms rss_kib"; appends the new
+# binary's medians to results.jsonl as NAME.
+runs_col() { awk -v c="$1" '{ print $c }' "$2" | median; }
+ab_rows() {
+  local dir=$1 key=$2 name=$3 which f n o
+  local bins=(new)
+  [ -n "${BASELINE:-}" ] && bins+=(base)
+  for which in "${bins[@]}"; do
+    f=$dir/$key-$which.runs
+    printf '%-9s %-9s %9d %9d %9d\n' "$key" "$which" "$(runs_col 1 "$f")" "$(runs_col 2 "$f")" "$(runs_col 3 "$f")"
+  done
+  n=$dir/$key-new.runs o=$dir/$key-base.runs
+  if [ -n "${BASELINE:-}" ]; then
+    printf '%-9s %-9s %9s %9s %9s\n' "$key" "new/base" "$(ratio "$(runs_col 1 "$n")" "$(runs_col 1 "$o")")" \
+      "$(ratio "$(runs_col 2 "$n")" "$(runs_col 2 "$o")")" "$(ratio "$(runs_col 3 "$n")" "$(runs_col 3 "$o")")"
+  fi
+  echo "{\"name\":\"$name\",\"nodesnap_ms\":$(runs_col 1 "$n"),\"cpu_ms\":$(runs_col 2 "$n"),\"rss_kib\":$(runs_col 3 "$n"),\"rounds\":$ROUNDS}" >>"$RESULTS_DIR/results.jsonl"
+}

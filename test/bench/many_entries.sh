@@ -9,8 +9,9 @@
 #
 # Usage: [ROUNDS=3] [ENTRIES=1000000] [BASELINE=bin] [NODESNAP=bin] test/bench/many_entries.sh
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+# Before lib.sh, which would set its own default.
 ROUNDS=${ROUNDS:-3}
+. "$(dirname "$0")/lib.sh"
 ENTRIES=${ENTRIES:-1000000}
 die() { echo "many_entries: $*" >&2; exit 1; }
 [ -x /usr/bin/time ] || die "needs GNU time (/usr/bin/time) for the peak RSS"
@@ -53,17 +54,7 @@ if [ -n "$BASELINE" ]; then
 	echo "analyses: the same, byte for byte"
 fi
 
-col() { awk -v c="$1" '{ print $c }' "$2" | median; }
 printf '%-9s %-9s %9s %9s %9s\n' command binary wall_ms cpu_ms rss_kib
 for cmd in analyze report; do
-	for which in "${bins[@]}"; do
-		f=$work/$cmd-$which.runs
-		printf '%-9s %-9s %9d %9d %9d\n' "$cmd" "$which" "$(col 1 "$f")" "$(col 2 "$f")" "$(col 3 "$f")"
-	done
-	if [ -n "$BASELINE" ]; then
-		n=$work/$cmd-new.runs o=$work/$cmd-base.runs
-		printf '%-9s %-9s %9s %9s %9s\n' "$cmd" "new/base" "$(ratio "$(col 1 "$n")" "$(col 1 "$o")")" \
-			"$(ratio "$(col 2 "$n")" "$(col 2 "$o")")" "$(ratio "$(col 3 "$n")" "$(col 3 "$o")")"
-	fi
-	echo "{\"name\":\"$cmd $ENTRIES empty entries\",\"nodesnap_ms\":$(col 1 "$work/$cmd-new.runs"),\"cpu_ms\":$(col 2 "$work/$cmd-new.runs"),\"rss_kib\":$(col 3 "$work/$cmd-new.runs"),\"rounds\":$ROUNDS}" >>"$RESULTS_DIR/results.jsonl"
+	ab_rows "$work" "$cmd" "$cmd $ENTRIES empty entries"
 done

@@ -46,21 +46,7 @@ func TestBenchFullNode(t *testing.T) {
 	kubelet := filepath.Join(n.root, "var/lib/kubelet")
 
 	// nss (100) mount namespaces of 20 tasks each.
-	var holders []*exec.Cmd
-	for i := 0; i < nss; i++ {
-		c := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", "for i in $(seq 19); do sleep 3600 & done; wait")
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		holders = append(holders, c)
-	}
-	t.Cleanup(func() {
-		for _, c := range holders {
-			syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-			c.Wait()
-		}
-	})
+	mountNamespaces(t, nss)
 	// A loop ext4 mounted, held in a private namespace, unmounted on the host.
 	loop := testkit.LoopExt4(t, 64)
 	testkit.HoldInPrivateNamespace(t, loop.Mountpoint)
@@ -209,6 +195,26 @@ func TestBenchFullNode(t *testing.T) {
 }
 
 // envInt is the integer in the environment variable name, or def.
+// mountNamespaces starts n mount namespaces of 20 tasks each.
+func mountNamespaces(t *testing.T, n int) {
+	t.Helper()
+	var holders []*exec.Cmd
+	t.Cleanup(func() {
+		for _, c := range holders {
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+			_ = c.Wait()
+		}
+	})
+	for i := 0; i < n; i++ {
+		c := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", "for i in $(seq 19); do sleep 3600 & done; wait")
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		holders = append(holders, c)
+	}
+}
+
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v >= 0 {
 		return v

@@ -64,7 +64,7 @@ func TestBenchLab(t *testing.T) {
 	// the mounts that exist when it is made, and one holding a copy of the
 	// lab's filesystems would keep their loop devices busy after the test
 	// unmounted them.
-	labNamespaces(t, nss)
+	mountNamespaces(t, nss)
 	// The held device: mounted, held in a private namespace, unmounted on
 	// the host.
 	heldImg := t.TempDir()
@@ -418,26 +418,6 @@ func dropCaches(t *testing.T) {
 	}
 	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0o644); err != nil {
 		t.Fatalf("drop_caches: %v", err)
-	}
-}
-
-// labNamespaces starts n mount namespaces of 20 tasks each.
-func labNamespaces(t *testing.T, n int) {
-	t.Helper()
-	var holders []*exec.Cmd
-	t.Cleanup(func() {
-		for _, c := range holders {
-			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-			_ = c.Wait()
-		}
-	})
-	for i := 0; i < n; i++ {
-		c := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", "for i in $(seq 19); do sleep 3600 & done; wait")
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		holders = append(holders, c)
 	}
 }
 

@@ -7,16 +7,9 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/nodesnap/nodesnap/bundle"
 	"github.com/nodesnap/nodesnap/bundle/layout"
-	"github.com/nodesnap/nodesnap/collectors"
-	"github.com/nodesnap/nodesnap/engine/supervisor"
 	"github.com/nodesnap/nodesnap/read/analyze"
-	"github.com/nodesnap/nodesnap/test/testkit"
 )
 
 // Incident 002 held by three copies of one namespace (mounts.json format
@@ -24,15 +17,7 @@ import (
 // header alone, and analyze quotes each holder's line of the device as
 // the kernel prints it in that holder's namespace, its own IDs and all.
 func TestRealMountinfoByReferenceQuoted(t *testing.T) {
-	testkit.RequireRoot(t)
-	loop := testkit.LoopExt4(t, 16)
-	var holders []*testkit.Holder
-	for range 3 {
-		holders = append(holders, testkit.HoldInPrivateNamespace(t, loop.Mountpoint))
-	}
-	if err := unix.Unmount(loop.Mountpoint, 0); err != nil {
-		t.Fatalf("unmount %s on the host: %v", loop.Mountpoint, err)
-	}
+	loop, holders, res, c := collectIncident002(t)
 	dev := fmt.Sprintf("%d:%d", loop.Major, loop.Minor)
 	// Each holder's line of the device, as its namespace's kernel table
 	// has it.
@@ -50,15 +35,6 @@ func TestRealMountinfoByReferenceQuoted(t *testing.T) {
 		if want[h.NSInode] == "" {
 			t.Fatalf("holder %d: no line of %s in its mountinfo", h.Pid, dev)
 		}
-	}
-	res, err := supervisor.Run(context.Background(), supervisor.Options{OutputDir: t.TempDir(), Only: []string{"processes", "mounts", "openfiles"},
-		Timeout: 90 * time.Second, Common: collectors.Common{ProbeTimeout: 2 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := bundle.ReadAll(context.Background(), res.Bundle.Path, 0)
-	if err != nil {
-		t.Fatal(err)
 	}
 	byRef := 0
 	layout.EachMountinfoTable(c.Files["mounts/"+layout.MountinfoTablesFile], func(h layout.MountinfoHeader, b []byte, err error) {

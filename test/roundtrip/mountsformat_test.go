@@ -24,24 +24,7 @@ import (
 // same analysis, incident 002 named in both: a loop device mounted on the
 // host, copied into three private namespaces, unmounted on the host.
 func TestRealMountsFormat2ReadsAsFormat1(t *testing.T) {
-	testkit.RequireRoot(t)
-	loop := testkit.LoopExt4(t, 16)
-	var holders []*testkit.Holder
-	for range 3 {
-		holders = append(holders, testkit.HoldInPrivateNamespace(t, loop.Mountpoint))
-	}
-	if err := unix.Unmount(loop.Mountpoint, 0); err != nil {
-		t.Fatalf("unmount %s on the host: %v", loop.Mountpoint, err)
-	}
-	res, err := supervisor.Run(context.Background(), supervisor.Options{OutputDir: t.TempDir(), Only: []string{"processes", "mounts", "openfiles"},
-		Timeout: 90 * time.Second, Common: collectors.Common{ProbeTimeout: 2 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := bundle.ReadAll(context.Background(), res.Bundle.Path, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loop, holders, _, c := collectIncident002(t)
 	v2 := c.Files[layout.MountsPath]
 	var rep layout.MountsReport
 	if err := json.Unmarshal(v2, &rep); err != nil {
@@ -105,4 +88,31 @@ func TestRealMountsFormat2ReadsAsFormat1(t *testing.T) {
 			wantIn(t, "summary", f.Summary+f.Explanation, fmt.Sprint(h.NSInode))
 		}
 	}
+}
+
+// collectIncident002 builds incident 002 — a loop-backed ext4 mounted on
+// the host, copied into three private namespaces, unmounted on the host —
+// and collects processes, mounts and open files: the device, its three
+// holders, the run and the bundle's contents.
+func collectIncident002(t *testing.T) (*testkit.Loop, []*testkit.Holder, *supervisor.Result, *bundle.Contents) {
+	t.Helper()
+	testkit.RequireRoot(t)
+	loop := testkit.LoopExt4(t, 16)
+	var holders []*testkit.Holder
+	for range 3 {
+		holders = append(holders, testkit.HoldInPrivateNamespace(t, loop.Mountpoint))
+	}
+	if err := unix.Unmount(loop.Mountpoint, 0); err != nil {
+		t.Fatalf("unmount %s on the host: %v", loop.Mountpoint, err)
+	}
+	res, err := supervisor.Run(context.Background(), supervisor.Options{OutputDir: t.TempDir(), Only: []string{"processes", "mounts", "openfiles"},
+		Timeout: 90 * time.Second, Common: collectors.Common{ProbeTimeout: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := bundle.ReadAll(context.Background(), res.Bundle.Path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loop, holders, res, c
 }
