@@ -20,6 +20,7 @@ func FuzzParse(f *testing.F) {
 		`2026-11-21 09:10:01,123:ERROR:grpc._server:Exception calling application: [Errno 2] No such file or directory: '/x'`,
 		`2026-11-21 09:10:01 default ERROR a.b [req-0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d] !! GRPC NodeStageVolume failed with NOT_FOUND`,
 		`Nov 21 09:10:01 n multipathd[9]: mpatha: sdc - tur checker reports path is down`,
+		`E1121 09:10:01.123456  4321 kubelet_pods.go:364] "Failed to prepare subPath for volumeMount of the container" err=< error mounting /x: mount failed: exit status 32 > containerName="c" volumeMountName="v"`,
 		`[1.0] nvme nvme2: Removing after probe failure status: -19`,
 		`2026-11-21T09:10:01.000000000Z E1121 09:10:01.000000 1 f.go:1] volume(a#b) failed`,
 		`level=error msg="AttachDisk: x" output="1.2.3.4:3260,1 iqn.2001-05.com.example:x"`,

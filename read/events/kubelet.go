@@ -32,10 +32,11 @@ func kubeletRecordOp(component, text string) Op {
 	if hasKubeletOp(text) {
 		return OpNone
 	}
-	if reVolumeMount.MatchString(text) {
-		// A container's volumeMount (the pod spec's own word): preparing
-		// it (its subPath) is mounting the pod's volume into the
-		// container.
+	if reVolumeMount.MatchString(text) || reVolumeMountWord.MatchString(text) {
+		// A container's volumeMount (the pod spec's own word, with its
+		// name quoted in the text form, or its name under
+		// volumeMountName= in the structured form): preparing it (its
+		// subPath) is mounting the pod's volume into the container.
 		return OpMount
 	}
 	if component == "" {
@@ -58,6 +59,10 @@ var (
 	// reVolumeMount is a container's volumeMount named in a kubelet's
 	// message: volumeMount "data", volumeMount 'data'.
 	reVolumeMount = regexp.MustCompile(`\bvolumeMount ["']([^"']+)["']`)
+	// reVolumeMountWord is the pod spec's word as a structured record's
+	// message says it ("Failed to prepare subPath for volumeMount of the
+	// container"), its name in a key of its own.
+	reVolumeMountWord = regexp.MustCompile(`\bvolumeMounts?\b`)
 	// reUnmountedVolumes is the list of a pod's volumes not mounted yet
 	// in the kubelet's sync error, in every version's form:
 	// "unmounted volumes=[a b]", "list of unmounted volumes=[a]",
@@ -111,6 +116,11 @@ func kubeletKeys(r *record, k *Keys) {
 	}
 	if m := matchIf(reVolumeMount, r.text, "volumeMount "); m != nil && k.Volume == "" {
 		k.Volume = m[1]
+	}
+	if v := r.getWhole("volumeMountName"); v != "" && k.Volume == "" {
+		// The structured form's name of the container's volumeMount: the
+		// pod's volume it mounts.
+		k.Volume = v
 	}
 	if m := reUnmountedVolumes.FindStringSubmatch(r.text); m != nil && k.Volume == "" {
 		// The volumes a pod waits for (its sync's error): the first

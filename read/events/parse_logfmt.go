@@ -41,6 +41,11 @@ func logfmt(b []byte) []field {
 		}
 		key := string(b[:eq])
 		rest := b[eq+1:]
+		if v, after, ok := klogMultiline(rest); ok {
+			out = append(out, field{key, v})
+			b = after
+			continue
+		}
 		if len(rest) > 0 && rest[0] == '"' {
 			v, after, ok := unquote(rest)
 			if !ok {
