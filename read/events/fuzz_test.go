@@ -37,6 +37,7 @@ func FuzzParse(f *testing.F) {
 		`E0101 00:00:00.0 1 f.go:1] failed to open volume data file [x/var/data/kubelet/pods/5b0e2c1a-7d3f-4e8a-9c6b-1f2e3d4c5b6a/volumes/a~b/c/mount]`,
 		`[1.0] sd 1:0:0:0: [sdb] tag#0 Sense Key : Medium Error [current] error`, `[1.0] sd 1:0:0:0: [sd] Sense Key : (-`,
 		`[1.0] SPLError: 1:0:(x) WARNING: Pool 'tank' has been suspended`, `[1.0] WARNING: Pool '' failed (result -`,
+		`1.2.3.4: kern:   alert: [2024-05-13T15:13:11.99476118Z]: XFS (sdb6): log I/O error -5`, `kern: err: [2024-01-01T00:00:00Z]: `,
 	} {
 		f.Add([]byte(s))
 	}
