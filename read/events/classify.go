@@ -19,7 +19,7 @@ func (p *Parser) classify(r *record) {
 	if ev.Source == "" && strings.HasPrefix(r.msg, "kernel: ") {
 		ev.Source = "kernel"
 	}
-	if ev.Source == "kernel" && (fsRecord(r) || blockRecord(r) || p.netfsRecord(r)) {
+	if ev.Source == "kernel" && (fsRecord(r) || blockRecord(r) || p.netfsRecord(r) || zfsPoolRecord(r)) {
 		return
 	}
 	if ev.Source == "multipathd" || ev.Source == "kernel" {

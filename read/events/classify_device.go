@@ -21,9 +21,29 @@ var (
 	reKernelDev = regexp.MustCompile(`^(?:[\w-]+:? )?((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+(?:n\d+)?|rbd\d+|nbd\d+|dm-\d+|md\d+|drbd\d+)):? `)
 	reWWIDLike  = regexp.MustCompile(`^(?:[0-9a-f]{16,}|(?:eui|naa|wwn|nqn)\.[\w.:-]+)$`)
 	reBlockDev  = regexp.MustCompile(`^(?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|md\d+)$`)
-	// reNegErrno is a kernel's negative errno ("status: -19", ": -13").
-	reNegErrno = regexp.MustCompile(`[:=] ?-\d{1,3}\b`)
+	// reNegErrno is a kernel's negative errno ("status: -19", ": -13",
+	// dev_printk's "failed (-104)", a block driver's "(result -32)").
+	reNegErrno = regexp.MustCompile(`(?:[:=(]|\bresult) ?-\d{1,3}\b`)
+	// reSCSIDisk is the SCSI disk driver's sdev_printk prefix
+	// "sd <host:channel:target:lun>: [sdX] ": the disk is the object.
+	reSCSIDisk = regexp.MustCompile(`^sd \d+:\d+:\d+:\d+: \[(sd[a-z]+)\] `)
+	// reSenseKey is the sense key of a SCSI command's failure.
+	reSenseKey = regexp.MustCompile(`Sense Key ?: ?([A-Za-z ]+?) ?(?:\[|$)`)
 )
+
+// failingSenseKeys are the SCSI sense keys of a command the device
+// failed (SPC's sense key table). No Sense, Recovered Error and Unit
+// Attention report a state, not a failure; Illegal Request is the
+// reply to a command the device does not implement (WRITE SAME, a
+// VPD page), which disks answer on every healthy boot.
+var failingSenseKeys = map[string]bool{"medium error": true, "hardware error": true, "not ready": true, "aborted command": true, "data protect": true}
+
+// senseFailed tells a SCSI disk record whose sense key says the
+// command failed.
+func senseFailed(msg string) bool {
+	m := reSenseKey.FindStringSubmatch(msg)
+	return m != nil && failingSenseKeys[strings.ToLower(strings.TrimSpace(m[1]))]
+}
 
 // pathDown and pathUp are the words of a path's or device's state.
 var (
@@ -63,7 +83,10 @@ func deviceRecord(r *record) bool {
 			k.Map = obj
 		}
 	case ev.Source == "kernel" || ev.Source == "":
-		m := reKernelDev.FindStringSubmatch(msg)
+		m := reSCSIDisk.FindStringSubmatch(msg)
+		if m == nil {
+			m = reKernelDev.FindStringSubmatch(msg)
+		}
 		if m == nil {
 			return false
 		}
@@ -73,7 +96,7 @@ func deviceRecord(r *record) bool {
 	}
 	down := containsAny(lower, pathDown...)
 	if ev.Source != "multipathd" {
-		down = containsAny(lower, deviceDown...) || reNegErrno.MatchString(msg)
+		down = containsAny(lower, deviceDown...) || reNegErrno.MatchString(msg) || senseFailed(msg)
 	}
 	up := containsAny(lower, pathUp...)
 	switch {

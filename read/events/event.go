@@ -130,6 +130,9 @@ type Keys struct {
 	// Map is a device-mapper multipath map's alias ("mpatha") when the
 	// record names it by its alias rather than its WWID.
 	Map string
+	// Pool is a ZFS pool's name, as ZFS names it in its kernel
+	// warnings ("Pool 'tank' ...").
+	Pool string
 	// Sandbox is a runtime's pod sandbox or container ID (64 hex
 	// digits), read from a record about a sandbox's removal or a
 	// container's rootfs: the object of those operations.
@@ -195,7 +198,7 @@ func (e *Event) Storage() bool {
 		return false
 	}
 	k := e.Keys
-	if k.Volume != "" || k.PV != "" || k.Handle != "" || k.Device != "" || k.Path != "" || k.Server != "" || k.Portal != "" || k.IQN != "" || k.WWID != "" || k.Map != "" || k.Sandbox != "" {
+	if k.Volume != "" || k.PV != "" || k.Handle != "" || k.Device != "" || k.Path != "" || k.Server != "" || k.Portal != "" || k.IQN != "" || k.WWID != "" || k.Map != "" || k.Pool != "" || k.Sandbox != "" {
 		return true
 	}
 	return e.Op == OpMount && (k.Pod != "" || k.PodUID != "")
@@ -239,7 +242,7 @@ func (k Keys) Object() (kind, value string) {
 	for _, c := range []struct{ kind, v string }{
 		{"sandbox", k.Sandbox},
 		{"volume", k.Handle}, {"volume", k.PV}, {"volume", k.podVolume()}, {"device", k.Device}, {"path", k.Path},
-		{k.targetKind(), k.IQN}, {"iSCSI portal", k.Portal}, {"WWID", k.WWID}, {"multipath map", k.Map}, {"server", k.Server},
+		{k.targetKind(), k.IQN}, {"iSCSI portal", k.Portal}, {"WWID", k.WWID}, {"multipath map", k.Map}, {"ZFS pool", k.Pool}, {"server", k.Server},
 		{"pod", k.PodUID}, {"pod", k.Pod},
 	} {
 		if c.v != "" {
@@ -278,7 +281,7 @@ func (k Keys) podVolume() string {
 // repeats.
 func (k Keys) All() []string {
 	var out []string
-	for _, v := range []string{k.Sandbox, k.Handle, k.PV, k.podVolume(), k.Device, k.Path, k.IQN, k.Portal, k.WWID, k.Map, k.Server, k.Pod, k.PodUID} {
+	for _, v := range []string{k.Sandbox, k.Handle, k.PV, k.podVolume(), k.Device, k.Path, k.IQN, k.Portal, k.WWID, k.Map, k.Pool, k.Server, k.Pod, k.PodUID} {
 		if v != "" && !contains(out, v) {
 			out = append(out, v)
 		}
@@ -305,6 +308,7 @@ func (k *Keys) Merge(o Keys) {
 	fill(&k.IQN, o.IQN)
 	fill(&k.WWID, o.WWID)
 	fill(&k.Map, o.Map)
+	fill(&k.Pool, o.Pool)
 	fill(&k.Sandbox, o.Sandbox)
 }
 

@@ -36,6 +36,9 @@ func FuzzParse(f *testing.F) {
 		`{"level":"debug","msg":"a"} {"level":"error","msg":"nvme connect nqn.2020-01.io.x:y failed"} {`, `{"a":1}{"b":2}`, `[2026-01-01 00:00:00]`,
 		`E0101 00:00:00.0 1 kubelet.go:1] "Unable to attach or mount volumes for pod; skipping pod" err="unmounted volumes=[data]" pod="n`,
 		`E0101 00:00:00.0 1 f.go:1] failed to open volume data file [x/var/data/kubelet/pods/5b0e2c1a-7d3f-4e8a-9c6b-1f2e3d4c5b6a/volumes/a~b/c/mount]`,
+		`[1.0] sd 1:0:0:0: [sdb] tag#0 Sense Key : Medium Error [current] error`, `[1.0] sd 1:0:0:0: [sd] Sense Key : (-`,
+		`[1.0] SPLError: 1:0:(x) WARNING: Pool 'tank' has been suspended`, `[1.0] WARNING: Pool '' failed (result -`,
+		`1.2.3.4: kern:   alert: [2024-05-13T15:13:11.99476118Z]: XFS (sdb6): log I/O error -5`, `kern: err: [2024-01-01T00:00:00Z]: `,
 	} {
 		f.Add([]byte(s))
 	}

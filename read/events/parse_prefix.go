@@ -90,6 +90,9 @@ func (p *Parser) prefixes(r *record, b []byte) []byte {
 			}
 			b = bytes.TrimLeft(b[end+1:], " ")
 		default:
+			if rest, ok := talosKern(r, b); ok {
+				return rest
+			}
 			return b
 		}
 	}
