@@ -133,3 +133,28 @@ func TestLogMessageCRI(t *testing.T) {
 		}
 	}
 }
+
+// Any text read as a dump, and each of its lines as a pasted frame, is
+// classified without a panic.
+func FuzzMountCallFrames(f *testing.F) {
+	f.Add("goroutine 195 [syscall]:\nsyscall.Mount(0x1)\n\tsyscall_linux.go:806 +0x151\n")
+	f.Add("goroutine 1 gp=0x2 m=8 [syscall, 18 minutes]:\nos/exec.(*Cmd).Wait(...)   exec.go:930\nk8s.io/mount-utils.(*Mounter).Unmount(...)  m.go:4\ncsi._Node_NodeUnpublishVolume_Handler(...)\n")
+	f.Add("x) y.go:\n(\n).\n_Node__Handler(\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, l := range strings.Split(text, "\n") {
+			frameWithPosition([]byte(l))
+			callName(l)
+			logMessage([]byte(l))
+		}
+		d, err := parseGoroutines("csi/podlogs/x/y/0.log", strings.NewReader(text))
+		if err != nil || d == nil {
+			return
+		}
+		for i := range d.Kept {
+			blockedMountCall(&d.Kept[i])
+			csiNodeCall(&d.Kept[i])
+		}
+		st := &state{runtimeDump: []*goroutineDump{d}, pluginDumps: []*goroutineDump{d}}
+		ruleBlockedMountCalls(st)
+	})
+}
