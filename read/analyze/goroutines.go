@@ -97,7 +97,7 @@ func interesting(frames []string) bool {
 			}
 		}
 	}
-	return false
+	return keepForMountCall(frames)
 }
 
 func parseGoroutines(path string, r io.Reader) (*goroutineDump, error) {

@@ -98,6 +98,10 @@ func (x *logIndex) addDump(d *loggedDump) bool {
 // time stamp.
 func logMessage(rec []byte) []byte {
 	b := rec
+	if criTag(b) != 0 {
+		// A container's log line ("<RFC 3339> stderr F goroutine 1 [...]:").
+		return criContent(b)
+	}
 	if i := bytes.Index(b[:min(len(b), 160)], []byte("]: ")); i > 0 {
 		return b[i+3:]
 	}
@@ -119,7 +123,7 @@ func isGoroutineHeader(b []byte) bool {
 func dumpContinues(b []byte) bool {
 	t := bytes.TrimSpace(b)
 	return len(t) == 0 || isGoroutineHeader(t) || looksLikeStack(b) || fileLine(t) ||
-		bytes.HasPrefix(t, []byte("created by ")) || bytes.HasSuffix(t, []byte("...)"))
+		bytes.HasPrefix(t, []byte("created by ")) || bytes.HasSuffix(t, []byte("...)")) || frameWithPosition(t)
 }
 
 // fileLine tells a frame's file line, "/usr/local/go/src/os/stat.go:13
@@ -152,6 +156,8 @@ func (st *state) adoptLoggedDumps() {
 		case bytes.Contains(text, []byte("github.com/docker/")) || bytes.Contains(text, []byte("github.com/containerd/")) ||
 			bytes.Contains(text, []byte("github.com/cri-o/")) || bytes.Contains(text, []byte("/moby/")):
 			st.runtimeDump = append(st.runtimeDump, dump)
+		case pluginLogPath(d.Path):
+			st.pluginDumps = append(st.pluginDumps, dump)
 		}
 	}
 }

@@ -93,6 +93,9 @@ type state struct {
 	// the runtime's cri-containers.json), for processes' cgroups.
 	containers  map[string]containerRec
 	runtimeDump []*goroutineDump
+	// pluginDumps are the goroutine dumps CSI node plugins printed into
+	// their logs (rules_mountcall.go).
+	pluginDumps []*goroutineDump
 	// podsNode is the node the kubelet's pods run on (spec.nodeName);
 	// buildVersion the kubelet's kubernetes_build_info git_version, read
 	// from buildVersionFile.
@@ -459,7 +462,7 @@ var (
 	claimers = []string{"mount-held-in-foreign-namespace", "csi", "hung-mounts", "storage-clients", "kubelet", "directories"}
 	// causes are the rules that name a cause: the storage operations'
 	// rule reports each failing operation none of them names.
-	causes = append(slices.Clone(claimers), "runtime", "volume-logs", "catalogue-logs", "kernel-logs", "kernel-storage")
+	causes = append(slices.Clone(claimers), "runtime", "mount-calls", "volume-logs", "catalogue-logs", "kernel-logs", "kernel-storage")
 	// reported is every rule before the API's view, which is joined to
 	// every finding.
 	reported = append(slices.Clone(causes), "storage-operations", "bundle", "earlier-log-lines")
@@ -489,6 +492,9 @@ var rules = []rule{
 	{name: "directories", analyze: directoriesPass, result: reflect.TypeOf(&dirsResult{}), reads: []string{"mount-held-in-foreign-namespace", "csi", "hung-mounts"}},
 	// Reads the huge directories found.
 	{name: "runtime", analyze: needs("directories", func(st *state, d *dirsResult) { ruleRuntimeLock(st, d.Huge) }), reads: []string{"directories"}},
+	// Runtime goroutines in a mount call, CSI node plugin calls in a
+	// system call (their goroutine dumps).
+	{name: "mount-calls", run: ruleBlockedMountCalls},
 	// The log-signature rules: what no claimer used.
 	{name: "volume-logs", run: ruleVolumeLogs, reads: claimers},
 	// Also reads the events' groups (stateSeverity).
