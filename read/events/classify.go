@@ -426,6 +426,8 @@ var (
 		{"connection refused", "ECONNREFUSED"}, {"connection timed out", "ETIMEDOUT"}, {"no space left on device", "ENOSPC"},
 		{"directory not empty", "ENOTEMPTY"}, {"invalid argument", "EINVAL"}, {"structure needs cleaning", "EUCLEAN"},
 		{"no route to host", "EHOSTUNREACH"}, {"file exists", "EEXIST"}, {"not a directory", "ENOTDIR"}, {"too many levels of symbolic links", "ELOOP"},
+		// mount(8)'s own wording of EBUSY for its source or target.
+		{"already mounted or mount point busy", "EBUSY"},
 	}
 	reLoginRefused = regexp.MustCompile(`login (?:failed|refused|authentication failed)|authentication fail|authorization fail|iscsiadm: .*(?:login|session).*(?:fail|error)|(?:fail|unable)[^.]{0,40}\blog ?in\b`)
 )
@@ -513,7 +515,10 @@ func outcome(r *record) Outcome {
 		return OutcomeFailed
 	}
 	lower := r.lower
-	if containsAny(lower, "skip", "nothing to do", "already", "not a mountpoint") && reNoOp.MatchString(lower) {
+	if containsAny(lower, "skip", "nothing to do", "already", "not a mountpoint") && reNoOp.MatchString(lower) && r.ev.Err.Errno != "EBUSY" {
+		// An operation its writer skipped as done, unless the record
+		// names the busy device or mount point that stopped it
+		// (mount(8)'s "already mounted or mount point busy").
 		return OutcomeSucceeded
 	}
 	if e := r.get("err", "error"); e != "" && e != "null" && e != "<nil>" && e != `""` {

@@ -167,6 +167,7 @@ func keysOf(r *record) Keys {
 			k.Path = strings.TrimRight(m[1], ".")
 		}
 	}
+	notAnObject(text, &k)
 	if r.ev.Kubelet {
 		kubeletKeys(r, &k)
 	} else if v := waitedVolume(r.text); v != "" && k.Volume == "" {

@@ -99,3 +99,26 @@ func namespacedPod(text string) string {
 	}
 	return m[1]
 }
+
+// reSourceFile is a program's source file, with its line: where its
+// writer logged from (slog's source=, a caller), never a storage object.
+var reSourceFile = regexp.MustCompile(`\.(?:go|rs|py|js|ts|java|c|cc|cpp)(?::\d+)?$`)
+
+// notAnObject drops the keys a record's text gave that are no storage
+// object by their form: a source file's location read as a path, a
+// bare word ending in a colon read as a server ("server id: 5057161"), a
+// field's own name read as a volume ("volume volume-id=7": the word
+// before '=' is the key, the value after it the volume).
+func notAnObject(text string, k *Keys) {
+	if k.Path != "" && reSourceFile.MatchString(k.Path) {
+		k.Path = ""
+	}
+	if strings.HasSuffix(k.Server, ":") && !strings.ContainsAny(k.Server, "./0123456789[") {
+		// A word and its colon: a label, where a host has a dot, a
+		// digit or a share's slash.
+		k.Server = ""
+	}
+	if k.Volume != "" && strings.Contains(text, " "+k.Volume+"=") && !strings.Contains(text, " "+k.Volume+" ") {
+		k.Volume = ""
+	}
+}

@@ -118,3 +118,77 @@ func FuzzGoStamp(f *testing.F) {
 		_, _ = p.Parse(b)
 	})
 }
+
+// Keys a record's text gives that are no storage object by their form,
+// and mount(8)'s busy message that is no skipped operation.
+func TestNotAnObjectAndMountBusy(t *testing.T) {
+	cases := []struct {
+		name string
+		line string
+		want want
+		// server, path and volume are what must be left of those keys.
+		server, path, volume string
+	}{
+		{"slog's source file is the writer's location, not a path (a record pasted as a quoted string)", `"time=2026-11-21T09:10:01.000Z level=ERROR source=/home/runner/work/drv/internal/app/app.go:300 msg=\"handler failed\" err=\"rpc error: code = Internal desc = failed to publish volume: exit status 1\" volume=vol-0a1b2c3d4e5f60718"`,
+			want{ok: true, outcome: OutcomeFailed, keys: Keys{Handle: "vol-0a1b2c3d4e5f60718"}}, "", "", ""},
+		{"a label ending in a colon is no server", `level=info ts=2026-11-21T09:10:01Z component=api msg="failed to attach volume" volume-id=4242 err="assigning failed, power cycle server id: 99 and retry"`,
+			want{ok: true, level: LevelInfo, op: OpAttach, outcome: OutcomeFailed, keys: Keys{Handle: "4242"}}, "", "", ""},
+		{"a field's name after the word volume is no volume", `level=info ts=2026-11-21T09:10:01Z component=api msg="attaching volume" volume-id=4242 err="attach failed: server is locked"`,
+			want{ok: true, level: LevelInfo, op: OpAttach, outcome: OutcomeFailed, keys: Keys{Handle: "4242"}}, "", "", ""},
+		{"a real server and path are kept", `E1121 09:10:01.000000       1 mount_linux.go:232] Mount failed: exit status 32 mounting 10.0.0.5:/exports/a on /var/lib/kubelet/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes/kubernetes.io~nfs/a`,
+			want{ok: true, level: LevelError, op: OpMount, outcome: OutcomeFailed, exit: 32}, "10.0.0.5:/exports/a", "/var/lib/kubelet/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes/kubernetes.io~nfs/a", "a"},
+		{"mount(8)'s busy output is a failure, not a skipped mount", `Output: mount: /var/lib/kubelet/plugins/kubernetes.io/csi/pv/pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f/globalmount: /dev/sdc already mounted or mount point busy.`,
+			want{ok: true, op: OpMount, outcome: OutcomeFailed, errno: "EBUSY", keys: Keys{PV: "pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f", Device: "/dev/sdc"}}, "", "", ""},
+		{"a mount its writer skipped as done stays a success", `I1121 09:10:01.000000       1 nodeserver.go:80] NodePublishVolume: volume pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f is already mounted, skipping`,
+			want{ok: true, level: LevelInfo, op: OpPublish, outcome: OutcomeSucceeded, keys: Keys{PV: "pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f"}}, "", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ev, ok := NewParser(ref).Parse([]byte(c.line))
+			w := c.want
+			if ok != w.ok {
+				t.Errorf("ok=%v, want %v (%+v)", ok, w.ok, ev)
+			}
+			if w.level != LevelUnknown && ev.Level != w.level {
+				t.Errorf("level %v, want %v", ev.Level, w.level)
+			}
+			if w.op != OpNone && ev.Op != w.op {
+				t.Errorf("op %q, want %q", ev.Op, w.op)
+			}
+			if ev.Outcome != w.outcome {
+				t.Errorf("outcome %v, want %v", ev.Outcome, w.outcome)
+			}
+			if w.errno != "" && ev.Err.Errno != w.errno {
+				t.Errorf("errno %q, want %q", ev.Err.Errno, w.errno)
+			}
+			if w.exit != 0 && ev.Err.Exit != w.exit {
+				t.Errorf("exit %d, want %d", ev.Err.Exit, w.exit)
+			}
+			for _, k := range []struct{ name, got, want string }{
+				{"handle", ev.Keys.Handle, w.keys.Handle}, {"pv", ev.Keys.PV, w.keys.PV}, {"device", ev.Keys.Device, w.keys.Device},
+				{"server", ev.Keys.Server, c.server}, {"path", ev.Keys.Path, c.path}, {"volume", ev.Keys.Volume, c.volume},
+			} {
+				if k.got != k.want && (k.want != "" || k.name == "server" || k.name == "volume") {
+					t.Errorf("%s %q, want %q", k.name, k.got, k.want)
+				}
+			}
+			if c.path == "" && reSourceFile.MatchString(ev.Keys.Path) {
+				t.Errorf("path %q is a source file", ev.Keys.Path)
+			}
+		})
+	}
+}
+
+// A share whose path the record ends with a colon keeps its server.
+func TestShareBeforeColonIsAServer(t *testing.T) {
+	k := Keys{Server: "//acct.file.core.windows.net/pvc-1:"}
+	notAnObject("x", &k)
+	if k.Server == "" {
+		t.Error("share dropped")
+	}
+	k = Keys{Server: "id:"}
+	notAnObject("x", &k)
+	if k.Server != "" {
+		t.Errorf("label %q kept as a server", k.Server)
+	}
+}
