@@ -77,7 +77,10 @@ func (p *Parser) classify(r *record) {
 	} else if ev.Method != "" && ev.Level != LevelUnknown && ev.Level <= LevelInfo && !strings.Contains(text, "rror") && !strings.Contains(text, "fail") && !strings.Contains(text, "GRPC response") {
 		// A driver's line announcing its call on an object
 		// ("NodePublishVolume on volume \"x\""): the error that follows
-		// without an object of its own is about it.
+		// without an object of its own is about it, and is that call's.
+		if _, node := methodOps[ev.Method]; node && r.reqID == "" {
+			p.remember("", ev.Method)
+		}
 		k := keysOf(r)
 		if k.Handle == "" && k.PV == "" {
 			// A call names its volume by its ID: a UUID that is not the

@@ -192,3 +192,20 @@ func TestShareBeforeColonIsAServer(t *testing.T) {
 		t.Errorf("label %q kept as a server", k.Server)
 	}
 }
+
+// A driver's line announcing a node call by its method ("NodePublishVolume:
+// Starting Mount Volume x") makes the error that follows without a method
+// of its own that call's; without the announcement it is a call whose
+// method the log does not say.
+func TestAnnouncedCallTakesItsError(t *testing.T) {
+	announce := `time="2026-11-21T09:10:01+08:00" level=info msg="NodePublishVolume: Starting Mount Volume d-0a1b2c3d4e5f, source /var/lib/kubelet/plugins/kubernetes.io/csi/pv/pv-a/globalmount"`
+	fail := `E1121 09:10:01.412652      10 utils.go:101] GRPC error: rpc error: code = Internal desc = stat /var/lib/kubelet/plugins/kubernetes.io/csi/pv/pv-a/globalmount: no such file or directory`
+	p := NewParser(ref)
+	p.Parse([]byte(announce))
+	if ev, ok := p.Parse([]byte(fail)); !ok || ev.Op != OpPublish || ev.Outcome != OutcomeFailed {
+		t.Errorf("after the announcement: ok=%v op %q outcome %v, want publish failed", ok, ev.Op, ev.Outcome)
+	}
+	if ev, _ := NewParser(ref).Parse([]byte(fail)); ev.Op != OpCSICall {
+		t.Errorf("alone: op %q, want %q", ev.Op, OpCSICall)
+	}
+}
