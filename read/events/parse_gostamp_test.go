@@ -129,7 +129,7 @@ func TestNotAnObjectAndMountBusy(t *testing.T) {
 		// server, path and volume are what must be left of those keys.
 		server, path, volume string
 	}{
-		{"slog's source file is the writer's location, not a path (a record pasted as a quoted string)", `"time=2026-11-21T09:10:01.000Z level=ERROR source=/home/runner/work/drv/internal/app/app.go:300 msg=\"handler failed\" err=\"rpc error: code = Internal desc = failed to publish volume: exit status 1\" volume=vol-0a1b2c3d4e5f60718"`,
+		{"slog's source file is the writer's location, not a path (a record pasted as a quoted string)", `"time=2026-11-21T09:10:01.000Z level=ERROR source=/home/builder/src/drv/internal/app/app.go:300 msg=\"handler failed\" err=\"rpc error: code = Internal desc = failed to publish volume: exit status 1\" volume=vol-0a1b2c3d4e5f60718"`,
 			want{ok: true, outcome: OutcomeFailed, keys: Keys{Handle: "vol-0a1b2c3d4e5f60718"}}, "", "", ""},
 		{"a label ending in a colon is no server", `level=info ts=2026-11-21T09:10:01Z component=api msg="failed to attach volume" volume-id=4242 err="assigning failed, power cycle server id: 99 and retry"`,
 			want{ok: true, level: LevelInfo, op: OpAttach, outcome: OutcomeFailed, keys: Keys{Handle: "4242"}}, "", "", ""},
