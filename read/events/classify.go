@@ -77,7 +77,10 @@ func (p *Parser) classify(r *record) {
 	} else if ev.Method != "" && ev.Level != LevelUnknown && ev.Level <= LevelInfo && !strings.Contains(text, "rror") && !strings.Contains(text, "fail") && !strings.Contains(text, "GRPC response") {
 		// A driver's line announcing its call on an object
 		// ("NodePublishVolume on volume \"x\""): the error that follows
-		// without an object of its own is about it.
+		// without an object of its own is about it, and is that call's.
+		if _, node := methodOps[ev.Method]; node && r.reqID == "" {
+			p.remember("", ev.Method)
+		}
 		k := keysOf(r)
 		if k.Handle == "" && k.PV == "" {
 			// A call names its volume by its ID: a UUID that is not the
@@ -426,6 +429,8 @@ var (
 		{"connection refused", "ECONNREFUSED"}, {"connection timed out", "ETIMEDOUT"}, {"no space left on device", "ENOSPC"},
 		{"directory not empty", "ENOTEMPTY"}, {"invalid argument", "EINVAL"}, {"structure needs cleaning", "EUCLEAN"},
 		{"no route to host", "EHOSTUNREACH"}, {"file exists", "EEXIST"}, {"not a directory", "ENOTDIR"}, {"too many levels of symbolic links", "ELOOP"},
+		// mount(8)'s own wording of EBUSY for its source or target.
+		{"already mounted or mount point busy", "EBUSY"},
 	}
 	reLoginRefused = regexp.MustCompile(`login (?:failed|refused|authentication failed)|authentication fail|authorization fail|iscsiadm: .*(?:login|session).*(?:fail|error)|(?:fail|unable)[^.]{0,40}\blog ?in\b`)
 )
@@ -513,7 +518,10 @@ func outcome(r *record) Outcome {
 		return OutcomeFailed
 	}
 	lower := r.lower
-	if containsAny(lower, "skip", "nothing to do", "already", "not a mountpoint") && reNoOp.MatchString(lower) {
+	if containsAny(lower, "skip", "nothing to do", "already", "not a mountpoint") && reNoOp.MatchString(lower) && r.ev.Err.Errno != "EBUSY" {
+		// An operation its writer skipped as done, unless the record
+		// names the busy device or mount point that stopped it
+		// (mount(8)'s "already mounted or mount point busy").
 		return OutcomeSucceeded
 	}
 	if e := r.get("err", "error"); e != "" && e != "null" && e != "<nil>" && e != `""` {

@@ -127,6 +127,8 @@ func keysOf(r *record) Keys {
 	if k.Pod == "" {
 		if v := podUnderKey(text); v != "" {
 			k.Pod = v
+		} else if v := namespacedPod(text); v != "" {
+			k.Pod = v
 		}
 	}
 	if m := matchIf(reWWID, text, "wwid", "WWID", "serial"); m != nil {
@@ -153,6 +155,8 @@ func keysOf(r *record) Keys {
 	if k.Device == "" {
 		if m := devKeySubmatch(text); m != nil {
 			k.Device = "/dev/" + m[1]
+		} else if d := quotedDeviceName(text); d != "" {
+			k.Device = "/dev/" + d
 		}
 	}
 	if m := matchIf(rePyOSError, text, "[Errno"); m != nil && k.Path == "" {
@@ -163,6 +167,7 @@ func keysOf(r *record) Keys {
 			k.Path = strings.TrimRight(m[1], ".")
 		}
 	}
+	notAnObject(text, &k)
 	if r.ev.Kubelet {
 		kubeletKeys(r, &k)
 	} else if v := waitedVolume(r.text); v != "" && k.Volume == "" {

@@ -2,8 +2,9 @@
 // happened to which storage object, whatever wrote it and in whatever
 // format. A record of the kubelet, a CSI node plugin (klog text or
 // structured, JSON lines of zap, logrus or klog, logfmt, Rust tracing,
-// Python logging, ceph-csi's "ID: n Req-ID: x" prefixes), a container runtime, a storage
-// daemon (iscsid, multipathd) or the kernel becomes one Event: its time,
+// Python logging, Go's log stamp, ceph-csi's "ID: n Req-ID: x" prefixes),
+// a container runtime, a storage daemon (iscsid, multipathd) or the
+// kernel becomes one Event: its time,
 // source and component, level, the operation (mount, stage, publish,
 // attach, teardown, I/O ...), every object key it carries (pod, volume,
 // PV, volume handle, device, path, server, portal, IQN, WWID) and the

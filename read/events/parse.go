@@ -223,6 +223,9 @@ func (p *Parser) body(r *record, b []byte, depth int) []byte {
 	if rest, ok := p.stampLevelBody(r, b, depth); ok {
 		return rest
 	}
+	if rest, ok := goStampBody(r, b); ok {
+		return rest
+	}
 	if rest, ok := p.logfmtBody(r, b, depth); ok {
 		return rest
 	}

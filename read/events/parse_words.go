@@ -96,7 +96,10 @@ var (
 		// quotes their output on lines of their own.
 		[]byte("rong fs type"), []byte("ad superblock"), []byte("an't unmount"), []byte("an't mount"), []byte("nvalid argument"),
 		// multipathd's paths going down and up.
-		[]byte("multipathd")}
+		[]byte("multipathd"),
+		// a fatal record of a writer that spells its level out
+		// ("<FATAL>:", "FATAL:"), as klog's F header is read above.
+		[]byte("FATAL")}
 	successWords = [][]byte{[]byte("ucce"), []byte("kipp"), []byte("lready"), []byte("g to do"), []byte("ompleted"), []byte("has been")}
 	// opWords are the words of a storage operation (a success of
 	// anything else is not read).
