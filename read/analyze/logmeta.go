@@ -135,13 +135,29 @@ func isRESpace(c byte) bool {
 // holds.
 var nodeNamedWords = [][]byte{[]byte("on node "), []byte("node="), []byte("nodeName"), []byte("NodeId:")}
 
-// nodeNamedSubmatch is reNodeNamed.FindSubmatch(b), skipped when b holds
-// none of the words a match must hold.
+// nodeNamedSubmatch is reNodeNamed.FindSubmatch(b), run from the byte
+// before where its first match can start, and not at all when b holds
+// none of the words a match must hold. Every match starts at one of the
+// words ("nodeName" one byte earlier, at the quote of "\"nodeName\":"), so
+// none starts before the first of them; the byte kept before it gives \b
+// its context and cannot start a match itself. A kubelet's error names
+// "nodeName:" deep in a long record, where the expression, without a
+// literal to start from, was tried at every byte.
 func nodeNamedSubmatch(b []byte) [][]byte {
-	for _, w := range nodeNamedWords {
-		if bytes.Contains(b, w) {
-			return reNodeNamed.FindSubmatch(b)
+	from := len(b)
+	for i, w := range nodeNamedWords {
+		j := bytes.Index(b, w)
+		if j < 0 {
+			continue
 		}
+		if i == 2 {
+			// "nodeName" also starts the quoted form's match.
+			j--
+		}
+		from = min(from, j)
 	}
-	return nil
+	if from == len(b) {
+		return nil
+	}
+	return reNodeNamed.FindSubmatch(b[max(from-1, 0):])
 }
