@@ -32,7 +32,7 @@ func kubeletRecordOp(component, text string) Op {
 	if hasKubeletOp(text) {
 		return OpNone
 	}
-	if reVolumeMount.MatchString(text) {
+	if strings.Contains(text, "volumeMount ") && reVolumeMount.MatchString(text) {
 		// A container's volumeMount (the pod spec's own word): preparing
 		// it (its subPath) is mounting the pod's volume into the
 		// container.
@@ -53,7 +53,7 @@ var (
 	// reKubeletPod is the kubelet's text form of a pod before structured
 	// logging: pod "name_namespace" (with "(uid)" after it from 1.5 on).
 	reKubeletPod = regexp.MustCompile(`\bpod \\?"([a-z0-9][-a-z0-9.]*)_([a-z0-9][-a-z0-9]*)(?:\(([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\))?\\?"`)
-	// kubeletPodWords: every match of reKubeletPod holds one.
+	// kubeletPodWords: every match of reKubeletPod starts with one.
 	kubeletPodWords = []string{`pod "`, `pod \"`}
 	// reVolumeMount is a container's volumeMount named in a kubelet's
 	// message: volumeMount "data", volumeMount 'data'.
@@ -102,7 +102,7 @@ func pluginConnection(text, lower string) string {
 // kubeletKeys reads the objects of a kubelet's record from its own keys.
 func kubeletKeys(r *record, k *Keys) {
 	if k.Pod == "" {
-		if m := matchIf(reKubeletPod, r.text, kubeletPodWords...); m != nil {
+		if m := kubeletPodSubmatch(r.text); m != nil {
 			k.Pod = m[2] + "/" + m[1]
 			if k.PodUID == "" {
 				k.PodUID = m[3]
@@ -158,4 +158,23 @@ func kubeletKeys(r *record, k *Keys) {
 	if k.Volume == "" || k.Volume == uniq {
 		k.Volume = last
 	}
+}
+
+// kubeletPodSubmatch is reKubeletPod.FindStringSubmatch(text), run from
+// the byte before the first of kubeletPodWords (every match starts with
+// one; the byte kept gives \b its context and starts no match), and not
+// at all without one: a kubelet's volume records name pod "name" (no
+// namespace) far into a long line, where the expression, with no literal
+// to start from, was tried at every byte.
+func kubeletPodSubmatch(text string) []string {
+	from := len(text)
+	for _, w := range kubeletPodWords {
+		if i := strings.Index(text, w); i >= 0 {
+			from = min(from, i)
+		}
+	}
+	if from == len(text) {
+		return nil
+	}
+	return reKubeletPod.FindStringSubmatch(text[max(from-1, 0):])
 }
