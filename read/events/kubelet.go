@@ -160,21 +160,32 @@ func kubeletKeys(r *record, k *Keys) {
 	}
 }
 
-// kubeletPodSubmatch is reKubeletPod.FindStringSubmatch(text), run from
-// the byte before the first of kubeletPodWords (every match starts with
-// one; the byte kept gives \b its context and starts no match), and not
-// at all without one: a kubelet's volume records name pod "name" (no
-// namespace) far into a long line, where the expression, with no literal
-// to start from, was tried at every byte.
+// kubeletPodSubmatch is reKubeletPod.FindStringSubmatch(text), tried only
+// where a match can start: at each of kubeletPodWords after a byte \b
+// tells from a word's (a non-word byte, or none), the expression anchored
+// there; the first place it matches is where the leftmost match starts.
+// A kubelet's volume records name pod "name" (no namespace, no match) far
+// into a long line, where the expression, with no literal to start from,
+// was tried at every byte.
 func kubeletPodSubmatch(text string) []string {
-	from := len(text)
-	for _, w := range kubeletPodWords {
-		if i := strings.Index(text, w); i >= 0 {
-			from = min(from, i)
+	for from := 0; ; {
+		i := strings.Index(text[from:], "pod ")
+		if i < 0 {
+			return nil
+		}
+		i += from
+		from = i + 1
+		if i > 0 && isWordByte(text[i-1]) {
+			continue
+		}
+		if rest := text[i+4:]; !strings.HasPrefix(rest, `"`) && !strings.HasPrefix(rest, `\"`) {
+			continue
+		}
+		if m := reKubeletPodAt.FindStringSubmatch(text[i:]); m != nil {
+			return m
 		}
 	}
-	if from == len(text) {
-		return nil
-	}
-	return reKubeletPod.FindStringSubmatch(text[max(from-1, 0):])
 }
+
+// reKubeletPodAt is reKubeletPod anchored at the start of its input.
+var reKubeletPodAt = regexp.MustCompile(`^(?:` + reKubeletPod.String() + `)`)

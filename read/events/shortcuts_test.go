@@ -74,6 +74,7 @@ var shortcutEdges = []string{
 	`mountPod=juicefs-x`, `MOUNT_POD: "a"`, `mount-pod = b`, `podName=c pod_name: d`, `xpodname=e podname='f'`, `POD-NAME:G`, `mountpod`, `pod name=h`, `podname:`, `pod_name="i:"`, `Mountpod=İx`,
 	`pod "web_default(0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d)"`, `pod \"web_default\"`, `volumeMount "data"`, `volumeMount 'data'`,
 	`pod \"web\" (UID: \"u\") pod="ns/web" pod "db_ns"`, `apod "x_y" pod "a_b"`, `pod "pod "c_d"`, `pod \"e_f(0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3g)\"`, `pod "`, `pod`,
+	"\u00e9pod \"e_f\"", `_pod "k_l" 1pod "m_n" pod \"o_p`, `pod \"x" pod "q_r(0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d)\"`, `-pod "s_t"`,
 	`nqn.2014-08.org.nvmexpress:uuid:x`, `xnqn.2014-08.a`, `NQN.2014-08.a`,
 	`MountVolume.SetUp succeeded for volume`, `unsuccessful`, `successfully`, `returns successfully`, `xsuccess`, `success`, `GRPC response: {}`, `is operational again`,
 	`job completed`, `completedx`, `has been mounted`, `has been unmounted`, `has been`, `succeeded.has been completed`, `asucceeded success`,
