@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/nodesnap/nodesnap/internal/corpuslines"
@@ -67,6 +68,11 @@ var shortcutEdges = []string{
 	`/var/lib/kubelet/pods/x`, `x/var/lib/y /run/z`, `//var/a/b`, `./mnt/a /mnt/b`, `/data/`, `/data/x`, `a:/opt/x/y`, `/var//x /home/u/v`,
 	`/srv/"x" /var/log/pods/a`, `~/home/a /home/b`, `/var/`, `/`, `/run`, `-/run/a_/run/b /run/c.`,
 	`INFO: task kworker/1:2:123 blocked for more than 120 seconds`,
+	// Places a volume may start at where none does, before one that does.
+	`MountVolume.SetUp succeeded for volume \"kube-api-access-x\" (UniqueName: \"a\") unmounted volumes=[data] volume pvc-9`,
+	`Unmountvolume 1 xvolume 2-3 _volume 4 Volume 5`, `volumes=[a] FOR VOLUME "b"`, `volume`, `volume 1`, `\xc5volume 1`, `\xc5\xbfvolume 2`, "\xc5volume 3",
+	"\xc5\xbfpec.name=d", "x\xc5\xbfpec.name=e", "\xbfpec.name=f", "spec.name\xc5\xbfpec.name=g", `REQ-ID req-id: h`, `for volumeid=i`, `forvolume "j"`,
+	strings.Repeat("volume ", 40) + `volume "k"`, strings.Repeat("for volume x ", 20) + `volume_name=l`, strings.Repeat("req-id", 33),
 }
 
 func TestExtractShortcuts(t *testing.T) {

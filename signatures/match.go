@@ -3,6 +3,7 @@ package signatures
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -424,7 +425,24 @@ func firstUID(line []byte) int {
 // least of those; the byte before it is kept for the \b of the
 // unquoted form, and no match can start at that byte itself (it is
 // before every word), so the expression finds the same submatches.
+//
+// Where a line says "volume" long before its match (a kubelet's
+// "MountVolume.SetUp succeeded for volume", "unmounted volumes=[...]"),
+// scanning on from there costs the expression at every byte: the places
+// a match can start (volumeStarts) are tried one by one instead, each with
+// the expression anchored there (volumeAt), the first that matches being
+// where the leftmost match starts. A line with more such places than
+// maxVolumeStarts is read from the first, as before.
 func volumeSubmatch(line []byte) [][]byte {
+	var buf [maxVolumeStarts]int
+	if starts, ok := volumeStarts(line, buf[:0]); ok {
+		for _, c := range starts {
+			if m := volumeAt(line, c); m != nil {
+				return m
+			}
+		}
+		return nil
+	}
 	from := len(line)
 	if i := indexFold(line, "volume"); i >= 0 {
 		from = i - 4
@@ -439,6 +457,78 @@ func volumeSubmatch(line []byte) [][]byte {
 		return nil
 	}
 	return reVolume.FindSubmatch(line[max(from-1, 0):])
+}
+
+// maxVolumeStarts is how many places a line's volume may start at that
+// volumeSubmatch tries one by one.
+const maxVolumeStarts = 32
+
+var (
+	// reVolumeAt is reVolume anchored at its input's second rune, the
+	// first (the byte before a place a match may start) being read only
+	// as the context of \b; reVolumeAt0 at the input's start.
+	reVolumeAt  = regexp.MustCompile(`^(?s:.)(?:` + reVolume.String() + `)`)
+	reVolumeAt0 = regexp.MustCompile(`^(?:` + reVolume.String() + `)`)
+)
+
+// volumeAt is reVolume's match starting at line[c], if any. The byte
+// before c is an ASCII byte, or one the expression reads as a rune of
+// its own (a place to start is an ASCII letter or the lead byte of 'ſ'),
+// which \b reads as it reads that byte in the whole line: a word byte or
+// not.
+func volumeAt(line []byte, c int) [][]byte {
+	if c == 0 {
+		return reVolumeAt0.FindSubmatch(line)
+	}
+	m := reVolumeAt.FindSubmatch(line[c-1:])
+	if m != nil {
+		m[0] = m[0][1:]
+	}
+	return m
+}
+
+// volumeStarts appends to starts, in order, every place in line a match
+// of reVolume can start at (see volumeSubmatch); ok is false when there
+// are more than cap(starts).
+func volumeStarts(line []byte, starts []int) ([]int, bool) {
+	add := func(c int) bool {
+		if len(starts) == cap(starts) {
+			return false
+		}
+		starts = append(starts, c)
+		return true
+	}
+	for _, w := range []string{"volume", "req-id", "pec.name"} {
+		for from := 0; ; {
+			i := indexFold(line[from:], w)
+			if i < 0 {
+				break
+			}
+			i += from
+			from = i + 1
+			ok := true
+			switch w {
+			case "volume":
+				if i >= 4 && lower(line[i-4]) == 'f' && lower(line[i-3]) == 'o' && lower(line[i-2]) == 'r' && line[i-1] == ' ' {
+					ok = add(i - 4)
+				}
+				ok = ok && add(i)
+			case "req-id":
+				ok = add(i)
+			case "pec.name":
+				if i >= 1 && lower(line[i-1]) == 's' {
+					ok = add(i - 1)
+				} else if i >= 2 && line[i-2] == 0xc5 && line[i-1] == 0xbf {
+					ok = add(i - 2)
+				}
+			}
+			if !ok {
+				return nil, false
+			}
+		}
+	}
+	slices.Sort(starts)
+	return starts, true
 }
 
 // indexFold is where w (lower case ASCII) first is in s in any ASCII

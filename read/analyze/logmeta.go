@@ -135,13 +135,45 @@ func isRESpace(c byte) bool {
 // holds.
 var nodeNamedWords = [][]byte{[]byte("on node "), []byte("node="), []byte("nodeName"), []byte("NodeId:")}
 
-// nodeNamedSubmatch is reNodeNamed.FindSubmatch(b), skipped when b holds
-// none of the words a match must hold.
+// reNodeNamedAt is reNodeNamed anchored at the start of its input.
+var reNodeNamedAt = regexp.MustCompile(`^(?:` + reNodeNamed.String() + `)`)
+
+// nodeNamedSubmatch is reNodeNamed.FindSubmatch(b), tried only where a
+// match can start, from the first such place on: at each of its words
+// (and at the quote before "nodeName" for "\"nodeName\":"), where the
+// \b before a word holds, the anchored expression is run; the first place
+// it matches is where the leftmost match starts, and the anchored
+// expression takes the same alternative there. A kubelet's error says
+// "podName: nodeName:}" early in a long record with no node after it,
+// where the expression, without a literal to start from, was tried at
+// every byte after it.
 func nodeNamedSubmatch(b []byte) [][]byte {
-	for _, w := range nodeNamedWords {
-		if bytes.Contains(b, w) {
-			return reNodeNamed.FindSubmatch(b)
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case 'o', 'n', 'N':
+			if i > 0 && isWordByte(b[i-1]) {
+				// Each word starting with a letter follows a \b.
+				continue
+			}
+			if !bytes.HasPrefix(b[i:], nodeNamedWords[0]) && !bytes.HasPrefix(b[i:], nodeNamedWords[1]) &&
+				!bytes.HasPrefix(b[i:], nodeNamedWords[2]) && !bytes.HasPrefix(b[i:], nodeNamedWords[3]) {
+				continue
+			}
+		case '"':
+			if !bytes.HasPrefix(b[i+1:], nodeNamedWords[2]) {
+				continue
+			}
+		default:
+			continue
+		}
+		if m := reNodeNamedAt.FindSubmatch(b[i:]); m != nil {
+			return m
 		}
 	}
 	return nil
+}
+
+// isWordByte is a byte of \w, the bytes \b tells from others.
+func isWordByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }

@@ -20,6 +20,9 @@ func logMetaLines(t testing.TB) [][]byte {
 		[]byte("\tE0101 00:00:00.0\t\t9 f:1] tab"), []byte("E0101 00:00:00.0 9 :1]"), []byte("E0101 00:00:00.0 9 a:1"),
 		[]byte("I1 E0101 00:00:00.0 9 a:1] second"), []byte("E0101 E0101 00:00:00.0 9 a:1]"), []byte("F9999 "),
 		[]byte("node= x"), []byte("NodeId: \\\"abc\""), []byte("on node"), []byte(`"nodeName":"x"`), []byte("xnode=1 anode=2 node=3"),
+		[]byte(`{volumeName:x podName: nodeName:} on node "n1"`), []byte(`"nodeName":"a" node=b`), []byte(`x"nodeName":"a"`), []byte(`nodeName:`),
+		[]byte(`anodeName: b on node c`), []byte(`NodeId:  NodeId: \\"d"`), []byte(`nodeNamed node=e`), []byte(`"nodeName"=f`), []byte(`xxon node g`),
+		[]byte(`_node=x 9node=y "nodeName":} node=z`), []byte(`"nodeName":`), []byte(`""nodeName":\"h"`), []byte(`-NodeId:\t i`),
 		[]byte(""), []byte("E"), []byte("E0101"), []byte("E0101 "),
 	}
 	_ = filepath.WalkDir("../../test/corpus", func(path string, d os.DirEntry, err error) error {
@@ -61,7 +64,7 @@ func TestLogMetaShortcuts(t *testing.T) {
 }
 
 func FuzzLogMetaShortcuts(f *testing.F) {
-	for _, b := range logMetaLines(f)[:19] {
+	for _, b := range logMetaLines(f)[:32] {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) { checkLogMetaShortcuts(t, b) })

@@ -32,7 +32,9 @@ func kubeletRecordOp(component, text string) Op {
 	if hasKubeletOp(text) {
 		return OpNone
 	}
-	if reVolumeMount.MatchString(text) || reVolumeMountWord.MatchString(text) {
+	// reVolumeMount's every match is also reVolumeMountWord's, and the
+	// word itself is the cheap test most records fail.
+	if strings.Contains(text, "volumeMount") && reVolumeMountWord.MatchString(text) {
 		// A container's volumeMount (the pod spec's own word, with its
 		// name quoted in the text form, or its name under
 		// volumeMountName= in the structured form): preparing it (its
@@ -54,7 +56,7 @@ var (
 	// reKubeletPod is the kubelet's text form of a pod before structured
 	// logging: pod "name_namespace" (with "(uid)" after it from 1.5 on).
 	reKubeletPod = regexp.MustCompile(`\bpod \\?"([a-z0-9][-a-z0-9.]*)_([a-z0-9][-a-z0-9]*)(?:\(([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\))?\\?"`)
-	// kubeletPodWords: every match of reKubeletPod holds one.
+	// kubeletPodWords: every match of reKubeletPod starts with one.
 	kubeletPodWords = []string{`pod "`, `pod \"`}
 	// reVolumeMount is a container's volumeMount named in a kubelet's
 	// message: volumeMount "data", volumeMount 'data'.
@@ -107,7 +109,7 @@ func pluginConnection(text, lower string) string {
 // kubeletKeys reads the objects of a kubelet's record from its own keys.
 func kubeletKeys(r *record, k *Keys) {
 	if k.Pod == "" {
-		if m := matchIf(reKubeletPod, r.text, kubeletPodWords...); m != nil {
+		if m := kubeletPodSubmatch(r.text); m != nil {
 			k.Pod = m[2] + "/" + m[1]
 			if k.PodUID == "" {
 				k.PodUID = m[3]
@@ -169,3 +171,33 @@ func kubeletKeys(r *record, k *Keys) {
 		k.Volume = last
 	}
 }
+
+// kubeletPodSubmatch is reKubeletPod.FindStringSubmatch(text), tried only
+// where a match can start: at each of kubeletPodWords after a byte \b
+// tells from a word's (a non-word byte, or none), the expression anchored
+// there; the first place it matches is where the leftmost match starts.
+// A kubelet's volume records name pod "name" (no namespace, no match) far
+// into a long line, where the expression, with no literal to start from,
+// was tried at every byte.
+func kubeletPodSubmatch(text string) []string {
+	for from := 0; ; {
+		i := strings.Index(text[from:], "pod ")
+		if i < 0 {
+			return nil
+		}
+		i += from
+		from = i + 1
+		if i > 0 && isWordByte(text[i-1]) {
+			continue
+		}
+		if rest := text[i+4:]; !strings.HasPrefix(rest, `"`) && !strings.HasPrefix(rest, `\"`) {
+			continue
+		}
+		if m := reKubeletPodAt.FindStringSubmatch(text[i:]); m != nil {
+			return m
+		}
+	}
+}
+
+// reKubeletPodAt is reKubeletPod anchored at the start of its input.
+var reKubeletPodAt = regexp.MustCompile(`^(?:` + reKubeletPod.String() + `)`)

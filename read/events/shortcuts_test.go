@@ -42,6 +42,27 @@ func checkShortcuts(t *testing.T, text string) {
 	if reVolumeMount.MatchString(text) && !strings.Contains(text, "volumeMount ") {
 		t.Errorf("reVolumeMount matches %q without its word", text)
 	}
+	if got, want := kubeletPodSubmatch(text), reKubeletPod.FindStringSubmatch(text); !reflect.DeepEqual(got, want) {
+		t.Errorf("kubeletPodSubmatch(%q) = %q, reKubeletPod finds %q", text, got, want)
+	}
+	if reNQN.MatchString(text) && !strings.Contains(text, "nqn.") {
+		t.Errorf("reNQN matches %q without its word", text)
+	}
+	for _, s := range []string{text, lower} {
+		if got, want := successMatch(s), reSuccess.MatchString(s); got != want {
+			t.Errorf("successMatch(%q) = %v, reSuccess says %v", s, got, want)
+		}
+		want := ""
+		for _, x := range errnos {
+			if strings.Contains(s, x.phrase) {
+				want = x.errno
+				break
+			}
+		}
+		if got := errnoOf(s); got != want {
+			t.Errorf("errnoOf(%q) = %q, the first phrase held is %q's", s, got, want)
+		}
+	}
 }
 
 var shortcutEdges = []string{
@@ -52,6 +73,13 @@ var shortcutEdges = []string{
 	`MountDevice device=sdb`, `DEVICE: "nvme0n1p1"`, `dev='rbd0'`, `disk = vdb2 dev=sdc`, `_dev=sda dev:xvdf`, `dev"=sdz`, `DiSK:dm-3`, `diſk=sda`, `dis` + "\u212a" + `=sda`, `device:`, `d`,
 	`mountPod=juicefs-x`, `MOUNT_POD: "a"`, `mount-pod = b`, `podName=c pod_name: d`, `xpodname=e podname='f'`, `POD-NAME:G`, `mountpod`, `pod name=h`, `podname:`, `pod_name="i:"`, `Mountpod=İx`,
 	`pod "web_default(0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d)"`, `pod \"web_default\"`, `volumeMount "data"`, `volumeMount 'data'`,
+	`pod \"web\" (UID: \"u\") pod="ns/web" pod "db_ns"`, `apod "x_y" pod "a_b"`, `pod "pod "c_d"`, `pod \"e_f(0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3g)\"`, `pod "`, `pod`,
+	"\u00e9pod \"e_f\"", `_pod "k_l" 1pod "m_n" pod \"o_p`, `pod \"x" pod "q_r(0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d)\"`, `-pod "s_t"`,
+	`nqn.2014-08.org.nvmexpress:uuid:x`, `xnqn.2014-08.a`, `NQN.2014-08.a`,
+	`MountVolume.SetUp succeeded for volume`, `unsuccessful`, `successfully`, `returns successfully`, `xsuccess`, `success`, `GRPC response: {}`, `is operational again`,
+	`job completed`, `completedx`, `has been mounted`, `has been unmounted`, `has been`, `succeeded.has been completed`, `asucceeded success`,
+	`input/output error`, `i/o error: no such device`, `no such device or address`, `no such file or directory: device or resource busy`, `target is busy`, `too many levels of symbolic links`,
+	`stale nfs file handle`, `inp`, `i`, `no such devic`,
 }
 
 func TestShortcuts(t *testing.T) {
