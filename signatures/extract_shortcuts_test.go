@@ -16,28 +16,28 @@ import (
 // examples, the corpus's lines and lines made to sit on the edges.
 func checkExtractShortcuts(t *testing.T, line []byte) {
 	t.Helper()
-	if rePodFormat.Match(line) && !parenUID(line) {
+	if rePodFormat().Match(line) && !parenUID(line) {
 		t.Errorf("rePodFormat matches %q, parenUID says it cannot", line)
 	}
-	if reUniqueName.Match(line) && !hasNameColon(line) {
+	if reUniqueName().Match(line) && !hasNameColon(line) {
 		t.Errorf("reUniqueName matches %q, hasNameColon says it cannot", line)
 	}
-	if reServer.Match(line) && !bytes.Contains(line, []byte("erver")) && !bytes.Contains(line, []byte("libceph: ")) {
+	if reServer().Match(line) && !bytes.Contains(line, []byte("erver")) && !bytes.Contains(line, []byte("libceph: ")) {
 		t.Errorf("reServer matches %q without its words", line)
 	}
-	if reTask.Match(line) && !bytes.Contains(line, []byte(" blocked")) {
+	if reTask().Match(line) && !bytes.Contains(line, []byte(" blocked")) {
 		t.Errorf("reTask matches %q without its word", line)
 	}
-	if got, want := podUIDSubmatch(line), rePodUID.FindSubmatch(line); !reflect.DeepEqual(got, want) {
+	if got, want := podUIDSubmatch(line), rePodUID().FindSubmatch(line); !reflect.DeepEqual(got, want) {
 		t.Errorf("podUIDSubmatch(%q) = %q, rePodUID finds %q", line, got, want)
 	}
-	if got, want := volumeSubmatch(line), reVolume.FindSubmatch(line); !reflect.DeepEqual(got, want) {
+	if got, want := volumeSubmatch(line), reVolume().FindSubmatch(line); !reflect.DeepEqual(got, want) {
 		t.Errorf("volumeSubmatch(%q) = %q, reVolume finds %q", line, got, want)
 	}
-	if got, want := pathSubmatch(line), rePath.FindSubmatch(line); !reflect.DeepEqual(got, want) {
+	if got, want := pathSubmatch(line), rePath().FindSubmatch(line); !reflect.DeepEqual(got, want) {
 		t.Errorf("pathSubmatch(%q) = %q, rePath finds %q", line, got, want)
 	}
-	if got, want := podNameSubmatch(line), rePodName.FindSubmatch(line); !reflect.DeepEqual(got, want) {
+	if got, want := podNameSubmatch(line), rePodName().FindSubmatch(line); !reflect.DeepEqual(got, want) {
 		t.Errorf("podNameSubmatch(%q) = %q, rePodName finds %q", line, got, want)
 	}
 }

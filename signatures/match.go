@@ -263,35 +263,54 @@ func (c *Class) KeyOf(line []byte, obj Objects) string {
 
 const uidRe = `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`
 
+// The extraction expressions compile on first use: every process of the
+// binary (each collector and isolation worker) runs this package's init,
+// and few of them read a log line.
 var (
 	// `Pod "name_ns(uid)"` (format.Pod of kubelets before 1.21), in any
 	// quoting.
-	rePodFormat = regexp.MustCompile(`([a-z0-9][-a-z0-9.]*)_([a-z0-9][-a-z0-9]*)\((` + uidRe + `)\)`)
+	rePodFormat = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`([a-z0-9][-a-z0-9.]*)_([a-z0-9][-a-z0-9]*)\((` + uidRe + `)\)`)
+	})
 	// podUID="uid", "podUID":"uid", (UID: "uid"), pod "uid", podUID=uid.
-	rePodUID = regexp.MustCompile(`(?i)(?:pod_?uid|\(UID:|pod|orphaned pod|podName:)[\s"\\:=]*(` + uidRe + `)`)
+	rePodUID = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(?:pod_?uid|\(UID:|pod|orphaned pod|podName:)[\s"\\:=]*(` + uidRe + `)`)
+	})
 	// /var/lib/kubelet/pods/<uid>/ in a path.
-	rePodDir = regexp.MustCompile(`/pods/(` + uidRe + `)`)
+	rePodDir = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/pods/(` + uidRe + `)`) })
 	// pod="ns/name", "pod":"ns/name", pod=ns/name.
-	rePodName = regexp.MustCompile(`\bpod` + `\\*"?\s*[=:]\s*` + q + `?([a-z0-9][-a-z0-9]*/[a-z0-9][-a-z0-9.]*)`)
+	rePodName = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\bpod` + `\\*"?\s*[=:]\s*` + q + `?([a-z0-9][-a-z0-9]*/[a-z0-9][-a-z0-9.]*)`)
+	})
 	// JSON logging of klog.KObj: "pod":{"name":"web-0","namespace":"default"}.
-	rePodJSON = regexp.MustCompile(`"pod":\{"name":"([^"]+)","namespace":"([^"]+)"\}`)
+	rePodJSON = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"pod":\{"name":"([^"]+)","namespace":"([^"]+)"\}`) })
 	// The volume: UniqueName first, then volumeName=, volume "x", the CSI
 	// volume ID in its many spellings.
-	reUniqueName = regexp.MustCompile(`(?i)UniqueName:\s*` + q + `([^"\\]+)|volumeName:([^\s"\\]+)`)
-	reVolume     = regexp.MustCompile(`(?i)(?:volume_?name|volume_?id|volumeHandle|VolumeId|Req-ID|Volume ID|spec\.Name)` + `\\*"?\s*[=:]?\s*` + q + `?([^\s"\\,}\]]+)` +
-		`|(?:volume|for volume|Volume)\s+` + q + `([^"\\]+)` +
-		// unquoted, a name with a digit or a dash: "volume pvc-5d1e ...",
-		// "for volume: 268e7aa8-..." (vsphere-csi's wording)
-		`|\b[Vv]olume:?\s+([A-Za-z0-9_.^/-]*[0-9-][A-Za-z0-9_.^/-]*)`)
-	reDevice = regexp.MustCompile(`(/dev/(?:rbd|nbd|sd|xvd|vd|nvme|dm-|mapper/|loop|longhorn/)[^\s"\\:,;)\]}]*)`)
+	reUniqueName = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)UniqueName:\s*` + q + `([^"\\]+)|volumeName:([^\s"\\]+)`)
+	})
+	reVolume = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(?:volume_?name|volume_?id|volumeHandle|VolumeId|Req-ID|Volume ID|spec\.Name)` + `\\*"?\s*[=:]?\s*` + q + `?([^\s"\\,}\]]+)` +
+			`|(?:volume|for volume|Volume)\s+` + q + `([^"\\]+)` +
+			// unquoted, a name with a digit or a dash: "volume pvc-5d1e ...",
+			// "for volume: 268e7aa8-..." (vsphere-csi's wording)
+			`|\b[Vv]olume:?\s+([A-Za-z0-9_.^/-]*[0-9-][A-Za-z0-9_.^/-]*)`)
+	})
+	reDevice = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(/dev/(?:rbd|nbd|sd|xvd|vd|nvme|dm-|mapper/|loop|longhorn/)[^\s"\\:,;)\]}]*)`)
+	})
 	// A path starts where a path can: not inside another path's
 	// component (the "/data/..." of "/var/data/..."), under one of the
 	// roots node storage lives in, /var/<any> included (microk8s's
 	// /var/snap/microk8s/common/var/lib/kubelet, a kubelet root moved to
 	// /var/data/kubelet).
-	rePath   = regexp.MustCompile(`(?:^|[^A-Za-z0-9_.~-])(/(?:var/[A-Za-z0-9_.-]+|run|mnt|data|opt|home|srv)/[^\s"\\:,;)\]}]+)`)
-	reServer = regexp.MustCompile(`nfs: server (\S+)|libceph: (mon\d+ \S+)|(?:server|Server)[=:\s]+` + q + `?([A-Za-z0-9][-A-Za-z0-9.:\[\]]+)`)
-	reTask   = regexp.MustCompile(`task (\S+?:\d+) blocked`)
+	rePath = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:^|[^A-Za-z0-9_.~-])(/(?:var/[A-Za-z0-9_.-]+|run|mnt|data|opt|home|srv)/[^\s"\\:,;)\]}]+)`)
+	})
+	reServer = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`nfs: server (\S+)|libceph: (mon\d+ \S+)|(?:server|Server)[=:\s]+` + q + `?([A-Za-z0-9][-A-Za-z0-9.:\[\]]+)`)
+	})
+	reTask = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`task (\S+?:\d+) blocked`) })
 )
 
 // Extract reads every object a line names. Only matched lines are read
@@ -302,38 +321,38 @@ func Extract(line []byte) Objects {
 	// runs only when the line holds what it cannot match without (a
 	// byte search costs far less than the expression on a long line;
 	// every log record that reports an operation is read here).
-	if m := matchIf(parenUID(line), rePodFormat, line); m != nil {
+	if m := matchIf(parenUID(line), rePodFormat(), line); m != nil {
 		o.Pod, o.PodUID = string(m[2])+"/"+string(m[1]), string(m[3])
 	}
 	if o.PodUID == "" {
 		if m := podUIDSubmatch(line); m != nil {
 			o.PodUID = string(m[1])
-		} else if m := rePodDir.FindSubmatch(line); m != nil {
+		} else if m := rePodDir().FindSubmatch(line); m != nil {
 			o.PodUID = string(m[1])
 		}
 	}
 	if o.Pod == "" {
-		if m := rePodJSON.FindSubmatch(line); m != nil {
+		if m := rePodJSON().FindSubmatch(line); m != nil {
 			o.Pod = string(m[2]) + "/" + string(m[1])
 		} else if m := podNameSubmatch(line); m != nil {
 			o.Pod = string(m[1])
 		}
 	}
-	if m := matchIf(hasNameColon(line), reUniqueName, line); m != nil {
+	if m := matchIf(hasNameColon(line), reUniqueName(), line); m != nil {
 		o.Volume = first(m)
 	} else if m := volumeSubmatch(line); m != nil {
 		o.Volume = first(m)
 	}
-	if m := reDevice.FindSubmatch(line); m != nil {
+	if m := reDevice().FindSubmatch(line); m != nil {
 		o.Device = string(m[1])
 	}
 	if m := pathSubmatch(line); m != nil {
 		o.Path = strings.TrimRight(string(m[1]), ".")
 	}
-	if m := matchIf(bytes.Contains(line, []byte("erver")) || bytes.Contains(line, []byte("libceph: ")), reServer, line); m != nil {
+	if m := matchIf(bytes.Contains(line, []byte("erver")) || bytes.Contains(line, []byte("libceph: ")), reServer(), line); m != nil {
 		o.Server = first(m)
 	}
-	if m := matchIf(bytes.Contains(line, []byte(" blocked")), reTask, line); m != nil {
+	if m := matchIf(bytes.Contains(line, []byte(" blocked")), reTask(), line); m != nil {
 		o.Task = string(m[1])
 	}
 	if o.Volume == "" && o.Path != "" {
@@ -390,7 +409,7 @@ func podUIDSubmatch(line []byte) [][]byte {
 		// the separators.
 		// The longest word, "orphaned pod", is 12 bytes.
 		if lo > 0 && (lower(line[lo-1]) == 'd' || lower(line[lo-1]) == 'e') {
-			if m := rePodUID.FindSubmatch(line[max(lo-12, 0) : u+36]); m != nil {
+			if m := rePodUID().FindSubmatch(line[max(lo-12, 0) : u+36]); m != nil {
 				return m
 			}
 		}
@@ -456,7 +475,7 @@ func volumeSubmatch(line []byte) [][]byte {
 	if from == len(line) {
 		return nil
 	}
-	return reVolume.FindSubmatch(line[max(from-1, 0):])
+	return reVolume().FindSubmatch(line[max(from-1, 0):])
 }
 
 // maxVolumeStarts is how many places a line's volume may start at that
@@ -467,8 +486,12 @@ var (
 	// reVolumeAt is reVolume anchored at its input's second rune, the
 	// first (the byte before a place a match may start) being read only
 	// as the context of \b; reVolumeAt0 at the input's start.
-	reVolumeAt  = regexp.MustCompile(`^(?s:.)(?:` + reVolume.String() + `)`)
-	reVolumeAt0 = regexp.MustCompile(`^(?:` + reVolume.String() + `)`)
+	reVolumeAt = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?s:.)(?:` + reVolume().String() + `)`)
+	})
+	reVolumeAt0 = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:` + reVolume().String() + `)`)
+	})
 )
 
 // volumeAt is reVolume's match starting at line[c], if any. The byte
@@ -478,9 +501,9 @@ var (
 // not.
 func volumeAt(line []byte, c int) [][]byte {
 	if c == 0 {
-		return reVolumeAt0.FindSubmatch(line)
+		return reVolumeAt0().FindSubmatch(line)
 	}
-	m := reVolumeAt.FindSubmatch(line[c-1:])
+	m := reVolumeAt().FindSubmatch(line[c-1:])
 	if m != nil {
 		m[0] = m[0][1:]
 	}
@@ -570,7 +593,7 @@ func pathSubmatch(line []byte) [][]byte {
 		i += j
 		for _, r := range pathRoots {
 			if bytes.HasPrefix(line[i+1:], []byte(r)) {
-				return rePath.FindSubmatch(line[max(i-1, 0):])
+				return rePath().FindSubmatch(line[max(i-1, 0):])
 			}
 		}
 	}
@@ -586,7 +609,7 @@ func podNameSubmatch(line []byte) [][]byte {
 		}
 		i += from
 		if podNameAt(line, i) {
-			return rePodName.FindSubmatch(line[max(i-1, 0):])
+			return rePodName().FindSubmatch(line[max(i-1, 0):])
 		}
 		from = i + 1
 	}

@@ -99,6 +99,9 @@ func init() {
 		DefaultEnabled: true,
 		DefaultTimeout: 60 * time.Second,
 		After:          []string{collectors.MountprobeName},
+		// Every run reads the host's mount table through a worker first;
+		// a child started early (while mountprobe runs) has it ready.
+		PrestartWorker: true,
 		Options:        &opts,
 		Flags:          flags,
 		Files:          files,

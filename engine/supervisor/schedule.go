@@ -31,6 +31,14 @@ func (r *run) schedule(specs []*collectors.Spec) {
 	}
 	r.results = selected
 	sem := newSlots(r.opts.Concurrency)
+	depth := depths(specs)
+	first := 0
+	for _, s := range specs {
+		if depth[s.Name] == 0 {
+			first++
+		}
+	}
+	sem.expect(first)
 	var wg sync.WaitGroup
 	for i, s := range specs {
 		cr := selected[s.Name]
@@ -38,15 +46,33 @@ func (r *run) schedule(specs []*collectors.Spec) {
 		go func() {
 			defer wg.Done()
 			defer close(cr.done)
+			var b *blockedWaiter
+			if depth[s.Name] > 0 {
+				b = sem.block(depth[s.Name], s.DefaultTimeout, i)
+			}
+			early := false
 			for _, dep := range s.After {
-				if d := selected[dep]; d != nil {
+				d := selected[dep]
+				for waiting := d != nil; waiting; {
+					var start chan struct{}
+					if b != nil && !early {
+						start = b.start
+					}
 					select {
 					case <-d.done:
+						waiting = false
 					case <-r.stopCtx.Done():
+						waiting = false
+					case <-start:
+						// A place nobody ready takes: this child's
+						// process start (and its first worker's) is
+						// paid now, beside the collectors it waits for.
+						early = true
+						r.startEarly(s)
 					}
 				}
 			}
-			got := sem.acquire(r.stopCtx.Done(), s.DefaultTimeout, i)
+			got := sem.acquireAs(r.stopCtx.Done(), s.DefaultTimeout, i, b)
 			if r.stopCtx.Err() != nil {
 				if got {
 					sem.release()
@@ -68,16 +94,84 @@ func (r *run) schedule(specs []*collectors.Spec) {
 	wg.Wait()
 }
 
+// depths gives each collector the length of the longest chain of selected
+// collectors it waits for (After): 0 for one that waits for none.
+func depths(specs []*collectors.Spec) map[string]int {
+	byName := map[string]*collectors.Spec{}
+	for _, s := range specs {
+		byName[s.Name] = s
+	}
+	d := map[string]int{}
+	var walk func(s *collectors.Spec, seen int) int
+	walk = func(s *collectors.Spec, seen int) int {
+		if v, ok := d[s.Name]; ok {
+			return v
+		}
+		v := 0
+		if seen <= len(specs) { // a cycle (refused by Validate) cannot loop here
+			for _, dep := range s.After {
+				if o := byName[dep]; o != nil {
+					v = max(v, 1+walk(o, seen+1))
+				}
+			}
+		}
+		d[s.Name] = v
+		return v
+	}
+	for _, s := range specs {
+		walk(s, 0)
+	}
+	return d
+}
+
+// startEarly starts the child of collector s before its turn (it waits
+// for others) and keeps it with the prestarted ones, told its prelude;
+// runOne gives it its configuration when its turn comes. A child that
+// cannot be started now is started, or its error reported, then.
+func (r *run) startEarly(s *collectors.Spec) {
+	if r.stopCtx.Err() != nil {
+		return
+	}
+	if sp, err := spawn(s, r.opts.Common); err == nil {
+		r.pre.add(s.Name, sp)
+	}
+}
+
 // slots are the run's --concurrency places. A freed place goes to the
 // waiting collector with the longest deadline (the order given breaks
 // ties): the longest work starts first instead of last, when the
 // collectors that wait for mountprobe all become ready at once. On a
 // cold cache dirshape and journal are mostly waiting on the disk, and
 // started first they overlap that with the others' CPU.
+//
+// A place free that no ready collector takes starts, ahead of its turn,
+// the child of a collector still waiting for others (blocked): the one
+// with the fewest collectors ahead of it, then the longest deadline. At
+// most one such child per free place (early counts them until their
+// collector is ready), so what waits idle stays within --concurrency.
 type slots struct {
 	mu      sync.Mutex
 	free    int
 	waiting []*slotWaiter
+	blocked []*blockedWaiter
+	early   int
+	// expected counts the collectors waiting for none that have not
+	// asked for their place yet: theirs are not free for early starts.
+	expected int
+}
+
+// expect sets how many collectors waiting for none are still to ask.
+func (s *slots) expect(n int) {
+	s.mu.Lock()
+	s.expected = n
+	s.mu.Unlock()
+}
+
+type blockedWaiter struct {
+	depth  int
+	weight time.Duration
+	order  int
+	start  chan struct{} // closed: start the child now
 }
 
 type slotWaiter struct {
@@ -90,8 +184,22 @@ func newSlots(n int) *slots { return &slots{free: max(n, 1)} }
 
 // acquire waits for a place, or for done; it reports whether it got one.
 func (s *slots) acquire(done <-chan struct{}, weight time.Duration, order int) bool {
+	return s.acquireAs(done, weight, order, nil)
+}
+
+// acquireAs is acquire for a collector of the run: b is its blocked
+// entry (nil for one waiting for none, counted by expect), left in the
+// same step as it asks for a place, so that no early start takes the
+// place it is about to get.
+func (s *slots) acquireAs(done <-chan struct{}, weight time.Duration, order int, b *blockedWaiter) bool {
 	w := &slotWaiter{weight: weight, order: order, ready: make(chan struct{})}
 	s.mu.Lock()
+	if b == nil && s.expected > 0 {
+		s.expected--
+	}
+	if b != nil {
+		s.unblockLocked(b)
+	}
 	s.waiting = append(s.waiting, w)
 	s.grant()
 	s.mu.Unlock()
@@ -118,7 +226,29 @@ func (s *slots) release() {
 	s.mu.Unlock()
 }
 
-// grant hands free places to the heaviest waiters; s.mu is held.
+// block registers a collector waiting for others; it leaves the list
+// when it asks for its place (acquireAs).
+func (s *slots) block(depth int, weight time.Duration, order int) *blockedWaiter {
+	b := &blockedWaiter{depth: depth, weight: weight, order: order, start: make(chan struct{})}
+	s.mu.Lock()
+	s.blocked = append(s.blocked, b)
+	s.grant()
+	s.mu.Unlock()
+	return b
+}
+
+func (s *slots) unblockLocked(b *blockedWaiter) {
+	for i, o := range s.blocked {
+		if o == b {
+			s.blocked = append(s.blocked[:i], s.blocked[i+1:]...)
+			return
+		}
+	}
+	s.early-- // its child was started early
+}
+
+// grant hands free places to the heaviest waiters, then starts early the
+// children of blocked collectors for the places still free; s.mu is held.
 func (s *slots) grant() {
 	for s.free > 0 && len(s.waiting) > 0 {
 		best := 0
@@ -131,6 +261,19 @@ func (s *slots) grant() {
 		s.waiting = append(s.waiting[:best], s.waiting[best+1:]...)
 		s.free--
 		close(w.ready)
+	}
+	for s.free-s.early-s.expected > 0 && len(s.blocked) > 0 {
+		best := 0
+		for i, w := range s.blocked {
+			b := s.blocked[best]
+			if w.depth < b.depth || (w.depth == b.depth && (w.weight > b.weight || (w.weight == b.weight && w.order < b.order))) {
+				best = i
+			}
+		}
+		b := s.blocked[best]
+		s.blocked = append(s.blocked[:best], s.blocked[best+1:]...)
+		s.early++
+		close(b.start)
 	}
 }
 

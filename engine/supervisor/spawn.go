@@ -110,6 +110,19 @@ func prestartSpecs(specs []*collectors.Spec, common collectors.Common, limit int
 	return p
 }
 
+// add keeps a child started ahead of its collector's turn.
+func (p *Prestarted) add(name string, sp *spawned) {
+	p.mu.Lock()
+	_, had := p.m[name]
+	if !had {
+		p.m[name] = sp
+	}
+	p.mu.Unlock()
+	if had {
+		sp.discard()
+	}
+}
+
 // take returns the child Prestarted for the named collector, or nil.
 func (p *Prestarted) take(name string) *spawned {
 	if p == nil {

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -296,10 +297,10 @@ type scrubbed struct {
 func (s *scrubbed) Error() string { return s.msg }
 func (s *scrubbed) Unwrap() error { return s.err }
 
-var urlQuery = regexp.MustCompile(`(?i)(https?://[^\s"'?]*)\?[^\s"']*`)
+var urlQuery = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(https?://[^\s"'?]*)\?[^\s"']*`) })
 
 // withoutQueries cuts the query off every URL in s.
-func withoutQueries(s string) string { return urlQuery.ReplaceAllString(s, "$1?…") }
+func withoutQueries(s string) string { return urlQuery().ReplaceAllString(s, "$1?…") }
 
 // apiCode is the store's error code in err, or "".
 func apiCode(err error) string {

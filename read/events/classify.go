@@ -1,7 +1,6 @@
 package events
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -287,11 +286,11 @@ var methodOps = map[string]Op{
 }
 
 var (
-	reKernelIO = regexp.MustCompile(`I/O error|blk_update_request|print_req_error|EXT4-fs error|XFS \([^)]*\): .*(?:error|shutdown|Corruption)|Buffer I/O|critical medium error|remaining active paths: 0`)
-	reVerb     = regexp.MustCompile(`\b(unmount|umount|unstage|unpublish|detach|unmap|mkfs|format|resize2fs|xfs_growfs|resize|expand|attach|login|mount|stage|stag|publish|map)(?:ing|ed|s)?\b`)
+	reKernelIO = lazy(`I/O error|blk_update_request|print_req_error|EXT4-fs error|XFS \([^)]*\): .*(?:error|shutdown|Corruption)|Buffer I/O|critical medium error|remaining active paths: 0`)
+	reVerb     = lazy(`\b(unmount|umount|unstage|unpublish|detach|unmap|mkfs|format|resize2fs|xfs_growfs|resize|expand|attach|login|mount|stage|stag|publish|map)(?:ing|ed|s)?\b`)
 	// reCamelVerb is a verb opening a function's name in a driver's own
 	// message ("AttachDisk: ...", "formatAndMount failed").
-	reCamelVerb = regexp.MustCompile(`\b(?:Unmount|Umount|Unstage|Unpublish|Detach|Unmap|Format|Resize|Expand|Attach|Login|Mount|Stage|Publish|Map|unmount|umount|unstage|unpublish|detach|unmap|format|resize|expand|attach|login|mount|stage|publish)[A-Z]\w*`)
+	reCamelVerb = lazy(`\b(?:Unmount|Umount|Unstage|Unpublish|Detach|Unmap|Format|Resize|Expand|Attach|Login|Mount|Stage|Publish|Map|unmount|umount|unstage|unpublish|detach|unmap|format|resize|expand|attach|login|mount|stage|publish)[A-Z]\w*`)
 	// verbLiterals: a record whose text in lower case holds none of
 	// them matches neither reVerb nor reCamelVerb.
 	verbLiterals = []string{"mount", "stag", "publish", "detach", "map", "mkfs", "format", "resize", "xfs_growfs", "expand", "attach", "login"}
@@ -408,17 +407,17 @@ func camelWords(s string) string {
 }
 
 var (
-	reCode = regexp.MustCompile(`code = (\w+)`)
+	reCode = lazy(`code = (\w+)`)
 	// reBlockPath is a block device's path (not /dev/null, /dev/kmsg,
 	// /dev/shm, a terminal).
-	reBlockPath = regexp.MustCompile(`/dev/(?:sd[a-z]|vd[a-z]|xvd|nvme\d|rbd\d|nbd\d|dm-\d|mapper/|disk/|md\d|drbd\d|longhorn/|loop\d)`)
+	reBlockPath = lazy(`/dev/(?:sd[a-z]|vd[a-z]|xvd|nvme\d|rbd\d|nbd\d|dm-\d|mapper/|disk/|md\d|drbd\d|longhorn/|loop\d)`)
 	// reGRPCMethod is a CSI method named after "GRPC" without its
 	// service path.
-	reGRPCMethod = regexp.MustCompile(`\bGRPC ((?:Node|Controller)[A-Z]\w+)`)
+	reGRPCMethod = lazy(`\bGRPC ((?:Node|Controller)[A-Z]\w+)`)
 	// reCodeUpper is a gRPC code as Python's grpc.StatusCode names it
 	// ("with NOT_FOUND").
-	reCodeUpper = regexp.MustCompile(`\b(NOT_FOUND|PERMISSION_DENIED|INVALID_ARGUMENT|DEADLINE_EXCEEDED|ALREADY_EXISTS|FAILED_PRECONDITION|RESOURCE_EXHAUSTED|UNAVAILABLE|INTERNAL|ABORTED|UNIMPLEMENTED|UNAUTHENTICATED|DATA_LOSS|OUT_OF_RANGE)\b`)
-	reExit      = regexp.MustCompile(`(?:exit status|exit code|exited with|exit code:|status code) ?(\d+)`)
+	reCodeUpper = lazy(`\b(NOT_FOUND|PERMISSION_DENIED|INVALID_ARGUMENT|DEADLINE_EXCEEDED|ALREADY_EXISTS|FAILED_PRECONDITION|RESOURCE_EXHAUSTED|UNAVAILABLE|INTERNAL|ABORTED|UNIMPLEMENTED|UNAUTHENTICATED|DATA_LOSS|OUT_OF_RANGE)\b`)
+	reExit      = lazy(`(?:exit status|exit code|exited with|exit code:|status code) ?(\d+)`)
 	// errnos are the phrases that name an errno, as strerror and the
 	// kernel write them.
 	errnos = []struct{ phrase, errno string }{
@@ -432,7 +431,7 @@ var (
 		// mount(8)'s own wording of EBUSY for its source or target.
 		{"already mounted or mount point busy", "EBUSY"},
 	}
-	reLoginRefused = regexp.MustCompile(`login (?:failed|refused|authentication failed)|authentication fail|authorization fail|iscsiadm: .*(?:login|session).*(?:fail|error)|(?:fail|unable)[^.]{0,40}\blog ?in\b`)
+	reLoginRefused = lazy(`login (?:failed|refused|authentication failed)|authentication fail|authorization fail|iscsiadm: .*(?:login|session).*(?:fail|error)|(?:fail|unable)[^.]{0,40}\blog ?in\b`)
 )
 
 // grpcCodes are the gRPC code names, and numbers as older drivers write
@@ -482,13 +481,13 @@ func errorOf(r *record) Error {
 var (
 	// reEmptyGRPCError is a gRPC call logged with its result and no error
 	// (csi-driver-host-path's gRPCCall: {"Method":...,"Error":"",...}).
-	reEmptyGRPCError = regexp.MustCompile(`"Error":\s*"",`)
-	reGRPCError      = regexp.MustCompile(`"Error":\s*"[^"]`)
-	reSuccess        = regexp.MustCompile(`\bsucceeded\b|\bsuccessfully\b|\bsuccess\b|\bgrpc response\b|\bis operational again\b|returns successfully|\bcompleted\b|\bhas been (?:un)?mounted\b`)
+	reEmptyGRPCError = lazy(`"Error":\s*"",`)
+	reGRPCError      = lazy(`"Error":\s*"[^"]`)
+	reSuccess        = lazy(`\bsucceeded\b|\bsuccessfully\b|\bsuccess\b|\bgrpc response\b|\bis operational again\b|returns successfully|\bcompleted\b|\bhas been (?:un)?mounted\b`)
 	// reNoOp is an operation its writer skipped as already done: an
 	// idempotent call, not a failure.
-	reNoOp    = regexp.MustCompile(`\b(?:un)?(?:mount|publish|stage)\w* skipped\b|\bskipp(?:ed|ing) (?:un)?(?:mount|publish|stage)|nothing to do|\balready (?:un)?mounted\b|\bnot mounted, skip|\bis not a mountpoint, deleting`)
-	reFailure = regexp.MustCompile(`\bfail(?:ed|s|ure)?\b|wrong fs type|bad superblock|\bdid not find\b|\bdoes not exist\b|\berror\b|\berr=|\bunable to\b|\bcannot\b|\bcan't\b|\bcould not\b|\btimed out\b|\brefused\b|\bdenied\b|\bbusy\b|\bnot found\b|\bexit status [1-9]`)
+	reNoOp    = lazy(`\b(?:un)?(?:mount|publish|stage)\w* skipped\b|\bskipp(?:ed|ing) (?:un)?(?:mount|publish|stage)|nothing to do|\balready (?:un)?mounted\b|\bnot mounted, skip|\bis not a mountpoint, deleting`)
+	reFailure = lazy(`\bfail(?:ed|s|ure)?\b|wrong fs type|bad superblock|\bdid not find\b|\bdoes not exist\b|\berror\b|\berr=|\bunable to\b|\bcannot\b|\bcan't\b|\bcould not\b|\btimed out\b|\brefused\b|\bdenied\b|\bbusy\b|\bnot found\b|\bexit status [1-9]`)
 	// failureLiterals: each match of reFailure holds one of them (the
 	// expression runs only on a record that does).
 	failureLiterals = []string{"fail", "err", "not ", "wrong fs", "bad super", "unable", "cannot", "can't", "timed out", "refused", "denied", "busy", "exit status"}

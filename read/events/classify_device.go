@@ -1,7 +1,6 @@
 package events
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -15,20 +14,20 @@ import (
 var (
 	// reMultipathd is multipathd's record: a map (alias or WWID) or a
 	// path, then optionally " <path> - ", then what happened.
-	reMultipathd = regexp.MustCompile(`^([\w.:-]+): (?:([a-z]+\d*[a-z]*\d*) - )?(.+)$`)
+	reMultipathd = lazy(`^([\w.:-]+): (?:([a-z]+\d*[a-z]*\d*) - )?(.+)$`)
 	// reKernelDev is a kernel record about a block device (dev_printk's
 	// "nvme nvme2: ...", "rbd: rbd0: ...", a disk's own "nvme2n1: ...").
-	reKernelDev = regexp.MustCompile(`^(?:[\w-]+:? )?((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+(?:n\d+)?|rbd\d+|nbd\d+|dm-\d+|md\d+|drbd\d+)):? `)
-	reWWIDLike  = regexp.MustCompile(`^(?:[0-9a-f]{16,}|(?:eui|naa|wwn|nqn)\.[\w.:-]+)$`)
-	reBlockDev  = regexp.MustCompile(`^(?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|md\d+)$`)
+	reKernelDev = lazy(`^(?:[\w-]+:? )?((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+(?:n\d+)?|rbd\d+|nbd\d+|dm-\d+|md\d+|drbd\d+)):? `)
+	reWWIDLike  = lazy(`^(?:[0-9a-f]{16,}|(?:eui|naa|wwn|nqn)\.[\w.:-]+)$`)
+	reBlockDev  = lazy(`^(?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|md\d+)$`)
 	// reNegErrno is a kernel's negative errno ("status: -19", ": -13",
 	// dev_printk's "failed (-104)", a block driver's "(result -32)").
-	reNegErrno = regexp.MustCompile(`(?:[:=(]|\bresult) ?-\d{1,3}\b`)
+	reNegErrno = lazy(`(?:[:=(]|\bresult) ?-\d{1,3}\b`)
 	// reSCSIDisk is the SCSI disk driver's sdev_printk prefix
 	// "sd <host:channel:target:lun>: [sdX] ": the disk is the object.
-	reSCSIDisk = regexp.MustCompile(`^sd \d+:\d+:\d+:\d+: \[(sd[a-z]+)\] `)
+	reSCSIDisk = lazy(`^sd \d+:\d+:\d+:\d+: \[(sd[a-z]+)\] `)
 	// reSenseKey is the sense key of a SCSI command's failure.
-	reSenseKey = regexp.MustCompile(`Sense Key ?: ?([A-Za-z ]+?) ?(?:\[|$)`)
+	reSenseKey = lazy(`Sense Key ?: ?([A-Za-z ]+?) ?(?:\[|$)`)
 )
 
 // failingSenseKeys are the SCSI sense keys of a command the device

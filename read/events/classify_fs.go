@@ -1,7 +1,6 @@
 package events
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -19,15 +18,15 @@ import (
 
 var (
 	// reFSRecord is a file system's record about a block device.
-	reFSRecord = regexp.MustCompile(`(?:^|[\s\]])([A-Z][A-Z0-9]{1,7}(?:-fs)?):? (?:(emerg|alert|crit|critical|error|err|warning|warn|notice|info|debug) )?\((?:device )?((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|hd[a-z]+)\d*|nvme\d+n\d+(?:p\d+)?|mmcblk\d+(?:p\d+)?|(?:dm|md|rbd|nbd|loop|drbd|zd|sr)-?\d+(?:p\d+)?)\):? (.+)$`)
+	reFSRecord = lazy(`(?:^|[\s\]])([A-Z][A-Z0-9]{1,7}(?:-fs)?):? (?:(emerg|alert|crit|critical|error|err|warning|warn|notice|info|debug) )?\((?:device )?((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|hd[a-z]+)\d*|nvme\d+n\d+(?:p\d+)?|mmcblk\d+(?:p\d+)?|(?:dm|md|rbd|nbd|loop|drbd|zd|sr)-?\d+(?:p\d+)?)\):? (.+)$`)
 	// reFSFailure are a file system's words of an error it met.
-	reFSFailure = regexp.MustCompile(`(?i)\berror\b|\berrors\b|\bfail(?:ed|ure|s)?\b|\bcorrupt|\bshut(?:ting)? ?down\b|\baborting\b|\babort\b|\bI/O\b|\bbad (?:tree|block|superblock|entry|header|magic)`)
+	reFSFailure = lazy(`(?i)\berror\b|\berrors\b|\bfail(?:ed|ure|s)?\b|\bcorrupt|\bshut(?:ting)? ?down\b|\baborting\b|\babort\b|\bI/O\b|\bbad (?:tree|block|superblock|entry|header|magic)`)
 	// reFSMended are its words of an error it mended (a scrub's "fixed
 	// up error", a "read error corrected"): no failure left.
-	reFSMended = regexp.MustCompile(`(?i)fixed up|\bcorrected\b|\brepaired\b|ending clean mount|mounted filesystem`)
+	reFSMended = lazy(`(?i)fixed up|\bcorrected\b|\brepaired\b|ending clean mount|mounted filesystem`)
 	// reFSErrno is a negative errno a file system writes ("error -5",
 	// "errno=-5", "returned -117").
-	reFSErrno = regexp.MustCompile(`(?:error|errno=|returned|err) ?(-\d{1,3})\b`)
+	reFSErrno = lazy(`(?:error|errno=|returned|err) ?(-\d{1,3})\b`)
 )
 
 // fsRecord reads a kernel file system's record about its device when
@@ -76,7 +75,7 @@ func fsRecord(r *record) bool {
 // target", "critical medium", "timeout", "recoverable transport",
 // "critical nexus", "protection"...). The device is the object, its I/O
 // the operation.
-var reBlockError = regexp.MustCompile(`\b([a-z][a-z/ ]{0,40}) error, dev ([a-z][\w-]{1,31}), sector \d+`)
+var reBlockError = lazy(`\b([a-z][a-z/ ]{0,40}) error, dev ([a-z][\w-]{1,31}), sector \d+`)
 
 // blockRecord reads the block layer's report of a failed request; ok is
 // false when the record is not one.

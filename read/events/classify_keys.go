@@ -1,7 +1,6 @@
 package events
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/nodesnap/nodesnap/signatures"
@@ -12,47 +11,47 @@ import (
 // spelling (fields by name, the call form, a handle's own structure).
 
 var (
-	reUUID   = regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
-	rePV     = regexp.MustCompile(`pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
-	reHandle = regexp.MustCompile(`\b(?:csi-vol-[0-9a-f-]{36}|vol-[0-9a-f]{8,17}|0001-00[0-9a-f]{2}-[0-9a-zA-Z._-]+-[0-9a-f]{16}-[0-9a-f-]{36})\b`)
-	rePortal = regexp.MustCompile(`\b((?:\d{1,3}\.){3}\d{1,3}:3260)\b`)
-	reIQN    = regexp.MustCompile(`\b(iqn\.\d{4}-\d\d\.[A-Za-z0-9.:_-]+)`)
+	reUUID   = lazy(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	rePV     = lazy(`pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	reHandle = lazy(`\b(?:csi-vol-[0-9a-f-]{36}|vol-[0-9a-f]{8,17}|0001-00[0-9a-f]{2}-[0-9a-zA-Z._-]+-[0-9a-f]{16}-[0-9a-f-]{36})\b`)
+	rePortal = lazy(`\b((?:\d{1,3}\.){3}\d{1,3}:3260)\b`)
+	reIQN    = lazy(`\b(iqn\.\d{4}-\d\d\.[A-Za-z0-9.:_-]+)`)
 	// reNQN is an NVMe-oF subsystem's qualified name, the target an
 	// NVMe/TCP or RDMA connect names (an IQN's counterpart).
-	reNQN = regexp.MustCompile(`\b(nqn\.\d{4}-\d\d\.[A-Za-z0-9.:_-]+)`)
+	reNQN = lazy(`\b(nqn\.\d{4}-\d\d\.[A-Za-z0-9.:_-]+)`)
 	// reDevKey is a kernel block device's bare name a driver gives under
 	// a device key ("device: dm-2", "dev=sdb").
-	reDevKey = regexp.MustCompile(`(?i)\b(?:device|dev|disk)["']?\s*[:=]\s*\\*["']?((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|drbd\d+)(?:p?\d+)?)\b`)
+	reDevKey = lazy(`(?i)\b(?:device|dev|disk)["']?\s*[:=]\s*\\*["']?((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|drbd\d+)(?:p?\d+)?)\b`)
 	// rePodKey is a pod a driver names under a pod key in its text
 	// ("mountpod: x", "podName=x", "pod_name: \"x\""): a DNS-1123 name.
-	rePodKey = regexp.MustCompile(`(?i)\b(?:mount[-_]?pod|pod[-_]?name)["']?\s*[:=]\s*\\*["']?([a-z0-9](?:[-a-z0-9.]*[a-z0-9])?)`)
+	rePodKey = lazy(`(?i)\b(?:mount[-_]?pod|pod[-_]?name)["']?\s*[:=]\s*\\*["']?([a-z0-9](?:[-a-z0-9.]*[a-z0-9])?)`)
 	// reVolUUID is a volume's ID under a "volume" key in a record's text
 	// ("mount failed: volume=<uuid>, error=..."): a UUID's shape.
-	reVolUUID = regexp.MustCompile(`\bvolume\s*=\s*\\*"?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b`)
-	reWWID    = regexp.MustCompile(`\b(?:wwid|WWID|serial)[\s:="']+([0-9A-Za-z_.-]{8,})`)
-	reNFSSrv  = regexp.MustCompile(`(?:^|[\s"'=(])((?:\d{1,3}\.){3}\d{1,3}:/[^\s"',;)]*|[A-Za-z0-9][-A-Za-z0-9.]*\.[A-Za-z]{2,}:/[^\s"',;)]*|//[A-Za-z0-9][-A-Za-z0-9.]*/[^\s"',;)]+)`)
-	reDev     = regexp.MustCompile(`(/dev/(?:disk/[a-z0-9_-]+/[^\s"'\\,;:()\]}]+|[a-z][a-z0-9_-]*\d[a-z0-9]*|[a-z]{2,}[a-z]\b))`)
+	reVolUUID = lazy(`\bvolume\s*=\s*\\*"?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b`)
+	reWWID    = lazy(`\b(?:wwid|WWID|serial)[\s:="']+([0-9A-Za-z_.-]{8,})`)
+	reNFSSrv  = lazy(`(?:^|[\s"'=(])((?:\d{1,3}\.){3}\d{1,3}:/[^\s"',;)]*|[A-Za-z0-9][-A-Za-z0-9.]*\.[A-Za-z]{2,}:/[^\s"',;)]*|//[A-Za-z0-9][-A-Za-z0-9.]*/[^\s"',;)]+)`)
+	reDev     = lazy(`(/dev/(?:disk/[a-z0-9_-]+/[^\s"'\\,;:()\]}]+|[a-z][a-z0-9_-]*\d[a-z0-9]*|[a-z]{2,}[a-z]\b))`)
 	// reVolCall is a volume named in the call form drivers print
 	// ("volume(id)", "volumeID(id)", "volume(\"id\")").
 	// reHashHandle is a CSI volume handle of csi-lib's drivers (nfs,
 	// smb, azurefile, blob): fields joined by '#', one a PV's name.
-	reHashHandle = regexp.MustCompile(`[A-Za-z0-9][A-Za-z0-9._/-]*#[A-Za-z0-9._/#-]*pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}[A-Za-z0-9._#-]*`)
+	reHashHandle = lazy(`[A-Za-z0-9][A-Za-z0-9._/-]*#[A-Za-z0-9._/#-]*pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}[A-Za-z0-9._#-]*`)
 	// reARMDisk is an Azure Resource Manager disk's ID, azuredisk's
 	// handle.
-	reARMDisk = regexp.MustCompile(`/subscriptions/[0-9a-fA-F-]{36}/resource[Gg]roups/[^/\s"()]+/providers/Microsoft\.Compute/disks/[^/\s"()\\,]+`)
-	reVolCall = regexp.MustCompile(`\bvolume(?:_?id|ID|Id)?\(\\*"?([^()\s"\\]+)\\*"?\)`)
+	reARMDisk = lazy(`/subscriptions/[0-9a-fA-F-]{36}/resource[Gg]roups/[^/\s"()]+/providers/Microsoft\.Compute/disks/[^/\s"()\\,]+`)
+	reVolCall = lazy(`\bvolume(?:_?id|ID|Id)?\(\\*"?([^()\s"\\]+)\\*"?\)`)
 	// rePyOSError is Python's OSError with its file ("[Errno 2] No such
 	// file or directory: '/x'").
-	rePyOSError = regexp.MustCompile(`\[Errno \d+\] [^:]+: '(/[^']+)'`)
-	reVolID     = regexp.MustCompile(`"?\b(?:volume_?id|volume_?ID|volumeHandle|VolumeId|VolumeID|VOLUME_ID)"?\s*[:=]\s*\\*"?([^\s"\\,}\]]+)`)
+	rePyOSError = lazy(`\[Errno \d+\] [^:]+: '(/[^']+)'`)
+	reVolID     = lazy(`"?\b(?:volume_?id|volume_?ID|volumeHandle|VolumeId|VolumeID|VOLUME_ID)"?\s*[:=]\s*\\*"?([^\s"\\,}\]]+)`)
 	// volIDWords: every match of reVolID holds one.
 	volIDWords = []string{"olume_", "olumeid", "olumeI", "olumeHandle", "VOLUME_ID"}
 	// rePathField is a path a record gives in a field of its own ("path:
 	// /x", "target_path=/x", "\"staging_target_path\":\"/x\""), in any
 	// driver's form.
-	rePathField = regexp.MustCompile(`(?i)\b(?:staging[-_]?target[-_]?path|target[-_]?path|mount[-_]?path|volume[-_]?path|path)"?\s*[:=]\s*\\*"?(/[^\s"\\,;}\]]{2,})`)
-	reSandbox   = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
-	reKDev      = regexp.MustCompile(`(?:\bdev |\bdevice |\(|\bon dev )((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|loop\d+|md\d+)\d*)`)
+	rePathField = lazy(`(?i)\b(?:staging[-_]?target[-_]?path|target[-_]?path|mount[-_]?path|volume[-_]?path|path)"?\s*[:=]\s*\\*"?(/[^\s"\\,;}\]]{2,})`)
+	reSandbox   = lazy(`\b[0-9a-f]{64}\b`)
+	reKDev      = lazy(`(?:\bdev |\bdevice |\(|\bon dev )((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|loop\d+|md\d+)\d*)`)
 	// volume fields: the handle a driver logs in a field of its own.
 	handleFields = []string{"volume_id", "volumeID", "volumeId", "VolumeId", "volumeHandle", "volume", "vol_id", "volid", "volumeid", "volname", "pvName", "pv", "VolumeID",
 		// go-kit's hyphenated keys (hcloud's volume-id=, volume-name=)
@@ -224,7 +223,7 @@ func podUnderKey(text string) string {
 // matchIf runs re on s only when s holds one of the words the pattern
 // cannot match without (a plain search is far cheaper than the regular
 // expression on a long line).
-func matchIf(re *regexp.Regexp, s string, words ...string) []string {
+func matchIf(re *lazyRegexp, s string, words ...string) []string {
 	for _, w := range words {
 		if strings.Contains(s, w) {
 			return re.FindStringSubmatch(s)

@@ -1,7 +1,6 @@
 package events
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -16,10 +15,10 @@ import (
 
 var (
 	// reNetFSClient is a kernel network file system client's record.
-	reNetFSClient = regexp.MustCompile(`^(?:CIFS|SMB3|NFS|NFSv4|ceph)(?::? VFS)?: (.+)$`)
+	reNetFSClient = lazy(`^(?:CIFS|SMB3|NFS|NFSv4|ceph)(?::? VFS)?: (.+)$`)
 	// reReturnCode is the negative errno a client returns ("return code
 	// = -22", "rc = -13", "error -5").
-	reReturnCode = regexp.MustCompile(`(?:return code|rc|error|err)\s*=?\s*-(\d{1,3})\b`)
+	reReturnCode = lazy(`(?:return code|rc|error|err)\s*=?\s*-(\d{1,3})\b`)
 )
 
 // kernelErrnos names the errnos the kernel's records give as numbers (a

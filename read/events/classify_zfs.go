@@ -1,7 +1,6 @@
 package events
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -13,10 +12,10 @@ import (
 
 var (
 	// reZFSPool is ZFS's name of a pool in its warnings.
-	reZFSPool = regexp.MustCompile(`\bPool '([^'\s]{1,255})' (.+)$`)
+	reZFSPool = lazy(`\bPool '([^'\s]{1,255})' (.+)$`)
 	// reZFSFailure are its words of a pool that stopped: a suspended
 	// pool, and a file system's words of an error (reFSFailure).
-	reZFSFailure = regexp.MustCompile(`(?i)\bsuspended\b`)
+	reZFSFailure = lazy(`(?i)\bsuspended\b`)
 )
 
 // zfsPoolRecord reads a ZFS kernel warning about a pool when it reports

@@ -1,7 +1,6 @@
 package events
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -55,29 +54,29 @@ func kubeletRecordOp(component, text string) Op {
 var (
 	// reKubeletPod is the kubelet's text form of a pod before structured
 	// logging: pod "name_namespace" (with "(uid)" after it from 1.5 on).
-	reKubeletPod = regexp.MustCompile(`\bpod \\?"([a-z0-9][-a-z0-9.]*)_([a-z0-9][-a-z0-9]*)(?:\(([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\))?\\?"`)
+	reKubeletPod = lazy(`\bpod \\?"([a-z0-9][-a-z0-9.]*)_([a-z0-9][-a-z0-9]*)(?:\(([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\))?\\?"`)
 	// kubeletPodWords: every match of reKubeletPod starts with one.
 	kubeletPodWords = []string{`pod "`, `pod \"`}
 	// reVolumeMount is a container's volumeMount named in a kubelet's
 	// message: volumeMount "data", volumeMount 'data'.
-	reVolumeMount = regexp.MustCompile(`\bvolumeMount ["']([^"']+)["']`)
+	reVolumeMount = lazy(`\bvolumeMount ["']([^"']+)["']`)
 	// reVolumeMountWord is the pod spec's word as a structured record's
 	// message says it ("Failed to prepare subPath for volumeMount of the
 	// container"), its name in a key of its own.
-	reVolumeMountWord = regexp.MustCompile(`\bvolumeMounts?\b`)
+	reVolumeMountWord = lazy(`\bvolumeMounts?\b`)
 	// reUnmountedVolumes is the list of a pod's volumes not mounted yet
 	// in the kubelet's sync error, in every version's form:
 	// "unmounted volumes=[a b]", "list of unmounted volumes=[a]",
 	// "list of unattached/unmounted volumes=[a b]".
-	reUnmountedVolumes = regexp.MustCompile(`unmounted volumes=\[([^\]]*)\]`)
+	reUnmountedVolumes = lazy(`unmounted volumes=\[([^\]]*)\]`)
 	// reUIDPrefix is the pod UID a unique volume name of a pod's own
 	// volume starts with: kubernetes.io/configmap/<uid>-<name>.
-	reUIDPrefix = regexp.MustCompile(`^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(.+)$`)
+	reUIDPrefix = lazy(`^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(.+)$`)
 )
 
 // reKObj is klog's JSON form of an object reference (klog.KObj):
 // {"name":"web-0","namespace":"shop"}.
-var reKObj = regexp.MustCompile(`^\{\s*"name"\s*:\s*"([^"]+)"\s*,\s*"namespace"\s*:\s*"([^"]*)"\s*\}$`)
+var reKObj = lazy(`^\{\s*"name"\s*:\s*"([^"]+)"\s*,\s*"namespace"\s*:\s*"([^"]*)"\s*\}$`)
 
 // podObject is a pod field's value as "namespace/name": klog's text form
 // already is; its JSON form is an object.
@@ -95,7 +94,7 @@ func podObject(v string) string {
 // directories (plugins/, plugins_registry/, a distribution's
 // csi-plugins/), as the kubelet's gRPC client names it; a driver names
 // its own socket inside its container (/csi/csi.sock), not this.
-var rePluginSocket = regexp.MustCompile(`(/[^\s"'{},]*/(?:plugins|plugins_registry|csi-plugins)/[^\s"'{},]*\.sock)\b`)
+var rePluginSocket = lazy(`(/[^\s"'{},]*/(?:plugins|plugins_registry|csi-plugins)/[^\s"'{},]*\.sock)\b`)
 
 // pluginConnection is the socket of a record about connecting to a
 // plugin's socket, "" when it is not one.
@@ -200,4 +199,4 @@ func kubeletPodSubmatch(text string) []string {
 }
 
 // reKubeletPodAt is reKubeletPod anchored at the start of its input.
-var reKubeletPodAt = regexp.MustCompile(`^(?:` + reKubeletPod.String() + `)`)
+var reKubeletPodAt = lazy(`^(?:` + reKubeletPod.String() + `)`)

@@ -2,7 +2,6 @@ package events
 
 import (
 	"bytes"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -89,7 +88,7 @@ func (r *record) get(keys ...string) string {
 
 var (
 	// reMethod is a CSI gRPC method.
-	reMethod = regexp.MustCompile(`/csi\.v\d+\.(?:Node|Controller|Identity)/(\w+)`)
+	reMethod = lazy(`/csi\.v\d+\.(?:Node|Controller|Identity)/(\w+)`)
 )
 
 // Parse reads one record (a log line, or lines joined into one record).

@@ -1,7 +1,6 @@
 package events
 
 import (
-	"regexp"
 	"strings"
 	"time"
 )
@@ -15,7 +14,7 @@ import (
 
 // reGoStamp is the stamp, an optional "name[pid]" tag, and a level in any
 // of those forms (each part but the stamp optional).
-var reGoStamp = regexp.MustCompile(`^(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\s+(?:([A-Za-z][\w.-]*)\[\d+\]:?\s+)?(?:<([A-Za-z]+)>:?\s*|([A-Za-z][\w-]*)\.(ERROR|WARNING|WARN|INFO|DEBUG|FATAL|PANIC|CRITICAL)\s+|\[?(ERROR|WARNING|WARN|INFO|DEBUG|FATAL|PANIC|CRITICAL)\]?:?\s+)?`)
+var reGoStamp = lazy(`^(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\s+(?:([A-Za-z][\w.-]*)\[\d+\]:?\s+)?(?:<([A-Za-z]+)>:?\s*|([A-Za-z][\w-]*)\.(ERROR|WARNING|WARN|INFO|DEBUG|FATAL|PANIC|CRITICAL)\s+|\[?(ERROR|WARNING|WARN|INFO|DEBUG|FATAL|PANIC|CRITICAL)\]?:?\s+)?`)
 
 // goStampBody reads a record that opens with Go's log stamp: its time,
 // the writer's tag or logger as its component, and its level.
@@ -80,12 +79,12 @@ func quotedDeviceName(text string) string {
 }
 
 // reBareDevice is a kernel block device's name alone.
-var reBareDevice = regexp.MustCompile(`^(?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|drbd\d+|md\d+)(?:p?\d+)?$`)
+var reBareDevice = lazy(`^(?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|drbd\d+|md\d+)(?:p?\d+)?$`)
 
 // reNamespacedPod is a pod named by its namespace and name after the word
 // "pod" ("for pod my-ns/my-app-5b8", "pod default/web-0:"): both DNS-1123
 // labels joined by one slash.
-var reNamespacedPod = regexp.MustCompile(`\bpod\s+([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)\b`)
+var reNamespacedPod = lazy(`\bpod\s+([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)\b`)
 
 // namespacedPod is the pod a record names as "pod <namespace>/<name>",
 // or "".
@@ -102,7 +101,7 @@ func namespacedPod(text string) string {
 
 // reSourceFile is a program's source file, with its line: where its
 // writer logged from (slog's source=, a caller), never a storage object.
-var reSourceFile = regexp.MustCompile(`\.(?:go|rs|py|js|ts|java|c|cc|cpp)(?::\d+)?$`)
+var reSourceFile = lazy(`\.(?:go|rs|py|js|ts|java|c|cc|cpp)(?::\d+)?$`)
 
 // notAnObject drops the keys a record's text gave that are no storage
 // object by their form: a source file's location read as a path, a

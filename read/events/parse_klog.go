@@ -1,13 +1,12 @@
 package events
 
 import (
-	"regexp"
 	"strconv"
 	"time"
 )
 
 // reKlog is a klog header: level, MMDD, time, pid, file:line.
-var reKlog = regexp.MustCompile(`^([IWEF])(\d\d)(\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?)\s+(\d+) ([^\s:\]]+):\d+\] ?`)
+var reKlog = lazy(`^([IWEF])(\d\d)(\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?)\s+(\d+) ([^\s:\]]+):\d+\] ?`)
 
 // klogBody reads a record with a klog header, then klog's structured
 // ("msg" key="value" ...) or text message.

@@ -3,7 +3,6 @@ package events
 import (
 	"bytes"
 	"encoding/json"
-	"regexp"
 	"strings"
 )
 
@@ -16,18 +15,18 @@ var (
 	// rePyLocation is Python logging's "[%(module)s - %(lineno)d:
 	// %(funcName)s] - " after the level (kadalu's node plugin): the
 	// function is the call the record is about when it is a CSI method.
-	rePyLocation = regexp.MustCompile(`^\[([\w.]+) - (\d+):(\w+)\] - `)
+	rePyLocation = lazy(`^\[([\w.]+) - (\d+):(\w+)\] - `)
 	// reTrailingFields are "key=value" pairs a message ends with (a
 	// logger that appends its context to the text).
-	reTrailingFields = regexp.MustCompile(`(?:\s+[A-Za-z_][\w.-]*=[^\s=]+)+\s*$`)
+	reTrailingFields = lazy(`(?:\s+[A-Za-z_][\w.-]*=[^\s=]+)+\s*$`)
 	// reCSIMethodName is a CSI RPC's name as a function's.
-	reCSIMethodName = regexp.MustCompile(`^(?:Node|Controller)(?:Stage|Unstage|Publish|Unpublish|Expand|GetVolumeStats)\w*$`)
+	reCSIMethodName = lazy(`^(?:Node|Controller)(?:Stage|Unstage|Publish|Unpublish|Expand|GetVolumeStats)\w*$`)
 	// reBracketRequest is a request ID in brackets opening a message
 	// ("[requestID:3981693433] ...", huawei-csi's).
-	reBracketRequest = regexp.MustCompile(`^\[(?:requestID|request_id|reqID|RequestID|req-id)[:=]\s*([^\]\s]+)\]\s*`)
+	reBracketRequest = lazy(`^\[(?:requestID|request_id|reqID|RequestID|req-id)[:=]\s*([^\]\s]+)\]\s*`)
 	// reISOBracket is a writer's own date and time in brackets ("[2023-06-16
 	// 10:39:25,517]"), not the kernel's ring stamp.
-	reISOBracket = regexp.MustCompile(`^\[(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d)(?:[.,](\d+))?(Z|[+-]\d\d:?\d\d)?\]`)
+	reISOBracket = lazy(`^\[(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d)(?:[.,](\d+))?(Z|[+-]\d\d:?\d\d)?\]`)
 )
 
 // pyLocation reads Python logging's location after the level: the module

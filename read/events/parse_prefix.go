@@ -2,7 +2,6 @@ package events
 
 import (
 	"bytes"
-	"regexp"
 	"strconv"
 	"time"
 )
@@ -138,7 +137,7 @@ func syslogTail(b []byte) (host, ident string, pid int, rest []byte, ok bool) {
 
 // reCephID is ceph-csi's request prefix, "ID: n Req-ID: x" (the
 // request's number and the volume it is about).
-var reCephID = regexp.MustCompile(`^ID: (\d+)(?: Req-ID: (\S+))? `)
+var reCephID = lazy(`^ID: (\d+)(?: Req-ID: (\S+))? `)
 
 // requestPrefix takes a request's number (and volume) off a message:
 // ceph-csi's "ID: n Req-ID: x" prefix, or a request ID field.

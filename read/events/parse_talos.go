@@ -2,14 +2,13 @@ package events
 
 import (
 	"bytes"
-	"regexp"
 )
 
 // reTalosKern is the prefix `talosctl dmesg` puts before a kernel record:
 // the node's name when asked of several nodes, then the facility, the
 // level and the record's RFC 3339 time in brackets ("109.200.197.196:
 // kern:   alert: [2024-05-13T15:13:11.99476118Z]: XFS (sdb6): ...").
-var reTalosKern = regexp.MustCompile(`^(?:[\w.:-]{1,253}: )?kern: {0,8}([a-z]{3,7}): \[(\d{4}-\d\d-\d\dT[0-9:.]{8,19}(?:Z|[+-]\d\d:\d\d)?)\]: `)
+var reTalosKern = lazy(`^(?:[\w.:-]{1,253}: )?kern: {0,8}([a-z]{3,7}): \[(\d{4}-\d\d-\d\dT[0-9:.]{8,19}(?:Z|[+-]\d\d:\d\d)?)\]: `)
 
 // talosKern takes `talosctl dmesg`'s prefix off a record: the record is
 // the kernel's, at the level and time the prefix gives. ok is false when

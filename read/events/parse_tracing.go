@@ -2,7 +2,6 @@ package events
 
 import (
 	"bytes"
-	"regexp"
 )
 
 var (
@@ -10,17 +9,17 @@ var (
 	// ("2024-01-01T00:00:00.000Z ERROR target: msg"), and other loggers,
 	// some with the process's number between them and the level in
 	// brackets ("2023-06-09 12:17:49.110490 3234490 [ERROR]: msg").
-	reStampLevel = regexp.MustCompile(`^(\d{4}-\d\d-\d\d[T ][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?)\s+(?:\d+\s+)?\[?(TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|error|warn|warning|info|debug)\]?:?\s+(?:([A-Za-z_][\w:.-]*(?:::[\w.-]+)*):\s)?`)
+	reStampLevel = lazy(`^(\d{4}-\d\d-\d\d[T ][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?)\s+(?:\d+\s+)?\[?(TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|error|warn|warning|info|debug)\]?:?\s+(?:([A-Za-z_][\w:.-]*(?:::[\w.-]+)*):\s)?`)
 	// reLevelWord is a level word opening a body: "[ERROR] msg",
 	// "ERROR: msg", "E msg".
-	reLevelWord = regexp.MustCompile(`^\[?(ERROR|ERRO|WARN|WARNING|INFO|DEBUG|FATAL|error|warn|warning)\]?[: ]`)
+	reLevelWord = lazy(`^\[?(ERROR|ERRO|WARN|WARNING|INFO|DEBUG|FATAL|error|warn|warning)\]?[: ]`)
 	// rePyLogging is Python logging's "%(asctime)s:%(levelname)s:%(name)s:"
 	// ("2023-11-23 22:56:20,694:ERROR:grpc._server: msg").
 	// reOsloLogging is OpenStack oslo.log's "%(asctime)s %(process)d
 	// %(levelname)s %(name)s [%(request_id)s ...] %(message)s" (ember-csi,
 	// cinderlib), the process field any word.
-	reOsloLogging = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) (?:\S+ )?(DEBUG|INFO|WARNING|ERROR|CRITICAL) ([\w.]+) (?:\[(req-[0-9a-f-]{36})[^\]]*\] )?`)
-	rePyLogging   = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})[: ](DEBUG|INFO|WARNING|ERROR|CRITICAL)[: ]([\w.]+):\s?`)
+	reOsloLogging = lazy(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) (?:\S+ )?(DEBUG|INFO|WARNING|ERROR|CRITICAL) ([\w.]+) (?:\[(req-[0-9a-f-]{36})[^\]]*\] )?`)
+	rePyLogging   = lazy(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})[: ](DEBUG|INFO|WARNING|ERROR|CRITICAL)[: ]([\w.]+):\s?`)
 )
 
 // stampLevelBody reads a record that opens with its writer's stamp and
