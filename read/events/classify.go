@@ -352,6 +352,12 @@ func operation(text, lower, method, source string) Op {
 		}
 		verb = strings.ToLower(m[1])
 	}
+	if verb == "mount" && rePathRemovalError.MatchString(text) {
+		// A mount's directory that cannot be removed ("unable to remove
+		// mount directory: ... remove <dir>: device or resource busy"):
+		// the error is a removal's, the cleanup after an unmount.
+		return OpUnmount
+	}
 	switch verb {
 	case "unmount", "umount":
 		return OpUnmount
