@@ -308,9 +308,11 @@ func operation(text, lower, method, source string) Op {
 			return k.op
 		}
 	}
-	if strings.Contains(text, "/volumes/kubernetes.io~") && (strings.Contains(lower, "remove ") || strings.Contains(lower, "unlinkat ") || strings.Contains(lower, "rmdir ")) {
-		// Removing a directory of a pod's volume (the kubelet's layout,
-		// whatever its root): the volume's teardown.
+	if (strings.Contains(text, "/volumes/kubernetes.io~") || strings.Contains(text, "/volume-subpaths/")) &&
+		(strings.Contains(lower, "remove ") || strings.Contains(lower, "unlinkat ") || strings.Contains(lower, "rmdir ")) {
+		// Removing a directory of a pod's volume or of a container's
+		// subPath of it (the kubelet's layout, whatever its root): the
+		// volume's teardown, which cleans the subpaths first.
 		return OpTeardown
 	}
 	if strings.Contains(lower, "rootfs") && (strings.Contains(lower, "unmount") || strings.Contains(lower, "remove") || strings.Contains(lower, "delete") || strings.Contains(lower, "unlinkat")) ||
@@ -351,6 +353,12 @@ func operation(text, lower, method, source string) Op {
 			return OpNone
 		}
 		verb = strings.ToLower(m[1])
+	}
+	if verb == "mount" && rePathRemovalError.MatchString(text) {
+		// A mount's directory that cannot be removed ("unable to remove
+		// mount directory: ... remove <dir>: device or resource busy"):
+		// the error is a removal's, the cleanup after an unmount.
+		return OpUnmount
 	}
 	switch verb {
 	case "unmount", "umount":
@@ -602,5 +610,15 @@ func outcome(r *record) Outcome {
 	if failWords && (r.ev.Level >= LevelWarning || r.ev.Level == LevelUnknown || r.ev.Err.Errno != "" || r.ev.Err.Exit != 0 || strings.Contains(text, " failed")) {
 		return OutcomeFailed
 	}
+	if r.ev.Err.Errno != "" && r.ev.Level != LevelDebug && rePathRemovalError.MatchString(text) {
+		// A removal's error as Go writes it ("remove <path>: directory
+		// not empty"), quoted without a failure word or a level: the
+		// removal did not happen.
+		return OutcomeFailed
+	}
 	return OutcomeNone
 }
+
+// rePathRemovalError is Go's *os.PathError of a removal, as its Error()
+// writes it: the syscall, the path, then strerror's text.
+var rePathRemovalError = lazy(`\b(?:remove|unlinkat|rmdir) /[^\s:"]+: [a-z]`)

@@ -30,7 +30,10 @@ var (
 	reVolUUID = lazy(`\bvolume\s*=\s*\\*"?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b`)
 	reWWID    = lazy(`\b(?:wwid|WWID|serial)[\s:="']+([0-9A-Za-z_.-]{8,})`)
 	reNFSSrv  = lazy(`(?:^|[\s"'=(])((?:\d{1,3}\.){3}\d{1,3}:/[^\s"',;)]*|[A-Za-z0-9][-A-Za-z0-9.]*\.[A-Za-z]{2,}:/[^\s"',;)]*|//[A-Za-z0-9][-A-Za-z0-9.]*/[^\s"',;)]+)`)
-	reDev     = lazy(`(/dev/(?:disk/[a-z0-9_-]+/[^\s"'\\,;:()\]}]+|[a-z][a-z0-9_-]*\d[a-z0-9]*|[a-z]{2,}[a-z]\b))`)
+	// reDev is a device path: a /dev/disk/by-* link, a device under a
+	// directory of /dev (LVM's /dev/<vg>/<lv>, /dev/mapper/<name>, a
+	// driver's /dev/<driver>/<volume>) whole, or a device of /dev itself.
+	reDev = lazy(`(/dev/(?:disk/[a-z0-9_-]+/[^\s"'\\,;:()\]}]+|[a-z][a-z0-9_.+-]*/[A-Za-z0-9_][A-Za-z0-9_.+-]*|[a-z][a-z0-9_-]*\d[a-z0-9]*|[a-z]{2,}[a-z]\b))`)
 	// reVolCall is a volume named in the call form drivers print
 	// ("volume(id)", "volumeID(id)", "volume(\"id\")").
 	// reHashHandle is a CSI volume handle of csi-lib's drivers (nfs,

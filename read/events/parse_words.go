@@ -95,6 +95,10 @@ var (
 		// mount(8)'s and umount(8)'s own failures, as a caller's log
 		// quotes their output on lines of their own.
 		[]byte("rong fs type"), []byte("ad superblock"), []byte("an't unmount"), []byte("an't mount"), []byte("nvalid argument"),
+		// ENOTEMPTY as strerror writes it: a directory a teardown
+		// removes that still holds something ("remove <dir>: directory
+		// not empty").
+		[]byte("ry not empty"),
 		// multipathd's paths going down and up.
 		[]byte("multipathd"),
 		// a fatal record of a writer that spells its level out
