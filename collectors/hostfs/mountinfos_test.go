@@ -248,3 +248,51 @@ func TestTaskMountinfosShared(t *testing.T) {
 		t.Errorf("%d tables by reference and %d read alone, want 3 and 0", fr.refs, len(fr.singles))
 	}
 }
+
+// The worker reads every table of an answer through one buffer: a table
+// longer than the buffer grows it, a cut one stops at max exactly, and no
+// table sent in full shares its bytes with the next one read.
+func TestMountinfosOpOneBuffer(t *testing.T) {
+	dir := t.TempDir()
+	var big strings.Builder
+	for i := 0; big.Len() < 200<<10; i++ {
+		fmt.Fprintf(&big, "%d 1 0:%d / /m%d rw - tmpfs tmpfs rw\n", i+2, i, i)
+	}
+	files := map[string]string{"big": big.String(), "small": "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n", "empty": ""}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := func(name string) string { return filepath.Join(dir, name) }
+	for _, share := range []bool{false, true} {
+		res, err := mountinfosOp(MountinfosRequest{Paths: []string{p("big"), p("small"), p("empty"), p("big")}, Max: 1 << 20, Share: share})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables := res.(MountinfosResult).Tables
+		if len(tables) != 4 {
+			t.Fatalf("share %v: %d tables, want 4", share, len(tables))
+		}
+		for j, name := range []string{"big", "small", "empty"} {
+			if got := string(tables[j].Data); got != files[name] || tables[j].Truncated || tables[j].Err != "" {
+				t.Errorf("share %v: table %d (%s): %d bytes, truncated %v, err %q; want %d bytes", share, j, name, len(got), tables[j].Truncated, tables[j].Err, len(files[name]))
+			}
+		}
+		// The same table again: by reference when shared, else in full.
+		if last := tables[3]; share && last.SameAs != 1 || !share && string(last.Data) != files["big"] {
+			t.Errorf("share %v: the big table again: same_as %d, %d bytes", share, last.SameAs, len(last.Data))
+		}
+	}
+	res, err := mountinfosOp(MountinfosRequest{Paths: []string{p("big"), p("small")}, Max: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := res.(MountinfosResult).Tables
+	if got := tables[0]; !got.Truncated || string(got.Data) != files["big"][:100000] {
+		t.Errorf("cut at 100000: truncated %v, %d bytes", got.Truncated, len(got.Data))
+	}
+	if got := tables[1]; got.Truncated || string(got.Data) != files["small"] {
+		t.Errorf("after a cut table: truncated %v, %q", got.Truncated, got.Data)
+	}
+}
