@@ -100,11 +100,37 @@ type mntTaskNS struct {
 // several run at once.
 func scanProcess(proc string, pid int) procScan {
 	pidDir := proc + "/" + strconv.Itoa(pid)
+	// stat, not comm: the same one read gives the parent, which tells
+	// nodesnap's own processes (the supervisor's descendants) apart, and
+	// the number of threads.
+	var comm string
+	var ppid, threads int
+	var sb [1024]byte
+	if b, err := hostfs.ReadSmall(pidDir+"/stat", sb[:]); err == nil {
+		if st, err := procfs.ParseStat(b); err == nil {
+			comm, ppid, threads = st.Comm, st.PPID, st.NumThreads
+		}
+	}
+	if comm == "" {
+		comm = hostfs.ReadComm(pidDir + "/comm")
+	}
+	if threads == 1 {
+		// A process of one thread has one task, its leader, whose
+		// namespace is the process's ns/mnt: one readlink instead of
+		// listing task/ and reading a link in it. Most processes of a
+		// node are such. (With more threads each task is read: a thread
+		// may have unshared its own namespace, which the kernel allows.)
+		// A leader that has exited has no namespace link left: its
+		// live thread is then found the long way.
+		if ns, err := hostfs.NSInode(pidDir + "/ns/mnt"); err == nil && ns != 0 {
+			return procScan{comm: comm, ppid: ppid, tasks: []mntTaskNS{{tid: pid, ns: ns}}}
+		}
+	}
 	tids, nss, err := hostfs.TaskNamespaces(proc, pid)
 	if err != nil {
 		return procScan{gone: 1}
 	}
-	r := procScan{tasks: make([]mntTaskNS, 0, len(tids))}
+	r := procScan{comm: comm, ppid: ppid, tasks: make([]mntTaskNS, 0, len(tids))}
 	var leaderNS uint64
 	for i, tid := range tids {
 		ns := nss[i]
@@ -127,17 +153,6 @@ func scanProcess(proc string, pid int) procScan {
 		// The main thread has exited (a zombie leader): the first live
 		// thread stands for the process.
 		leaderNS = r.tasks[0].ns
-	}
-	// stat, not comm: the same one read gives the parent, which tells
-	// nodesnap's own processes (the supervisor's descendants) apart.
-	var sb [1024]byte
-	if b, err := hostfs.ReadSmall(pidDir+"/stat", sb[:]); err == nil {
-		if st, err := procfs.ParseStat(b); err == nil {
-			r.comm, r.ppid = st.Comm, st.PPID
-		}
-	}
-	if r.comm == "" {
-		r.comm = hostfs.ReadComm(pidDir + "/comm")
 	}
 	if r.split {
 		// A thread that unshared often has a telling name of its own.
