@@ -225,6 +225,51 @@ type MountinfoResult struct {
 	From Task
 	Root string
 	Err  error
+	// SameAs, when not nil, says Data was rebuilt from the table of
+	// namespace SameAs.Of, reported before it by the same call of done
+	// on the same goroutine, renumbered with SameAs.IDs and
+	// SameAs.Outside: the worker found the two the same but for their
+	// mount IDs and checked the rebuilt bytes against the kernel's. A
+	// caller that has hashed that table's shape may take it as this
+	// one's (see SameAs.Fits).
+	SameAs *MountinfoRef
+}
+
+// MountinfoRef is the table a result was rebuilt from and its numbers.
+type MountinfoRef struct {
+	Of      int
+	IDs     [][2]int
+	Outside []int
+}
+
+// Fits says whether the numbers are a table's own shape: every ID once,
+// no outside parent among them. Then the table rebuilt with them has the
+// shape of the table it was rebuilt from (layout.MountinfoShape: the same
+// lines, each parent inside or outside the table as there), and IDs and
+// Outside are what MountinfoShape would return for it.
+func (r *MountinfoRef) Fits() bool {
+	n := 0
+	for _, run := range r.IDs {
+		if run[1] <= 0 || run[0] < 0 {
+			return false
+		}
+		n += run[1]
+	}
+	ids := make(map[int]bool, n)
+	for _, run := range r.IDs {
+		for k := range run[1] {
+			if ids[run[0]+k] {
+				return false
+			}
+			ids[run[0]+k] = true
+		}
+	}
+	for _, p := range r.Outside {
+		if ids[p] {
+			return false
+		}
+	}
+	return true
 }
 
 // TaskMountinfos reads the mount table of each namespace, given as its
@@ -307,6 +352,7 @@ func (f *FS) mountinfoBatch(ctx context.Context, proc string, namespaces [][]Tas
 		}
 		bases := map[int]*layout.MountinfoBase{} // the tables referred to, read once
 		for j, t := range res.Tables {
+			var ref *MountinfoRef
 			if t.SameAs != 0 {
 				// Rebuilt from the table it names, as the worker
 				// checked; a reference that does not rebuild (it
@@ -330,6 +376,7 @@ func (f *FS) mountinfoBatch(ctx context.Context, proc string, namespaces [][]Tas
 					continue
 				}
 				t.Data = b
+				ref = &MountinfoRef{Of: idx[t.SameAs-1], IDs: t.IDs, Outside: t.Outside}
 			}
 			if t.Err != "" {
 				// The task may have exited; the namespace's other
@@ -337,7 +384,7 @@ func (f *FS) mountinfoBatch(ctx context.Context, proc string, namespaces [][]Tas
 				fallback(idx[j])
 				continue
 			}
-			done(idx[j], MountinfoResult{ReadFileResult: isolate.ReadFileResult{Data: t.Data, Truncated: t.Truncated}, From: tasks[j]})
+			done(idx[j], MountinfoResult{ReadFileResult: isolate.ReadFileResult{Data: t.Data, Truncated: t.Truncated}, From: tasks[j], SameAs: ref})
 		}
 		idx, tasks = idx[len(res.Tables):], tasks[len(res.Tables):]
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -229,14 +230,27 @@ func TestTaskMountinfosShared(t *testing.T) {
 	f := New(Config{Roots: Roots{Proc: proc}, Run: fr.run})
 	var mu sync.Mutex
 	got := map[int]string{}
+	refs := map[int]int{} // table → the table it was rebuilt from
 	f.TaskMountinfos(context.Background(), nss, 0, 1, func(i int, r MountinfoResult) {
 		mu.Lock()
 		defer mu.Unlock()
 		if r.Err != nil {
 			t.Errorf("table %d: %v", i, r.Err)
 		}
+		if r.SameAs != nil {
+			if _, ok := got[r.SameAs.Of]; !ok {
+				t.Errorf("table %d rebuilt from table %d, not reported before it", i, r.SameAs.Of)
+			}
+			if !r.SameAs.Fits() {
+				t.Errorf("table %d: its numbers %+v do not fit", i, r.SameAs)
+			}
+			refs[i] = r.SameAs.Of
+		}
 		got[i] = string(r.Data)
 	})
+	if want := map[int]int{1: 0, 2: 0, 6: 0}; !reflect.DeepEqual(refs, want) {
+		t.Errorf("tables rebuilt from another: %v, want %v", refs, want)
+	}
 	for i, want := range tables {
 		if got[i] != want {
 			t.Errorf("table %d came back as\n%q\nwant\n%q", i, got[i], want)
@@ -294,5 +308,25 @@ func TestMountinfosOpOneBuffer(t *testing.T) {
 	}
 	if got := tables[1]; got.Truncated || string(got.Data) != files["small"] {
 		t.Errorf("after a cut table: truncated %v, %q", got.Truncated, got.Data)
+	}
+}
+
+// A reference's numbers fit a table when every ID is there once and no
+// parent outside the table is one of them.
+func TestMountinfoRefFits(t *testing.T) {
+	for _, tc := range []struct {
+		ref  MountinfoRef
+		want bool
+	}{
+		{MountinfoRef{IDs: [][2]int{{100, 3}, {200, 2}}, Outside: []int{7}}, true},
+		{MountinfoRef{IDs: [][2]int{{100, 3}}}, true},
+		{MountinfoRef{IDs: [][2]int{{100, 3}, {102, 2}}, Outside: []int{7}}, false},
+		{MountinfoRef{IDs: [][2]int{{100, 3}}, Outside: []int{101}}, false},
+		{MountinfoRef{IDs: [][2]int{{100, 0}}}, false},
+		{MountinfoRef{IDs: [][2]int{{-5, 2}}}, false},
+	} {
+		if got := tc.ref.Fits(); got != tc.want {
+			t.Errorf("%+v fits: %v, want %v", tc.ref, got, tc.want)
+		}
 	}
 }

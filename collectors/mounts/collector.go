@@ -308,12 +308,20 @@ func collect(ctx context.Context, env *collectors.Env) error {
 		// A table the same as one parsed already but for its mount IDs
 		// is not parsed again: finish numbers that one's mounts as its.
 		// A cut table is never shared.
-		s, ok := share.shapeOf(r.Data)
+		// The shape of a table the worker sent as another's renumbered
+		// is that one's (refShape); any other is hashed.
+		s, ok := share.refShape(r)
+		from := 0 // the table r.Data was rebuilt from, + 1
+		if ok {
+			from = r.SameAs.Of + 1
+		} else {
+			s, ok = share.shapeOf(r.Data)
+		}
 		if !ok || r.Truncated {
 			s = tableShape{}
 		}
 		if s.hash != "" && share.known(i, s) {
-			tables.put(i, h, r.Data, s)
+			tables.put(i, h, r.Data, s, from)
 			return
 		}
 		mounts, bad := procfs.ParseMountInfo(r.Data)
@@ -323,7 +331,7 @@ func collect(ctx context.Context, env *collectors.Env) error {
 		}
 		mns.BadLines = bad
 		share.keep(i, mns.Mounts, len(bad) == 0)
-		tables.put(i, h, r.Data, s)
+		tables.put(i, h, r.Data, s, from)
 	})
 	names, err := tables.close()
 	if err != nil {
