@@ -2,12 +2,14 @@ package hostfs
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -248,24 +250,19 @@ type MountinfoRef struct {
 // lines, each parent inside or outside the table as there), and IDs and
 // Outside are what MountinfoShape would return for it.
 func (r *MountinfoRef) Fits() bool {
-	n := 0
-	for _, run := range r.IDs {
-		if run[1] <= 0 || run[0] < 0 {
+	// Sorted by first ID, runs that do not overlap hold every ID once;
+	// an outside parent is then looked for in the run that would hold it.
+	runs := slices.Clone(r.IDs)
+	slices.SortFunc(runs, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+	for i, run := range runs {
+		if run[1] <= 0 || run[0] < 0 || i > 0 && run[0] < runs[i-1][0]+runs[i-1][1] {
 			return false
-		}
-		n += run[1]
-	}
-	ids := make(map[int]bool, n)
-	for _, run := range r.IDs {
-		for k := range run[1] {
-			if ids[run[0]+k] {
-				return false
-			}
-			ids[run[0]+k] = true
 		}
 	}
 	for _, p := range r.Outside {
-		if ids[p] {
+		// The last run starting at or before p.
+		k, _ := slices.BinarySearchFunc(runs, p+1, func(run [2]int, v int) int { return cmp.Compare(run[0], v) })
+		if k > 0 && p < runs[k-1][0]+runs[k-1][1] {
 			return false
 		}
 	}

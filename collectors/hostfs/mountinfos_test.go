@@ -324,6 +324,13 @@ func TestMountinfoRefFits(t *testing.T) {
 		{MountinfoRef{IDs: [][2]int{{100, 3}}, Outside: []int{101}}, false},
 		{MountinfoRef{IDs: [][2]int{{100, 0}}}, false},
 		{MountinfoRef{IDs: [][2]int{{-5, 2}}}, false},
+		// Out of order, an outside parent between the runs, or just past
+		// one.
+		{MountinfoRef{IDs: [][2]int{{200, 2}, {100, 3}}, Outside: []int{150, 103, 99, 202}}, true},
+		{MountinfoRef{IDs: [][2]int{{200, 2}, {100, 3}}, Outside: []int{201}}, false},
+		{MountinfoRef{IDs: [][2]int{{200, 2}, {100, 3}}, Outside: []int{100}}, false},
+		{MountinfoRef{IDs: [][2]int{{200, 2}, {199, 1}}}, true},
+		{MountinfoRef{IDs: [][2]int{{200, 2}, {199, 2}}}, false},
 	} {
 		if got := tc.ref.Fits(); got != tc.want {
 			t.Errorf("%+v fits: %v, want %v", tc.ref, got, tc.want)
