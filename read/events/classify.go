@@ -315,6 +315,12 @@ func operation(text, lower, method, source string) Op {
 		// volume's teardown, which cleans the subpaths first.
 		return OpTeardown
 	}
+	if _, ok := checkPath(text, lower, method); ok {
+		return OpCheck
+	}
+	if _, ok := mkdirPath(text, lower); ok {
+		return OpMkdir
+	}
 	if strings.Contains(lower, "rootfs") && (strings.Contains(lower, "unmount") || strings.Contains(lower, "remove") || strings.Contains(lower, "delete") || strings.Contains(lower, "unlinkat")) ||
 		runtimeStorage(lower) {
 		return OpRootfsUnmount
