@@ -29,7 +29,7 @@ var _ = document(RuleDoc{
 	ID: idStorageOpFailing, Severity: "info or warning",
 	Title: "Storage operation failing",
 	Meaning: "A log (a storage daemon's such as iscsid or multipathd, the kernel's, or a writer of no other family) reports that an operation on a storage object failed — " +
-		"mount, stage, publish, attach, teardown, unstage, unpublish, detach, format, resize, a container's rootfs unmount, a sandbox's removal, I/O — and no more specific finding names that object. " +
+		"mount, stage, publish, attach, teardown, unstage, unpublish, detach, format, resize, a container's rootfs unmount, a sandbox's removal, I/O, a check of a mount path that timed out, a volume directory's creation — and no more specific finding names that object. " +
 		"The finding names the object, the operation, when it first and last failed, how often, and the newest error verbatim. " +
 		"It is a warning when the error is permanent by its nature (EIO, ENODEV, NotFound, PermissionDenied, InvalidArgument, a refused login, mount's exit status 32), " +
 		"when the operation is still failing at the end of the evidence with no later success, or when the pod it blocks is not running; info when a later success of the same operation on the object follows, " +
