@@ -139,8 +139,10 @@ var Classes = []Class{
 		// deadline exceeded: unknown" (the errdefs wrapping of a ttrpc
 		// error), CRI-O as "context was either canceled or the deadline
 		// was exceeded": the same timeout in the runtime's own words.
-		Words:   []string{"DeadlineExceeded|context deadline exceeded: unknown|the deadline was exceeded"},
-		Unless:  []string{"MountVolume", "UnmountVolume", "MountDevice", "UnmountDevice", "NodeStage", "NodeUnstage", "NodePublish", "NodeUnpublish", "/csi.v1."},
+		Words: []string{"DeadlineExceeded|context deadline exceeded: unknown|the deadline was exceeded"},
+		// A CSI node plugin's own gRPC server error ("GRPC error: ...")
+		// and its volume stats call are a driver's, not a runtime's.
+		Unless:  []string{"MountVolume", "UnmountVolume", "MountDevice", "UnmountDevice", "NodeStage", "NodeUnstage", "NodePublish", "NodeUnpublish", "/csi.v1.", "NodeGetVolumeStats", "GRPC error:"},
 		Example: `E1103 10:22:41.550012    1187 remote_runtime.go:128] "StopPodSandbox from runtime service failed" err="rpc error: code = DeadlineExceeded desc = context deadline exceeded" podSandboxID="9d2a6e0c5a1b"`},
 	// --- CSI drivers ---
 	{ID: "csi-operation-exists", Sources: []string{"ceph-csi", "csi-driver-nfs", "csi-driver-smb", "azuredisk", "aws-ebs", "gcp-pd"}, Key: KeyVolume,
