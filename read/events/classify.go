@@ -319,6 +319,12 @@ func operation(text, lower, method, source string) Op {
 		runtimeStorage(lower) {
 		return OpRootfsUnmount
 	}
+	if strings.Contains(lower, "rootfs") && strings.Contains(lower, "mount") {
+		// Mounting a container's rootfs (its snapshot's overlay, "failed
+		// to mount rootfs component &{overlay ...}"): the runtime
+		// creating a container or sandbox, not a volume's mount.
+		return OpRootfsMount
+	}
 	if strings.Contains(lower, "netns") || strings.Contains(lower, "network namespace") || strings.Contains(lower, "removepodsandbox") || strings.Contains(lower, "stoppodsandbox") {
 		return OpSandboxRemove
 	}

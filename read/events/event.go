@@ -74,6 +74,9 @@ const (
 	OpResize        Op = "resize"
 	OpRootfsUnmount Op = "rootfs unmount"
 	OpSandboxRemove Op = "sandbox removal"
+	// OpRootfsMount is a runtime's mount of a container's or sandbox's
+	// rootfs (its snapshot's overlay) while creating it.
+	OpRootfsMount Op = "rootfs mount"
 	OpIO            Op = "I/O"
 	// OpCSICall is a CSI driver's call whose method its log does not
 	// name.
@@ -202,7 +205,7 @@ func (e *Event) Storage() bool {
 	if k.Volume != "" || k.PV != "" || k.Handle != "" || k.Device != "" || k.Path != "" || k.Server != "" || k.Portal != "" || k.IQN != "" || k.WWID != "" || k.Map != "" || k.Pool != "" || k.Sandbox != "" {
 		return true
 	}
-	return e.Op == OpMount && (k.Pod != "" || k.PodUID != "")
+	return (e.Op == OpMount || e.Op == OpRootfsMount) && (k.Pod != "" || k.PodUID != "")
 }
 
 // Permanent says whether the error is permanent by its nature: waiting

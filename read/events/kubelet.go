@@ -54,7 +54,9 @@ func kubeletRecordOp(component, text string) Op {
 var (
 	// reKubeletPod is the kubelet's text form of a pod before structured
 	// logging: pod "name_namespace" (with "(uid)" after it from 1.5 on).
-	reKubeletPod = lazy(`\bpod \\?"([a-z0-9][-a-z0-9.]*)_([a-z0-9][-a-z0-9]*)(?:\(([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\))?\\?"`)
+	// A static pod's UID is the hash of its manifest, 32 hex digits
+	// without dashes.
+	reKubeletPod = lazy(`\bpod \\?"([a-z0-9][-a-z0-9.]*)_([a-z0-9][-a-z0-9]*)(?:\(([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})\))?\\?"`)
 	// kubeletPodWords: every match of reKubeletPod starts with one.
 	kubeletPodWords = []string{`pod "`, `pod \"`}
 	// reVolumeMount is a container's volumeMount named in a kubelet's
