@@ -74,9 +74,6 @@ const (
 	OpResize        Op = "resize"
 	OpRootfsUnmount Op = "rootfs unmount"
 	OpSandboxRemove Op = "sandbox removal"
-	// OpRootfsMount is a runtime's mount of a container's or sandbox's
-	// rootfs (its snapshot's overlay) while creating it.
-	OpRootfsMount Op = "rootfs mount"
 	OpIO            Op = "I/O"
 	// OpCSICall is a CSI driver's call whose method its log does not
 	// name.
@@ -85,6 +82,9 @@ const (
 	// kubelet's plugin directories (the kubelet's gRPC channel to a CSI
 	// node plugin).
 	OpConnect Op = "plugin connection"
+	// OpRootfsMount is a runtime's mount of a container's or sandbox's
+	// rootfs (its snapshot's overlay) while creating it.
+	OpRootfsMount Op = "rootfs mount"
 )
 
 // Outcome says whether a record reports an operation failing or
