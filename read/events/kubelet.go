@@ -104,8 +104,21 @@ func pluginConnection(text, lower string) string {
 	if !strings.Contains(lower, ".sock") || !strings.Contains(lower, "connect") {
 		return ""
 	}
-	return rePluginSocket.FindString(text)
+	if s := rePluginSocket.FindString(text); s != "" {
+		return s
+	}
+	// A CSI sidecar's client (csi-lib-utils: node-driver-registrar,
+	// the provisioner, the attacher) names the driver's socket as it is
+	// mounted in its pod, by its address: "Lost connection to
+	// unix:///csi/csi.sock". A driver's own listener is not written as
+	// an address to connect to.
+	if m := reUnixSocketAddr.FindStringSubmatch(text); m != nil {
+		return m[1]
+	}
+	return ""
 }
+
+var reUnixSocketAddr = lazy(`\bunix://(/[^\s"'{},]*\.sock)\b`)
 
 // kubeletKeys reads the objects of a kubelet's record from its own keys.
 func kubeletKeys(r *record, k *Keys) {
