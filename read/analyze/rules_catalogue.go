@@ -25,6 +25,7 @@ const (
 	idRuntimeTimeout    = "runtime-call-timeout"
 	idShmBusy           = "runtime-shm-busy"
 	idContainerRemove   = "container-remove-failed"
+	idContainerCreate   = "container-create-failed"
 	sigTeardownFailed   = "teardown-failed"
 	sigTeardownNotEmpty = "teardown-not-empty"
 	sigUnmapVolume      = "unmap-volume-failed"
@@ -103,6 +104,13 @@ var _ = document(
 		Meaning:  "The runtime reports that removing a container, a sandbox or their directories failed; a warning when the error is \"busy\" (a mount still holds it).",
 		Evidence: "The runtime's log.",
 		Fix:      "Read the error; for busy, find the mount that holds the directory (mount-held-in-foreign-namespace) and unmount it.",
+	},
+	RuleDoc{
+		ID: idContainerCreate, Severity: "info or warning",
+		Title:    "Runtime cannot mount a container's rootfs",
+		Meaning:  "Creating a pod's sandbox or container fails where the runtime mounts its rootfs (\"failed to mount rootfs component &{overlay ...}\"): the snapshot's overlay cannot be mounted, often an overlay on a filesystem that cannot hold one (overlay on overlay, a full or read-only disk). The pod cannot start; its severity is from the pod's state as for storage-operation-failing.",
+		Evidence: "The kubelet's or runtime's log, per pod; the mount error's errno.",
+		Fix:      "Read the mount error (invalid argument: the runtime's root is on a filesystem overlay cannot use; no space: free the disk); move the runtime's root to a filesystem that supports overlay, then let the kubelet retry.",
 	},
 )
 

@@ -424,6 +424,8 @@ func opFinding(g *opGroup) (id, title string) {
 	switch {
 	case g.op == events.OpRootfsUnmount || g.op == events.OpSandboxRemove:
 		return idContainerRemove, "Runtime fails to remove a container"
+	case g.op == events.OpRootfsMount:
+		return idContainerCreate, "Runtime cannot mount a container's rootfs"
 	case g.op == events.OpIO:
 		return idStorageOpFailing, "Storage I/O failing"
 	case g.op == events.OpConnect:

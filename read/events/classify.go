@@ -286,7 +286,7 @@ var methodOps = map[string]Op{
 }
 
 var (
-	reKernelIO = lazy(`I/O error|blk_update_request|print_req_error|EXT4-fs error|XFS \([^)]*\): .*(?:error|shutdown|Corruption)|Buffer I/O|critical medium error|remaining active paths: 0`)
+	reKernelIO = lazy(`I/O error|blk_update_request|print_req_error|EXT4-fs error|XFS \([^)]*\): .*(?:error|shutdown|Corruption)|Buffer I/O|critical medium error|remaining active paths: 0|attempt to access beyond end of device`)
 	reVerb     = lazy(`\b(unmount|umount|unstage|unpublish|detach|unmap|mkfs|format|resize2fs|xfs_growfs|resize|expand|attach|login|mount|stage|stag|publish|map)(?:ing|ed|s)?\b`)
 	// reCamelVerb is a verb opening a function's name in a driver's own
 	// message ("AttachDisk: ...", "formatAndMount failed").
@@ -330,11 +330,20 @@ func operation(text, lower, method, source string) Op {
 		runtimeStorage(lower) {
 		return OpRootfsUnmount
 	}
+	if strings.Contains(lower, "rootfs") && strings.Contains(lower, "mount") {
+		// Mounting a container's rootfs (its snapshot's overlay, "failed
+		// to mount rootfs component &{overlay ...}"): the runtime
+		// creating a container or sandbox, not a volume's mount.
+		return OpRootfsMount
+	}
 	if strings.Contains(lower, "netns") || strings.Contains(lower, "network namespace") || strings.Contains(lower, "removepodsandbox") || strings.Contains(lower, "stoppodsandbox") {
 		return OpSandboxRemove
 	}
 	if (strings.Contains(text, "I/O") || strings.Contains(text, "-fs error") || strings.Contains(text, "XFS (") || strings.Contains(text, "active paths") ||
-		strings.Contains(text, "medium error")) && reKernelIO.MatchString(text) {
+		strings.Contains(text, "medium error") || strings.Contains(text, "beyond end of device")) && reKernelIO.MatchString(text) {
+		// The block layer failing a request past the device's end
+		// (bio_check_eod) fails it with EIO like the rest: a device
+		// smaller than its filesystem, or one gone to size 0.
 		return OpIO
 	}
 	if source == "kernel" {
@@ -610,6 +619,11 @@ func outcome(r *record) Outcome {
 	}
 	failWords := containsAny(lower, failureLiterals...) && reFailure.MatchString(lower)
 	if !failWords && (r.ev.Level >= LevelError || r.ev.Err.Errno != "") && r.ev.Op == OpIO {
+		return OutcomeFailed
+	}
+	if r.ev.Op == OpIO && strings.Contains(lower, "beyond end of device") {
+		// bio_check_eod's record is the failure itself: the request is
+		// ended with EIO, whatever level the log gives it.
 		return OutcomeFailed
 	}
 	if succ && (!failWords || r.ev.Level <= LevelInfo && r.ev.Level != LevelUnknown && !strings.Contains(text, "failed")) {

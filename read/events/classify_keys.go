@@ -202,6 +202,24 @@ func keysOf(r *record) Keys {
 		// 64-hex ID (CRI's, containerd's, CRI-O's and dockerd's form).
 		k.Sandbox = reSandbox.FindString(text)
 	}
+	if r.ev.Op == OpRootfsMount {
+		if k.Pod == "" {
+			// The kubelet's pod "name_namespace(uid)", whichever of its
+			// files wrote the record (kuberuntime_sandbox.go is not one
+			// of its volume files).
+			if m := kubeletPodSubmatch(r.text); m != nil {
+				k.Pod = m[2] + "/" + m[1]
+				if k.PodUID == "" {
+					k.PodUID = m[3]
+				}
+			}
+		}
+		if k.Pod != "" || k.PodUID != "" {
+			// The snapshot's directories a rootfs mount names are the
+			// runtime's, not the object: the pod being created is.
+			k.Path = ""
+		}
+	}
 	if k.Device == "" && (r.ev.Op == OpIO || r.ev.Source == "kernel") {
 		if m := matchIf(reKDev, text, "dev"); m != nil {
 			k.Device = "/dev/" + m[1]

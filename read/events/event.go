@@ -89,6 +89,9 @@ const (
 	// OpMkdir is the creation of a volume's directory (a provisioner's
 	// or a plugin's mkdir of the PV's path).
 	OpMkdir Op = "volume directory creation"
+	// OpRootfsMount is a runtime's mount of a container's or sandbox's
+	// rootfs (its snapshot's overlay) while creating it.
+	OpRootfsMount Op = "rootfs mount"
 )
 
 // Outcome says whether a record reports an operation failing or
@@ -209,7 +212,7 @@ func (e *Event) Storage() bool {
 	if k.Volume != "" || k.PV != "" || k.Handle != "" || k.Device != "" || k.Path != "" || k.Server != "" || k.Portal != "" || k.IQN != "" || k.WWID != "" || k.Map != "" || k.Pool != "" || k.Sandbox != "" {
 		return true
 	}
-	return e.Op == OpMount && (k.Pod != "" || k.PodUID != "")
+	return (e.Op == OpMount || e.Op == OpRootfsMount) && (k.Pod != "" || k.PodUID != "")
 }
 
 // Permanent says whether the error is permanent by its nature: waiting

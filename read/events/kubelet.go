@@ -54,7 +54,9 @@ func kubeletRecordOp(component, text string) Op {
 var (
 	// reKubeletPod is the kubelet's text form of a pod before structured
 	// logging: pod "name_namespace" (with "(uid)" after it from 1.5 on).
-	reKubeletPod = lazy(`\bpod \\?"([a-z0-9][-a-z0-9.]*)_([a-z0-9][-a-z0-9]*)(?:\(([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\))?\\?"`)
+	// A static pod's UID is the hash of its manifest, 32 hex digits
+	// without dashes.
+	reKubeletPod = lazy(`\bpod \\?"([a-z0-9][-a-z0-9.]*)_([a-z0-9][-a-z0-9]*)(?:\(([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})\))?\\?"`)
 	// kubeletPodWords: every match of reKubeletPod starts with one.
 	kubeletPodWords = []string{`pod "`, `pod \"`}
 	// reVolumeMount is a container's volumeMount named in a kubelet's
@@ -102,8 +104,21 @@ func pluginConnection(text, lower string) string {
 	if !strings.Contains(lower, ".sock") || !strings.Contains(lower, "connect") {
 		return ""
 	}
-	return rePluginSocket.FindString(text)
+	if s := rePluginSocket.FindString(text); s != "" {
+		return s
+	}
+	// A CSI sidecar's client (csi-lib-utils: node-driver-registrar,
+	// the provisioner, the attacher) names the driver's socket as it is
+	// mounted in its pod, by its address: "Lost connection to
+	// unix:///csi/csi.sock". A driver's own listener is not written as
+	// an address to connect to.
+	if m := reUnixSocketAddr.FindStringSubmatch(text); m != nil {
+		return m[1]
+	}
+	return ""
 }
+
+var reUnixSocketAddr = lazy(`\bunix://(/[^\s"'{},]*\.sock)\b`)
 
 // kubeletKeys reads the objects of a kubelet's record from its own keys.
 func kubeletKeys(r *record, k *Keys) {

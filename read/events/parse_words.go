@@ -101,6 +101,9 @@ var (
 		[]byte("ry not empty"),
 		// multipathd's paths going down and up.
 		[]byte("multipathd"),
+		// the block layer failing a request past a device's end
+		// (bio_check_eod: "attempt to access beyond end of device").
+		[]byte("eyond end of device"),
 		// a fatal record of a writer that spells its level out
 		// ("<FATAL>:", "FATAL:"), as klog's F header is read above.
 		[]byte("FATAL")}
