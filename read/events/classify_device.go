@@ -30,9 +30,10 @@ var (
 	reSenseKey = lazy(`Sense Key ?: ?([A-Za-z ]+?) ?(?:\[|$)`)
 	// reSCSIHost is a SCSI host a record names: the midlayer's
 	// shost_printk "scsi hostN: ", its error handler "scsi_eh_N", a host
-	// bus adapter driver's "... for scsiN" / "scsiN: ". A host's
-	// commands waiting, aborted or reset are its failure.
-	reSCSIHost = lazy(`\bscsi(?: ?host|_eh_)?(\d+)\b`)
+	// bus adapter driver's "... for scsiN" / "scsiN: ", the midlayer's
+	// older "host N channel C id I lun L". A host's commands waiting,
+	// aborted or reset are its failure.
+	reSCSIHost = lazy(`\bscsi(?: ?host|_eh_)?(\d+)\b|\bhost (\d+) channel \d+ id \d+`)
 )
 
 // failingSenseKeys are the SCSI sense keys of a command the device
@@ -63,7 +64,7 @@ var (
 		// command timed out ("queue 0: timeout cid ..."), recovery or a
 		// reset started, a reconnect scheduled or failed, commands a
 		// host waits for.
-		"timeout cid", "error recovery", "resetting controller", "reset controller", "reconnecting in", "failed reconnect",
+		"timeout cid", "error recovery", "resetting controller", "reset controller", "will reset", "reconnecting in", "failed reconnect",
 		"commands to complete", "resetting fusion adapter"}
 	// deviceUp are the kernel's words of a device or controller back:
 	// a fabrics controller reconnected, a host's or controller's reset
@@ -112,7 +113,7 @@ func deviceRecord(r *record) bool {
 			if h == nil {
 				return false
 			}
-			k.Device = "scsi" + h[1]
+			k.Device = "scsi" + h[1] + h[2]
 		}
 	default:
 		return false

@@ -30,6 +30,11 @@ func TestDeviceControllerState(t *testing.T) {
 		// pci.c: a command's timeout, aborted or the controller reset.
 		{"nvme nvme%d: I/O tag %d (%04x) opcode %#x (%s) QID %d timeout, aborting", []any{0, 59, 0x303b, 1, "Write", 25}, OutcomeFailed, "/dev/nvme0"},
 		{"nvme nvme%d: I/O %d QID %d timeout, reset controller", []any{5, 0, 0}, OutcomeFailed, "/dev/nvme5"},
+		{"nvme nvme%d: controller is down; will reset: CSTS=%#x, PCI_STATUS=%#x", []any{0, 0xffffffff, 0xffff}, OutcomeFailed, "/dev/nvme0"},
+		// the SCSI midlayer's error handler: a device offlined, I/O
+		// to it refused, named by its host.
+		{"scsi: Device offlined - not ready after error recovery: host %d channel %d id %d lun %d", []any{1, 0, 6, 0}, OutcomeFailed, "scsi1"},
+		{"scsi%d (%d:%d): rejecting I/O to offline device", []any{1, 6, 0}, OutcomeFailed, "scsi1"},
 		// megaraid_sas: a host's outstanding commands, its reset.
 		{"megaraid_sas 0000:5a:00.0: [%d]waiting for %d commands to complete for scsi%d", []any{30, 65, 0}, OutcomeFailed, "scsi0"},
 		{"megaraid_sas 0000:5a:00.0: resetting fusion adapter scsi%d.", []any{1}, OutcomeFailed, "scsi1"},

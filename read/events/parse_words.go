@@ -105,7 +105,7 @@ var (
 		// command timed out ("timeout cid", the PCI driver's "timeout,
 		// aborting"/"timeout, reset controller"), a fabrics reconnect,
 		// a SCSI host's commands waiting or its reset.
-		[]byte("imeout cid"), []byte("imeout, "), []byte("econnect"), []byte("esetting "), []byte("ommands to complete"),
+		[]byte("imeout cid"), []byte("imeout, "), []byte("econnect"), []byte("esetting "), []byte("ill reset"), []byte("ommands to complete"),
 		// a fatal record of a writer that spells its level out
 		// ("<FATAL>:", "FATAL:"), as klog's F header is read above.
 		[]byte("FATAL")}
