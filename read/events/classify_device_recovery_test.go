@@ -57,6 +57,8 @@ func TestDeviceControllerState(t *testing.T) {
 		stamp + "nvme nvme0: mapped 48/0/0 default/read/poll queues.",
 		stamp + "scsi host0: megaraid_sas",
 		stamp + "megaraid_sas 0000:5a:00.0: FW now in Ready state",
+		// an orderly disconnect (a volume unstaged), not a failure
+		stamp + "nvme nvme0: Removing ctrl: NQN \"nqn.2019-05.io.openebs:vol\"",
 		stamp + "nvme nvme1: new ctrl: NQN \"nqn.2019-05.io.openebs:vol\", addr 10.0.0.5:8420",
 	} {
 		if ev, ok := NewParser(ref).Parse([]byte(line)); ok && ev.Outcome != OutcomeNone {
