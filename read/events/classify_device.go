@@ -33,6 +33,9 @@ var (
 	// bus adapter driver's "... for scsiN" / "scsiN: ", the midlayer's
 	// older "host N channel C id I lun L". A host's commands waiting,
 	// aborted or reset are its failure.
+	// reHBA is a SAS host bus adapter's own name for itself in its
+	// records (mpt2sas/mpt3sas "mpt3sas_cm0: ", "mpt2sas0: ").
+	reHBA      = lazy(`^(mpt[23]sas(?:_cm)?\d+):? `)
 	reSCSIHost = lazy(`\bscsi(?: ?host|_eh_)?(\d+)\b|\bhost (\d+) channel \d+ id \d+`)
 )
 
@@ -65,7 +68,7 @@ var (
 		// reset started, a reconnect scheduled or failed, commands a
 		// host waits for.
 		"timeout cid", "error recovery", "resetting controller", "reset controller", "will reset", "reconnecting in", "failed reconnect",
-		"commands to complete", "resetting fusion adapter"}
+		"commands to complete", "resetting fusion adapter", "sending diag reset", "attempting host reset", "fault_state"}
 	// deviceUp are the kernel's words of a device or controller back:
 	// a fabrics controller reconnected, a host's or controller's reset
 	// done, a path reinstated.
@@ -109,6 +112,10 @@ func deviceRecord(r *record) bool {
 		default:
 			// No block device: a SCSI host (its adapter's driver and
 			// the midlayer's error handler speak of the host).
+			if a := reHBA.FindStringSubmatch(msg); a != nil {
+				k.Device = a[1]
+				break
+			}
 			h := reSCSIHost.FindStringSubmatch(msg)
 			if h == nil {
 				return false

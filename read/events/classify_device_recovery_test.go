@@ -39,6 +39,12 @@ func TestDeviceControllerState(t *testing.T) {
 		{"megaraid_sas 0000:5a:00.0: [%d]waiting for %d commands to complete for scsi%d", []any{30, 65, 0}, OutcomeFailed, "scsi0"},
 		{"megaraid_sas 0000:5a:00.0: resetting fusion adapter scsi%d.", []any{1}, OutcomeFailed, "scsi1"},
 		{"megaraid_sas 0000:5a:00.0: Reset successful for scsi%d.", []any{1}, OutcomeSucceeded, "scsi1"},
+		// mpt3sas: the adapter faulted, reset by its driver.
+		{"mpt3sas_cm%d: fault_state(%#x)!", []any{0, 0x2666}, OutcomeFailed, "mpt3sas_cm0"},
+		{"mpt3sas_cm%d: sending diag reset !!", []any{0}, OutcomeFailed, "mpt3sas_cm0"},
+		{"mpt2sas_cm%d: attempting host reset! scmd(0x%x)", []any{0, 0x8734b0f9}, OutcomeFailed, "mpt2sas_cm0"},
+		{"mpt3sas_cm%d: diag reset: SUCCESS", []any{0}, OutcomeSucceeded, "mpt3sas_cm0"},
+		{"mpt2sas%d: diag reset: SUCCESS", []any{0}, OutcomeSucceeded, "mpt2sas0"},
 	}
 	for _, c := range cases {
 		line := stamp + fmt.Sprintf(c.format, c.args...)
@@ -59,6 +65,7 @@ func TestDeviceControllerState(t *testing.T) {
 		stamp + "megaraid_sas 0000:5a:00.0: FW now in Ready state",
 		// an orderly disconnect (a volume unstaged), not a failure
 		stamp + "nvme nvme0: Removing ctrl: NQN \"nqn.2019-05.io.openebs:vol\"",
+		stamp + "mpt3sas_cm0: LSISAS3008: FWVersion(16.00.01.00), ChipRevision(0x02), BiosVersion(08.37.00.00)",
 		stamp + "nvme nvme1: new ctrl: NQN \"nqn.2019-05.io.openebs:vol\", addr 10.0.0.5:8420",
 	} {
 		if ev, ok := NewParser(ref).Parse([]byte(line)); ok && ev.Outcome != OutcomeNone {

@@ -106,6 +106,7 @@ var (
 		// aborting"/"timeout, reset controller"), a fabrics reconnect,
 		// a SCSI host's commands waiting or its reset.
 		[]byte("imeout cid"), []byte("imeout, "), []byte("econnect"), []byte("esetting "), []byte("ill reset"), []byte("ommands to complete"),
+		[]byte("iag reset"), []byte("ost reset"), []byte("ault_state"),
 		// a fatal record of a writer that spells its level out
 		// ("<FATAL>:", "FATAL:"), as klog's F header is read above.
 		[]byte("FATAL")}
