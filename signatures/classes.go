@@ -1,7 +1,5 @@
 package signatures
 
-import "regexp"
-
 // Class is one signature: the stable words of the upstream messages it
 // stands for, and what their lines mean.
 type Class struct {
@@ -25,7 +23,7 @@ type Class struct {
 	Key KeyKind
 	// KeyRe, when set, extracts the key (its first non-empty group)
 	// before the generic extraction of Key's kind.
-	KeyRe *regexp.Regexp
+	KeyRe *KeyRegexp
 	// Sources are the components whose messages these are ("kubelet",
 	// "kernel", ...): for the documentation, and for the classes whose
 	// messages are not Go format strings (the kernel's, errno texts).
@@ -75,7 +73,7 @@ var Classes = []Class{
 		Words:   []string{"earDown failed|earDown.failed"}, Needs: []string{"resource busy"},
 		Example: `E0102 03:04:05.678901    1234 nestedpendingoperations.go:348] Operation for "{volumeName:kubernetes.io/csi/hostpath.csi.k8s.io^vol-1 podName:0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d nodeName:}" failed. No retries permitted until 2024-01-02 03:04:37 (durationBeforeRetry 32s). Error: UnmountVolume.TearDown failed for volume "data" (UniqueName: "kubernetes.io/csi/hostpath.csi.k8s.io^vol-1") pod "0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d" (UID: "0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d") : remove /var/lib/kubelet/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes/kubernetes.io~csi/pvc-1/mount: device or resource busy`},
 	{ID: "teardown-not-empty", Sources: []string{"kubelet"}, Key: KeyPath,
-		KeyRe:   regexp.MustCompile(`(?:remove|rmdir\(\) volume at path) (/[^\s:"\\]+/volumes/[^\s:"\\]+)`),
+		KeyRe:   keyRe(`(?:remove|rmdir\(\) volume at path) (/[^\s:"\\]+/volumes/[^\s:"\\]+)`),
 		Meaning: "the kubelet cannot remove a volume's directory: it still holds files (\"directory not empty\"), usually data written after the mount was gone",
 		Words:   []string{"earDown failed|earDown.failed|ear down|rmdir|failed to remove dir|failed to clean mount dir|ould not tear"},
 		Needs:   []string{"directory not empty"}, Unless: []string{"/merged", "storage/overlay", "rphaned pod"},
@@ -87,11 +85,11 @@ var Classes = []Class{
 		Meaning: "the kubelet reports the volume's TearDown succeeded",
 		Words:   []string{"earDown succeeded"}},
 	{ID: "still-mounted-by-other-references", Sources: []string{"kubelet"}, Key: KeyPath,
-		KeyRe:   regexp.MustCompile(`device mount path ` + q + `([^"\\]+)`),
+		KeyRe:   keyRe(`device mount path ` + q + `([^"\\]+)`),
 		Meaning: "the kubelet will not unmount a device's staging path: other mounts still reference the device",
 		Words:   []string{"still mounted by other references"}},
 	{ID: "unmount-device-failed", Sources: []string{"kubelet", "ceph-csi"}, Key: KeyDevice,
-		KeyRe:   regexp.MustCompile(`UniqueName: ` + q + `([^"\\]+)|unmap device (/dev/[A-Za-z0-9]+)|rbd: unmap for spec \(([^)\s]+)\)|rbd args: \[unmap ([^\s\]]+)`),
+		KeyRe:   keyRe(`UniqueName: ` + q + `([^"\\]+)|unmap device (/dev/[A-Za-z0-9]+)|rbd: unmap for spec \(([^)\s]+)\)|rbd args: \[unmap ([^\s\]]+)`),
 		Meaning: "the kubelet cannot unmount/unmap the device",
 		Words:   []string{"nmountDevice failed|nmap failed|failed to unmap|nmap for spec|rbd args: [unmap |is still in use|device is in use when|GetDeviceMountPath failed"},
 		// The kubelet's per-pod unmap operations are unmap-volume-failed
@@ -135,22 +133,24 @@ var Classes = []Class{
 		Meaning: "the kubelet's sync loop is not running on time",
 		Words:   []string{"sync Loop took longer than expected|syncloop failed|syncLoop is not healthy|ousekeeping took longer than expected"}},
 	{ID: "runtime-deadline-exceeded", Sources: []string{"kubelet", "containerd", "cri-o"}, Key: KeyText,
-		KeyRe:   regexp.MustCompile(`^(?:.*?(?:podSandboxID|sandboxID)=\\*"?([0-9a-f]{64})|.*?podUID=\\*"?([0-9a-fA-F-]{36})|.*?(?:StopPodSandbox|RemovePodSandbox|StopContainer|RemoveContainer) for \\*"([0-9a-f]{64})|.*?containerID=\\*"?([0-9a-f]{64})|.*?(?:ContainerID:|\bid=)([0-9a-f]{64})|.*?(ListPodSandbox|ListContainers|PodSandboxStatus|ContainerStatus|RunPodSandbox|CreateContainer|StartContainer|ExecSync|Version))`),
+		KeyRe:   keyRe(`^(?:.*?(?:podSandboxID|sandboxID)=\\*"?([0-9a-f]{64})|.*?podUID=\\*"?([0-9a-fA-F-]{36})|.*?(?:StopPodSandbox|RemovePodSandbox|StopContainer|RemoveContainer) for \\*"([0-9a-f]{64})|.*?containerID=\\*"?([0-9a-f]{64})|.*?(?:ContainerID:|\bid=)([0-9a-f]{64})|.*?(ListPodSandbox|ListContainers|PodSandboxStatus|ContainerStatus|RunPodSandbox|CreateContainer|StartContainer|ExecSync|Version))`),
 		Meaning: "a call of the kubelet to the container runtime timed out (DeadlineExceeded): the runtime is stuck, often on a container's mount",
 		// containerd renders a shim call that timed out as "context
 		// deadline exceeded: unknown" (the errdefs wrapping of a ttrpc
 		// error), CRI-O as "context was either canceled or the deadline
 		// was exceeded": the same timeout in the runtime's own words.
-		Words:   []string{"DeadlineExceeded|context deadline exceeded: unknown|the deadline was exceeded"},
-		Unless:  []string{"MountVolume", "UnmountVolume", "MountDevice", "UnmountDevice", "NodeStage", "NodeUnstage", "NodePublish", "NodeUnpublish", "/csi.v1."},
+		Words: []string{"DeadlineExceeded|context deadline exceeded: unknown|the deadline was exceeded"},
+		// A CSI node plugin's own gRPC server error ("GRPC error: ...")
+		// and its volume stats call are a driver's, not a runtime's.
+		Unless:  []string{"MountVolume", "UnmountVolume", "MountDevice", "UnmountDevice", "NodeStage", "NodeUnstage", "NodePublish", "NodeUnpublish", "/csi.v1.", "NodeGetVolumeStats", "GRPC error:"},
 		Example: `E1103 10:22:41.550012    1187 remote_runtime.go:128] "StopPodSandbox from runtime service failed" err="rpc error: code = DeadlineExceeded desc = context deadline exceeded" podSandboxID="9d2a6e0c5a1b"`},
 	// --- CSI drivers ---
 	{ID: "csi-operation-exists", Sources: []string{"ceph-csi", "csi-driver-nfs", "csi-driver-smb", "azuredisk", "aws-ebs", "gcp-pd"}, Key: KeyVolume,
-		KeyRe:   regexp.MustCompile(`Volume ID ([^\s"\\]+) already exists`),
+		KeyRe:   keyRe(`Volume ID ([^\s"\\]+) already exists`),
 		Meaning: "the CSI driver refuses an operation on a volume: one is already in progress",
 		Words:   []string{"operation with the given Volume ID|peration for volume|ending operation", "already exists|in progress|already in progress"}},
 	{ID: "csi-not-published", Sources: []string{"hostpath"}, Key: KeyVolume,
-		KeyRe:   regexp.MustCompile(`[Vv]olume ` + q + `([^"\\]+)` + q + ` is not published`),
+		KeyRe:   keyRe(`[Vv]olume ` + q + `([^"\\]+)` + q + ` is not published`),
 		Meaning: "the CSI driver says the volume is not published (nothing to unmount)",
 		Words:   []string{"is not published at", "nothing to do"},
 		Example: `I0102 03:04:05.000000       1 nodeserver.go:220] Volume "vol-7c1d" is not published at "/var/lib/kubelet/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes/kubernetes.io~csi/pvc-1/mount", nothing to do.`},
@@ -165,23 +165,23 @@ var Classes = []Class{
 		Words:   []string{"GRPC error", "umount|unmount"},
 		Example: `E0121 15:24:24.356452       1 grpc.go:79] GRPC error: rpc error: code = Internal desc = unable to umount the volume pvc-f5e204ba err : stat /var/lib/kubelet/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes/kubernetes.io~csi/pvc-f5e204ba/mount: input/output error`},
 	{ID: "umount-target-busy", Sources: []string{"util-linux"}, Key: KeyPath,
-		KeyRe:   regexp.MustCompile(`umount: (/[^\s:"\\]+): target is busy`),
+		KeyRe:   keyRe(`umount: (/[^\s:"\\]+): target is busy`),
 		Meaning: "the umount command refuses a mount point that is in use (\"target is busy\")",
 		Words:   []string{"umount: ", "target is busy"},
 		Example: `Output: umount: /var/lib/kubelet/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes/kubernetes.io~csi/pvc-1/mount: target is busy.`},
 	// --- runtimes ---
 	{ID: "runtime-shm-busy", Sources: []string{"containerd", "cri-o", "dockerd"}, Key: KeyPath,
-		KeyRe:   regexp.MustCompile(`(/[^\s:"\\]*/shm)\\*"?:? *(?:device or )?resource busy`),
+		KeyRe:   keyRe(`(/[^\s:"\\]*/shm)\\*"?:? *(?:device or )?resource busy`),
 		Meaning: "the runtime cannot unmount or remove a container's /dev/shm mount: it is busy, often held in another mount namespace",
 		Words:   []string{"/shm"}, Needs: []string{"resource busy"},
 		Example: `time="2023-05-02T10:11:12Z" level=error msg="failed to unmount sandbox shm" error="unmount /run/containerd/io.containerd.grpc.v1.cri/sandboxes/9d2a6e0c5a1b/shm: device or resource busy"`},
 	{ID: "runtime-rootfs-not-empty", Sources: []string{"containerd", "cri-o", "dockerd"}, Key: KeyPath,
-		KeyRe:   regexp.MustCompile(`(/[^\s:"\\]*/merged)`),
+		KeyRe:   keyRe(`(/[^\s:"\\]*/merged)`),
 		Meaning: "the runtime cannot remove a container's rootfs mountpoint: directory not empty (still mounted elsewhere, or written into after the unmount)",
 		Words:   []string{"/merged", "directory not empty"}, Unless: []string{"unlinkat "},
 		Example: `time="2023-05-02T10:11:12Z" level=error msg="failed to remove rootfs" error="remove /var/lib/containers/storage/overlay/8c1e2f/merged: directory not empty"`},
 	{ID: "unlinkat-busy", Sources: []string{"containerd", "cri-o", "dockerd"}, Key: KeyPath,
-		KeyRe:   regexp.MustCompile(`unlinkat (/[^\s:"\\]+)`),
+		KeyRe:   keyRe(`unlinkat (/[^\s:"\\]+)`),
 		Meaning: "the runtime cannot remove a container's filesystem: it is still mounted (EBUSY)",
 		Words:   []string{"unlinkat "}, Needs: []string{"resource busy"},
 		Example: `time="2023-05-02T10:11:12Z" level=error msg="Handler for DELETE /v1.41/containers/3f9a returned error: container 3f9a: driver \"overlay2\" failed to remove root filesystem: unlinkat /var/lib/docker/overlay2/8c1e2f/merged: device or resource busy"`},
@@ -193,44 +193,44 @@ var Classes = []Class{
 		Words:   []string{"nmount failed|rror unmounting|ailed to unmount|nable to unmount|ailed to exec unmount|nable to umount|ailed to umount|rror umounting"}, Unless: []string{"successfully", "CanMount"}},
 	// --- kernel and errno texts (not Go format strings) ---
 	{ID: "kernel-hung-task", Sources: []string{"kernel"}, Key: KeyTask, Trace: true,
-		KeyRe:   regexp.MustCompile(`task (\S+?:\d+) blocked for more than`),
+		KeyRe:   keyRe(`task (\S+?:\d+) blocked for more than`),
 		Meaning: "a task is blocked in the kernel (hung task)",
 		Words:   []string{"blocked for more than"},
 		Example: `[12345.678901] INFO: task kubelet:2211 blocked for more than 120 seconds.`},
 	{ID: "libceph-session-lost", Sources: []string{"kernel"}, Key: KeyServer,
-		KeyRe:   regexp.MustCompile(`libceph: (mon\d+ \S+)`),
+		KeyRe:   keyRe(`libceph: (mon\d+ \S+)`),
 		Meaning: "the kernel ceph client lost its monitor session",
 		Words:   []string{"libceph", "session lost"},
 		Example: `[ 4411.002] libceph: mon0 (1)10.0.0.11:6789 session lost, hunting for new mon`},
 	{ID: "libceph-session-established", Sources: []string{"kernel"}, Key: KeyServer, EvidenceOnly: true,
-		KeyRe:   regexp.MustCompile(`libceph: (mon\d+ \S+)`),
+		KeyRe:   keyRe(`libceph: (mon\d+ \S+)`),
 		Meaning: "the kernel ceph client (re-)established its monitor session",
 		Words:   []string{"libceph", "session established"},
 		Example: `[ 4411.019] libceph: mon1 (1)10.0.0.12:6789 session established`},
 	{ID: "nfs-not-responding", Sources: []string{"kernel"}, Key: KeyServer,
-		KeyRe:   regexp.MustCompile(`nfs: server (\S+) not responding`),
+		KeyRe:   keyRe(`nfs: server (\S+) not responding`),
 		Meaning: "an NFS server is not responding",
 		Words:   []string{"nfs: server", "not responding"},
 		Example: `[ 9120.4] nfs: server 10.0.0.7 not responding, still trying`},
 	{ID: "nfs-ok", Sources: []string{"kernel"}, Key: KeyServer, EvidenceOnly: true,
-		KeyRe:   regexp.MustCompile(`nfs: server (\S+) OK`),
+		KeyRe:   keyRe(`nfs: server (\S+) OK`),
 		Meaning: "the NFS server responds again",
 		Words:   []string{"nfs: server", " OK"},
 		Example: `[ 9180.1] nfs: server 10.0.0.7 OK`},
 	{ID: "iscsi-connection-error", Sources: []string{"kernel", "iscsid"}, Key: KeyServer,
-		KeyRe:   regexp.MustCompile(`(connection\d+:\d+)|iSCSI connection (\d+:\d+) error|connect to ([0-9a-fA-F.:\[\]]+):3260 failed`),
+		KeyRe:   keyRe(`(connection\d+:\d+)|iSCSI connection (\d+:\d+) error|connect to ([0-9a-fA-F.:\[\]]+):3260 failed`),
 		Meaning: "the kernel's or iscsid's iSCSI connection errors",
 		Words:   []string{"detected conn error|ping timeout of|Kernel reported iSCSI connection|connect to "},
 		Needs:   []string{"conn error|ping timeout|error (|:3260 failed"},
 		Example: `[ 812.441] connection1:0: detected conn error (1020)`},
 	{ID: "filesystem-error", Sources: []string{"kernel"}, Key: KeyDevice,
-		KeyRe:   regexp.MustCompile(`\(device ([^)\s]+)\)|EXT4-fs \(([^)\s]+)\): Remounting|XFS \(([^)\s]+)\): .*(?:[Cc]orrupt|shut ?down|I/O [Ee]rror|metadata)|I/O error on dev(?:ice)? ([A-Za-z0-9_-]+)|I/O error, dev ([A-Za-z0-9_-]+)`),
+		KeyRe:   keyRe(`\(device ([^)\s]+)\)|EXT4-fs \(([^)\s]+)\): Remounting|XFS \(([^)\s]+)\): .*(?:[Cc]orrupt|shut ?down|I/O [Ee]rror|metadata)|I/O error on dev(?:ice)? ([A-Za-z0-9_-]+)|I/O error, dev ([A-Za-z0-9_-]+)`),
 		Meaning: "the kernel's filesystem errors",
 		Words:   []string{"EXT4-fs error|Remounting filesystem read-only|Detected aborted journal|XFS (|Buffer I/O error on dev|I/O error, dev "},
 		Unless:  []string{"Mounting V", "Ending clean mount", "Unmounting Filesystem", "Quotacheck", "EXT4-fs warning"},
 		Example: `[ 9912.1] EXT4-fs error (device rbd0): ext4_find_entry:1455: inode #2: comm kubelet: reading directory lblock 0`},
 	{ID: "transport-not-connected", Sources: []string{"errno"}, Key: KeyPath,
-		KeyRe:   regexp.MustCompile(`(/[^\s:"'\\]+)[\s"'\\]*:\s*[Tt]ransport endpoint is not connected`),
+		KeyRe:   keyRe(`(/[^\s:"'\\]+)[\s"'\\]*:\s*[Tt]ransport endpoint is not connected`),
 		Meaning: "a FUSE mount's daemon is gone",
 		Words:   []string{"ransport endpoint is not connected"},
 		Example: `E0102 03:04:05.678901    2211 kubelet_volumes.go:100] stat /var/lib/kubelet/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes/kubernetes.io~csi/pvc-1/mount: transport endpoint is not connected`},
@@ -240,7 +240,7 @@ var Classes = []Class{
 		Words:   []string{"NodeUnpublishVolume"},
 		Example: `I0102 03:04:05.000000       1 utils.go:195] ID: 41 Req-ID: 0001-0009-rook-ceph-0000000000000002-4f7c2d1e GRPC call: /csi.v1.Node/NodeUnpublishVolume`},
 	{ID: "deleting-dir", Sources: []string{"kubelet"}, Key: KeyPath, Independent: true,
-		KeyRe:   regexp.MustCompile(`(/[^\s"\\]*?)\.deleting~`),
+		KeyRe:   keyRe(`(/[^\s"\\]*?)\.deleting~`),
 		Meaning: "a directory being removed (renamed .deleting~ first)",
 		Words:   []string{".deleting~"},
 		Example: `E0102 03:04:05.678901    2211 kubelet_volumes.go:100] removing /var/lib/kubelet/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes/kubernetes.io~empty-dir/cache.deleting~123: file exists`},

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Rendering turns a catalogued format into the log lines a node writes
@@ -54,14 +55,15 @@ func errorFor(c *Class) string {
 	return "exit status 32"
 }
 
-var reVerb = regexp.MustCompile(`%[-+# 0-9.*]*[a-zA-Z%]`)
+// reVerb compiles on first use (see KeyRegexp).
+var reVerb = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`%[-+# 0-9.*]*[a-zA-Z%]`) })
 
 // fill replaces each verb of a printf format by a value chosen from the
 // words before it.
 func fill(format string, errText string) string {
 	var b strings.Builder
 	prev := 0
-	for _, ix := range reVerb.FindAllStringIndex(format, -1) {
+	for _, ix := range reVerb().FindAllStringIndex(format, -1) {
 		b.WriteString(format[prev:ix[0]])
 		verb := format[ix[0]:ix[1]]
 		prev = ix[1]

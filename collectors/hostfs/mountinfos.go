@@ -1,14 +1,20 @@
 package hostfs
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
 	"github.com/nodesnap/nodesnap/engine/isolate"
@@ -76,27 +82,81 @@ func mountinfosOp(rq MountinfosRequest) (any, error) {
 	if budget <= 0 {
 		budget = mountinfoBudget
 	}
+	max := rq.Max
+	if max <= 0 {
+		max = 1 << 20
+	}
 	var res MountinfosResult
 	var total int64
 	var share *answerShare
 	if rq.Share {
 		share = newAnswerShare()
 	}
+	// One buffer for every read of the answer: a table is copied out of
+	// it only when it is sent in full (a reference sends none of its
+	// bytes), where reading each into a slice of its own grew five
+	// times from 512 bytes and faulted in as many pages.
+	var buf []byte
 	for i, p := range rq.Paths {
 		if i > 0 && total >= budget {
 			break
 		}
-		r, err := isolate.ReadFileLimited(p, rq.Max)
-		t := MountinfoTable{Data: r.Data, Truncated: r.Truncated}
-		if err != nil {
+		data, truncated, err := readKernelLimited(p, max, &buf)
+		t := MountinfoTable{Data: data, Truncated: truncated}
+		switch {
+		case err != nil:
 			t = MountinfoTable{Err: err.Error()}
-		} else if share != nil && !t.Truncated {
+		case share != nil && !t.Truncated:
 			share.add(&t, i)
+		default:
+			t.Data = bytes.Clone(data)
 		}
 		total += int64(len(t.Data))
 		res.Tables = append(res.Tables, t)
 	}
 	return res, nil
+}
+
+// readKernelLimited reads the file at p (as nodesnap sees it) into *buf,
+// grown as needed and kept for the next read, and gives at most max of
+// its bytes, truncated when there were more. The returned bytes are
+// *buf's: the next read overwrites them. On the kernel's own procfs the
+// path is opened as it is (openKernel, as the collector's fast readers
+// do), anywhere else inside the boundary.
+func readKernelLimited(p string, max int64, buf *[]byte) (data []byte, truncated bool, err error) {
+	fd, err := openKernel(p, unix.O_RDONLY|unix.O_NOCTTY)
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() { _ = unix.Close(fd) }() // read-only: nothing to lose
+	limit := max + 1
+	if len(*buf) == 0 {
+		*buf = make([]byte, min(limit, 64<<10))
+	}
+	n := 0
+	for int64(n) < limit {
+		if n == len(*buf) {
+			grown := make([]byte, min(limit, 2*int64(len(*buf))))
+			copy(grown, (*buf)[:n])
+			*buf = grown
+		}
+		end := min(int64(len(*buf)), limit)
+		m, err := unix.Read(fd, (*buf)[n:end])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, false, &os.PathError{Op: "read", Path: p, Err: err}
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	if int64(n) > max {
+		return (*buf)[:max], true, nil
+	}
+	return (*buf)[:n], false, nil
 }
 
 // answerShare finds, within one answer, the tables that are an earlier
@@ -121,23 +181,26 @@ func newAnswerShare() *answerShare {
 }
 
 // add makes t (table i of the answer, before it is appended to tables) a
-// reference when an earlier table of the answer rebuilds it.
+// reference when an earlier table of the answer rebuilds it; otherwise
+// t.Data becomes a copy of its bytes (they may be the read buffer's),
+// which a later table of its shape is rebuilt from.
 func (a *answerShare) add(t *MountinfoTable, i int) {
 	key, ids, outside, ok := a.shape(t.Data)
 	if !ok {
+		t.Data = bytes.Clone(t.Data)
 		return
 	}
 	first, seen := a.first[key]
+	if seen && first.base.Rebuilds(t.Data, ids, outside) {
+		*t = MountinfoTable{SameAs: first.i + 1, IDs: ids, Outside: outside}
+		return
+	}
+	t.Data = bytes.Clone(t.Data)
 	if !seen {
 		if b, err := layout.NewMountinfoBase(t.Data); err == nil {
 			a.first[key] = sentTable{i, b}
 		}
-		return
 	}
-	if !first.base.Rebuilds(t.Data, ids, outside) {
-		return
-	}
-	*t = MountinfoTable{SameAs: first.i + 1, IDs: ids, Outside: outside}
 }
 
 // shape is data's key, its mount IDs as runs and the parents outside it;
@@ -164,6 +227,46 @@ type MountinfoResult struct {
 	From Task
 	Root string
 	Err  error
+	// SameAs, when not nil, says Data was rebuilt from the table of
+	// namespace SameAs.Of, reported before it by the same call of done
+	// on the same goroutine, renumbered with SameAs.IDs and
+	// SameAs.Outside: the worker found the two the same but for their
+	// mount IDs and checked the rebuilt bytes against the kernel's. A
+	// caller that has hashed that table's shape may take it as this
+	// one's (see SameAs.Fits).
+	SameAs *MountinfoRef
+}
+
+// MountinfoRef is the table a result was rebuilt from and its numbers.
+type MountinfoRef struct {
+	Of      int
+	IDs     [][2]int
+	Outside []int
+}
+
+// Fits says whether the numbers are a table's own shape: every ID once,
+// no outside parent among them. Then the table rebuilt with them has the
+// shape of the table it was rebuilt from (layout.MountinfoShape: the same
+// lines, each parent inside or outside the table as there), and IDs and
+// Outside are what MountinfoShape would return for it.
+func (r *MountinfoRef) Fits() bool {
+	// Sorted by first ID, runs that do not overlap hold every ID once;
+	// an outside parent is then looked for in the run that would hold it.
+	runs := slices.Clone(r.IDs)
+	slices.SortFunc(runs, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+	for i, run := range runs {
+		if run[1] <= 0 || run[0] < 0 || i > 0 && run[0] < runs[i-1][0]+runs[i-1][1] {
+			return false
+		}
+	}
+	for _, p := range r.Outside {
+		// The last run starting at or before p.
+		k, _ := slices.BinarySearchFunc(runs, p+1, func(run [2]int, v int) int { return cmp.Compare(run[0], v) })
+		if k > 0 && p < runs[k-1][0]+runs[k-1][1] {
+			return false
+		}
+	}
+	return true
 }
 
 // TaskMountinfos reads the mount table of each namespace, given as its
@@ -246,6 +349,7 @@ func (f *FS) mountinfoBatch(ctx context.Context, proc string, namespaces [][]Tas
 		}
 		bases := map[int]*layout.MountinfoBase{} // the tables referred to, read once
 		for j, t := range res.Tables {
+			var ref *MountinfoRef
 			if t.SameAs != 0 {
 				// Rebuilt from the table it names, as the worker
 				// checked; a reference that does not rebuild (it
@@ -269,6 +373,7 @@ func (f *FS) mountinfoBatch(ctx context.Context, proc string, namespaces [][]Tas
 					continue
 				}
 				t.Data = b
+				ref = &MountinfoRef{Of: idx[t.SameAs-1], IDs: t.IDs, Outside: t.Outside}
 			}
 			if t.Err != "" {
 				// The task may have exited; the namespace's other
@@ -276,7 +381,7 @@ func (f *FS) mountinfoBatch(ctx context.Context, proc string, namespaces [][]Tas
 				fallback(idx[j])
 				continue
 			}
-			done(idx[j], MountinfoResult{ReadFileResult: isolate.ReadFileResult{Data: t.Data, Truncated: t.Truncated}, From: tasks[j]})
+			done(idx[j], MountinfoResult{ReadFileResult: isolate.ReadFileResult{Data: t.Data, Truncated: t.Truncated}, From: tasks[j], SameAs: ref})
 		}
 		idx, tasks = idx[len(res.Tables):], tasks[len(res.Tables):]
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -229,14 +230,27 @@ func TestTaskMountinfosShared(t *testing.T) {
 	f := New(Config{Roots: Roots{Proc: proc}, Run: fr.run})
 	var mu sync.Mutex
 	got := map[int]string{}
+	refs := map[int]int{} // table → the table it was rebuilt from
 	f.TaskMountinfos(context.Background(), nss, 0, 1, func(i int, r MountinfoResult) {
 		mu.Lock()
 		defer mu.Unlock()
 		if r.Err != nil {
 			t.Errorf("table %d: %v", i, r.Err)
 		}
+		if r.SameAs != nil {
+			if _, ok := got[r.SameAs.Of]; !ok {
+				t.Errorf("table %d rebuilt from table %d, not reported before it", i, r.SameAs.Of)
+			}
+			if !r.SameAs.Fits() {
+				t.Errorf("table %d: its numbers %+v do not fit", i, r.SameAs)
+			}
+			refs[i] = r.SameAs.Of
+		}
 		got[i] = string(r.Data)
 	})
+	if want := map[int]int{1: 0, 2: 0, 6: 0}; !reflect.DeepEqual(refs, want) {
+		t.Errorf("tables rebuilt from another: %v, want %v", refs, want)
+	}
 	for i, want := range tables {
 		if got[i] != want {
 			t.Errorf("table %d came back as\n%q\nwant\n%q", i, got[i], want)
@@ -246,5 +260,80 @@ func TestTaskMountinfosShared(t *testing.T) {
 	// final newline, which the copy has).
 	if fr.refs != 3 || len(fr.singles) != 0 {
 		t.Errorf("%d tables by reference and %d read alone, want 3 and 0", fr.refs, len(fr.singles))
+	}
+}
+
+// The worker reads every table of an answer through one buffer: a table
+// longer than the buffer grows it, a cut one stops at max exactly, and no
+// table sent in full shares its bytes with the next one read.
+func TestMountinfosOpOneBuffer(t *testing.T) {
+	dir := t.TempDir()
+	var big strings.Builder
+	for i := 0; big.Len() < 200<<10; i++ {
+		fmt.Fprintf(&big, "%d 1 0:%d / /m%d rw - tmpfs tmpfs rw\n", i+2, i, i)
+	}
+	files := map[string]string{"big": big.String(), "small": "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n", "empty": ""}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := func(name string) string { return filepath.Join(dir, name) }
+	for _, share := range []bool{false, true} {
+		res, err := mountinfosOp(MountinfosRequest{Paths: []string{p("big"), p("small"), p("empty"), p("big")}, Max: 1 << 20, Share: share})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables := res.(MountinfosResult).Tables
+		if len(tables) != 4 {
+			t.Fatalf("share %v: %d tables, want 4", share, len(tables))
+		}
+		for j, name := range []string{"big", "small", "empty"} {
+			if got := string(tables[j].Data); got != files[name] || tables[j].Truncated || tables[j].Err != "" {
+				t.Errorf("share %v: table %d (%s): %d bytes, truncated %v, err %q; want %d bytes", share, j, name, len(got), tables[j].Truncated, tables[j].Err, len(files[name]))
+			}
+		}
+		// The same table again: by reference when shared, else in full.
+		if last := tables[3]; share && last.SameAs != 1 || !share && string(last.Data) != files["big"] {
+			t.Errorf("share %v: the big table again: same_as %d, %d bytes", share, last.SameAs, len(last.Data))
+		}
+	}
+	res, err := mountinfosOp(MountinfosRequest{Paths: []string{p("big"), p("small")}, Max: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := res.(MountinfosResult).Tables
+	if got := tables[0]; !got.Truncated || string(got.Data) != files["big"][:100000] {
+		t.Errorf("cut at 100000: truncated %v, %d bytes", got.Truncated, len(got.Data))
+	}
+	if got := tables[1]; got.Truncated || string(got.Data) != files["small"] {
+		t.Errorf("after a cut table: truncated %v, %q", got.Truncated, got.Data)
+	}
+}
+
+// A reference's numbers fit a table when every ID is there once and no
+// parent outside the table is one of them.
+func TestMountinfoRefFits(t *testing.T) {
+	for _, tc := range []struct {
+		ref  MountinfoRef
+		want bool
+	}{
+		{MountinfoRef{IDs: [][2]int{{100, 3}, {200, 2}}, Outside: []int{7}}, true},
+		{MountinfoRef{IDs: [][2]int{{100, 3}}}, true},
+		{MountinfoRef{IDs: [][2]int{{100, 3}, {102, 2}}, Outside: []int{7}}, false},
+		{MountinfoRef{IDs: [][2]int{{100, 3}}, Outside: []int{101}}, false},
+		{MountinfoRef{IDs: [][2]int{{100, 0}}}, false},
+		{MountinfoRef{IDs: [][2]int{{-5, 2}}}, false},
+		// Out of order, an outside parent between the runs, or just past
+		// one.
+		{MountinfoRef{IDs: [][2]int{{200, 2}, {100, 3}}, Outside: []int{150, 103, 99, 202}}, true},
+		{MountinfoRef{IDs: [][2]int{{200, 2}, {100, 3}}, Outside: []int{201}}, false},
+		{MountinfoRef{IDs: [][2]int{{200, 2}, {100, 3}}, Outside: []int{100}}, false},
+		{MountinfoRef{IDs: [][2]int{{200, 2}, {199, 1}}}, true},
+		{MountinfoRef{IDs: [][2]int{{200, 2}, {199, 2}}}, false},
+	} {
+		if got := tc.ref.Fits(); got != tc.want {
+			t.Errorf("%+v fits: %v, want %v", tc.ref, got, tc.want)
+		}
 	}
 }

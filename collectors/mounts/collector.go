@@ -11,7 +11,8 @@ package mounts
 // a path under a mount, so a hung mount cannot stop it. mountinfo is read
 // per task (threads can unshare their own namespace), but only once per
 // namespace: the namespace of a task is its ns/mnt link, a readlink that
-// costs about a microsecond.
+// costs about a microsecond (one per process for a process of one thread,
+// whose stat says so).
 
 import (
 	"context"
@@ -100,11 +101,37 @@ type mntTaskNS struct {
 // several run at once.
 func scanProcess(proc string, pid int) procScan {
 	pidDir := proc + "/" + strconv.Itoa(pid)
+	// stat, not comm: the same one read gives the parent, which tells
+	// nodesnap's own processes (the supervisor's descendants) apart, and
+	// the number of threads.
+	var comm string
+	var ppid, threads int
+	var sb [1024]byte
+	if b, err := hostfs.ReadSmall(pidDir+"/stat", sb[:]); err == nil {
+		if st, err := procfs.ParseStat(b); err == nil {
+			comm, ppid, threads = st.Comm, st.PPID, st.NumThreads
+		}
+	}
+	if comm == "" {
+		comm = hostfs.ReadComm(pidDir + "/comm")
+	}
+	if threads == 1 {
+		// A process of one thread has one task, its leader, whose
+		// namespace is the process's ns/mnt: one readlink instead of
+		// listing task/ and reading a link in it. Most processes of a
+		// node are such. (With more threads each task is read: a thread
+		// may have unshared its own namespace, which the kernel allows.)
+		// A leader that has exited has no namespace link left: its
+		// live thread is then found the long way.
+		if ns, err := hostfs.NSInode(pidDir + "/ns/mnt"); err == nil && ns != 0 {
+			return procScan{comm: comm, ppid: ppid, tasks: []mntTaskNS{{tid: pid, ns: ns}}}
+		}
+	}
 	tids, nss, err := hostfs.TaskNamespaces(proc, pid)
 	if err != nil {
 		return procScan{gone: 1}
 	}
-	r := procScan{tasks: make([]mntTaskNS, 0, len(tids))}
+	r := procScan{comm: comm, ppid: ppid, tasks: make([]mntTaskNS, 0, len(tids))}
 	var leaderNS uint64
 	for i, tid := range tids {
 		ns := nss[i]
@@ -127,17 +154,6 @@ func scanProcess(proc string, pid int) procScan {
 		// The main thread has exited (a zombie leader): the first live
 		// thread stands for the process.
 		leaderNS = r.tasks[0].ns
-	}
-	// stat, not comm: the same one read gives the parent, which tells
-	// nodesnap's own processes (the supervisor's descendants) apart.
-	var sb [1024]byte
-	if b, err := hostfs.ReadSmall(pidDir+"/stat", sb[:]); err == nil {
-		if st, err := procfs.ParseStat(b); err == nil {
-			r.comm, r.ppid = st.Comm, st.PPID
-		}
-	}
-	if r.comm == "" {
-		r.comm = hostfs.ReadComm(pidDir + "/comm")
 	}
 	if r.split {
 		// A thread that unshared often has a telling name of its own.
@@ -293,12 +309,20 @@ func collect(ctx context.Context, env *collectors.Env) error {
 		// A table the same as one parsed already but for its mount IDs
 		// is not parsed again: finish numbers that one's mounts as its.
 		// A cut table is never shared.
-		s, ok := share.shapeOf(r.Data)
+		// The shape of a table the worker sent as another's renumbered
+		// is that one's (refShape); any other is hashed.
+		s, ok := share.refShape(r)
+		from := 0 // the table r.Data was rebuilt from, + 1
+		if ok {
+			from = r.SameAs.Of + 1
+		} else {
+			s, ok = share.shapeOf(r.Data)
+		}
 		if !ok || r.Truncated {
 			s = tableShape{}
 		}
 		if s.hash != "" && share.known(i, s) {
-			tables.put(i, h, r.Data, s)
+			tables.put(i, h, r.Data, s, from)
 			return
 		}
 		mounts, bad := procfs.ParseMountInfo(r.Data)
@@ -308,7 +332,7 @@ func collect(ctx context.Context, env *collectors.Env) error {
 		}
 		mns.BadLines = bad
 		share.keep(i, mns.Mounts, len(bad) == 0)
-		tables.put(i, h, r.Data, s)
+		tables.put(i, h, r.Data, s, from)
 	})
 	names, err := tables.close()
 	if err != nil {

@@ -120,7 +120,7 @@ func benchWrite(b *testing.B, rep *layout.MountsReport, tables [][]byte) {
 			env := collectors.StandaloneEnv("mounts", dir, collectors.Common{MaxFileBytes: 64 << 20})
 			tw := newMntTables(env, len(tables))
 			for i, t := range tables {
-				tw.put(i, layout.MountinfoHeader{Inode: uint64(4026531840 + i), PID: 1000 + i, TID: 1000 + i, Host: i == 0}, t, shapes[i])
+				tw.put(i, layout.MountinfoHeader{Inode: uint64(4026531840 + i), PID: 1000 + i, TID: 1000 + i, Host: i == 0}, t, shapes[i], 0)
 			}
 			if _, err := tw.close(); err != nil {
 				b.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
 )
 
 // One copy of each distinct mount table (mounts.json format 2, see
@@ -41,6 +42,36 @@ func (t *tableShare) shapeOf(data []byte) (s tableShape, ok bool) {
 	sum := h.Sum(nil)
 	s.hash = hex.EncodeToString(sum[:16])
 	return s, true
+}
+
+// refShape is the shape of a table the worker answered as another's
+// renumbered (r.SameAs), taken from that one's without hashing it again:
+// the table was rebuilt from it, so its lines without their IDs are that
+// one's, and its IDs and outside parents are the reference's once they
+// fit (every ID once, no outside parent among them). ok is false when
+// there is no reference, the table it names has no shape kept (cut,
+// unparsed lines), or the numbers do not fit: the table is then hashed.
+func (t *tableShare) refShape(r hostfs.MountinfoResult) (tableShape, bool) {
+	if r.SameAs == nil || r.Truncated || r.SameAs.Of < 0 || r.SameAs.Of >= len(t.shapes) || !r.SameAs.Fits() {
+		return tableShape{}, false
+	}
+	t.mu.Lock()
+	base := t.shapes[r.SameAs.Of]
+	t.mu.Unlock()
+	if base.hash == "" {
+		return tableShape{}, false
+	}
+	n := 0
+	for _, run := range r.SameAs.IDs {
+		n += run[1]
+	}
+	ids := make([]int, 0, n)
+	for _, run := range r.SameAs.IDs {
+		for k := range run[1] {
+			ids = append(ids, run[0]+k)
+		}
+	}
+	return tableShape{hash: base.hash, ids: ids, rootParents: r.SameAs.Outside}, true
 }
 
 // tableShare remembers, while tables arrive (from several goroutines),

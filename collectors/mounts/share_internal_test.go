@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/nodesnap/nodesnap/bundle/layout"
+	"github.com/nodesnap/nodesnap/collectors/hostfs"
+	"github.com/nodesnap/nodesnap/engine/isolate"
 	"github.com/nodesnap/nodesnap/internal/procfs"
 )
 
@@ -155,6 +157,43 @@ func TestTableShareIsParsing(t *testing.T) {
 			if err != nil || !reflect.DeepEqual(ms, nss[i].Mounts) {
 				t.Errorf("arrival %v, namespace %d: read back %v", arrival, i, err)
 			}
+		}
+	}
+}
+
+// A table the worker sent as another's renumbered takes that one's shape
+// without being hashed: the same hash, IDs and outside parents as hashing
+// it gives. A reference whose numbers do not fit (an ID twice, an outside
+// parent among the IDs), or whose table has no shape kept, gives none,
+// and the table is hashed.
+func TestRefShapeIsTheHashedShape(t *testing.T) {
+	base := testTable(7, 12)
+	copyOf := renumbered(t, base, 1000, 5)
+	share := newTableShare(4)
+	s0, ok := share.shapeOf(base)
+	if !ok {
+		t.Fatal("the base table has no shape")
+	}
+	share.known(0, s0)
+	want, _ := share.shapeOf(copyOf)
+	ref := func(of int, ids [][2]int, outside []int) hostfs.MountinfoResult {
+		return hostfs.MountinfoResult{ReadFileResult: isolate.ReadFileResult{Data: copyOf}, SameAs: &hostfs.MountinfoRef{Of: of, IDs: ids, Outside: outside}}
+	}
+	got, ok := share.refShape(ref(0, layout.MountIDRuns(want.ids), want.rootParents))
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Errorf("from the reference: %+v, %v; hashed: %+v", got, ok, want)
+	}
+	for name, r := range map[string]hostfs.MountinfoResult{
+		"no reference":               {ReadFileResult: isolate.ReadFileResult{Data: copyOf}},
+		"an ID twice":                ref(0, [][2]int{{1100, 6}, {1105, 6}}, want.rootParents),
+		"an outside parent an ID":    ref(0, layout.MountIDRuns(want.ids), []int{1100}),
+		"a table without shape kept": ref(1, layout.MountIDRuns(want.ids), want.rootParents),
+		"a table out of range":       ref(9, layout.MountIDRuns(want.ids), want.rootParents),
+		"a cut table": {ReadFileResult: isolate.ReadFileResult{Data: copyOf, Truncated: true},
+			SameAs: &hostfs.MountinfoRef{Of: 0, IDs: layout.MountIDRuns(want.ids), Outside: want.rootParents}},
+	} {
+		if s, ok := share.refShape(r); ok {
+			t.Errorf("%s: shape %+v taken from the reference", name, s)
 		}
 	}
 }

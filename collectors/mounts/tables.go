@@ -53,11 +53,17 @@ type mntTable struct {
 	data []byte
 	// shape is the table's shape; hash "" when it has none (never shared).
 	shape tableShape
+	// from is the table data was rebuilt from (its index + 1), its IDs
+	// shape.ids and its outside parents shape.rootParents; 0 when data
+	// is the kernel's as read.
+	from int
 }
 
 type tableCopy struct {
 	inode uint64
 	base  *layout.MountinfoBase
+	// i is the copy's table (its index + 1).
+	i int
 }
 
 // tablesPending bounds the bytes of tables waiting for their turn.
@@ -82,12 +88,13 @@ func (t *mntTables) maxTable() int64 {
 	return max(t.budget-tableSlack(t.budget), 1)
 }
 
-// put hands table i over, with its shape (hash "" for none); skip(i) says
-// it will not come. Each i once.
-func (t *mntTables) put(i int, h layout.MountinfoHeader, data []byte, shape tableShape) {
+// put hands table i over, with its shape (hash "" for none) and, when
+// data was rebuilt from table from-1 with the shape's numbers, from
+// (else 0); skip(i) says it will not come. Each i once.
+func (t *mntTables) put(i int, h layout.MountinfoHeader, data []byte, shape tableShape, from int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.pending[i] = mntTable{h, data, shape}
+	t.pending[i] = mntTable{h: h, data: data, shape: shape, from: from}
 	t.pendingBytes += int64(len(data))
 	t.flush(false)
 }
@@ -122,7 +129,7 @@ func (t *mntTables) flush(all bool) {
 		delete(t.pending, i)
 		t.pendingBytes -= int64(len(p.data))
 		t.done[i] = true
-		if name, err := t.write(p); err == nil {
+		if name, err := t.write(i, p); err == nil {
 			t.names[i] = name
 		}
 	}
@@ -130,7 +137,7 @@ func (t *mntTables) flush(all bool) {
 
 // write writes one table and returns the file (relative to the collector's
 // directory) that holds it.
-func (t *mntTables) write(p mntTable) (string, error) {
+func (t *mntTables) write(i int, p mntTable) (string, error) {
 	h, data := p.h, p.data
 	h.NewlineAdded = len(data) > 0 && data[len(data)-1] != '\n'
 	if t.err != nil {
@@ -175,7 +182,7 @@ func (t *mntTables) write(p mntTable) (string, error) {
 	} else if p.shape.hash != "" && !h.Truncated {
 		if _, ok := t.copies[p.shape.hash]; !ok {
 			if b, err := layout.NewMountinfoBase(p.data); err == nil {
-				t.copies[p.shape.hash] = tableCopy{h.Inode, b}
+				t.copies[p.shape.hash] = tableCopy{h.Inode, b, i + 1}
 			}
 		}
 	}
@@ -198,7 +205,10 @@ func (t *mntTables) reference(p mntTable) (layout.MountinfoHeader, bool) {
 	if len(layout.FormatMountinfoHeader(h)) >= len(p.data) {
 		return layout.MountinfoHeader{}, false // no smaller
 	}
-	if !c.base.Rebuilds(p.data, h.IDs, h.Outside) {
+	// A table rebuilt from the copy's own table with these numbers (the
+	// worker's reference, see hostfs.MountinfoResult.SameAs) is what
+	// the copy rebuilds: no need to compare it again.
+	if (p.from == 0 || p.from != c.i) && !c.base.Rebuilds(p.data, h.IDs, h.Outside) {
 		return layout.MountinfoHeader{}, false
 	}
 	return h, true

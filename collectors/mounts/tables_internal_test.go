@@ -89,7 +89,7 @@ func TestMntTables(t *testing.T) {
 					tw.skip(-i)
 					continue
 				}
-				tw.put(i, layout.MountinfoHeader{Inode: uint64(1000 + i), PID: 10 + i, TID: 10 + i, Host: i == 0}, data[i], tableShape{})
+				tw.put(i, layout.MountinfoHeader{Inode: uint64(1000 + i), PID: 10 + i, TID: 10 + i, Host: i == 0}, data[i], tableShape{}, 0)
 			}
 			names, err := tw.close()
 			if err != nil {
@@ -145,7 +145,7 @@ func TestMntTablesRedacted(t *testing.T) {
 	tw := newMntTables(env, 1)
 	const secret = "hunter2hunter2"
 	line := "40 1 0:60 / /mnt/share rw - cifs //srv/share rw,username=bob,password=" + secret + "\n"
-	tw.put(0, layout.MountinfoHeader{Inode: 5, PID: 1, TID: 1}, []byte(line), tableShape{})
+	tw.put(0, layout.MountinfoHeader{Inode: 5, PID: 1, TID: 1}, []byte(line), tableShape{}, 0)
 	if _, err := tw.close(); err != nil {
 		t.Fatal(err)
 	}
@@ -168,13 +168,18 @@ func TestMntTablesByReference(t *testing.T) {
 		name  string
 		cap   int64
 		forge bool // table 3 claims table 0's shape
+		// rebuilt says tables 1, 2 and 4 were rebuilt from table 0 (the
+		// worker's references): not compared again.
+		rebuilt bool
 		// wantFull is the tables written in full.
 		wantFull []int
 		parts    int
 	}{
-		{"references", 0, false, []int{0, 3}, 1},
-		{"a forged shape is written in full", 0, true, []int{0, 3}, 1},
-		{"the copy again in each file", 1400, false, []int{0, 3, 4}, 2},
+		{"references", 0, false, false, []int{0, 3}, 1},
+		{"a forged shape is written in full", 0, true, false, []int{0, 3}, 1},
+		{"the copy again in each file", 1400, false, false, []int{0, 3, 4}, 2},
+		{"rebuilt from the copy's table", 0, false, true, []int{0, 3}, 1},
+		{"rebuilt, the copy again in each file", 1400, false, true, []int{0, 3, 4}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -192,7 +197,11 @@ func TestMntTablesByReference(t *testing.T) {
 					s0, _ := share.shapeOf(data[0])
 					s.hash = s0.hash
 				}
-				tw.put(i, layout.MountinfoHeader{Inode: uint64(1000 + i), PID: 10 + i, TID: 10 + i}, d, s)
+				from := 0
+				if tc.rebuilt && i != 0 && i != 3 {
+					from = 1
+				}
+				tw.put(i, layout.MountinfoHeader{Inode: uint64(1000 + i), PID: 10 + i, TID: 10 + i}, d, s, from)
 			}
 			if _, err := tw.close(); err != nil {
 				t.Fatal(err)

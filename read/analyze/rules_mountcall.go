@@ -102,8 +102,15 @@ func blockedMountCall(g *goroutine) string {
 	if g.State != "syscall" {
 		return ""
 	}
+	return mountCallOf(g.Frames)
+}
+
+// mountCallOf is the mount call frames (innermost first) are in: the
+// mount syscall's frame, or the mounting function above a wait for a
+// child process (its helper); "" when none.
+func mountCallOf(frames []string) string {
 	waits := false
-	for _, f := range g.Frames {
+	for _, f := range frames {
 		if mountSyscall(f) {
 			return frameFunc(f)
 		}
@@ -159,6 +166,19 @@ func waitedFor(g *goroutine) string {
 	return "at the dump's time (the dump gives no duration)"
 }
 
+// blockedGoroutineFinding is the part of a finding about one goroutine
+// blocked in a system call that both rules of this file share: its
+// severity from how long the dump says it waited, the goroutine as the
+// subject, and its frames as the evidence.
+func blockedGoroutineFinding(g *goroutine, id, evidence string) Finding {
+	return Finding{
+		ID:       id,
+		Severity: waitedSeverity(g),
+		Subject:  fmt.Sprintf("goroutine %d", g.ID),
+		Evidence: goroutineEvidence([]goroutine{*g}, evidence),
+	}
+}
+
 // ruleBlockedMountCalls names the runtime goroutines blocked in a mount
 // call and the CSI node plugin calls waiting in a system call.
 func ruleBlockedMountCalls(st *state) {
@@ -170,17 +190,12 @@ func ruleBlockedMountCalls(st *state) {
 				continue
 			}
 			who := runtimeOfPath(d.Path)
-			f := Finding{
-				ID:       idRuntimeMountBlock,
-				Severity: waitedSeverity(g),
-				Title:    "A container runtime goroutine blocks in a mount call",
-				Subject:  fmt.Sprintf("goroutine %d", g.ID),
-				Summary:  fmt.Sprintf("%s: goroutine %d has been in a system call under %s %s", who, g.ID, call, waitedFor(g)),
-				Explanation: "The runtime's goroutine dump shows this goroutine in a system call under a mount: the mount of a container's volume has not returned, so that " +
-					"container's start waits, and any lock the call holds stops the runtime's other calls behind it. A mount that does not return usually reaches a server the node " +
-					"cannot reach (an NFS export), lacks a client helper, or waits on a FUSE daemon that does not answer.",
-			}
-			f.Evidence = goroutineEvidence([]goroutine{*g}, "the goroutine in the mount call, and for how long")
+			f := blockedGoroutineFinding(g, idRuntimeMountBlock, "the goroutine in the mount call, and for how long")
+			f.Title = "A container runtime goroutine blocks in a mount call"
+			f.Summary = fmt.Sprintf("%s: goroutine %d has been in a system call under %s %s", who, g.ID, call, waitedFor(g))
+			f.Explanation = "The runtime's goroutine dump shows this goroutine in a system call under a mount: the mount of a container's volume has not returned, so that " +
+				"container's start waits, and any lock the call holds stops the runtime's other calls behind it. A mount that does not return usually reaches a server the node " +
+				"cannot reach (an NFS export), lacks a client helper, or waits on a FUSE daemon that does not answer."
 			f.Remediation = []string{
 				"Find the volume it mounts (the runtime's log around the container's start names it) and check the node can reach what it mounts: mount it by hand with a timeout (timeout 10 mount ...).",
 				"Fix or remove the volume; restart the runtime (systemctl restart " + who + ") if the call never returns.",
@@ -201,16 +216,11 @@ func ruleBlockedMountCalls(st *state) {
 			} else if g.inMountCheck() {
 				what = "a stat of its volume's path"
 			}
-			f := Finding{
-				ID:       idCSINodeCallHung,
-				Severity: waitedSeverity(g),
-				Title:    "A CSI node plugin call waits in a system call",
-				Subject:  fmt.Sprintf("goroutine %d", g.ID),
-				Summary:  fmt.Sprintf("the node plugin's %s (goroutine %d) has been in %s %s", call, g.ID, what, waitedFor(g)),
-				Explanation: "The node plugin's goroutine dump shows its " + call + " call in a system call: a mount, unmount or stat on a filesystem that does not answer. " +
-					"The call holds the volume's operation lock, so later calls for that volume fail or wait and the kubelet's operation on it does not complete.",
-			}
-			f.Evidence = goroutineEvidence([]goroutine{*g}, "the node plugin's goroutine, and for how long")
+			f := blockedGoroutineFinding(g, idCSINodeCallHung, "the node plugin's goroutine, and for how long")
+			f.Title = "A CSI node plugin call waits in a system call"
+			f.Summary = fmt.Sprintf("the node plugin's %s (goroutine %d) has been in %s %s", call, g.ID, what, waitedFor(g))
+			f.Explanation = "The node plugin's goroutine dump shows its " + call + " call in a system call: a mount, unmount or stat on a filesystem that does not answer. " +
+				"The call holds the volume's operation lock, so later calls for that volume fail or wait and the kubelet's operation on it does not complete."
 			f.Remediation = []string{
 				"Read what the plugin's threads wait on: cat /proc/<plugin pid>/task/*/stack; a task in D state under a filesystem names the mount.",
 				"Fix the storage it reaches, then force the stuck mount off (umount -f, then umount -l; FUSE: fusermount -uz) and restart the node plugin.",
@@ -224,16 +234,11 @@ func ruleBlockedMountCalls(st *state) {
 // rule: in the mount syscall, waiting for a helper under a mounting
 // function, or serving a CSI Node call.
 func keepForMountCall(frames []string) bool {
-	waits := false
+	if mountCallOf(frames) != "" {
+		return true
+	}
 	for _, f := range frames {
-		switch {
-		case mountSyscall(f):
-			return true
-		case processWait(f):
-			waits = true
-		case waits && mountingCall(f):
-			return true
-		case strings.Contains(f, "_Node_") && strings.Contains(f, "_Handler"):
+		if strings.Contains(f, "_Node_") && strings.Contains(f, "_Handler") {
 			return true
 		}
 	}

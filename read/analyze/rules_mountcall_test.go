@@ -94,6 +94,9 @@ func TestRuleBlockedMountCalls(t *testing.T) {
 		if !ok || f.ID != w.id || f.Severity != w.sev {
 			t.Errorf("finding %s %s %s, want %+v", f.ID, f.Severity, f.Subject, w)
 		}
+		if f.Title == "" || f.Explanation == "" || len(f.Remediation) == 0 || len(f.Evidence) == 0 {
+			t.Errorf("finding %s %s: title %q, %d evidence, %d remediation: want each", f.ID, f.Subject, f.Title, len(f.Evidence), len(f.Remediation))
+		}
 		if f.Subject == "goroutine 88" && !strings.Contains(f.Summary, "NodeGetVolumeStats") {
 			t.Errorf("summary %q does not name the Node call", f.Summary)
 		}

@@ -29,7 +29,7 @@ var _ = document(RuleDoc{
 	ID: idStorageOpFailing, Severity: "info or warning",
 	Title: "Storage operation failing",
 	Meaning: "A log (a storage daemon's such as iscsid or multipathd, the kernel's, or a writer of no other family) reports that an operation on a storage object failed — " +
-		"mount, stage, publish, attach, teardown, unstage, unpublish, detach, format, resize, a container's rootfs unmount, a sandbox's removal, I/O — and no more specific finding names that object. " +
+		"mount, stage, publish, attach, teardown, unstage, unpublish, detach, format, resize, a container's rootfs unmount, a sandbox's removal, I/O, a check of a mount path that timed out, a volume directory's creation — and no more specific finding names that object. " +
 		"The finding names the object, the operation, when it first and last failed, how often, and the newest error verbatim. " +
 		"It is a warning when the error is permanent by its nature (EIO, ENODEV, NotFound, PermissionDenied, InvalidArgument, a refused login, mount's exit status 32), " +
 		"when the operation is still failing at the end of the evidence with no later success, or when the pod it blocks is not running; info when a later success of the same operation on the object follows, " +
@@ -100,6 +100,11 @@ func (st *state) opState(g *opGroup) (Severity, string) {
 		// own when it failed.
 		return Info, "a connection to the plugin's socket failed; the client reconnects by itself, and an operation that waits on it fails on its own"
 	}
+	if g.op == events.OpCheck && g.hits.Count < 2 {
+		// One check that timed out, not repeated: a slow answer, not yet
+		// a mount that hangs.
+		return Info, "one check of the mount path timed out and none repeated it: a slow answer, not yet a hung mount"
+	}
 	if g.op == events.OpSandboxRemove && g.newest.Errno != "EBUSY" {
 		// A sandbox's network teardown (a CNI delete) failing holds no
 		// volume: the runtime retries it with the pod's removal. Only a
@@ -119,6 +124,9 @@ func (st *state) opState(g *opGroup) (Severity, string) {
 	if last.IsZero() || end.IsZero() || end.Sub(last) < stillFailingFor {
 		if why, ok := firstTryAtStart(g); ok {
 			return Info, why
+		}
+		if g.op == events.OpCheck {
+			return Warning, "its checks of the mount path time out again and again with no later success: a hung mount suspected (a stat that hangs in the kernel)"
 		}
 		return Warning, "still failing at the end of the evidence, with no later success"
 	}

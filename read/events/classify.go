@@ -303,6 +303,11 @@ func operation(text, lower, method, source string) Op {
 	if op, ok := methodOps[method]; ok && method != "" {
 		return op
 	}
+	if method == "NodeGetVolumeStats" {
+		// A plugin's check of a volume's mount path, whatever its
+		// outcome: its success mends an earlier check that timed out.
+		return OpCheck
+	}
 	for _, k := range kubeletOps {
 		if strings.Contains(text, k.name) {
 			return k.op
@@ -314,6 +319,12 @@ func operation(text, lower, method, source string) Op {
 		// subPath of it (the kubelet's layout, whatever its root): the
 		// volume's teardown, which cleans the subpaths first.
 		return OpTeardown
+	}
+	if _, ok := checkPath(text, lower, method); ok {
+		return OpCheck
+	}
+	if _, ok := mkdirPath(text, lower); ok {
+		return OpMkdir
 	}
 	if strings.Contains(lower, "rootfs") && (strings.Contains(lower, "unmount") || strings.Contains(lower, "remove") || strings.Contains(lower, "delete") || strings.Contains(lower, "unlinkat")) ||
 		runtimeStorage(lower) {

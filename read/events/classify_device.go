@@ -19,7 +19,7 @@ var (
 	// "nvme nvme2: ...", "rbd: rbd0: ...", a disk's own "nvme2n1: ...").
 	reKernelDev = lazy(`^(?:[\w-]+:? )?((?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+(?:n\d+)?|rbd\d+|nbd\d+|dm-\d+|md\d+|drbd\d+)):? `)
 	reWWIDLike  = lazy(`^(?:[0-9a-f]{16,}|(?:eui|naa|wwn|nqn)\.[\w.:-]+)$`)
-	reBlockDev  = lazy(`^(?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|md\d+)$`)
+	reBlockDev  = lazy(`^(?:` + blockDevNames + `)$`)
 	// reNegErrno is a kernel's negative errno ("status: -19", ": -13",
 	// dev_printk's "failed (-104)", a block driver's "(result -32)").
 	reNegErrno = lazy(`(?:[:=(]|\bresult) ?-\d{1,3}\b`)
@@ -38,6 +38,11 @@ var (
 	reHBA      = lazy(`^(mpt[23]sas(?:_cm)?\d+):? `)
 	reSCSIHost = lazy(`\bscsi(?: ?host|_eh_)?(\d+)\b|\bhost (\d+) channel \d+ id \d+`)
 )
+
+// blockDevNames are the kernel's names of a whole block device (no
+// partition): a SCSI, virtio or Xen disk, an NVMe namespace, a Ceph RBD
+// or network block device, a device-mapper or MD device.
+const blockDevNames = `sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|md\d+`
 
 // failingSenseKeys are the SCSI sense keys of a command the device
 // failed (SPC's sense key table). No Sense, Recovered Error and Unit

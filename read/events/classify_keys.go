@@ -11,8 +11,11 @@ import (
 // spelling (fields by name, the call form, a handle's own structure).
 
 var (
-	reUUID   = lazy(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
-	rePV     = lazy(`pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	reUUID = lazy(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	// rePV ends at a word's end or at an underscore: a provisioner joins
+	// the namespace and claim to the PV's name in its directory
+	// ("pvc-<uuid>_ns_claim"), the PV all the same (the "_" is trimmed).
+	rePV     = lazy(`pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:\b|_)`)
 	reHandle = lazy(`\b(?:csi-vol-[0-9a-f-]{36}|vol-[0-9a-f]{8,17}|0001-00[0-9a-f]{2}-[0-9a-zA-Z._-]+-[0-9a-f]{16}-[0-9a-f-]{36})\b`)
 	rePortal = lazy(`\b((?:\d{1,3}\.){3}\d{1,3}:3260)\b`)
 	reIQN    = lazy(`\b(iqn\.\d{4}-\d\d\.[A-Za-z0-9.:_-]+)`)
@@ -106,7 +109,7 @@ func keysOf(r *record) Keys {
 		k.Handle = m[0]
 	}
 	if m := matchIf(rePV, text, "pvc-"); m != nil {
-		k.PV = m[0]
+		k.PV = strings.TrimSuffix(m[0], "_")
 	}
 	if k.Volume == k.PV || k.Volume == k.Handle || strings.HasSuffix(k.Volume, "^"+k.Handle) && k.Handle != "" {
 		k.Volume = ""
@@ -174,6 +177,19 @@ func keysOf(r *record) Keys {
 		kubeletKeys(r, &k)
 	} else if v := waitedVolume(r.text); v != "" && k.Volume == "" {
 		k.Volume = v
+	}
+	if r.ev.Op == OpCheck || r.ev.Op == OpMkdir {
+		// The path the check or the mkdir names is the object (a PV's
+		// name in it is read above).
+		var p string
+		if r.ev.Op == OpCheck {
+			p, _ = checkPath(r.text, strings.ToLower(r.text), r.ev.Method)
+		} else {
+			p, _ = mkdirPath(r.text, strings.ToLower(r.text))
+		}
+		if p != "" {
+			k.Path = p
+		}
 	}
 	if r.ev.Op == OpConnect {
 		// The socket is the object.

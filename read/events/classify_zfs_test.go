@@ -18,12 +18,8 @@ func TestZFSPoolRecords(t *testing.T) {
 		{"a pool named in a record without a failure", `[   50.000000] WARNING: Pool 'tank' has been imported`, false, ""},
 	}
 	for _, c := range cases {
-		ev, ok := NewParser(ref).Parse([]byte(c.line))
-		if ok != c.ok {
-			t.Errorf("%s: ok=%v, want %v (%+v)", c.name, ok, c.ok, ev)
-			continue
-		}
-		if !c.ok {
+		ev, check := parsedAs(t, c.name, c.line, c.ok)
+		if !check {
 			continue
 		}
 		if ev.Op != OpIO || ev.Outcome != OutcomeFailed || ev.Keys.Pool != c.pool || ev.Err.Errno != "EIO" {

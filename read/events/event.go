@@ -82,6 +82,13 @@ const (
 	// kubelet's plugin directories (the kubelet's gRPC channel to a CSI
 	// node plugin).
 	OpConnect Op = "plugin connection"
+	// OpCheck is a check of a volume's mount path (stat, statfs, df,
+	// du, NodeGetVolumeStats): one that times out is the plugin's view
+	// of a hung mount.
+	OpCheck Op = "mount path check"
+	// OpMkdir is the creation of a volume's directory (a provisioner's
+	// or a plugin's mkdir of the PV's path).
+	OpMkdir Op = "volume directory creation"
 )
 
 // Outcome says whether a record reports an operation failing or
@@ -230,6 +237,14 @@ func (e *Event) Permanent() (bool, string) {
 	if e.Err.LoginRefused {
 		return true, "login refused"
 	}
+	if e.Op == OpMkdir {
+		switch e.Err.Errno {
+		case "EACCES", "EPERM", "ENOSPC", "ENOTDIR":
+			// A directory its writer may not create, or has no room
+			// for: the provisioner retries the same mkdir in vain.
+			return true, e.Err.Errno
+		}
+	}
 	if e.Err.Exit == 32 && (e.Op == OpMount || e.Op == OpStage || e.Op == OpPublish) {
 		return true, "mount exit status 32"
 	}
@@ -329,6 +344,11 @@ func contains(list []string, s string) bool {
 // (the volume is gone from the node), but an I/O error.
 func Resolves(op, failed Op) bool {
 	if op == failed {
+		return true
+	}
+	if failed == OpCheck && (op == OpMount || op == OpStage || op == OpPublish) {
+		// A mount of the path that succeeded after its check timed out:
+		// the mount answers again.
 		return true
 	}
 	switch op {

@@ -78,18 +78,23 @@ func quotedDeviceName(text string) string {
 	}
 }
 
-// reBareDevice is a kernel block device's name alone.
-var reBareDevice = lazy(`^(?:sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|rbd\d+|nbd\d+|dm-\d+|drbd\d+|md\d+)(?:p?\d+)?$`)
+// reBareDevice is a kernel block device's name alone: a whole device
+// (blockDevNames, as multipathd's records are read), a DRBD device, or a
+// partition of one.
+var reBareDevice = lazy(`^(?:` + blockDevNames + `|drbd\d+)(?:p?\d+)?$`)
 
 // reNamespacedPod is a pod named by its namespace and name after the word
 // "pod" ("for pod my-ns/my-app-5b8", "pod default/web-0:"): both DNS-1123
 // labels joined by one slash.
-var reNamespacedPod = lazy(`\bpod\s+([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)\b`)
+var reNamespacedPod = lazy(`\bpod[ \t]+([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)\b`)
+
+// namespacedPodWords: every match of reNamespacedPod holds one.
+var namespacedPodWords = []string{"pod ", "pod\t"}
 
 // namespacedPod is the pod a record names as "pod <namespace>/<name>",
 // or "".
 func namespacedPod(text string) string {
-	if !strings.Contains(text, "pod ") {
+	if !containsAny(text, namespacedPodWords...) {
 		return ""
 	}
 	m := reNamespacedPod.FindStringSubmatch(text)

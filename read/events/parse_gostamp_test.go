@@ -18,8 +18,8 @@ func TestGoStampDeviceWordAndNamespacedPod(t *testing.T) {
 		// at is the record's time, when it must be read.
 		at time.Time
 	}{
-		{"Go log stamp, process tag and a level in angle brackets", `2026/11/21 09:10:01.000001 fusefs[7] <FATAL>: create /mnt/pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f: mkdir /mnt/pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f: file exists`,
-			want{ok: true, level: LevelFatal, op: OpCSICall, outcome: OutcomeFailed, errno: "EEXIST", keys: Keys{PV: "pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f"}},
+		{"Go log stamp, process tag and a level in angle brackets (a PV directory's mkdir)", `2026/11/21 09:10:01.000001 fusefs[7] <FATAL>: create /mnt/pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f: mkdir /mnt/pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f: file exists`,
+			want{ok: true, level: LevelFatal, op: OpMkdir, outcome: OutcomeFailed, errno: "EEXIST", keys: Keys{PV: "pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f"}},
 			time.Date(2026, 11, 21, 9, 10, 1, 1000, time.UTC)},
 		{"Go log stamp and a logger's level suffix", `2026/11/21 09:10:01.000002 fuse.ERROR mount /var/lib/kubelet/pods/0f6a0c38-4a8b-4c57-9d2a-6e0c5a1b2c3d/volumes/kubernetes.io~csi/pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f/mount: transport endpoint is not connected`,
 			want{ok: true, level: LevelError, op: OpMount, outcome: OutcomeFailed, errno: "ENOTCONN", keys: Keys{PV: "pvc-5d1e2f3a-1b2c-4d5e-8f90-0a1b2c3d4e5f"}}, time.Time{}},

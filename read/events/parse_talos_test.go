@@ -24,12 +24,8 @@ func TestTalosKernPrefix(t *testing.T) {
 		{"a word kern: elsewhere is no prefix", `level=error msg="kern: x [y]: failed" error="input/output error"`, false, "", LevelError, time.Time{}},
 	}
 	for _, c := range cases {
-		ev, ok := NewParser(ref).Parse([]byte(c.line))
-		if ok != c.ok {
-			t.Errorf("%s: ok=%v, want %v (%+v)", c.name, ok, c.ok, ev)
-			continue
-		}
-		if !c.ok {
+		ev, check := parsedAs(t, c.name, c.line, c.ok)
+		if !check {
 			continue
 		}
 		if ev.Source != "kernel" || ev.Outcome != OutcomeFailed || ev.Keys.Device != c.device || ev.Level != c.level || !ev.Time.Equal(c.at) {

@@ -48,6 +48,18 @@ func checkShortcuts(t *testing.T, text string) {
 	if reNQN.MatchString(text) && !strings.Contains(text, "nqn.") {
 		t.Errorf("reNQN matches %q without its word", text)
 	}
+	if reNamespacedPod.MatchString(text) && !containsAny(text, namespacedPodWords...) {
+		t.Errorf("reNamespacedPod matches %q without its words", text)
+	}
+	if reZFSPool.MatchString(text) && !strings.Contains(text, "Pool '") {
+		t.Errorf("reZFSPool matches %q without its word", text)
+	}
+	if reTalosKern.MatchString(text) && !strings.Contains(text[:min(len(text), 270)], "kern:") {
+		t.Errorf("reTalosKern matches %q, talosKern's window misses its kern:", text)
+	}
+	if reGoStamp.MatchString(text) && (len(text) < 19 || text[4] != '/' || text[7] != '/') {
+		t.Errorf("reGoStamp matches %q, goStampBody's test refuses it", text)
+	}
 	for _, s := range []string{text, lower} {
 		if got, want := successMatch(s), reSuccess.MatchString(s); got != want {
 			t.Errorf("successMatch(%q) = %v, reSuccess says %v", s, got, want)
@@ -80,6 +92,9 @@ var shortcutEdges = []string{
 	`job completed`, `completedx`, `has been mounted`, `has been unmounted`, `has been`, `succeeded.has been completed`, `asucceeded success`,
 	`input/output error`, `i/o error: no such device`, `no such device or address`, `no such file or directory: device or resource busy`, `target is busy`, `too many levels of symbolic links`,
 	`stale nfs file handle`, `inp`, `i`, `no such devic`,
+	"for pod\tns/web-0", `for pod  ns/web-0`, `pod ns/`, `apod ns/web`, `WARNING: Pool 'tank' has been suspended`, `Pool ''`,
+	strings.Repeat("a", 253) + `: kern:  err: [2024-10-29T13:44:18Z]: x`, `kern: err: [2024-10-29T13:44:18.000000000+02:00]: x`,
+	`2024/01/02 03:04:05.123456 juicefs[6] <FATAL>: x`, `2024/01/02 03:04:05`, `2024/01/02 03:04:0`,
 }
 
 func TestShortcuts(t *testing.T) {
