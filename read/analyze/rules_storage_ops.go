@@ -33,7 +33,11 @@ var _ = document(RuleDoc{
 		"The finding names the object, the operation, when it first and last failed, how often, and the newest error verbatim. " +
 		"It is a warning when the error is permanent by its nature (EIO, ENODEV, NotFound, PermissionDenied, InvalidArgument, a refused login, mount's exit status 32), " +
 		"when the operation is still failing at the end of the evidence with no later success, or when the pod it blocks is not running; info when a later success of the same operation on the object follows, " +
-		"when the failures stopped well before the log ends, or when the pod runs. The summary says which.",
+		"when the failures stopped well before the log ends, or when the pod runs. The summary says which. " +
+		"A kernel driver's controller or host is read as a state: a record naming it (an NVMe controller `nvmeN`, a block device, " +
+		"a SCSI host `scsiN`) says a failure (a command timed out, error recovery or a reset started, a reconnect scheduled or failed, " +
+		"commands waited for, a device offlined) or a recovery (reconnected, a reset that succeeded, a path reinstated), and the newest " +
+		"decides: an NVMe-oF controller that timed out and reconnected is info, one still recovering when the log ends a warning.",
 	Evidence: "The log lines of the failures (`journal/`, `csi/podlogs/`, `csi/hostlogs/`), with the pods' state from `kubelet/pods.json`, the runtime and the API.",
 	Fix:      "Read the newest error: it is the driver's, the mount's or the kernel's own words for the cause; fix the object it names (its device, server, credentials or mount) and let the operation retry.",
 })

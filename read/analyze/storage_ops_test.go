@@ -272,3 +272,43 @@ func TestMultipathdPathState(t *testing.T) {
 	}
 	wantIn(t, "summary", f.Summary, "succeeded")
 }
+
+// A kernel controller's or host's state is the newest of its failure
+// and its recovery: an NVMe-oF controller whose commands time out and
+// whose error recovery is still reconnecting at the end of the kernel
+// log is a warning naming it; the same controller reconnected after is
+// information, and so is a SCSI host whose reset succeeded.
+func TestKernelControllerState(t *testing.T) {
+	files := func(lines ...string) map[string][]byte {
+		return map[string][]byte{
+			"host/summary.json": []byte(`{"hostname":"node1"}`),
+			"journal/dmesg.log": []byte(strings.Join(lines, "\n") + "\n"),
+		}
+	}
+	failing := []string{
+		`[40950.767822] nvme nvme7: queue 0: timeout cid 0x4001 type 4 opcode 0x18 (Admin Cmd)`,
+		`[40950.767900] nvme nvme7: starting error recovery`,
+		`[40950.937368] nvme nvme7: Reconnecting in 10 seconds...`,
+	}
+	r := analyzeFiles(t, files(failing...))
+	f := only(t, r, "storage-operation-failing")
+	if f.Subject != "/dev/nvme7" || f.Severity != analyze.Warning {
+		t.Errorf("subject %q severity %s:\n%s", f.Subject, f.Severity, dump(r))
+	}
+	r = analyzeFiles(t, files(append(failing, `[40962.017504] nvme nvme7: Successfully reconnected (1 attempt)`)...))
+	for _, f := range r.Findings {
+		if f.Severity >= analyze.Warning {
+			t.Errorf("a controller reconnected after warns: %s %s", f.ID, f.Summary)
+		}
+	}
+	r = analyzeFiles(t, files(
+		`[  610.100000] megaraid_sas 0000:5a:00.0: [30]waiting for 65 commands to complete for scsi2`,
+		`[  640.100000] megaraid_sas 0000:5a:00.0: resetting fusion adapter scsi2.`,
+		`[  650.100000] megaraid_sas 0000:5a:00.0: Reset successful for scsi2.`,
+	))
+	for _, f := range r.Findings {
+		if f.Severity >= analyze.Warning {
+			t.Errorf("a host reset successfully warns: %s %s", f.ID, f.Summary)
+		}
+	}
+}

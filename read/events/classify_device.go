@@ -28,6 +28,15 @@ var (
 	reSCSIDisk = lazy(`^sd \d+:\d+:\d+:\d+: \[(sd[a-z]+)\] `)
 	// reSenseKey is the sense key of a SCSI command's failure.
 	reSenseKey = lazy(`Sense Key ?: ?([A-Za-z ]+?) ?(?:\[|$)`)
+	// reSCSIHost is a SCSI host a record names: the midlayer's
+	// shost_printk "scsi hostN: ", its error handler "scsi_eh_N", a host
+	// bus adapter driver's "... for scsiN" / "scsiN: ", the midlayer's
+	// older "host N channel C id I lun L". A host's commands waiting,
+	// aborted or reset are its failure.
+	// reHBA is a SAS host bus adapter's own name for itself in its
+	// records (mpt2sas/mpt3sas "mpt3sas_cm0: ", "mpt2sas0: ").
+	reHBA      = lazy(`^(mpt[23]sas(?:_cm)?\d+):? `)
+	reSCSIHost = lazy(`\bscsi(?: ?host|_eh_)?(\d+)\b|\bhost (\d+) channel \d+ id \d+`)
 )
 
 // blockDevNames are the kernel's names of a whole block device (no
@@ -57,7 +66,18 @@ var (
 	// says much at boot that is no failure ("Shutdown timeout set to",
 	// "failed to set APST feature"), so only a device's state (and a
 	// negative errno) count.
-	deviceDown = []string{"offline", "not ready", "removing", "timeout,", "timed out", "i/o error", "medium error", "dead"}
+	deviceDown = []string{"offline", "not ready", "removing", "timeout,", "timed out", "i/o error", "medium error", "dead",
+		// A controller's or host's own error handling (the NVMe core's,
+		// its fabrics transports' and the SCSI error handler's): a
+		// command timed out ("queue 0: timeout cid ..."), recovery or a
+		// reset started, a reconnect scheduled or failed, commands a
+		// host waits for.
+		"timeout cid", "error recovery", "resetting controller", "reset controller", "will reset", "reconnecting in", "failed reconnect",
+		"commands to complete", "resetting fusion adapter", "sending diag reset", "attempting host reset", "fault_state"}
+	// deviceUp are the kernel's words of a device or controller back:
+	// a fabrics controller reconnected, a host's or controller's reset
+	// done, a path reinstated.
+	deviceUp = []string{"successfully reconnected", "reset successful", "reset complete", "reset: success", "reinstate", "is operational", "is up"}
 )
 
 // deviceRecord reads a storage daemon's or the kernel's record about a
@@ -91,10 +111,22 @@ func deviceRecord(r *record) bool {
 		if m == nil {
 			m = reKernelDev.FindStringSubmatch(msg)
 		}
-		if m == nil {
-			return false
+		switch {
+		case m != nil:
+			k.Device = "/dev/" + m[1]
+		default:
+			// No block device: a SCSI host (its adapter's driver and
+			// the midlayer's error handler speak of the host).
+			if a := reHBA.FindStringSubmatch(msg); a != nil {
+				k.Device = a[1]
+				break
+			}
+			h := reSCSIHost.FindStringSubmatch(msg)
+			if h == nil {
+				return false
+			}
+			k.Device = "scsi" + h[1] + h[2]
 		}
-		k.Device = "/dev/" + m[1]
 	default:
 		return false
 	}
@@ -103,6 +135,9 @@ func deviceRecord(r *record) bool {
 		down = containsAny(lower, deviceDown...) || reNegErrno.MatchString(msg) || senseFailed(msg)
 	}
 	up := containsAny(lower, pathUp...)
+	if ev.Source != "multipathd" {
+		up = containsAny(lower, deviceUp...)
+	}
 	switch {
 	case down && !up:
 		ev.Outcome = OutcomeFailed

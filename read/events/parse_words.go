@@ -104,6 +104,12 @@ var (
 		// the block layer failing a request past a device's end
 		// (bio_check_eod: "attempt to access beyond end of device").
 		[]byte("eyond end of device"),
+		// a kernel driver's controller or host in trouble: an NVMe
+		// command timed out ("timeout cid", the PCI driver's "timeout,
+		// aborting"/"timeout, reset controller"), a fabrics reconnect,
+		// a SCSI host's commands waiting or its reset.
+		[]byte("imeout cid"), []byte("imeout, "), []byte("econnect"), []byte("esetting "), []byte("ill reset"), []byte("ommands to complete"),
+		[]byte("iag reset"), []byte("ost reset"), []byte("ault_state"),
 		// a fatal record of a writer that spells its level out
 		// ("<FATAL>:", "FATAL:"), as klog's F header is read above.
 		[]byte("FATAL")}
@@ -111,7 +117,10 @@ var (
 	// opWords are the words of a storage operation (a success of
 	// anything else is not read).
 	opWords = [][]byte{[]byte("ount"), []byte("tage"), []byte("ublish"), []byte("ttach"), []byte("etach"), []byte("olume"), []byte("SetUp"), []byte("TearDown"),
-		[]byte("/dev/"), []byte("map"), []byte("Map"), []byte("ormat"), []byte("esize"), []byte("xpand"), []byte("ogin"), []byte("perational")}
+		[]byte("/dev/"), []byte("map"), []byte("Map"), []byte("ormat"), []byte("esize"), []byte("xpand"), []byte("ogin"), []byte("perational"),
+		// a controller's or host's recovery ("Successfully reconnected",
+		// "Reset successful for scsi0").
+		[]byte("econnected"), []byte("eset ")}
 )
 
 // klogWarnOrError tells a record with a klog header of level E, W or F
