@@ -256,12 +256,8 @@ func NewMountinfoBase(base []byte) (*MountinfoBase, error) {
 	n := bytes.Count(base, []byte{'\n'}) + 1
 	b := &MountinfoBase{data: base, rests: make([][]byte, 0, n), ids: make([]int, 0, n), par: make([]int, 0, n)}
 	for data := base; len(data) > 0; {
-		l := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			l, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+		var l []byte
+		l, data = cutLine(data)
 		if len(l) == 0 {
 			b.rests = append(b.rests, nil)
 			continue
@@ -391,12 +387,8 @@ func MountinfoShape(data []byte, w io.Writer) (ids, outside []int, ok bool) {
 	parents, rests := make([]int, 0, n), make([][]byte, 0, n)
 	at := make(map[int]int, n)
 	for len(data) > 0 {
-		l := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			l, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+		var l []byte
+		l, data = cutLine(data)
 		if len(l) == 0 {
 			continue
 		}
@@ -494,4 +486,13 @@ func EachMountinfoTable(data []byte, fn func(h MountinfoHeader, table []byte, er
 		pos = next
 	}
 	emit(len(data))
+}
+
+// cutLine is data's first line, without its newline, and what follows it
+// (nil after the last line).
+func cutLine(data []byte) (line, rest []byte) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return data[:i], data[i+1:]
+	}
+	return data, nil
 }
